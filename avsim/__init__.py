@@ -1,0 +1,3 @@
+"""avsim: world-scenario control videos, multi-view generation and evaluation for AV simulation."""
+
+__version__ = "0.1.0"

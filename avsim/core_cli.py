@@ -1,0 +1,260 @@
+"""Core `avsim` commands: `sample`, `convert`, `info`.
+
+`avsim.cli` builds on `app` and mounts the other packages' command groups lazily. Commands
+raise `AvsimInputError` for bad input (printed as one line, exit 1); typer/click report usage
+errors (exit 2). Progress goes to stderr so `avsim info --json` keeps stdout clean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import avsim
+from avsim.errors import AvsimInputError
+from avsim.io import MAP_ELEMENTS, SCHEMA_VERSION, TABLE_FILES, SCENARIO_JSON, check_output_folder, load_scenario, save_scenario
+from avsim.scenario import Scenario
+
+app = typer.Typer(
+    name="avsim",
+    help="Driving scenarios -> multi-camera world-scenario control videos -> Cosmos-Transfer2.5 -> metrics.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"avsim {avsim.__version__} (scenario schema {SCHEMA_VERSION})")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """avsim: world-scenario control videos, multi-view generation and evaluation for AV simulation."""
+
+
+# ---- progress --------------------------------------------------------------------------------
+def _stderr() -> Console:
+    # Created per call so test capture and redirection see the current sys.stderr.
+    return Console(stderr=True)
+
+
+@contextmanager
+def _progress() -> Iterator[Progress]:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_stderr(),
+        transient=False,
+    ) as progress:
+        yield progress
+
+
+def _save_with_progress(progress: Progress, scenario: Scenario, out: Path) -> None:
+    task = progress.add_task(f"writing {out}", total=len(TABLE_FILES) + 1)
+    save_scenario(scenario, out, progress=lambda _name: progress.advance(task))
+
+
+def _require_map(scenario: Scenario, source: Path) -> None:
+    if scenario.map.is_empty():
+        raise AvsimInputError(source, "map", "the scenario has no map elements; nothing to render it on")
+
+
+# ---- sample ----------------------------------------------------------------------------------
+@app.command()
+def sample(
+    out: Path = typer.Argument(..., help="Output scenario folder (created; an existing scenario folder is replaced)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives the same bytes."),
+    duration_s: float = typer.Option(20.0, "--duration-s", min=0.0, min_open=True, help="Scenario length in seconds."),
+    fps: float = typer.Option(30.0, "--fps", min=0.0, min_open=True, help="Ego/agent sampling rate in Hz."),
+) -> None:
+    """Write the embedded, procedurally generated urban sample scenario to OUT."""
+    from avsim.sample import make_sample_scenario
+
+    check_output_folder(out)
+    with _progress() as progress:
+        task = progress.add_task("generating sample scenario", total=None)
+        scenario = make_sample_scenario(seed=seed, duration_s=duration_s, fps=fps)
+        progress.update(task, total=1, completed=1)
+        _require_map(scenario, out)
+        _save_with_progress(progress, scenario, out)
+    _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
+
+
+# ---- convert ---------------------------------------------------------------------------------
+@app.command()
+def convert(
+    src: Path = typer.Argument(..., help="Source dataset file or folder."),
+    out: Path = typer.Argument(..., help="Output scenario folder."),
+    from_format: str = typer.Option(..., "--from", help="Source format (see the importers list in the docs)."),
+    rig: str | None = typer.Option(None, "--rig", help="Named camera rig to attach when the source has none."),
+) -> None:
+    """Convert a real-dataset scene (nuScenes, Argoverse 2, Waymo, RDS-HQ, ScenarioNet) to OUT."""
+    from avsim.importers import registry
+
+    formats = getattr(registry, "FORMATS", None)
+    if formats is not None and from_format not in formats:
+        raise typer.BadParameter(f"unknown format {from_format!r}; choose from {', '.join(sorted(formats))}", param_hint="--from")
+    if not src.exists():
+        raise AvsimInputError(src, "input", "not found")
+    if out.resolve() == src.resolve():
+        raise typer.BadParameter("OUT must differ from SRC", param_hint="OUT")
+    check_output_folder(out)
+    with _progress() as progress:
+        task = progress.add_task(f"reading {src} ({from_format})", total=None)
+        scenario = registry.convert(src, from_format, rig)
+        progress.update(task, total=1, completed=1)
+        _require_map(scenario, src)
+        _save_with_progress(progress, scenario, out)
+    _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
+
+
+# ---- info ------------------------------------------------------------------------------------
+def _map_points_xy(scenario: Scenario) -> list[np.ndarray]:
+    """Every map vertex / cuboid centre as (n, 2) arrays, for the extent."""
+    out = []
+    for element, (kind, _) in MAP_ELEMENTS.items():
+        value = getattr(scenario.map, element)
+        if kind == "lane_lines":
+            out.append(np.asarray(value.lines.points_m)[:, :2])
+        elif kind == "lanes":
+            out += [np.asarray(getattr(value, side).points_m)[:, :2] for side in ("left", "right", "centre")]
+        elif kind == "cuboids":
+            out.append(np.asarray(value.center_m)[:, :2])
+        else:
+            out.append(np.asarray(value.points_m)[:, :2])
+    return out
+
+
+def _extent(scenario: Scenario) -> dict[str, float]:
+    ego_xy = np.asarray(scenario.ego.world_SE3_ego.translation)[:, :2]
+    xy = np.concatenate([ego_xy, np.asarray(scenario.agents.center_m)[:, :2], *_map_points_xy(scenario)])
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    path_m = float(np.linalg.norm(np.diff(np.asarray(scenario.ego.world_SE3_ego.translation), axis=0), axis=1).sum())
+    return {
+        "x_min_m": float(lo[0]),
+        "x_max_m": float(hi[0]),
+        "y_min_m": float(lo[1]),
+        "y_max_m": float(hi[1]),
+        "size_x_m": float(hi[0] - lo[0]),
+        "size_y_m": float(hi[1] - lo[1]),
+        "ego_path_length_m": path_m,
+    }
+
+
+def _tracks_per_class(scenario: Scenario) -> dict[str, int]:
+    agents = scenario.agents
+    if len(agents) == 0:
+        return {}
+    ids = np.asarray(agents.track_id)
+    first = np.concatenate([[True], ids[1:] != ids[:-1]])  # rows are grouped by track
+    counts = Counter(str(c) for c in np.asarray(agents.object_class)[first])
+    return dict(sorted(counts.items()))
+
+
+def scenario_summary(scenario: Scenario) -> dict[str, Any]:
+    """The facts `avsim info` prints, as plain JSON-able values."""
+    ego = scenario.ego
+    lights = scenario.lights
+    cameras = [
+        {
+            "name": name,
+            "model": camera.model,
+            "width_px": camera.width_px,
+            "height_px": camera.height_px,
+            "horizontal_fov_deg": round(math.degrees(camera.horizontal_fov_rad), 2),
+        }
+        for name, camera in zip(scenario.rig.names, scenario.rig.cameras)
+    ]
+    return {
+        "scenario_id": scenario.scenario_id,
+        "duration_s": float(ego.duration_s),
+        "ego_rate_hz": float(ego.rate_hz) if len(ego) > 1 else None,
+        "ego_poses": len(ego),
+        "start_timestamp_ns": int(ego.timestamps_ns[0]),
+        "end_timestamp_ns": int(ego.timestamps_ns[-1]),
+        "cameras": cameras,
+        "agents": {
+            "tracks": int(len(np.unique(np.asarray(scenario.agents.track_id)))),
+            "observations": len(scenario.agents),
+            "tracks_per_class": _tracks_per_class(scenario),
+        },
+        "map": {element: int(len(_element_ids(scenario, element))) for element in MAP_ELEMENTS},
+        "traffic_lights": {
+            "lights_with_states": int(len(np.unique(np.asarray(lights.light_id)))),
+            "state_rows": len(lights),
+            "states": dict(sorted(Counter(str(s) for s in np.asarray(lights.state)).items())),
+        },
+        "extent": _extent(scenario),
+        "metadata": scenario.metadata,
+    }
+
+
+def _element_ids(scenario: Scenario, element: str) -> np.ndarray:
+    value = getattr(scenario.map, element)
+    return np.asarray(value.lines.ids if MAP_ELEMENTS[element][0] == "lane_lines" else value.ids)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    console = Console()
+    rate = f"{s['ego_rate_hz']:.2f} Hz" if s["ego_rate_hz"] else "n/a"
+    console.print(f"[bold]{s['scenario_id']}[/bold]  {s['duration_s']:.2f} s  ego {rate} ({s['ego_poses']} poses)")
+    ext = s["extent"]
+    console.print(
+        f"extent x [{ext['x_min_m']:.1f}, {ext['x_max_m']:.1f}] m, y [{ext['y_min_m']:.1f}, {ext['y_max_m']:.1f}] m "
+        f"({ext['size_x_m']:.0f} x {ext['size_y_m']:.0f} m); ego path {ext['ego_path_length_m']:.1f} m"
+    )
+    cams = Table(title=f"cameras ({len(s['cameras'])})", title_justify="left")
+    for col in ("name", "model", "size", "hfov"):
+        cams.add_column(col)
+    for c in s["cameras"]:
+        cams.add_row(c["name"], c["model"], f"{c['width_px']}x{c['height_px']}", f"{c['horizontal_fov_deg']:.1f} deg")
+    console.print(cams)
+    agents = s["agents"]
+    per_class = Table(title=f"agents: {agents['tracks']} tracks, {agents['observations']} boxes", title_justify="left")
+    per_class.add_column("class")
+    per_class.add_column("tracks", justify="right")
+    for name, n in agents["tracks_per_class"].items():
+        per_class.add_row(name, str(n))
+    console.print(per_class)
+    elements = Table(title="map elements", title_justify="left")
+    elements.add_column("type")
+    elements.add_column("count", justify="right")
+    for name, n in s["map"].items():
+        elements.add_row(name, str(n))
+    console.print(elements)
+    tl = s["traffic_lights"]
+    states = ", ".join(f"{k} {v}" for k, v in tl["states"].items()) or "none"
+    console.print(f"traffic-light states: {tl['lights_with_states']} lights, {tl['state_rows']} rows ({states})")
+
+
+@app.command()
+def info(
+    scenario: Path = typer.Argument(..., help=f"Scenario folder (holding {SCENARIO_JSON})."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+) -> None:
+    """Summarise a scenario: duration, rate, cameras, agents per class, map elements, extent."""
+    summary = scenario_summary(load_scenario(scenario))
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary)

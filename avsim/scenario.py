@@ -1,0 +1,63 @@
+"""The Scenario: everything needed to render one driving clip."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from avsim.agents import AgentTracks
+from avsim.errors import AvsimValueError
+from avsim.lights import TrafficLightStates
+from avsim.rig import CameraRig
+from avsim.trajectory import EgoTrajectory
+
+# The map type lives one layer up (avsim.maps); core only needs to hold it.
+MapLike = Any
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """A clip: camera rig, ego trajectory, agent tracks, HD map, light states, metadata.
+
+    All world-frame data share one world frame; timestamps are int64 ns.
+    """
+
+    scenario_id: str
+    rig: CameraRig
+    ego: EgoTrajectory
+    agents: AgentTracks
+    map: MapLike
+    lights: TrafficLightStates
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scenario_id, str) or not self.scenario_id:
+            raise AvsimValueError("scenario_id: must be a non-empty string")
+        for name, cls in (("rig", CameraRig), ("ego", EgoTrajectory), ("agents", AgentTracks), ("lights", TrafficLightStates)):
+            if not isinstance(getattr(self, name), cls):
+                raise AvsimValueError(f"{name}: expected {cls.__name__}, got {type(getattr(self, name)).__name__}")
+        if not hasattr(self.map, "element_counts"):
+            raise AvsimValueError(f"map: expected an HDMap, got {type(self.map).__name__}")
+        object.__setattr__(self, "metadata", dict(self.metadata))
+
+    @property
+    def start_ns(self) -> int:
+        return int(self.ego.timestamps_ns[0])
+
+    @property
+    def end_ns(self) -> int:
+        return int(self.ego.timestamps_ns[-1])
+
+    @property
+    def duration_s(self) -> float:
+        return self.ego.duration_s
+
+    def frame_timestamps(self, rate_hz: float) -> np.ndarray:
+        """Render timestamps (K,) over the ego span at `rate_hz`."""
+        return self.ego.uniform_timestamps(rate_hz)
+
+    def replace(self, **changes) -> Scenario:
+        return dataclasses.replace(self, **changes)

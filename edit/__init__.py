@@ -1,0 +1,1 @@
+"""Declarative scenario editing, validation and diff."""

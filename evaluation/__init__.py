@@ -1,0 +1,1 @@
+"""Video-fidelity and detection-gap metrics and reports."""

@@ -1,0 +1,535 @@
+"""LET-3D-AP, LET-3D-APL and LET-3D-APH (Waymo camera-only 3-D detection metrics).
+
+Follows the Waymo Open Dataset reference (challenge configuration) as written down in
+`shared/specs/metrics.md` section 1: longitudinal-error-tolerant IoU, Hungarian matching per
+frame and score cutoff, precision weighted by longitudinal affinity (APL) or heading accuracy
+(APH), and Waymo's recall-envelope AP integration.
+
+Speed: matching is only recomputed where it can change. Candidate pairs (same frame, same
+class, positive matching weight) are split into connected components; a component's matching
+depends only on which of its predictions are kept, and that set changes only at the score
+cutoffs its own predictions cross. Single-edge components are solved in closed form; larger
+ones run the Hungarian solver once per distinct kept set. Per-cutoff totals are accumulated as
+interval events, so any frame weighting (bootstrap resampling) is a cheap re-sum.
+
+All boxes are rows `(cx, cy, cz, l, w, h, heading_rad)` in the vehicle frame (x forward,
+y left, z up; centre of the box).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from avsim.errors import AvsimValueError
+from avsim.evaluation.box_iou import paired_iou_3d
+
+WAYMO_SENSOR_LOCATION_M = (1.43, 0.0, 2.18)
+DEFAULT_IOU_THRESHOLDS = {
+    "vehicle": 0.5,
+    "car": 0.5,
+    "truck": 0.5,
+    "bus": 0.5,
+    "others": 0.5,
+    "pedestrian": 0.3,
+    "cyclist": 0.3,
+    "sign": 0.3,
+}
+RANGE_BINS_M = ((0.0, 30.0), (30.0, 50.0), (50.0, math.inf))
+_PAIR_BLOCK = 2_000_000  # all-pairs block size before the cheap prefilters
+
+
+def waymo_score_cutoffs() -> np.ndarray:
+    """The challenge's 101 score cutoffs 0.00, 0.01, ..., 1.00 as float32 (as the reference)."""
+    return np.concatenate([np.arange(100) * 0.01, [1.0]]).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class LetConfig:
+    """Parameters of LET matching; defaults are the Waymo camera-only challenge values."""
+
+    sensor_location_m: tuple[float, float, float] = WAYMO_SENSOR_LOCATION_M
+    tolerance_fraction: float = 0.10
+    min_tolerance_m: float = 0.5
+    iou_thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_IOU_THRESHOLDS))
+    default_iou_threshold: float = 0.5
+    max_recall_delta: float = 0.05
+    range_bins_m: tuple[tuple[float, float], ...] = RANGE_BINS_M
+
+    def iou_threshold(self, label: str) -> float:
+        return float(self.iou_thresholds.get(label.lower(), self.default_iou_threshold))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sensor_location_m": list(self.sensor_location_m),
+            "tolerance_fraction": self.tolerance_fraction,
+            "min_tolerance_m": self.min_tolerance_m,
+            "iou_thresholds": dict(self.iou_thresholds),
+            "default_iou_threshold": self.default_iou_threshold,
+            "max_recall_delta": self.max_recall_delta,
+            "range_bins_m": [[lo, hi if math.isfinite(hi) else "inf"] for lo, hi in self.range_bins_m],
+            "score_cutoffs": "0.00:0.01:1.00 (101, float32)",
+        }
+
+
+@dataclass(frozen=True)
+class Boxes3D:
+    """A table of 3-D boxes in the vehicle frame, one row per box (struct of arrays).
+
+    frame (N,) any hashable dtype (frame key); label (N,) str; boxes (N, 7) float64
+    (cx, cy, cz, l, w, h, heading_rad); score (N,) float64 (1 for ground truth).
+    """
+
+    frame: np.ndarray
+    label: np.ndarray
+    boxes: np.ndarray
+    score: np.ndarray
+
+    def __post_init__(self) -> None:
+        boxes = np.asarray(self.boxes, dtype=np.float64)
+        if boxes.size == 0:
+            boxes = boxes.reshape(0, 7)
+        n = boxes.shape[0]
+        if boxes.ndim != 2 or boxes.shape[1] != 7:
+            raise AvsimValueError(f"boxes: expected shape (N, 7), got {boxes.shape}")
+        if not np.isfinite(boxes).all():
+            raise AvsimValueError("boxes: must be finite")
+        if (boxes[:, 3:6] <= 0).any():
+            raise AvsimValueError("boxes: sizes (l, w, h) must be positive")
+        frame = np.asarray(self.frame)
+        label = np.asarray(self.label, dtype=str)
+        score = np.asarray(self.score, dtype=np.float64)
+        for name, arr in (("frame", frame), ("label", label), ("score", score)):
+            if arr.shape != (n,):
+                raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
+        if not np.isfinite(score).all():
+            raise AvsimValueError("score: must be finite")
+        object.__setattr__(self, "boxes", boxes)
+        object.__setattr__(self, "frame", frame)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "score", score)
+
+    @staticmethod
+    def ground_truth(frame: np.ndarray, label: np.ndarray, boxes: np.ndarray) -> "Boxes3D":
+        return Boxes3D(frame, label, boxes, np.ones(len(np.asarray(frame))))
+
+    @staticmethod
+    def empty() -> "Boxes3D":
+        return Boxes3D(np.zeros(0, np.int64), np.zeros(0, str), np.zeros((0, 7)), np.zeros(0))
+
+    def __len__(self) -> int:
+        return self.boxes.shape[0]
+
+    def select(self, mask: np.ndarray) -> "Boxes3D":
+        return Boxes3D(self.frame[mask], self.label[mask], self.boxes[mask], self.score[mask])
+
+
+# --------------------------------------------------------------------------- pair measures
+
+
+def longitudinal_affinity(
+    gt_center_m: np.ndarray,
+    pd_center_m: np.ndarray,
+    tolerance_fraction: float = 0.10,
+    min_tolerance_m: float = 0.5,
+) -> np.ndarray:
+    """LA in [0, 1] for sensor-relative centres `(..., 3)` (broadcasting) -> `(...)`."""
+    g = np.asarray(gt_center_m, dtype=np.float64)
+    p = np.asarray(pd_center_m, dtype=np.float64)
+    r_gt = np.maximum(np.linalg.norm(g, axis=-1), 1e-6)
+    r_pd = np.maximum(np.linalg.norm(p, axis=-1), 1e-6)
+    cos = (g * p).sum(axis=-1) / (r_gt * r_pd)
+    e_lon = np.abs(r_pd * cos - r_gt)
+    tol = np.maximum(tolerance_fraction * r_gt, min_tolerance_m)
+    return np.clip(1.0 - e_lon / tol, 0.0, 1.0)
+
+
+def let_aligned_centers(gt_center_m: np.ndarray, pd_center_m: np.ndarray) -> np.ndarray:
+    """Prediction centres moved along their line of sight to the point nearest the GT centre."""
+    g = np.asarray(gt_center_m, dtype=np.float64)
+    p = np.asarray(pd_center_m, dtype=np.float64)
+    scale = (g * p).sum(axis=-1) / np.maximum((p * p).sum(axis=-1), 1e-6)
+    return p * scale[..., None]
+
+
+def heading_accuracy(gt_heading_rad: np.ndarray, pd_heading_rad: np.ndarray) -> np.ndarray:
+    """HA = clamp(1 - |dheading|/pi, 0, 1), with the difference folded into [0, pi]."""
+    d = np.abs(np.mod(np.asarray(pd_heading_rad) - np.asarray(gt_heading_rad) + np.pi, 2 * np.pi) - np.pi)
+    return np.clip(1.0 - d / np.pi, 0.0, 1.0)
+
+
+def let_iou(gt_boxes: np.ndarray, pd_boxes: np.ndarray) -> np.ndarray:
+    """LET-IoU of paired sensor-relative boxes `(K, 7)` -> `(K,)`."""
+    shifted = np.array(pd_boxes, dtype=np.float64, copy=True)
+    shifted[:, :3] = let_aligned_centers(gt_boxes[:, :3], pd_boxes[:, :3])
+    return paired_iou_3d(gt_boxes, shifted)
+
+
+# --------------------------------------------------------------------------- AP integration
+
+
+def average_precision(
+    precisions: np.ndarray | list[float], recalls: np.ndarray | list[float], max_recall_delta: float = 0.05
+) -> float:
+    """Waymo's AP integration of a precision/recall curve (any order, any length)."""
+    p = np.asarray(precisions, dtype=np.float64).ravel()
+    r = np.asarray(recalls, dtype=np.float64).ravel()
+    if p.shape != r.shape:
+        raise AvsimValueError(f"recalls: shape {r.shape} differs from precisions {p.shape}")
+    if not 0.0 < max_recall_delta <= 1.0:
+        raise AvsimValueError("max_recall_delta: must be in (0, 1]")
+    if p.size == 0:
+        return 0.0
+    best: dict[float, float] = {0.0: 1.0}
+    for pi, ri in zip(p.tolist(), r.tolist()):
+        best[ri] = max(best.get(ri, 0.0), pi)
+    points: list[tuple[float, float]] = []  # (precision, recall), recall descending
+    keys = sorted(best)
+    last = keys[0]
+    running = 0.0
+    for rec in reversed(keys):
+        while last - rec > max_recall_delta + 1e-6:
+            last -= max_recall_delta
+            points.append((running, last))
+        running = max(best[rec], running)
+        points.append((running, rec))
+        last = rec
+    if len(points) >= 2:  # the (recall 0, precision 1) seed is not real data
+        points[-1] = (points[-2][0], points[-1][1])
+    area = 0.0
+    for (p0, r0), (p1, r1) in zip(points[:-1], points[1:]):
+        area += 0.5 * (r0 - r1) * (p0 + p1)
+    return float(area)
+
+
+# --------------------------------------------------------------------------- matching core
+
+
+@dataclass(frozen=True)
+class _Events:
+    """Per-cutoff contributions as intervals [start, end) of cutoff indices, per frame."""
+
+    frame: np.ndarray  # (E,) int64 frame code
+    start: np.ndarray  # (E,) int64
+    end: np.ndarray  # (E,) int64
+    tp: np.ndarray  # (E,) float64
+    la: np.ndarray
+    ha: np.ndarray
+
+    @staticmethod
+    def concat(parts: list["_Events"]) -> "_Events":
+        if not parts:
+            z = np.zeros(0, np.int64)
+            zf = np.zeros(0)
+            return _Events(z, z, z, zf, zf, zf)
+        return _Events(*(np.concatenate([getattr(e, f) for e in parts]) for f in ("frame", "start", "end", "tp", "la", "ha")))
+
+
+@dataclass(frozen=True)
+class BreakdownCounts:
+    """Everything needed to compute AP for one breakdown under any frame weighting.
+
+    gt_frame (G,) frame codes of its GT; pd_frame (P,), pd_levels (P,) number of cutoffs each
+    prediction survives; tp_events: matched contributions.
+    """
+
+    num_cutoffs: int
+    gt_frame: np.ndarray
+    pd_frame: np.ndarray
+    pd_levels: np.ndarray
+    tp_events: _Events
+
+    def totals(self, frame_weight: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Per-cutoff totals (K,) of tp, la, ha, num_pd and the scalar num_gt."""
+        k = self.num_cutoffs
+
+        def w(frames: np.ndarray) -> np.ndarray:
+            return np.ones(frames.shape[0]) if frame_weight is None else frame_weight[frames]
+
+        def interval_sum(start: np.ndarray, end: np.ndarray, values: np.ndarray) -> np.ndarray:
+            diff = np.bincount(start, weights=values, minlength=k + 1)[: k + 1]
+            diff = diff - np.bincount(end, weights=values, minlength=k + 1)[: k + 1]
+            return np.cumsum(diff)[:k]
+
+        ev = self.tp_events
+        we = w(ev.frame)
+        zeros = np.zeros(self.pd_levels.shape[0], np.int64)
+        return {
+            "tp": interval_sum(ev.start, ev.end, ev.tp * we),
+            "la": interval_sum(ev.start, ev.end, ev.la * we),
+            "ha": interval_sum(ev.start, ev.end, ev.ha * we),
+            "num_pd": interval_sum(zeros, self.pd_levels, w(self.pd_frame)),
+            "num_gt": np.asarray(w(self.gt_frame).sum()),
+        }
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    gi: np.ndarray  # (E,) GT row
+    pj: np.ndarray  # (E,) prediction row
+    weight: np.ndarray  # (E,) int64 Hungarian weight round(LET-IoU * LA * 1e6)
+    matchable: np.ndarray  # (E,) bool
+    la: np.ndarray
+    ha: np.ndarray
+
+
+def _group_pairs(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (gt row, pd row) index pairs with equal integer keys, in bounded blocks."""
+    g_order = np.argsort(gt_key, kind="stable")
+    p_order = np.argsort(pd_key, kind="stable")
+    keys = np.union1d(gt_key, pd_key)
+    g_start = np.searchsorted(gt_key[g_order], keys, "left")
+    g_cnt = np.searchsorted(gt_key[g_order], keys, "right") - g_start
+    p_start = np.searchsorted(pd_key[p_order], keys, "left")
+    p_cnt = np.searchsorted(pd_key[p_order], keys, "right") - p_start
+    counts = g_cnt * p_cnt
+    keep = counts > 0
+    g_start, g_cnt, p_start, p_cnt, counts = g_start[keep], g_cnt[keep], p_start[keep], p_cnt[keep], counts[keep]
+    total = int(counts.sum())
+    if total == 0:
+        z = np.zeros(0, np.int64)
+        return z, z
+    group = np.repeat(np.arange(counts.shape[0]), counts)
+    local = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    gi = g_order[g_start[group] + local // p_cnt[group]]
+    pj = p_order[p_start[group] + local % p_cnt[group]]
+    return gi, pj
+
+
+def _candidate_pairs(
+    gt_box: np.ndarray, pd_box: np.ndarray, gi: np.ndarray, pj: np.ndarray, cfg: LetConfig, iou_thr: np.ndarray
+) -> _Pairs:
+    """Filter all-pairs to those with positive weight and compute their measures.
+
+    `gt_box`, `pd_box` are already sensor-relative.
+    """
+    g, p = gt_box[gi], pd_box[pj]
+    la = longitudinal_affinity(g[:, :3], p[:, :3], cfg.tolerance_fraction, cfg.min_tolerance_m)
+    keep = la > 0.0
+    g, p, gi, pj, la = g[keep], p[keep], gi[keep], pj[keep], la[keep]
+    # Cheap overlap test on circumscribed circles and heights, after the LET shift.
+    shifted = let_aligned_centers(g[:, :3], p[:, :3])
+    reach = 0.5 * (np.hypot(g[:, 3], g[:, 4]) + np.hypot(p[:, 3], p[:, 4]))
+    dxy = np.hypot(shifted[:, 0] - g[:, 0], shifted[:, 1] - g[:, 1])
+    dz = np.abs(shifted[:, 2] - g[:, 2])
+    keep = (dxy < reach) & (dz < 0.5 * (g[:, 5] + p[:, 5]))
+    g, p, gi, pj, la = g[keep], p[keep], gi[keep], pj[keep], la[keep]
+    iou = let_iou(g, p)
+    weight = np.rint(iou * la * 1e6).astype(np.int64)
+    keep = weight > 0
+    matchable = (iou >= iou_thr[pj] - 0.0) & (la > 0.0)
+    ha = heading_accuracy(g[:, 6], p[:, 6])
+    return _Pairs(gi[keep], pj[keep], weight[keep], matchable[keep], la[keep], ha[keep])
+
+
+def _match_events(
+    pairs: _Pairs, gt_frame: np.ndarray, pd_frame: np.ndarray, pd_levels: np.ndarray, n_gt: int, n_pd: int
+) -> _Events:
+    """Hungarian matching for every score cutoff, as interval events."""
+    if pairs.gi.shape[0] == 0:
+        return _Events.concat([])
+    graph = coo_matrix(
+        (np.ones(pairs.gi.shape[0]), (pairs.gi, n_gt + pairs.pj)), shape=(n_gt + n_pd, n_gt + n_pd)
+    )
+    _, comp_of_node = connected_components(graph, directed=False)
+    comp = comp_of_node[pairs.gi]
+    edges_per_comp = np.bincount(comp)
+    single = edges_per_comp[comp] == 1
+    parts: list[_Events] = []
+
+    # Single-edge components: a TP while the prediction is kept, if the pair can match at all.
+    s = single & pairs.matchable
+    sp = pairs.pj[s]
+    parts.append(
+        _Events(pd_frame[sp], np.zeros(sp.shape[0], np.int64), pd_levels[sp], np.ones(sp.shape[0]), pairs.la[s], pairs.ha[s])
+    )
+
+    multi = np.flatnonzero(~single)
+    if multi.size:
+        order = multi[np.argsort(comp[multi], kind="stable")]
+        c_sorted = comp[order]
+        bounds = np.flatnonzero(np.diff(c_sorted)) + 1
+        for idx in np.split(order, bounds):
+            parts.append(_match_component(pairs, idx, pd_frame, pd_levels))
+    return _Events.concat(parts)
+
+
+def _match_component(pairs: _Pairs, idx: np.ndarray, pd_frame: np.ndarray, pd_levels: np.ndarray) -> _Events:
+    """Solve one connected component at each distinct set of kept predictions."""
+    rows, r_inv = np.unique(pairs.gi[idx], return_inverse=True)
+    cols, c_inv = np.unique(pairs.pj[idx], return_inverse=True)
+    weight = np.zeros((rows.size, cols.size), np.int64)
+    weight[r_inv, c_inv] = pairs.weight[idx]
+    ok = np.zeros((rows.size, cols.size), bool)
+    ok[r_inv, c_inv] = pairs.matchable[idx]
+    la = np.zeros((rows.size, cols.size))
+    la[r_inv, c_inv] = pairs.la[idx]
+    ha = np.zeros((rows.size, cols.size))
+    ha[r_inv, c_inv] = pairs.ha[idx]
+    levels = pd_levels[cols]
+    frame = pd_frame[cols[0]]
+    starts, ends, tps, las, has = [], [], [], [], []
+    prev = 0
+    for lvl in np.unique(levels):
+        if lvl == 0:
+            continue
+        kept = np.flatnonzero(levels >= lvl)
+        r, c = linear_sum_assignment(weight[:, kept], maximize=True)
+        c = kept[c]
+        good = ok[r, c]
+        if good.any():
+            starts.append(prev)
+            ends.append(int(lvl))
+            tps.append(float(good.sum()))
+            las.append(float(la[r, c][good].sum()))
+            has.append(float(ha[r, c][good].sum()))
+        prev = int(lvl)
+    n = len(starts)
+    return _Events(
+        np.full(n, frame, np.int64), np.asarray(starts, np.int64), np.asarray(ends, np.int64),
+        np.asarray(tps), np.asarray(las), np.asarray(has),
+    )
+
+
+def breakdown_counts(
+    gt_frame: np.ndarray,
+    gt_box: np.ndarray,
+    pd_frame: np.ndarray,
+    pd_box: np.ndarray,
+    pd_score: np.ndarray,
+    iou_threshold: float,
+    cfg: LetConfig,
+    cutoffs: np.ndarray,
+) -> BreakdownCounts:
+    """Match one breakdown (one class, optionally one range bin) at all cutoffs.
+
+    Frames are integer codes; boxes are sensor-relative `(N, 7)`.
+    """
+    pd_levels = np.searchsorted(cutoffs, pd_score.astype(np.float32), side="right").astype(np.int64)
+    n_gt, n_pd = gt_box.shape[0], pd_box.shape[0]
+    parts: list[_Pairs] = []
+    gi_all, pj_all = _group_pairs(gt_frame, pd_frame)
+    thr = np.full(n_pd, iou_threshold)
+    for start in range(0, gi_all.shape[0], _PAIR_BLOCK):
+        sl = slice(start, start + _PAIR_BLOCK)
+        parts.append(_candidate_pairs(gt_box, pd_box, gi_all[sl], pj_all[sl], cfg, thr))
+    if parts:
+        pairs = _Pairs(*(np.concatenate([getattr(q, f) for q in parts]) for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
+    else:
+        z = np.zeros(0, np.int64)
+        pairs = _Pairs(z, z, z, np.zeros(0, bool), np.zeros(0), np.zeros(0))
+    events = _match_events(pairs, gt_frame, pd_frame, pd_levels, n_gt, n_pd)
+    return BreakdownCounts(cutoffs.shape[0], gt_frame, pd_frame, pd_levels, events)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class APResult:
+    """AP, APL, APH with the per-cutoff curves they were integrated from."""
+
+    ap: float
+    apl: float
+    aph: float
+    num_gt: int
+    num_pd: int
+    precision: np.ndarray
+    precision_l: np.ndarray
+    precision_h: np.ndarray
+    recall: np.ndarray
+
+    def as_dict(self, curves: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"ap": self.ap, "apl": self.apl, "aph": self.aph, "num_gt": self.num_gt, "num_pd": self.num_pd}
+        if curves:
+            d.update(
+                precision=self.precision.tolist(), precision_l=self.precision_l.tolist(),
+                precision_h=self.precision_h.tolist(), recall=self.recall.tolist(),
+            )
+        return d
+
+
+def ap_from_totals(totals: dict[str, np.ndarray], max_recall_delta: float = 0.05) -> APResult:
+    """AP/APL/APH from per-cutoff totals (see `BreakdownCounts.totals`)."""
+    tp, la, ha, npd = totals["tp"], totals["la"], totals["ha"], totals["num_pd"]
+    ngt = float(totals["num_gt"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(ngt > 0, tp / ngt, 0.0) if ngt > 0 else np.zeros_like(tp)
+        precs = [np.where(npd > 0, v / np.where(npd > 0, npd, 1.0), 0.0) for v in (tp, la, ha)]
+    precs = [np.where(recall == 0.0, 1.0, pr) for pr in precs]
+    total_pd = int(round(float(npd[0]))) if npd.size else 0
+    if ngt <= 0 or total_pd == 0:
+        aps = [0.0, 0.0, 0.0]
+    else:
+        aps = [average_precision(pr, recall, max_recall_delta) for pr in precs]
+    return APResult(aps[0], aps[1], aps[2], int(round(ngt)), total_pd, precs[0], precs[1], precs[2], recall)
+
+
+@dataclass(frozen=True)
+class LetEvaluation:
+    """Matched counts per breakdown, reusable for bootstrap; `result()` gives the metrics."""
+
+    config: LetConfig
+    frame_keys: np.ndarray  # (F,) original frame keys; codes index this
+    classes: tuple[str, ...]
+    counts: dict[tuple[str, str], BreakdownCounts]  # (class, "all" | range name) -> counts
+
+    def result(self, frame_weight: np.ndarray | None = None) -> dict[str, Any]:
+        """Metrics dict: per class and range bin AP/APL/APH, and means over classes with GT."""
+        per: dict[str, dict[str, APResult]] = {}
+        for (cls, rng), c in self.counts.items():
+            per.setdefault(cls, {})[rng] = ap_from_totals(c.totals(frame_weight), self.config.max_recall_delta)
+        with_gt = [c for c in self.classes if per[c]["all"].num_gt > 0]
+        mean = {
+            m: float(np.mean([getattr(per[c]["all"], m) for c in with_gt])) if with_gt else 0.0
+            for m in ("ap", "apl", "aph")
+        }
+        return {"per_class": per, "mean": mean, "classes_with_gt": with_gt}
+
+
+def frame_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint integer codes of two frame-key arrays: (keys (F,), codes_a, codes_b)."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        both = np.concatenate([a.astype(np.int64), b.astype(np.int64)])
+    else:
+        both = np.concatenate([a.astype(str), b.astype(str)])
+    keys, codes = np.unique(both, return_inverse=True)
+    codes = codes.astype(np.int64).ravel()
+    return keys, codes[: a.shape[0]], codes[a.shape[0] :]
+
+
+def range_bin_name(lo: float, hi: float) -> str:
+    return f"[{lo:g}, {'inf' if not math.isfinite(hi) else f'{hi:g}'})"
+
+
+def evaluate_let(gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None) -> LetEvaluation:
+    """Match `pred` against `gt` for every class (and range bin) and score cutoff."""
+    cfg = config or LetConfig()
+    cutoffs = waymo_score_cutoffs()
+    keys, g_code, p_code = frame_codes(gt.frame, pred.frame)
+    sensor = np.asarray(cfg.sensor_location_m, dtype=np.float64)
+    g_box, p_box = gt.boxes.copy(), pred.boxes.copy()
+    g_box[:, :3] -= sensor
+    p_box[:, :3] -= sensor
+    # Range bins use the distance from the vehicle origin (not the sensor).
+    g_rng = np.linalg.norm(gt.boxes[:, :3], axis=1)
+    p_rng = np.linalg.norm(pred.boxes[:, :3], axis=1)
+    classes = tuple(sorted(set(gt.label.tolist()) | set(pred.label.tolist())))
+    counts: dict[tuple[str, str], BreakdownCounts] = {}
+    for cls in classes:
+        gm, pm = gt.label == cls, pred.label == cls
+        thr = cfg.iou_threshold(cls)
+        subsets = [("all", np.ones_like(g_rng, bool), np.ones_like(p_rng, bool))]
+        subsets += [(range_bin_name(lo, hi), (g_rng >= lo) & (g_rng < hi), (p_rng >= lo) & (p_rng < hi)) for lo, hi in cfg.range_bins_m]
+        for name, gsel, psel in subsets:
+            g_idx, p_idx = np.flatnonzero(gm & gsel), np.flatnonzero(pm & psel)
+            counts[(cls, name)] = breakdown_counts(
+                g_code[g_idx], g_box[g_idx], p_code[p_idx], p_box[p_idx], pred.score[p_idx], thr, cfg, cutoffs
+            )
+    return LetEvaluation(cfg, keys, classes, counts)

@@ -1,0 +1,1 @@
+"""World-scenario control-video renderer."""

@@ -1,0 +1,1 @@
+"""Distributed post-training of the multi-view Transfer model."""

@@ -1,0 +1,150 @@
+"""Rectified-flow training objective: sigma sampling, conditioning frames, text dropout, loss.
+
+Convention (transfer_model.md sections 7-8): ``x_sigma = (1 - sigma) x0 + sigma eps``, the
+network predicts ``v = eps - x0``, the loss is the MSE between predicted and true velocity.
+Latents are ``(B, C, V*T, H, W)``: views concatenated along time, ``T`` latent frames each.
+
+Every random draw takes an explicit ``torch.Generator`` so a training step is a pure function
+of (seed, step, data-parallel rank): resuming reproduces it bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class ObjectiveConfig:
+    """The released post-training recipe's objective (section 8).
+
+    ``sigma_shift``: shift of the logit-normal sampler (5 at 720p);
+    ``high_noise_fraction``: share of samples drawn uniformly from ``high_noise_range``;
+    ``condition_frame_probs``: probability of k clean latent frames per view (k -> p);
+    ``text_dropout``: probability that a sample's text embedding is replaced by zeros.
+    """
+
+    sigma_shift: float = 5.0
+    logit_mean: float = 0.0
+    logit_std: float = 1.0
+    high_noise_fraction: float = 0.05
+    high_noise_range: tuple[float, float] = (0.98, 1.0)
+    condition_frame_probs: dict[int, float] = field(default_factory=lambda: {0: 0.5, 1: 0.25, 2: 0.25})
+    text_dropout: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.sigma_shift <= 0 or self.logit_std <= 0:
+            raise ValueError("sigma_shift and logit_std must be positive")
+        if not 0.0 <= self.high_noise_fraction <= 1.0 or not 0.0 <= self.text_dropout <= 1.0:
+            raise ValueError("high_noise_fraction and text_dropout must lie in [0, 1]")
+        lo, hi = self.high_noise_range
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"high_noise_range must satisfy 0 <= lo <= hi <= 1, got {self.high_noise_range}")
+        probs = self.condition_frame_probs
+        if not probs or min(probs) < 0 or min(probs.values()) < 0 or abs(sum(probs.values()) - 1) > 1e-6:
+            raise ValueError(f"condition_frame_probs must be a distribution over k >= 0, got {probs}")
+
+
+def shift_sigma(sigma: Tensor, shift: float) -> Tensor:
+    """The resolution shift ``s sigma / (1 + (s - 1) sigma)`` (monotone, fixes 0 and 1)."""
+    return shift * sigma / (1.0 + (shift - 1.0) * sigma)
+
+
+def sample_sigma(batch: int, cfg: ObjectiveConfig, generator: torch.Generator) -> Tensor:
+    """Noise levels (batch,) float32 in [0, 1]: shifted logit-normal, plus the high-noise slice."""
+    normal = torch.randn(batch, generator=generator, dtype=torch.float64)
+    sigma = shift_sigma(torch.sigmoid(cfg.logit_mean + cfg.logit_std * normal), cfg.sigma_shift)
+    lo, hi = cfg.high_noise_range
+    uniform = lo + (hi - lo) * torch.rand(batch, generator=generator, dtype=torch.float64)
+    pick_high = torch.rand(batch, generator=generator, dtype=torch.float64) < cfg.high_noise_fraction
+    return torch.where(pick_high, uniform, sigma).float()
+
+
+def sample_condition_frames(batch: int, cfg: ObjectiveConfig, generator: torch.Generator) -> Tensor:
+    """Number of clean (conditioning) latent frames per sample and view, (batch,) int64."""
+    ks = sorted(cfg.condition_frame_probs)
+    probs = torch.tensor([cfg.condition_frame_probs[k] for k in ks], dtype=torch.float64)
+    draw = torch.multinomial(probs, batch, replacement=True, generator=generator)
+    return torch.tensor(ks, dtype=torch.long)[draw]
+
+
+def sample_text_keep(batch: int, cfg: ObjectiveConfig, generator: torch.Generator) -> Tensor:
+    """(batch,) bool: False where the sample's text embedding is dropped (set to zeros)."""
+    return torch.rand(batch, generator=generator, dtype=torch.float64) >= cfg.text_dropout
+
+
+def condition_mask(num_frames: Tensor, num_views: int, frames: int) -> Tensor:
+    """(B,) clean frames per view -> mask (B, 1, V*T, 1, 1) float32, 1 on conditioning frames."""
+    t = torch.arange(frames).repeat(num_views)  # latent-frame index within its view
+    return (t[None, :] < num_frames[:, None]).float()[:, None, :, None, None]
+
+
+def noised(x0: Tensor, eps: Tensor, sigma: Tensor, cond: Tensor) -> Tensor:
+    """x_sigma with the conditioning frames clean: (B, C, V*T, H, W)."""
+    s = sigma.to(x0.dtype).view(-1, 1, 1, 1, 1)
+    x = (1 - s) * x0 + s * eps
+    return torch.where(cond.bool(), x0, x)
+
+
+def flow_matching_loss(v_pred: Tensor, x0: Tensor, eps: Tensor, cond: Tensor) -> Tensor:
+    """Velocity MSE over the non-conditioning frames, fp32.
+
+    Averaged per sample (over its own generated elements), then over the batch, so equal
+    per-rank batches average exactly under data parallelism.
+    """
+    target = (eps - x0).float()
+    weight = (1.0 - cond).expand_as(target)
+    err = (v_pred.float() - target).square() * weight
+    per_sample = err.flatten(1).sum(1) / weight.flatten(1).sum(1).clamp_min(1.0)
+    return per_sample.mean()
+
+
+@dataclass(frozen=True)
+class NoisedBatch:
+    """Everything one training step feeds the network and the loss."""
+
+    x_sigma: Tensor  # (B, C, V*T, H, W)
+    x0: Tensor
+    eps: Tensor
+    sigma: Tensor  # (B,) float32
+    timestep: Tensor  # (B,) float32, 1000 * sigma
+    cond: Tensor  # (B, 1, V*T, 1, 1) float32
+    text_keep: Tensor  # (B,) bool
+
+
+def prepare_batch(
+    x0: Tensor, num_views: int, cfg: ObjectiveConfig, generator: torch.Generator
+) -> NoisedBatch:
+    """Draw noise, sigma, conditioning frames and text dropout for a latent batch x0.
+
+    Draws happen on the CPU generator in a fixed order, then move to x0's device, so the
+    batch is identical on CPU and GPU and across CP ranks that share the generator seed.
+    """
+    if x0.ndim != 5 or x0.shape[2] % num_views:
+        raise ValueError(f"x0 must be (B, C, V*T, H, W) with V={num_views}, got {tuple(x0.shape)}")
+    b = x0.shape[0]
+    frames = x0.shape[2] // num_views
+    sigma = sample_sigma(b, cfg, generator)
+    k = sample_condition_frames(b, cfg, generator)
+    keep = sample_text_keep(b, cfg, generator)
+    eps = torch.randn(x0.shape, generator=generator, dtype=torch.float32).to(x0.device, x0.dtype)
+    cond = condition_mask(k, num_views, frames).to(x0.device)
+    sigma = sigma.to(x0.device)
+    return NoisedBatch(
+        x_sigma=noised(x0, eps, sigma, cond),
+        x0=x0,
+        eps=eps,
+        sigma=sigma,
+        timestep=sigma * 1000.0,
+        cond=cond,
+        text_keep=keep.to(x0.device),
+    )
+
+
+def step_generator(seed: int, step: int, dp_rank: int) -> torch.Generator:
+    """The CPU generator of one step on one data-parallel rank (CP ranks share it)."""
+    g = torch.Generator()
+    g.manual_seed((seed * 1_000_003 + step) * 4099 + dp_rank)
+    return g
