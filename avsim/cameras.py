@@ -170,9 +170,10 @@ def _polyder(coeffs: np.ndarray) -> np.ndarray:
 
 def _fit_through_origin(x: np.ndarray, y: np.ndarray, degree: int) -> np.ndarray:
     """Least-squares y = sum_{i=1..degree} c_i x^i (constant term 0), returns c_0..c_degree."""
-    A = np.stack([x**i for i in range(1, degree + 1)], -1)
+    scale = float(np.abs(x).max()) or 1.0  # fit on x / scale: powers of raw pixel radii are ill-conditioned
+    A = np.stack([(x / scale) ** i for i in range(1, degree + 1)], -1)
     coeffs, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return np.concatenate([[0.0], coeffs])
+    return np.concatenate([[0.0], coeffs / scale ** np.arange(1, degree + 1)])
 
 
 @dataclass(frozen=True)

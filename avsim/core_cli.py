@@ -23,7 +23,7 @@ from rich.table import Table
 
 import avsim
 from avsim.errors import AvsimInputError
-from avsim.io import MAP_ELEMENTS, SCHEMA_VERSION, TABLE_FILES, SCENARIO_JSON, check_output_folder, load_scenario, save_scenario
+from avsim.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, check_output_folder, load_scenario, save_scenario
 from avsim.scenario import Scenario
 
 app = typer.Typer(
@@ -79,13 +79,19 @@ def _require_map(scenario: Scenario, source: Path) -> None:
         raise AvsimInputError(source, "map", "the scenario has no map elements; nothing to render it on")
 
 
+def _positive(value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a finite number > 0, got {value}")
+    return value
+
+
 # ---- sample ----------------------------------------------------------------------------------
 @app.command()
 def sample(
     out: Path = typer.Argument(..., help="Output scenario folder (created; an existing scenario folder is replaced)."),
     seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives the same bytes."),
-    duration_s: float = typer.Option(20.0, "--duration-s", min=0.0, min_open=True, help="Scenario length in seconds."),
-    fps: float = typer.Option(30.0, "--fps", min=0.0, min_open=True, help="Ego/agent sampling rate in Hz."),
+    duration_s: float = typer.Option(20.0, "--duration-s", callback=_positive, help="Scenario length in seconds."),
+    fps: float = typer.Option(30.0, "--fps", callback=_positive, help="Ego/agent sampling rate in Hz."),
 ) -> None:
     """Write the embedded, procedurally generated urban sample scenario to OUT."""
     from avsim.sample import make_sample_scenario
@@ -129,27 +135,18 @@ def convert(
 
 
 # ---- info ------------------------------------------------------------------------------------
-def _map_points_xy(scenario: Scenario) -> list[np.ndarray]:
-    """Every map vertex / cuboid centre as (n, 2) arrays, for the extent."""
-    out = []
-    for element, (kind, _) in MAP_ELEMENTS.items():
-        value = getattr(scenario.map, element)
-        if kind == "lane_lines":
-            out.append(np.asarray(value.lines.points_m)[:, :2])
-        elif kind == "lanes":
-            out += [np.asarray(getattr(value, side).points_m)[:, :2] for side in ("left", "right", "centre")]
-        elif kind == "cuboids":
-            out.append(np.asarray(value.center_m)[:, :2])
-        else:
-            out.append(np.asarray(value.points_m)[:, :2])
-    return out
-
-
 def _extent(scenario: Scenario) -> dict[str, float]:
-    ego_xy = np.asarray(scenario.ego.world_SE3_ego.translation)[:, :2]
-    xy = np.concatenate([ego_xy, np.asarray(scenario.agents.center_m)[:, :2], *_map_points_xy(scenario)])
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    path_m = float(np.linalg.norm(np.diff(np.asarray(scenario.ego.world_SE3_ego.translation), axis=0), axis=1).sum())
+    """xy bounding box of the ego path, agent centres and the map (world frame)."""
+    ego_t = np.asarray(scenario.ego.world_SE3_ego.translation)
+    boxes = [np.concatenate([ego_t[:, :2].min(0), ego_t[:, :2].max(0)])]
+    if len(scenario.agents):
+        centres = np.asarray(scenario.agents.center_m)[:, :2]
+        boxes.append(np.concatenate([centres.min(0), centres.max(0)]))
+    map_box = scenario.map.bounds_xy()
+    if map_box is not None:
+        boxes.append(np.asarray(map_box))
+    b = np.stack(boxes)
+    lo, hi = b[:, :2].min(axis=0), b[:, 2:].max(axis=0)
     return {
         "x_min_m": float(lo[0]),
         "x_max_m": float(hi[0]),
@@ -157,7 +154,7 @@ def _extent(scenario: Scenario) -> dict[str, float]:
         "y_max_m": float(hi[1]),
         "size_x_m": float(hi[0] - lo[0]),
         "size_y_m": float(hi[1] - lo[1]),
-        "ego_path_length_m": path_m,
+        "ego_path_length_m": float(np.linalg.norm(np.diff(ego_t, axis=0), axis=1).sum()),
     }
 
 
@@ -198,7 +195,7 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
             "observations": len(scenario.agents),
             "tracks_per_class": _tracks_per_class(scenario),
         },
-        "map": {element: int(len(_element_ids(scenario, element))) for element in MAP_ELEMENTS},
+        "map": {name: int(n) for name, n in scenario.map.element_counts().items()},
         "traffic_lights": {
             "lights_with_states": int(len(np.unique(np.asarray(lights.light_id)))),
             "state_rows": len(lights),
@@ -207,11 +204,6 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
         "extent": _extent(scenario),
         "metadata": scenario.metadata,
     }
-
-
-def _element_ids(scenario: Scenario, element: str) -> np.ndarray:
-    value = getattr(scenario.map, element)
-    return np.asarray(value.lines.ids if MAP_ELEMENTS[element][0] == "lane_lines" else value.ids)
 
 
 def _print_summary(s: dict[str, Any]) -> None:

@@ -304,7 +304,8 @@ def _split(values: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
 def _xyz_lists(prefix: str, points_m: np.ndarray, offsets: np.ndarray) -> list[pl.Series]:
     points_m = np.asarray(points_m, dtype=np.float64).reshape(-1, 3)
     return [
-        pl.Series(f"{prefix}{c}", _split(np.ascontiguousarray(points_m[:, i]), offsets), dtype=_LIST_F64)
+        # polars makes an Array column when all lists happen to have one length; cast back.
+        pl.Series(f"{prefix}{c}", _split(np.ascontiguousarray(points_m[:, i]), offsets), dtype=_LIST_F64).cast(_LIST_F64)
         for i, c in enumerate(_XYZ_LIST)
     ]
 
@@ -317,7 +318,7 @@ def _vertex_attr(name: str, values: np.ndarray | None, offsets: np.ndarray, n: i
     if values is None:
         return pl.Series(name, [None] * n, dtype=_LIST_STR)
     parts = _split(np.asarray(values), offsets)
-    return pl.Series(name, [[str(v) for v in p.tolist()] for p in parts], dtype=_LIST_STR)
+    return pl.Series(name, [[str(v) for v in p.tolist()] for p in parts], dtype=_LIST_STR).cast(_LIST_STR)
 
 
 def _lane_lines_frame(lane_lines: LaneLines) -> pl.DataFrame:
@@ -673,10 +674,10 @@ def _box_arrays(path: Path, df: pl.DataFrame, ids: np.ndarray) -> tuple[np.ndarr
     _check_finite(path, df, ids)
     center = np.stack([df[c].to_numpy() for c in ("center_x_m", "center_y_m", "center_z_m")], axis=-1).reshape(-1, 3)
     size = np.stack([df[c].to_numpy() for c in ("length_m", "width_m", "height_m")], axis=-1).reshape(-1, 3)
-    negative = (size < 0).any(axis=-1)
-    if negative.any():
-        row = int(np.argmax(negative))
-        raise AvsimInputError(path, "length_m/width_m/height_m", f"{_row_label(ids, row)} has a negative size")
+    not_positive = (size <= 0).any(axis=-1)
+    if not_positive.any():
+        row = int(np.argmax(not_positive))
+        raise AvsimInputError(path, "length_m/width_m/height_m", f"{_row_label(ids, row)} has a size <= 0: {size[row].tolist()}")
     q = _check_unit_quats(path, df, ids)
     return center, size, q
 

@@ -37,14 +37,17 @@ def check_unit_quat(q: np.ndarray, name: str = "quaternion") -> None:
 
 
 def quat_normalize(q: np.ndarray) -> np.ndarray:
-    """Unit quaternions (..., 4), sign chosen so that w >= 0."""
+    """Unit quaternions (..., 4) in canonical sign (w >= 0; first non-zero component > 0)."""
     q = _as_float(q, "quaternion")
     _check_last(q, (4,), "quaternion")
     norm = np.linalg.norm(q, axis=-1, keepdims=True)
     if np.any(norm == 0):
         raise AvsimValueError("quaternion: zero-norm quaternion")
     q = q / norm
-    return np.where(q[..., :1] < 0, -q, q)
+    # canonical sign (q and -q are one rotation): first component that is not ~0 is positive
+    significant = np.abs(q) > 1e-12
+    first = np.take_along_axis(q, np.argmax(significant, axis=-1)[..., None], axis=-1)
+    return np.where(first < 0, -q, q)
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:

@@ -1,0 +1,213 @@
+"""Waymo Open Motion Dataset ``Scenario`` TFRecords.
+
+The TFRecord framing is read by hand (no TensorFlow): each record is
+
+    uint64 length (little endian) | uint32 masked CRC-32C of the 8 length bytes |
+    data[length] | uint32 masked CRC-32C of data
+
+and both CRCs are verified. Each record is a ``waymo_open_dataset.protos.scenario_pb2.Scenario``;
+the protobuf classes come from the ``waymo`` extra (``pip install --no-deps
+waymo-open-dataset-tf-2-12-0``, which needs only ``protobuf``).
+
+The proto is turned into the ScenarioNet-shaped description that `scenarionet` converts, so the
+two share one mapping: tracks (box centre, lwh, heading, valid) at ``timestamps_seconds``; the
+SDC track is the ego; typed road lines -> lane lines (`line_types`, Waymo table); road edges ->
+road boundaries; crosswalks; speed bumps -> road markings; driveways -> drivable areas; stop
+signs -> nominal sign cuboids; lane signal states -> traffic-light state changes (a lane missing
+from a step's ``lane_states`` is ``unknown`` at that step), stop points in metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from avsim.errors import AvsimInputError
+
+_CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected
+_MASK_DELTA = 0xA282EAD8
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ _CRC32C_POLY if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of `data`, as TFRecord uses it."""
+    try:  # a C implementation when one is installed; the pure-Python loop is the fallback
+        import google_crc32c  # type: ignore[import-not-found]
+
+        return int(google_crc32c.value(bytes(data)))
+    except ImportError:
+        pass
+    crc = 0xFFFFFFFF
+    table = _TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC: rotate right by 15 and add a constant."""
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def iter_tfrecord(path: str | os.PathLike[str], *, verify_crc: bool = True) -> Iterator[bytes]:
+    """Yield each record's payload; a truncated record or a CRC mismatch raises `AvsimInputError`."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AvsimInputError(path, "file", f"cannot read: {exc.strerror or exc}") from None
+    pos, index = 0, 0
+    while pos < len(data):
+        where = f"record {index} at byte {pos}"
+        if pos + 12 > len(data):
+            raise AvsimInputError(path, where, "truncated record header")
+        header = data[pos : pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        (length_crc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
+        if verify_crc and masked_crc32c(header) != length_crc:
+            raise AvsimInputError(path, where, "length CRC mismatch (not a TFRecord file, or corrupt)")
+        start, end = pos + 12, pos + 12 + length
+        if end + 4 > len(data):
+            raise AvsimInputError(path, where, f"truncated record data ({len(data) - start} of {length + 4} bytes)")
+        payload = data[start:end]
+        (data_crc,) = struct.unpack("<I", data[end : end + 4])
+        if verify_crc and masked_crc32c(payload) != data_crc:
+            raise AvsimInputError(path, where, "data CRC mismatch (corrupt record)")
+        yield payload
+        pos, index = end + 4, index + 1
+
+
+def _scenario_pb2():
+    try:
+        from waymo_open_dataset.protos import scenario_pb2
+    except ImportError as exc:
+        raise AvsimInputError(
+            "waymo_open_dataset",
+            "import",
+            f"Waymo protobuf classes unavailable ({exc}); install with "
+            "`pip install protobuf && pip install --no-deps waymo-open-dataset-tf-2-12-0`",
+        ) from None
+    return scenario_pb2
+
+
+def parse_scenarios(path: str | os.PathLike[str]) -> list:
+    """All ``Scenario`` protos of a TFRecord file."""
+    from google.protobuf.message import DecodeError
+
+    scenario_pb2 = _scenario_pb2()
+    out = []
+    for k, payload in enumerate(iter_tfrecord(path)):
+        msg = scenario_pb2.Scenario()
+        try:
+            msg.ParseFromString(payload)
+        except DecodeError as exc:
+            raise AvsimInputError(path, f"record {k}", f"not a Waymo Scenario protobuf: {exc}") from None
+        out.append(msg)
+    if not out:
+        raise AvsimInputError(path, "records", "the TFRecord file holds no records")
+    return out
+
+
+def _points(pts) -> np.ndarray:
+    return np.array([[p.x, p.y, p.z] for p in pts], dtype=np.float64).reshape(-1, 3)
+
+
+def scenario_to_description(msg) -> dict:
+    """A Waymo ``Scenario`` proto -> the ScenarioNet-shaped dict that `scenarionet` converts."""
+    scenario_pb2 = _scenario_pb2()
+    from waymo_open_dataset.protos import map_pb2
+
+    n = len(msg.timestamps_seconds)
+    tracks = {}
+    for track in msg.tracks:
+        cols = np.array(
+            [[s.center_x, s.center_y, s.center_z, s.length, s.width, s.height, s.heading, float(s.valid)] for s in track.states],
+            dtype=np.float64,
+        ).reshape(-1, 8)
+        if len(cols) != n:
+            raise ValueError(f"track {track.id}: {len(cols)} states for {n} timestamps")
+        name = scenario_pb2.Track.ObjectType.Name(track.object_type)
+        tracks[str(track.id)] = {
+            "type": name,
+            "metadata": {"type": name},
+            "state": {
+                "position": cols[:, 0:3], "length": cols[:, 3], "width": cols[:, 4], "height": cols[:, 5],
+                "heading": cols[:, 6], "valid": cols[:, 7] > 0.5,
+            },
+        }  # fmt: skip
+    features = {}
+    for f in msg.map_features:
+        kind = f.WhichOneof("feature_data")
+        fid = str(f.id)
+        if kind == "road_line":
+            name = map_pb2.RoadLine.RoadLineType.Name(f.road_line.type).replace("TYPE_", "ROAD_LINE_", 1)
+            features[fid] = {"type": name, "polyline": _points(f.road_line.polyline)}
+        elif kind == "road_edge":
+            name = map_pb2.RoadEdge.RoadEdgeType.Name(f.road_edge.type).replace("TYPE_ROAD_EDGE_", "ROAD_EDGE_", 1)
+            features[fid] = {"type": name, "polyline": _points(f.road_edge.polyline)}
+        elif kind == "lane":
+            features[fid] = {"type": "LANE_" + map_pb2.LaneCenter.LaneType.Name(f.lane.type).replace("TYPE_", ""), "polyline": _points(f.lane.polyline)}
+        elif kind in ("crosswalk", "speed_bump", "driveway"):
+            features[fid] = {"type": kind.upper(), "polygon": _points(getattr(f, kind).polygon)}
+        elif kind == "stop_sign":
+            p = f.stop_sign.position
+            features[fid] = {"type": "STOP_SIGN", "position": np.array([p.x, p.y, p.z]), "lane": list(f.stop_sign.lane)}
+    lanes = sorted({int(s.lane) for step in msg.dynamic_map_states for s in step.lane_states})
+    lights = {}
+    for lane in lanes:
+        seq, stop = [], None
+        for step in msg.dynamic_map_states:
+            match = [s for s in step.lane_states if s.lane == lane]
+            seq.append(map_pb2.TrafficSignalLaneState.State.Name(match[0].state) if match else "LANE_STATE_UNKNOWN")
+            if match and stop is None:
+                stop = [match[0].stop_point.x, match[0].stop_point.y, match[0].stop_point.z]
+        lights[str(lane)] = {"type": "TRAFFIC_LIGHT", "state": {"object_state": seq}, "stop_point": np.array(stop)}
+    if not 0 <= msg.sdc_track_index < len(msg.tracks):
+        raise ValueError(f"sdc_track_index {msg.sdc_track_index} out of range")
+    return {
+        "id": msg.scenario_id,
+        "version": "waymo_open_motion",
+        "length": n,
+        "tracks": tracks,
+        "map_features": features,
+        "dynamic_map_states": lights,
+        "metadata": {
+            "dataset": "waymo",
+            "ts": np.asarray(msg.timestamps_seconds, dtype=np.float64),
+            "sdc_id": str(msg.tracks[msg.sdc_track_index].id),
+        },
+    }
+
+
+def load_waymo(path: str | os.PathLike[str], rig_name: str | None = None, index: int = 0):
+    """Convert the `index`-th ``Scenario`` of a Waymo Open Motion TFRecord to a `Scenario`."""
+    from avsim.importers.scenarionet import convert_description
+
+    path = Path(path)
+    scenarios = parse_scenarios(path)
+    if not 0 <= index < len(scenarios):
+        raise AvsimInputError(path, "records", f"scenario index {index} out of range (file has {len(scenarios)})")
+    try:
+        desc = scenario_to_description(scenarios[index])
+    except ValueError as exc:
+        raise AvsimInputError(path, f"record {index}", str(exc)) from None
+    scenario = convert_description(desc, path, rig_name=rig_name or "waymo", source_format="waymo")
+    meta = dict(scenario.metadata, waymo_records_in_file=len(scenarios), waymo_record_index=index)
+    return scenario.replace(metadata=meta) if hasattr(scenario, "replace") else scenario
