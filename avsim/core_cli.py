@@ -26,7 +26,27 @@ from avsim.errors import AvsimInputError
 from avsim.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, check_output_folder, load_scenario, save_scenario
 from avsim.scenario import Scenario
 
-app = typer.Typer(
+# typer >= 0.2x vendors click, so `click.UsageError` no longer matches what typer raises; find
+# the class typer really uses (BadParameter derives from it in every typer version).
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _AvsimTyper(typer.Typer):
+    """Typer that turns every usage error into its usage message and exit status 2.
+
+    With `standalone_mode=False` (how `avsim.cli.main` runs the app) typer re-raises usage
+    errors instead of printing them; this keeps the exit-code contract whatever the caller does.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except UsageError as exc:
+            exc.show()  # type: ignore[attr-defined]
+            raise typer.Exit(2) from exc
+
+
+app = _AvsimTyper(
     name="avsim",
     help="Driving scenarios -> multi-camera world-scenario control videos -> Cosmos-Transfer2.5 -> metrics.",
     no_args_is_help=True,
@@ -57,14 +77,16 @@ def _stderr() -> Console:
 
 @contextmanager
 def _progress() -> Iterator[Progress]:
+    console = _stderr()
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=_stderr(),
-        transient=False,
+        console=console,
+        transient=True,  # leaves stderr with nothing but the result or the one error line
+        disable=not console.is_terminal,  # no bar noise in logs and pipes
     ) as progress:
         yield progress
 
@@ -107,29 +129,42 @@ def sample(
 
 
 # ---- convert ---------------------------------------------------------------------------------
+def _format_help() -> str:
+    from avsim.importers.registry import FORMATS
+
+    return "Source format, detected from SRC's layout when omitted: " + "; ".join(
+        f"{name} = {info.source}" for name, info in FORMATS.items()
+    )
+
+
+def _source_path(src: str) -> Path:
+    """SRC without a ``::scene`` selector (nuScenes and RDS-HQ roots hold several scenes)."""
+    return Path(src.partition("::")[0])
+
+
 @app.command()
 def convert(
-    src: Path = typer.Argument(..., help="Source dataset file or folder."),
-    out: Path = typer.Argument(..., help="Output scenario folder."),
-    from_format: str = typer.Option(..., "--from", help="Source format (see the importers list in the docs)."),
-    rig: str | None = typer.Option(None, "--rig", help="Named camera rig to attach when the source has none."),
+    src: str = typer.Argument(..., help="Source file or folder; ROOT::name picks one scene/clip of a dataset root."),
+    out: Path = typer.Argument(..., help="Output scenario folder (an existing scenario folder is replaced)."),
+    from_format: str | None = typer.Option(None, "--from", help=_format_help()),
+    rig: str | None = typer.Option(None, "--rig", help="Replace the source's camera rig by a named rig: cosmos, nuscenes, av2, waymo."),
 ) -> None:
-    """Convert a real-dataset scene (nuScenes, Argoverse 2, Waymo, RDS-HQ, ScenarioNet) to OUT."""
+    """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ) to OUT."""
     from avsim.importers import registry
+    from avsim.rig import NAMED_RIGS
 
-    formats = getattr(registry, "FORMATS", None)
-    if formats is not None and from_format not in formats:
-        raise typer.BadParameter(f"unknown format {from_format!r}; choose from {', '.join(sorted(formats))}", param_hint="--from")
-    if not src.exists():
-        raise AvsimInputError(src, "input", "not found")
-    if out.resolve() == src.resolve():
+    if from_format is not None and from_format.lower() not in registry.FORMATS:
+        raise typer.BadParameter(f"unknown format {from_format!r}; choose from {', '.join(registry.FORMATS)}", param_hint="'--from'")
+    if rig is not None and rig not in NAMED_RIGS:
+        raise typer.BadParameter(f"unknown rig {rig!r}; choose from {', '.join(NAMED_RIGS)}", param_hint="'--rig'")
+    if out.resolve() == _source_path(src).resolve():
         raise typer.BadParameter("OUT must differ from SRC", param_hint="OUT")
     check_output_folder(out)
     with _progress() as progress:
-        task = progress.add_task(f"reading {src} ({from_format})", total=None)
+        task = progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
         scenario = registry.convert(src, from_format, rig)
         progress.update(task, total=1, completed=1)
-        _require_map(scenario, src)
+        _require_map(scenario, _source_path(src))
         _save_with_progress(progress, scenario, out)
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
@@ -215,20 +250,23 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"extent x [{ext['x_min_m']:.1f}, {ext['x_max_m']:.1f}] m, y [{ext['y_min_m']:.1f}, {ext['y_max_m']:.1f}] m "
         f"({ext['size_x_m']:.0f} x {ext['size_y_m']:.0f} m); ego path {ext['ego_path_length_m']:.1f} m"
     )
-    cams = Table(title=f"cameras ({len(s['cameras'])})", title_justify="left")
+    console.print(f"cameras: {len(s['cameras'])}")
+    cams = Table()
     for col in ("name", "model", "size", "hfov"):
         cams.add_column(col)
     for c in s["cameras"]:
         cams.add_row(c["name"], c["model"], f"{c['width_px']}x{c['height_px']}", f"{c['horizontal_fov_deg']:.1f} deg")
     console.print(cams)
     agents = s["agents"]
-    per_class = Table(title=f"agents: {agents['tracks']} tracks, {agents['observations']} boxes", title_justify="left")
+    console.print(f"agents: {agents['tracks']} tracks, {agents['observations']} boxes")
+    per_class = Table()
     per_class.add_column("class")
     per_class.add_column("tracks", justify="right")
     for name, n in agents["tracks_per_class"].items():
         per_class.add_row(name, str(n))
     console.print(per_class)
-    elements = Table(title="map elements", title_justify="left")
+    console.print(f"map: {sum(s['map'].values())} elements")
+    elements = Table()
     elements.add_column("type")
     elements.add_column("count", justify="right")
     for name, n in s["map"].items():

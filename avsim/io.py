@@ -30,7 +30,7 @@ import avsim
 from avsim.agents import AgentTracks
 from avsim.atomic import atomic_output_path
 from avsim.cameras import camera_from_dict
-from avsim.errors import AvsimError, AvsimInputError, AvsimValueError
+from avsim.errors import AvsimInputError, AvsimValueError
 from avsim.lights import LIGHT_STATES, TrafficLightStates
 from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 from avsim.rig import CameraRig
@@ -194,7 +194,18 @@ def _header(scenario: Scenario, rows: dict[str, int]) -> str:
         "tables": {name: {"rows": n} for name, n in rows.items()},
         "metadata": metadata,
     }
-    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return _pretty_json(doc) + "\n"
+
+
+def _pretty_json(value: Any, indent: str = "") -> str:
+    """JSON with objects one key per line and lists of scalars on one line (readable rigs)."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_pretty_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + _pretty_json(v, inner) for v in value) + "\n" + indent + "]"
+    return json.dumps(value, allow_nan=False, ensure_ascii=False)
 
 
 def _check_json_value(value: Any, where: str) -> None:
@@ -598,11 +609,11 @@ def _check_finite(path: Path, df: pl.DataFrame, ids: np.ndarray | None = None) -
                 row = int(np.argmax(bad))
                 raise AvsimInputError(path, name, f"{_row_label(ids, row)} is {values[row]} (must be finite)")
         elif dtype == _LIST_F64:
-            lengths = df[name].list.len().to_numpy()
+            lengths = df[name].list.len().to_numpy().astype(np.int64)
             values = df[name].explode(empty_as_null=False).to_numpy()
             bad = ~np.isfinite(values)
             if bad.any():
-                offsets = np.concatenate([[0], np.cumsum(lengths)])
+                offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
                 flat = int(np.argmax(bad))
                 row = int(np.searchsorted(offsets, flat, side="right") - 1)
                 raise AvsimInputError(
@@ -854,5 +865,4 @@ __all__ = [
     "check_output_folder",
     "load_scenario",
     "scenario_differences",
-    "AvsimError",
 ]

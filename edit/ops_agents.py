@@ -382,6 +382,8 @@ def cut_in(
     lane_offset_m: float | None = None,
     source_class: str = "Car",
     size_m: Sequence[float] | None = None,
+    lead_in_s: float | None = None,
+    lead_out_s: float | None = None,
 ):
     """Add a vehicle that changes from the lane beside the ego into the ego's lane, ahead of it.
 
@@ -390,14 +392,17 @@ def cut_in(
     `lane_offset_m` is given; 3.5 m on maps without lanes) to 0 between `start_s` and
     `start_s + duration_s` with a quintic ramp (no lateral jerk steps). Longitudinally the
     vehicle is `gap_m` ahead of the ego's rear axle (to its box centre) at the end of the
-    manoeuvre and drives `rel_speed_mps` faster than the ego throughout. It exists for the
-    whole scenario on the ego's timestamps.
+    manoeuvre and drives `rel_speed_mps` faster than the ego throughout. It is sampled on the
+    ego's timestamps from `lead_in_s` before the manoeuvre to `lead_out_s` after it (None: from
+    the clip start / to the clip end), so it can enter and leave busy real scenes.
     """
     track_id = _new_track_id(scenario, track_id)
     if side not in ("left", "right"):
         raise AvsimValueError(f"side: must be 'left' or 'right', got {side!r}")
     if duration_s <= 0:
         raise AvsimValueError("duration_s: must be > 0")
+    if (lead_in_s is not None and lead_in_s < 0) or (lead_out_s is not None and lead_out_s < 0):
+        raise AvsimValueError("lead_in_s: lead_in_s and lead_out_s must be >= 0")
     check_time(scenario, start_s, "start_s", allow_end=False)
     check_time(scenario, start_s + duration_s, "start_s + duration_s")
     size = size_for(source_class, size_m)
@@ -420,6 +425,11 @@ def cut_in(
     yaw = routes.path_yaw_rad(xy, float(np.asarray(scenario.ego.world_SE3_ego.yaw_rad)[0]))
     z = _ground_z(scenario, xy) + size[2] / 2
     xyz = np.concatenate([xy, z[:, None]], axis=1)
+    keep = np.ones(len(t), dtype=bool)
+    if lead_in_s is not None:
+        keep &= t >= start_s - lead_in_s - 1e-9
+    if lead_out_s is not None:
+        keep &= t <= t_end + lead_out_s + 1e-9
     rest = columns(scenario.agents)
-    ts = np.asarray(scenario.ego.timestamps_ns)
-    return _with_tracks(scenario, rest, [track_columns(track_id, source_class, ts, xyz, size, yaw)])
+    ts = np.asarray(scenario.ego.timestamps_ns)[keep]
+    return _with_tracks(scenario, rest, [track_columns(track_id, source_class, ts, xyz[keep], size, yaw[keep])])

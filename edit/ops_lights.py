@@ -87,7 +87,7 @@ def shift_lights(scenario, light_ids: Sequence[str], dt_s: float):
         if not len(ts):
             continue
         if ts[0] > t0 and dt_s > 0:
-            ts, st = np.r_[t0, ts], np.r_[st[0], st]
+            ts, st = np.concatenate([[t0], ts]), np.concatenate([st[:1], st])
         ts, st = _compact(ts, st)
         out_id += [i] * len(ts)
         out_ts += ts.tolist()

@@ -40,9 +40,9 @@ def crop(scenario, start_s: float = 0.0, stop_s: float | None = None):
     ts = np.asarray(lights.timestamps_ns)
     inside = (ts > lo) & (ts <= hi)
     new_lights = TrafficLightStates.from_unsorted(
-        np.r_[ids[known], np.asarray(lights.light_id)[inside].astype(str)],
-        np.r_[np.full(int(known.sum()), lo, dtype=np.int64), ts[inside]],
-        np.r_[at_start[known], np.asarray(lights.state)[inside].astype(str)],
+        np.concatenate([ids[known], np.asarray(lights.light_id)[inside].astype(str)]),
+        np.concatenate([np.full(int(known.sum()), lo, dtype=np.int64), ts[inside]]),
+        np.concatenate([at_start[known], np.asarray(lights.state)[inside].astype(str)]),
     )
     return scenario.replace(ego=ego, agents=agents, lights=new_lights)
 

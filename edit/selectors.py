@@ -18,7 +18,7 @@ from avsim.agents import OBJECT_CLASSES
 from avsim.errors import AvsimValueError
 from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes
 
-from .common import to_ns, to_s
+from .common import to_ns
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,3 @@ def select_map_elements(
     if region is not None:
         mask &= region.contains(element_anchor_xy(elements)) if len(all_ids) else mask
     return mask
-
-
-def time_rel_s(scenario, timestamps_ns: np.ndarray) -> np.ndarray:
-    return to_s(scenario, timestamps_ns)

@@ -110,7 +110,24 @@ def frechet_distance_features(
     features2: np.ndarray,
     covariance_norm: CovarianceNorm = "unbiased_n_minus_1",
 ) -> float:
-    """Fréchet distance between feature sets `(N1, D)` and `(N2, D)`."""
-    return frechet_distance_stats(
-        feature_stats(features1, covariance_norm), feature_stats(features2, covariance_norm)
-    )
+    """Fréchet distance between feature sets `(N1, D)` and `(N2, D)`.
+
+    With fewer samples than dimensions (typical of FVD/FID on a few clips, and of bootstrap
+    resamples) the trace term is computed exactly in sample space:
+    Tr sqrt(S1 S2) = ||X1c X2c^T||_* / sqrt(d1 d2) (nuclear norm; d = N-1 or N), because the
+    non-zero eigenvalues of S1 S2 are the squared singular values of X1c X2c^T / sqrt(d1 d2).
+    """
+    x1 = np.asarray(features1, dtype=np.float64)
+    x2 = np.asarray(features2, dtype=np.float64)
+    if x1.ndim != 2 or x2.ndim != 2 or x1.shape[1] != x2.shape[1]:
+        raise AvsimValueError(f"features: expected (N1, D) and (N2, D), got {x1.shape} and {x2.shape}")
+    if max(x1.shape[0], x2.shape[0]) >= x1.shape[1]:
+        return frechet_distance_stats(feature_stats(x1, covariance_norm), feature_stats(x2, covariance_norm))
+    a, b = feature_stats(x1, covariance_norm), feature_stats(x2, covariance_norm)  # validates N
+    ddof = 1 if covariance_norm == "unbiased_n_minus_1" else 0
+    c1, c2 = x1 - a.mu, x2 - b.mu
+    d1, d2 = x1.shape[0] - ddof, x2.shape[0] - ddof
+    tr_sqrt = float(np.linalg.svd(c1 @ c2.T, compute_uv=False).sum()) / np.sqrt(d1 * d2)
+    diff = a.mu - b.mu
+    value = float(diff @ diff) + float((c1 * c1).sum()) / d1 + float((c2 * c2).sum()) / d2 - 2.0 * tr_sqrt
+    return max(value, 0.0)

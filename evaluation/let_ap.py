@@ -279,7 +279,7 @@ class _Pairs:
     ha: np.ndarray
 
 
-def _group_pairs(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (gt row, pd row) index pairs with equal integer keys, in bounded blocks."""
     g_order = np.argsort(gt_key, kind="stable")
     p_order = np.argsort(pd_key, kind="stable")
@@ -414,7 +414,7 @@ def breakdown_counts(
     pd_levels = np.searchsorted(cutoffs, pd_score.astype(np.float32), side="right").astype(np.int64)
     n_gt, n_pd = gt_box.shape[0], pd_box.shape[0]
     parts: list[_Pairs] = []
-    gi_all, pj_all = _group_pairs(gt_frame, pd_frame)
+    gi_all, pj_all = pairs_within_groups(gt_frame, pd_frame)
     thr = np.full(n_pd, iou_threshold)
     for start in range(0, gi_all.shape[0], _PAIR_BLOCK):
         sl = slice(start, start + _PAIR_BLOCK)
@@ -480,10 +480,15 @@ class LetEvaluation:
     classes: tuple[str, ...]
     counts: dict[tuple[str, str], BreakdownCounts]  # (class, "all" | range name) -> counts
 
-    def result(self, frame_weight: np.ndarray | None = None) -> dict[str, Any]:
-        """Metrics dict: per class and range bin AP/APL/APH, and means over classes with GT."""
+    def result(self, frame_weight: np.ndarray | None = None, range_bins: bool = True) -> dict[str, Any]:
+        """Metrics dict: per class and range bin AP/APL/APH, and means over classes with GT.
+
+        `frame_weight (F,)` weights frames (indexed like `frame_keys`), e.g. bootstrap counts.
+        """
         per: dict[str, dict[str, APResult]] = {}
         for (cls, rng), c in self.counts.items():
+            if rng != "all" and not range_bins:
+                continue
             per.setdefault(cls, {})[rng] = ap_from_totals(c.totals(frame_weight), self.config.max_recall_delta)
         with_gt = [c for c in self.classes if per[c]["all"].num_gt > 0]
         mean = {

@@ -180,3 +180,34 @@ def _replace_path(obj: Any, parts: list[str], text: str, key: str) -> Any:
     if len(parts) == 1:
         return dataclasses.replace(obj, **{name: _coerce(text, hints[name], key)})
     return dataclasses.replace(obj, **{name: _replace_path(getattr(obj, name), parts[1:], text, key)})
+
+
+def config_from_dict(data: dict[str, Any]) -> TrainConfig:
+    """Inverse of ``dataclasses.asdict`` (e.g. a run's saved config.json)."""
+    return _from_dict(TrainConfig, data)
+
+
+def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value, typ = data[f.name], hints[f.name]
+        if dataclasses.is_dataclass(typ):
+            value = _from_dict(typ, value)
+        elif typing.get_origin(typ) is tuple:
+            value = tuple(value)
+        elif typing.get_origin(typ) is dict:
+            key_t, val_t = typing.get_args(typ)
+            value = {key_t(k): val_t(v) for k, v in value.items()}
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The config a run saved in ``<out_dir>/config.json``."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise AvsimInputError(path, "file", "not a training run folder (no config.json)")
+    return config_from_dict(json.loads(path.read_text(encoding="utf-8")))

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from avsim.atomic import atomic_output_path
@@ -136,12 +135,16 @@ def clip_starts(num_frames: int, stride: int, spec: ClipSpec, max_clips: int | N
 
 
 def resize_frames(frames: np.ndarray, height_px: int, width_px: int) -> Tensor:
-    """(T, H, W, 3) uint8 -> (3, T, height, width) float32 in [-1, 1], bilinear antialiased."""
-    x = torch.from_numpy(frames).permute(0, 3, 1, 2).float()
-    if x.shape[-2:] != (height_px, width_px):
-        x = F.interpolate(x, size=(height_px, width_px), mode="bilinear", antialias=True, align_corners=False)
-        x = x.clamp(0, 255)
-    return (x / 127.5 - 1.0).permute(1, 0, 2, 3).contiguous()
+    """(T, H, W, 3) uint8 -> (3, T, height, width) float32 in [-1, 1].
+
+    Exactly the generation pipeline's preprocessing (bilinear antialiased resize rounded to
+    uint8, then x / 127.5 - 1), so training sees what inference will feed.
+    """
+    from avsim.models.video_io import resize_frames as resize_uint8
+    from avsim.models.video_io import to_model_range
+
+    x = resize_uint8(torch.from_numpy(frames).permute(0, 3, 1, 2), height_px, width_px)
+    return to_model_range(x)[0]
 
 
 def read_clip(path: Path, start: int, stride: int, spec: ClipSpec) -> Tensor:

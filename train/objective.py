@@ -76,9 +76,13 @@ def sample_text_keep(batch: int, cfg: ObjectiveConfig, generator: torch.Generato
 
 
 def condition_mask(num_frames: Tensor, num_views: int, frames: int) -> Tensor:
-    """(B,) clean frames per view -> mask (B, 1, V*T, 1, 1) float32, 1 on conditioning frames."""
+    """(B,) clean frames per view -> mask (B, 1, V*T, 1, 1) float32, 1 on conditioning frames.
+
+    At most T - 1 frames are clean: a sample always has a frame left to learn from.
+    """
+    k = num_frames.clamp(max=frames - 1)
     t = torch.arange(frames).repeat(num_views)  # latent-frame index within its view
-    return (t[None, :] < num_frames[:, None]).float()[:, None, :, None, None]
+    return (t[None, :] < k[:, None]).float()[:, None, :, None, None]
 
 
 def noised(x0: Tensor, eps: Tensor, sigma: Tensor, cond: Tensor) -> Tensor:
@@ -109,42 +113,56 @@ class NoisedBatch:
     x0: Tensor
     eps: Tensor
     sigma: Tensor  # (B,) float32
-    timestep: Tensor  # (B,) float32, 1000 * sigma
+    timestep: Tensor  # (B,) float32, int(1000 * sigma)
     cond: Tensor  # (B, 1, V*T, 1, 1) float32
     text_keep: Tensor  # (B,) bool
 
 
+def sample_generator(seed: int, step: int, sample: int) -> torch.Generator:
+    """The CPU generator of one sample of one step; `sample` = index in the global batch.
+
+    Keyed by the global sample index, so the draws do not depend on how the global batch is
+    split over data-parallel ranks (CP ranks of one group draw the same).
+    """
+    g = torch.Generator()
+    g.manual_seed(((seed * 1_000_003 + step) * 65_537 + sample) % (2**63))
+    return g
+
+
 def prepare_batch(
-    x0: Tensor, num_views: int, cfg: ObjectiveConfig, generator: torch.Generator
+    x0: Tensor, num_views: int, cfg: ObjectiveConfig, *, seed: int, step: int, first_sample: int
 ) -> NoisedBatch:
     """Draw noise, sigma, conditioning frames and text dropout for a latent batch x0.
 
-    Draws happen on the CPU generator in a fixed order, then move to x0's device, so the
-    batch is identical on CPU and GPU and across CP ranks that share the generator seed.
+    Sample i of the batch uses ``sample_generator(seed, step, first_sample + i)``; draws
+    happen on the CPU in a fixed order, then move to x0's device, so a batch is identical on
+    CPU and GPU, on every CP rank, and under any data-parallel split.
     """
     if x0.ndim != 5 or x0.shape[2] % num_views:
         raise ValueError(f"x0 must be (B, C, V*T, H, W) with V={num_views}, got {tuple(x0.shape)}")
     b = x0.shape[0]
     frames = x0.shape[2] // num_views
-    sigma = sample_sigma(b, cfg, generator)
-    k = sample_condition_frames(b, cfg, generator)
-    keep = sample_text_keep(b, cfg, generator)
-    eps = torch.randn(x0.shape, generator=generator, dtype=torch.float32).to(x0.device, x0.dtype)
-    cond = condition_mask(k, num_views, frames).to(x0.device)
-    sigma = sigma.to(x0.device)
+    sigma, k, keep, eps = [], [], [], []
+    for i in range(b):
+        g = sample_generator(seed, step, first_sample + i)
+        sigma.append(sample_sigma(1, cfg, g))
+        k.append(sample_condition_frames(1, cfg, g))
+        keep.append(sample_text_keep(1, cfg, g))
+        eps.append(torch.randn(x0.shape[1:], generator=g, dtype=torch.float32))
+    sigma_t = torch.cat(sigma).to(x0.device)
+    cond = condition_mask(torch.cat(k), num_views, frames).to(x0.device)
+    eps_t = torch.stack(eps).to(x0.device, x0.dtype)
     return NoisedBatch(
-        x_sigma=noised(x0, eps, sigma, cond),
+        x_sigma=noised(x0, eps_t, sigma_t, cond),
         x0=x0,
-        eps=eps,
-        sigma=sigma,
-        timestep=sigma * 1000.0,
+        eps=eps_t,
+        sigma=sigma_t,
+        timestep=timestep_of_sigma(sigma_t),
         cond=cond,
-        text_keep=keep.to(x0.device),
+        text_keep=torch.cat(keep).to(x0.device),
     )
 
 
-def step_generator(seed: int, step: int, dp_rank: int) -> torch.Generator:
-    """The CPU generator of one step on one data-parallel rank (CP ranks share it)."""
-    g = torch.Generator()
-    g.manual_seed((seed * 1_000_003 + step) * 4099 + dp_rank)
-    return g
+def timestep_of_sigma(sigma: Tensor) -> Tensor:
+    """t = int(1000 sigma), the network's time input (the sampler's convention), float32."""
+    return torch.floor(sigma.double() * 1000.0).float()

@@ -166,7 +166,7 @@ class MapBuilder:
             mixed |= len(set(types)) > 1
             v_colors.extend(t[0] for t in types)
             v_styles.extend(t[1] for t in types)
-        as_str = lambda v: np.asarray(v, dtype=str) if v else np.zeros(0, dtype="<U1")  # noqa: E731
+        as_str = lambda v: np.asarray(v, dtype=str) if v else np.zeros(0, dtype="<U1")
         if not mixed:
             return as_str(colors), as_str(styles), None, None
         return as_str(colors), as_str(styles), as_str(v_colors), as_str(v_styles)
@@ -213,6 +213,7 @@ class TrackBuilder:
 
     def __init__(self) -> None:
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in ("id", "cls", "t", "c", "s", "q")}
+        self.dropped_unsized = 0  # rows left out by `build` because a size was 0
 
     def add(
         self,
@@ -241,7 +242,11 @@ class TrackBuilder:
         cols = {k: np.concatenate(v) for k, v in self._cols.items()}
         for key, what in (("c", "agents.center_m"), ("s", "agents.size_m"), ("q", "agents.orientation")):
             check_finite(cols[key], path, what)
-        keep = np.all(cols["s"] > 0, axis=1)  # a box with a zero size is an unlabelled size
+        if np.any(cols["s"] < 0):
+            row = int(np.flatnonzero(np.any(cols["s"] < 0, axis=1))[0])
+            raise AvsimInputError(path, "agents.size_m", f"negative box size for track {cols['id'][row]!r}")
+        keep = np.all(cols["s"] > 0, axis=1)  # a zero size means "not labelled"; such rows are left out
+        self.dropped_unsized = int((~keep).sum())
         try:
             return AgentTracks.from_unsorted(
                 cols["id"][keep], cols["cls"][keep], cols["t"][keep], cols["c"][keep], cols["s"][keep], cols["q"][keep]

@@ -29,6 +29,7 @@ _SAFE_BUILTINS = frozenset(
         "list", "tuple", "dict", "set", "frozenset", "slice", "range",
     }
 )
+_PY2_BUILTIN_NAMES = {"long": "int", "unicode": "str", "xrange": "range"}
 _SAFE_COLLECTIONS = frozenset({"OrderedDict", "defaultdict", "deque", "Counter"})
 # numpy moved `numpy.core` to `numpy._core` in 2.0; pickles written by either name the module
 # they were written with.
@@ -63,6 +64,8 @@ class RestrictedUnpickler(pickle.Unpickler):
     """An unpickler whose `find_class` allows only builtin containers and numpy arrays."""
 
     def find_class(self, module: str, name: str) -> Any:
+        if module == "__builtin__":  # protocol <= 2 pickles name Python 2's modules
+            module, name = "builtins", _PY2_BUILTIN_NAMES.get(name, name)
         if module == "builtins" and name in _SAFE_BUILTINS:
             return getattr(__import__("builtins"), name)
         if module == "collections" and name in _SAFE_COLLECTIONS:

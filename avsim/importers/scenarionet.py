@@ -149,24 +149,27 @@ def _lane_rails(centre: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.n
     return centre + normal * width[:, :1], centre - normal * width[:, 1:2]
 
 
-def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, dict]:
+def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
     from avsim.transforms import yaw_to_quat
 
     mb = MapBuilder()
     lanes: dict[str, np.ndarray] = {}
     stop_signs: list[tuple[str, np.ndarray, list]] = []
+    skipped: list[str] = []
     for fid, feat in scenario["map_features"].items():
         fid = str(fid)
         where = f"map_features[{fid}]"
         ftype = str(_require(feat, "type", path, where)).upper()
-        if ftype.startswith("ROAD_LINE"):
-            pts = as_points(_require(feat, "polyline", path, where), path, f"{where}.polyline", min_points=2)
-            if dataset == "nuscenes" and fid.startswith("boundary_"):
+        if ftype.startswith(("ROAD_LINE", "ROAD_EDGE")):
+            pts = as_points(_require(feat, "polyline", path, where), path, f"{where}.polyline", min_points=1)
+            if len(pts) < 2:
+                skipped.append(fid)  # a single vertex draws nothing (the real Waymo file has some)
+            elif ftype.startswith("ROAD_EDGE"):
+                mb.road_boundaries.add(fid, pts)
+            elif dataset == "nuscenes" and fid.startswith("boundary_"):
                 mb.road_boundaries.add(fid, pts)  # ScenarioNet's stand-in for the drivable-area outline
             else:
                 mb.add_lane_line(fid, pts, lane_line_type("scenarionet", ftype))
-        elif ftype.startswith("ROAD_EDGE"):
-            mb.road_boundaries.add(fid, as_points(_require(feat, "polyline", path, where), path, f"{where}.polyline", min_points=2))
         elif ftype in ("CROSSWALK", "SPEED_BUMP", "DRIVEWAY"):
             pts = as_points(_require(feat, "polygon", path, where), path, f"{where}.polygon", min_points=3)
             if len(pts) > 3 and np.allclose(pts[0], pts[-1]):
@@ -196,7 +199,7 @@ def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, dict]:
                 yaw = float(np.arctan2(b[1] - a[1], b[0] - a[0]))
                 break
         mb.traffic_signs.add(fid, pos, STOP_SIGN_SIZE_M, yaw_to_quat(np.array(yaw)))
-    return mb, lanes
+    return mb, skipped
 
 
 def _lights(scenario: dict, t_ns: np.ndarray, path: Path):
@@ -245,7 +248,7 @@ def convert_description(scenario: dict, path: Path, *, rig_name: str | None, sou
     t_ns = _timestamps(scenario, path)
     sdc_id, ego_t, world_SE3_ego = _ego(scenario, t_ns, path, dataset)
     agents = _agents(scenario, sdc_id, t_ns, path, dataset)
-    mb, _ = _map(scenario, path, dataset)
+    mb, skipped = _map(scenario, path, dataset)
     lights, stop_points = _lights(scenario, t_ns, path)
     rig_name = rig_name or DEFAULT_RIGS.get(dataset, "cosmos")
     metadata = {
@@ -258,6 +261,7 @@ def convert_description(scenario: dict, path: Path, *, rig_name: str | None, sou
         "rig": rig_name,
         "rig_source": "named default (the source has no camera calibration)",
         "traffic_light_stop_points_m": stop_points,
+        "skipped_map_features": skipped,
     }
     return build_scenario(
         path,

@@ -210,4 +210,4 @@ def load_waymo(path: str | os.PathLike[str], rig_name: str | None = None, index:
         raise AvsimInputError(path, f"record {index}", str(exc)) from None
     scenario = convert_description(desc, path, rig_name=rig_name or "waymo", source_format="waymo")
     meta = dict(scenario.metadata, waymo_records_in_file=len(scenarios), waymo_record_index=index)
-    return scenario.replace(metadata=meta) if hasattr(scenario, "replace") else scenario
+    return scenario.replace(metadata=meta)

@@ -1,0 +1,315 @@
+"""nuScenes through nuscenes-devkit (tables) and its map expansion v1.3.
+
+Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expansion/*.json``;
+``DATAROOT::scene-name`` picks a scene (required when the tables hold several).
+
+- ego: the ego poses of every LIDAR_TOP sample_data of the scene (keyframes and sweeps, about
+  20 Hz in full nuScenes); nuScenes ego poses have z = 0 by convention;
+- rig: the six CAM_* channels' calibrated sensors (intrinsic K, sensor-to-ego pose; the
+  nuScenes camera frame is OpenCV RDF) and the image size of their sample_data;
+- agents: the 2 Hz keyframe ``sample_annotation`` boxes as they are, one track per
+  ``instance_token``, source class = ``category_name``; resampling to the render rate is
+  `AgentTracks.resample`'s job;
+- map (2-D; z = 0), limited to the ego path's bounding box plus `MAP_MARGIN_M`:
+  lane dividers -> lane lines typed per vertex from ``lane_divider_segments[*].segment_type``
+  (`line_types`, nuScenes table; ``NIL`` = unpainted, split out), road dividers -> yellow
+  solid lane lines, drivable areas -> drivable-area polygons and their rings (outer and holes)
+  -> road boundaries, pedestrian crossings -> crosswalks, stop lines -> wait lines (the long
+  midline of the stop polygon's minimum rotated rectangle), traffic lights -> cuboids of
+  nominal size at their pose, lanes -> lanes (divider-segment nodes as rails, the arcline path
+  discretised at 0.5 m as centre line) when both rails exist;
+- lights: nuScenes has no traffic-light states (empty).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from avsim.errors import AvsimInputError
+from avsim.importers.common import MapBuilder, TrackBuilder, build_scenario, check_finite, check_increasing
+from avsim.importers.line_types import lane_line_type
+
+CAMERA_CHANNELS: tuple[str, ...] = (
+    "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_RIGHT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_FRONT_LEFT",
+)  # fmt: skip
+MAP_MARGIN_M = 150.0  # map kept around the ego path's bounding box
+LANE_RESOLUTION_M = 0.5
+TRAFFIC_LIGHT_SIZE_M = (0.35, 0.35, 1.0)  # nominal housing (depth, width, height); not in the map
+
+
+def _split_source(src: str | os.PathLike[str]) -> tuple[Path, str | None]:
+    text = os.fspath(src)
+    base, sep, scene = text.partition("::")
+    return Path(base), (scene or None) if sep else None
+
+
+def _find_version(root: Path) -> tuple[Path, str]:
+    """(dataroot, version) for a dataroot or a ``v1.0-*`` folder."""
+    if (root / "scene.json").exists():
+        return root.parent, root.name
+    if not root.is_dir():
+        raise AvsimInputError(root, "dataroot", "not found or not a folder")
+    versions = sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "scene.json").exists())
+    if not versions:
+        raise AvsimInputError(root, "dataroot", "no v1.0-*/scene.json table folder inside")
+    if len(versions) > 1:
+        raise AvsimInputError(root, "dataroot", f"several table versions {versions}; point at one of them")
+    return root, versions[0]
+
+
+def open_nuscenes(dataroot: Path, version: str):
+    """`nuscenes.NuScenes` with its console chatter suppressed; table errors -> input errors."""
+    from nuscenes.nuscenes import NuScenes
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return NuScenes(version=version, dataroot=str(dataroot), verbose=False)
+    except (KeyError, ValueError, AssertionError, OSError, TypeError) as exc:
+        raise AvsimInputError(dataroot / version, "tables", f"nuscenes-devkit cannot load the tables: {type(exc).__name__}: {exc}") from None
+
+
+def _pick_scene(nusc, scene_name: str | None, where: Path) -> dict:
+    scenes = nusc.scene
+    if scene_name is None:
+        if len(scenes) != 1:
+            names = ", ".join(s["name"] for s in scenes[:5])
+            raise AvsimInputError(where, "scene", f"{len(scenes)} scenes ({names}, ...); select one with DATAROOT::scene-name")
+        return scenes[0]
+    for s in scenes:
+        if s["name"] == scene_name or s["token"] == scene_name:
+            return s
+    raise AvsimInputError(where, "scene", f"no scene named {scene_name!r}")
+
+
+def _scene_samples(nusc, scene: dict) -> list[dict]:
+    samples, token = [], scene["first_sample_token"]
+    while token:
+        sample = nusc.get("sample", token)
+        samples.append(sample)
+        token = sample["next"]
+    return samples
+
+
+def _channel_chain(nusc, samples: list[dict], channel: str) -> list[dict]:
+    """All sample_data of `channel` from the first to the last keyframe of the scene."""
+    if channel not in samples[0]["data"]:
+        return []
+    records, token = [], samples[0]["data"][channel]
+    last = nusc.get("sample_data", samples[-1]["data"][channel])["timestamp"] if channel in samples[-1]["data"] else None
+    while token:
+        sd = nusc.get("sample_data", token)
+        if last is not None and sd["timestamp"] > last:
+            break
+        records.append(sd)
+        token = sd["next"]
+    return records
+
+
+def _ego(nusc, samples: list[dict], where: Path):
+    from avsim.transforms import SE3
+
+    chain = _channel_chain(nusc, samples, "LIDAR_TOP") or _channel_chain(nusc, samples, "CAM_FRONT")
+    if len(chain) < 2:
+        raise AvsimInputError(where, "ego_pose", "the scene needs at least 2 ego poses (LIDAR_TOP or CAM_FRONT sample_data)")
+    poses = [nusc.get("ego_pose", sd["ego_pose_token"]) for sd in chain]
+    t_ns = np.array([p["timestamp"] for p in poses], dtype=np.int64) * 1000
+    q = check_finite(np.array([p["rotation"] for p in poses], dtype=np.float64), where, "ego_pose.rotation")
+    t = check_finite(np.array([p["translation"] for p in poses], dtype=np.float64), where, "ego_pose.translation")
+    norm = np.linalg.norm(q, axis=1)
+    if np.any(np.abs(norm - 1) > 1e-3):
+        raise AvsimInputError(where, "ego_pose.rotation", f"non-unit quaternion (norm {norm[np.argmax(np.abs(norm - 1))]:.4f})")
+    order = np.argsort(t_ns, kind="stable")
+    t_ns = check_increasing(t_ns[order], where, "ego_pose.timestamp")
+    return t_ns, SE3.from_quat(q[order] / norm[order, None], t[order])
+
+
+def _rig(nusc, samples: list[dict], where: Path):
+    from avsim.cameras import PinholeCamera
+    from avsim.errors import AvsimValueError
+    from avsim.rig import CameraRig
+    from avsim.transforms import SE3
+
+    names, cameras, poses = [], [], []
+    for channel in CAMERA_CHANNELS:
+        if channel not in samples[0]["data"]:
+            continue
+        sd = nusc.get("sample_data", samples[0]["data"][channel])
+        cs = nusc.get("calibrated_sensor", sd["calibrated_sensor_token"])
+        K = np.asarray(cs.get("camera_intrinsic") or [], dtype=np.float64)
+        if K.shape != (3, 3):
+            raise AvsimInputError(where, f"calibrated_sensor[{cs['token']}].camera_intrinsic", f"expected 3x3, got {K.shape}")
+        q = np.asarray(cs["rotation"], dtype=np.float64)
+        if abs(np.linalg.norm(q) - 1) > 1e-3:
+            raise AvsimInputError(where, f"calibrated_sensor[{cs['token']}].rotation", "non-unit quaternion")
+        try:
+            cameras.append(PinholeCamera(int(sd["width"]), int(sd["height"]), K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
+        except (AvsimValueError, KeyError, TypeError) as exc:
+            raise AvsimInputError(where, f"calibrated_sensor[{cs['token']}]", f"bad camera: {exc}") from None
+        poses.append(SE3.from_quat(q / np.linalg.norm(q), np.asarray(cs["translation"], dtype=np.float64)))
+        names.append(channel)
+    if not names:
+        raise AvsimInputError(where, "calibrated_sensor", "no CAM_* channel in the scene's first sample")
+    return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses))
+
+
+def _agents(nusc, samples: list[dict], where: Path):
+    builder = TrackBuilder()
+    for sample in samples:
+        anns = [nusc.get("sample_annotation", tok) for tok in sample["anns"]]
+        if not anns:
+            continue
+        wlh = np.array([a["size"] for a in anns], dtype=np.float64)
+        builder.add(
+            np.array([a["instance_token"] for a in anns]),
+            np.array([a["category_name"] for a in anns]),
+            np.full(len(anns), int(sample["timestamp"]) * 1000, dtype=np.int64),
+            np.array([a["translation"] for a in anns], dtype=np.float64),
+            wlh[:, [1, 0, 2]],  # nuScenes sizes are (w, l, h)
+            np.array([a["rotation"] for a in anns], dtype=np.float64),
+        )
+    return builder.build(where)
+
+
+def _xyz(nodes: list[dict]) -> np.ndarray:
+    return np.array([[n["x"], n["y"], 0.0] for n in nodes], dtype=np.float64).reshape(-1, 3)
+
+
+def _ring(nmap, polygon_token: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    poly = nmap.get("polygon", polygon_token)
+    outer = _xyz([nmap.get("node", t) for t in poly["exterior_node_tokens"]])
+    holes = [_xyz([nmap.get("node", t) for t in h["node_tokens"]]) for h in poly.get("holes", [])]
+    return outer, holes
+
+
+def _unclosed(ring: np.ndarray) -> np.ndarray:
+    return ring[:-1] if len(ring) > 3 and np.allclose(ring[0], ring[-1]) else ring
+
+
+def _closed(ring: np.ndarray) -> np.ndarray:
+    ring = _unclosed(ring)
+    return np.concatenate([ring, ring[:1]])
+
+
+def _stop_line_midline(ring: np.ndarray) -> np.ndarray | None:
+    """Long midline of the minimum rotated rectangle of a stop-line polygon."""
+    from shapely.geometry import Polygon
+
+    if len(ring) < 3:
+        return None
+    rect = np.asarray(Polygon(ring[:, :2]).minimum_rotated_rectangle.exterior.coords)[:4]
+    if len(rect) < 4:
+        return None
+    e01, e12 = np.linalg.norm(rect[1] - rect[0]), np.linalg.norm(rect[2] - rect[1])
+    if e01 >= e12:  # long sides 0-1 and 2-3
+        a, b = (rect[0] + rect[3]) / 2, (rect[1] + rect[2]) / 2
+    else:
+        a, b = (rect[0] + rect[1]) / 2, (rect[3] + rect[2]) / 2
+    return np.array([[a[0], a[1], 0.0], [b[0], b[1], 0.0]])
+
+
+def open_map(dataroot: Path, map_name: str):
+    from nuscenes.map_expansion.map_api import NuScenesMap
+
+    path = dataroot / "maps" / "expansion" / f"{map_name}.json"
+    if not path.exists():
+        raise AvsimInputError(path, "map", "map expansion JSON not found (install nuScenes-map-expansion-v1.3 into maps/expansion)")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return NuScenesMap(dataroot=str(dataroot), map_name=map_name)
+    except Exception as exc:  # noqa: BLE001 - the devkit raises bare Exception for old versions
+        raise AvsimInputError(path, "map", f"nuscenes-devkit cannot load the map: {exc}") from None
+
+
+def read_map(nmap, box: tuple[float, float, float, float]) -> MapBuilder:
+    """The map expansion's records intersecting `box` (x_min, y_min, x_max, y_max)."""
+    layers = ["lane_divider", "road_divider", "drivable_area", "ped_crossing", "stop_line", "traffic_light", "lane"]
+    records = nmap.get_records_in_patch(box, layer_names=layers, mode="intersect")
+    mb = MapBuilder()
+    for token in records["lane_divider"]:
+        rec = nmap.get("lane_divider", token)
+        nodes = nmap.get("line", rec["line_token"])["node_tokens"]
+        seg_type = {s["node_token"]: s.get("segment_type", "NIL") for s in rec.get("lane_divider_segments", [])}
+        pts = _xyz([nmap.get("node", t) for t in nodes])
+        types = [lane_line_type("nuscenes", seg_type.get(t, "NIL")) for t in nodes]
+        mb.add_lane_line(token, pts, types)
+    for token in records["road_divider"]:
+        rec = nmap.get("road_divider", token)
+        pts = _xyz([nmap.get("node", t) for t in nmap.get("line", rec["line_token"])["node_tokens"]])
+        mb.add_lane_line(token, pts, lane_line_type("nuscenes", "ROAD_DIVIDER"))
+    for token in records["drivable_area"]:
+        for k, ptoken in enumerate(nmap.get("drivable_area", token)["polygon_tokens"]):
+            outer, holes = _ring(nmap, ptoken)
+            outer = _unclosed(outer)
+            if len(outer) < 3:
+                continue
+            mb.drivable_areas.add(f"{token}#{k}", outer)
+            mb.road_boundaries.add(f"{token}#{k}", _closed(outer))
+            for h, hole in enumerate(holes):
+                if len(_unclosed(hole)) >= 3:
+                    mb.road_boundaries.add(f"{token}#{k}/hole{h}", _closed(hole))
+    for token in records["ped_crossing"]:
+        outer, _ = _ring(nmap, nmap.get("ped_crossing", token)["polygon_token"])
+        if len(_unclosed(outer)) >= 3:
+            mb.crosswalks.add(token, _unclosed(outer))
+    for token in records["stop_line"]:
+        outer, _ = _ring(nmap, nmap.get("stop_line", token)["polygon_token"])
+        line = _stop_line_midline(_unclosed(outer))
+        if line is not None:
+            mb.wait_lines.add(token, line)
+    for token in records["traffic_light"]:
+        pose = nmap.get("traffic_light", token).get("pose") or {}
+        from avsim.transforms import yaw_to_quat
+
+        centre = np.array([pose.get("tx", 0.0), pose.get("ty", 0.0), pose.get("tz", 0.0)], dtype=np.float64)
+        if np.all(np.isfinite(centre)):
+            mb.traffic_lights.add(token, centre, TRAFFIC_LIGHT_SIZE_M, yaw_to_quat(np.array(float(pose.get("rz", 0.0)))))
+    lane_tokens = records["lane"]
+    centres = nmap.discretize_lanes(lane_tokens, LANE_RESOLUTION_M) if lane_tokens else {}
+    for token in lane_tokens:
+        rec = nmap.get("lane", token)
+        left, right = _xyz(rec["left_lane_divider_segment_nodes"]), _xyz(rec["right_lane_divider_segment_nodes"])
+        centre = np.array([[p[0], p[1], 0.0] for p in centres.get(token, [])], dtype=np.float64).reshape(-1, 3)
+        if len(left) >= 2 and len(right) >= 2 and len(centre) >= 2:
+            mb.add_lane(token, left, right, centre)
+    return mb
+
+
+def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None):
+    """Convert one nuScenes scene (``DATAROOT`` or ``DATAROOT::scene-name``) into a `Scenario`."""
+    from avsim.lights import TrafficLightStates
+    from avsim.rig import named_rig
+
+    root, scene_name = _split_source(src)
+    dataroot, version = _find_version(root)
+    nusc = open_nuscenes(dataroot, version)
+    where = dataroot / version
+    scene = _pick_scene(nusc, scene_name, where)
+    samples = _scene_samples(nusc, scene)
+    ego_t, world_SE3_ego = _ego(nusc, samples, where)
+    rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where)
+    agents = _agents(nusc, samples, where)
+    log = nusc.get("log", scene["log_token"])
+    xy = world_SE3_ego.translation[:, :2]
+    box = (*(xy.min(axis=0) - MAP_MARGIN_M), *(xy.max(axis=0) + MAP_MARGIN_M))
+    hd_map = read_map(open_map(dataroot, log["location"]), tuple(float(v) for v in box)).build()
+    metadata = {
+        "source_format": "nuscenes",
+        "nuscenes_version": version,
+        "scene_name": scene["name"],
+        "scene_token": scene["token"],
+        "log": log.get("logfile", ""),
+        "map_name": log["location"],
+        "source_rate_hz": round(float(1e9 / np.median(np.diff(ego_t))), 3),
+        "agents_rate_hz": 2.0,
+        "rig": rig_name or "nuscenes calibration",
+        "rig_source": "named default" if rig_name else "calibrated_sensor (CAM_*)",
+    }
+    return build_scenario(
+        where, scenario_id=scene["name"], rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
+        agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata,
+    )  # fmt: skip

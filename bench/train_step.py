@@ -1,0 +1,131 @@
+"""Training-step throughput and MFU of the multi-view Transfer model (GPU benchmark).
+
+One GPU, the 2B multi-view config at 720p, 7 views x 29 frames (201,600 tokens), bf16 with
+fp32 master weights and reductions (FSDP2 mixed precision), SDPA or flash attention:
+
+    python bench/train_step.py                       # 1 GPU, control training, full AC
+    torchrun --nproc-per-node 2 bench/train_step.py --cp 2
+    python bench/train_step.py --ac selective --attention flash --train-mode full
+
+The FLOP count is derived by hand in `avsim.train.flops` (see docs/training.md, "FLOPs");
+MFU = FLOPs per step / step time / (GPUs x dense bf16 peak). Random latents and text, random
+weights: the timing does not depend on values. Without a GPU it says so and exits 0;
+``--cpu-smoke`` runs the same code with the debug model on the CPU (no meaningful MFU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="transfer25_2b_multiview")
+    p.add_argument("--views", type=int, default=7)
+    p.add_argument("--frames", type=int, default=29, help="pixel frames per view (1 + 4k)")
+    p.add_argument("--height", type=int, default=720)
+    p.add_argument("--width", type=int, default=1280)
+    p.add_argument("--batch", type=int, default=1, help="samples per data-parallel rank")
+    p.add_argument("--cp", type=int, default=1, help="Ulysses context-parallel degree (torchrun processes)")
+    p.add_argument("--ac", default="full", choices=["none", "full", "selective"])
+    p.add_argument("--attention", default="sdpa", choices=["sdpa", "flash"])
+    p.add_argument("--train-mode", default="control", choices=["control", "full"])
+    p.add_argument("--compile", action="store_true", help="torch.compile each block")
+    p.add_argument("--steps", type=int, default=4, help="timed steps")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--cpu-smoke", action="store_true", help="debug model on the CPU (checks the script only)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    if not torch.cuda.is_available() and not args.cpu_smoke:
+        print("bench/train_step.py needs a CUDA GPU (none found); nothing measured. "
+              "Use --cpu-smoke to check the script itself on the CPU.")
+        return 0
+    from avsim.train.config import ParallelConfig, TrainConfig
+    from avsim.train.flops import dit_flops, peak_flops
+    from avsim.train.loop import setup, train_step
+
+    model = "debug" if args.cpu_smoke else args.model
+    cfg = TrainConfig(
+        model=model,
+        train_mode=args.train_mode,
+        parallel=ParallelConfig(
+            cp=args.cp,
+            activation_checkpointing=args.ac,
+            attention=args.attention,
+            compile=args.compile,
+            cp_min_tokens=0,
+        ),
+    )
+    cfg = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, warmup_steps=1))
+    s = setup(cfg)
+    mc = s.model_cfg
+    height, width, frames = (mc.height_px, mc.width_px, mc.frames_per_chunk) if args.cpu_smoke else (
+        args.height, args.width, args.frames)
+    views = min(args.views, len(mc.cameras))
+    t_lat, h_lat, w_lat = 1 + (frames - 1) // 4, height // 8, width // 8
+    g = torch.Generator().manual_seed(0)
+    shape = (args.batch, mc.dit.latent_channels, views * t_lat, h_lat, w_lat)
+    text_shape = (args.batch, views * mc.dit.text_tokens_per_view, mc.dit.crossattn_proj_in_channels)
+    batch = {
+        "video": torch.randn(shape, generator=g).to(s.device),
+        "control": torch.randn(shape, generator=g).to(s.device),
+        "text": torch.randn(text_shape, generator=g).to(s.device, torch.bfloat16 if s.device.type == "cuda" else torch.float32),
+    }
+    flops = dit_flops(mc.dit, views, t_lat, h_lat, w_lat)
+    times = []
+    for step in range(args.warmup + args.steps):
+        if s.device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss, _ = train_step(s, cfg, batch, step, views)
+        float(loss)  # waits for the step
+        if s.device.type == "cuda":
+            torch.cuda.synchronize()
+        if step >= args.warmup:
+            times.append(time.perf_counter() - t0)
+    if s.rank != 0:
+        return 0
+    dt = statistics.median(times)
+    gpus = s.world_size
+    global_batch = args.batch * s.dp_size
+    step_flops = flops.training(args.train_mode) * global_batch
+    name = torch.cuda.get_device_name() if s.device.type == "cuda" else platform.processor() or "cpu"
+    peak = peak_flops(name) if s.device.type == "cuda" else None
+    mem = torch.cuda.max_memory_allocated() / 2**30 if s.device.type == "cuda" else float("nan")
+    rows = [
+        ("device", f"{gpus} x {name}"),
+        ("versions", f"torch {torch.__version__}, python {platform.python_version()}, "
+                     f"cuda {torch.version.cuda}"),
+        ("model / mode", f"{model} / {args.train_mode}"),
+        ("shape", f"{views} views x {frames} frames x {height}x{width} -> {flops.tokens} tokens/sample"),
+        ("parallel", f"cp {args.cp}, dp {s.dp_size}, AC {args.ac}, attention {args.attention}, "
+                     f"compile {args.compile}, batch/rank {args.batch}"),
+        ("step time (median of %d)" % len(times), f"{dt:.3f} s"),
+        ("tokens/s (all GPUs)", f"{flops.tokens * global_batch / dt:,.0f}"),
+        ("model TFLOP per step", f"{step_flops / 1e12:,.1f}"),
+        ("achieved TFLOP/s per GPU", f"{step_flops / dt / gpus / 1e12:,.1f}"),
+        ("MFU", f"{100 * step_flops / dt / gpus / peak:.1f} % of {peak / 1e12:.0f} TFLOP/s" if peak else "n/a (unknown peak)"),
+        ("peak memory per GPU", f"{mem:.1f} GiB"),
+    ]
+    width_col = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width_col}}  {v}")
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    sys.exit(main())

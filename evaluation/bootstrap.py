@@ -1,0 +1,145 @@
+"""Percentile bootstrap confidence intervals over resampling units (clips or frames).
+
+Resamples are drawn as multinomial counts per unit, so a metric that accepts per-unit weights
+(LET-AP, lane metrics: additive per-frame counts) is re-evaluated without re-matching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from avsim.errors import AvsimValueError
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its percentile bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    n_resamples: int
+    unit: str
+    n_units: int
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": self.estimate, "ci_low": self.low, "ci_high": self.high, "level": self.level,
+            "n_resamples": self.n_resamples, "resampling_unit": self.unit, "n_units": self.n_units,
+            "seed": self.seed,
+        }
+
+
+def resample_counts(n_units: int, n_resamples: int, seed: int) -> np.ndarray:
+    """(n_resamples, n_units) multinomial counts: how often each unit is drawn per resample."""
+    if n_units <= 0:
+        return np.zeros((n_resamples, 0))
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_resamples).astype(np.float64)
+
+
+def bootstrap_weighted(
+    statistic: Callable[[np.ndarray | None], float],
+    n_units: int,
+    unit: str,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Interval of `statistic(weights)` where weights (n_units,) are resample counts.
+
+    `statistic(None)` must give the point estimate. Resamples whose statistic is NaN (e.g. no
+    ground truth drawn) are left out of the percentiles.
+    """
+    if not 0.0 < level < 1.0:
+        raise AvsimValueError(f"level: must be in (0, 1), got {level}")
+    est = float(statistic(None))
+    counts = resample_counts(n_units, n_resamples, seed)
+    vals = np.array([statistic(w) for w in counts], dtype=np.float64) if n_units else np.zeros(0)
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        lo = hi = float("nan")
+    else:
+        a = (1.0 - level) / 2.0
+        lo, hi = (float(v) for v in np.quantile(vals, [a, 1.0 - a]))
+    return Interval(est, lo, hi, level, n_resamples, unit, n_units, seed)
+
+
+def bootstrap_mean(values: np.ndarray, unit: str, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Interval of the mean of per-unit `values (N,)` (NaNs dropped first)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+
+    def stat(w: np.ndarray | None) -> float:
+        if v.size == 0:
+            return float("nan")
+        if w is None:
+            return float(v.mean())
+        return float((w * v).sum() / w.sum())
+
+    return bootstrap_weighted(stat, v.size, unit, n_resamples, level, seed)
+
+
+def bootstrap_median(values: np.ndarray, unit: str, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Interval of the median of per-unit `values (N,)` (NaNs dropped first)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+
+    def stat(w: np.ndarray | None) -> float:
+        if v.size == 0:
+            return float("nan")
+        if w is None:
+            return float(np.median(v))
+        return float(np.median(np.repeat(v, w.astype(np.int64))))
+
+    return bootstrap_weighted(stat, v.size, unit, n_resamples, level, seed)
+
+
+def bootstrap_resample_rows(
+    statistic: Callable[[np.ndarray], float],
+    n_units: int,
+    unit: str,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Interval of `statistic(indices)` for statistics that need drawn unit indices (e.g. FID)."""
+    rng = np.random.default_rng(seed)
+    est = float(statistic(np.arange(n_units)))
+    vals = np.array([statistic(rng.integers(0, n_units, n_units)) for _ in range(n_resamples)], dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    a = (1.0 - level) / 2.0
+    lo, hi = (float(x) for x in np.quantile(vals, [a, 1.0 - a])) if vals.size else (float("nan"), float("nan"))
+    return Interval(est, lo, hi, level, n_resamples, unit, n_units, seed)
+
+
+def bootstrap_many(
+    statistics: Callable[[np.ndarray | None], dict[str, float]],
+    n_units: int,
+    unit: str,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Interval]:
+    """Several statistics from the same resamples (paired: e.g. real, generated and their gap)."""
+    est = statistics(None)
+    counts = resample_counts(n_units, n_resamples, seed)
+    draws: dict[str, list[float]] = {k: [] for k in est}
+    for w in counts:
+        vals = statistics(w)
+        for k in est:
+            draws[k].append(float(vals.get(k, float("nan"))))
+    a = (1.0 - level) / 2.0
+    out = {}
+    for k, v in est.items():
+        arr = np.asarray(draws[k], dtype=np.float64)
+        arr = arr[np.isfinite(arr)]
+        lo, hi = (float(x) for x in np.quantile(arr, [a, 1.0 - a])) if arr.size else (float("nan"), float("nan"))
+        out[k] = Interval(float(v), lo, hi, level, n_resamples, unit, n_units, seed)
+    return out

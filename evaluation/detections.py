@@ -1,0 +1,161 @@
+"""Detection inputs for LET-AP: ground truth from scenarios, predictions from files.
+
+Everything becomes a `Boxes3D` in the ego/vehicle frame (x forward, y left, z up; box centre)
+with LET class names ("vehicle", "pedestrian", "cyclist"). Frames are keyed by integer
+timestamps in ns for scenario ground truth; prediction files must use the same keys (the
+`frame` column, or the nuScenes `sample_token` mapped through `token_to_frame`).
+
+Table format (parquet, or csv): one row per box with columns
+`frame, class, x_m, y_m, z_m, length_m, width_m, height_m, heading_rad` and `score`
+(predictions; ground truth may omit it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from avsim.errors import AvsimInputError
+from avsim.evaluation.let_ap import Boxes3D
+
+TABLE_COLUMNS = ("frame", "class", "x_m", "y_m", "z_m", "length_m", "width_m", "height_m", "heading_rad")
+# avsim collapsed classes -> LET classes (Waymo's vehicle / pedestrian / cyclist); Others dropped.
+AVSIM_TO_LET = {"Car": "vehicle", "Truck": "vehicle", "Pedestrian": "pedestrian", "Cyclist": "cyclist"}
+NUSCENES_TO_LET = {
+    "car": "vehicle", "truck": "vehicle", "bus": "vehicle", "trailer": "vehicle", "construction_vehicle": "vehicle",
+    "pedestrian": "pedestrian", "bicycle": "cyclist", "motorcycle": "cyclist",
+}
+
+
+def _wrap(a: np.ndarray) -> np.ndarray:
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+def boxes_from_scenario(
+    scenario: Any,
+    timestamps_ns: np.ndarray | None = None,
+    rate_hz: float = 10.0,
+    class_map: dict[str, str] | None = None,
+) -> Boxes3D:
+    """Ground-truth boxes of a scenario's agent tracks in the ego frame, per frame.
+
+    Frames are `timestamps_ns` (default: the scenario's frame timestamps at `rate_hz`);
+    tracks are resampled there (avsim's rules: linear, SLERP, <= 0.5 s extrapolation).
+    Classes are collapsed (avsim.agents) then mapped with `class_map` (default
+    AVSIM_TO_LET); unmapped classes are dropped.
+    """
+    cmap = AVSIM_TO_LET if class_map is None else class_map
+    ts = scenario.frame_timestamps(rate_hz) if timestamps_ns is None else np.asarray(timestamps_ns, np.int64)
+    agents = scenario.agents.resample(ts)
+    if len(agents) == 0:
+        return Boxes3D.empty()
+    labels = np.array([cmap.get(c, "") for c in agents.object_class], dtype=str)
+    keep = labels != ""
+    agents = agents.select(keep)
+    labels = labels[keep]
+    t = agents.timestamps_ns
+    uniq, inv = np.unique(t, return_inverse=True)
+    ego_SE3_world = scenario.ego.pose_at(uniq).inverse()
+    R = ego_SE3_world.rotation[inv]  # (N, 3, 3)
+    tr = ego_SE3_world.translation[inv]
+    center = np.einsum("nij,nj->ni", R, agents.center_m) + tr
+    heading = _wrap(agents.yaw_rad - scenario.ego.pose_at(uniq).yaw_rad[inv])
+    boxes = np.column_stack([center, agents.size_m, heading])
+    return Boxes3D(t.astype(np.int64), labels, boxes, np.ones(len(t)))
+
+
+def _read_table(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise AvsimInputError(path, "file", "not found")
+    try:
+        return pl.read_csv(path) if path.suffix.lower() == ".csv" else pl.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - any reader error is a bad input file
+        raise AvsimInputError(path, "table", f"cannot read: {exc}") from exc
+
+
+def read_box_table(path: str | os.PathLike[str], require_score: bool = True) -> Boxes3D:
+    """Boxes from a parquet/csv table (columns in the module docstring)."""
+    p = Path(path)
+    df = _read_table(p)
+    needed = TABLE_COLUMNS + (("score",) if require_score else ())
+    for col in needed:
+        if col not in df.columns:
+            raise AvsimInputError(p, col, f"missing column (need {', '.join(needed)})")
+    try:
+        boxes = np.column_stack([df[c].cast(pl.Float64).to_numpy() for c in TABLE_COLUMNS[2:]])
+        score = df["score"].cast(pl.Float64).to_numpy() if "score" in df.columns else np.ones(df.height)
+    except Exception as exc:  # noqa: BLE001
+        raise AvsimInputError(p, "columns", f"non-numeric box values: {exc}") from exc
+    frame = df["frame"].to_numpy()
+    if not (np.isfinite(boxes).all() and np.isfinite(score).all()):
+        raise AvsimInputError(p, "rows", "NaN or infinite box values")
+    if (boxes[:, 3:6] <= 0).any():
+        raise AvsimInputError(p, "length_m/width_m/height_m", "sizes must be > 0")
+    return Boxes3D(frame, df["class"].cast(pl.String).to_numpy().astype(str), boxes, score)
+
+
+def write_box_table(boxes: Boxes3D, path: str | os.PathLike[str]) -> None:
+    """Write `boxes` as a parquet table (atomic)."""
+    from avsim.atomic import atomic_output_path
+
+    df = pl.DataFrame({
+        "frame": boxes.frame, "class": boxes.label,
+        **{c: boxes.boxes[:, i] for i, c in enumerate(TABLE_COLUMNS[2:])}, "score": boxes.score,
+    })
+    with atomic_output_path(path) as tmp:
+        df.write_parquet(tmp)
+
+
+def _quat_yaw(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def read_nuscenes_submission(
+    path: str | os.PathLike[str],
+    world_SE3_ego: dict[str, np.ndarray] | None = None,
+    token_to_frame: dict[str, Any] | None = None,
+    class_map: dict[str, str] | None = None,
+) -> Boxes3D:
+    """Predictions from a nuScenes detection submission JSON (`{"results": {token: [...]}}`).
+
+    nuScenes boxes are in the global frame with size (w, l, h): give `world_SE3_ego`
+    (token -> 4x4 matrix) to bring them into the ego frame; without it the boxes are taken as
+    already ego-frame. Frames are the sample tokens, or `token_to_frame[token]`.
+    """
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+        results = doc["results"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise AvsimInputError(p, "results", f"not a nuScenes detection submission: {exc}") from exc
+    cmap = NUSCENES_TO_LET if class_map is None else class_map
+    rows: list[tuple[Any, str, list[float], float]] = []
+    for token, dets in results.items():
+        if world_SE3_ego is not None and token not in world_SE3_ego:
+            raise AvsimInputError(p, f"results.{token}", "no ego pose given for this sample token")
+        T = np.linalg.inv(np.asarray(world_SE3_ego[token], np.float64)) if world_SE3_ego is not None else np.eye(4)
+        frame = token_to_frame.get(token, token) if token_to_frame is not None else token
+        for i, d in enumerate(dets):
+            try:
+                label = cmap.get(str(d["detection_name"]), "")
+                t = np.asarray(d["translation"], np.float64)
+                w, l, h = (float(v) for v in d["size"])
+                q = np.asarray(d["rotation"], np.float64).reshape(1, 4)
+                score = float(d["detection_score"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise AvsimInputError(p, f"results.{token}[{i}]", f"bad detection: {exc}") from exc
+            if not label:
+                continue
+            c = T[:3, :3] @ t + T[:3, 3]
+            yaw = float(_quat_yaw(q)[0]) + float(np.arctan2(T[1, 0], T[0, 0]))
+            rows.append((frame, label, [*c, l, w, h, float(_wrap(np.array(yaw)))], score))
+    if not rows:
+        return Boxes3D.empty()
+    frames = np.array([r[0] for r in rows])
+    return Boxes3D(frames, np.array([r[1] for r in rows]), np.array([r[2] for r in rows]), np.array([r[3] for r in rows]))

@@ -1,0 +1,123 @@
+"""FID and FVD feature extraction over clips, with a cache keyed by file content.
+
+A cached entry is keyed by the clip's content hash (sha256 of its bytes) and by everything
+that changes the features: network, weights source, preprocessing, frame limits and window
+parameters. Entries are `.npy` files (loaded with `allow_pickle=False`) written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from avsim.atomic import atomic_output_path
+from avsim.evaluation.frechet import CovarianceNorm, feature_stats, frechet_distance_stats
+from avsim.evaluation.video_frames import content_hash, iter_clip_windows, iter_frame_batches
+
+
+class FeatureCache:
+    """A folder of cached feature arrays; `None` disables caching."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None) -> None:
+        self.folder = Path(folder) if folder is not None else None
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}.npy"
+
+    def get(self, key: str) -> np.ndarray | None:
+        p = self._path(key)
+        if p is None or not p.is_file():
+            return None
+        try:
+            return np.load(p, allow_pickle=False)
+        except (ValueError, OSError):
+            return None  # a damaged entry is recomputed
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        p = self._path(key)
+        if p is None:
+            return
+        with atomic_output_path(p) as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
+
+
+def cache_key(clip_hash: str, params: dict[str, Any]) -> str:
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return f"{clip_hash[:32]}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+@dataclass(frozen=True)
+class ExtractorSpec:
+    """What produced a set of features (goes into cache keys and into reports)."""
+
+    kind: str  # "fid" | "fvd"
+    description: dict[str, Any]
+
+
+def _cached(clip: Path, cache: FeatureCache, params: dict[str, Any], compute: Callable[[], np.ndarray]) -> np.ndarray:
+    key = cache_key(content_hash(clip), params) if cache.folder is not None else ""
+    hit = cache.get(key) if key else None
+    if hit is not None:
+        return hit
+    value = compute()
+    if key:
+        cache.put(key, value)
+    return value
+
+
+def fid_clip_features(
+    clips: Sequence[Path], model: Any, source: str, batch_size: int = 16, max_frames: int | None = None,
+    normalization: str = "pytorch_fid", cache: FeatureCache | None = None,
+) -> list[np.ndarray]:
+    """Inception features `(T_i, 2048)` per clip (frames pooled later: FID over frames)."""
+    from avsim.evaluation.inception import inception_features
+
+    cache = cache or FeatureCache(None)
+    params = {"kind": "fid", "weights": source, "norm": normalization, "max_frames": max_frames}
+
+    def compute(clip: Path) -> np.ndarray:
+        feats = [inception_features(model, b, normalization) for b in iter_frame_batches(clip, batch_size, max_frames)]
+        return np.concatenate(feats) if feats else np.zeros((0, 2048))
+
+    return [_cached(c, cache, params, lambda c=c: compute(c)) for c in clips]
+
+
+def fvd_clip_features(
+    clips: Sequence[Path], model: Any, source: str, window: int = 16, stride: int = 16,
+    max_windows: int | None = None, batch_size: int = 2, cache: FeatureCache | None = None,
+) -> list[np.ndarray]:
+    """I3D logits `(W_i, 400)` per clip, one row per `window`-frame window."""
+    from avsim.evaluation.i3d import i3d_logits
+
+    cache = cache or FeatureCache(None)
+    params = {"kind": "fvd", "weights": source, "window": window, "stride": stride, "max_windows": max_windows}
+
+    def compute(clip: Path) -> np.ndarray:
+        out, buf = [], []
+        for w in iter_clip_windows(clip, window, stride, max_windows):
+            buf.append(w)
+            if len(buf) == batch_size:
+                out.append(i3d_logits(model, np.stack(buf), batch_size))
+                buf = []
+        if buf:
+            out.append(i3d_logits(model, np.stack(buf), batch_size))
+        return np.concatenate(out) if out else np.zeros((0, 400))
+
+    return [_cached(c, cache, params, lambda c=c: compute(c)) for c in clips]
+
+
+def frechet_between(
+    real: Sequence[np.ndarray], generated: Sequence[np.ndarray], covariance_norm: CovarianceNorm
+) -> float:
+    """Fréchet distance between pooled per-clip feature arrays."""
+    a = np.concatenate([r for r in real if len(r)]) if real else np.zeros((0, 1))
+    b = np.concatenate([g for g in generated if len(g)]) if generated else np.zeros((0, 1))
+    return frechet_distance_stats(feature_stats(a, covariance_norm), feature_stats(b, covariance_norm))

@@ -1,0 +1,198 @@
+"""Lane inputs for the OpenLane metrics: OpenLane JSON, parquet tables, scenario HD maps.
+
+All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z up, metres).
+
+- OpenLane ground truth JSON (one file per frame): `lane_lines[*].xyz` (3, N) in the camera
+  frame, `visibility` (N,), `category`; the camera `extrinsic` (4x4) converts them exactly as
+  OpenLane's evaluation does (rotation re-expressed in the ground frame, x/y translation
+  zeroed). Frame key: `file_path` (or the JSON file name).
+- Prediction JSON (one file per frame): `lane_lines[*].xyz` (3, N) already in the ground
+  frame, optional `category`; same frame key rule.
+- Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
+  rows of a lane in order.
+- Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
+  frame (x = -y_ego, y = x_ego, z = z_ego) with the origin below the front camera.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from avsim.errors import AvsimInputError
+from avsim.evaluation.lanes import LaneSet
+
+# OpenLane categories (white/yellow x single/double x dash/solid, curbs).
+LANE_TYPE_TO_OPENLANE = {
+    "WHITE LONG_DASHED_SINGLE": 1, "WHITE SHORT_DASHED_SINGLE": 1, "WHITE DOT_DASHED_SINGLE": 1,
+    "WHITE SOLID_SINGLE": 2, "WHITE SOLID_GROUP": 4, "WHITE DASHED_SOLID": 5, "WHITE SOLID_DASHED": 6,
+    "YELLOW LONG_DASHED_SINGLE": 7, "YELLOW SHORT_DASHED_SINGLE": 7, "YELLOW DOT_DASHED_SINGLE": 7,
+    "YELLOW DOT_SOLID_SINGLE": 7, "YELLOW SOLID_SINGLE": 8, "YELLOW DOT_SOLID_GROUP": 9,
+    "YELLOW SOLID_GROUP": 10, "YELLOW DASHED_SOLID": 11, "YELLOW SOLID_DASHED": 12,
+}
+LEFT_CURB, RIGHT_CURB = 20, 21
+_R_VG = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+_R_GC = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+# Waymo camera axes (x forward, y left, z up) from OpenCV-style camera axes (x right, y down, z forward).
+_CAM_REPR = np.linalg.inv(np.array([[0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0], [0, 0, 0, 1]], dtype=np.float64))
+
+
+def openlane_ground_from_camera(extrinsic: np.ndarray) -> np.ndarray:
+    """The 4x4 transform OpenLane's evaluation applies to camera-frame GT lanes."""
+    e = np.array(extrinsic, dtype=np.float64)
+    if e.shape != (4, 4):
+        raise ValueError(f"extrinsic: expected (4, 4), got {e.shape}")
+    e[:3, :3] = np.linalg.inv(_R_VG) @ e[:3, :3] @ _R_VG @ _R_GC
+    e[0:2, 3] = 0.0
+    return e @ _CAM_REPR
+
+
+def _json_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(path.rglob("*.json"))
+        if files:
+            return files
+    raise AvsimInputError(path, "path", "no OpenLane JSON files found")
+
+
+def _xyz(value: Any, where: str, p: Path) -> np.ndarray:
+    a = np.asarray(value, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] != 3:
+        raise AvsimInputError(p, where, f"expected xyz as (3, N), got {a.shape}")
+    return a
+
+
+def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> LaneSet:
+    """Lanes from one OpenLane JSON file or a folder of them (see module docstring)."""
+    frames, lanes, cats, vis = [], [], [], []
+    for f in _json_files(Path(path)):
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            raise AvsimInputError(f, "json", f"cannot parse: {exc}") from exc
+        key = str(doc.get("file_path", f.stem))
+        T = None
+        if ground_truth:
+            if "extrinsic" not in doc:
+                raise AvsimInputError(f, "extrinsic", "missing (needed to bring GT lanes to the ground frame)")
+            T = openlane_ground_from_camera(np.asarray(doc["extrinsic"]))
+        for i, lane in enumerate(doc.get("lane_lines", [])):
+            where = f"lane_lines[{i}]"
+            xyz = _xyz(lane.get("xyz"), f"{where}.xyz", f)
+            if T is not None:
+                xyz = (T @ np.vstack([xyz, np.ones((1, xyz.shape[1]))]))[:3]
+            v = np.asarray(lane.get("visibility", np.ones(xyz.shape[1])), dtype=np.float64)
+            if v.shape != (xyz.shape[1],):
+                raise AvsimInputError(f, f"{where}.visibility", f"expected {xyz.shape[1]} values")
+            frames.append(key)
+            lanes.append(xyz.T)
+            cats.append(int(lane.get("category", -1)))
+            vis.append(v)
+    return LaneSet.from_lists(frames, lanes, cats, vis)
+
+
+def read_lane_table(path: str | os.PathLike[str]) -> LaneSet:
+    """Lanes from a parquet/csv table with columns frame, lane, x_m, y_m, z_m[, visibility, category]."""
+    p = Path(path)
+    if not p.is_file():
+        raise AvsimInputError(p, "file", "not found")
+    try:
+        df = pl.read_csv(p) if p.suffix.lower() == ".csv" else pl.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001
+        raise AvsimInputError(p, "table", f"cannot read: {exc}") from exc
+    for col in ("frame", "lane", "x_m", "y_m", "z_m"):
+        if col not in df.columns:
+            raise AvsimInputError(p, col, "missing column (need frame, lane, x_m, y_m, z_m)")
+    if df.height == 0:
+        return LaneSet.from_lists([], [], [])
+    df = df.with_row_index("_row")
+    frame = df["frame"].to_numpy()
+    lane = df["lane"].to_numpy()
+    # Group rows by (frame, lane) keeping file order within a lane.
+    keys = np.array([f"{a}\0{b}" for a, b in zip(frame, lane)])
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.lexsort((np.arange(len(keys)), first[inv]))
+    inv_sorted = inv[order]
+    starts = np.flatnonzero(np.r_[True, inv_sorted[1:] != inv_sorted[:-1]])
+    offsets = np.r_[starts, len(order)].astype(np.int64)
+    pts = np.column_stack([df[c].cast(pl.Float64).to_numpy() for c in ("x_m", "y_m", "z_m")])[order]
+    vis = df["visibility"].cast(pl.Float64).to_numpy()[order] if "visibility" in df.columns else None
+    cat_col = df["category"].cast(pl.Int64).to_numpy()[order] if "category" in df.columns else None
+    cats = cat_col[starts] if cat_col is not None else np.full(len(starts), -1)
+    if not np.isfinite(pts).all():
+        raise AvsimInputError(p, "x_m/y_m/z_m", "NaN or infinite values")
+    return LaneSet(frame[order][starts], cats, pts, offsets, vis)
+
+
+def write_lane_table(lanes: LaneSet, path: str | os.PathLike[str]) -> None:
+    from avsim.atomic import atomic_output_path
+
+    idx = lanes.lane_index
+    df = pl.DataFrame({
+        "frame": lanes.frame[idx], "lane": idx, "x_m": lanes.points_m[:, 0], "y_m": lanes.points_m[:, 1],
+        "z_m": lanes.points_m[:, 2], "visibility": lanes.visibility.astype(np.float64), "category": lanes.category[idx],
+    })
+    with atomic_output_path(path) as tmp:
+        df.write_parquet(tmp)
+
+
+def _front_camera_origin(scenario: Any) -> np.ndarray:
+    rig = scenario.rig
+    for name in rig.names:
+        if "front" in name and "tele" not in name:
+            t = np.asarray(rig.extrinsic(name).translation, np.float64)
+            return np.array([t[0], t[1], 0.0])
+    return np.zeros(3)
+
+
+def lanes_from_scenario(
+    scenario: Any,
+    timestamps_ns: np.ndarray | None = None,
+    rate_hz: float = 10.0,
+    radius_m: float = 150.0,
+    origin: str = "front_camera",
+    include_road_boundaries: bool = False,
+) -> LaneSet:
+    """Ground-truth lanes from a scenario's HD map lane lines, per frame, in the ground frame.
+
+    Frame keys are the timestamps (ns). `origin` "front_camera" puts the ground-frame origin
+    under the front camera (as OpenLane does), "ego" keeps the ego origin. Lane lines get
+    OpenLane categories from their colour/style; road boundaries (optional) become curbs.
+    """
+    ts = scenario.frame_timestamps(rate_hz) if timestamps_ns is None else np.asarray(timestamps_ns, np.int64)
+    o = _front_camera_origin(scenario) if origin == "front_camera" else np.zeros(3)
+    world_SE3_ego = scenario.ego.pose_at(ts)
+    ll = scenario.map.lane_lines
+    types = ll.lane_types() if len(ll) else np.zeros(0, str)
+    cats_all = np.array([LANE_TYPE_TO_OPENLANE.get(t, 0) for t in types], dtype=np.int64)
+    sources = [(ll.lines, cats_all, ll.lines.bounds_xy())]
+    if include_road_boundaries:
+        rb = scenario.map.road_boundaries
+        sources.append((rb, None, rb.bounds_xy()))
+    frames, lanes, cats = [], [], []
+    for i, t in enumerate(ts):
+        pose = world_SE3_ego[i]
+        centre = np.asarray(pose.translation)[:2]
+        ego_SE3_world = pose.inverse()
+        for lines, cat, b in sources:  # b: (K, 4) min_x, min_y, max_x, max_y
+            if len(lines) == 0:
+                continue
+            near = (b[:, 0] - radius_m <= centre[0]) & (b[:, 2] + radius_m >= centre[0]) & \
+                   (b[:, 1] - radius_m <= centre[1]) & (b[:, 3] + radius_m >= centre[1])
+            for k in np.flatnonzero(near):
+                pts = ego_SE3_world.apply(lines[k]) - o
+                g = np.column_stack([-pts[:, 1], pts[:, 0], pts[:, 2]])
+                frames.append(int(t))
+                lanes.append(g)
+                if cat is None:
+                    cats.append(LEFT_CURB if np.median(g[:, 0]) < 0 else RIGHT_CURB)
+                else:
+                    cats.append(int(cat[k]))
+    return LaneSet.from_lists(frames, lanes, cats)

@@ -1,0 +1,146 @@
+"""Frame sources for the video metrics: video files (streamed with PyAV) and frame folders.
+
+A *clip* is one video file or one folder of image frames (sorted by name). `list_clips`
+expands a path into clips: a video file, a frame folder, or a folder holding videos and/or
+frame folders. Frames are always `(H, W, 3)` uint8 RGB. Decoding runs in a background thread
+so that feature extraction is limited by the network, not by the decoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from avsim.errors import AvsimInputError
+from avsim.video import iter_video_frames
+
+VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+def _images_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def list_clips(path: str | os.PathLike[str]) -> list[Path]:
+    """Clips under `path`, sorted: a video file, a frame folder, or a folder of those."""
+    p = Path(path)
+    if p.is_file():
+        if p.suffix.lower() not in VIDEO_SUFFIXES:
+            raise AvsimInputError(p, "file", f"not a video ({', '.join(VIDEO_SUFFIXES)})")
+        return [p]
+    if not p.is_dir():
+        raise AvsimInputError(p, "path", "no such file or folder")
+    if _images_in(p):
+        return [p]
+    clips = sorted(c for c in p.iterdir() if (c.is_file() and c.suffix.lower() in VIDEO_SUFFIXES) or (c.is_dir() and _images_in(c)))
+    if not clips:
+        raise AvsimInputError(p, "clips", "no videos or frame folders found")
+    return clips
+
+
+def iter_frames(clip: str | os.PathLike[str]) -> Iterator[np.ndarray]:
+    """Frames of one clip, decoded one at a time."""
+    p = Path(clip)
+    if p.is_dir():
+        for img_path in _images_in(p):
+            img = cv2.imread(str(img_path), cv2.IMREAD_COLOR)
+            if img is None:
+                raise AvsimInputError(img_path, "image", "cannot decode")
+            yield cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    else:
+        yield from iter_video_frames(p)
+
+
+def _prefetch(it: Iterator[np.ndarray], depth: int = 4) -> Iterator[np.ndarray]:
+    """Run `it` in a thread, `depth` items ahead (PyAV and OpenCV release the GIL)."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+
+    def work() -> None:
+        try:
+            for item in it:
+                q.put(item)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+            q.put(exc)
+        q.put(done)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    while True:
+        item = q.get()
+        if item is done:
+            break
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    t.join()
+
+
+def iter_frame_batches(clip: str | os.PathLike[str], batch_size: int, max_frames: int | None = None) -> Iterator[np.ndarray]:
+    """Batches `(B, H, W, 3)` of a clip's frames (the last may be shorter), prefetched."""
+    def batches() -> Iterator[np.ndarray]:
+        buf: list[np.ndarray] = []
+        for i, frame in enumerate(iter_frames(clip)):
+            if max_frames is not None and i >= max_frames:
+                break
+            buf.append(frame)
+            if len(buf) == batch_size:
+                yield np.stack(buf)
+                buf = []
+        if buf:
+            yield np.stack(buf)
+
+    return _prefetch(batches())
+
+
+def iter_clip_windows(clip: str | os.PathLike[str], window: int, stride: int, max_windows: int | None = None) -> Iterator[np.ndarray]:
+    """Consecutive-frame windows `(window, H, W, 3)` every `stride` frames (FVD clips)."""
+    def windows_impl() -> Iterator[np.ndarray]:
+        buf: list[np.ndarray] = []
+        n = 0
+        for i, frame in enumerate(iter_frames(clip)):
+            if stride > window and (i % stride) >= window:
+                continue
+            buf.append(frame)
+            if len(buf) == window:
+                yield np.stack(buf)
+                n += 1
+                if max_windows is not None and n >= max_windows:
+                    return
+                buf = buf[stride:] if stride < window else []
+
+    return _prefetch(windows_impl())
+
+
+def read_clip(clip: str | os.PathLike[str], max_frames: int | None = None) -> np.ndarray:
+    """All frames of a clip `(T, H, W, 3)` (or the first `max_frames`)."""
+    frames = []
+    for i, f in enumerate(iter_frames(clip)):
+        if max_frames is not None and i >= max_frames:
+            break
+        frames.append(f)
+    if not frames:
+        raise AvsimInputError(clip, "frames", "clip has no frames")
+    return np.stack(frames)
+
+
+def content_hash(clip: str | os.PathLike[str]) -> str:
+    """sha256 of a clip's bytes (for a frame folder: of each image's name and bytes, in order)."""
+    p = Path(clip)
+    h = hashlib.sha256()
+    files = _images_in(p) if p.is_dir() else [p]
+    for f in files:
+        if p.is_dir():
+            h.update(f.name.encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,335 @@
+"""`avsim render SCENARIO OUT`: world-scenario control videos, one per camera.
+
+Work is split into jobs (one camera x one chunk of frames); each job streams its frames into
+an H.264 encoder and lands atomically, so a rerun skips finished jobs (resumable) and an
+interrupted run leaves no partial file. `--workers N` runs jobs in N processes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import typer
+
+from avsim.errors import AvsimInputError
+from avsim.render import style, writer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+RIG_CHOICES = ("scenario", "cosmos", "nuscenes", "av2", "waymo")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Everything `avsim render` can be asked (see the command's help)."""
+
+    out: Path
+    cameras: tuple[str, ...] | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    frames: str | None = None
+    fps: float = style.DEFAULT_FPS
+    width_px: int = style.DEFAULT_WIDTH_PX
+    height_px: int = style.DEFAULT_HEIGHT_PX
+    chunk_frames: int = 0
+    workers: int = 1
+    overlay: Path | None = None
+    mosaic: bool = False
+    png: bool = False
+    layout: str = "default"
+    rig: str = "scenario"
+    backend: str = "numba"
+    overwrite: bool = False
+
+
+@dataclass
+class RenderSummary:
+    clip_id: str
+    cameras: list[str]
+    frames: int
+    camera_frames_rendered: int
+    camera_frames_skipped: int
+    seconds: float
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def camera_frames_per_s(self) -> float:
+        return self.camera_frames_rendered / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "camera_frames_per_s": round(self.camera_frames_per_s, 2)}
+
+
+# ---- planning ------------------------------------------------------------------------------------
+def select_frames(n_frames: int, fps: float, start_s: float | None, end_s: float | None, frames: str | None) -> tuple[int, int]:
+    """[first, stop) frame indices from --start/--end (seconds from the clip start, inclusive)
+    or --frames ("N" = the first N frames, "A:B" = frames A..B-1)."""
+    if frames is not None and (start_s is not None or end_s is not None):
+        raise typer.BadParameter("use either --frames or --start/--end, not both")
+    first, stop = 0, n_frames
+    if frames is not None:
+        try:
+            if ":" in frames:
+                a, b = frames.split(":", 1)
+                first, stop = int(a or 0), int(b) if b else n_frames
+            else:
+                stop = int(frames)
+        except ValueError:
+            raise typer.BadParameter(f"--frames: expected N or A:B, got {frames!r}") from None
+    if start_s is not None:
+        first = int(math.ceil(start_s * fps - 1e-9))
+    if end_s is not None:
+        stop = int(math.floor(end_s * fps + 1e-9)) + 1
+    first, stop = max(first, 0), min(stop, n_frames)
+    if stop <= first:
+        raise typer.BadParameter(f"no frames selected (the clip has {n_frames} frames at {fps:g} fps)")
+    return first, stop
+
+
+def plan_jobs(clip_id: str, cameras: tuple[str, ...], first: int, stop: int, opts: RenderOptions) -> list[writer.CameraJob]:
+    ranges = writer.chunk_ranges(stop - first, opts.chunk_frames)
+    jobs = []
+    for k, (a, b) in enumerate(ranges):
+        cid = writer.chunk_clip_id(clip_id, k, len(ranges))
+        for cam in cameras:
+            outputs = tuple(writer.camera_video_paths(opts.out, cid, cam, opts.layout))
+            png = writer.png_folder(opts.out, cid, cam) if opts.png else None
+            jobs.append(writer.CameraJob(cam, cid, first + a, first + b, outputs, png))
+    return jobs
+
+
+def resolve_rig(scenario, name: str):
+    if name == "scenario":
+        return scenario.rig
+    from avsim.rig import cosmos_rig, named_rig
+
+    if name == "cosmos":
+        return cosmos_rig()
+    return named_rig(name)
+
+
+# ---- execution -------------------------------------------------------------------------------------
+_WORKER: dict = {}
+
+
+def _init_worker(scenario, opts: RenderOptions, queue) -> None:
+    from avsim.render.frame import SceneRenderer
+
+    rig = resolve_rig(scenario, opts.rig)
+    _WORKER["renderer"] = SceneRenderer(
+        scenario, rig=rig, cameras=opts.cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, backend=opts.backend
+    )
+    _WORKER["opts"] = opts
+    _WORKER["queue"] = queue
+
+
+def _run_job(job: writer.CameraJob) -> tuple[str, int]:
+    renderer = _WORKER["renderer"]
+    opts: RenderOptions = _WORKER["opts"]
+    queue = _WORKER["queue"]
+    cam_index = renderer.rig.index(job.camera)
+    pending = [0]
+
+    def tick() -> None:
+        pending[0] += 1
+        if queue is not None and pending[0] >= 10:
+            queue.put(pending[0])
+            pending[0] = 0
+
+    frames = (renderer.render_camera(f, cam_index) for f in range(job.start, job.stop))
+    n = writer.write_camera_job(frames, job, opts.width_px, opts.height_px, opts.fps, on_frame=tick)
+    if queue is not None and pending[0]:
+        queue.put(pending[0])
+    return job.camera, n
+
+
+def _balanced(jobs: list[writer.CameraJob], workers: int) -> list[writer.CameraJob]:
+    # longest first, so the pool's greedy scheduling ends evenly
+    return sorted(jobs, key=lambda j: -(j.stop - j.start))
+
+
+def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
+    """Render `scenario` per `opts`; returns the run summary. `progress(n)` is called as frames finish."""
+    t0 = time.perf_counter()
+    rig = resolve_rig(scenario, opts.rig)
+    cameras = tuple(opts.cameras) if opts.cameras else rig.names
+    for cam in cameras:
+        if cam not in rig.names:
+            raise AvsimInputError("--cameras", cam, f"no such camera; the rig has {', '.join(rig.names)}")
+    n_total = len(scenario.frame_timestamps(opts.fps))
+    first, stop = select_frames(n_total, opts.fps, opts.start_s, opts.end_s, opts.frames)
+    clip_id = writer.safe_name(scenario.scenario_id)
+    jobs = plan_jobs(clip_id, cameras, first, stop, opts)
+    todo = [j for j in jobs if opts.overwrite or not j.done()]
+    skipped = sum(j.stop - j.start for j in jobs if j not in todo)
+    if progress is not None and skipped:
+        progress(skipped)
+    opts = RenderOptions(**{**asdict(opts), "cameras": cameras})
+    rendered = 0
+    if todo and opts.workers <= 1:
+        _init_worker(scenario, opts, None)
+        try:
+            for job in todo:
+                renderer = _WORKER["renderer"]
+                i = renderer.rig.index(job.camera)
+                frames = (renderer.render_camera(f, i) for f in range(job.start, job.stop))
+                rendered += writer.write_camera_job(
+                    frames, job, opts.width_px, opts.height_px, opts.fps,
+                    on_frame=(lambda: progress(1)) if progress is not None else None,
+                )  # fmt: skip
+        finally:
+            _WORKER.clear()
+    elif todo:
+        rendered = _run_pool(scenario, opts, todo, progress)
+    outputs = [str(p) for j in jobs for p in j.outputs]
+    if opts.mosaic:
+        outputs += _write_mosaics(opts, jobs)
+    if opts.overlay is not None:
+        outputs += _write_overlays(opts, jobs)
+    summary = RenderSummary(clip_id, list(cameras), stop - first, rendered, skipped, time.perf_counter() - t0, outputs)
+    summary_path = opts.out / clip_id / "render_summary.json"
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    return summary
+
+
+def _run_pool(scenario, opts: RenderOptions, todo: list[writer.CameraJob], progress) -> int:
+    ctx = mp.get_context("spawn")  # no inherited state: safe with numba / torch / encoders
+    manager = ctx.Manager()
+    queue = manager.Queue()
+    rendered = 0
+    try:
+        with ProcessPoolExecutor(opts.workers, mp_context=ctx, initializer=_init_worker, initargs=(scenario, opts, queue)) as pool:
+            futures = [pool.submit(_run_job, job) for job in _balanced(todo, opts.workers)]
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for f in done:
+                    rendered += f.result()[1]
+                _drain(queue, progress)
+            _drain(queue, progress)
+    finally:
+        manager.shutdown()
+    return rendered
+
+
+def _drain(queue, progress) -> None:
+    while not queue.empty():
+        n = queue.get()
+        if progress is not None:
+            progress(n)
+
+
+def _write_mosaics(opts: RenderOptions, jobs: list[writer.CameraJob]) -> list[str]:
+    out = []
+    for clip_id in dict.fromkeys(j.clip_id for j in jobs):
+        videos = {j.camera: j.outputs[0] for j in jobs if j.clip_id == clip_id}
+        path = writer.mosaic_path(opts.out, clip_id)
+        if opts.overwrite or not path.is_file():
+            writer.write_mosaic(videos, path, opts.fps)
+        out.append(str(path))
+    return out
+
+
+def _write_overlays(opts: RenderOptions, jobs: list[writer.CameraJob]) -> list[str]:
+    assert opts.overlay is not None
+    if not opts.overlay.is_dir():
+        raise AvsimInputError(opts.overlay, "--overlay", "not a folder of real camera frames")
+    out = []
+    for job in jobs:
+        path = writer.overlay_path(opts.out, job.clip_id, job.camera)
+        if opts.overwrite or not path.is_file():
+            real = writer.real_frames(opts.overlay, job.camera, job.clip_id)
+            writer.write_overlay(job.outputs[0], real, path, opts.fps)
+        out.append(str(path))
+    return out
+
+
+# ---- the command -------------------------------------------------------------------------------------
+def _parse_size(value: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise typer.BadParameter(f"--size: expected WxH such as 1280x720, got {value!r}") from None
+    if w <= 0 or h <= 0 or w % 2 or h % 2:
+        raise typer.BadParameter(f"--size: width and height must be positive and even, got {value!r}")
+    return w, h
+
+
+def _load(path: Path):
+    from avsim.io import load_scenario
+
+    if not path.exists():
+        raise AvsimInputError(path, "scenario", "no such scenario folder")
+    return load_scenario(path)
+
+
+@app.command("render")
+def render_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (avsim native format, e.g. from `avsim sample` or `avsim convert`)."),
+    out: Path = typer.Argument(..., help="Output folder; videos go to OUT/<clip>/<clip>.<camera>.mp4."),
+    cameras: str = typer.Option(None, "--cameras", help="Comma-separated camera names (default: every camera of the rig)."),
+    start: float = typer.Option(None, "--start", help="First time to render, seconds from the clip start."),
+    end: float = typer.Option(None, "--end", help="Last time to render, seconds from the clip start (inclusive)."),
+    frames: str = typer.Option(None, "--frames", help="Frames to render: N (the first N) or A:B (frames A..B-1)."),
+    fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
+    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Output frame size WxH."),
+    chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (jobs are camera x chunk)."),
+    overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control video on."),
+    mosaic: bool = typer.Option(False, "--mosaic", help="Also write a labelled mosaic video of all cameras."),
+    png: bool = typer.Option(False, "--png", help="Also write every frame as PNG under OUT/<clip>/png/<camera>/."),
+    layout: str = typer.Option("default", "--layout", help="default: OUT/<clip>/<clip>.<camera>.mp4; posttrain: OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4; both."),
+    rig: str = typer.Option("scenario", "--rig", help="Camera rig: the scenario's own (scenario), or cosmos (the 7-camera model rig on the same ego), nuscenes, av2, waymo."),
+    backend: str = typer.Option("numba", "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
+) -> None:
+    """Render a scenario into world-scenario control videos, one per camera."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if layout not in writer.LAYOUTS:
+        raise typer.BadParameter(f"--layout: expected one of {', '.join(writer.LAYOUTS)}, got {layout!r}")
+    if rig not in RIG_CHOICES:
+        raise typer.BadParameter(f"--rig: expected one of {', '.join(RIG_CHOICES)}, got {rig!r}")
+    if backend not in ("numba", "torch"):
+        raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
+    if not (math.isfinite(fps) and fps > 0):
+        raise typer.BadParameter(f"--fps: must be > 0, got {fps}")
+    if workers < 1 or chunk < 0:
+        raise typer.BadParameter("--workers must be >= 1 and --chunk >= 0")
+    width, height = _parse_size(size)
+    opts = RenderOptions(
+        out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
+        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
+        workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite,
+    )  # fmt: skip
+    scen = _load(scenario)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]render"), BarColumn(), MofNCompleteColumn(), TextColumn("camera-frames"),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("render", total=None)
+
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+
+        rig_obj = resolve_rig(scen, rig)
+        n_cams = len(opts.cameras or rig_obj.names)
+        first, stop = select_frames(len(scen.frame_timestamps(fps)), fps, start, end, frames)
+        bar.update(task, total=n_cams * (stop - first))
+        summary = run_render(scen, opts, progress=advance)
+    console.print(
+        f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
+        f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
+        f"in {summary.seconds:.1f} s = {summary.camera_frames_per_s:.1f} camera-frames/s -> {out}"
+    )

@@ -1,0 +1,449 @@
+"""Scene + frame index -> one control image per camera.
+
+`SceneRenderer` prepares everything that does not change over a clip once (map elements cut
+into painted segments and triangles, per-camera ray maps and view cones) and then, for each
+frame, places the rig on the ego pose, gathers the map elements within reach, the agents and
+the traffic-light states at that time, turns them into camera-space primitives
+(`Primitives`) and rasterises them.
+
+Draw order (ties only; occlusion is per pixel): static lines (lane lines, road boundaries,
+wait lines, poles), static polygons (crosswalks, road markings), traffic lights and signs,
+dynamic boxes in track-id order (faces, then edges).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mapbox_earcut
+import numpy as np
+
+from avsim.render import geometry as geo
+from avsim.render import style
+from avsim.render.raster import Primitives, ray_map, rasterize, rasterize_torch
+from avsim.rig import CameraRig
+from avsim.scenario import Scenario
+from avsim.transforms import SE3
+
+MAP_REACH_M = style.MAX_DEPTH_M + 15.0  # cameras sit a few metres from the ego origin
+SURFACE_ZSCALE, SURFACE_ZBIAS_M = 1.25, 0.5  # see raster module: lines win over surfaces
+AGENT_BLOCK_FRAMES = 64  # agents are resampled this many frames at a time (bounded memory)
+
+
+# ---- static world ---------------------------------------------------------------------------
+@dataclass
+class StaticWorld:
+    """World-frame primitives of a map, built once per scenario.
+
+    seg_* (S): painted line segments with colour and stroke width, in draw order;
+    tri (T, 3, 3), tri_rgb (T, 3): triangles of the filled map polygons (true concave fill);
+    cub_corners (C, 8, 3), cub_rgb (C, 3), cub_light_id (C,) ('' for signs): signs, lights.
+    """
+
+    seg_p0: np.ndarray
+    seg_p1: np.ndarray
+    seg_rgb: np.ndarray
+    seg_width_px: np.ndarray
+    tri: np.ndarray
+    tri_rgb: np.ndarray
+    cub_corners: np.ndarray
+    cub_rgb: np.ndarray
+    cub_light_id: np.ndarray
+
+    def near(self, centre_xy: np.ndarray, reach_m: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Index masks of segments, triangles and cuboids that may lie within reach_m of centre."""
+
+        def close(points: np.ndarray) -> np.ndarray:  # points (N, K, 3): any vertex near, or spanning
+            if not len(points):
+                return np.zeros(0, bool)
+            mid = points[..., :2].mean(axis=1)
+            radius = np.linalg.norm(points[..., :2] - mid[:, None], axis=-1).max(axis=1)
+            return np.linalg.norm(mid - centre_xy, axis=-1) <= reach_m + radius
+
+        return (
+            close(np.stack([self.seg_p0, self.seg_p1], 1)),
+            close(self.tri),
+            close(self.cub_corners),
+        )
+
+
+def _polyline_segments(lines) -> tuple[np.ndarray, np.ndarray]:
+    pts = lines.points_m
+    if len(pts) < 2:
+        return np.zeros((0, 3)), np.zeros((0, 3))
+    same = np.diff(lines.element_index) == 0
+    return pts[:-1][same], pts[1:][same]
+
+
+def triangulate_polygon(ring: np.ndarray) -> np.ndarray:
+    """Ear-clipping triangulation (earcut on x, y) of a possibly concave 3-D ring (n, 3) ->
+    triangles (t, 3, 3) that keep the ring's own z; a closing duplicate vertex is ignored."""
+    ring = np.asarray(ring, dtype=np.float64)
+    if len(ring) > 3 and np.allclose(ring[0], ring[-1]):
+        ring = ring[:-1]
+    if len(ring) < 3:
+        return np.zeros((0, 3, 3))
+    idx = mapbox_earcut.triangulate_float64(np.ascontiguousarray(ring[:, :2]), np.array([len(ring)], dtype=np.uint32))
+    return ring[np.asarray(idx, dtype=np.int64).reshape(-1, 3)]
+
+
+def build_static_world(hd_map) -> StaticWorld:
+    """Cut the map into painted segments (lane patterns in metres of arc length, double lines
+    offset by +/-0.10 m), polygon triangles and sign/light cuboids."""
+    p0s, p1s, rgbs, widths = [], [], [], []
+
+    def add(p0, p1, rgb, width):
+        p0s.append(p0)
+        p1s.append(p1)
+        rgbs.append(np.broadcast_to(np.asarray(rgb, float), (len(p0), 3)))
+        widths.append(np.full(len(p0), width))
+
+    lanes = hd_map.lane_lines
+    for k in range(len(lanes)):
+        a, b, rgb = geo.lane_line_segments(lanes.lines[k], lanes.lane_type(k))
+        add(a, b, rgb, style.LANE_LINE_WIDTH_PX)
+    for lines, rgb, width in (
+        (hd_map.road_boundaries, style.ROAD_BOUNDARY_RGB, style.ROAD_BOUNDARY_WIDTH_PX),
+        (hd_map.wait_lines, style.WAIT_LINE_RGB, style.WAIT_LINE_WIDTH_PX),
+        (hd_map.poles, style.POLE_RGB, style.POLE_WIDTH_PX),
+    ):
+        add(*_polyline_segments(lines), rgb, width)
+    tris, tri_rgb = [], []
+    for polygons, rgb in ((hd_map.crosswalks, style.CROSSWALK_RGB), (hd_map.road_markings, style.ROAD_MARKING_RGB)):
+        for ring in polygons:
+            t = triangulate_polygon(ring)
+            tris.append(t)
+            tri_rgb.append(np.broadcast_to(np.asarray(rgb, float), (len(t), 3)))
+    signs, lights = hd_map.traffic_signs, hd_map.traffic_lights
+    corners = [signs.corners_m() if len(signs) else np.zeros((0, 8, 3)), lights.corners_m() if len(lights) else np.zeros((0, 8, 3))]
+    return StaticWorld(
+        seg_p0=np.concatenate(p0s) if p0s else np.zeros((0, 3)),
+        seg_p1=np.concatenate(p1s) if p1s else np.zeros((0, 3)),
+        seg_rgb=np.concatenate(rgbs) if rgbs else np.zeros((0, 3)),
+        seg_width_px=np.concatenate(widths) if widths else np.zeros(0),
+        tri=np.concatenate(tris) if tris else np.zeros((0, 3, 3)),
+        tri_rgb=np.concatenate(tri_rgb) if tri_rgb else np.zeros((0, 3)),
+        cub_corners=np.concatenate(corners),
+        cub_rgb=np.concatenate([np.tile(np.asarray(style.TRAFFIC_SIGN_RGB, float), (len(signs), 1)), np.zeros((len(lights), 3))]),
+        cub_light_id=np.concatenate([np.full(len(signs), ""), np.asarray(lights.ids, dtype=str)]).astype(str),
+    )
+
+
+# ---- camera-space primitives ------------------------------------------------------------------
+@dataclass
+class FrameObjects:
+    """What one frame shows, in the world frame (already culled to the ego's reach)."""
+
+    seg_p0: np.ndarray
+    seg_p1: np.ndarray
+    seg_rgb: np.ndarray
+    seg_width_px: np.ndarray
+    tri: np.ndarray
+    tri_rgb: np.ndarray
+    static_corners: np.ndarray  # (C, 8, 3) signs and lights
+    static_rgb: np.ndarray  # (C, 3) sign colour or light colour at this frame
+    box_corners: np.ndarray  # (N, 8, 3) agents in track-id order
+    box_rgb_front: np.ndarray  # (N, 3)
+    box_rgb_back: np.ndarray  # (N, 3)
+    box_min_size_m: np.ndarray  # (N,)
+
+    @classmethod
+    def build(cls, lines=None, triangles=None, static_boxes=None, boxes=None) -> FrameObjects:
+        """Objects from plain arrays (every part optional):
+
+        lines: (p0 (S, 3), p1 (S, 3), rgb (S, 3), width_px (S,)); triangles: (tri (T, 3, 3),
+        rgb (T, 3)); static_boxes: (corners (C, 8, 3), rgb (C, 3)); boxes: (corners (N, 8, 3),
+        class names (N,)) drawn with the spec's class colours.
+        """
+        p0, p1, rgb, width = lines if lines is not None else (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+        tri, tri_rgb = triangles if triangles is not None else (np.zeros((0, 3, 3)), np.zeros((0, 3)))
+        sc, srgb = static_boxes if static_boxes is not None else (np.zeros((0, 8, 3)), np.zeros((0, 3)))
+        bc, classes = boxes if boxes is not None else (np.zeros((0, 8, 3)), [])
+        front = np.array([style.BOX_RGB[c][0] for c in classes], float).reshape(-1, 3)
+        back = np.array([style.BOX_RGB[c][1] for c in classes], float).reshape(-1, 3)
+        bc = np.asarray(bc, float).reshape(-1, 8, 3)
+        edge_len = np.linalg.norm(bc[:, [1, 3, 4]] - bc[:, [0, 0, 0]], axis=-1) if len(bc) else np.zeros((0, 3))
+        as_f = lambda a, *shape: np.asarray(a, float).reshape(*shape)  # noqa: E731
+        return cls(
+            as_f(p0, -1, 3), as_f(p1, -1, 3), as_f(rgb, -1, 3), as_f(width, -1), as_f(tri, -1, 3, 3), as_f(tri_rgb, -1, 3),
+            as_f(sc, -1, 8, 3), as_f(srgb, -1, 3), bc, front, back, edge_len.min(axis=1) if len(bc) else np.zeros(0),
+        )  # fmt: skip
+
+
+class _OrderCounter:
+    def __init__(self) -> None:
+        self.next = 0
+
+    def take(self, n: int) -> np.ndarray:
+        out = np.arange(self.next, self.next + n, dtype=np.int64)
+        self.next += n
+        return out
+
+
+@dataclass
+class _SegmentGroup:
+    """Camera-frame segments waiting for subdivision, with per-segment draw attributes."""
+
+    p0: np.ndarray
+    p1: np.ndarray
+    rgb: np.ndarray
+    width_px: np.ndarray
+    zbias: np.ndarray
+
+
+@dataclass
+class _PlanarGroup:
+    """Camera-frame planar primitives that survived clipping and culling."""
+
+    verts: np.ndarray  # (N, 3 | 4, 3) unclipped corners
+    rgb4: np.ndarray  # (N, 4, 3)
+    is_tri: bool
+    zscale: float
+    zbias: float
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray]  # clipped ring edges a, b, owner
+
+
+def _segment_group(cone_rad, p0, p1, rgb, width_px, zbias) -> _SegmentGroup:
+    q0, q1, keep = geo.clip_segments(p0, p1)
+    idx = np.flatnonzero(keep)
+    if idx.size:
+        idx = idx[geo.cone_visible(np.stack([q0[idx], q1[idx]], 1), None, cone_rad)]
+    zb = np.broadcast_to(np.asarray(zbias, float), (len(p0),))
+    return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx])
+
+
+def _planar_group(cone_rad, verts, rgb4, is_tri, zscale, zbias) -> _PlanarGroup:
+    z = verts[..., 2]
+    idx = np.flatnonzero((z.max(axis=1) >= style.NEAR_M) & (z.min(axis=1) <= style.MAX_DEPTH_M))
+    rings, counts = geo.clip_polygons(verts[idx])
+    live = counts >= 3
+    idx, rings, counts = idx[live], rings[live], counts[live]
+    if idx.size:
+        vis = geo.cone_visible(rings, counts, cone_rad)
+        idx, rings, counts = idx[vis], rings[vis], counts[vis]
+    return _PlanarGroup(verts[idx], np.asarray(rgb4, float)[idx], is_tri, zscale, zbias, geo.ring_edges(rings, counts))
+
+
+def _capsules(camera, group: _SegmentGroup, a, b, ua, ub, src, orders: _OrderCounter) -> Primitives:
+    """Stroke primitives from the subdivided chords of one segment group (src indexes the group)."""
+    w, h = camera.width_px, camera.height_px
+    d0, d1 = a[:, 2], b[:, 2]
+    radius = np.maximum(style.MIN_LINE_RADIUS_PX, 0.5 * group.width_px[src] * geo.fade(0.5 * (d0 + d1)))
+    lo, hi = np.minimum(ua, ub) - radius[:, None], np.maximum(ua, ub) + radius[:, None]
+    on = (hi[:, 0] >= 0) & (lo[:, 0] <= w) & (hi[:, 1] >= 0) & (lo[:, 1] <= h) & np.isfinite(lo).all(1)
+    n = int(on.sum())
+    return Primitives(
+        w, h,
+        cap_xy=np.concatenate([ua[on], ub[on]], 1),
+        cap_inv_depth=np.stack([1.0 / d0[on], 1.0 / d1[on]], 1),
+        cap_radius_px=radius[on],
+        cap_rgb=group.rgb[src[on]],
+        cap_zscale=np.ones(n),
+        cap_zbias=group.zbias[src[on]],
+        cap_order=orders.take(n),
+    )  # fmt: skip
+
+
+def _planars(camera, group: _PlanarGroup, owner, uv, orders: _OrderCounter) -> Primitives:
+    """Planar primitives of one group from the projected (subdivided) boundary points of each."""
+    w, h = camera.width_px, camera.height_px
+    boxes = geo.pixel_bounds(len(group.verts), owner, uv, w, h)
+    on = (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
+    v = group.verts[on]
+    n = len(v)
+    return Primitives(
+        w, h,
+        pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=v[:, 2 if group.is_tri else 3] - v[:, 0],
+        pl_is_tri=np.full(n, group.is_tri), pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
+        pl_zscale=np.full(n, group.zscale), pl_zbias=np.full(n, group.zbias), pl_order=orders.take(n),
+    )  # fmt: skip
+
+
+def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: FrameObjects) -> Primitives:
+    """All primitives of one camera image in draw order (see module docstring).
+
+    Every segment (map lines, box edges) and every clipped polygon boundary is subdivided in
+    one batched call, so the camera model is evaluated a handful of times per image.
+    """
+    R, t = cam_SE3_world.rotation, cam_SE3_world.translation
+    # map lines
+    lines = _segment_group(cone_rad, geo.to_camera(objects.seg_p0, R, t), geo.to_camera(objects.seg_p1, R, t),
+                           objects.seg_rgb, objects.seg_width_px, 0.0)  # fmt: skip
+    # map polygons (their triangles: a true concave fill)
+    tri_rgb4 = np.repeat(objects.tri_rgb[:, None], 4, axis=1)
+    tris = _planar_group(cone_rad, geo.to_camera(objects.tri, R, t), tri_rgb4, True, SURFACE_ZSCALE, SURFACE_ZBIAS_M)
+    # traffic lights and signs: front-facing faces, flat colour
+    static_cam = geo.to_camera(objects.static_corners, R, t)
+    static_facing = geo.front_facing(static_cam) if len(static_cam) else np.zeros((0, 6), bool)
+    static_rgb4 = np.repeat(objects.static_rgb[:, None], 6 * 4, axis=1).reshape(-1, 6, 4, 3)[static_facing]
+    statics = _planar_group(cone_rad, static_cam[:, geo.CUBOID_FACES][static_facing], static_rgb4, False, 1.0, 0.0)
+    # dynamic boxes: front-facing faces with the A -> B gradient, then the edges of those faces
+    box_cam = geo.to_camera(objects.box_corners, R, t)
+    facing = geo.front_facing(box_cam) if len(box_cam) else np.zeros((0, 6), bool)
+    corner_rgb = geo.cuboid_corner_colours(objects.box_rgb_front, objects.box_rgb_back) if len(box_cam) else np.zeros((0, 8, 3))
+    faces = _planar_group(cone_rad, box_cam[:, geo.CUBOID_FACES][facing], corner_rgb[:, geo.CUBOID_FACES][facing], False, 1.0, 0.0)
+    box_idx, edge_idx = np.nonzero(facing[:, geo.CUBOID_EDGE_FACES].any(axis=2)) if len(box_cam) else (np.zeros(0, int),) * 2
+    ends = geo.CUBOID_EDGES[edge_idx]
+    edges = _segment_group(
+        cone_rad, box_cam[box_idx, ends[:, 0]], box_cam[box_idx, ends[:, 1]],
+        np.tile(np.asarray(style.BOX_EDGE_RGB, float), (len(box_idx), 1)), np.full(len(box_idx), style.BOX_EDGE_WIDTH_PX),
+        -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5),
+    )  # fmt: skip
+    # one batched subdivision of everything
+    seg_groups, planar_groups = [lines, edges], [tris, statics, faces]
+    starts = np.cumsum([0] + [len(g.p0) for g in seg_groups] + [len(g.edges[0]) for g in planar_groups])
+    a, b, ua, ub, src = geo.subdivide_segments(
+        camera,
+        np.concatenate([g.p0 for g in seg_groups] + [g.edges[0] for g in planar_groups]),
+        np.concatenate([g.p1 for g in seg_groups] + [g.edges[1] for g in planar_groups]),
+    )
+    bounds = np.searchsorted(src, starts)
+    piece = [slice(bounds[i], bounds[i + 1]) for i in range(len(starts) - 1)]
+    orders = _OrderCounter()
+    parts = [_capsules(camera, lines, a[piece[0]], b[piece[0]], ua[piece[0]], ub[piece[0]], src[piece[0]] - starts[0], orders)]
+    for k, group in enumerate(planar_groups):
+        s = piece[2 + k]
+        owner = group.edges[2][src[s] - starts[2 + k]]
+        parts.append(_planars(camera, group, np.concatenate([owner, owner]), np.concatenate([ua[s], ub[s]]), orders))
+    parts.append(_capsules(camera, edges, a[piece[1]], b[piece[1]], ua[piece[1]], ub[piece[1]], src[piece[1]] - starts[1], orders))
+    return Primitives.concat(camera.width_px, camera.height_px, parts)
+
+
+def render_objects(camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba") -> np.ndarray:
+    """Render world-frame objects through one camera: (H, W, 3) uint8 RGB.
+
+    For one-off images (tests, previews); `SceneRenderer` caches the ray map across frames.
+    """
+    prims = camera_primitives(camera, geo.cone_half_angle_rad(camera), world_SE3_camera.inverse(), objects)
+    return rasterize(prims, ray_map(camera), backend)
+
+
+# ---- the renderer ---------------------------------------------------------------------------------
+class SceneRenderer:
+    """Render a scenario's frames through a camera rig.
+
+    rig: the scenario's own rig by default, or any other (e.g. `cosmos_rig()`) placed on the
+    same ego; cameras: a subset of its names (default all); size: (width, height) every camera
+    is re-imaged to; fps: render rate over the ego span; backend: ``numba`` or ``torch``.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        rig: CameraRig | None = None,
+        cameras: list[str] | tuple[str, ...] | None = None,
+        size: tuple[int, int] = (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX),
+        fps: float = style.DEFAULT_FPS,
+        backend: str = "numba",
+    ) -> None:
+        rig = scenario.rig if rig is None else rig
+        if cameras is not None:
+            rig = rig.subset(list(cameras))
+        self.scenario = scenario
+        self.rig = rig.resize(int(size[0]), int(size[1]))
+        self.fps = float(fps)
+        self.backend = backend
+        self.timestamps_ns = scenario.frame_timestamps(self.fps)
+        self.static = build_static_world(scenario.map)
+        self._rays: dict[int, np.ndarray] = {}
+        self._cones = [geo.cone_half_angle_rad(c) for c in self.rig.cameras]
+        self._agent_block: tuple[int, object] | None = None
+        self._objects: tuple[int, SE3, FrameObjects] | None = None
+
+    def rays(self, camera_index: int) -> np.ndarray:
+        """The camera's ray map (computed on first use, then kept)."""
+        if camera_index not in self._rays:
+            self._rays[camera_index] = ray_map(self.rig.cameras[camera_index])
+        return self._rays[camera_index]
+
+    @property
+    def camera_names(self) -> tuple[str, ...]:
+        return self.rig.names
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.timestamps_ns)
+
+    def _agents_at(self, frame_index: int):
+        block = frame_index // AGENT_BLOCK_FRAMES
+        if self._agent_block is None or self._agent_block[0] != block:
+            ts = self.timestamps_ns[block * AGENT_BLOCK_FRAMES : (block + 1) * AGENT_BLOCK_FRAMES]
+            agents = self.scenario.agents
+            self._agent_block = (block, agents.resample(ts) if len(agents) else agents)
+        agents = self._agent_block[1]
+        return agents.at(int(self.timestamps_ns[frame_index])) if len(agents) else agents
+
+    def frame_objects(self, frame_index: int) -> tuple[SE3, FrameObjects]:
+        """The ego pose and the world-frame objects of one frame (culled to the ego's reach)."""
+        t_ns = int(self.timestamps_ns[frame_index])
+        world_SE3_ego = self.scenario.ego.pose_at(np.array([t_ns]))[0]
+        centre = world_SE3_ego.translation[:2]
+        seg_on, tri_on, cub_on = self.static.near(centre, MAP_REACH_M)
+        s = self.static
+        light_ids = s.cub_light_id[cub_on]
+        static_rgb = s.cub_rgb[cub_on].copy()
+        is_light = light_ids != ""
+        if is_light.any():
+            states = self.scenario.lights.state_at(light_ids[is_light], t_ns)
+            static_rgb[is_light] = geo.traffic_light_rgb(states)
+        agents = self._agents_at(frame_index)
+        if len(agents):
+            order = np.argsort(agents.track_id, kind="stable")
+            agents = agents.select(order)
+            corners = agents.corners_m()
+            keep = ~_contains_xy(corners, world_SE3_ego.translation[:2])  # the ego's own box
+            keep &= np.linalg.norm(agents.center_m[:, :2] - centre, axis=-1) <= MAP_REACH_M + agents.size_m.max(1)
+            classes = agents.object_class[keep]
+            front = np.array([style.BOX_RGB[c][0] for c in classes], float).reshape(-1, 3)
+            back = np.array([style.BOX_RGB[c][1] for c in classes], float).reshape(-1, 3)
+            corners, min_size = corners[keep], agents.size_m[keep].min(1)
+        else:
+            corners, front, back, min_size = np.zeros((0, 8, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+        objects = FrameObjects(
+            s.seg_p0[seg_on], s.seg_p1[seg_on], s.seg_rgb[seg_on], s.seg_width_px[seg_on],
+            s.tri[tri_on], s.tri_rgb[tri_on], s.cub_corners[cub_on], static_rgb,
+            corners, front, back, min_size,
+        )  # fmt: skip
+        return world_SE3_ego, objects
+
+    def _frame(self, frame_index: int) -> tuple[SE3, FrameObjects]:
+        if self._objects is None or self._objects[0] != frame_index:
+            self._objects = (frame_index, *self.frame_objects(frame_index))
+        return self._objects[1], self._objects[2]
+
+    def camera_primitives(self, frame_index: int, camera_index: int) -> Primitives:
+        """Camera-space primitives of one camera at one frame."""
+        world_SE3_ego, objects = self._frame(frame_index)
+        world_SE3_cam = world_SE3_ego.compose(self.rig.ego_SE3_camera[camera_index])
+        camera = self.rig.cameras[camera_index]
+        return camera_primitives(camera, self._cones[camera_index], world_SE3_cam.inverse(), objects)
+
+    def primitives(self, frame_index: int) -> list[Primitives]:
+        """Camera-space primitives of every camera of one frame."""
+        return [self.camera_primitives(frame_index, i) for i in range(len(self.rig))]
+
+    def render_camera(self, frame_index: int, camera: str | int) -> np.ndarray:
+        """One camera's (H, W, 3) uint8 RGB image at frame `frame_index`."""
+        i = camera if isinstance(camera, int) else self.rig.index(camera)
+        return rasterize(self.camera_primitives(frame_index, i), self.rays(i), self.backend)
+
+    def render_frame(self, frame_index: int) -> dict[str, np.ndarray]:
+        """One (H, W, 3) uint8 RGB image per camera name for frame `frame_index`.
+
+        With the torch backend all cameras of the frame are rasterised as one batch.
+        """
+        if self.backend == "torch":
+            prims = self.primitives(frame_index)
+            images = rasterize_torch(prims, [self.rays(i) for i in range(len(self.rig))])
+            return dict(zip(self.rig.names, images))
+        return {name: self.render_camera(frame_index, i) for i, name in enumerate(self.rig.names)}
+
+
+def _contains_xy(corners: np.ndarray, point_xy: np.ndarray) -> np.ndarray:
+    """(N,) whether each box footprint (corners (N, 8, 3); top face 0..3 is a rectangle) holds a point."""
+    c0, c1, c3 = corners[:, 0, :2], corners[:, 1, :2], corners[:, 3, :2]
+    e1, e2 = c1 - c0, c3 - c0
+    q = point_xy[None] - c0
+    a = (q * e1).sum(-1) / np.maximum((e1 * e1).sum(-1), 1e-12)
+    b = (q * e2).sum(-1) / np.maximum((e2 * e2).sum(-1), 1e-12)
+    return (a >= 0) & (a <= 1) & (b >= 0) & (b <= 1)

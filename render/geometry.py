@@ -1,0 +1,371 @@
+"""Geometry stage of the renderer: pure, vectorised numpy.
+
+World -> camera transforms, exact clipping of segments and convex polygons against the near
+(z = NEAR_M) and far (z = MAX_DEPTH_M) planes, conservative view-cone culling, adaptive
+subdivision of segments so curved projections (f-theta, distorted pinhole) stay within
+`SUBDIVISION_TOL_PX` of the true image curve, lane-line patterns cut in metres of arc length,
+cuboid faces and edges.
+
+Frames: world/ego FLU, camera RDF (x right, y down, z forward). Depth is camera z in metres.
+Pixel coordinates follow `avsim.cameras`: pixel (i, j) covers [i, i+1) x [j, j+1), so its
+centre is (i + 0.5, j + 0.5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from avsim.cameras import PinholeCamera
+from avsim.render import style
+
+SUBDIVISION_TOL_PX = 0.25  # max distance of a projected chord from the true image curve
+MAX_SUBDIVISION_LEVELS = 12  # a segment becomes at most 4096 chords
+
+# ---- cuboids ---------------------------------------------------------------------------
+# Corner order (spec): v0(+x,+y,+z) v1(+x,-y,+z) v2(-x,-y,+z) v3(-x,+y,+z)
+#                      v4(+x,+y,-z) v5(+x,-y,-z) v6(-x,-y,-z) v7(-x,+y,-z)
+# Faces as parallelograms (c0, c1, c2, c3) with c1 - c0 = e1, c3 - c0 = e2, c2 = c0 + e1 + e2.
+CUBOID_FACES = np.array(
+    [
+        [0, 1, 5, 4],  # front (+x)
+        [3, 2, 6, 7],  # back (-x)
+        [0, 1, 2, 3],  # top (+z)
+        [4, 5, 6, 7],  # bottom (-z)
+        [0, 3, 7, 4],  # left (+y)
+        [1, 2, 6, 5],  # right (-y)
+    ],
+    dtype=np.int64,
+)
+CUBOID_EDGES = np.array(
+    [[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4], [0, 4], [1, 5], [2, 6], [3, 7]], dtype=np.int64
+)
+FRONT_CORNERS = (0, 1, 4, 5)  # colour A; the others (2, 3, 6, 7) get colour B
+
+
+def _edge_faces() -> np.ndarray:
+    out = np.zeros((len(CUBOID_EDGES), 2), dtype=np.int64)
+    for k, (a, b) in enumerate(CUBOID_EDGES):
+        faces = [f for f in range(6) if a in CUBOID_FACES[f] and b in CUBOID_FACES[f]]
+        out[k] = faces
+    return out
+
+
+CUBOID_EDGE_FACES = _edge_faces()  # (12, 2): the two faces that share each edge
+
+
+def cuboid_corner_colours(rgb_front: np.ndarray, rgb_back: np.ndarray) -> np.ndarray:
+    """Per-corner colours (N, 8, 3): front corners {0,1,4,5} get A, back corners B."""
+    front = np.zeros(8, dtype=bool)
+    front[list(FRONT_CORNERS)] = True
+    return np.where(front[None, :, None], np.asarray(rgb_front, float)[:, None, :], np.asarray(rgb_back, float)[:, None, :])
+
+
+def front_facing(corners_cam: np.ndarray) -> np.ndarray:
+    """(N, 8, 3) camera-frame cuboid corners -> (N, 6) bool, face turned towards the camera.
+
+    Exact for any central camera (the camera centre is the origin): a face is visible from
+    the origin iff the origin lies on the outer side of the face plane.
+    """
+    quads = corners_cam[:, CUBOID_FACES]  # (N, 6, 4, 3)
+    normal = np.cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
+    centre = corners_cam.mean(axis=1)[:, None, :]
+    face_centre = quads.mean(axis=2)
+    outward = np.sign(np.einsum("nfk,nfk->nf", normal, face_centre - centre))
+    return np.einsum("nfk,nfk->nf", normal * outward[..., None], quads[:, :, 0]) < 0
+
+
+# ---- lane-line patterns ------------------------------------------------------------------
+def arc_lengths(points: np.ndarray) -> np.ndarray:
+    """Cumulative 3-D arc length (n,) of a polyline (n, 3), starting at 0."""
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=-1)
+    return np.concatenate([[0.0], np.cumsum(seg)])
+
+
+def pattern_segments(points: np.ndarray, pattern: style.DashPattern) -> tuple[np.ndarray, np.ndarray]:
+    """Cut a polyline (n, 3) into its painted pieces; returns segment ends (k, 3), (k, 3).
+
+    The pattern starts painted at arc length 0 and repeats every `pattern.period_m` metres of
+    3-D arc length; pieces are exact (cut points are interpolated on the polyline).
+    """
+    points = np.asarray(points, dtype=np.float64)
+    if len(points) < 2:
+        return np.zeros((0, 3)), np.zeros((0, 3))
+    s = arc_lengths(points)
+    total = s[-1]
+    if pattern.pairs is None or total <= 0:
+        return points[:-1].copy(), points[1:].copy()
+    period = pattern.period_m
+    starts, ends, acc = [], [], 0.0
+    for on, off in pattern.pairs:
+        starts.append(acc)
+        ends.append(acc + on)
+        acc += on + off
+    base = np.arange(int(np.ceil(total / period)) + 1)[:, None] * period
+    a = (base + np.array(starts)[None]).ravel()
+    b = (base + np.array(ends)[None]).ravel()
+    keep = a < total
+    a, b = a[keep], np.minimum(b[keep], total)
+    cuts = np.unique(np.concatenate([s, a, b]))
+    mids = 0.5 * (cuts[:-1] + cuts[1:])
+    idx = np.searchsorted(a, mids, side="right") - 1
+    painted = (idx >= 0) & (mids < b[np.maximum(idx, 0)])
+    pts = np.stack([np.interp(cuts, s, points[:, k]) for k in range(3)], -1)
+    return pts[:-1][painted], pts[1:][painted]
+
+
+def offset_polyline(points: np.ndarray, offset_m: float) -> np.ndarray:
+    """Shift a polyline (n, 3) by `offset_m` along its ground-plane left normal (+perp, CCW).
+
+    Vertex normals are the normalised mean of the adjacent segment normals (a mitre-free
+    offset, adequate for the +/-0.10 m of double lines).
+    """
+    points = np.asarray(points, dtype=np.float64)
+    d = np.diff(points[:, :2], axis=0)
+    n = np.stack([-d[:, 1], d[:, 0]], -1)
+    n /= np.maximum(np.linalg.norm(n, axis=-1, keepdims=True), 1e-12)
+    vn = np.zeros((len(points), 2))
+    vn[:-1] += n
+    vn[1:] += n
+    vn /= np.maximum(np.linalg.norm(vn, axis=-1, keepdims=True), 1e-12)
+    out = points.copy()
+    out[:, :2] += offset_m * vn
+    return out
+
+
+def lane_line_segments(points: np.ndarray, lane_type: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
+    """Painted segments (k, 3), (k, 3) and colour of one lane line of type ``"<COLOR> <STYLE>"``."""
+    lane = style.lane_style(lane_type)
+    if len(lane.patterns) == 1:
+        p0, p1 = pattern_segments(points, lane.patterns[0])
+        return p0, p1, lane.rgb
+    parts = [
+        pattern_segments(offset_polyline(points, sign * style.DOUBLE_LINE_OFFSET_M), pattern)
+        for sign, pattern in zip((1.0, -1.0), lane.patterns)
+    ]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), lane.rgb
+
+
+# ---- transforms, clipping and culling -----------------------------------------------------
+def to_camera(points_world: np.ndarray, cam_R_world: np.ndarray, cam_t_world: np.ndarray) -> np.ndarray:
+    """Points (..., 3) in the world frame -> camera frame (p_cam = R p_world + t)."""
+    return points_world @ cam_R_world.T + cam_t_world
+
+
+def clip_segments(
+    p0: np.ndarray, p1: np.ndarray, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clip camera-frame segments (N, 3) to near_m <= z <= far_m exactly.
+
+    Returns the clipped ends and a keep mask (N,); dropped rows hold meaningless values.
+    """
+    keep = np.ones(len(p0), dtype=bool)
+    for plane, sign in ((near_m, 1.0), (far_m, -1.0)):
+        p0, p1, keep = _clip_segments_halfspace(p0, p1, keep, plane, sign)
+    return p0, p1, keep
+
+
+def _clip_segments_halfspace(p0, p1, keep, plane: float, sign: float):
+    # Keep sign * (z - plane) >= 0.
+    d0, d1 = sign * (p0[:, 2] - plane), sign * (p1[:, 2] - plane)
+    keep = keep & ((d0 >= 0) | (d1 >= 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = d0 / (d0 - d1)
+    t = np.clip(np.where(np.isfinite(t), t, 0.0), 0.0, 1.0)
+    cut = p0 + (p1 - p0) * t[:, None]
+    return np.where((d0 < 0)[:, None], cut, p0), np.where((d1 < 0)[:, None], cut, p1), keep
+
+
+def clip_polygons(
+    vertices: np.ndarray, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sutherland-Hodgman clip of convex camera-frame polygons (N, K, 3) to near <= z <= far.
+
+    Returns vertices (N, K + 2, 3) and their counts (N,); the first `count` rows of each
+    polygon are its clipped ring in order (count 0 = fully clipped away).
+    """
+    n, k, _ = vertices.shape
+    ring, count = vertices.copy(), np.full(n, k, dtype=np.int64)
+    for plane, sign in ((near_m, 1.0), (far_m, -1.0)):
+        ring, count = _clip_ring_halfspace(ring, count, plane, sign)
+    return ring, count
+
+
+def _clip_ring_halfspace(ring: np.ndarray, count: np.ndarray, plane: float, sign: float) -> tuple[np.ndarray, np.ndarray]:
+    # Keep sign * (z - plane) >= 0. Vectorised over polygons with a ragged count.
+    n, k, _ = ring.shape
+    idx = np.arange(k)
+    valid = idx[None, :] < count[:, None]
+    nxt = np.where(idx[None, :] + 1 < count[:, None], idx[None, :] + 1, 0)
+    a = ring
+    b = np.take_along_axis(ring, nxt[..., None], axis=1)
+    da, db = sign * (a[..., 2] - plane), sign * (b[..., 2] - plane)
+    ina, inb = da >= 0, db >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = da / (da - db)
+    t = np.clip(np.where(np.isfinite(t), t, 0.0), 0.0, 1.0)
+    cross = a + (b - a) * t[..., None]
+    emitted = np.concatenate([a[:, :, None], cross[:, :, None]], axis=2).reshape(n, 2 * k, 3)
+    mask = np.stack([valid & ina, valid & (ina != inb)], axis=2).reshape(n, 2 * k)
+    order = np.argsort(~mask, axis=1, kind="stable")
+    out = np.take_along_axis(emitted, order[..., None], axis=1)
+    new_count = mask.sum(axis=1)
+    width = max(int(new_count.max(initial=0)), 1)
+    return out[:, : max(width, k)], new_count
+
+
+def cone_half_angle_rad(camera) -> float:
+    """Largest angle between the optical axis and the ray of any pixel on the image border."""
+    w, h = camera.width_px, camera.height_px
+    xs, ys = np.linspace(0, w, 33), np.linspace(0, h, 19)
+    border = np.concatenate(
+        [np.stack([xs, np.zeros_like(xs)], -1), np.stack([xs, np.full_like(xs, h)], -1),
+         np.stack([np.zeros_like(ys), ys], -1), np.stack([np.full_like(ys, w), ys], -1)]
+    )
+    rays = camera.pixel_to_ray(border)
+    theta = np.arccos(np.clip(rays[:, 2] / np.linalg.norm(rays, axis=-1), -1.0, 1.0))
+    return float(theta.max())
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+
+
+def _angle_from_axis(u: np.ndarray) -> np.ndarray:
+    return np.arctan2(np.hypot(u[..., 0], u[..., 1]), u[..., 2])
+
+
+def cone_visible(vertices: np.ndarray, counts: np.ndarray | None, cone_rad: float) -> np.ndarray:
+    """Conservative test that a convex set spanned by vertices (N, K, 3) may enter the view cone.
+
+    Every point p of the set has angle(axis, p) >= min_v angle(axis, v) - max_{v,w} angle(v, w)
+    (triangle inequality on the sphere), so sets failing that bound are certainly invisible.
+    Only meaningful for vertices in front of the camera (clip first).
+    """
+    u = _unit(vertices)
+    n, k, _ = u.shape
+    valid = np.ones((n, k), bool) if counts is None else np.arange(k)[None] < counts[:, None]
+    theta = np.where(valid, _angle_from_axis(u), np.inf)
+    cosines = np.einsum("nik,njk->nij", u, u)
+    pair_valid = valid[:, :, None] & valid[:, None, :]
+    span = np.arccos(np.clip(np.where(pair_valid, cosines, 1.0), -1.0, 1.0)).max(axis=(1, 2))
+    margin = np.radians(1.0)  # one degree of slack for the pixel-border sampling of the cone
+    return theta.min(axis=1) - span <= cone_rad + margin
+
+
+def is_straight_projection(camera) -> bool:
+    """True when 3-D straight lines stay straight in the image (distortion-free pinhole)."""
+    return isinstance(camera, PinholeCamera) and not camera.has_distortion
+
+
+def project_points(camera, points_cam: np.ndarray) -> np.ndarray:
+    """Pixel coordinates (N, 2) of camera-frame points (N, 3) (z > 0 expected)."""
+    if len(points_cam) == 0:
+        return np.zeros((0, 2))
+    return camera.project(points_cam)[0]
+
+
+def subdivide_segments(
+    camera, p0: np.ndarray, p1: np.ndarray, tol_px: float = SUBDIVISION_TOL_PX
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Adaptively split camera-frame segments until each projected chord is within `tol_px`.
+
+    Returns (q0, q1 (M, 3), uv0, uv1 (M, 2), source (M,)): sub-segment ends in the camera
+    frame, their pixels and the index of the input segment each came from. A chord is
+    accepted when the projection of its 3-D midpoint lies within `tol_px` of the straight
+    pixel chord (for a pinhole without distortion every chord is exact and none is split).
+    Output order is deterministic: by source segment, then along the segment.
+    """
+    n = len(p0)
+    uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
+    if n == 0 or is_straight_projection(camera):
+        return p0, p1, uv0, uv1, np.arange(n)
+    # (source, position key) let us restore along-segment order after the level loop
+    src = np.arange(n)
+    key = np.zeros(n, dtype=np.float64)
+    width = np.ones(n, dtype=np.float64)
+    done = []
+    a, b, ua, ub = p0, p1, uv0, uv1
+    for level in range(MAX_SUBDIVISION_LEVELS + 1):
+        m = 0.5 * (a + b)
+        um = project_points(camera, m)
+        chord = ub - ua
+        length = np.linalg.norm(chord, axis=-1)
+        rel = um - ua
+        cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0]) / np.maximum(length, 1e-12)
+        err = np.where(length > 1e-9, cross, np.linalg.norm(rel, axis=-1))
+        ok = (err <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
+        done.append((a[ok], b[ok], ua[ok], ub[ok], src[ok], key[ok]))
+        s = ~ok
+        if not s.any():
+            break
+        half = width[s] / 2
+        a = np.concatenate([a[s], m[s]])
+        b = np.concatenate([m[s], b[s]])
+        ua = np.concatenate([ua[s], um[s]])
+        ub = np.concatenate([um[s], ub[s]])
+        src = np.concatenate([src[s], src[s]])
+        key = np.concatenate([key[s], key[s] + half])
+        width = np.concatenate([half, half])
+    parts = [np.concatenate([d[i] for d in done]) for i in range(6)]
+    order = np.lexsort((parts[5], parts[4]))
+    return tuple(p[order] for p in parts[:5])  # type: ignore[return-value]
+
+
+def ring_edges(rings: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges of ragged polygon rings (N, K, 3) with `counts`: starts, ends (E, 3), owner (E,)."""
+    n, k, _ = rings.shape
+    idx = np.arange(k)
+    valid = idx[None] < counts[:, None]
+    nxt = np.where(idx[None] + 1 < counts[:, None], idx[None] + 1, 0)
+    a = rings[valid]
+    b = np.take_along_axis(rings, nxt[..., None], axis=1)[valid]
+    owner = np.broadcast_to(np.arange(n)[:, None], (n, k))[valid]
+    return a, b, owner
+
+
+def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, height_px: int) -> np.ndarray:
+    """Inclusive integer pixel boxes (n, 4) [x0, y0, x1, y1] around the pixels `uv` (M, 2) of each
+    owner (M,), with one pixel of slack (chord tolerance); empty boxes are (0, 0, -1, -1)."""
+    lo = np.full((n, 2), np.inf)
+    hi = np.full((n, 2), -np.inf)
+    np.minimum.at(lo, owner, uv)
+    np.maximum.at(hi, owner, uv)
+    # pixel i has its centre at i + 0.5
+    with np.errstate(invalid="ignore"):
+        boxes = np.stack(
+            [
+                np.clip(np.floor(lo[:, 0] - 0.5) - 1, 0, width_px),
+                np.clip(np.floor(lo[:, 1] - 0.5) - 1, 0, height_px),
+                np.clip(np.ceil(hi[:, 0] - 0.5) + 1, -1, width_px - 1),
+                np.clip(np.ceil(hi[:, 1] - 0.5) + 1, -1, height_px - 1),
+            ],
+            -1,
+        )
+    boxes = np.nan_to_num(boxes, nan=-1).astype(np.int64)
+    empty = ~np.isfinite(lo).all(axis=1) | (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1])
+    boxes[empty] = (0, 0, -1, -1)
+    return boxes
+
+
+def polygon_pixel_bounds(camera, rings: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Integer pixel boxes (N, 4) [x0, y0, x1, y1] (inclusive) that contain the image of each
+    clipped convex polygon ring (N, K, 3) with `counts` vertices; empty boxes have x1 < x0.
+
+    The boundary is subdivided adaptively, so the box also holds for curved projections.
+    """
+    a, b, owner = ring_edges(rings, counts)
+    _, _, ua, ub, src = subdivide_segments(camera, a, b)
+    uv = np.concatenate([ua, ub])
+    return pixel_bounds(len(rings), np.concatenate([owner[src], owner[src]]), uv, camera.width_px, camera.height_px)
+
+
+# ---- traffic lights ------------------------------------------------------------------------
+def traffic_light_rgb(states: np.ndarray) -> np.ndarray:
+    """Colours (K, 3) for light states (K,) ("red" / "yellow" / "green" / anything else)."""
+    table = style.TRAFFIC_LIGHT_RGB
+    return np.array([table.get(str(s).lower(), table["unknown"]) for s in states], dtype=np.float64).reshape(-1, 3)
+
+
+def fade(depth_m: np.ndarray) -> np.ndarray:
+    """Depth fade clamp(1 - depth / 200, 0, 1)."""
+    return np.clip(1.0 - np.asarray(depth_m, dtype=np.float64) / style.MAX_DEPTH_M, 0.0, 1.0)

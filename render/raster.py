@@ -1,0 +1,409 @@
+"""Raster stage: z-buffered rasterisation of screen-space strokes and planar 3-D primitives.
+
+Two primitive kinds cover everything the spec draws:
+
+* capsules: a projected (sub-)segment drawn as a thick stroke with round caps; depth along it
+  is perspective-correct (1/z interpolated in screen space); colour = RGB * fade(depth).
+* planars: a 3-D parallelogram (cuboid face) or triangle (piece of a concave map polygon).
+  Each covered pixel casts its own camera ray (a per-camera ray map, so pinhole, distorted
+  pinhole and f-theta are all exact), intersects the plane, and tests the barycentric
+  coordinates; depth is exact, and the corner colours are interpolated bilinearly across the
+  face (front colour A to back colour B on a cuboid's sides).
+
+Occlusion: every fragment has a comparison key ``zscale * depth + zbias + 1`` rounded to
+float32, and each pixel keeps the fragment with the smallest (key, order) pair, where `order`
+is the primitive's draw-order rank (static lines, static polygons, lights and signs, boxes).
+Colours always use the true depth; the key only decides who wins. Painted map surfaces use
+``1.25 * depth + 0.5`` so that coplanar lane lines, drawn as screen-space strokes whose depth
+is the centre-line depth, are not cut in half by the surface they lie on; box edges use a
+small negative bias so that an edge wins over its own faces (hidden edges are culled before).
+
+Backends: ``numba`` (CPU, the default; compiled kernels cached on disk, one pass per
+primitive over the pixels it may cover) and ``torch`` (fragments generated per bounding box
+and resolved with a scatter-min on the packed 64-bit (key, order); runs batched over many
+images on a GPU). Both are deterministic and give identical frames up to floating-point ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from avsim.render import style
+
+try:  # numba is the fast CPU path; without it the torch backend still works
+    import numba
+
+    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    numba = None
+    _njit = None
+
+BACKENDS = ("numba", "torch")
+KEY_OFFSET = 1.0  # keeps every comparison key positive (packed float32 bits sort as ints)
+PARAM_EPS = 1e-9  # barycentric slack so shared edges leave no cracks
+
+
+@dataclass
+class Primitives:
+    """Everything one camera image shows, in camera coordinates and pixels.
+
+    Capsules (S): ``cap_xy (S, 4)`` pixel ends (x0, y0, x1, y1); ``cap_inv_depth (S, 2)`` 1/z at
+    the ends; ``cap_radius_px (S,)``; ``cap_rgb (S, 3)`` float in [0, 255]; ``cap_zscale``,
+    ``cap_zbias (S,)``; ``cap_order (S,)`` int64 draw-order rank.
+    Planars (P): ``pl_origin (P, 3)``, ``pl_e1``, ``pl_e2 (P, 3)`` (corner c0 and the edges to
+    c1 and c3 in the camera frame); ``pl_is_tri (P,)`` (True: triangle c0, c0+e1, c0+e2);
+    ``pl_rgb (P, 4, 3)`` colours at c0, c1, c2 = c0+e1+e2, c3 (triangles use the first);
+    ``pl_bbox (P, 4)`` int64 inclusive pixel box (x0, y0, x1, y1); ``pl_zscale``, ``pl_zbias``,
+    ``pl_order (P,)``.
+    """
+
+    width_px: int
+    height_px: int
+    cap_xy: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    cap_inv_depth: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    cap_radius_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cap_rgb: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    cap_zscale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cap_zbias: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cap_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_origin: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_e1: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_e2: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_is_tri: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    pl_rgb: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 3)))
+    pl_bbox: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
+    pl_zscale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pl_zbias: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pl_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def n_capsules(self) -> int:
+        return len(self.cap_order)
+
+    @property
+    def n_planars(self) -> int:
+        return len(self.pl_order)
+
+    @staticmethod
+    def concat(width_px: int, height_px: int, parts: list[Primitives]) -> Primitives:
+        """Join primitive sets (orders are kept as given)."""
+        out = Primitives(width_px, height_px)
+        for name in Primitives.__dataclass_fields__:
+            if name in ("width_px", "height_px"):
+                continue
+            arrays = [getattr(p, name) for p in parts]
+            if arrays:
+                setattr(out, name, np.concatenate([getattr(out, name)[:0]] + arrays))
+        return out
+
+
+# ---- ray maps ----------------------------------------------------------------------------
+def ray_map(camera) -> np.ndarray:
+    """Per-pixel camera rays scaled to z = 1: (H, W, 2) float32 (x/z, y/z) at pixel centres.
+
+    Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn.
+    """
+    h, w = camera.height_px, camera.width_px
+    ys, xs = np.mgrid[0:h, 0:w]
+    uv = np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5], -1).astype(np.float64)
+    rays = camera.pixel_to_ray(uv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(rays[:, 2] > 1e-6, rays[:, 2], np.nan)
+        out = np.stack([rays[:, 0] / z, rays[:, 1] / z], -1)
+    return out.reshape(h, w, 2).astype(np.float32)
+
+
+def _plane_params(prims: Primitives) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normal (P, 3), n . origin (P,), inverse Gram matrix (P, 4) of each planar primitive."""
+    e1, e2 = prims.pl_e1, prims.pl_e2
+    normal = np.cross(e1, e2)
+    nd = np.einsum("pk,pk->p", normal, prims.pl_origin)
+    g00, g01, g11 = (e1 * e1).sum(-1), (e1 * e2).sum(-1), (e2 * e2).sum(-1)
+    det = g00 * g11 - g01 * g01
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ginv = np.stack([g11 / det, -g01 / det, -g01 / det, g00 / det], -1)
+    ginv = np.where(np.isfinite(ginv), ginv, 0.0)
+    return normal, nd, ginv
+
+
+def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
+    """Draw sequence as runs (kind 0 = capsules / 1 = planars, start, stop) in (order) order."""
+    cap_sorted = np.all(np.diff(prims.cap_order) > 0) if prims.n_capsules > 1 else True
+    pl_sorted = np.all(np.diff(prims.pl_order) > 0) if prims.n_planars > 1 else True
+    if not (cap_sorted and pl_sorted):
+        raise ValueError("primitive orders must be strictly increasing within each kind")
+    kinds = np.concatenate([np.zeros(prims.n_capsules, np.int64), np.ones(prims.n_planars, np.int64)])
+    orders = np.concatenate([prims.cap_order, prims.pl_order])
+    seq = np.argsort(orders, kind="stable")
+    runs: list[tuple[int, int, int]] = []
+    counters = [0, 0]
+    for kind in kinds[seq]:
+        i = counters[kind]
+        if runs and runs[-1][0] == kind:
+            runs[-1] = (kind, runs[-1][1], i + 1)
+        else:
+            runs.append((kind, i, i + 1))
+        counters[kind] += 1
+    return runs
+
+
+# ---- numba backend -------------------------------------------------------------------------
+if _njit is not None:
+
+    @_njit
+    def _shade(img, zbuf, y, x, depth, zscale, zbias, r, g, b):
+        key = np.float32(zscale * depth + zbias + 1.0)
+        if key < zbuf[y, x]:
+            zbuf[y, x] = key
+            f = 1.0 - depth / 200.0
+            if f < 0.0:
+                f = 0.0
+            img[y, x, 0] = np.uint8(int(r * f + 0.5))
+            img[y, x, 1] = np.uint8(int(g * f + 0.5))
+            img[y, x, 2] = np.uint8(int(b * f + 0.5))
+
+    @_njit
+    def _draw_capsules(img, zbuf, xy, inv_depth, radius, rgb, zscale, zbias, start, stop):
+        h, w = zbuf.shape
+        for s in range(start, stop):
+            ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+            r = radius[s]
+            r2 = r * r
+            dx, dy = bx - ax, by - ay
+            l2 = dx * dx + dy * dy
+            i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
+            ylo = max(0, int(np.floor(min(ay, by) - r - 0.5)))
+            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - 0.5)))
+            for y in range(ylo, yhi + 1):
+                py = y + 0.5
+                # conservative x-interval of this row: centre-line points within r of the row
+                if abs(dy) > 1e-12:
+                    ta = (py - r - ay) / dy
+                    tb = (py + r - ay) / dy
+                    if ta > tb:
+                        ta, tb = tb, ta
+                    ta = max(ta, 0.0)
+                    tb = min(tb, 1.0)
+                    if ta > tb:
+                        continue
+                    xa, xb = ax + ta * dx, ax + tb * dx
+                    xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
+                else:
+                    xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
+                x0 = max(0, int(np.floor(xlo - 0.5)))
+                x1 = min(w - 1, int(np.ceil(xhi - 0.5)))
+                for x in range(x0, x1 + 1):
+                    px = x + 0.5
+                    t = 0.0
+                    if l2 > 0.0:
+                        t = ((px - ax) * dx + (py - ay) * dy) / l2
+                        t = min(max(t, 0.0), 1.0)
+                    qx = ax + t * dx - px
+                    qy = ay + t * dy - py
+                    if qx * qx + qy * qy > r2:
+                        continue
+                    depth = 1.0 / (i0 + t * (i1 - i0))
+                    _shade(img, zbuf, y, x, depth, zscale[s], zbias[s], rgb[s, 0], rgb[s, 1], rgb[s, 2])
+
+    @_njit
+    def _draw_planars(img, zbuf, rays, origin, e1, e2, normal, nd, ginv, is_tri, rgb, bbox, zscale, zbias,
+                      start, stop, near, far, eps):
+        for p in range(start, stop):
+            ox, oy, oz = origin[p, 0], origin[p, 1], origin[p, 2]
+            n0, n1, n2 = normal[p, 0], normal[p, 1], normal[p, 2]
+            for y in range(bbox[p, 1], bbox[p, 3] + 1):
+                for x in range(bbox[p, 0], bbox[p, 2] + 1):
+                    rx = np.float64(rays[y, x, 0])
+                    ry = np.float64(rays[y, x, 1])
+                    den = n0 * rx + n1 * ry + n2
+                    if den == 0.0:
+                        continue
+                    depth = nd[p] / den
+                    if not (depth > near and depth <= far):
+                        continue
+                    qx, qy, qz = depth * rx - ox, depth * ry - oy, depth - oz
+                    u1 = qx * e1[p, 0] + qy * e1[p, 1] + qz * e1[p, 2]
+                    u2 = qx * e2[p, 0] + qy * e2[p, 1] + qz * e2[p, 2]
+                    a = ginv[p, 0] * u1 + ginv[p, 1] * u2
+                    b = ginv[p, 2] * u1 + ginv[p, 3] * u2
+                    if a < -eps or b < -eps:
+                        continue
+                    if is_tri[p]:
+                        if a + b > 1.0 + eps:
+                            continue
+                        cr, cg, cb = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
+                    else:
+                        if a > 1.0 + eps or b > 1.0 + eps:
+                            continue
+                        a = min(max(a, 0.0), 1.0)
+                        b = min(max(b, 0.0), 1.0)
+                        w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
+                        cr = w0 * rgb[p, 0, 0] + w1 * rgb[p, 1, 0] + w2 * rgb[p, 2, 0] + w3 * rgb[p, 3, 0]
+                        cg = w0 * rgb[p, 0, 1] + w1 * rgb[p, 1, 1] + w2 * rgb[p, 2, 1] + w3 * rgb[p, 3, 1]
+                        cb = w0 * rgb[p, 0, 2] + w1 * rgb[p, 1, 2] + w2 * rgb[p, 2, 2] + w3 * rgb[p, 3, 2]
+                    _shade(img, zbuf, y, x, depth, zscale[p], zbias[p], cr, cg, cb)
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Rasterise one image on the CPU with the compiled kernels: (H, W, 3) uint8 RGB."""
+    if _njit is None:
+        raise RuntimeError("the numba backend needs the `numba` package (pip install numba)")
+    h, w = prims.height_px, prims.width_px
+    if rays.shape != (h, w, 2):
+        raise ValueError(f"ray map must be ({h}, {w}, 2), got {rays.shape}")
+    img = np.zeros((h, w, 3), np.uint8) if out is None else out
+    img[...] = 0
+    zbuf = np.full((h, w), np.inf, np.float32)
+    cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
+           _f64(prims.cap_zscale), _f64(prims.cap_zbias))
+    normal, nd, ginv = _plane_params(prims)
+    pl = (_f64(prims.pl_origin), _f64(prims.pl_e1), _f64(prims.pl_e2), _f64(normal), _f64(nd), _f64(ginv),
+          np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
+          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias))
+    for kind, start, stop in _runs(prims):
+        if kind == 0:
+            _draw_capsules(img, zbuf, *cap, start, stop)
+        else:
+            _draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
+    return img
+
+
+# ---- torch backend ---------------------------------------------------------------------------
+def _bbox_fragments(torch, boxes, max_fragments: int):
+    """Yield (prim index, y, x) tensors for all pixels of the inclusive boxes (P, 4), in chunks."""
+    widths = (boxes[:, 2] - boxes[:, 0] + 1).clamp(min=0)
+    heights = (boxes[:, 3] - boxes[:, 1] + 1).clamp(min=0)
+    counts = widths * heights
+    start = 0
+    n = len(boxes)
+    while start < n:
+        csum = torch.cumsum(counts[start:], 0)
+        stop = start + max(1, int(torch.searchsorted(csum, torch.tensor(max_fragments, device=csum.device)).item()))
+        stop = min(stop, n)
+        c = counts[start:stop]
+        total = int(c.sum().item())
+        if total:
+            prim = torch.repeat_interleave(torch.arange(start, stop, device=boxes.device), c)
+            first = torch.cumsum(c, 0) - c
+            local = torch.arange(total, device=boxes.device) - torch.repeat_interleave(first, c)
+            wid = widths[prim]
+            yield prim, boxes[prim, 1] + local // wid, boxes[prim, 0] + local % wid
+        start = stop
+
+
+def _capsule_boxes(torch, xy, radius, w: int, h: int):
+    lo_x = torch.floor(torch.minimum(xy[:, 0], xy[:, 2]) - radius - 0.5).clamp(min=0)
+    lo_y = torch.floor(torch.minimum(xy[:, 1], xy[:, 3]) - radius - 0.5).clamp(min=0)
+    hi_x = torch.ceil(torch.maximum(xy[:, 0], xy[:, 2]) + radius - 0.5).clamp(max=w - 1)
+    hi_y = torch.ceil(torch.maximum(xy[:, 1], xy[:, 3]) + radius - 0.5).clamp(max=h - 1)
+    return torch.stack([lo_x, lo_y, hi_x, hi_y], -1).long()
+
+
+def _pack_keys(torch, key32, order):
+    # key32 > 0: its IEEE bits are monotone as int32; the order (< 2^31) breaks ties
+    bits = key32.view(torch.int32).to(torch.int64)
+    return (bits << 32) | order
+
+
+def rasterize_torch(
+    prims_batch: list[Primitives], rays_batch: list, device: str | None = None, max_fragments: int = 1 << 22
+) -> np.ndarray:
+    """Rasterise a batch of images with torch (any device): (B, H, W, 3) uint8 RGB.
+
+    All images must share one size. Fragments are generated per primitive bounding box in
+    chunks of at most `max_fragments` and resolved by a deterministic scatter-min on the packed
+    (float32 key, draw order) pair, so the result does not depend on the device or chunking.
+    """
+    import torch
+
+    if not prims_batch:
+        raise ValueError("empty batch")
+    h, w = prims_batch[0].height_px, prims_batch[0].width_px
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    f64 = torch.float64
+    n_pix = h * w
+    best = torch.full((len(prims_batch) * n_pix,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=dev)
+    colour = torch.zeros((len(prims_batch) * n_pix, 3), dtype=torch.uint8, device=dev)
+
+    def resolve(flat_pix, depth, zscale, zbias, order, rgb):
+        key32 = (zscale * depth + zbias + KEY_OFFSET).to(torch.float32)
+        packed = _pack_keys(torch, key32, order)
+        best.scatter_reduce_(0, flat_pix, packed, reduce="amin")
+        win = best[flat_pix] == packed
+        f = (1.0 - depth / style.MAX_DEPTH_M).clamp(min=0.0)
+        col = torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
+        colour[flat_pix[win]] = col[win]
+
+    for b, (prims, rays_np) in enumerate(zip(prims_batch, rays_batch)):
+        if (prims.height_px, prims.width_px) != (h, w):
+            raise ValueError("all images of a batch must have the same size")
+        base = b * n_pix
+        rays = torch.as_tensor(np.asarray(rays_np), device=dev).to(f64)
+        if prims.n_capsules:
+            xy = torch.as_tensor(prims.cap_xy, device=dev, dtype=f64)
+            inv = torch.as_tensor(prims.cap_inv_depth, device=dev, dtype=f64)
+            rad = torch.as_tensor(prims.cap_radius_px, device=dev, dtype=f64)
+            rgb = torch.as_tensor(prims.cap_rgb, device=dev, dtype=f64)
+            zs = torch.as_tensor(prims.cap_zscale, device=dev, dtype=f64)
+            zb = torch.as_tensor(prims.cap_zbias, device=dev, dtype=f64)
+            order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
+            boxes = _capsule_boxes(torch, xy, rad, w, h)
+            for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
+                px, py = x.to(f64) + 0.5, y.to(f64) + 0.5
+                ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+                dx, dy = bx - ax, by - ay
+                l2 = dx * dx + dy * dy
+                t = torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0)
+                t = t.clamp(0.0, 1.0)
+                qx, qy = ax + t * dx - px, ay + t * dy - py
+                inside = qx * qx + qy * qy <= rad[s] * rad[s]
+                s, y, x, t = s[inside], y[inside], x[inside], t[inside]
+                i0, i1 = inv[s, 0], inv[s, 1]
+                depth = 1.0 / (i0 + t * (i1 - i0))
+                resolve(base + y * w + x, depth, zs[s], zb[s], order[s], rgb[s])
+        if prims.n_planars:
+            normal, nd, ginv = (torch.as_tensor(a, device=dev, dtype=f64) for a in _plane_params(prims))
+            origin = torch.as_tensor(prims.pl_origin, device=dev, dtype=f64)
+            e1 = torch.as_tensor(prims.pl_e1, device=dev, dtype=f64)
+            e2 = torch.as_tensor(prims.pl_e2, device=dev, dtype=f64)
+            is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
+            prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
+            zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
+            zb = torch.as_tensor(prims.pl_zbias, device=dev, dtype=f64)
+            order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
+            boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
+            for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
+                rx, ry = rays[y, x, 0], rays[y, x, 1]
+                den = normal[p, 0] * rx + normal[p, 1] * ry + normal[p, 2]
+                depth = nd[p] / torch.where(den != 0, den, 1.0)
+                ok = (den != 0) & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
+                qx, qy, qz = depth * rx - origin[p, 0], depth * ry - origin[p, 1], depth - origin[p, 2]
+                u1 = qx * e1[p, 0] + qy * e1[p, 1] + qz * e1[p, 2]
+                u2 = qx * e2[p, 0] + qy * e2[p, 1] + qz * e2[p, 2]
+                a = ginv[p, 0] * u1 + ginv[p, 1] * u2
+                bb = ginv[p, 2] * u1 + ginv[p, 3] * u2
+                tri = is_tri[p]
+                ok &= (a >= -PARAM_EPS) & (bb >= -PARAM_EPS)
+                ok &= torch.where(tri, a + bb <= 1.0 + PARAM_EPS, (a <= 1.0 + PARAM_EPS) & (bb <= 1.0 + PARAM_EPS))
+                p, y, x, depth, a, bb, tri = p[ok], y[ok], x[ok], depth[ok], a[ok], bb[ok], tri[ok]
+                a, bb = a.clamp(0.0, 1.0), bb.clamp(0.0, 1.0)
+                wts = torch.stack([(1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb], -1)
+                wts = torch.where(tri[:, None], torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64, device=dev), wts)
+                rgb = (wts[:, :, None] * prgb[p]).sum(1)
+                resolve(base + y * w + x, depth, zs[p], zb[p], order[p], rgb)
+    return colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
+
+
+def rasterize(prims: Primitives, rays: np.ndarray, backend: str = "numba") -> np.ndarray:
+    """Rasterise one image: (H, W, 3) uint8 RGB, black background."""
+    if backend == "numba":
+        return rasterize_numba(prims, rays)
+    if backend == "torch":
+        return rasterize_torch([prims], [rays])[0]
+    raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")

@@ -1,0 +1,223 @@
+"""Video stage: stream rendered frames into per-camera H.264 videos, PNGs, a mosaic, overlays.
+
+Layouts (compatible with the public Cosmos tooling):
+
+* ``default``: ``<out>/<clip>/<clip>.<camera>.mp4``
+* ``posttrain``: ``<out>/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4``
+
+With chunking (``chunk_frames > 0``) chunk k of a clip is written under the clip id
+``<clip>_<k>`` in either layout. Every file is written atomically, so an interrupted run
+leaves only finished files and a rerun skips them (resumable).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from avsim.atomic import atomic_output_path
+from avsim.errors import AvsimInputError
+from avsim.rig import COSMOS_VIEW_NAMES
+from avsim.video import MP4Writer, iter_video_frames
+
+LAYOUTS = ("default", "posttrain", "both")
+POSTTRAIN_FOLDER = "control_input_hdmap_bbox"
+OVERLAY_ALPHA = 0.5  # weight of the control image where it is not black
+# The spec's mosaic order for the model rig: front_wide, front_tele, cross_right /
+# cross_left, rear_left, rear_right / rear_tele.
+COSMOS_MOSAIC_ORDER = (
+    "camera_front_wide_120fov",
+    "camera_front_tele_30fov",
+    "camera_cross_right_120fov",
+    "camera_cross_left_120fov",
+    "camera_rear_left_70fov",
+    "camera_rear_right_70fov",
+    "camera_rear_tele_30fov",
+)
+assert set(COSMOS_MOSAIC_ORDER) == set(COSMOS_VIEW_NAMES)
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe version of a clip or camera id."""
+    out = _SAFE.sub("_", str(name)).strip("._")
+    return out or "clip"
+
+
+def chunk_ranges(n_frames: int, chunk_frames: int) -> list[tuple[int, int]]:
+    """[start, stop) frame ranges; one range when chunk_frames <= 0. A trailing partial chunk
+    is kept."""
+    if chunk_frames <= 0 or n_frames <= chunk_frames:
+        return [(0, n_frames)]
+    return [(s, min(s + chunk_frames, n_frames)) for s in range(0, n_frames, chunk_frames)]
+
+
+def chunk_clip_id(clip_id: str, chunk_index: int, n_chunks: int) -> str:
+    return clip_id if n_chunks == 1 else f"{clip_id}_{chunk_index}"
+
+
+def camera_video_paths(out: Path, clip_id: str, camera: str, layout: str) -> list[Path]:
+    """Where one camera's video of one clip (or chunk) goes for the given layout."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+    paths = []
+    if layout in ("default", "both"):
+        paths.append(out / clip_id / f"{clip_id}.{camera}.mp4")
+    if layout in ("posttrain", "both"):
+        paths.append(out / POSTTRAIN_FOLDER / f"ftheta_{camera}" / f"{clip_id}.mp4")
+    return paths
+
+
+def png_folder(out: Path, clip_id: str, camera: str) -> Path:
+    return out / clip_id / "png" / camera
+
+
+def mosaic_path(out: Path, clip_id: str) -> Path:
+    return out / clip_id / f"{clip_id}.mosaic.mp4"
+
+
+def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
+    return out / clip_id / f"{clip_id}.{camera}.overlay.mp4"
+
+
+@dataclass(frozen=True)
+class CameraJob:
+    """One unit of work: one camera over frames [start, stop) written under `clip_id`."""
+
+    camera: str
+    clip_id: str
+    start: int
+    stop: int
+    outputs: tuple[Path, ...]
+    png_dir: Path | None
+
+    def done(self) -> bool:
+        return all(p.is_file() for p in self.outputs) and (self.png_dir is None or self.png_dir.is_dir())
+
+
+def write_camera_job(
+    frames: Iterator[np.ndarray], job: CameraJob, width_px: int, height_px: int, fps: float,
+    on_frame: Callable[[], None] | None = None,
+) -> int:
+    """Encode the frames of one job into its video(s) (and PNGs), atomically; returns frames.
+
+    The first output is encoded; further outputs (the other layout) are byte-identical copies.
+    """
+    first = job.outputs[0]
+    n = 0
+    with ExitStack() as stack:
+        writer = stack.enter_context(MP4Writer(first, width_px, height_px, fps))
+        png_tmp = stack.enter_context(atomic_output_path(job.png_dir, is_dir=True)) if job.png_dir else None
+        for frame in frames:
+            writer.write(frame)
+            if png_tmp is not None:
+                write_png(png_tmp / f"{job.start + n:06d}.png", frame)
+            n += 1
+            if on_frame is not None:
+                on_frame()
+    for extra in job.outputs[1:]:
+        with atomic_output_path(extra) as tmp:
+            shutil.copyfile(first, tmp)
+    return n
+
+
+def write_png(path: Path, frame_rgb: np.ndarray) -> None:
+    """Write an RGB frame as a PNG (deterministic bytes for identical frames)."""
+    ok, buf = cv2.imencode(".png", np.ascontiguousarray(frame_rgb[..., ::-1]))
+    if not ok:  # pragma: no cover - OpenCV only fails on invalid arrays
+        raise RuntimeError(f"could not encode {path}")
+    Path(path).write_bytes(buf.tobytes())
+
+
+# ---- mosaic ---------------------------------------------------------------------------------
+def mosaic_order(cameras: tuple[str, ...]) -> list[str]:
+    """Tile order: the spec's order for the model rig, else the rig's own order."""
+    if set(cameras) == set(COSMOS_MOSAIC_ORDER):
+        return list(COSMOS_MOSAIC_ORDER)
+    return list(cameras)
+
+
+def tile_mosaic(frames: dict[str, np.ndarray], order: list[str], tile_w: int, tile_h: int, columns: int = 3) -> np.ndarray:
+    """Tile labelled, resized camera frames into one (rows * tile_h, columns * tile_w, 3) image."""
+    rows = -(-len(order) // columns)
+    out = np.zeros((rows * tile_h, columns * tile_w, 3), np.uint8)
+    for i, name in enumerate(order):
+        r, c = divmod(i, columns)
+        tile = cv2.resize(frames[name], (tile_w, tile_h), interpolation=cv2.INTER_AREA)
+        cv2.putText(tile, name, (8, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA)
+        out[r * tile_h : (r + 1) * tile_h, c * tile_w : (c + 1) * tile_w] = tile
+    return out
+
+
+def write_mosaic(videos: dict[str, Path], path: Path, fps: float, tile_w: int = 640, tile_h: int = 360) -> int:
+    """Mosaic video of per-camera videos (decoded in lock-step; memory stays one frame each)."""
+    order = mosaic_order(tuple(videos))
+    columns = 3 if len(order) > 2 else len(order)
+    rows = -(-len(order) // columns)
+    iters = {name: iter_video_frames(videos[name]) for name in order}
+    n = 0
+    with MP4Writer(path, columns * tile_w, rows * tile_h, fps) as writer:
+        while True:
+            try:
+                frames = {name: next(it) for name, it in iters.items()}
+            except StopIteration:
+                break
+            writer.write(tile_mosaic(frames, order, tile_w, tile_h, columns))
+            n += 1
+    return n
+
+
+# ---- overlay on real camera frames -----------------------------------------------------------------
+def real_frames(folder: Path, camera: str, clip_id: str) -> Iterator[np.ndarray]:
+    """Real frames of one camera from `folder`: a video `<clip>.<camera>.mp4` or
+    `<camera>.mp4`, or an image folder `<camera>/` (sorted by name)."""
+    for candidate in (folder / f"{clip_id}.{camera}.mp4", folder / f"{camera}.mp4"):
+        if candidate.is_file():
+            return iter_video_frames(candidate)
+    image_dir = folder / camera
+    if image_dir.is_dir():
+        files = sorted(p for p in image_dir.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+        if files:
+            return (_read_image(p) for p in files)
+    raise AvsimInputError(folder, camera, f"no real frames: expected {clip_id}.{camera}.mp4, {camera}.mp4 or {camera}/*.jpg")
+
+
+def _read_image(path: Path) -> np.ndarray:
+    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if img is None:
+        raise AvsimInputError(path, "image", "cannot decode image")
+    return img[..., ::-1]
+
+
+def blend_overlay(real_rgb: np.ndarray, control_rgb: np.ndarray, alpha: float = OVERLAY_ALPHA) -> np.ndarray:
+    """Alpha-blend the control image over a real frame (resized to it) where it is not black."""
+    h, w = control_rgb.shape[:2]
+    if real_rgb.shape[:2] != (h, w):
+        real_rgb = cv2.resize(real_rgb, (w, h), interpolation=cv2.INTER_AREA)
+    drawn = control_rgb.any(axis=-1, keepdims=True)
+    mixed = np.round((1.0 - alpha) * real_rgb + alpha * control_rgb.astype(np.float64)).astype(np.uint8)
+    return np.where(drawn, mixed, real_rgb)
+
+
+def write_overlay(control_video: Path, real: Iterator[np.ndarray], path: Path, fps: float) -> int:
+    """Overlay video: control frames blended on real frames, as many as both have."""
+    n = 0
+    with MP4Writer(path, *_video_size(control_video), fps) as writer:
+        for control, real_frame in zip(iter_video_frames(control_video), real):
+            writer.write(blend_overlay(real_frame, control))
+            n += 1
+    return n
+
+
+def _video_size(path: Path) -> tuple[int, int]:
+    from avsim.video import video_info
+
+    info = video_info(path)
+    return int(info["width_px"]), int(info["height_px"])

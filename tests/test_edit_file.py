@@ -1,0 +1,145 @@
+"""Edit files: parsing with line numbers, sweeps, bad files, determinism, the CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_edit_helpers import fingerprint, road_scenario
+
+from avsim.edit.editfile import OPS, apply_edit_file, load_edit_file, parse_edit_text
+from avsim.errors import AvsimInputError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _write(tmp_path: Path, text: str, name: str = "edits.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return p
+
+
+CUTIN = """
+version: 1
+name: "cut_g{gap_m}_d{duration_s}"
+sweep:
+  gap_m: [10, 15, 20]
+  duration_s: [1.5, 2, 2.5, 3]
+ops:
+  - op: cut_in
+    track_id: cutter
+    start_s: 2
+    duration_s: $duration_s
+    gap_m: ${gap_m}
+  - op: remove_agents
+    select: {class: Pedestrian}
+"""
+
+
+def test_sweep_3x4_gives_12_named_variants(tmp_path):
+    edit = load_edit_file(_write(tmp_path, CUTIN))
+    names = [v.name for v in edit.variants]
+    assert len(names) == 12 == len(set(names))
+    assert names[0] == "cut_g10_d1.5" and names[-1] == "cut_g20_d3"
+    assert edit.variants[5].params == {"gap_m": 15, "duration_s": 2}
+    assert edit.variants[5].ops[0].args["duration_s"] == 2.0
+
+
+def test_default_variant_names_list_every_parameter(tmp_path):
+    text = CUTIN.replace('name: "cut_g{gap_m}_d{duration_s}"\n', "")
+    names = [v.name for v in load_edit_file(_write(tmp_path, text)).variants]
+    assert names[:2] == ["gap_m-10_duration_s-1.5", "gap_m-10_duration_s-2"]
+
+
+def test_variants_apply_and_pass_validation(tmp_path):
+    scn = road_scenario()
+    before = fingerprint(scn)
+    results = apply_edit_file(scn, _write(tmp_path, CUTIN))
+    assert fingerprint(scn) == before
+    assert len(results) == 12
+    for r in results:
+        assert r.new_findings == [], r.name
+        assert "cutter" in set(r.scenario.agents.track_ids) and "ped" not in set(r.scenario.agents.track_ids)
+        assert r.scenario.scenario_id == f"road__{r.name}"
+        assert r.scenario.metadata["edit"]["params"] == r.params
+
+
+def test_json_edit_file(tmp_path):
+    doc = {"version": 1, "ops": [{"op": "shift_agents", "track_id": "lead", "dx_m": 2.5}]}
+    p = tmp_path / "e.json"
+    p.write_text(json.dumps(doc, indent=2))
+    (r,) = apply_edit_file(road_scenario(), p)
+    assert r.name == "edited" and r.scenario.scenario_id == "road"
+
+
+def test_overlap_introduced_by_edit_is_reported_with_op(tmp_path):
+    text = """
+    version: 1
+    ops:
+      - op: shift_agents
+        track_id: lead
+        dx_m: -25
+    """
+    (r,) = apply_edit_file(road_scenario(), _write(tmp_path, text))
+    ((op_index, finding),) = r.new_findings
+    assert op_index == 0 and finding.kind == "overlap" and finding.ids == ("ego", "lead") and finding.time_s == 0.0
+
+
+BAD = [
+    # (file text, expected "line N: field", expected reason fragment)
+    ("version: 1\nops:\n  - op: teleport\n    track_id: lead\n", "line 3: ops[0].op", "unknown op 'teleport'"),
+    ("version: 1\nops:\n  - op: remove_agents\n    track_id: nobody\n", "line 4: ops[0].track_id", "unknown track id 'nobody'"),
+    ("version: 1\nops:\n  - op: scale_speed\n    track_id: lead\n    factor: fast\n", "line 5: ops[0].factor", "expected a number"),
+    ("version: 1\nops:\n  - op: cut_in\n    track_id: c\n    start_s: 42\n    duration_s: 2\n", "line 5: ops[0].start_s", "outside the scenario"),
+    ("version: 1\nops:\n  - op: crop\n    start_s: 1\n    stop_s: 99\n", "line 5: ops[0].stop_s", "outside the scenario"),
+    ("version: 1\nops:\n  - op: shift_agents\n    track_id: lead\n    dxx_m: 1\n", "line 5: ops[0].dxx_m", "unknown field"),
+    ("version: 2\nops:\n  - op: crop\n", "line 1: version", "unsupported edit-file version 2"),
+    ("version: 1\nops:\n  - op: cut_in\n    track_id: c\n    start_s: 1\n    duration_s: $dur\n", "line 6: ops[0].duration_s", "unknown sweep parameter $dur"),
+    ("version: 1\nops:\n  - op: set_light_states\n    light_ids: L1\n    timeline: [[0, red], [2, purple]]\n", "line 5: ops[0].timeline[1][1]", "'purple' is not one of"),
+    ("version: 1\nops:\n  - op: set_light_states\n    light_ids: L9\n    timeline: [[0, red]]\n", "line 4: ops[0].light_ids", "unknown traffic light 'L9'"),
+    ("version: 1\nops:\n  - op: remove_agents\n    select: {class: Spaceship}\n", "line 4: ops[0].select.class", "'Spaceship' is not one of"),
+    ("version: 1\nops:\n  - op: add_agent\n    track_id: a\n    class: Car\n", "line 3: ops[0]", "needs exactly one of waypoints, route"),
+    ("version: 1\nops: [\n", "line 3: syntax", ""),
+]
+
+
+@pytest.mark.parametrize("text,where,reason", BAD, ids=[b[1] for b in BAD])
+def test_bad_edit_files_name_the_line(tmp_path, text, where, reason):
+    p = _write(tmp_path, text)
+    with pytest.raises(AvsimInputError) as exc:
+        apply_edit_file(road_scenario(), p)
+    assert exc.value.field == where, str(exc.value)
+    assert reason in exc.value.reason
+    assert str(exc.value).startswith(f"{p}: {where}: ")
+
+
+def test_unknown_sweep_id_names_variant(tmp_path):
+    text = "version: 1\nsweep:\n  who: [lead, ghost]\nops:\n  - op: remove_agents\n    track_id: $who\n"
+    with pytest.raises(AvsimInputError, match=r"line 6: ops\[0\].track_id: variant who-ghost: unknown track id 'ghost'"):
+        apply_edit_file(road_scenario(), _write(tmp_path, text))
+
+
+def test_duplicate_variant_names_are_refused(tmp_path):
+    text = CUTIN.replace('name: "cut_g{gap_m}_d{duration_s}"', 'name: "cut_g{gap_m}"')
+    with pytest.raises(AvsimInputError, match="line 2: name: .*both named"):
+        load_edit_file(_write(tmp_path, text))
+
+
+def test_every_op_is_documented():
+    doc = (REPO / "docs" / "editing.md").read_text()
+    for name in OPS:
+        assert f"`{name}`" in doc, name
+
+
+def test_example_cutin_expands_to_ten_variants():
+    edit = load_edit_file(REPO / "docs" / "examples" / "cutin.yaml")
+    assert len(edit.variants) == 10 == len({v.name for v in edit.variants})
+    assert all(v.ops[0].name == "cut_in" for v in edit.variants)
+
+
+def test_parse_keeps_lines_for_nested_values():
+    edit = parse_edit_text("version: 1\nops:\n\n  - op: crop\n    start_s: 1\n", Path("x.yaml"))
+    op = edit.variants[0].ops[0]
+    assert op.line == 4 and op.field_lines == {"start_s": 5}

@@ -1,0 +1,257 @@
+"""DiT and control branch: control zero-init, RoPE per-view restart, view permutation,
+per-view cross-attention isolation, context-parallel hooks and attention backends."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from avsim.models.attention import (
+    CrossAttention,
+    FlashAttnBackend,
+    SDPABackend,
+    SelfAttention,
+    group_tokens_by_view,
+    set_attention_backend,
+)
+from avsim.models.checkpoint import load_into
+from avsim.models.config import debug
+from avsim.models.control import TransferDiT
+from avsim.models.dit import DiT, Patchify
+from avsim.models.rope import apply_rope, axis_dims, multiview_rope_angles, rope_angles
+
+CFG = debug().dit
+V, T, H, W = 3, 2, 4, 6  # views, latent frames per view, latent H, W
+
+
+def _inputs(seed: int = 0, views: int = V, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, 16, views * T, H, W, generator=g, dtype=dtype)
+    ctx = torch.randn(1, views * CFG.text_tokens_per_view, CFG.crossattn_proj_in_channels, generator=g, dtype=dtype)
+    ctrl = torch.randn(1, 16, views * T, H, W, generator=g, dtype=dtype)
+    cond = torch.zeros(1, 1, views * T, H, W, dtype=dtype)
+    cond[:, :, ::T] = 1.0
+    return x, ctx, ctrl, cond
+
+
+def _transfer(seed: int = 0, random_projections: bool = False) -> TransferDiT:
+    torch.manual_seed(seed)
+    model = TransferDiT(CFG).double().eval()
+    if random_projections:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "before_proj" in name or "after_proj" in name:
+                    p.normal_(0, 0.1)
+    return model
+
+
+T_STEP = torch.tensor([700.0], dtype=torch.float64)
+
+
+@torch.no_grad()
+def test_zero_initialised_control_equals_base_exactly():
+    base = DiT(CFG).double().eval()
+    transfer = TransferDiT(CFG).double().eval()
+    load_into(transfer, base.state_dict(), strict=False)
+    x, ctx, ctrl, cond = _inputs()
+    out_base = base(x, T_STEP, ctx, cond, num_views=V)
+    out_transfer = transfer(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl, control_weight=1.0)
+    assert torch.equal(out_base, out_transfer)
+    assert out_base.shape == x.shape and out_base.dtype == torch.float32
+
+
+@torch.no_grad()
+def test_control_weight_zero_equals_base_exactly():
+    model = _transfer(random_projections=True)
+    x, ctx, ctrl, cond = _inputs()
+    without = model(x, T_STEP, ctx, cond, num_views=V)
+    weight0 = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl, control_weight=0.0)
+    weight1 = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl, control_weight=1.0)
+    half = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl, control_weight=0.5)
+    assert torch.equal(without, weight0)
+    assert (weight1 - without).abs().max() > 1e-3
+    assert (half - without).abs().max() < (weight1 - without).abs().max()
+
+
+def test_control_blocks_start_as_copies_of_base_blocks():
+    model = TransferDiT(CFG)
+    for k, block in enumerate(model.control_blocks):
+        for name, p in model.blocks[k].named_parameters():
+            assert torch.equal(dict(block.named_parameters())[name], p)
+        assert torch.count_nonzero(block.after_proj.weight) == 0 and torch.count_nonzero(block.after_proj.bias) == 0
+    assert torch.count_nonzero(model.control_blocks[0].before_proj.weight) == 0
+    assert not hasattr(model.control_blocks[1], "before_proj")
+
+
+def test_rope_axis_split_and_frequencies_follow_spec():
+    assert axis_dims(128) == (44, 42, 42)
+    full = dataclasses.replace(CFG, model_channels=2048, num_heads=16)
+    ang = rope_angles(full, 3, 2, 5).double()
+    assert ang.shape == (30, 128)
+    assert torch.equal(ang[:, :64], ang[:, 64:])  # rotate-half layout: the block twice
+    # token (t=2, h=1, w=3): angle of the i-th t frequency is 2 / theta_t^(2i/44)
+    tok = (2 * 2 + 1) * 5 + 3
+    theta_t = 10000.0 * (1 / 3) ** (44 / 42)
+    theta_s = 10000.0 * 3.0 ** (42 / 40)
+    for i in (0, 5, 21):
+        assert ang[tok, i].item() == pytest.approx(2 / theta_t ** (2 * i / 44), rel=1e-6)
+    for i in (0, 7, 20):
+        assert ang[tok, 22 + i].item() == pytest.approx(1 / theta_s ** (2 * i / 42), rel=1e-6)
+        assert ang[tok, 43 + i].item() == pytest.approx(3 / theta_s ** (2 * i / 42), rel=1e-6)
+
+
+def test_rope_positions_restart_in_every_view():
+    table = multiview_rope_angles(CFG, V, T, H // 2, W // 2)
+    per_view = T * (H // 2) * (W // 2)
+    assert table.shape == (V * per_view, CFG.head_dim)
+    for v in range(1, V):
+        assert torch.equal(table[v * per_view : (v + 1) * per_view], table[:per_view])
+    # within a view time advances: frame 1 differs from frame 0
+    assert not torch.equal(table[: per_view // T], table[per_view // T : 2 * per_view // T])
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 1, 1, CFG.head_dim, generator=g, dtype=torch.float64)
+    k = torch.randn(1, 1, 1, CFG.head_dim, generator=g, dtype=torch.float64)
+    table = rope_angles(CFG, 6, 1, 1).double()
+
+    def score(i, j):
+        return (apply_rope(q, table[i : i + 1]) * apply_rope(k, table[j : j + 1])).sum().item()
+
+    assert score(3, 1) == pytest.approx(score(4, 2), abs=1e-5)  # table is float32
+    assert score(3, 1) != pytest.approx(score(3, 2), abs=1e-6)
+
+
+@torch.no_grad()
+def test_swapping_two_views_permutes_the_output():
+    model = _transfer(random_projections=True)
+    x, ctx, ctrl, cond = _inputs()
+    n = CFG.text_tokens_per_view
+    order = [2, 1, 0]
+
+    def permute_frames(t):
+        return torch.cat([t[:, :, v * T : (v + 1) * T] for v in order], dim=2)
+
+    ctx_p = torch.cat([ctx[:, v * n : (v + 1) * n] for v in order], dim=1)
+    out = model(x, T_STEP, ctx, cond, num_views=V, view_indices=torch.tensor([0, 1, 2]), control_latent=ctrl)
+    out_p = model(permute_frames(x), T_STEP, ctx_p, permute_frames(cond), num_views=V,
+                  view_indices=torch.tensor(order), control_latent=permute_frames(ctrl))
+    torch.testing.assert_close(out_p, permute_frames(out), rtol=1e-5, atol=1e-5)
+    # without swapping the view embeddings the result is a different prediction
+    out_wrong = model(permute_frames(x), T_STEP, ctx_p, permute_frames(cond), num_views=V,
+                      view_indices=torch.tensor([0, 1, 2]), control_latent=permute_frames(ctrl))
+    assert (out_wrong - permute_frames(out)).abs().max() > 1e-4
+
+
+@torch.no_grad()
+def test_cross_attention_isolates_views():
+    torch.manual_seed(0)
+    layer = CrossAttention(CFG.model_channels, CFG.crossattn_emb_channels, CFG.num_heads).double()
+    views, per_view, n = 5, 7, 4
+    x = torch.randn(2, views * per_view, CFG.model_channels, dtype=torch.float64)
+    ctx = torch.randn(2, views * n, CFG.crossattn_emb_channels, dtype=torch.float64)
+    token_view = torch.arange(views).repeat_interleave(per_view)
+    groups = group_tokens_by_view(token_view)
+    out = layer(x, ctx, groups, n)
+    ctx2 = ctx.clone()
+    ctx2[:, 3 * n : 4 * n] += torch.randn(2, n, CFG.crossattn_emb_channels, dtype=torch.float64)
+    out2 = layer(x, ctx2, groups, n)
+    other = token_view != 3
+    assert torch.equal(out[:, other], out2[:, other])
+    assert (out[:, ~other] - out2[:, ~other]).abs().min() > 0
+    # same result for a shuffled subset of tokens (a sequence shard)
+    perm = torch.randperm(views * per_view)[:20]
+    shard = layer(x[:, perm], ctx, group_tokens_by_view(token_view[perm]), n)
+    torch.testing.assert_close(shard, out[:, perm], rtol=1e-12, atol=1e-12)
+
+
+@torch.no_grad()
+def test_sequence_hooks_allow_any_token_split():
+    model = _transfer(random_projections=True)
+    x, ctx, ctrl, cond = _inputs()
+    ref = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl)
+    calls = []
+    length = V * T * (H // 2) * (W // 2)
+    perm = torch.randperm(length, generator=torch.Generator().manual_seed(1))
+    inverse = torch.argsort(perm)
+
+    def shard(tokens, rope, token_view):
+        calls.append(tokens.shape)
+        return tokens[:, perm], rope[perm], token_view[perm]
+
+    model.shard_sequence = shard
+    model.gather_sequence = lambda y: y[:, inverse]
+    out = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl)
+    assert len(calls) == 2  # the base stream and the control stream
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+
+
+def test_attention_backend_hook_sees_sequence_major_tensors():
+    model = _transfer()
+    seen = []
+
+    class Recording:
+        def __call__(self, q, k, v):
+            seen.append(q.shape)
+            return SDPABackend()(q, k, v)
+
+    assert set_attention_backend(model, Recording()) == CFG.num_blocks + CFG.num_control_blocks
+    x, ctx, ctrl, cond = _inputs()
+    with torch.no_grad():
+        model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl)
+    tokens = V * T * (H // 2) * (W // 2)
+    assert seen and all(s == (1, tokens, CFG.num_heads, CFG.head_dim) for s in seen)
+    assert all(isinstance(m.backend, SDPABackend) for m in model.modules() if isinstance(m, CrossAttention))
+    assert "backend" not in "".join(model.state_dict())
+    n_all = set_attention_backend(model, SDPABackend(), self_attention_only=False)
+    assert n_all == 2 * (CFG.num_blocks + CFG.num_control_blocks)
+
+
+def test_flash_backend_falls_back_to_sdpa_on_cpu():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 9, 2, 8, generator=g) for _ in range(3))
+    torch.testing.assert_close(FlashAttnBackend()(q, k, v), SDPABackend()(q, k, v))
+    ref = torch.softmax(torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(8), -1)
+    torch.testing.assert_close(SDPABackend()(q, k, v), torch.einsum("bhqk,bkhd->bqhd", ref, v), rtol=1e-5, atol=1e-5)
+
+
+def test_patch_embedding_feature_order_and_unpatchify():
+    x = torch.arange(2 * 3 * 2 * 4 * 4, dtype=torch.float64).reshape(2, 3, 2, 4, 4)
+    tokens = Patchify(2, 1)(x)
+    # token (t=1, h=0, w=1), feature c*4 + dy*2 + dx
+    tok = tokens[0, 1 * 4 + 0 * 2 + 1]
+    assert tok[2 * 4 + 1 * 2 + 0].item() == x[0, 2, 1, 1, 2].item()
+    model = DiT(dataclasses.replace(CFG, latent_channels=3))
+    # output features ordered (ph, pw, pt, C), C innermost
+    feats = torch.zeros(2, 2 * 2 * 2, 2 * 2 * 1 * 3, dtype=torch.float64)
+    feats[0, 1 * 4 + 0 * 2 + 1, (1 * 2 + 0) * 3 + 2] = 1.0  # t=1,h=0,w=1, ph=1, pw=0, C=2
+    out = model.unpatchify(feats, 2, 2, 2)
+    assert out.shape == (2, 3, 2, 4, 4)
+    assert out[0, 2, 1, 1, 2].item() == 1.0 and out.sum().item() == 1.0
+
+
+@torch.no_grad()
+def test_projected_text_is_equivalent_and_shapes_are_checked():
+    model = _transfer(random_projections=True)
+    x, ctx, ctrl, cond = _inputs(views=2)
+    raw = model(x, T_STEP, ctx, cond, num_views=2, control_latent=ctrl)
+    projected = model(x, T_STEP, model.project_text(ctx), cond, num_views=2, control_latent=ctrl)
+    assert torch.equal(raw, projected)
+    with pytest.raises(ValueError, match="timesteps"):
+        model(x, torch.tensor([[1.0]]), ctx, cond, num_views=2)
+    with pytest.raises(ValueError, match="num_views"):
+        model(x[:, :, :3], T_STEP, ctx, cond[:, :, :3], num_views=2)
+
+
+@torch.no_grad()
+def test_bf16_parameters_keep_fp32_islands():
+    model = _transfer(random_projections=True).to(torch.bfloat16)
+    x, ctx, ctrl, cond = _inputs(dtype=torch.float32)
+    out = model(x, T_STEP.float(), ctx, cond, num_views=V, control_latent=ctrl)
+    ref = _transfer(random_projections=True).float()(x, T_STEP.float(), ctx, cond, num_views=V, control_latent=ctrl)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+    assert (out - ref).abs().mean() < 0.05 * ref.abs().mean()

@@ -1,0 +1,137 @@
+"""`avsim generate` end to end on CPU with the debug config and random weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from avsim.cli import main
+from avsim.errors import AvsimInputError
+from avsim.models.config import MULTIVIEW_CAMERAS, debug
+from avsim.models.text import save_prompt_embeddings
+from avsim.models.video_io import find_view_videos, frame_stride, read_model_frames
+from avsim.video import MP4Writer, read_video, video_info
+
+
+def _write_clip(folder: Path, clip: str, cameras, frames: int, fps: float = 30.0, size=(128, 72), name=None) -> None:
+    """Synthetic control videos: a bright bar moving per camera over black (like a render)."""
+    w, h = size
+    for i, cam in enumerate(cameras):
+        path = folder / (name(cam) if name else f"{clip}/{clip}.{cam}.mp4")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with MP4Writer(path, w, h, fps=fps) as writer:
+            for t in range(frames):
+                frame = np.zeros((h, w, 3), np.uint8)
+                x0 = (4 * t + 17 * i) % (w - 12)
+                frame[h // 3 : h // 2, x0 : x0 + 12] = (255, 128, 0)
+                frame[-8:, :, 1] = 90
+                writer.write(frame)
+
+
+@pytest.fixture(scope="module")
+def controls(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("render")
+    _write_clip(root, "clip0", MULTIVIEW_CAMERAS, frames=27)
+    return root
+
+
+def test_debug_config_generates_all_views_from_rendered_controls(controls, tmp_path, capsys):
+    out = tmp_path / "gen"
+    code = main(["generate", str(controls), str(out), "--config", "debug", "--random-weights"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "NOISE" in err and "RANDOM WEIGHTS" in err
+    cfg = debug()
+    for cam in MULTIVIEW_CAMERAS:
+        info = video_info(out / f"clip0.{cam}.mp4")
+        assert (info["width_px"], info["height_px"]) == (cfg.width_px, cfg.height_px)
+        assert info["frames"] == cfg.frames_per_chunk and info["fps"] == pytest.approx(10.0)
+    grid = video_info(out / "clip0.grid.mp4")
+    assert (grid["width_px"], grid["height_px"]) == (3 * cfg.width_px, 3 * cfg.height_px)
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["output_is_noise"] is True
+    assert settings["views"] == list(MULTIVIEW_CAMERAS)
+    assert settings["request"]["options"]["steps"] == cfg.default_steps
+    assert settings["config"]["name"] == "debug"
+    frames = read_video(out / "clip0.camera_front_wide_120fov.mp4")
+    assert frames.std() > 1.0  # something was generated
+
+
+def test_generation_is_deterministic_and_seeded(controls, tmp_path):
+    args = ["generate", str(controls / "clip0"), "--config", "debug", "--random-weights", "--views", "front_wide,rear_tele",
+            "--steps", "2"]
+    assert main([args[0], args[1], str(tmp_path / "a"), *args[2:]]) == 0
+    assert main([args[0], args[1], str(tmp_path / "b"), *args[2:]]) == 0
+    assert main([args[0], args[1], str(tmp_path / "c"), *args[2:], "--seed", "1"]) == 0
+    for name in ("clip0.camera_front_wide_120fov.mp4", "clip0.camera_rear_tele_30fov.mp4", "clip0.grid.mp4"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    settings = [json.loads((tmp_path / d / "settings.json").read_text()) for d in "ab"]
+    assert settings[0]["request"].pop("out") != settings[1]["request"].pop("out")
+    assert settings[0] == settings[1]
+    assert (tmp_path / "a" / "clip0.camera_rear_tele_30fov.mp4").read_bytes() != (
+        tmp_path / "c" / "clip0.camera_rear_tele_30fov.mp4"
+    ).read_bytes()
+
+
+def test_autoregressive_chunks_with_conditioning_and_embeddings(controls, tmp_path):
+    cfg = debug()
+    cams = ["camera_cross_left_120fov", "camera_front_wide_120fov"]
+    rgb = tmp_path / "rgb"
+    _write_clip(rgb, "clip0", cams, frames=6, name=lambda c: f"videos/ftheta_{c}/clip0.mp4")
+    n, c = cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels
+    emb = tmp_path / "emb.safetensors"
+    g = torch.Generator().manual_seed(0)
+    save_prompt_embeddings(emb, torch.randn(n, c, generator=g), torch.randn(n, c, generator=g), torch.randn(n, c, generator=g))
+    out = tmp_path / "long"
+    code = main(["generate", str(controls), str(out), "--config", "debug", "--random-weights", "--views", ",".join(cams),
+                 "--embeddings", str(emb), "--chunks", "2", "--overlap", "1", "--input-videos", str(rgb),
+                 "--num-conditional-frames", "1", "--steps", "2", "--guidance", "2", "--sampler", "euler"])
+    assert code == 0
+    for cam in cams:
+        assert video_info(out / f"clip0.{cam}.mp4")["frames"] == 2 * cfg.frames_per_chunk - 1
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["views"] == cams and settings["request"]["options"]["chunks"] == 2
+
+
+def test_usage_and_input_errors(controls, tmp_path, capsys):
+    assert main(["generate", str(controls), str(tmp_path / "x"), "--config", "debug"]) == 1
+    assert "--random-weights" in capsys.readouterr().err
+    assert main(["generate", str(controls), str(tmp_path / "x"), "--config", "nope", "--random-weights"]) == 2
+    assert main(["generate", str(controls), str(tmp_path / "x"), "--config", "debug", "--random-weights",
+                 "--views", "front_sideways"]) == 1
+    assert main(["generate", str(controls), str(tmp_path / "x"), "--config", "debug", "--random-weights",
+                 "--chunks", "3"]) == 1  # 27 frames at 30 fps = 9 model frames: two chunks at most
+    assert "too few" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+def test_finds_post_training_layout_and_refuses_ambiguity(tmp_path):
+    cams = MULTIVIEW_CAMERAS[:2]
+    _write_clip(tmp_path, "c1", cams, 3, name=lambda c: f"control_input_hdmap_bbox/ftheta_{c}/c1.mp4")
+    _write_clip(tmp_path, "c1", cams, 3, name=lambda c: f"videos/ftheta_{c}/c1.mp4")
+    clip, paths = find_view_videos(tmp_path, cams)
+    assert clip == "c1" and all("control_input_hdmap_bbox" in str(p) for p in paths.values())
+    _, rgb = find_view_videos(tmp_path, cams, kind="rgb")
+    assert all("/videos/" in str(p) for p in rgb.values())
+    _write_clip(tmp_path, "c2", cams, 3, name=lambda c: f"control_input_hdmap_bbox/ftheta_{c}/c2.mp4")
+    with pytest.raises(AvsimInputError, match="several clips"):
+        find_view_videos(tmp_path, cams)
+    assert find_view_videos(tmp_path, cams, clip="c2")[0] == "c2"
+    with pytest.raises(AvsimInputError, match="no clip"):
+        find_view_videos(tmp_path, MULTIVIEW_CAMERAS)
+
+
+def test_model_rate_sampling_and_resize(tmp_path):
+    _write_clip(tmp_path, "k", MULTIVIEW_CAMERAS[:1], frames=12, fps=30.0)
+    path = tmp_path / "k" / f"k.{MULTIVIEW_CAMERAS[0]}.mp4"
+    assert frame_stride(30.0, 10.0) == 3 and frame_stride(10.0, 10.0) == 1 and frame_stride(29.97, 10.0) == 3
+    frames = read_model_frames(path, 4, 64, 112, 10.0)
+    assert frames.shape == (4, 3, 64, 112) and frames.dtype == torch.uint8
+    raw = read_video(path)
+    # frame k at the model rate is source frame 3k: the bar moves 4 px per source frame
+    col = lambda img: int(np.argmax(img[:, :, 0].astype(int).sum(0)))  # noqa: E731
+    assert abs(col(frames[1].permute(1, 2, 0).numpy()) * 128 / 112 - col(raw[3])) <= 2

@@ -1,0 +1,139 @@
+"""`avsim render`: layouts, mosaic, PNGs, overlay, resume, determinism, rigs, workers, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from avsim.cli import main
+from avsim.io import save_scenario
+from avsim.render.cli import RenderOptions, run_render, select_frames
+from avsim.render.synthetic import highway_scenario
+from avsim.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
+from avsim.video import MP4Writer, read_video, video_info
+
+SIZE = "160x96"
+CAMS = "camera_front_wide_120fov,camera_rear_tele_30fov"
+
+
+@pytest.fixture(scope="module")
+def scenario_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("scen") / "highway"
+    save_scenario(highway_scenario(1.0, rig=cosmos_rig()), folder)
+    return folder
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "synthetic_highway" / "render_summary.json").read_text())
+
+
+def test_render_writes_both_layouts_mosaic_and_pngs(scenario_dir, tmp_path):
+    out = tmp_path / "out"
+    rc = main(["render", str(scenario_dir), str(out), "--size", SIZE, "--frames", "6", "--cameras", CAMS,
+               "--layout", "both", "--mosaic", "--png"])  # fmt: skip
+    assert rc == 0
+    clip = out / "synthetic_highway"
+    for cam in CAMS.split(","):
+        video = clip / f"synthetic_highway.{cam}.mp4"
+        post = out / "control_input_hdmap_bbox" / f"ftheta_{cam}" / "synthetic_highway.mp4"
+        assert video_info(video) == {"frames": 6, "fps": 30.0, "width_px": 160, "height_px": 96}
+        assert post.read_bytes() == video.read_bytes()
+        pngs = sorted((clip / "png" / cam).glob("*.png"))
+        assert [p.name for p in pngs] == [f"{i:06d}.png" for i in range(6)]
+    mosaic = video_info(clip / "synthetic_highway.mosaic.mp4")
+    assert mosaic["frames"] == 6 and mosaic["width_px"] == 2 * 640 and mosaic["height_px"] == 360
+    summary = _summary(out)
+    assert summary["frames"] == 6 and summary["camera_frames_rendered"] == 12 and summary["camera_frames_per_s"] > 0
+    assert not list(out.rglob(".*tmp*"))  # no temporaries left behind
+
+
+def test_render_resumes_and_keeps_finished_cameras(scenario_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ["render", str(scenario_dir), str(out), "--size", SIZE, "--frames", "4", "--cameras", CAMS]
+    assert main(args) == 0
+    clip = out / "synthetic_highway"
+    kept = clip / "synthetic_highway.camera_front_wide_120fov.mp4"
+    redo = clip / "synthetic_highway.camera_rear_tele_30fov.mp4"
+    stamp = kept.stat().st_mtime_ns
+    redo.unlink()
+    assert main(args) == 0
+    assert kept.stat().st_mtime_ns == stamp and redo.is_file()
+    summary = _summary(out)
+    assert summary["camera_frames_rendered"] == 4 and summary["camera_frames_skipped"] == 4
+
+
+def test_two_renders_are_identical(scenario_dir, tmp_path):
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        assert main(["render", str(scenario_dir), str(out), "--size", SIZE, "--frames", "5", "--cameras", CAMS]) == 0
+    for cam in CAMS.split(","):
+        a, b = (o / "synthetic_highway" / f"synthetic_highway.{cam}.mp4" for o in outs)
+        np.testing.assert_array_equal(read_video(a), read_video(b))
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_cosmos_rig_rerenders_another_rig_on_the_same_ego(tmp_path):
+    scenario = highway_scenario(1.0, rig=named_rig("nuscenes"))
+    opts = RenderOptions(out=tmp_path, frames="2", width_px=160, height_px=96, rig="cosmos", layout="posttrain")
+    summary = run_render(scenario, opts)
+    assert summary.cameras == list(COSMOS_VIEW_NAMES)
+    for cam in COSMOS_VIEW_NAMES:
+        assert video_info(tmp_path / "control_input_hdmap_bbox" / f"ftheta_{cam}" / "synthetic_highway.mp4")["frames"] == 2
+    own = run_render(scenario, RenderOptions(out=tmp_path / "own", frames="2", width_px=160, height_px=96))
+    assert own.cameras == list(named_rig("nuscenes").names)
+
+
+def test_chunks_are_written_as_numbered_clips(tmp_path):
+    scenario = highway_scenario(0.5, rig=cosmos_rig())  # 16 frames at 30 fps
+    opts = RenderOptions(out=tmp_path, cameras=("camera_front_tele_30fov",), width_px=160, height_px=96, chunk_frames=6)
+    summary = run_render(scenario, opts)
+    frames = [video_info(tmp_path / f"synthetic_highway_{k}" / f"synthetic_highway_{k}.camera_front_tele_30fov.mp4")["frames"] for k in range(3)]
+    assert frames == [6, 6, 4] and summary.frames == 16
+
+
+def test_workers_give_the_same_videos(scenario_dir, tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    base = ["render", str(scenario_dir), "--size", SIZE, "--frames", "3", "--cameras", CAMS]
+    assert main(base[:2] + [str(one)] + base[2:]) == 0
+    assert main(base[:2] + [str(two)] + base[2:] + ["--workers", "2"]) == 0
+    for cam in CAMS.split(","):
+        name = f"synthetic_highway.{cam}.mp4"
+        assert (one / "synthetic_highway" / name).read_bytes() == (two / "synthetic_highway" / name).read_bytes()
+
+
+def test_overlay_blends_on_real_frames(scenario_dir, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    cam = "camera_front_wide_120fov"
+    grey = np.full((96, 160, 3), 90, np.uint8)
+    with MP4Writer(real / f"{cam}.mp4", 160, 96, 30) as w:
+        for _ in range(8):
+            w.write(grey)
+    out = tmp_path / "out"
+    assert main(["render", str(scenario_dir), str(out), "--size", SIZE, "--frames", "4", "--cameras", cam, "--overlay", str(real)]) == 0
+    overlay = read_video(out / "synthetic_highway" / f"synthetic_highway.{cam}.overlay.mp4")
+    control = read_video(out / "synthetic_highway" / f"synthetic_highway.{cam}.mp4")
+    assert overlay.shape == control.shape
+    background = ~control[0].any(axis=-1) & (np.abs(overlay[0].astype(int) - 90).max(axis=-1) < 6)
+    assert background.mean() > 0.3  # real frame shows where nothing is drawn
+
+
+def test_frame_selection():
+    assert select_frames(100, 30.0, None, None, None) == (0, 100)
+    assert select_frames(100, 30.0, None, None, "10") == (0, 10)
+    assert select_frames(100, 30.0, None, None, "5:20") == (5, 20)
+    assert select_frames(100, 30.0, 1.0, 2.0, None) == (30, 61)
+
+
+def test_bad_input_exits_with_one_line(tmp_path, capsys):
+    assert main(["render", str(tmp_path / "missing"), str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing" in err[0]
+
+
+def test_bad_options_are_usage_errors(scenario_dir, tmp_path):
+    assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--size", "12x7"]) == 2
+    assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--layout", "nope"]) == 2

@@ -1,0 +1,207 @@
+"""Training checkpoints with torch.distributed.checkpoint (DCP), atomic, plus `net.*` export.
+
+Layout of ``<out_dir>/checkpoints``::
+
+    step_00000002/            one complete checkpoint: DCP shards + .metadata,
+        rng_rank<r>.pt        every rank's RNG states,
+        meta.json             written last, before the rename; marks it complete
+    .step_00000004.partial/   a save in progress (or one killed mid-way): ignored, removed later
+
+A save writes into the ``.partial`` folder and renames it only once every rank has finished,
+so a crash at any point leaves the previous checkpoint as the newest loadable one.
+Saved state: model (sharded, incl. the frozen base), optimiser, EMA, step, data-loader position
+and RNG states. Loading reshards, so a run may resume on another world size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch import nn
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
+from torch.distributed.checkpoint.stateful import Stateful
+
+from avsim.errors import AvsimInputError
+from avsim.train.ema import EMA
+
+STEP_DIR = re.compile(r"^step_(\d{8})$")
+
+
+class _ModelOptim(Stateful):
+    """Model + optimiser through the DCP state-dict helpers (FSDP2-aware, resharding)."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+        self.model, self.optimizer = model, optimizer
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {"model": get_model_state_dict(self.model)}
+        if self.optimizer is not None:  # None: load the weights only (export)
+            state["optim"] = get_optimizer_state_dict(self.model, self.optimizer)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_model_state_dict(self.model, state["model"])
+        if self.optimizer is not None:
+            set_optimizer_state_dict(self.model, self.optimizer, state["optim"])
+
+
+class _EMAState(Stateful):
+    def __init__(self, ema: EMA) -> None:
+        self.ema = ema
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.ema.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.ema.load_state_dict(state)
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def _barrier() -> None:
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def rng_state() -> dict[str, torch.Tensor]:
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def set_rng_state(state: dict[str, torch.Tensor]) -> None:
+    torch.set_rng_state(state["cpu"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class CheckpointManager:
+    """Save, find and load checkpoints of one run (all ranks call every method)."""
+
+    def __init__(self, folder: str | os.PathLike[str], keep: int = 3) -> None:
+        self.folder = Path(folder)
+        self.keep = keep
+
+    def path(self, step: int) -> Path:
+        return self.folder / f"step_{step:08d}"
+
+    def complete_steps(self) -> list[int]:
+        """Steps of the complete checkpoints, oldest first."""
+        if not self.folder.is_dir():
+            return []
+        steps = []
+        for p in self.folder.iterdir():
+            m = STEP_DIR.match(p.name)
+            if m and (p / "meta.json").is_file() and (p / ".metadata").is_file():
+                steps.append(int(m.group(1)))
+        return sorted(steps)
+
+    def latest(self) -> int | None:
+        steps = self.complete_steps()
+        return steps[-1] if steps else None
+
+    def save(
+        self,
+        step: int,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        ema: EMA | None,
+        extra: dict[str, Any],
+    ) -> Path:
+        """Write checkpoint `step` atomically; ``extra``: small JSON-able run state."""
+        final = self.path(step)
+        partial = self.folder / f".{final.name}.partial"
+        if _rank() == 0:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(partial, ignore_errors=True)  # leftovers of a killed save
+            partial.mkdir()
+        _barrier()
+        state: dict[str, Any] = {"app": _ModelOptim(model, optimizer)}
+        if ema is not None:
+            state["ema"] = _EMAState(ema)
+        dcp.save(state, checkpoint_id=str(partial))
+        torch.save(rng_state(), partial / f"rng_rank{_rank()}.pt")
+        _barrier()
+        if _rank() == 0:
+            meta = {"step": step, "world_size": dist.get_world_size() if dist.is_initialized() else 1, **extra}
+            (partial / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            if final.exists():  # re-saving a step after a resume: replace it as a whole
+                old = self.folder / f".{final.name}.old"
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(final, old)
+                shutil.rmtree(old)
+            os.replace(partial, final)
+            _fsync_dir(self.folder)
+            self._prune()
+        _barrier()
+        return final
+
+    def _prune(self) -> None:
+        steps = self.complete_steps()
+        for s in steps[: max(0, len(steps) - self.keep)]:
+            shutil.rmtree(self.path(s), ignore_errors=True)
+        for p in self.folder.glob(".step_*.partial"):
+            shutil.rmtree(p, ignore_errors=True)
+
+    def load(
+        self,
+        step: int,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None,
+        ema: EMA | None,
+    ) -> dict[str, Any]:
+        """Restore checkpoint `step` in place; returns its meta.json (incl. `extra`).
+
+        ``optimizer`` / ``ema`` None: those parts are not read (DCP loads only what is asked).
+        """
+        path = self.path(step)
+        meta_path = path / "meta.json"
+        if not meta_path.is_file():
+            raise AvsimInputError(path, "checkpoint", "missing or incomplete")
+        state: dict[str, Any] = {"app": _ModelOptim(model, optimizer)}
+        if ema is not None:
+            state["ema"] = _EMAState(ema)
+        dcp.load(state, checkpoint_id=str(path))
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        rng_path = path / f"rng_rank{_rank()}.pt"
+        if meta.get("world_size") == (dist.get_world_size() if dist.is_initialized() else 1) and rng_path.is_file():
+            set_rng_state(torch.load(rng_path, weights_only=True))
+        return meta
+
+
+def full_model_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The unsharded state dict on rank 0 (CPU tensors; empty on the other ranks)."""
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(model, options=options)
+
+
+def load_full_model_state_dict(model: nn.Module, state: dict[str, torch.Tensor], *, strict: bool = True) -> None:
+    """Load an unsharded state dict held by rank 0 (others pass {}) into a sharded model."""
+    distributed = dist.is_initialized() and dist.get_world_size() > 1
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=distributed, strict=strict)
+    set_model_state_dict(model, state, options=options)

@@ -1,0 +1,148 @@
+"""Parallelism applied from outside the model (torchtitan style), in this order:
+
+1. context parallelism (Ulysses): the DiT's `shard_sequence` / `gather_sequence` hooks are
+   overridden on the instance and every self-attention gets a :class:`UlyssesAttention` backend;
+2. activation checkpointing per block (full, or selective: matmul/attention outputs kept);
+3. optional ``torch.compile`` per block;
+4. FSDP2 ``fully_shard`` per block, then the root, on the (dp_replicate, dp_shard_cp) mesh with
+   bf16 parameters and fp32 gradient reduction.
+
+The model keeps its parameter names (nothing is wrapped), so state dicts stay `net.*`-compatible.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+from avsim.models.attention import FlashAttnBackend, SDPABackend, set_attention_backend
+from avsim.train.config import ParallelConfig
+from avsim.train.dist import Meshes
+from avsim.train.ulysses import ContextParallel, UlyssesAttention
+
+
+def iter_blocks(model: nn.Module) -> Iterator[nn.Module]:
+    """The transformer blocks: base `blocks`, then the control branch's `control_blocks`."""
+    for name in ("blocks", "control_blocks"):
+        container = getattr(model, name, None)
+        if container is not None:
+            yield from container
+
+
+def resolve_param_dtype(cfg: ParallelConfig, device: torch.device) -> torch.dtype:
+    if cfg.param_dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return getattr(torch, cfg.param_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# context parallelism
+
+
+def _record_layout(cp: ContextParallel, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
+    """Forward pre-hook: plan the split from the latent shape before the DiT builds tokens."""
+    cfg = module.config  # type: ignore[attr-defined]
+    x = args[0] if args else kwargs["x"]
+    num_views = kwargs.get("num_views", args[4] if len(args) > 4 else 1)
+    frames = x.shape[2] // cfg.patch_temporal // num_views
+    per_frame = (x.shape[3] // cfg.patch_spatial) * (x.shape[4] // cfg.patch_spatial)
+    cp.begin(num_views, frames, per_frame)
+
+
+def apply_context_parallel(model: nn.Module, cp: ContextParallel, inner: Callable) -> None:
+    """Make `model` run sequence-sharded over `cp`'s group (see module docstring)."""
+    heads = model.config.num_heads  # type: ignore[attr-defined]
+    if heads % cp.size:
+        raise ValueError(f"cp={cp.size} must divide the {heads} attention heads")
+    model.shard_sequence = cp.shard_sequence  # type: ignore[method-assign]
+    model.gather_sequence = cp.gather_sequence  # type: ignore[method-assign]
+    model.register_forward_pre_hook(functools.partial(_record_layout, cp), with_kwargs=True)
+    set_attention_backend(model, UlyssesAttention(inner, cp), self_attention_only=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# activation checkpointing
+
+# ops whose outputs selective checkpointing keeps (the expensive ones); the rest is recomputed
+_SAVE_OPS = {
+    torch.ops.aten.mm.default,
+    torch.ops.aten.addmm.default,
+    torch.ops.aten.bmm.default,
+    torch.ops.aten._scaled_dot_product_efficient_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    torch.ops.aten._scaled_dot_product_cudnn_attention.default,
+}
+
+
+def _selective_policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+    return CheckpointPolicy.MUST_SAVE if op in _SAVE_OPS else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def apply_activation_checkpointing(block: nn.Module, mode: str) -> None:
+    """Recompute `block`'s forward in backward: 'full' or 'selective' (op policy above)."""
+    if mode == "none":
+        return
+    if mode not in ("full", "selective"):
+        raise ValueError(f"activation_checkpointing must be none, full or selective, got {mode!r}")
+    inner = block.forward
+    context_fn = (
+        functools.partial(create_selective_checkpoint_contexts, _selective_policy) if mode == "selective" else None
+    )
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if context_fn is None:
+            return checkpoint(inner, *args, use_reentrant=False, **kwargs)
+        return checkpoint(inner, *args, use_reentrant=False, context_fn=context_fn, **kwargs)
+
+    block.forward = forward  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------------------------------------
+# FSDP2
+
+
+def apply_fsdp(model: nn.Module, meshes: Meshes, param_dtype: torch.dtype, reshard_after_forward: bool) -> None:
+    """fully_shard every block, then the root.
+
+    Control blocks call their `before_proj` / `after_proj` outside their own forward (the
+    branch's input and injection), so those get their own FSDP units and unshard on demand.
+    """
+    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    kw = {"mesh": meshes.fsdp, "mp_policy": mp}
+    for block in iter_blocks(model):
+        for name in ("before_proj", "after_proj"):
+            sub = getattr(block, name, None)
+            if sub is not None:
+                fully_shard(sub, reshard_after_forward=reshard_after_forward, **kw)
+        fully_shard(block, reshard_after_forward=reshard_after_forward, **kw)
+    fully_shard(model, reshard_after_forward=False, **kw)
+
+
+def parallelize(
+    model: nn.Module, cfg: ParallelConfig, meshes: Meshes | None, device: torch.device
+) -> ContextParallel | None:
+    """Apply CP, AC, compile and FSDP2 to `model` in place; returns the CP state (or None).
+
+    ``meshes`` None: a single process without FSDP (what the equality tests compare against).
+    """
+    inner = FlashAttnBackend() if cfg.attention == "flash" else SDPABackend()
+    cp: ContextParallel | None = None
+    if meshes is not None and meshes.cp_size > 1:
+        cp = ContextParallel(meshes.cp_group, min_tokens=cfg.cp_min_tokens)
+        apply_context_parallel(model, cp, inner)
+    else:
+        set_attention_backend(model, inner, self_attention_only=False)
+    for block in iter_blocks(model):
+        apply_activation_checkpointing(block, cfg.activation_checkpointing)
+        if cfg.compile:
+            block.compile()
+    if meshes is not None:
+        apply_fsdp(model, meshes, resolve_param_dtype(cfg, device), cfg.reshard_after_forward)
+    return cp
