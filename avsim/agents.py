@@ -14,7 +14,11 @@ OBJECT_CLASSES: tuple[str, ...] = ("Car", "Truck", "Pedestrian", "Cyclist", "Oth
 
 # Render-spec class collapse; keys are lower case, spaces/underscores/dashes removed.
 _CLASS_COLLAPSE: dict[str, str] = {
-    **{k: "Truck" for k in ("bus", "heavytruck", "truck", "train", "tram", "traintram", "trolleybus", "trailer")},
+    **{
+        k: "Truck"
+        for k in ("bus", "heavytruck", "truck", "truckcab", "train", "tram", "traintram", "trainortram",
+                  "trainortramcar", "trolleybus", "trailer")
+    },  # fmt: skip
     **{k: "Car" for k in ("vehicle", "car", "automobile", "othervehicle")},
     **{k: "Pedestrian" for k in ("person", "pedestrian")},
     **{k: "Cyclist" for k in ("rider", "cyclist", "motorcycle", "bicycle")},

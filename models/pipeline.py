@@ -28,7 +28,7 @@ from avsim.atomic import atomic_output_path
 from avsim.errors import AvsimInputError
 from avsim.models import samplers
 from avsim.models.checkpoint import load_dit_state_dict, load_into, load_vae_state_dict
-from avsim.models.config import TransferConfig, get_config
+from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
 from avsim.models.control import TransferDiT
 from avsim.models.dit import DiT
 from avsim.models.text import DEFAULT_NEGATIVE_PROMPT, TextEncoder, load_prompt_embeddings, multiview_context
@@ -312,7 +312,10 @@ def _text_contexts(
         return ctx.float(), None if neg_ctx is None else neg_ctx.float()
     if req.prompt is not None and req.text_encoder is not None:
         log(f"encoding the prompt with {req.text_encoder} ...")
-        enc = TextEncoder.from_pretrained(req.text_encoder, str(device), cache_dir=req.text_cache_dir)
+        # The encoder never shares the device with the DiT: it runs first and is released;
+        # with --offload it runs on the CPU and never touches GPU memory.
+        text_device = "cpu" if req.offload else str(device)
+        enc = TextEncoder.from_pretrained(req.text_encoder, text_device, cache_dir=req.text_cache_dir)
         emb = enc.encode([req.prompt, " ", req.negative_prompt])
         enc.release()  # before the DiT is placed on the device
         del enc
@@ -351,12 +354,13 @@ def run_generate(req: GenerateRequest, log: Log = lambda m: print(m, file=sys.st
         raise AvsimInputError("--checkpoint", "weights", "give --checkpoint and --vae (or --random-weights for a smoke test)")
     if req.out.exists() and any(req.out.iterdir()) and not req.overwrite:
         raise AvsimInputError(req.out, "out", "exists and is not empty (use --overwrite)")
-    cameras = [resolve_camera(v, cfg.cameras) for v in req.views] or list(cfg.cameras)
+    known = cfg.cameras if cfg.dit.is_multiview else MULTIVIEW_CAMERAS  # single view: any one camera
+    cameras = [resolve_camera(v, known) for v in req.views] or list(cfg.cameras)
     if len(set(cameras)) != len(cameras):
         raise AvsimInputError("--views", ",".join(req.views), "a view is listed twice")
     if not cfg.dit.is_multiview and len(cameras) != 1:
         raise AvsimInputError("--views", ",".join(cameras), "the single-view config takes exactly one view")
-    view_indices = torch.tensor([cfg.cameras.index(c) for c in cameras])
+    view_indices = torch.tensor([known.index(c) for c in cameras])
     device = torch.device(req.device) if req.device else default_device()
     dtype = default_dtype(device)
 

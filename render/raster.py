@@ -115,37 +115,43 @@ def ray_map(camera) -> np.ndarray:
     return out.reshape(h, w, 2).astype(np.float32)
 
 
-def _plane_params(prims: Primitives) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Normal (P, 3), n . origin (P,), inverse Gram matrix (P, 4) of each planar primitive."""
-    e1, e2 = prims.pl_e1, prims.pl_e2
+def _plane_params(prims: Primitives) -> np.ndarray:
+    """Per planar primitive (P, 12): normal n (3), n . c0, then the barycentric rows A (3), a0,
+    B (3), b0 such that for the camera ray r = (x/z, y/z, 1) hitting the plane at depth
+    d = (n . c0) / (n . r) the barycentric coordinates are a = d (A . r) - a0, b = d (B . r) - b0.
+    """
+    o, e1, e2 = prims.pl_origin, prims.pl_e1, prims.pl_e2
     normal = np.cross(e1, e2)
-    nd = np.einsum("pk,pk->p", normal, prims.pl_origin)
+    nd = np.einsum("pk,pk->p", normal, o)
     g00, g01, g11 = (e1 * e1).sum(-1), (e1 * e2).sum(-1), (e2 * e2).sum(-1)
     det = g00 * g11 - g01 * g01
     with np.errstate(divide="ignore", invalid="ignore"):
-        ginv = np.stack([g11 / det, -g01 / det, -g01 / det, g00 / det], -1)
-    ginv = np.where(np.isfinite(ginv), ginv, 0.0)
-    return normal, nd, ginv
+        i00, i01, i11 = g11 / det, -g01 / det, g00 / det
+    A = i00[:, None] * e1 + i01[:, None] * e2
+    B = i01[:, None] * e1 + i11[:, None] * e2
+    a0 = np.einsum("pk,pk->p", A, o)
+    b0 = np.einsum("pk,pk->p", B, o)
+    out = np.concatenate([normal, nd[:, None], A, a0[:, None], B, b0[:, None]], axis=1)
+    return np.ascontiguousarray(np.where(np.isfinite(out), out, 0.0))
 
 
 def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
     """Draw sequence as runs (kind 0 = capsules / 1 = planars, start, stop) in (order) order."""
-    cap_sorted = np.all(np.diff(prims.cap_order) > 0) if prims.n_capsules > 1 else True
-    pl_sorted = np.all(np.diff(prims.pl_order) > 0) if prims.n_planars > 1 else True
-    if not (cap_sorted and pl_sorted):
+    if (prims.n_capsules > 1 and np.any(np.diff(prims.cap_order) <= 0)) or (
+        prims.n_planars > 1 and np.any(np.diff(prims.pl_order) <= 0)
+    ):
         raise ValueError("primitive orders must be strictly increasing within each kind")
     kinds = np.concatenate([np.zeros(prims.n_capsules, np.int64), np.ones(prims.n_planars, np.int64)])
-    orders = np.concatenate([prims.cap_order, prims.pl_order])
-    seq = np.argsort(orders, kind="stable")
-    runs: list[tuple[int, int, int]] = []
-    counters = [0, 0]
-    for kind in kinds[seq]:
-        i = counters[kind]
-        if runs and runs[-1][0] == kind:
-            runs[-1] = (kind, runs[-1][1], i + 1)
-        else:
-            runs.append((kind, i, i + 1))
-        counters[kind] += 1
+    seq_kinds = kinds[np.argsort(np.concatenate([prims.cap_order, prims.pl_order]), kind="stable")]
+    if not len(seq_kinds):
+        return []
+    breaks = np.flatnonzero(np.diff(seq_kinds)) + 1
+    starts, stops = np.r_[0, breaks], np.r_[breaks, len(seq_kinds)]
+    runs, counters = [], [0, 0]
+    for a, b in zip(starts, stops):
+        kind = int(seq_kinds[a])
+        runs.append((kind, counters[kind], counters[kind] + int(b - a)))
+        counters[kind] += int(b - a)
     return runs
 
 
@@ -208,11 +214,17 @@ if _njit is not None:
                     _shade(img, zbuf, y, x, depth, zscale[s], zbias[s], rgb[s, 0], rgb[s, 1], rgb[s, 2])
 
     @_njit
-    def _draw_planars(img, zbuf, rays, origin, e1, e2, normal, nd, ginv, is_tri, rgb, bbox, zscale, zbias,
-                      start, stop, near, far, eps):
+    def _draw_planars(img, zbuf, rays, plane, is_tri, rgb, bbox, zscale, zbias, start, stop, near, far, eps):
         for p in range(start, stop):
-            ox, oy, oz = origin[p, 0], origin[p, 1], origin[p, 2]
-            n0, n1, n2 = normal[p, 0], normal[p, 1], normal[p, 2]
+            n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
+            A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
+            B0, B1, B2, b0 = plane[p, 8], plane[p, 9], plane[p, 10], plane[p, 11]
+            tri = is_tri[p]
+            zs, zb = zscale[p], zbias[p]
+            r0, g0, c0 = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
+            r1, g1, c1 = rgb[p, 1, 0], rgb[p, 1, 1], rgb[p, 1, 2]
+            r2, g2, c2 = rgb[p, 2, 0], rgb[p, 2, 1], rgb[p, 2, 2]
+            r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
                 for x in range(bbox[p, 0], bbox[p, 2] + 1):
                     rx = np.float64(rays[y, x, 0])
@@ -220,30 +232,27 @@ if _njit is not None:
                     den = n0 * rx + n1 * ry + n2
                     if den == 0.0:
                         continue
-                    depth = nd[p] / den
+                    depth = nd / den
                     if not (depth > near and depth <= far):
                         continue
-                    qx, qy, qz = depth * rx - ox, depth * ry - oy, depth - oz
-                    u1 = qx * e1[p, 0] + qy * e1[p, 1] + qz * e1[p, 2]
-                    u2 = qx * e2[p, 0] + qy * e2[p, 1] + qz * e2[p, 2]
-                    a = ginv[p, 0] * u1 + ginv[p, 1] * u2
-                    b = ginv[p, 2] * u1 + ginv[p, 3] * u2
+                    a = depth * (A0 * rx + A1 * ry + A2) - a0
+                    b = depth * (B0 * rx + B1 * ry + B2) - b0
                     if a < -eps or b < -eps:
                         continue
-                    if is_tri[p]:
+                    if tri:
                         if a + b > 1.0 + eps:
                             continue
-                        cr, cg, cb = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
+                        cr, cg, cb = r0, g0, c0
                     else:
                         if a > 1.0 + eps or b > 1.0 + eps:
                             continue
                         a = min(max(a, 0.0), 1.0)
                         b = min(max(b, 0.0), 1.0)
                         w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
-                        cr = w0 * rgb[p, 0, 0] + w1 * rgb[p, 1, 0] + w2 * rgb[p, 2, 0] + w3 * rgb[p, 3, 0]
-                        cg = w0 * rgb[p, 0, 1] + w1 * rgb[p, 1, 1] + w2 * rgb[p, 2, 1] + w3 * rgb[p, 3, 1]
-                        cb = w0 * rgb[p, 0, 2] + w1 * rgb[p, 1, 2] + w2 * rgb[p, 2, 2] + w3 * rgb[p, 3, 2]
-                    _shade(img, zbuf, y, x, depth, zscale[p], zbias[p], cr, cg, cb)
+                        cr = w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3
+                        cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
+                        cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
+                    _shade(img, zbuf, y, x, depth, zs, zb, cr, cg, cb)
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
@@ -262,9 +271,7 @@ def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None 
     zbuf = np.full((h, w), np.inf, np.float32)
     cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
            _f64(prims.cap_zscale), _f64(prims.cap_zbias))
-    normal, nd, ginv = _plane_params(prims)
-    pl = (_f64(prims.pl_origin), _f64(prims.pl_e1), _f64(prims.pl_e2), _f64(normal), _f64(nd), _f64(ginv),
-          np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
+    pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
           np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias))
     for kind, start, stop in _runs(prims):
         if kind == 0:
@@ -368,10 +375,7 @@ def rasterize_torch(
                 depth = 1.0 / (i0 + t * (i1 - i0))
                 resolve(base + y * w + x, depth, zs[s], zb[s], order[s], rgb[s])
         if prims.n_planars:
-            normal, nd, ginv = (torch.as_tensor(a, device=dev, dtype=f64) for a in _plane_params(prims))
-            origin = torch.as_tensor(prims.pl_origin, device=dev, dtype=f64)
-            e1 = torch.as_tensor(prims.pl_e1, device=dev, dtype=f64)
-            e2 = torch.as_tensor(prims.pl_e2, device=dev, dtype=f64)
+            plane = torch.as_tensor(_plane_params(prims), device=dev, dtype=f64)
             is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
             prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
             zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
@@ -380,22 +384,21 @@ def rasterize_torch(
             boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
             for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
                 rx, ry = rays[y, x, 0], rays[y, x, 1]
-                den = normal[p, 0] * rx + normal[p, 1] * ry + normal[p, 2]
-                depth = nd[p] / torch.where(den != 0, den, 1.0)
+                q = plane[p]
+                den = q[:, 0] * rx + q[:, 1] * ry + q[:, 2]
+                depth = q[:, 3] / torch.where(den != 0, den, 1.0)
                 ok = (den != 0) & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-                qx, qy, qz = depth * rx - origin[p, 0], depth * ry - origin[p, 1], depth - origin[p, 2]
-                u1 = qx * e1[p, 0] + qy * e1[p, 1] + qz * e1[p, 2]
-                u2 = qx * e2[p, 0] + qy * e2[p, 1] + qz * e2[p, 2]
-                a = ginv[p, 0] * u1 + ginv[p, 1] * u2
-                bb = ginv[p, 2] * u1 + ginv[p, 3] * u2
+                a = depth * (q[:, 4] * rx + q[:, 5] * ry + q[:, 6]) - q[:, 7]
+                bb = depth * (q[:, 8] * rx + q[:, 9] * ry + q[:, 10]) - q[:, 11]
                 tri = is_tri[p]
                 ok &= (a >= -PARAM_EPS) & (bb >= -PARAM_EPS)
                 ok &= torch.where(tri, a + bb <= 1.0 + PARAM_EPS, (a <= 1.0 + PARAM_EPS) & (bb <= 1.0 + PARAM_EPS))
                 p, y, x, depth, a, bb, tri = p[ok], y[ok], x[ok], depth[ok], a[ok], bb[ok], tri[ok]
                 a, bb = a.clamp(0.0, 1.0), bb.clamp(0.0, 1.0)
-                wts = torch.stack([(1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb], -1)
-                wts = torch.where(tri[:, None], torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64, device=dev), wts)
-                rgb = (wts[:, :, None] * prgb[p]).sum(1)
+                c = prgb[p]
+                w0, w1, w2, w3 = (1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb
+                quad = w0[:, None] * c[:, 0] + w1[:, None] * c[:, 1] + w2[:, None] * c[:, 2] + w3[:, None] * c[:, 3]
+                rgb = torch.where(tri[:, None], c[:, 0], quad)
                 resolve(base + y * w + x, depth, zs[p], zb[p], order[p], rgb)
     return colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
 

@@ -103,7 +103,7 @@ def test_tracks_validation_errors():
     [("Bus", "Truck"), ("Heavy truck", "Truck"), ("Train/tram", "Truck"), ("Trolley bus", "Truck"), ("Trailer", "Truck"),
      ("Vehicle", "Car"), ("Automobile", "Car"), ("Other vehicle", "Car"), ("Person", "Pedestrian"), ("Rider", "Cyclist"),
      ("Motorcycle", "Cyclist"), ("Bicycle", "Cyclist"), ("vehicle.bus.rigid", "Truck"), ("human.pedestrian.adult", "Pedestrian"),
-     ("TYPE_CYCLIST", "Cyclist"), ("REGULAR_VEHICLE", "Car"), ("movable_object.barrier", "Others"), ("static_object.bicycle_rack", "Others")],
+     ("TYPE_CYCLIST", "Cyclist"), ("Train_or_tram_car", "Truck"), ("TRUCK_CAB", "Truck"), ("REGULAR_VEHICLE", "Car"), ("movable_object.barrier", "Others"), ("static_object.bicycle_rack", "Others")],
 )  # fmt: skip
 def test_class_collapse(name, expected):
     assert collapse_class(name) == expected

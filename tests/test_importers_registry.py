@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 from avsim.maps import LANE_TYPE_STYLES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from avsim.errors import AvsimInputError
+from avsim.importers.common import split_painted_runs
 from avsim.importers.line_types import SPEC_LANE_TYPES, TABLES, lane_line_type, rdshq_lane_type
 from avsim.importers.registry import FORMATS, convert, detect_format
 from avsim.io import load_scenario, save_scenario, scenario_differences
@@ -97,3 +100,15 @@ def test_detect_nuscenes_and_rdshq_layouts(tmp_path):
     assert detect_format(tmp_path / "ns") == "nuscenes"
     (tmp_path / "rds" / "vehicle_pose").mkdir(parents=True)
     assert detect_format(Path(f"{tmp_path / 'rds'}::clip")) == "rdshq"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([None, ("WHITE", "SOLID_SINGLE"), ("YELLOW", "SOLID_GROUP")]), max_size=30))
+def test_painted_runs_partition_the_painted_vertices(types):
+    runs = split_painted_runs(types)
+    covered = [i for a, b in runs for i in range(a, b)]
+    assert covered == sorted(set(covered))  # disjoint, in order
+    assert all(b - a >= 2 and all(types[i] is not None for i in range(a, b)) for a, b in runs)
+    painted = [i for i, t in enumerate(types) if t is not None]
+    isolated = [i for i in painted if i not in covered]  # only single painted vertices are left out
+    assert all((i == 0 or types[i - 1] is None) and (i + 1 == len(types) or types[i + 1] is None) for i in isolated)

@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from avsim.errors import AvsimInputError
 from avsim.importers.registry import convert, detect_format
@@ -74,3 +76,11 @@ def test_real_waymo_scenario(shared_data, waymo_protos):
     assert convert(f"{path}::0", "waymo").scenario_id == sc.scenario_id
     with pytest.raises(AvsimInputError, match="out of range"):
         convert(f"{path}::1", "waymo")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=5))
+def test_tfrecord_framing_round_trip(tmp_path_factory, payloads):
+    path = tmp_path_factory.mktemp("tfr") / "r.tfrecord"
+    path.write_bytes(b"".join(_record(p) for p in payloads))
+    assert list(iter_tfrecord(path)) == payloads

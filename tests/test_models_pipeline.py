@@ -135,3 +135,21 @@ def test_model_rate_sampling_and_resize(tmp_path):
     # frame k at the model rate is source frame 3k: the bar moves 4 px per source frame
     col = lambda img: int(np.argmax(img[:, :, 0].astype(int).sum(0)))  # noqa: E731
     assert abs(col(frames[1].permute(1, 2, 0).numpy()) * 128 / 112 - col(raw[3])) <= 2
+
+
+def test_single_view_layout_generates_one_view():
+    import dataclasses
+
+    from avsim.models.pipeline import SamplingOptions, TransferPipeline, build_dit, build_vae
+
+    base = debug()
+    cfg = dataclasses.replace(base, dit=dataclasses.replace(base.dit, num_view_embeddings=0, view_condition_dim=0),
+                              cameras=MULTIVIEW_CAMERAS[:1])
+    cpu = torch.device("cpu")
+    pipe = TransferPipeline(cfg, build_dit(cfg, None, cpu, torch.float32), build_vae(cfg, None, cpu, torch.float32), cpu)
+    control = [torch.randint(0, 256, (5, 3, cfg.height_px, cfg.width_px), dtype=torch.uint8)]
+    ctx = torch.randn(cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
+    out = pipe.generate(control, ctx, None, torch.tensor([0]), SamplingOptions(steps=2, guidance=0.0))
+    assert len(out) == 1 and out[0].shape == (5, 3, cfg.height_px, cfg.width_px)
+    weight0 = pipe.generate(control, ctx, None, torch.tensor([0]), SamplingOptions(steps=2, guidance=0.0, control_weight=0.0))
+    assert not torch.equal(out[0], weight0[0])  # the control video steers the result

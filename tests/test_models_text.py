@@ -111,6 +111,14 @@ def test_encoder_from_directory_with_cache(model, tokenizer, tmp_path):
     enc.release()
     assert torch.equal(enc.encode(["a bus"])[0], first[0])  # served from the cache, no model
 
+    from avsim.models.text import main
+
+    out = tmp_path / "emb.safetensors"
+    assert main(["--text-encoder", str(tmp_path / "reason1"), "--prompt", "a bus", "--out", str(out), "--device", "cpu"]) == 0
+    data = load_prompt_embeddings(out)
+    assert set(data) == {"prompt", "blank", "negative"}
+    assert data["prompt"].shape == (TEXT_TOKENS, LAYERS * HIDDEN) and data["prompt"].dtype == torch.bfloat16
+
 
 def test_embedding_file_and_multiview_context(tmp_path):
     p, blank, neg = torch.randn(8, 6), torch.randn(8, 6), torch.randn(8, 6)

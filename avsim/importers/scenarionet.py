@@ -58,8 +58,11 @@ def _require(d: dict, key: str, path: Path, where: str) -> Any:
 
 
 def _column(state: dict, key: str, n: int, path: Path, where: str) -> np.ndarray:
-    arr = np.asarray(_require(state, key, path, where), dtype=np.float64)
-    if arr.shape[0] != n:
+    try:
+        arr = np.asarray(_require(state, key, path, where), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AvsimInputError(path, f"{where}.{key}", f"not a numeric array: {exc}") from None
+    if arr.ndim == 0 or arr.shape[0] != n:
         raise AvsimInputError(path, f"{where}.{key}", f"expected {n} steps, got shape {arr.shape}")
     return arr.reshape(n, -1)
 
@@ -176,7 +179,7 @@ def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str
                 pts = pts[:-1]  # rings are stored unclosed
             {"CROSSWALK": mb.crosswalks, "SPEED_BUMP": mb.road_markings, "DRIVEWAY": mb.drivable_areas}[ftype].add(fid, pts)
         elif ftype.startswith("LANE"):
-            raw = np.asarray(_require(feat, "polyline", path, where), dtype=np.float64)
+            raw = as_points(_require(feat, "polyline", path, where), path, f"{where}.polyline", dims=(2, 3))
             if dataset == "nuscenes" and raw.ndim == 2 and raw.shape[1] == 3:
                 raw = raw[:, :2]  # ScenarioNet's nuScenes lanes carry yaw, not z, in column 3
             centre = as_points(raw, path, f"{where}.polyline", min_points=1)
