@@ -43,44 +43,46 @@ def _mount(app: typer.Typer, name: str) -> None:
         app.add_typer(module.app, name=name)
 
 
+_MOUNTED: set[str] = set()  # module names already mounted on the (process-wide) core app
+
+
 def build_app(argv: list[str] | None = None) -> typer.Typer:
-    """Build the CLI, importing only the command group that `argv` asks for."""
+    """Build the CLI, importing only the command group that `argv` asks for (idempotent)."""
     core = importlib.import_module(CORE_MODULE)
     app: typer.Typer = core.app
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
     wanted = [first] if first in LAZY_COMMANDS else ([] if first else list(LAZY_COMMANDS))
-    mounted: set[str] = set()
     for name in wanted:
         module_name = LAZY_COMMANDS[name][0]
-        if module_name not in mounted:
-            mounted.add(module_name)
+        if module_name not in _MOUNTED:
+            _MOUNTED.add(module_name)
             _mount(app, name)
     return app
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; exit codes: 0 success, 1 bad input, 2 usage error."""
     argv = sys.argv[1:] if argv is None else argv
     app = build_app(argv)
+    # typer vendors its own click: take its exception classes from typer, not from `click`
+    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     try:
         app(args=argv, prog_name="avsim", standalone_mode=False)
     except AvsimError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 1
-    except typer.Exit as exc:  # raised by --help and explicit exits
+    except typer.Exit as exc:  # --help, explicit exits
         return exc.exit_code
-    except (typer.BadParameter, typer.Abort) as exc:  # pragma: no cover - click formats these
-        typer.echo(f"error: {exc}", err=True)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 1
+    except usage_error as exc:
+        exc.show()
         return 2
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
-            return 2
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return 1
-        raise
+    except click_exception as exc:
+        exc.show()
+        return 1
     return 0
 
 

@@ -275,6 +275,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     tl = s["traffic_lights"]
     states = ", ".join(f"{k} {v}" for k, v in tl["states"].items()) or "none"
     console.print(f"traffic-light states: {tl['lights_with_states']} lights, {tl['state_rows']} rows ({states})")
+    scalars = {k: v for k, v in s["metadata"].items() if isinstance(v, (str, int, float, bool))}
+    if scalars:
+        console.print("metadata: " + ", ".join(f"{k}={v}" for k, v in scalars.items()), markup=False, highlight=False)
 
 
 @app.command()

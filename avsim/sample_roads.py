@@ -132,7 +132,8 @@ def movement_target(arm: int, movement: str) -> int:
     return (arm + {"right": 1, "straight": 2, "left": 3}[movement]) % 4
 
 
-def connector_centre(arm: int, offset_m: float, movement: str) -> np.ndarray:
+def connector_centre(arm: int, offset_m: float, movement: str,
+                     step_m: float = ARC_STEP_M) -> np.ndarray:
     """Centre line (n, 2) through the intersection from the stop line of inbound lane
     (arm, offset) to the start of the outbound lane with the same offset on the exit arm.
 
@@ -143,14 +144,14 @@ def connector_centre(arm: int, offset_m: float, movement: str) -> np.ndarray:
     start = STOP_LINE_M * u + offset_m * n
     if movement == "straight":
         end = -STOP_LINE_M * u + offset_m * n
-        return segment(start, end, ARC_STEP_M)
+        return segment(start, end, step_m)
     start_angle = float(np.arctan2(*(-n)[::-1])) if movement == "right" else float(
         np.arctan2(*n[::-1]))
     if movement == "right":
         center = STOP_LINE_M * (u + n)
-        return arc(center, STOP_LINE_M - offset_m, start_angle, -0.5 * np.pi)
+        return arc(center, STOP_LINE_M - offset_m, start_angle, -0.5 * np.pi, step_m)
     center = STOP_LINE_M * (u - n)
-    return arc(center, STOP_LINE_M + offset_m, start_angle, 0.5 * np.pi)
+    return arc(center, STOP_LINE_M + offset_m, start_angle, 0.5 * np.pi, step_m)
 
 
 MOVEMENTS_BY_LANE: dict[int | str, tuple[str, ...]] = {
@@ -160,11 +161,11 @@ MOVEMENTS_BY_LANE: dict[int | str, tuple[str, ...]] = {
 }
 
 
-def _lane_offset(lane: int | str) -> float:
+def lane_offset(lane: int | str) -> float:
     return BIKE_LANE_OFFSET_M if lane == "bike" else LANE_OFFSETS_M[int(lane)]
 
 
-def _lane_width(lane: int | str) -> float:
+def lane_width(lane: int | str) -> float:
     return BIKE_LANE_WIDTH_M if lane == "bike" else LANE_WIDTH_M
 
 
@@ -173,8 +174,8 @@ def build_lanes() -> list[LaneSpec]:
     lanes: list[LaneSpec] = []
     for k in range(4):
         for lane in (0, 1, "bike"):
-            o = _lane_offset(lane)
-            w = _lane_width(lane)
+            o = lane_offset(lane)
+            w = lane_width(lane)
             succ = tuple(f"{lane_id(k, 'in', lane)}__{m}" for m in MOVEMENTS_BY_LANE[lane])
             inbound = segment(arm_point(k, ARM_LENGTH_M, o), arm_point(k, STOP_LINE_M, o))
             lanes.append(LaneSpec(lane_id(k, "in", lane), inbound, w, "inbound", k, succ))

@@ -187,7 +187,9 @@ def vehicle_route(lanes: dict[str, roads.LaneSpec], arm: int, lane: int | str,
     inbound = lanes[roads.lane_id(arm, "in", lane)]
     conn = lanes[f"{inbound.lane_id}__{movement}"]
     outbound = lanes[conn.successors[0]]
-    poly = roads.join(inbound.centre_xy, conn.centre_xy, outbound.centre_xy)
+    # the same arc as the map's connector, sampled at the route step so headings turn smoothly
+    fine = roads.connector_centre(arm, roads.lane_offset(lane), movement, ROUTE_STEP_M)
+    poly = roads.join(inbound.centre_xy, fine, outbound.centre_xy)
     s_stop = roads.ARM_LENGTH_M - roads.STOP_LINE_M
     conn_len = float(np.linalg.norm(np.diff(conn.centre_xy, axis=0), axis=1).sum())
     light = roads.light_id(arm, roads.LIGHT_GROUPS[0 if lane == 0 else 1])

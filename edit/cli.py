@@ -104,8 +104,11 @@ def validate_command(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when there is any finding."),
     as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
 ) -> None:
-    """Load SCENARIO (format checks) and report semantic findings: overlaps, off-road
-    vehicles, speeds and accelerations beyond class limits, track gaps, conflicting lights."""
+    """Check SCENARIO: loading (format) errors, then overlaps, off-road vehicles, speed and
+    acceleration limits, track gaps and conflicting lights.
+
+    Findings print one per line (time, kind, ids, reason); --strict exits 1 when there are any.
+    """
     from .validate import validate_scenario
 
     scn = _load(scenario)

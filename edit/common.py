@@ -27,6 +27,21 @@ DEFAULT_SIZE_M: dict[str, tuple[float, float, float]] = {
 }
 
 
+EGO_SIZE_M = (4.8, 2.0, 1.6)
+EGO_REAR_AXLE_TO_CENTRE_M = 1.4
+
+
+def ego_box(scenario) -> tuple[tuple[float, float, float], float]:
+    """The ego's box size (l, w, h) and rear-axle-to-centre distance: from the scenario's
+    metadata (`ego_size_m`, `ego_rear_axle_to_center_m`) when given, else a typical car."""
+    meta = scenario.metadata
+    size = meta.get("ego_size_m")
+    size = tuple(float(v) for v in size) if isinstance(size, (list, tuple)) and len(size) == 3 else EGO_SIZE_M
+    offset = meta.get("ego_rear_axle_to_center_m")
+    offset = float(offset) if isinstance(offset, (int, float)) and not isinstance(offset, bool) else EGO_REAR_AXLE_TO_CENTRE_M
+    return size, offset  # type: ignore[return-value]
+
+
 def start_ns(scenario) -> int:
     """The scenario clock's origin: the ego's first timestamp (int ns)."""
     return int(scenario.ego.timestamps_ns[0])

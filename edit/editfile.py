@@ -386,7 +386,7 @@ OPS: dict[str, OpSpec] = {
     "cut_in": OpSpec({"track_id": (string, True), "start_s": (nonneg, True), "duration_s": (pos, True), "side": (lambda x, a: string(x, a, ("left", "right")), False),
                       "gap_m": (num, False), "rel_speed_mps": (num, False), "lane_offset_m": (num, False), "class": (string, False), "size_m": (vec(3), False),
                       "lead_in_s": (nonneg, False), "lead_out_s": (nonneg, False)},
-                     lambda s, a: ops_agents.cut_in(s, a["track_id"], a["start_s"], a["duration_s"], a.get("side", "left"), a.get("gap_m", 15.0), a.get("rel_speed_mps", 0.0),
+                     lambda s, a: ops_agents.cut_in(s, a["track_id"], a["start_s"], a["duration_s"], a.get("side", "left"), a.get("gap_m", 3.0), a.get("rel_speed_mps", 0.0),
                                                     a.get("lane_offset_m"), a.get("class", "Car"), a.get("size_m"), a.get("lead_in_s"), a.get("lead_out_s")),
                      "a vehicle changes from the adjacent lane into the ego's lane"),
     # map

@@ -21,6 +21,7 @@ from .common import (
     check_time,
     columns,
     concat_columns,
+    ego_box,
     end_s,
     existing_ids,
     require_ids,
@@ -148,7 +149,8 @@ def add_agent_route(
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
     mask = (t_all >= start_s - 1e-9) & (t_all <= stop + 1e-9)
     length = float(speed.distance_m(np.array([stop - start_s]))[0]) + 10.0
-    route = routes.lane_route(scenario.map, np.asarray(start_xy_m, dtype=np.float64)[:2], length, heading_rad, tuple(turns))
+    route = routes.lane_route(scenario.map, np.asarray(start_xy_m, dtype=np.float64)[:2], length, heading_rad, tuple(turns),
+                              lane_successors=scenario.metadata.get("lane_successors"))
     xyz, yaw = routes.follow_path(route, t_all[mask], speed, start_s=start_s)
     xyz = xyz.copy()
     xyz[:, 2] += size[2] / 2  # lane centres lie on the ground
@@ -377,7 +379,7 @@ def cut_in(
     start_s: float,
     duration_s: float,
     side: str = "left",
-    gap_m: float = 15.0,
+    gap_m: float = 3.0,
     rel_speed_mps: float = 0.0,
     lane_offset_m: float | None = None,
     source_class: str = "Car",
@@ -390,9 +392,10 @@ def cut_in(
     The manoeuvre is laid out in the ego path's Frenet frame: the lateral offset moves from the
     adjacent lane (`side` of the ego, offset measured on the map's lanes unless
     `lane_offset_m` is given; 3.5 m on maps without lanes) to 0 between `start_s` and
-    `start_s + duration_s` with a quintic ramp (no lateral jerk steps). Longitudinally the
-    vehicle is `gap_m` ahead of the ego's rear axle (to its box centre) at the end of the
-    manoeuvre and drives `rel_speed_mps` faster than the ego throughout. It is sampled on the
+    `start_s + duration_s` with a quintic ramp (no lateral jerk steps). Longitudinally its
+    rear bumper is `gap_m` ahead of the ego's front bumper (ego size from the scenario's
+    metadata, else a typical car) at the end of the manoeuvre, and it drives `rel_speed_mps`
+    faster than the ego throughout. It is sampled on the
     ego's timestamps from `lead_in_s` before the manoeuvre to `lead_out_s` after it (None: from
     the clip start / to the clip end), so it can enter and leave busy real scenes.
     """
@@ -415,7 +418,9 @@ def cut_in(
         lane_offset_m = -lane_offset_m
     t, ego_xy, ego_s = _ego_path(scenario)
     t_end = start_s + duration_s
-    s = ego_s + gap_m + rel_speed_mps * (t - t_end)
+    ego_size, ego_offset = ego_box(scenario)
+    centre_gap = ego_offset + ego_size[0] / 2 + gap_m + size[0] / 2  # rear axle -> agent centre
+    s = ego_s + centre_gap + rel_speed_mps * (t - t_end)
     d = lane_offset_m * (1.0 - routes.smootherstep((t - start_s) / duration_s))
     ref = routes.dedupe_polyline(ego_xy)
     if len(ref) < 2:

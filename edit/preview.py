@@ -17,6 +17,7 @@ import numpy as np
 from avsim.maps.elements import lane_style
 from avsim.video import MP4Writer
 
+from .common import ego_box
 from .routes import arc_length_m
 
 BACKGROUND = (12, 12, 12)
@@ -171,8 +172,9 @@ def draw_frame(scenario, static: np.ndarray, view: _View, t_ns: int, agents_at, 
     pose = scenario.ego.pose_at(np.array([t_ns]))
     ego_yaw = float(np.asarray(pose.yaw_rad).reshape(-1)[0])
     p = np.asarray(pose.translation)[0]
-    ego_c = p[:2] + 1.4 * np.array([np.cos(ego_yaw), np.sin(ego_yaw)])
-    _draw_box(img, view, ego_c, np.array([4.8, 2.0]), ego_yaw, EGO_RGB, "ego", font)
+    size, offset = ego_box(scenario)
+    ego_c = p[:2] + offset * np.array([np.cos(ego_yaw), np.sin(ego_yaw)])
+    _draw_box(img, view, ego_c, np.array(size[:2]), ego_yaw, EGO_RGB, "ego", font)
     t_s = (t_ns - int(scenario.ego.timestamps_ns[0])) / 1e9
     cv2.putText(img, f"{title}  t = {t_s:6.2f} s", (8, int(22 * font / 0.4)), cv2.FONT_HERSHEY_SIMPLEX, font * 1.2, TEXT_RGB, 1, cv2.LINE_AA)
     bar = int(round(10.0 / view.res))  # 10 m scale bar

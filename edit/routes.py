@@ -148,19 +148,32 @@ def nearest_lane(
 ) -> tuple[int, float, float] | None:
     """Index, distance_m and arc length s_m of the lane centre nearest to `xy` (2,).
 
-    When `heading_rad` is given only lanes running within `max_heading_diff_rad` of it count.
-    Returns None when the map has no (matching) lane.
+    When `heading_rad` is given only lanes running within `max_heading_diff_rad` of it (at the
+    nearest segment) count. Returns None when the map has no (matching) lane.
     """
-    best = None
-    for k, pts in enumerate(_lane_centres(hdmap)):
-        if len(pts) < 2:
-            continue
-        dist, s, yaw = _nearest_on_polyline(pts, np.asarray(xy, dtype=np.float64))
-        if heading_rad is not None and abs(wrap_angle(yaw - heading_rad)) > max_heading_diff_rad:
-            continue
-        if best is None or dist < best[1]:
-            best = (k, dist, s)
-    return best
+    centre = hdmap.lanes.centre
+    if not len(centre):
+        return None
+    pts = np.asarray(centre.points_m)[:, :2]
+    lane = centre.element_index
+    seg = np.flatnonzero(lane[1:] == lane[:-1])  # segments inside one lane
+    p0, p1 = pts[seg], pts[seg + 1]
+    d = p1 - p0
+    len2 = (d * d).sum(axis=1)
+    ok = len2 > 1e-12
+    seg, p0, d, len2 = seg[ok], p0[ok], d[ok], len2[ok]
+    u = np.clip(((np.asarray(xy, dtype=np.float64)[:2] - p0) * d).sum(axis=1) / len2, 0.0, 1.0)
+    dist = np.linalg.norm(p0 + u[:, None] * d - xy[:2], axis=1)
+    if heading_rad is not None:
+        dist = np.where(np.abs(wrap_angle(np.arctan2(d[:, 1], d[:, 0]) - heading_rad)) <= max_heading_diff_rad, dist, np.inf)
+    k = int(np.argmin(dist))
+    if not np.isfinite(dist[k]):
+        return None
+    li = int(lane[seg[k]])
+    # arc length along the lane: cumulative length of its earlier segments plus the fraction
+    first = int(centre.offsets[li])
+    s_nodes = arc_length_m(pts[first : int(centre.offsets[li + 1])])
+    return li, float(dist[k]), float(s_nodes[seg[k] - first] + u[k] * np.sqrt(len2[k]))
 
 
 def _turn_of(points: np.ndarray) -> float:
@@ -180,6 +193,14 @@ def successors(centres: list[np.ndarray], k: int, join_tol_m: float = 1.0) -> li
     ]
 
 
+def _successors(hdmap, centres, k: int, join_tol_m: float, lane_successors: dict | None) -> list[int]:
+    ids = [str(i) for i in hdmap.lanes.ids]
+    if lane_successors and ids[k] in lane_successors:
+        index = {lid: j for j, lid in enumerate(ids)}
+        return sorted(index[str(x)] for x in lane_successors[ids[k]] if str(x) in index)
+    return successors(centres, k, join_tol_m)
+
+
 def _choose(centres: list[np.ndarray], options: list[int], turn: str) -> int:
     turns = np.array([_turn_of(centres[j]) for j in options])
     if turn == "left" and (turns > TURN_THRESHOLD_RAD).any():
@@ -196,13 +217,16 @@ def lane_route(
     heading_rad: float | None = None,
     turns: tuple[str, ...] = (),
     join_tol_m: float = 1.0,
+    lane_successors: dict | None = None,
 ) -> np.ndarray:
     """A route (N, 3) of `length_m` following lane centres from the lane nearest `start_xy`.
 
     At each junction the next entry of `turns` ("straight" | "left" | "right") picks the
     successor; when `turns` runs out, the straightest successor is taken. Where no successor
     exists the route continues straight along the last lane's end direction, so the route
-    always has the requested length. Points are spaced ROUTE_STEP_M apart.
+    always has the requested length. Points are spaced ROUTE_STEP_M apart. `lane_successors`
+    ({lane_id: [lane_id, ...]}, e.g. the sample's `metadata["lane_successors"]`) replaces the
+    geometric successor rule where it names a lane.
     """
     for turn in turns:
         if turn not in ("straight", "left", "right"):
@@ -219,7 +243,7 @@ def lane_route(
     turn_iter = iter(turns)
     visited = {k}
     while total < length_m:
-        options = [j for j in successors(centres, k, join_tol_m) if j not in visited]
+        options = [j for j in _successors(hdmap, centres, k, join_tol_m, lane_successors) if j not in visited]
         if not options:
             break
         k = _choose(centres, options, next(turn_iter, "straight"))

@@ -28,9 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import shapely
 
-from avsim.agents import collapse_class
-
-from .common import start_ns
+from .common import ego_box, start_ns
 from .routes import wrap_angle
 
 EGO_ID = "ego"
@@ -68,8 +66,8 @@ class ValidationConfig:
     sample_rate_hz: float = 10.0
     overlap_tolerance_m: float = 0.05
     include_ego: bool = True
-    ego_size_m: tuple[float, float, float] = (4.8, 2.0, 1.6)
-    ego_rear_axle_to_centre_m: float = 1.4
+    ego_size_m: tuple[float, float, float] | None = None  # None: scenario metadata or a typical car
+    ego_rear_axle_to_centre_m: float | None = None
     offroad_tolerance_m: float = 0.5
     offroad_classes: tuple[str, ...] = ("Car", "Truck")
     min_ego_coverage: float = 0.5
@@ -125,9 +123,11 @@ def _boxes_on_grid(scenario, grid: np.ndarray, config: ValidationConfig) -> _Box
         t = np.asarray(pose.translation)
         fwd = np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
         n = len(grid)
-        l, w, h = config.ego_size_m
-        parts.append((np.full(n, EGO_ID), np.full(n, "Ego"), np.arange(n), t[:, :2] + config.ego_rear_axle_to_centre_m * fwd,
-                      yaw, np.tile([l, w], (n, 1)), np.c_[t[:, 2], t[:, 2] + h]))  # fmt: skip
+        size, offset = ego_box(scenario)
+        length, width, height = config.ego_size_m or size
+        offset = offset if config.ego_rear_axle_to_centre_m is None else config.ego_rear_axle_to_centre_m
+        parts.append((np.full(n, EGO_ID), np.full(n, "Ego"), np.arange(n), t[:, :2] + offset * fwd,
+                      yaw, np.tile([length, width], (n, 1)), np.c_[t[:, 2], t[:, 2] + height]))  # fmt: skip
     if not parts:
         return _Boxes(np.zeros(0, str), np.zeros(0, str), np.zeros(0, int), np.zeros((0, 2)), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 2)))
     cols = [np.concatenate(c) for c in zip(*parts)]

@@ -292,10 +292,13 @@ def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: Fram
     # one batched subdivision of everything
     seg_groups, planar_groups = [lines, edges], [tris, statics, faces]
     starts = np.cumsum([0] + [len(g.p0) for g in seg_groups] + [len(g.edges[0]) for g in planar_groups])
+    keep_outside = np.arange(starts[-1]) >= starts[len(seg_groups)]  # polygon boundaries stay conservative
     a, b, ua, ub, src = geo.subdivide_segments(
         camera,
         np.concatenate([g.p0 for g in seg_groups] + [g.edges[0] for g in planar_groups]),
         np.concatenate([g.p1 for g in seg_groups] + [g.edges[1] for g in planar_groups]),
+        cone_rad=cone_rad,
+        keep_outside=keep_outside,
     )
     bounds = np.searchsorted(src, starts)
     piece = [slice(bounds[i], bounds[i + 1]) for i in range(len(starts) - 1)]

@@ -184,9 +184,18 @@ def clip_polygons(
     polygon are its clipped ring in order (count 0 = fully clipped away).
     """
     n, k, _ = vertices.shape
-    ring, count = vertices.copy(), np.full(n, k, dtype=np.int64)
-    for plane, sign in ((near_m, 1.0), (far_m, -1.0)):
-        ring, count = _clip_ring_halfspace(ring, count, plane, sign)
+    ring = np.zeros((n, k + 2, 3))
+    ring[:, :k] = vertices
+    count = np.full(n, k, dtype=np.int64)
+    z = vertices[..., 2]
+    cut = np.flatnonzero((z.min(axis=1) < near_m) | (z.max(axis=1) > far_m))  # most need no clipping
+    if cut.size:
+        part, part_count = ring[cut, :k], count[cut]
+        for plane, sign in ((near_m, 1.0), (far_m, -1.0)):
+            part, part_count = _clip_ring_halfspace(part, part_count, plane, sign)
+        ring[cut] = 0.0
+        ring[cut, : part.shape[1]] = part[:, : k + 2]
+        count[cut] = part_count
     return ring, count
 
 
@@ -265,7 +274,12 @@ def project_points(camera, points_cam: np.ndarray) -> np.ndarray:
 
 
 def subdivide_segments(
-    camera, p0: np.ndarray, p1: np.ndarray, tol_px: float = SUBDIVISION_TOL_PX
+    camera,
+    p0: np.ndarray,
+    p1: np.ndarray,
+    tol_px: float = SUBDIVISION_TOL_PX,
+    cone_rad: float | None = None,
+    keep_outside: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Adaptively split camera-frame segments until each projected chord is within `tol_px`.
 
@@ -273,12 +287,18 @@ def subdivide_segments(
     frame, their pixels and the index of the input segment each came from. A chord is
     accepted when the projection of its 3-D midpoint lies within `tol_px` of the straight
     pixel chord (for a pinhole without distortion every chord is exact and none is split).
+
+    With `cone_rad`, a chord that certainly lies outside the view cone (`cone_visible`) is not
+    split further: it is dropped, or kept as it is where `keep_outside` (per input segment) is
+    set (polygon boundaries, whose pixel box must stay conservative). This also stops lens
+    models from being evaluated far outside their valid range (distortion polynomials fold).
     Output order is deterministic: by source segment, then along the segment.
     """
     n = len(p0)
     uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
     if n == 0 or is_straight_projection(camera):
         return p0, p1, uv0, uv1, np.arange(n)
+    keep_outside = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
     # (source, position key) let us restore along-segment order after the level loop
     src = np.arange(n)
     key = np.zeros(n, dtype=np.float64)
@@ -286,13 +306,22 @@ def subdivide_segments(
     done = []
     a, b, ua, ub = p0, p1, uv0, uv1
     for level in range(MAX_SUBDIVISION_LEVELS + 1):
+        if cone_rad is not None:
+            outside = ~cone_visible(np.stack([a, b], 1), None, cone_rad)
+            if outside.any():
+                emit = outside & keep_outside[src]
+                done.append((a[emit], b[emit], ua[emit], ub[emit], src[emit], key[emit]))
+                inside = ~outside
+                a, b, ua, ub, src, key, width = (v[inside] for v in (a, b, ua, ub, src, key, width))
+                if not len(a):
+                    break
         m = 0.5 * (a + b)
         um = project_points(camera, m)
         chord = ub - ua
-        length = np.linalg.norm(chord, axis=-1)
+        length = np.hypot(chord[:, 0], chord[:, 1])
         rel = um - ua
         cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0]) / np.maximum(length, 1e-12)
-        err = np.where(length > 1e-9, cross, np.linalg.norm(rel, axis=-1))
+        err = np.where(length > 1e-9, cross, np.hypot(rel[:, 0], rel[:, 1]))
         ok = (err <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
         done.append((a[ok], b[ok], ua[ok], ub[ok], src[ok], key[ok]))
         s = ~ok
@@ -306,8 +335,10 @@ def subdivide_segments(
         src = np.concatenate([src[s], src[s]])
         key = np.concatenate([key[s], key[s] + half])
         width = np.concatenate([half, half])
+    if not done:
+        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0, np.int64)
     parts = [np.concatenate([d[i] for d in done]) for i in range(6)]
-    order = np.lexsort((parts[5], parts[4]))
+    order = np.lexsort((parts[5], parts[4])) if len(done) > 1 else np.arange(len(parts[4]))
     return tuple(p[order] for p in parts[:5])  # type: ignore[return-value]
 
 
@@ -328,8 +359,12 @@ def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, heigh
     owner (M,), with one pixel of slack (chord tolerance); empty boxes are (0, 0, -1, -1)."""
     lo = np.full((n, 2), np.inf)
     hi = np.full((n, 2), -np.inf)
-    np.minimum.at(lo, owner, uv)
-    np.maximum.at(hi, owner, uv)
+    if len(owner):
+        order = np.argsort(owner, kind="stable")
+        owner, uv = owner[order], uv[order]
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        lo[owner[starts]] = np.minimum.reduceat(uv, starts, axis=0)
+        hi[owner[starts]] = np.maximum.reduceat(uv, starts, axis=0)
     # pixel i has its centre at i + 0.5
     with np.errstate(invalid="ignore"):
         boxes = np.stack(

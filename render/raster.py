@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     _njit = None
 
 BACKENDS = ("numba", "torch")
+INV_MAX_DEPTH = 1.0 / style.MAX_DEPTH_M  # fade = 1 - depth * INV_MAX_DEPTH in both backends
 KEY_OFFSET = 1.0  # keeps every comparison key positive (packed float32 bits sort as ints)
 PARAM_EPS = 1e-9  # barycentric slack so shared edges leave no cracks
 
@@ -159,16 +160,22 @@ def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
 if _njit is not None:
 
     @_njit
-    def _shade(img, zbuf, y, x, depth, zscale, zbias, r, g, b):
+    def _ztest(zbuf, y, x, depth, zscale, zbias):
+        # strict: among equal keys the primitive drawn first (lower order) wins
         key = np.float32(zscale * depth + zbias + 1.0)
         if key < zbuf[y, x]:
             zbuf[y, x] = key
-            f = 1.0 - depth / 200.0
-            if f < 0.0:
-                f = 0.0
-            img[y, x, 0] = np.uint8(int(r * f + 0.5))
-            img[y, x, 1] = np.uint8(int(g * f + 0.5))
-            img[y, x, 2] = np.uint8(int(b * f + 0.5))
+            return True
+        return False
+
+    @_njit
+    def _put(img, y, x, depth, r, g, b):
+        f = 1.0 - depth * INV_MAX_DEPTH
+        if f < 0.0:
+            f = 0.0
+        img[y, x, 0] = np.uint8(int(r * f + 0.5))
+        img[y, x, 1] = np.uint8(int(g * f + 0.5))
+        img[y, x, 2] = np.uint8(int(b * f + 0.5))
 
     @_njit
     def _draw_capsules(img, zbuf, xy, inv_depth, radius, rgb, zscale, zbias, start, stop):
@@ -180,6 +187,8 @@ if _njit is not None:
             dx, dy = bx - ax, by - ay
             l2 = dx * dx + dy * dy
             i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
+            zs, zb = zscale[s], zbias[s]
+            cr, cg, cb = rgb[s, 0], rgb[s, 1], rgb[s, 2]
             ylo = max(0, int(np.floor(min(ay, by) - r - 0.5)))
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - 0.5)))
             for y in range(ylo, yhi + 1):
@@ -211,7 +220,8 @@ if _njit is not None:
                     if qx * qx + qy * qy > r2:
                         continue
                     depth = 1.0 / (i0 + t * (i1 - i0))
-                    _shade(img, zbuf, y, x, depth, zscale[s], zbias[s], rgb[s, 0], rgb[s, 1], rgb[s, 2])
+                    if _ztest(zbuf, y, x, depth, zs, zb):
+                        _put(img, y, x, depth, cr, cg, cb)
 
     @_njit
     def _draw_planars(img, zbuf, rays, plane, is_tri, rgb, bbox, zscale, zbias, start, stop, near, far, eps):
@@ -242,9 +252,12 @@ if _njit is not None:
                     if tri:
                         if a + b > 1.0 + eps:
                             continue
-                        cr, cg, cb = r0, g0, c0
+                        if _ztest(zbuf, y, x, depth, zs, zb):
+                            _put(img, y, x, depth, r0, g0, c0)
                     else:
                         if a > 1.0 + eps or b > 1.0 + eps:
+                            continue
+                        if not _ztest(zbuf, y, x, depth, zs, zb):
                             continue
                         a = min(max(a, 0.0), 1.0)
                         b = min(max(b, 0.0), 1.0)
@@ -252,7 +265,7 @@ if _njit is not None:
                         cr = w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3
                         cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
                         cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
-                    _shade(img, zbuf, y, x, depth, zs, zb, cr, cg, cb)
+                        _put(img, y, x, depth, cr, cg, cb)
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
@@ -266,8 +279,11 @@ def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None 
     h, w = prims.height_px, prims.width_px
     if rays.shape != (h, w, 2):
         raise ValueError(f"ray map must be ({h}, {w}, 2), got {rays.shape}")
-    img = np.zeros((h, w, 3), np.uint8) if out is None else out
-    img[...] = 0
+    if out is None:
+        img = np.zeros((h, w, 3), np.uint8)
+    else:
+        img = out
+        img[...] = 0
     zbuf = np.full((h, w), np.inf, np.float32)
     cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
            _f64(prims.cap_zscale), _f64(prims.cap_zbias))
@@ -343,7 +359,7 @@ def rasterize_torch(
         packed = _pack_keys(torch, key32, order)
         best.scatter_reduce_(0, flat_pix, packed, reduce="amin")
         win = best[flat_pix] == packed
-        f = (1.0 - depth / style.MAX_DEPTH_M).clamp(min=0.0)
+        f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
         col = torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
         colour[flat_pix[win]] = col[win]
 

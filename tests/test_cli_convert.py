@@ -214,3 +214,51 @@ def test_tar_member_with_a_traversal_name_is_refused(
     rc, _, err = run(["convert", root, tmp_path / "out", "--from", "rdshq"], capsys)
     assert_bad_input(rc, err, tmp_path / "out", "3d_lanelines", "path traversal")
     assert not (tmp_path / "x").exists()
+
+
+# ---- convert: bad values in a real Argoverse 2 log -------------------------------------------
+AV2_LOG = "av2/sensor/adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
+
+
+def _av2_copy(shared_data: Path, tmp_path: Path) -> Path:
+    log = tmp_path / "log" / Path(AV2_LOG).name
+    shutil.copytree(shared_data / AV2_LOG, log, ignore=shutil.ignore_patterns("sensors"))
+    return log
+
+
+def _edit_feather(path: Path, column: str, row: int, value: float) -> None:
+    import polars as pl
+
+    df = pl.read_ipc(io.BytesIO(path.read_bytes()))  # not memory-mapped: the file is rewritten below
+    values = df[column].to_numpy().copy()
+    values[row] = value
+    df.with_columns(pl.Series(column, values, dtype=df.schema[column])).write_ipc(path)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("file", "column", "row", "value", "needle"),
+    [
+        ("city_SE3_egovehicle.feather", "tx_m", 3, float("nan"), "NaN or infinite"),
+        ("city_SE3_egovehicle.feather", "qw", 3, 3.0, "quaternion"),
+        ("annotations.feather", "qw", 0, 0.0, "quaternion"),
+        ("annotations.feather", "tx_m", 2, float("inf"), "NaN or infinite"),
+        ("calibration/intrinsics.feather", "fx_px", 0, 0.0, "fx_px"),
+    ],
+)
+def test_bad_values_in_a_real_av2_log(
+    file: str, column: str, row: int, value: float, needle: str, shared_data: Path, tmp_path: Path, capsys
+) -> None:
+    log = _av2_copy(shared_data, tmp_path)
+    _edit_feather(log / file, column, row, value)
+    rc, _, err = run(["convert", log, tmp_path / "out", "--from", "av2"], capsys)
+    assert_bad_input(rc, err, tmp_path / "out", file.split("/")[-1], needle)
+
+
+@pytest.mark.realdata
+def test_truncated_av2_feather(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _av2_copy(shared_data, tmp_path)
+    path = log / "annotations.feather"
+    path.write_bytes(path.read_bytes()[:1000])
+    rc, _, err = run(["convert", log, tmp_path / "out", "--from", "av2"], capsys)
+    assert_bad_input(rc, err, tmp_path / "out", "annotations.feather")

@@ -65,6 +65,29 @@ def test_help_of_mounted_command_groups(command: str, capsys: pytest.CaptureFixt
     assert "Usage: avsim" in out
 
 
+def _command_paths() -> list[list[str]]:
+    import typer
+
+    from avsim.cli import build_app
+
+    def walk(command, path: list[str]):
+        yield path
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(build_app([])), []))
+
+
+def test_help_on_every_command_and_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` works on every command and subcommand of every mounted group."""
+    paths = _command_paths()
+    assert ["info"] in paths and ["sample"] in paths and ["convert"] in paths
+    for path in paths:
+        rc, out, err = run([*path, "--help"], capsys)
+        assert rc == 0, (path, err)
+        assert f"Usage: avsim {' '.join(path)}".rstrip() in " ".join(out.split()), path
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(["--version"], capsys)
     assert rc == 0 and out.startswith("avsim ") and "schema 1" in out

@@ -16,7 +16,7 @@ from avsim.io import load_scenario, save_scenario
 EDITS = """version: 1
 name: "gap{gap_m}"
 sweep:
-  gap_m: [10, 20]
+  gap_m: [4, 9]
 ops:
   - op: cut_in
     track_id: cutter
@@ -49,10 +49,10 @@ def test_edit_writes_variants_and_manifest_deterministically(road_dir, tmp_path,
     da, db = _tree_digest(tmp_path / "a"), _tree_digest(tmp_path / "b")
     assert da == db, "applying the same edit file twice must give identical bytes"
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
-    assert [v["name"] for v in manifest["variants"]] == ["gap10", "gap20"]
-    assert manifest["variants"][0]["findings"] == [] and manifest["variants"][1]["params"] == {"gap_m": 20}
-    loaded = load_scenario(tmp_path / "a" / "gap10")
-    assert "cutter" in set(loaded.agents.track_ids) and loaded.scenario_id == "road__gap10"
+    assert [v["name"] for v in manifest["variants"]] == ["gap4", "gap9"]
+    assert manifest["variants"][0]["findings"] == [] and manifest["variants"][1]["params"] == {"gap_m": 9}
+    loaded = load_scenario(tmp_path / "a" / "gap4")
+    assert "cutter" in set(loaded.agents.track_ids) and loaded.scenario_id == "road__gap4"
     # rerun into an existing edit output replaces it
     assert main(["edit", str(road_dir), str(edits), str(tmp_path / "a")]) == 0
     assert _tree_digest(tmp_path / "a") == da

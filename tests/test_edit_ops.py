@@ -171,7 +171,8 @@ def test_cut_in_changes_lane_within_duration_and_validates(scn):
     assert t[changed[0]] >= start and t[np.flatnonzero(np.abs(tr.center_m[:, 1]) > 0.05)[-1]] <= start + dur
     ego_x = out.ego.world_SE3_ego.translation[:, 0]
     assert np.all(tr.center_m[:, 0] > ego_x)  # ahead of the ego throughout
-    np.testing.assert_allclose(tr.center_m[t >= start + dur, 0] - ego_x[t >= start + dur], 12.0, atol=1e-6)
+    # bumper to bumper: ego front = rear axle + 1.4 + 4.8 / 2 (no ego size in metadata), car half length 2.3
+    np.testing.assert_allclose(tr.center_m[t >= start + dur, 0] - 2.3 - (ego_x[t >= start + dur] + 1.4 + 2.4), 12.0, atol=1e-6)
     assert validate_scenario(out) == validate_scenario(scn) == []
 
 

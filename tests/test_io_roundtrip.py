@@ -263,3 +263,17 @@ def test_metadata_must_round_trip_through_json(tmp_path: Path, scenario: Scenari
     with pytest.raises(AvsimValueError, match=message):
         save_scenario(scenario.replace(metadata=metadata), tmp_path / "s")
     assert not (tmp_path / "s").exists()
+
+
+def test_failed_replace_keeps_the_old_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_scenario(make_scenario(1), tmp_path / "s")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+
+    def fail(name: str) -> None:
+        if name == "lights.parquet":
+            raise KeyboardInterrupt  # even an interrupt leaves the old folder intact
+
+    with pytest.raises(KeyboardInterrupt):
+        save_scenario(make_scenario(2), tmp_path / "s", progress=fail)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before
+    assert os.listdir(tmp_path) == ["s"]

@@ -1,8 +1,10 @@
-"""End to end on the CPU with the debug model: layout -> encode -> 20 training steps -> export ->
+"""End to end on the CPU with the debug model: `avsim sample` -> `avsim render` (control videos)
+-> `avsim train pair` (with camera videos) -> encode -> 20 training steps -> export ->
 `avsim generate` with the exported weights.
 
-The "camera" videos are synthetic (moving colour gradients) and so are the controls (moving
-lines): the point is the data path, shapes and file formats, not what the model learns.
+No real camera recordings of the sample scenario exist, so the "real" videos are synthetic
+(moving colour gradients): the point is the data path, shapes and file formats, not what the
+model learns.
 """
 
 from __future__ import annotations
@@ -39,18 +41,6 @@ def _write_clip_videos(path: Path, seed: int, kind: str, frames: int = FRAMES_30
             out.write(img.astype(np.uint8))
 
 
-def _make_layout(root: Path, clips: list[str]) -> None:
-    for i, clip in enumerate(clips):
-        for j, cam in enumerate(COSMOS_VIEW_NAMES):
-            for kind, folder in (("rgb", "videos"), ("control", "control_input_hdmap_bbox")):
-                path = root / folder / f"ftheta_{cam}" / f"{clip}.mp4"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                _write_clip_videos(path, seed=100 * i + j, kind=kind)
-        cap = root / "captions" / "ftheta_camera_front_wide_120fov" / f"{clip}.json"
-        cap.parent.mkdir(parents=True, exist_ok=True)
-        cap.write_text(json.dumps({"caption": f"a synthetic drive {i}"}))
-
-
 def _cli(*args: str) -> None:
     assert avsim_main([str(a) for a in args]) == 0, args
 
@@ -63,15 +53,23 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
     from avsim.models.text import save_prompt_embeddings
     from avsim.train.data import LatentClipDataset
 
-    raw, cache, run = tmp_path / "raw", tmp_path / "cache", tmp_path / "run"
-    _make_layout(raw, ["clip_a", "clip_b"])
+    raw, cache, run = tmp_path / "layout", tmp_path / "cache", tmp_path / "run"
     mc = debug_model()
+    _cli("sample", tmp_path / "scenario", "--duration-s", "1.5")
+    size = f"{mc.width_px}x{mc.height_px}"
+    _cli("render", tmp_path / "scenario", tmp_path / "render", "--rig", "cosmos", "--size", size, "--frames", "28")
+    (clip_dir,) = [p for p in (tmp_path / "render").iterdir() if p.is_dir()]
+    clip = clip_dir.name
+    for j, cam in enumerate(COSMOS_VIEW_NAMES):
+        (tmp_path / "real").mkdir(exist_ok=True)
+        _write_clip_videos(tmp_path / "real" / f"{clip}.{cam}.mp4", seed=j, kind="rgb", frames=28)
+    _cli("train", "pair", clip_dir, tmp_path / "real", raw, "--caption", "the sample town")
     vae_path = tmp_path / "vae.pth"
     torch.save(build_vae(mc, None, torch.device("cpu"), torch.float32, seed=7).state_dict(), vae_path)
 
     _cli("train", "encode", raw, cache, "--model", "debug", "--vae", vae_path, "--zero-text", "--store-dtype", "float32")
     ds = LatentClipDataset(cache)
-    assert len(ds) == 2 and ds.num_views == 7 and ds.latent_frames == 2
+    assert len(ds) == 2 and ds.num_views == 7 and ds.latent_frames == 2  # 28 frames: 2 windows of 13
     item = ds[0]
     assert item["video"].shape == (16, 14, mc.height_px // 8, mc.width_px // 8)
     assert not torch.equal(item["video"], item["control"])
@@ -97,7 +95,7 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
     out = tmp_path / "gen"
     _cli(
         "generate", raw, out, "--config", "debug", "--checkpoint", net, "--vae", vae_path,
-        "--embeddings", emb, "--clip", "clip_a", "--steps", "2", "--device", "cpu",
+        "--embeddings", emb, "--steps", "2", "--device", "cpu",
     )
     videos = sorted(p.name for p in out.glob("*.mp4"))
     assert len(videos) == 8  # 7 views + grid
