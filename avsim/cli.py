@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     try:
-        app(args=argv, prog_name="avsim", standalone_mode=False)
+        # without standalone mode, click returns a `typer.Exit` code instead of raising it
+        result = app(args=argv, prog_name="avsim", standalone_mode=False)
     except AvsimError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 1
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except click_exception as exc:
         exc.show()
         return 1
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -53,7 +53,7 @@ class SignalPlan:
     green_s: float = 14.0
     yellow_s: float = 3.0
     all_red_s: float = 1.0
-    ew_green_start_s: float = -7.0
+    ew_green_start_s: float = -9.0
     walk_s: float = 5.0
 
     @property
@@ -270,8 +270,8 @@ class Cast:
 
 EGO_SIZE_M = (4.87, 1.95, 1.55)
 EGO_ROUTE = ("S", 0, "straight")  # arm, lane, movement
-EGO_DISTANCE_TO_STOP_LINE_M = 56.0
-EGO_SPEED_MPS = 11.0
+EGO_DISTANCE_TO_STOP_LINE_M = 42.0
+EGO_SPEED_MPS = 10.5
 
 
 def _car_size(rng: np.random.Generator) -> tuple[float, float, float]:
@@ -306,11 +306,13 @@ def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[
     t_start = -WARMUP_S
 
     def add_vehicle(arm: int, lane: int, spawn: float, s0: float, v: float, inflow: bool,
-                    heavy: str | None = None) -> None:
+                    heavy: str | None = None, movement: str | None = None) -> None:
         movements = roads.MOVEMENTS_BY_LANE[lane]
         weights = np.array([0.35, 0.65]) if lane == 0 else np.array([0.7, 0.3])
         mv = movements[int(rng.choice(len(movements), p=weights))]
-        if heavy is None and rng.random() < 0.08:
+        if movement is not None:
+            mv, heavy = movement, None
+        elif heavy is None and rng.random() < 0.08:
             heavy = "Truck" if rng.random() < 0.6 else "Bus"
         if heavy is not None:
             mv = "straight"  # a 12 m rigid box does not fit the 4 m curb returns
@@ -326,19 +328,30 @@ def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[
 
     ego_lane_key = (arm_of[ego_arm], ego_lane)
     forced_heavy = {(2, 1): ("Truck", -14.0), (0, 0): ("Bus", -9.0), (1, 0): ("Truck", 1.0)}
+    # turns that happen within the clip whatever the seed
+    forced_turn = {(0, 1): "right", (1, 1): "right", (3, 1): "right", (1, 0): "left"}
     for arm in range(4):
         for lane in (0, 1):
             # initial platoon at the warm-up start, spread over the far part of the approach
+            turn = forced_turn.get((arm, lane))
             if (arm, lane) != ego_lane_key:
-                s = float(rng.uniform(0.0, 20.0))
-                while s < roads.ARM_LENGTH_M - roads.STOP_LINE_M - 40.0:
-                    add_vehicle(arm, lane, t_start, s, 10.0, False)
-                    s += float(rng.uniform(30.0, 70.0))
+                positions = [float(rng.uniform(0.0, 20.0))]
+                while positions[-1] < roads.ARM_LENGTH_M - roads.STOP_LINE_M - 40.0:
+                    positions.append(positions[-1] + float(rng.uniform(30.0, 70.0)))
+                for s in positions[:-1]:
+                    # on the N-S road the last car of the first platoon arrives just after its
+                    # light turned red, so it waits near the head of the queue for the green
+                    forced = turn if arm % 2 == 1 and s == positions[0] else None
+                    add_vehicle(arm, lane, t_start, s, 10.0, False, movement=forced)
+                turn = None if arm % 2 == 1 else turn
             # arrivals at the map edge during the clip (Poisson, ~1 per 10 s per lane)
             t = t_start + float(rng.exponential(6.0))
             while t < duration_s - 2.0:
                 if (arm, lane) != ego_lane_key or t > 3.0:
-                    add_vehicle(arm, lane, t, 0.0, 11.0, True)
+                    # on the green E-W road, the first arrival reaches the stop line on green
+                    forced = turn if t >= t_start + 1.0 else None
+                    add_vehicle(arm, lane, t, 0.0, 11.0, True, movement=forced)
+                    turn = None if forced else turn
                 t += float(rng.uniform(4.0, 8.0) + rng.exponential(5.0))
             if (arm, lane) in forced_heavy:
                 heavy, t_heavy = forced_heavy[(arm, lane)]
@@ -539,6 +552,11 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
         _, a_stop = _idm(v[act], v0[act], acc_max[act], dec[act], headway[act], stop_jam,
                          stop_gap, v[act])
         accel = np.clip(a_free + np.minimum(a_obst, a_stop), -MAX_DECEL_MPS2, acc_max[act])
+        # IDM only approaches standstill asymptotically; real drivers stop: creeping the last
+        # decimetres becomes a full stop within this step
+        near = np.minimum(gap - jam[act], stop_gap - stop_jam) < 0.25
+        creep = near & (v[act] < 0.3) & (accel < 0.0)
+        accel = np.where(creep, -v[act] / SIM_DT_S, accel)
         if act[0] == 0 and t >= -1e-9:
             ego_rows.append((round(t, 6), float(s[0]), float(v[0]), float(accel[0])))
         s_cap[act] = s[act] + np.minimum(gap, stop_gap)

@@ -76,13 +76,15 @@ def edit_command(
     from avsim.io import save_scenario
 
     from .editfile import apply_variant, load_edit_file
+    from .validate import validate_scenario
 
     _check_edit_output(out)
     edit = load_edit_file(edits)
     source = _load(scenario)
+    base = [] if no_validate else validate_scenario(source)
     results = []
     for i, variant in enumerate(edit.variants):
-        results.append(apply_variant(source, edit, variant, validate=not no_validate))
+        results.append(apply_variant(source, edit, variant, validate=not no_validate, base_findings=base))
         typer.echo(f"[{i + 1}/{len(edit.variants)}] {variant.name}: {len(results[-1].new_findings)} new findings", err=True)
     for r in results:
         for op_index, f in r.new_findings:

@@ -1,6 +1,7 @@
 """What changed between two scenarios: agents, map elements, light timelines, ego, time span.
 
-`diff_scenarios` returns a JSON-ready dict (times in seconds from A's start, distances in
+Tracks and light timelines are compared where both clips have data (a cropped clip does not
+show every later light change as a difference). `diff_scenarios` returns a JSON-ready dict (times in seconds from A's start, distances in
 metres); `format_diff` renders it for people.
 """
 
@@ -18,11 +19,15 @@ def _r(x: float) -> float:
     return round(float(x), 3)
 
 
-def _tracks(agents) -> dict[str, dict]:
+def _tracks(agents, lo: int, hi: int) -> dict[str, dict]:
+    """Each track's rows within [lo, hi] ns (tracks with none there are left out)."""
     cols = columns(agents)
     out = {}
     for tid, rows in agents.track_slices():
-        out[tid] = {k: v[rows] for k, v in cols.items()}
+        track = {k: v[rows] for k, v in cols.items()}
+        keep = (track["timestamps_ns"] >= lo) & (track["timestamps_ns"] <= hi)
+        if keep.any():
+            out[tid] = {k: v[keep] for k, v in track.items()}
     return out
 
 
@@ -98,7 +103,8 @@ def _map_diff(ma, mb) -> dict:
     return out
 
 
-def _light_diff(la, lb, t0: int) -> dict:
+def _light_diff(la, lb, t0: int, lo: int, hi: int) -> dict:
+    """Lights whose state differs at some time within [lo, hi] (the clips' common span)."""
     ids_a = set(np.asarray(la.light_id).astype(str).tolist())
     ids_b = set(np.asarray(lb.light_id).astype(str).tolist())
     changed = []
@@ -106,8 +112,11 @@ def _light_diff(la, lb, t0: int) -> dict:
         sa, sb = np.asarray(la.light_id) == lid, np.asarray(lb.light_id) == lid
         if np.array_equal(la.timestamps_ns[sa], lb.timestamps_ns[sb]) and np.array_equal(la.state[sa], lb.state[sb]):
             continue
-        times = np.unique(np.concatenate([la.timestamps_ns[sa], lb.timestamps_ns[sb]]))
-        first = next((int(t) for t in times if la.state_at([lid], int(t))[0] != lb.state_at([lid], int(t))[0]), int(times[0]))
+        times = np.unique(np.concatenate([[lo], la.timestamps_ns[sa], lb.timestamps_ns[sb]]))
+        times = times[(times >= lo) & (times <= hi)]
+        first = next((int(t) for t in times if la.state_at([lid], int(t))[0] != lb.state_at([lid], int(t))[0]), None)
+        if first is None:
+            continue  # same states wherever both clips exist (e.g. one was cropped)
         changed.append({"id": lid, "first_difference_s": _r((first - t0) / 1e9),
                         "a": _timeline(la, sa, t0), "b": _timeline(lb, sb, t0)})  # fmt: skip
     return {"added": sorted(ids_b - ids_a), "removed": sorted(ids_a - ids_b), "changed": changed}
@@ -128,7 +137,7 @@ def diff_scenarios(a, b) -> dict:
     ego_disp = 0.0
     if len(grid):
         ego_disp = float(np.linalg.norm(ego_a.pose_at(grid).translation - ego_b.pose_at(grid).translation, axis=1).max())
-    tracks_a, tracks_b = _tracks(a.agents), _tracks(b.agents)
+    tracks_a, tracks_b = _tracks(a.agents, lo, hi), _tracks(b.agents, lo, hi)
     changed = []
     for tid in sorted(set(tracks_a) & set(tracks_b)):
         d = _track_diff(tracks_a[tid], tracks_b[tid], t0)
@@ -151,7 +160,7 @@ def diff_scenarios(a, b) -> dict:
             "unchanged": len(set(tracks_a) & set(tracks_b)) - len(changed),
         },
         "map": _map_diff(a.map, b.map),
-        "lights": _light_diff(a.lights, b.lights, t0),
+        "lights": _light_diff(a.lights, b.lights, t0, lo, hi),
         "metadata_changed": sorted(k for k in set(a.metadata) | set(b.metadata) if a.metadata.get(k) != b.metadata.get(k)),
     }
 

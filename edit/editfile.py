@@ -312,7 +312,7 @@ class OpSpec:
 
 
 _AGENT_TARGET = {"track_id": (string, False), "track_ids": (strings, False), "select": (agent_selector, False)}
-_MAP_TARGET = {"ids": (strings, False), "region": (region, False)}
+_MAP_TARGET = {"ids": (strings, False), "region": (region, False), "within_m_of_ego": (pos, False)}
 
 
 def _targets(scenario, a: dict) -> list[str]:
@@ -325,11 +325,13 @@ def _targets(scenario, a: dict) -> list[str]:
 
 
 def _map_mask(scenario, kind: str, a: dict) -> np.ndarray:
-    if "ids" not in a and "region" not in a and not a.get("all", False):
-        raise AvsimValueError("ids: give ids, a region or all: true")
-    mask = select_map_elements(scenario.map, kind, a.get("ids"), a.get("region"))
+    if not any(k in a for k in ("ids", "region", "within_m_of_ego")) and not a.get("all", False):
+        raise AvsimValueError("ids: give ids, a region, within_m_of_ego or all: true")
+    ego_xy = np.asarray(scenario.ego.world_SE3_ego.translation)[:, :2]
+    mask = select_map_elements(scenario.map, kind, a.get("ids"), a.get("region"), a.get("within_m_of_ego"), ego_xy)
     if not mask.any():
-        raise AvsimValueError(f"region: selects no {kind} element")
+        given = next((k for k in ("within_m_of_ego", "region", "ids") if k in a), "all")
+        raise AvsimValueError(f"{given}: selects no {kind} element")
     return mask
 
 
@@ -390,9 +392,9 @@ OPS: dict[str, OpSpec] = {
                                                     a.get("lane_offset_m"), a.get("class", "Car"), a.get("size_m"), a.get("lead_in_s"), a.get("lead_out_s")),
                      "a vehicle changes from the adjacent lane into the ego's lane"),
     # map
-    "restyle_lane_lines": OpSpec({**_MAP_TARGET, "color": (lambda x, a: string(x, a, ops_map.LANE_COLORS), False), "style": (string, False), "s_range_m": (s_range, False)},
+    "restyle_lane_lines": OpSpec({**_MAP_TARGET, "all": (boolean, False), "color": (lambda x, a: string(x, a, ops_map.LANE_COLORS), False), "style": (string, False), "s_range_m": (s_range, False)},
                                  lambda s, a: ops_map.restyle_lane_lines(s, _map_mask(s, "lane_lines", a), a.get("color"), a.get("style"), a.get("s_range_m")),
-                                 "change lane-line colour/style, optionally over an arc-length range", (("ids", "region"),)),
+                                 "change lane-line colour/style, optionally over an arc-length range"),
     "remove_map_elements": OpSpec({"type": (map_kind, True), **_MAP_TARGET, "all": (boolean, False)},
                                   lambda s, a: ops_map.remove_map_elements(s, a["type"], _map_mask(s, a["type"], a)), "delete elements by id or region"),
     "move_map_elements": OpSpec({"type": (map_kind, True), **_MAP_TARGET, "all": (boolean, False), "dx_m": (num, False), "dy_m": (num, False), "dz_m": (num, False)},
@@ -607,10 +609,15 @@ def apply_op(scenario, op: BoundOp, path: Path, variant: str):
 
 
 def apply_variant(scenario, edit: EditFile, variant: Variant, validate: bool = True,
-                  config: ValidationConfig | None = None) -> VariantResult:  # fmt: skip
-    """Apply a variant's ops in order; after every op, record findings that op introduced."""
+                  config: ValidationConfig | None = None, base_findings: list[Finding] | None = None) -> VariantResult:  # fmt: skip
+    """Apply a variant's ops in order; after every op, record findings that op introduced.
+
+    `base_findings` (the input's own findings) may be passed to skip validating the input again.
+    """
     result = VariantResult(variant.name, dict(variant.params), scenario)
-    before = {f.key for f in validate_scenario(scenario, config)} if validate else set()
+    if validate and base_findings is None:
+        base_findings = validate_scenario(scenario, config)
+    before = {f.key for f in base_findings} if validate else set()
     current = scenario
     for op in variant.ops:
         current = apply_op(current, op, edit.path, variant.name)
@@ -621,14 +628,15 @@ def apply_variant(scenario, edit: EditFile, variant: Variant, validate: bool = T
                     result.new_findings.append((op.index, f))
             before |= {f.key for f in found}
     meta = dict(current.metadata)
-    meta["edit"] = {
+    # an edited scenario can be edited again: keep every step, oldest first
+    meta["edit_history"] = [*scenario.metadata.get("edit_history", []), {
         "source_scenario_id": scenario.scenario_id,
         "edit_file": edit.path.name,
         "edit_file_sha256": edit.sha256,
         "variant": variant.name,
-        "params": {k: v for k, v in variant.params.items()},
+        "params": dict(variant.params),
         "ops": [op.name for op in variant.ops],
-    }
+    }]  # fmt: skip
     new_id = scenario.scenario_id if variant.name == "edited" else f"{scenario.scenario_id}__{variant.name}"
     result.scenario = current.replace(scenario_id=new_id, metadata=meta)
     return result
@@ -639,4 +647,5 @@ def apply_edit_file(scenario, edit: EditFile | str | Path, validate: bool = True
     """Every variant of an edit file applied to `scenario` (in memory; nothing is written)."""
     if not isinstance(edit, EditFile):
         edit = load_edit_file(edit)
-    return [apply_variant(scenario, edit, v, validate, config) for v in edit.variants]
+    base = validate_scenario(scenario, config) if validate else []
+    return [apply_variant(scenario, edit, v, validate, config, base) for v in edit.variants]

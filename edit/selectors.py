@@ -129,9 +129,15 @@ def element_anchor_xy(elements) -> np.ndarray:
 
 
 def select_map_elements(
-    hdmap, kind: str, ids: Sequence[str] | None = None, region: Region | None = None
+    hdmap,
+    kind: str,
+    ids: Sequence[str] | None = None,
+    region: Region | None = None,
+    max_distance_from_ego_m: float | None = None,
+    ego_xy: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Boolean mask (K,) over `hdmap.<kind>` of elements matching ids AND region."""
+    """Boolean mask (K,) over `hdmap.<kind>` of elements matching ids AND region AND (when
+    given) lying within `max_distance_from_ego_m` of the ego path `ego_xy` (T, 2)."""
     if kind not in MAP_ELEMENT_TYPES:
         raise AvsimValueError(f"type: unknown map element type {kind!r} (one of {', '.join(MAP_ELEMENT_TYPES)})")
     elements = getattr(hdmap, kind)
@@ -143,6 +149,14 @@ def select_map_elements(
             if str(i) not in known:
                 raise AvsimValueError(f"ids: unknown {kind} id {i!r}")
         mask &= np.isin(all_ids, np.asarray([str(i) for i in ids]))
+    if not len(all_ids):
+        return mask
+    anchor = element_anchor_xy(elements)
     if region is not None:
-        mask &= region.contains(element_anchor_xy(elements)) if len(all_ids) else mask
+        mask &= region.contains(anchor)
+    if max_distance_from_ego_m is not None:
+        if ego_xy is None:
+            raise AvsimValueError("within_m_of_ego: needs the ego path")
+        path = shapely.LineString(ego_xy) if len(ego_xy) > 1 else shapely.Point(ego_xy[0])
+        mask &= shapely.distance(path, shapely.points(anchor)) <= max_distance_from_ego_m
     return mask

@@ -204,33 +204,36 @@ def _prepare(ls: LaneSet, codes: np.ndarray, cfg: LaneConfig, use_visibility: bo
 # --------------------------------------------------------------------------- matching
 
 
-def _pair_measures(g: _Resampled, p: _Resampled, gi: np.ndarray, pj: np.ndarray, cfg: LaneConfig) -> dict[str, np.ndarray]:
-    gx, gz, gv = g.x[gi], g.z[gi], g.vis[gi]
-    px, pz, pv = p.x[pj], p.z[pj], p.vis[pj]
-    dx, dz = np.abs(gx - px), np.abs(gz - pz)
+def _pair_costs(g: _Resampled, p: _Resampled, gi: np.ndarray, pj: np.ndarray, cfg: LaneConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Integer assignment cost and num_match of lane pairs (the reference's definitions)."""
+    gv, pv = g.vis[gi], p.vis[pj]
     both = gv & pv
-    neither = ~gv & ~pv
-    d = np.sqrt(dx * dx + dz * dz)
-    d = np.where(neither, 0.0, np.where(both, d, cfg.dist_threshold_m))
-    num_match = (d < cfg.dist_threshold_m).sum(axis=1) - neither.sum(axis=1)
+    other = gv ^ pv
+    dx = g.x[gi] - p.x[pj]
+    dz = g.z[gi] - p.z[pj]
+    dist = np.sqrt(dx * dx + dz * dz)
+    # d = dist where both visible, 0 where both invisible, the threshold otherwise; built by
+    # multiplication so that the summed values (and so int(sum)) equal the reference's.
+    d = dist * both + cfg.dist_threshold_m * other
+    # num_match = #(d < thr) - #(both invisible) = #(both visible and dist < thr)
+    num_match = (both & (dist < cfg.dist_threshold_m)).sum(axis=1)
     total = d.sum(axis=1)
     cost = np.where((total > 0) & (total < 1), 1, total.astype(np.int64))
+    return cost, num_match
+
+
+def _pair_errors(g: _Resampled, p: _Resampled, gi: np.ndarray, pj: np.ndarray, cfg: LaneConfig) -> dict[str, np.ndarray]:
+    """Mean |dx|, |dz| over both-visible samples, near and far (NaN where none)."""
+    both = g.vis[gi] & p.vis[pj]
     k = cfg.near_count
-
-    def part_mean(v: np.ndarray, sl: slice) -> np.ndarray:
-        n = both[:, sl].sum(axis=1)
-        s = (v[:, sl] * both[:, sl]).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(n > 0, s / np.maximum(n, 1), np.nan)
-
-    return {
-        "cost": cost,
-        "num_match": num_match,
-        "x_near": part_mean(dx, slice(0, k)),
-        "x_far": part_mean(dx, slice(k, None)),
-        "z_near": part_mean(dz, slice(0, k)),
-        "z_far": part_mean(dz, slice(k, None)),
-    }
+    out = {}
+    for name, v in (("x", np.abs(g.x[gi] - p.x[pj])), ("z", np.abs(g.z[gi] - p.z[pj]))):
+        for part, sl in (("near", slice(0, k)), ("far", slice(k, None))):
+            n = both[:, sl].sum(axis=1)
+            s = (v[:, sl] * both[:, sl]).sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[f"{name}_{part}"] = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+    return out
 
 
 @dataclass(frozen=True)
@@ -299,10 +302,12 @@ def evaluate_lanes(gt: LaneSet, pred: LaneSet, config: LaneConfig | None = None)
     gi, pj = pairs_within_groups(g.frame, p.frame)
     order = np.lexsort((pj, gi, g.frame[gi])) if gi.size else gi
     gi, pj = gi[order], pj[order]
-    meas_parts: list[dict[str, np.ndarray]] = []
-    for s in range(0, gi.shape[0], _PAIR_BLOCK):
-        meas_parts.append(_pair_measures(g, p, gi[s : s + _PAIR_BLOCK], pj[s : s + _PAIR_BLOCK], cfg))
-    meas = {k: np.concatenate([m[k] for m in meas_parts]) for k in meas_parts[0]} if meas_parts else {}
+    costs, nmatch = [], []
+    for st in range(0, gi.shape[0], _PAIR_BLOCK):
+        c, n = _pair_costs(g, p, gi[st : st + _PAIR_BLOCK], pj[st : st + _PAIR_BLOCK], cfg)
+        costs.append(c)
+        nmatch.append(n)
+    meas = {"cost": np.concatenate(costs), "num_match": np.concatenate(nmatch)} if costs else {}
 
     r_lane, p_lane, c_lane, match_num = (np.zeros(n_f) for _ in range(4))
     sel_pairs: list[np.ndarray] = []
@@ -331,10 +336,8 @@ def evaluate_lanes(gt: LaneSet, pred: LaneSet, config: LaneConfig | None = None)
     np.add.at(c_lane, fr, cat_ok)
     np.add.at(match_num, fr, 1.0)
 
-    def take(k: str) -> np.ndarray:
-        return meas[k][chosen] if chosen.size else np.zeros(0)
-
+    errs = _pair_errors(g, p, cg, cp, cfg)
     return LaneEvaluation(
         cfg, keys, r_lane, p_lane, c_lane, cnt_gt, cnt_pred, match_num, has_category,
-        fr.astype(np.int64), take("x_near"), take("x_far"), take("z_near"), take("z_far"),
+        fr.astype(np.int64), errs["x_near"], errs["x_far"], errs["z_near"], errs["z_far"],
     )

@@ -303,29 +303,74 @@ def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndar
 
 
 def _candidate_pairs(
-    gt_box: np.ndarray, pd_box: np.ndarray, gi: np.ndarray, pj: np.ndarray, cfg: LetConfig, iou_thr: np.ndarray
+    gt_box: np.ndarray, pd_box: np.ndarray, gi: np.ndarray, pj: np.ndarray, cfg: LetConfig,
+    iou_threshold: float, r_gt: np.ndarray, r_pd: np.ndarray,
 ) -> _Pairs:
     """Filter all-pairs to those with positive weight and compute their measures.
 
-    `gt_box`, `pd_box` are already sensor-relative.
+    `gt_box`, `pd_box` are sensor-relative; `r_gt`, `r_pd` their clamped centre ranges.
     """
-    g, p = gt_box[gi], pd_box[pj]
-    la = longitudinal_affinity(g[:, :3], p[:, :3], cfg.tolerance_fraction, cfg.min_tolerance_m)
+    gc, pc = gt_box[:, :3], pd_box[:, :3]
+    # G.P from columns (no (E, 3) temporaries); e_lon = |r_pd cos - r_gt| = |G.P / r_gt - r_gt|.
+    dot = gc[gi, 0] * pc[pj, 0] + gc[gi, 1] * pc[pj, 1] + gc[gi, 2] * pc[pj, 2]
+    rg = r_gt[gi]
+    tol = np.maximum(cfg.tolerance_fraction * rg, cfg.min_tolerance_m)
+    la = np.clip(1.0 - np.abs(dot / rg - rg) / tol, 0.0, 1.0)
     keep = la > 0.0
-    g, p, gi, pj, la = g[keep], p[keep], gi[keep], pj[keep], la[keep]
+    gi, pj, la = gi[keep], pj[keep], la[keep]
+    g, p = gt_box[gi], pd_box[pj]
     # Cheap overlap test on circumscribed circles and heights, after the LET shift.
     shifted = let_aligned_centers(g[:, :3], p[:, :3])
     reach = 0.5 * (np.hypot(g[:, 3], g[:, 4]) + np.hypot(p[:, 3], p[:, 4]))
     dxy = np.hypot(shifted[:, 0] - g[:, 0], shifted[:, 1] - g[:, 1])
     dz = np.abs(shifted[:, 2] - g[:, 2])
     keep = (dxy < reach) & (dz < 0.5 * (g[:, 5] + p[:, 5]))
-    g, p, gi, pj, la = g[keep], p[keep], gi[keep], pj[keep], la[keep]
-    iou = let_iou(g, p)
+    g, p, gi, pj, la, shifted = g[keep], p[keep], gi[keep], pj[keep], la[keep], shifted[keep]
+    moved = p.copy()
+    moved[:, :3] = shifted
+    iou = paired_iou_3d(g, moved)
     weight = np.rint(iou * la * 1e6).astype(np.int64)
     keep = weight > 0
-    matchable = (iou >= iou_thr[pj] - 0.0) & (la > 0.0)
+    matchable = iou >= iou_threshold
     ha = heading_accuracy(g[:, 6], p[:, 6])
     return _Pairs(gi[keep], pj[keep], weight[keep], matchable[keep], la[keep], ha[keep])
+
+
+def _segment_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    if sorted_keys.size == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+
+
+def _star_events(pairs: _Pairs, idx: np.ndarray, comp: np.ndarray, pd_frame: np.ndarray, pd_levels: np.ndarray) -> _Events:
+    """Components with one GT and several predictions, in closed form.
+
+    With a single row the assignment takes the kept prediction of largest weight (first in
+    row order on ties), so prediction j is the one assigned for the cutoffs where it is kept
+    and no heavier prediction is: [max level of heavier ones, its own level).
+    """
+    order = idx[np.lexsort((pairs.pj[idx], -pairs.weight[idx], comp[idx]))]
+    c = comp[order]
+    lv = pd_levels[pairs.pj[order]]
+    starts = _segment_starts(c)
+    seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, c.size]))
+    # exclusive segmented running max of levels (levels <= 101 < 1000)
+    shifted = lv + seg * 1000
+    run = np.maximum.accumulate(shifted) - seg * 1000
+    prev = np.r_[0, run[:-1]]
+    prev[starts] = 0
+    good = (lv > prev) & pairs.matchable[order]
+    o = order[good]
+    return _Events(pd_frame[pairs.pj[o]], prev[good], lv[good], np.ones(o.size), pairs.la[o], pairs.ha[o])
+
+
+def _fan_events(pairs: _Pairs, idx: np.ndarray, comp: np.ndarray, pd_frame: np.ndarray, pd_levels: np.ndarray) -> _Events:
+    """Components with one prediction and several GTs: it goes to its heaviest GT while kept."""
+    order = idx[np.lexsort((pairs.gi[idx], -pairs.weight[idx], comp[idx]))]
+    first = order[_segment_starts(comp[order])]
+    o = first[pairs.matchable[first]]
+    pj = pairs.pj[o]
+    return _Events(pd_frame[pj], np.zeros(o.size, np.int64), pd_levels[pj], np.ones(o.size), pairs.la[o], pairs.ha[o])
 
 
 def _match_events(
@@ -339,24 +384,19 @@ def _match_events(
     )
     _, comp_of_node = connected_components(graph, directed=False)
     comp = comp_of_node[pairs.gi]
-    edges_per_comp = np.bincount(comp)
-    single = edges_per_comp[comp] == 1
-    parts: list[_Events] = []
-
-    # Single-edge components: a TP while the prediction is kept, if the pair can match at all.
-    s = single & pairs.matchable
-    sp = pairs.pj[s]
-    parts.append(
-        _Events(pd_frame[sp], np.zeros(sp.shape[0], np.int64), pd_levels[sp], np.ones(sp.shape[0]), pairs.la[s], pairs.ha[s])
-    )
-
-    multi = np.flatnonzero(~single)
+    edges = np.bincount(comp)
+    gts = np.bincount(comp[np.unique(pairs.gi, return_index=True)[1]], minlength=edges.size)
+    pds = np.bincount(comp[np.unique(pairs.pj, return_index=True)[1]], minlength=edges.size)
+    kind_gt1, kind_pd1 = gts[comp] == 1, pds[comp] == 1
+    parts = [
+        _star_events(pairs, np.flatnonzero(kind_gt1), comp, pd_frame, pd_levels),  # includes single edges
+        _fan_events(pairs, np.flatnonzero(kind_pd1 & ~kind_gt1), comp, pd_frame, pd_levels),
+    ]
+    multi = np.flatnonzero(~kind_gt1 & ~kind_pd1)
     if multi.size:
         order = multi[np.argsort(comp[multi], kind="stable")]
-        c_sorted = comp[order]
-        bounds = np.flatnonzero(np.diff(c_sorted)) + 1
-        for idx in np.split(order, bounds):
-            parts.append(_match_component(pairs, idx, pd_frame, pd_levels))
+        for ix in np.split(order, _segment_starts(comp[order])[1:]):
+            parts.append(_match_component(pairs, ix, pd_frame, pd_levels))
     return _Events.concat(parts)
 
 
@@ -382,7 +422,7 @@ def _match_component(pairs: _Pairs, idx: np.ndarray, pd_frame: np.ndarray, pd_le
         kept = np.flatnonzero(levels >= lvl)
         r, c = linear_sum_assignment(weight[:, kept], maximize=True)
         c = kept[c]
-        good = ok[r, c]
+        good = ok[r, c] & (weight[r, c] > 0)
         if good.any():
             starts.append(prev)
             ends.append(int(lvl))
@@ -397,35 +437,38 @@ def _match_component(pairs: _Pairs, idx: np.ndarray, pd_frame: np.ndarray, pd_le
     )
 
 
+def class_pairs(
+    gt_frame: np.ndarray, gt_box: np.ndarray, pd_frame: np.ndarray, pd_box: np.ndarray, iou_threshold: float, cfg: LetConfig
+) -> _Pairs:
+    """Candidate (positive-weight) pairs of one class; boxes sensor-relative, frames int codes."""
+    r_gt = np.maximum(np.sqrt((gt_box[:, :3] ** 2).sum(axis=1)), 1e-6)
+    r_pd = np.maximum(np.sqrt((pd_box[:, :3] ** 2).sum(axis=1)), 1e-6)
+    gi_all, pj_all = pairs_within_groups(gt_frame, pd_frame)
+    parts = [
+        _candidate_pairs(gt_box, pd_box, gi_all[s : s + _PAIR_BLOCK], pj_all[s : s + _PAIR_BLOCK], cfg, iou_threshold, r_gt, r_pd)
+        for s in range(0, gi_all.shape[0], _PAIR_BLOCK)
+    ]
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return _Pairs(z, z, z, np.zeros(0, bool), np.zeros(0), np.zeros(0))
+    return _Pairs(*(np.concatenate([getattr(q, f) for q in parts]) for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
+
+
 def breakdown_counts(
     gt_frame: np.ndarray,
-    gt_box: np.ndarray,
     pd_frame: np.ndarray,
-    pd_box: np.ndarray,
     pd_score: np.ndarray,
-    iou_threshold: float,
-    cfg: LetConfig,
+    pairs: _Pairs,
+    gt_mask: np.ndarray,
+    pd_mask: np.ndarray,
     cutoffs: np.ndarray,
 ) -> BreakdownCounts:
-    """Match one breakdown (one class, optionally one range bin) at all cutoffs.
-
-    Frames are integer codes; boxes are sensor-relative `(N, 7)`.
-    """
+    """Match one breakdown (a class's rows selected by `gt_mask`, `pd_mask`) at all cutoffs."""
     pd_levels = np.searchsorted(cutoffs, pd_score.astype(np.float32), side="right").astype(np.int64)
-    n_gt, n_pd = gt_box.shape[0], pd_box.shape[0]
-    parts: list[_Pairs] = []
-    gi_all, pj_all = pairs_within_groups(gt_frame, pd_frame)
-    thr = np.full(n_pd, iou_threshold)
-    for start in range(0, gi_all.shape[0], _PAIR_BLOCK):
-        sl = slice(start, start + _PAIR_BLOCK)
-        parts.append(_candidate_pairs(gt_box, pd_box, gi_all[sl], pj_all[sl], cfg, thr))
-    if parts:
-        pairs = _Pairs(*(np.concatenate([getattr(q, f) for q in parts]) for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
-    else:
-        z = np.zeros(0, np.int64)
-        pairs = _Pairs(z, z, z, np.zeros(0, bool), np.zeros(0), np.zeros(0))
-    events = _match_events(pairs, gt_frame, pd_frame, pd_levels, n_gt, n_pd)
-    return BreakdownCounts(cutoffs.shape[0], gt_frame, pd_frame, pd_levels, events)
+    sel = gt_mask[pairs.gi] & pd_mask[pairs.pj]
+    sub = _Pairs(*(getattr(pairs, f)[sel] for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
+    events = _match_events(sub, gt_frame, pd_frame, pd_levels, gt_frame.shape[0], pd_frame.shape[0])
+    return BreakdownCounts(cutoffs.shape[0], gt_frame[gt_mask], pd_frame[pd_mask], pd_levels[pd_mask], events)
 
 
 # --------------------------------------------------------------------------- metrics
@@ -528,13 +571,12 @@ def evaluate_let(gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None) ->
     classes = tuple(sorted(set(gt.label.tolist()) | set(pred.label.tolist())))
     counts: dict[tuple[str, str], BreakdownCounts] = {}
     for cls in classes:
-        gm, pm = gt.label == cls, pred.label == cls
-        thr = cfg.iou_threshold(cls)
-        subsets = [("all", np.ones_like(g_rng, bool), np.ones_like(p_rng, bool))]
-        subsets += [(range_bin_name(lo, hi), (g_rng >= lo) & (g_rng < hi), (p_rng >= lo) & (p_rng < hi)) for lo, hi in cfg.range_bins_m]
+        g_idx, p_idx = np.flatnonzero(gt.label == cls), np.flatnonzero(pred.label == cls)
+        gf, pf = g_code[g_idx], p_code[p_idx]
+        pairs = class_pairs(gf, g_box[g_idx], pf, p_box[p_idx], cfg.iou_threshold(cls), cfg)
+        gr, pr = g_rng[g_idx], p_rng[p_idx]
+        subsets = [("all", np.ones(g_idx.size, bool), np.ones(p_idx.size, bool))]
+        subsets += [(range_bin_name(lo, hi), (gr >= lo) & (gr < hi), (pr >= lo) & (pr < hi)) for lo, hi in cfg.range_bins_m]
         for name, gsel, psel in subsets:
-            g_idx, p_idx = np.flatnonzero(gm & gsel), np.flatnonzero(pm & psel)
-            counts[(cls, name)] = breakdown_counts(
-                g_code[g_idx], g_box[g_idx], p_code[p_idx], p_box[p_idx], pred.score[p_idx], thr, cfg, cutoffs
-            )
+            counts[(cls, name)] = breakdown_counts(gf, pf, pred.score[p_idx], pairs, gsel, psel, cutoffs)
     return LetEvaluation(cfg, keys, classes, counts)

@@ -130,11 +130,11 @@ def _init_worker(scenario, opts: RenderOptions, queue) -> None:
     _WORKER["queue"] = queue
 
 
-def _run_job(job: writer.CameraJob) -> tuple[str, int]:
+def _run_segment(segment: writer.Segment) -> int:
     renderer = _WORKER["renderer"]
     opts: RenderOptions = _WORKER["opts"]
     queue = _WORKER["queue"]
-    cam_index = renderer.rig.index(job.camera)
+    cam_index = renderer.rig.index(segment.camera)
     pending = [0]
 
     def tick() -> None:
@@ -143,16 +143,11 @@ def _run_job(job: writer.CameraJob) -> tuple[str, int]:
             queue.put(pending[0])
             pending[0] = 0
 
-    frames = (renderer.render_camera(f, cam_index) for f in range(job.start, job.stop))
-    n = writer.write_camera_job(frames, job, opts.width_px, opts.height_px, opts.fps, on_frame=tick)
+    frames = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
+    n = writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=tick)
     if queue is not None and pending[0]:
         queue.put(pending[0])
-    return job.camera, n
-
-
-def _balanced(jobs: list[writer.CameraJob], workers: int) -> list[writer.CameraJob]:
-    # longest first, so the pool's greedy scheduling ends evenly
-    return sorted(jobs, key=lambda j: -(j.stop - j.start))
+    return n
 
 
 def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
@@ -168,51 +163,56 @@ def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
     clip_id = writer.safe_name(scenario.scenario_id)
     jobs = plan_jobs(clip_id, cameras, first, stop, opts)
     todo = [j for j in jobs if opts.overwrite or not j.done()]
-    skipped = sum(j.stop - j.start for j in jobs if j not in todo)
-    if progress is not None and skipped:
-        progress(skipped)
+    segments = [s for j in todo for s in j.segments() if opts.overwrite or not s.done()]
+    total = sum(j.stop - j.start for j in jobs)
+    rendered_planned = sum(s.stop - s.start for s in segments)
+    if progress is not None and total > rendered_planned:
+        progress(total - rendered_planned)
     opts = RenderOptions(**{**asdict(opts), "cameras": cameras})
     rendered = 0
-    if todo and opts.workers <= 1:
+    if segments and opts.workers <= 1:
         _init_worker(scenario, opts, None)
         try:
-            for job in todo:
+            for segment in segments:
                 renderer = _WORKER["renderer"]
-                i = renderer.rig.index(job.camera)
-                frames = (renderer.render_camera(f, i) for f in range(job.start, job.stop))
-                rendered += writer.write_camera_job(
-                    frames, job, opts.width_px, opts.height_px, opts.fps,
+                i = renderer.rig.index(segment.camera)
+                frames = (renderer.render_camera(f, i) for f in range(segment.start, segment.stop))
+                rendered += writer.write_segment(
+                    frames, segment, opts.width_px, opts.height_px, opts.fps,
                     on_frame=(lambda: progress(1)) if progress is not None else None,
                 )  # fmt: skip
         finally:
             _WORKER.clear()
-    elif todo:
-        rendered = _run_pool(scenario, opts, todo, progress)
+    elif segments:
+        rendered = _run_pool(scenario, opts, segments, progress)
+    for job in todo:
+        writer.assemble_job(job)
     outputs = [str(p) for j in jobs for p in j.outputs]
     if opts.mosaic:
         outputs += _write_mosaics(opts, jobs)
     if opts.overlay is not None:
         outputs += _write_overlays(opts, jobs)
-    summary = RenderSummary(clip_id, list(cameras), stop - first, rendered, skipped, time.perf_counter() - t0, outputs)
+    summary = RenderSummary(clip_id, list(cameras), stop - first, rendered, total - rendered, time.perf_counter() - t0, outputs)
     summary_path = opts.out / clip_id / "render_summary.json"
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     return summary
 
 
-def _run_pool(scenario, opts: RenderOptions, todo: list[writer.CameraJob], progress) -> int:
+def _run_pool(scenario, opts: RenderOptions, segments: list[writer.Segment], progress) -> int:
     ctx = mp.get_context("spawn")  # no inherited state: safe with numba / torch / encoders
     manager = ctx.Manager()
     queue = manager.Queue()
     rendered = 0
     try:
         with ProcessPoolExecutor(opts.workers, mp_context=ctx, initializer=_init_worker, initargs=(scenario, opts, queue)) as pool:
-            futures = [pool.submit(_run_job, job) for job in _balanced(todo, opts.workers)]
-            pending = set(futures)
+            # longest first, so the pool's greedy scheduling ends evenly
+            ordered = sorted(segments, key=lambda s: -(s.stop - s.start))
+            pending = {pool.submit(_run_segment, s) for s in ordered}
             while pending:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for f in done:
-                    rendered += f.result()[1]
+                    rendered += f.result()
                 _drain(queue, progress)
             _drain(queue, progress)
     finally:

@@ -20,7 +20,7 @@ import numpy as np
 
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.raster import Primitives, ray_map, rasterize, rasterize_torch
+from avsim.render.raster import Primitives, planar_row_spans, ray_map, rasterize, rasterize_torch
 from avsim.rig import CameraRig
 from avsim.scenario import Scenario
 from avsim.transforms import SE3
@@ -207,7 +207,7 @@ def _segment_group(cone_rad, p0, p1, rgb, width_px, zbias) -> _SegmentGroup:
     q0, q1, keep = geo.clip_segments(p0, p1)
     idx = np.flatnonzero(keep)
     if idx.size:
-        idx = idx[geo.cone_visible(np.stack([q0[idx], q1[idx]], 1), None, cone_rad)]
+        idx = idx[geo.segment_cone_visible(q0[idx], q1[idx], cone_rad)]
     zb = np.broadcast_to(np.asarray(zbias, float), (len(p0),))
     return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx])
 
@@ -244,11 +244,21 @@ def _capsules(camera, group: _SegmentGroup, a, b, ua, ub, src, orders: _OrderCou
     )  # fmt: skip
 
 
-def _planars(camera, group: _PlanarGroup, owner, uv, orders: _OrderCounter) -> Primitives:
-    """Planar primitives of one group from the projected (subdivided) boundary points of each."""
+def _planars(camera, group: _PlanarGroup, owner, ua, ub, approx, orders: _OrderCounter) -> Primitives:
+    """Planar primitives of one group from the projected (subdivided) boundary chords of each
+    (owner (C,), pixel ends ua, ub (C, 2), approx (C,) = chord kept unsplit outside the cone)."""
     w, h = camera.width_px, camera.height_px
-    boxes = geo.pixel_bounds(len(group.verts), owner, uv, w, h)
+    n_all = len(group.verts)
+    boxes = geo.pixel_bounds(n_all, np.concatenate([owner, owner]), np.concatenate([ua, ub]), w, h)
     on = (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
+    exact = np.ones(n_all, bool)
+    exact[owner[approx]] = False
+    # renumber owners to the kept planars for the row spans
+    new_index = np.cumsum(on) - 1
+    keep_chord = on[owner]
+    row_start, row_span = planar_row_spans(
+        boxes[on], new_index[owner[keep_chord]], ua[keep_chord], ub[keep_chord], exact[on]
+    )
     v = group.verts[on]
     n = len(v)
     return Primitives(
@@ -256,6 +266,7 @@ def _planars(camera, group: _PlanarGroup, owner, uv, orders: _OrderCounter) -> P
         pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=v[:, 2 if group.is_tri else 3] - v[:, 0],
         pl_is_tri=np.full(n, group.is_tri), pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
         pl_zscale=np.full(n, group.zscale), pl_zbias=np.full(n, group.zbias), pl_order=orders.take(n),
+        pl_row_start=row_start, pl_row_span=row_span,
     )  # fmt: skip
 
 
@@ -293,12 +304,13 @@ def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: Fram
     seg_groups, planar_groups = [lines, edges], [tris, statics, faces]
     starts = np.cumsum([0] + [len(g.p0) for g in seg_groups] + [len(g.edges[0]) for g in planar_groups])
     keep_outside = np.arange(starts[-1]) >= starts[len(seg_groups)]  # polygon boundaries stay conservative
-    a, b, ua, ub, src = geo.subdivide_segments(
+    a, b, ua, ub, src, approx = geo.subdivide_segments(
         camera,
         np.concatenate([g.p0 for g in seg_groups] + [g.edges[0] for g in planar_groups]),
         np.concatenate([g.p1 for g in seg_groups] + [g.edges[1] for g in planar_groups]),
         cone_rad=cone_rad,
         keep_outside=keep_outside,
+        return_approx=True,
     )
     bounds = np.searchsorted(src, starts)
     piece = [slice(bounds[i], bounds[i + 1]) for i in range(len(starts) - 1)]
@@ -307,7 +319,7 @@ def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: Fram
     for k, group in enumerate(planar_groups):
         s = piece[2 + k]
         owner = group.edges[2][src[s] - starts[2 + k]]
-        parts.append(_planars(camera, group, np.concatenate([owner, owner]), np.concatenate([ua[s], ub[s]]), orders))
+        parts.append(_planars(camera, group, owner, ua[s], ub[s], approx[s], orders))
     parts.append(_capsules(camera, edges, a[piece[1]], b[piece[1]], ua[piece[1]], ub[piece[1]], src[piece[1]] - starts[1], orders))
     return Primitives.concat(camera.width_px, camera.height_px, parts)
 

@@ -261,6 +261,18 @@ def cone_visible(vertices: np.ndarray, counts: np.ndarray | None, cone_rad: floa
     return theta.min(axis=1) - span <= cone_rad + margin
 
 
+def segment_cone_visible(p0: np.ndarray, p1: np.ndarray, cone_rad: float) -> np.ndarray:
+    """`cone_visible` for segments (N, 3), (N, 3): the two-vertex case without pair matrices."""
+    l0 = np.sqrt(np.einsum("nk,nk->n", p0, p0))
+    l1 = np.sqrt(np.einsum("nk,nk->n", p1, p1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta0 = np.arccos(np.clip(p0[:, 2] / l0, -1.0, 1.0))
+        theta1 = np.arccos(np.clip(p1[:, 2] / l1, -1.0, 1.0))
+        span = np.arccos(np.clip(np.einsum("nk,nk->n", p0, p1) / (l0 * l1), -1.0, 1.0))
+    visible = np.minimum(theta0, theta1) - span <= cone_rad + np.radians(1.0)
+    return visible | ~np.isfinite(span)
+
+
 def is_straight_projection(camera) -> bool:
     """True when 3-D straight lines stay straight in the image (distortion-free pinhole)."""
     return isinstance(camera, PinholeCamera) and not camera.has_distortion
@@ -280,7 +292,8 @@ def subdivide_segments(
     tol_px: float = SUBDIVISION_TOL_PX,
     cone_rad: float | None = None,
     keep_outside: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return_approx: bool = False,
+) -> tuple[np.ndarray, ...]:
     """Adaptively split camera-frame segments until each projected chord is within `tol_px`.
 
     Returns (q0, q1 (M, 3), uv0, uv1 (M, 2), source (M,)): sub-segment ends in the camera
@@ -292,12 +305,13 @@ def subdivide_segments(
     split further: it is dropped, or kept as it is where `keep_outside` (per input segment) is
     set (polygon boundaries, whose pixel box must stay conservative). This also stops lens
     models from being evaluated far outside their valid range (distortion polynomials fold).
-    Output order is deterministic: by source segment, then along the segment.
+    Output order is deterministic: by source segment, then along the segment. With
+    `return_approx` a sixth array flags the chords kept unsplit outside the cone.
     """
     n = len(p0)
     uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
     if n == 0 or is_straight_projection(camera):
-        return p0, p1, uv0, uv1, np.arange(n)
+        return (p0, p1, uv0, uv1, np.arange(n)) + ((np.zeros(n, bool),) if return_approx else ())
     keep_outside = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
     # (source, position key) let us restore along-segment order after the level loop
     src = np.arange(n)
@@ -306,11 +320,11 @@ def subdivide_segments(
     done = []
     a, b, ua, ub = p0, p1, uv0, uv1
     for level in range(MAX_SUBDIVISION_LEVELS + 1):
-        if cone_rad is not None:
-            outside = ~cone_visible(np.stack([a, b], 1), None, cone_rad)
+        if cone_rad is not None and level > 0:  # level-0 input was culled by the caller
+            outside = ~segment_cone_visible(a, b, cone_rad)
             if outside.any():
                 emit = outside & keep_outside[src]
-                done.append((a[emit], b[emit], ua[emit], ub[emit], src[emit], key[emit]))
+                done.append((a[emit], b[emit], ua[emit], ub[emit], src[emit], key[emit], np.ones(int(emit.sum()), bool)))
                 inside = ~outside
                 a, b, ua, ub, src, key, width = (v[inside] for v in (a, b, ua, ub, src, key, width))
                 if not len(a):
@@ -323,7 +337,7 @@ def subdivide_segments(
         cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0]) / np.maximum(length, 1e-12)
         err = np.where(length > 1e-9, cross, np.hypot(rel[:, 0], rel[:, 1]))
         ok = (err <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
-        done.append((a[ok], b[ok], ua[ok], ub[ok], src[ok], key[ok]))
+        done.append((a[ok], b[ok], ua[ok], ub[ok], src[ok], key[ok], np.zeros(int(ok.sum()), bool)))
         s = ~ok
         if not s.any():
             break
@@ -336,10 +350,12 @@ def subdivide_segments(
         key = np.concatenate([key[s], key[s] + half])
         width = np.concatenate([half, half])
     if not done:
-        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0, np.int64)
-    parts = [np.concatenate([d[i] for d in done]) for i in range(6)]
+        empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0, np.int64))
+        return empty + (np.zeros(0, bool),) if return_approx else empty
+    parts = [np.concatenate([d[i] for d in done]) for i in range(7)]
     order = np.lexsort((parts[5], parts[4])) if len(done) > 1 else np.arange(len(parts[4]))
-    return tuple(p[order] for p in parts[:5])  # type: ignore[return-value]
+    out = tuple(p[order] for p in parts[:5]) + ((parts[6][order],) if return_approx else ())
+    return out  # type: ignore[return-value]
 
 
 def ring_edges(rings: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

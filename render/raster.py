@@ -57,7 +57,10 @@ class Primitives:
     c1 and c3 in the camera frame); ``pl_is_tri (P,)`` (True: triangle c0, c0+e1, c0+e2);
     ``pl_rgb (P, 4, 3)`` colours at c0, c1, c2 = c0+e1+e2, c3 (triangles use the first);
     ``pl_bbox (P, 4)`` int64 inclusive pixel box (x0, y0, x1, y1); ``pl_zscale``, ``pl_zbias``,
-    ``pl_order (P,)``.
+    ``pl_order (P,)``. Optional row spans (a loop bound only; coverage is decided per pixel):
+    ``pl_row_start (P,)`` and ``pl_row_span (R, 2)``: row y of planar p (y0 <= y <= y1 of its
+    box) is scanned over x in ``pl_row_span[pl_row_start[p] + y - y0]`` (inclusive); empty
+    ``pl_row_start`` means whole box rows.
     """
 
     width_px: int
@@ -78,6 +81,8 @@ class Primitives:
     pl_zscale: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pl_zbias: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pl_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_row_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_row_span: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @property
     def n_capsules(self) -> int:
@@ -91,8 +96,13 @@ class Primitives:
     def concat(width_px: int, height_px: int, parts: list[Primitives]) -> Primitives:
         """Join primitive sets (orders are kept as given)."""
         out = Primitives(width_px, height_px)
+        with_spans = [p for p in parts if p.n_planars]
+        if with_spans and all(len(p.pl_row_start) == p.n_planars for p in with_spans):
+            shift = np.cumsum([0] + [len(p.pl_row_span) for p in with_spans])
+            out.pl_row_start = np.concatenate([p.pl_row_start + s for p, s in zip(with_spans, shift)])
+            out.pl_row_span = np.concatenate([p.pl_row_span for p in with_spans])
         for name in Primitives.__dataclass_fields__:
-            if name in ("width_px", "height_px"):
+            if name in ("width_px", "height_px", "pl_row_start", "pl_row_span"):
                 continue
             arrays = [getattr(p, name) for p in parts]
             if arrays:
@@ -224,7 +234,8 @@ if _njit is not None:
                         _put(img, y, x, depth, cr, cg, cb)
 
     @_njit
-    def _draw_planars(img, zbuf, rays, plane, is_tri, rgb, bbox, zscale, zbias, start, stop, near, far, eps):
+    def _draw_planars(img, zbuf, rays, plane, is_tri, rgb, bbox, zscale, zbias, use_spans, row_start, row_span,
+                      start, stop, near, far, eps):
         for p in range(start, stop):
             n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
             A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
@@ -236,7 +247,11 @@ if _njit is not None:
             r2, g2, c2 = rgb[p, 2, 0], rgb[p, 2, 1], rgb[p, 2, 2]
             r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
-                for x in range(bbox[p, 0], bbox[p, 2] + 1):
+                xs, xe = bbox[p, 0], bbox[p, 2]
+                if use_spans:
+                    k = row_start[p] + y - bbox[p, 1]
+                    xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
+                for x in range(xs, xe + 1):
                     rx = np.float64(rays[y, x, 0])
                     ry = np.float64(rays[y, x, 1])
                     den = n0 * rx + n1 * ry + n2
@@ -268,6 +283,62 @@ if _njit is not None:
                         _put(img, y, x, depth, cr, cg, cb)
 
 
+    @_njit
+    def _row_spans(bbox, row_start, owner, uv0, uv1, exact, spans):
+        # Conservative x-range of each row of each planar from its projected boundary chords:
+        # every row that meets the region meets its boundary within 1.5 px (chord tolerance
+        # 0.25 px), so the chords' x over rows +/- 1.5 px, widened by 1 px, bound the region.
+        for c in range(len(owner)):
+            p = owner[c]
+            if not exact[p]:
+                continue
+            u0, v0, u1, v1 = uv0[c, 0], uv0[c, 1], uv1[c, 0], uv1[c, 1]
+            y0, y1 = bbox[p, 1], bbox[p, 3]
+            ylo = max(y0, int(np.floor(min(v0, v1) - 2.0)))
+            yhi = min(y1, int(np.ceil(max(v0, v1) + 1.0)))
+            dv = v1 - v0
+            for y in range(ylo, yhi + 1):
+                if abs(dv) > 1e-12:
+                    ta = (y + 0.5 - 1.5 - v0) / dv
+                    tb = (y + 0.5 + 1.5 - v0) / dv
+                    if ta > tb:
+                        ta, tb = tb, ta
+                    ta, tb = max(ta, 0.0), min(tb, 1.0)
+                else:
+                    ta, tb = 0.0, 1.0
+                xa, xb = u0 + ta * (u1 - u0), u0 + tb * (u1 - u0)
+                lo = int(np.floor(min(xa, xb) - 1.5))
+                hi = int(np.ceil(max(xa, xb) + 0.5))
+                k = row_start[p] + y - y0
+                if lo < spans[k, 0]:
+                    spans[k, 0] = lo
+                if hi > spans[k, 1]:
+                    spans[k, 1] = hi
+
+
+def planar_row_spans(bbox: np.ndarray, owner: np.ndarray, uv0: np.ndarray, uv1: np.ndarray, exact: np.ndarray):
+    """Row spans for planars with boxes (P, 4) from their projected boundary chords (owner (C,),
+    pixel ends (C, 2) each); planars not `exact` (some chord only approximated) scan whole rows.
+
+    Returns (row_start (P,), row_span (R, 2)) for `Primitives`, or empty arrays without numba.
+    """
+    n = len(bbox)
+    if _njit is None or n == 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    heights = np.maximum(bbox[:, 3] - bbox[:, 1] + 1, 0)
+    row_start = np.concatenate([[0], np.cumsum(heights)[:-1]]).astype(np.int64)
+    spans = np.empty((int(heights.sum()), 2), np.int64)
+    spans[:, 0], spans[:, 1] = np.iinfo(np.int64).max // 2, -1
+    rows_of = np.repeat(np.arange(n), heights)
+    inexact_rows = ~np.asarray(exact, bool)[rows_of]
+    spans[inexact_rows, 0] = bbox[rows_of[inexact_rows], 0]
+    spans[inexact_rows, 1] = bbox[rows_of[inexact_rows], 2]
+    _row_spans(np.ascontiguousarray(bbox, np.int64), row_start, np.ascontiguousarray(owner, np.int64),
+               np.ascontiguousarray(uv0, np.float64), np.ascontiguousarray(uv1, np.float64),
+               np.ascontiguousarray(exact, np.bool_), spans)  # fmt: skip
+    return row_start, spans
+
+
 def _f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
@@ -287,8 +358,11 @@ def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None 
     zbuf = np.full((h, w), np.inf, np.float32)
     cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
            _f64(prims.cap_zscale), _f64(prims.cap_zbias))
+    use_spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
+    spans = (use_spans, np.ascontiguousarray(prims.pl_row_start, dtype=np.int64),
+             np.ascontiguousarray(prims.pl_row_span, dtype=np.int64).reshape(-1, 2))
     pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
-          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias))
+          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans)
     for kind, start, stop in _runs(prims):
         if kind == 0:
             _draw_capsules(img, zbuf, *cap, start, stop)

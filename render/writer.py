@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 
@@ -87,9 +87,33 @@ def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
     return out / clip_id / f"{clip_id}.{camera}.overlay.mp4"
 
 
+SEGMENT_FRAMES = 150  # encoding unit: a camera's clip is encoded in segments, then remuxed
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Frames [start, stop) of one camera, encoded on their own into `part` (an mp4)."""
+
+    camera: str
+    start: int
+    stop: int
+    part: Path
+    png_dir: Path | None
+
+    def done(self) -> bool:
+        if not self.part.is_file():
+            return False
+        return self.png_dir is None or all((self.png_dir / f"{f:06d}.png").is_file() for f in range(self.start, self.stop))
+
+
 @dataclass(frozen=True)
 class CameraJob:
-    """One unit of work: one camera over frames [start, stop) written under `clip_id`."""
+    """One camera over frames [start, stop) written under `clip_id` (one video per output).
+
+    The frames are encoded in fixed segments of `SEGMENT_FRAMES` (independent of the number of
+    workers, so the bytes are too) that are remuxed into the outputs; finished segments are
+    kept until then, so an interrupted run resumes mid-clip.
+    """
 
     camera: str
     clip_id: str
@@ -99,41 +123,90 @@ class CameraJob:
     png_dir: Path | None
 
     def done(self) -> bool:
-        return all(p.is_file() for p in self.outputs) and (self.png_dir is None or self.png_dir.is_dir())
+        return all(p.is_file() for p in self.outputs) and (
+            self.png_dir is None or all((self.png_dir / f"{f:06d}.png").is_file() for f in range(self.start, self.stop))
+        )
+
+    @property
+    def parts_dir(self) -> Path:
+        return self.outputs[0].parent / ".parts"
+
+    def segments(self) -> list[Segment]:
+        return [
+            Segment(self.camera, a, min(a + SEGMENT_FRAMES, self.stop),
+                    self.parts_dir / f"{self.clip_id}.{self.camera}.{a:06d}.mp4", self.png_dir)
+            for a in range(self.start, self.stop, SEGMENT_FRAMES)
+        ]  # fmt: skip
 
 
-def write_camera_job(
-    frames: Iterator[np.ndarray], job: CameraJob, width_px: int, height_px: int, fps: float,
+def write_segment(
+    frames: Iterator[np.ndarray], segment: Segment, width_px: int, height_px: int, fps: float,
     on_frame: Callable[[], None] | None = None,
 ) -> int:
-    """Encode the frames of one job into its video(s) (and PNGs), atomically; returns frames.
-
-    The first output is encoded; further outputs (the other layout) are byte-identical copies.
-    """
-    first = job.outputs[0]
+    """Encode one segment's frames (and PNGs, one atomic file each); returns the frame count."""
     n = 0
-    with ExitStack() as stack:
-        writer = stack.enter_context(MP4Writer(first, width_px, height_px, fps))
-        png_tmp = stack.enter_context(atomic_output_path(job.png_dir, is_dir=True)) if job.png_dir else None
+    with MP4Writer(segment.part, width_px, height_px, fps) as writer:
         for frame in frames:
             writer.write(frame)
-            if png_tmp is not None:
-                write_png(png_tmp / f"{job.start + n:06d}.png", frame)
+            if segment.png_dir is not None:
+                write_png(segment.png_dir / f"{segment.start + n:06d}.png", frame)
             n += 1
             if on_frame is not None:
                 on_frame()
-    for extra in job.outputs[1:]:
-        with atomic_output_path(extra) as tmp:
-            shutil.copyfile(first, tmp)
     return n
 
 
+def assemble_job(job: CameraJob) -> None:
+    """Remux the job's finished segments into its outputs (atomically) and drop the parts."""
+    parts = [s.part for s in job.segments()]
+    concat_mp4(parts, job.outputs[0])
+    for extra in job.outputs[1:]:
+        with atomic_output_path(extra) as tmp:
+            shutil.copyfile(job.outputs[0], tmp)
+    for part in parts:
+        part.unlink(missing_ok=True)
+    try:
+        job.parts_dir.rmdir()
+    except OSError:
+        pass  # other cameras' parts are still there
+
+
+def concat_mp4(parts: list[Path], path: Path) -> None:
+    """Join H.264 mp4 files of identical settings into one without re-encoding (atomic).
+
+    Every part starts with an IDR frame (a fresh encoder), so the joined stream is valid;
+    timestamps are shifted to follow on.
+    """
+    with atomic_output_path(path) as tmp:
+        out = av.open(str(tmp), mode="w", format="mp4", options={"movflags": "+faststart"})
+        try:
+            out_stream, offset = None, 0
+            for part in parts:
+                with av.open(str(part)) as inp:
+                    stream = inp.streams.video[0]
+                    if out_stream is None:
+                        out_stream = out.add_stream_from_template(stream)
+                    end = offset
+                    for packet in inp.demux(stream):
+                        if packet.dts is None:  # the demuxer's final flush packet
+                            continue
+                        packet.pts += offset
+                        packet.dts += offset
+                        end = max(end, packet.pts + packet.duration)
+                        packet.stream = out_stream
+                        out.mux(packet)
+                    offset = end
+        finally:
+            out.close()
+
+
 def write_png(path: Path, frame_rgb: np.ndarray) -> None:
-    """Write an RGB frame as a PNG (deterministic bytes for identical frames)."""
+    """Write an RGB frame as a PNG, atomically (deterministic bytes for identical frames)."""
     ok, buf = cv2.imencode(".png", np.ascontiguousarray(frame_rgb[..., ::-1]))
     if not ok:  # pragma: no cover - OpenCV only fails on invalid arrays
         raise RuntimeError(f"could not encode {path}")
-    Path(path).write_bytes(buf.tobytes())
+    with atomic_output_path(path) as tmp:
+        tmp.write_bytes(buf.tobytes())
 
 
 # ---- mosaic ---------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def test_variants_apply_and_pass_validation(tmp_path):
         assert r.new_findings == [], r.name
         assert "cutter" in set(r.scenario.agents.track_ids) and "ped" not in set(r.scenario.agents.track_ids)
         assert r.scenario.scenario_id == f"road__{r.name}"
-        assert r.scenario.metadata["edit"]["params"] == r.params
+        assert r.scenario.metadata["edit_history"][-1]["params"] == r.params
 
 
 def test_json_edit_file(tmp_path):
@@ -136,8 +136,33 @@ def test_every_op_is_documented():
 def test_example_cutin_expands_to_ten_variants():
     edit = load_edit_file(REPO / "docs" / "examples" / "cutin.yaml")
     assert len(edit.variants) == 10 == len({v.name for v in edit.variants})
-    assert all(v.ops[-1].name == "cut_in" for v in edit.variants)
+    assert all([op.name for op in v.ops] == ["crop", "remove_agents", "cut_in"] for v in edit.variants)
     assert {v.ops[-1].args["gap_m"] for v in edit.variants} == {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_map_selectors_in_edit_file(tmp_path):
+    text = """
+    version: 1
+    ops:
+      - op: remove_map_elements
+        type: traffic_signs
+        within_m_of_ego: 10
+      - op: move_map_elements
+        type: crosswalks
+        region: {box: [90, -10, 110, 10]}
+        dx_m: 5
+      - op: restyle_lane_lines
+        all: true
+        color: YELLOW
+    """
+    (r,) = apply_edit_file(road_scenario(), _write(tmp_path, text))
+    m = r.scenario.map
+    assert len(m.traffic_signs) == 0  # S1 sits 6.5 m beside the ego's path
+    assert m.crosswalks[0][:, 0].min() == 105.0
+    assert set(m.lane_lines.color) == {"YELLOW"}
+    far = "version: 1\nops:\n  - op: remove_map_elements\n    type: traffic_signs\n    within_m_of_ego: 3\n"
+    with pytest.raises(AvsimInputError, match="line 5: ops\\[0\\].within_m_of_ego: selects no traffic_signs element"):
+        apply_edit_file(road_scenario(), _write(tmp_path, far, "far.yaml"))
 
 
 def test_parse_keeps_lines_for_nested_values():

@@ -95,10 +95,31 @@ def test_example_cutin_gives_ten_clean_lane_changes(sample):
         before = {lanes[k] for k in np.flatnonzero(t <= args["start"])}
         after = {lanes[k] for k in np.flatnonzero(t >= args["start"] + args["duration"])}
         ego_lane = _lane_at(s, s.ego.world_SE3_ego.translation[0, :2], float(s.ego.world_SE3_ego.yaw_rad[0]))
-        assert ego_lane == "S_in_0" and before == {"S_in_1"} and after == {"S_in_0"}
+        assert ego_lane == "S_in_0" and before == {"S_in_1"} and after == {"S_in_0"}, (before, after)
+        # it stays behind the stop line (17.5 m before the junction centre) in the cropped clip
+        assert (tr.center_m[:, 1] + tr.size_m[:, 0] / 2).max() < -17.5
         # ahead of the ego, bumper to bumper, once it has arrived
         np.testing.assert_array_equal(tr.timestamps_ns, s.ego.timestamps_ns)  # sampled on the ego clock
         ego_y = s.ego.world_SE3_ego.translation[:, 1]
         done = t >= args["start"] + args["duration"]
         gap = tr.center_m[done, 1] - tr.size_m[done, 0] / 2 - (ego_y[done] + 1.385 + 4.87 / 2)
         np.testing.assert_allclose(gap, r.params["gap_m"], atol=0.05)
+
+
+@pytest.mark.parametrize("name,count", [("pedestrian_stepout", 3), ("red_longer", 3), ("repaint_lane", 1), ("ten_speeds", 10)])
+def test_other_examples_apply_cleanly(sample, name, count):
+    results = apply_edit_file(sample, REPO_ROOT / "docs" / "examples" / f"{name}.yaml")
+    assert len(results) == count
+    if name == "ten_speeds":
+        # slowing down never adds findings; speeding up scales accelerations by factor^2, and
+        # validation may report the sample's liveliest road users (that is its job)
+        for r in results:
+            assert r.params["factor"] > 1 or r.new_findings == [], r.name
+            assert {f.kind for _, f in r.new_findings} <= {"speed", "acceleration"}, r.name
+    else:
+        assert all(r.new_findings == [] for r in results), [(r.name, [str(f) for _, f in r.new_findings]) for r in results]
+    if name == "ten_speeds":
+        assert [round(r.scenario.duration_s, 3) for r in results[:2]] == [40.0, round(20 / 0.6, 3)]
+    if name == "pedestrian_stepout":
+        t0 = [int(r.scenario.agents.track("stepping_ped").timestamps_ns[0] - sample.ego.timestamps_ns[0]) for r in results]
+        assert t0 == [2_000_000_000, 3_000_000_000, 4_000_000_000]

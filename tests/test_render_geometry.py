@@ -201,3 +201,13 @@ def test_edge_faces_table():
 def test_traffic_light_colours():
     rgb = geo.traffic_light_rgb(np.array(["red", "yellow", "green", "unknown", "off"]))
     assert rgb.tolist() == [[240, 50, 50], [255, 200, 0], [130, 240, 132], [100, 100, 100], [100, 100, 100]]
+
+
+def test_segment_cone_test_matches_the_general_one():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-20, 20, size=(2000, 3))
+    b = a + rng.uniform(-4, 4, size=(2000, 3))
+    a[:, 2], b[:, 2] = np.abs(a[:, 2]) + 0.1, np.abs(b[:, 2]) + 0.1
+    for cone in (0.3, 0.9, 1.2):
+        general = geo.cone_visible(np.stack([a, b], 1), None, cone)
+        np.testing.assert_array_equal(geo.segment_cone_visible(a, b, cone), general)

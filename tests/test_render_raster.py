@@ -252,3 +252,17 @@ def test_renders_are_byte_identical(small_renderer):
         a, b = small_renderer.render_frame(f), again.render_frame(f)
         for name in a:
             assert a[name].tobytes() == b[name].tobytes()
+
+
+def test_row_spans_only_bound_the_loop(small_renderer):
+    # spans are a conservative loop bound: dropping them (scan whole boxes) changes no pixel
+    from dataclasses import replace
+
+    from avsim.render.raster import rasterize_numba
+
+    for f in (0, 9):
+        for i, prims in enumerate(small_renderer.primitives(f)):
+            assert len(prims.pl_row_start) == prims.n_planars
+            whole = replace(prims, pl_row_start=np.zeros(0, np.int64), pl_row_span=np.zeros((0, 2), np.int64))
+            rays = small_renderer.rays(i)
+            np.testing.assert_array_equal(rasterize_numba(prims, rays), rasterize_numba(whole, rays))

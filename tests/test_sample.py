@@ -247,7 +247,7 @@ def test_vehicles_wait_at_red_lights(scenario):
         lateral = np.abs((front - end) @ np.array([-d[1], d[0]]))
         red = np.array([scenario.lights.state_at(np.array([light]), int(t))[0] == "red"
                         for t in a.timestamps_ns])
-        at_line = red & (along > -1.2) & (along < 0.0) & (lateral < half_w)
+        at_line = red & (along > -1.5) & (along < 0.0) & (lateral < half_w)
         at_line &= np.isin(a.object_class, VEHICLE_CLASSES)
         # right at the line during red: nobody is still rolling towards it
         assert np.all(speed[at_line] < 1.0), (light, speed[at_line].max())

