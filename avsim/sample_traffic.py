@@ -18,6 +18,7 @@ Everything is numpy on struct-of-arrays state; the result is deterministic for a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,7 @@ class SignalPlan:
     green_s: float = 14.0
     yellow_s: float = 3.0
     all_red_s: float = 1.0
-    ew_green_start_s: float = -9.0
+    ew_green_start_s: float = -8.0
     walk_s: float = 5.0
 
     @property
@@ -199,6 +200,12 @@ def vehicle_route(lanes: dict[str, roads.LaneSpec], arm: int, lane: int | str,
                       movement=movement)
 
 
+def _arc_length_at(route: Route, point_xy: np.ndarray) -> float:
+    """Arc length of the route point nearest `point_xy`."""
+    i = int(np.argmin(np.linalg.norm(route.points_xy - point_xy, axis=1)))
+    return i * ROUTE_STEP_M - ROUTE_PAD_BEFORE_M
+
+
 def ped_route(kind: str, arm: int, side: int, s_start: float, s_end: float) -> Route:
     """Walking routes on the sidewalk ring (see `sample_roads`): `side` +1 = the +n side.
 
@@ -216,11 +223,13 @@ def ped_route(kind: str, arm: int, side: int, s_start: float, s_end: float) -> R
         pts = np.stack([p(arm, s_start, side * o_in), p(arm, s_c, side * o_in),
                         p(arm, s_c, side * wait), p(arm, s_c, -side * wait),
                         p(arm, s_c, -side * o_in), p(arm, s_end, -side * o_in)])
-        s_wait = (s_start - s_c) + (o_in - wait)
-        route = _fillet(pts, 1.0)
-        return make_route(name, KIND_PED, route, s_stop=s_wait,
-                          s_cross_end=s_wait + 2 * wait, phase=crosswalk_phase(arm),
-                          movement="walk")
+        route = make_route(name, KIND_PED, _fillet(pts, 1.0), movement="walk")
+        # the curb edges, where the crossing starts (waiting pedestrians' fronts stop just
+        # short of it) and ends, as arc lengths on the filleted route
+        curb = roads.CURB_OFFSET_M + 0.05
+        s_on, s_off = (_arc_length_at(route, p(arm, s_c, sgn * curb)) for sgn in (side, -side))
+        return dataclasses.replace(route, s_stop_m=s_on, s_cross_end_m=s_off,
+                                   phase=crosswalk_phase(arm))
     if kind == "corner":
         nxt = arm + (1 if side > 0 else -1)
         corner = p(arm, o_in, side * o_in)
@@ -270,8 +279,8 @@ class Cast:
 
 EGO_SIZE_M = (4.87, 1.95, 1.55)
 EGO_ROUTE = ("S", 0, "straight")  # arm, lane, movement
-EGO_DISTANCE_TO_STOP_LINE_M = 42.0
-EGO_SPEED_MPS = 10.5
+EGO_DISTANCE_TO_STOP_LINE_M = 36.0
+EGO_SPEED_MPS = 10.0
 
 
 def _car_size(rng: np.random.Generator) -> tuple[float, float, float]:
@@ -329,7 +338,8 @@ def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[
     ego_lane_key = (arm_of[ego_arm], ego_lane)
     forced_heavy = {(2, 1): ("Truck", -14.0), (0, 0): ("Bus", -9.0), (1, 0): ("Truck", 1.0)}
     # turns that happen within the clip whatever the seed
-    forced_turn = {(0, 1): "right", (1, 1): "right", (3, 1): "right", (1, 0): "left"}
+    forced_turn = {(0, 1): "right", (2, 1): "right", (1, 1): "right", (3, 1): "right",
+                   (1, 0): "left"}
     for arm in range(4):
         for lane in (0, 1):
             # initial platoon at the warm-up start, spread over the far part of the approach
@@ -488,7 +498,8 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
     committed = np.zeros(n, dtype=bool)
     entry_s = np.full(n, np.inf)  # time the front crossed the stop line / curb
     s_cap = np.full(n, np.inf)  # where each agent will stop at most (for predictions)
-    lookahead = np.where(is_ped, 8.0, np.where(kind == KIND_BIKE, 20.0, 45.0))
+    # pedestrians look across the whole crosswalk before stepping off the curb
+    lookahead = np.where(is_ped, 18.0, np.where(kind == KIND_BIKE, 20.0, 45.0))
     corr_step = np.where(is_ped, 0.4, np.where(kind == KIND_BIKE, 0.5, 1.0))
     body_count = np.maximum(1, np.ceil((length - width) / BODY_SPACING_M).astype(int) + 1)
     margin_base = np.where(kind == KIND_VEHICLE, 0.35, 0.5)
@@ -533,7 +544,7 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
             if phase[i] < 0:
                 continue
             if is_ped[i]:
-                line = s_stop[i] + 0.35
+                line = s_stop[i]
                 if front[m] < line - 0.05 and not plan.walk(int(phase[i]), t):
                     stop_gap[m] = line - front[m]
                 continue
@@ -549,14 +560,20 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
                 continue
             stop_gap[m] = to_line
         stop_jam = np.where(is_ped[act], 0.1, STOP_LINE_GAP_M)
-        _, a_stop = _idm(v[act], v0[act], acc_max[act], dec[act], headway[act], stop_jam,
-                         stop_gap, v[act])
+        # a stop line is approached more decisively than a car ahead (whose braking must be
+        # anticipated): a short time gap keeps IDM from crawling the last metres
+        _, a_stop = _idm(v[act], v0[act], acc_max[act], dec[act], np.minimum(headway[act], 0.6),
+                         stop_jam, stop_gap, v[act])
         accel = np.clip(a_free + np.minimum(a_obst, a_stop), -MAX_DECEL_MPS2, acc_max[act])
         # IDM only approaches standstill asymptotically; real drivers stop: creeping the last
         # decimetres becomes a full stop within this step
         near = np.minimum(gap - jam[act], stop_gap - stop_jam) < 0.25
         creep = near & (v[act] < 0.3) & (accel < 0.0)
         accel = np.where(creep, -v[act] / SIM_DT_S, accel)
+        # ... and, once standing close behind a standing obstacle, do not creep up to it
+        hold = (v[act] < 0.01) & ((stop_gap < stop_jam + 2.0)
+                                  | ((gap < jam[act] + 1.5) & (v_obst < 0.1)))
+        accel = np.where(hold, np.minimum(accel, 0.0), accel)
         if act[0] == 0 and t >= -1e-9:
             ego_rows.append((round(t, 6), float(s[0]), float(v[0]), float(accel[0])))
         s_cap[act] = s[act] + np.minimum(gap, stop_gap)

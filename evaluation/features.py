@@ -16,10 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from avsim.evaluation.frechet import (
+    CovarianceNorm,
+    feature_stats,
+    frechet_distance_stats,
+)
+from avsim.evaluation.video_frames import (
+    content_hash,
+    iter_clip_windows,
+    iter_frame_batches,
+)
 
 from avsim.atomic import atomic_output_path
-from avsim.evaluation.frechet import CovarianceNorm, feature_stats, frechet_distance_stats
-from avsim.evaluation.video_frames import content_hash, iter_clip_windows, iter_frame_batches
 
 
 class FeatureCache:
@@ -44,9 +52,8 @@ class FeatureCache:
         p = self._path(key)
         if p is None:
             return
-        with atomic_output_path(p) as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
+        with atomic_output_path(p) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
 
 
 def cache_key(clip_hash: str, params: dict[str, Any]) -> str:

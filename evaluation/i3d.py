@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from avsim.evaluation.weights import read_i3d_weights
 from torch import nn
 
 from avsim.errors import AvsimInputError, AvsimValueError
-from avsim.evaluation.weights import read_i3d_weights
 
 BN_EPS = 1e-3
 FVD_CLIP_FRAMES = 16
@@ -175,11 +175,34 @@ def load_i3d(path: str | os.PathLike[str] | None = None, device: str | torch.dev
     return model.eval().to(device), source
 
 
-def preprocess_clips(clips: torch.Tensor | np.ndarray, resolution_px: int = FVD_RESOLUTION_PX) -> torch.Tensor:
-    """uint8 `(B, T, H, W, 3)` -> float `(B, T, res, res, 3)` in [-1, 1] (bilinear resize).
+def resize_bilinear_tf1(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """TF1 `tf.image.resize_bilinear` (align_corners=False, half_pixel_centers=False).
 
-    As the original FVD code: frames are resized (bilinear, no antialias, half-pixel
-    centres) to the square resolution, then scaled by 2 x / 255 - 1.
+    The original FVD code resizes with this op: source coordinate = destination * in / out
+    (no half-pixel offset), neighbours clamped at the last row/column. `x (N, C, H, W)`.
+    """
+
+    def axis(n_in: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        src = torch.arange(n_out, dtype=torch.float64) * (n_in / n_out)
+        i0 = src.floor().long().clamp(max=n_in - 1)
+        i1 = (i0 + 1).clamp(max=n_in - 1)
+        return i0, i1, (src - i0).to(torch.float32)
+
+    y0, y1, wy = axis(x.shape[2], height)
+    x0, x1, wx = axis(x.shape[3], width)
+    top = x[:, :, y0] * (1 - wy)[:, None] + x[:, :, y1] * wy[:, None]
+    return top[..., x0] * (1 - wx) + top[..., x1] * wx
+
+
+ResizeMode = Literal["tf1", "half_pixel"]
+
+
+def preprocess_clips(clips: torch.Tensor | np.ndarray, resolution_px: int = FVD_RESOLUTION_PX, resize: ResizeMode = "tf1") -> torch.Tensor:
+    """uint8 `(B, T, H, W, 3)` -> float `(B, T, res, res, 3)` in [-1, 1].
+
+    As the original FVD code: frames are resized bilinearly to the square resolution with
+    TF1's resize_bilinear (`resize="tf1"`; `"half_pixel"` is torch's align_corners=False),
+    then scaled by 2 x / 255 - 1.
     """
     x = torch.as_tensor(np.asarray(clips)) if not isinstance(clips, torch.Tensor) else clips
     if x.ndim != 5 or x.shape[-1] != 3:
@@ -187,19 +210,24 @@ def preprocess_clips(clips: torch.Tensor | np.ndarray, resolution_px: int = FVD_
     b, t, h, w, _ = x.shape
     x = x.reshape(b * t, h, w, 3).permute(0, 3, 1, 2).float()
     if (h, w) != (resolution_px, resolution_px):
-        x = F.interpolate(x, size=(resolution_px, resolution_px), mode="bilinear", align_corners=False, antialias=False)
+        if resize == "tf1":
+            x = resize_bilinear_tf1(x, resolution_px, resolution_px)
+        elif resize == "half_pixel":
+            x = F.interpolate(x, size=(resolution_px, resolution_px), mode="bilinear", align_corners=False, antialias=False)
+        else:
+            raise AvsimValueError(f"resize: unknown {resize!r}")
     x = x * (2.0 / 255.0) - 1.0
     return x.permute(0, 2, 3, 1).reshape(b, t, resolution_px, resolution_px, 3)
 
 
 @torch.no_grad()
-def i3d_logits(model: InceptionI3d, clips_uint8: np.ndarray | torch.Tensor, batch_size: int = 4) -> np.ndarray:
+def i3d_logits(model: InceptionI3d, clips_uint8: np.ndarray | torch.Tensor, batch_size: int = 4, resize: ResizeMode = "tf1") -> np.ndarray:
     """FVD features of uint8 clips `(B, 16, H, W, 3)` -> `(B, 400)` float64."""
     device = next(model.parameters()).device
     clips = clips_uint8 if isinstance(clips_uint8, torch.Tensor) else torch.from_numpy(np.asarray(clips_uint8))
     out = []
     for s in range(0, clips.shape[0], batch_size):
-        x = preprocess_clips(clips[s : s + batch_size]).to(device)
+        x = preprocess_clips(clips[s : s + batch_size], resize=resize).to(device)
         out.append(model(x).double().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 400))
 
@@ -207,4 +235,5 @@ def i3d_logits(model: InceptionI3d, clips_uint8: np.ndarray | torch.Tensor, batc
 def describe(source: str) -> dict[str, Any]:
     return {"network": "I3D Kinetics-400 (TF-Hub deepmind/i3d-kinetics-400/1), plain-torch port",
             "weights": source, "features": "400-d logits averaged over time",
+            "preprocessing": "TF1 resize_bilinear (half_pixel_centers=False) to 224x224, then 2x/255-1",
             "clip_frames": FVD_CLIP_FRAMES, "resolution_px": FVD_RESOLUTION_PX}

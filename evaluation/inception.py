@@ -23,10 +23,14 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+from avsim.evaluation.weights import (
+    FID_SOURCE,
+    find_inception_torchscript,
+    inception_fetch_command,
+)
 from torch import nn
 
 from avsim.errors import AvsimInputError, AvsimValueError
-from avsim.evaluation.weights import FID_SOURCE, find_inception_torchscript, inception_fetch_command
 
 FID_RESOLUTION_PX = 299
 FEATURE_DIM = 2048
@@ -217,7 +221,7 @@ def load_fid_inception(path: str | os.PathLike[str] | None = None, device: str |
                               f"not found; get them with: {inception_fetch_command()}")
     try:
         sd = _read_state_dict(p)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad input file
+    except Exception as exc:
         raise AvsimInputError(p, "inception weights", f"cannot read: {exc}") from exc
     sd = {k.removeprefix("net.layers."): v for k, v in sd.items()}
     model = FIDInceptionV3()

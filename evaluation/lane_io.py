@@ -6,8 +6,8 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
   frame, `visibility` (N,), `category`; the camera `extrinsic` (4x4) converts them exactly as
   OpenLane's evaluation does (rotation re-expressed in the ground frame, x/y translation
   zeroed). Frame key: `file_path` (or the JSON file name).
-- Prediction JSON (one file per frame): `lane_lines[*].xyz` (3, N) already in the ground
-  frame, optional `category`; same frame key rule.
+- Prediction JSON (one file per frame, OpenLane's result format): `lane_lines[*].xyz` as
+  (N, 3) points already in the ground frame, optional `category`; same frame key rule.
 - Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
   rows of a lane in order.
 - Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from avsim.evaluation.lanes import LaneSet
 
 from avsim.errors import AvsimInputError
-from avsim.evaluation.lanes import LaneSet
 
 # OpenLane categories (white/yellow x single/double x dash/solid, curbs).
 LANE_TYPE_TO_OPENLANE = {
@@ -85,10 +85,17 @@ def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> Lane
             T = openlane_ground_from_camera(np.asarray(doc["extrinsic"]))
         for i, lane in enumerate(doc.get("lane_lines", [])):
             where = f"lane_lines[{i}]"
-            xyz = _xyz(lane.get("xyz"), f"{where}.xyz", f)
-            if T is not None:
+            if T is not None:  # GT: (3, N) camera-frame points
+                xyz = _xyz(lane.get("xyz"), f"{where}.xyz", f)
                 xyz = (T @ np.vstack([xyz, np.ones((1, xyz.shape[1]))]))[:3]
-            v = np.asarray(lane.get("visibility", np.ones(xyz.shape[1])), dtype=np.float64)
+            else:  # results: (N, 3) ground-frame points
+                pts = np.asarray(lane.get("xyz"), dtype=np.float64)
+                if pts.ndim != 2 or pts.shape[1] != 3:
+                    raise AvsimInputError(f, f"{where}.xyz", f"expected (N, 3) ground-frame points, got {pts.shape}")
+                xyz = pts.T
+            v = np.asarray(lane.get("visibility") or np.ones(xyz.shape[1]), dtype=np.float64)
+            if not ground_truth:
+                v = np.ones(xyz.shape[1])  # the reference ignores prediction visibility
             if v.shape != (xyz.shape[1],):
                 raise AvsimInputError(f, f"{where}.visibility", f"expected {xyz.shape[1]} values")
             frames.append(key)
@@ -105,7 +112,7 @@ def read_lane_table(path: str | os.PathLike[str]) -> LaneSet:
         raise AvsimInputError(p, "file", "not found")
     try:
         df = pl.read_csv(p) if p.suffix.lower() == ".csv" else pl.read_parquet(p)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise AvsimInputError(p, "table", f"cannot read: {exc}") from exc
     for col in ("frame", "lane", "x_m", "y_m", "z_m"):
         if col not in df.columns:

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from avsim.evaluation.box_iou import paired_iou_3d
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from avsim.errors import AvsimValueError
-from avsim.evaluation.box_iou import paired_iou_3d
 
 WAYMO_SENSOR_LOCATION_M = (1.43, 0.0, 2.18)
 DEFAULT_IOU_THRESHOLDS = {
@@ -116,17 +116,17 @@ class Boxes3D:
         object.__setattr__(self, "score", score)
 
     @staticmethod
-    def ground_truth(frame: np.ndarray, label: np.ndarray, boxes: np.ndarray) -> "Boxes3D":
+    def ground_truth(frame: np.ndarray, label: np.ndarray, boxes: np.ndarray) -> Boxes3D:
         return Boxes3D(frame, label, boxes, np.ones(len(np.asarray(frame))))
 
     @staticmethod
-    def empty() -> "Boxes3D":
+    def empty() -> Boxes3D:
         return Boxes3D(np.zeros(0, np.int64), np.zeros(0, str), np.zeros((0, 7)), np.zeros(0))
 
     def __len__(self) -> int:
         return self.boxes.shape[0]
 
-    def select(self, mask: np.ndarray) -> "Boxes3D":
+    def select(self, mask: np.ndarray) -> Boxes3D:
         return Boxes3D(self.frame[mask], self.label[mask], self.boxes[mask], self.score[mask])
 
 
@@ -223,7 +223,7 @@ class _Events:
     ha: np.ndarray
 
     @staticmethod
-    def concat(parts: list["_Events"]) -> "_Events":
+    def concat(parts: list[_Events]) -> _Events:
         if not parts:
             z = np.zeros(0, np.int64)
             zf = np.zeros(0)

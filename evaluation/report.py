@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from avsim.evaluation.bootstrap import Interval, bootstrap_many, resample_counts
+from avsim.evaluation.lanes import LaneSet, evaluate_lanes
+from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
 
 from avsim.atomic import atomic_output_path
 from avsim.errors import AvsimInputError
-from avsim.evaluation.bootstrap import Interval, bootstrap_many, resample_counts
-from avsim.evaluation.lanes import LaneEvaluation, LaneSet, evaluate_lanes
-from avsim.evaluation.let_ap import Boxes3D, LetConfig, LetEvaluation, evaluate_let
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -101,6 +101,7 @@ def load_ground_truth(folder: Path) -> tuple[Boxes3D | None, LaneSet | None, str
         raise AvsimInputError(folder, "ground truth", "no boxes.parquet / lanes.parquet and no avsim scenario folders")
     from avsim.evaluation.detections import boxes_from_scenario
     from avsim.evaluation.lane_io import lanes_from_scenario
+
     from avsim.io import load_scenario
 
     b_parts, l_parts = [], []
@@ -176,8 +177,17 @@ def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfi
     def stats(w: np.ndarray | None) -> dict[str, float]:
         wa = None if w is None else w[ia]
         wb = None if w is None else w[ib]
-        ra, rb = ev_r.result(wa, range_bins=False), ev_g.result(wb, range_bins=False)
+        ra, rb = ev_r.result(wa), ev_g.result(wb)
         out: dict[str, float] = {}
+        for c in classes:
+            for rng_name in ra["per_class"].get(c, {}):
+                if rng_name == "all":
+                    continue
+                a = ra["per_class"][c][rng_name].ap
+                b = rb["per_class"].get(c, {}).get(rng_name)
+                b = b.ap if b is not None else 0.0
+                out[f"{c}/range {rng_name}/ap/real"], out[f"{c}/range {rng_name}/ap/generated"] = a, b
+                out[f"{c}/range {rng_name}/ap/gap"] = a - b
         for m in ("ap", "apl", "aph"):
             out[f"mean/{m}/real"] = ra["mean"][m]
             out[f"mean/{m}/generated"] = rb["mean"][m]
@@ -204,7 +214,7 @@ def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfi
               for c in classes if c in res_r["per_class"] and c in res_g["per_class"]}
     return {
         "classes": classes, "intervals": {k: _iv(v) for k, v in ivs.items()}, "per_range": per_range,
-        "curves": curves, "config": cfg.let.as_dict(), "frames": int(len(union)),
+        "curves": curves, "config": cfg.let.as_dict(), "frames": len(union),
     }
 
 
@@ -222,7 +232,7 @@ def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) ->
         return out
 
     ivs = bootstrap_many(stats, len(union), "frame", cfg.n_resamples, cfg.level, cfg.seed)
-    return {"intervals": {k: _iv(v) for k, v in ivs.items()}, "config": ev_r.config.as_dict(), "frames": int(len(union)),
+    return {"intervals": {k: _iv(v) for k, v in ivs.items()}, "config": ev_r.config.as_dict(), "frames": len(union),
             "counts": {"real": {k: ev_r.result()[k] for k in ("num_gt", "num_pred", "num_matches")},
                        "generated": {k: ev_g.result()[k] for k in ("num_gt", "num_pred", "num_matches")}}}
 
@@ -233,7 +243,11 @@ def _flatten_clips(clips: dict[str, dict[str, Path]]) -> list[Path]:
 
 def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
     """FID (frames pooled) and FVD (16-frame windows), both covariance normalisers named."""
-    from avsim.evaluation.features import FeatureCache, fid_clip_features, fvd_clip_features
+    from avsim.evaluation.features import (
+        FeatureCache,
+        fid_clip_features,
+        fvd_clip_features,
+    )
     from avsim.evaluation.frechet import frechet_distance_features
 
     out: dict[str, Any] = {}
@@ -266,7 +280,7 @@ def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Pat
         # Resample clips on each side independently (the sides are different sets of clips).
         owner_r = np.concatenate([np.full(len(f), i) for i, f in enumerate(fr)])
         owner_g = np.concatenate([np.full(len(f), i) for i, f in enumerate(fg)])
-        res: dict[str, Any] = {"features": desc, "rows": {"real": int(len(xr)), "generated": int(len(xg))},
+        res: dict[str, Any] = {"features": desc, "rows": {"real": len(xr), "generated": len(xg)},
                                "unit": "frame" if kind == "fid" else "16-frame window"}
         n_boot = min(cfg.n_resamples, 200)  # each draw is an SVD of a rows x rows matrix
         for norm in ("unbiased_n_minus_1", "biased_n"):
@@ -305,7 +319,12 @@ def _camera_for(name: str, width: int, height: int) -> Any:
 
 def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
     """Per-video TSE and CSE (medians of per-frame medians) for one side."""
-    from avsim.evaluation.sampson import CSE_VIEW_PAIRS, cross_view_sampson, temporal_sampson, video_summary
+    from avsim.evaluation.sampson import (
+        CSE_VIEW_PAIRS,
+        cross_view_sampson,
+        temporal_sampson,
+        video_summary,
+    )
     from avsim.evaluation.video_frames import read_clip
 
     tse, cse = {}, {}
@@ -348,7 +367,6 @@ def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, P
 
 def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], real_dir: Path, gen_dir: Path, cfg: ReportConfig) -> dict[str, Any] | None:
     import polars as pl
-
     from avsim.evaluation.rnds import load_scorer, rnds_summary, score_chunks
     from avsim.evaluation.video_frames import read_clip
 
@@ -440,10 +458,11 @@ def figures(result: dict[str, Any]) -> dict[str, str]:
                 if rng_name == "all":
                     continue
                 labels.append(f"{c}\n{rng_name}")
-                real_v.append((v["ap_real"], v["ap_real"], v["ap_real"]))
-                gen_v.append((v["ap_generated"], v["ap_generated"], v["ap_generated"]))
+                for side, dst in (("real", real_v), ("generated", gen_v)):
+                    d = iv.get(f"{c}/range {rng_name}/ap/{side}")
+                    dst.append((d["estimate"], d["ci_low"], d["ci_high"]) if d else (v[f"ap_{side}"],) * 3)
         if labels:
-            figs["let_ap_per_range"] = _bars(labels, {"real": real_v, "generated": gen_v}, "LET-3D-AP per range bin", "LET-3D-AP")
+            figs["let_ap_per_range"] = _bars(labels, {"real": real_v, "generated": gen_v}, "LET-3D-AP per range bin (95% CI)", "LET-3D-AP")
     lanes = result.get("lanes")
     if lanes and "intervals" in lanes:
         iv = lanes["intervals"]
@@ -476,6 +495,7 @@ def figures(result: dict[str, Any]) -> dict[str, str]:
         ax.plot(c, rnds["curve"], marker="o", color="#2b6cb0", label="mean RNDS")
         ax.fill_between(c, rnds["band_low"], rnds["band_high"], alpha=0.25, color="#2b6cb0", label="95% band")
         ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xticks(c)
         ax.set_xlabel("chunk")
         ax.set_ylabel("RNDS")
         ax.set_title(f"RNDS ({rnds['scorer']})")
@@ -527,6 +547,16 @@ def render_html(result: dict[str, Any], figs: dict[str, str]) -> str:
                 rows.append([html.escape(c), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]), _ci(iv[f"{c}/{m}/gap"])])
         parts.append(_table(["class", "metric", "real", "generated", "gap (real - gen)"], rows))
         parts.append(f"<p class=note>Resampling unit: frame ({det['frames']} frames), paired across real and generated.</p>")
+        rrows = []
+        for c in det["classes"]:
+            for rng_name, v in det["per_range"].get(c, {}).items():
+                k = f"{c}/range {rng_name}/ap"
+                if rng_name == "all" or f"{k}/real" not in iv:
+                    continue
+                rrows.append([html.escape(c), html.escape(rng_name), str(v["num_gt"]), _ci(iv[f"{k}/real"]),
+                              _ci(iv[f"{k}/generated"]), _ci(iv[f"{k}/gap"])])
+        if rrows:
+            parts.append(_table(["class", "range (m)", "#GT", "AP real", "AP generated", "gap"], rrows))
         parts.append(img("let_ap_per_class", "LET-AP per class"))
         parts.append(img("let_ap_per_range", "LET-AP per range bin"))
     else:

@@ -217,7 +217,7 @@ def video_summary(frames: list[FrameErrors]) -> dict[str, Any]:
     return {
         "mean_of_frame_means_px": float(means[ok].mean()) if ok.any() else float("nan"),
         "median_of_frame_medians_px": float(np.median(meds[ok])) if ok.any() else float("nan"),
-        "frames": int(len(frames)),
+        "frames": len(frames),
         "frames_without_f": int((~ok).sum()),
         "per_frame_mean_px": means.tolist(),
         "per_frame_median_px": meds.tolist(),

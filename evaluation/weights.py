@@ -46,12 +46,12 @@ def inception_fetch_command() -> str:
 class _NumpyOnlyUnpickler(pickle.Unpickler):
     """Admits the three globals a pickled numpy array needs; refuses everything else."""
 
-    _ALLOWED = {
+    _ALLOWED = frozenset({
         ("numpy.core.multiarray", "_reconstruct"),
         ("numpy._core.multiarray", "_reconstruct"),
         ("numpy", "ndarray"),
         ("numpy", "dtype"),
-    }
+    })
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self._ALLOWED:

@@ -18,9 +18,8 @@ from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
-
 from avsim.models.rope import apply_rope
+from torch import Tensor, nn
 
 
 @runtime_checkable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,29 +16,29 @@ app = typer.Typer(add_completion=False)
 def generate(
     control_dir: Annotated[Path, typer.Argument(help="control videos: <dir>/<clip>/<clip>.<camera>.mp4 (avsim render output)")],
     out: Annotated[Path, typer.Argument(help="output folder: one mp4 per view, a grid mp4, settings.json")],
-    checkpoint: Annotated[Optional[Path], typer.Option(help="DiT + control checkpoint (net.* keys; .pt or .safetensors)")] = None,
-    vae: Annotated[Optional[Path], typer.Option(help="Wan2.1 VAE weights (tokenizer.pth)")] = None,
-    prompt: Annotated[Optional[str], typer.Option(help="caption (needs --text-encoder)")] = None,
-    negative_prompt: Annotated[Optional[str], typer.Option(help="negative prompt for guidance (with --text-encoder)")] = None,
-    text_encoder: Annotated[Optional[Path], typer.Option(help="local Cosmos-Reason1-7B folder")] = None,
-    embeddings: Annotated[Optional[Path], typer.Option(help="precomputed embeddings (python -m avsim.models.text)")] = None,
-    text_cache_dir: Annotated[Optional[Path], typer.Option(help="cache of prompt embeddings")] = None,
-    views: Annotated[Optional[list[str]], typer.Option("--views", help="cameras to generate (repeat or comma-separate); default all")] = None,
-    clip: Annotated[Optional[str], typer.Option(help="clip id when the folder holds several")] = None,
-    steps: Annotated[Optional[int], typer.Option(min=1, help="sampling steps (default 35)")] = None,
-    guidance: Annotated[Optional[float], typer.Option(help="classifier-free guidance (default 3)")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="DiT + control checkpoint (net.* keys; .pt or .safetensors)")] = None,
+    vae: Annotated[Path | None, typer.Option(help="Wan2.1 VAE weights (tokenizer.pth)")] = None,
+    prompt: Annotated[str | None, typer.Option(help="caption (needs --text-encoder)")] = None,
+    negative_prompt: Annotated[str | None, typer.Option(help="negative prompt for guidance (with --text-encoder)")] = None,
+    text_encoder: Annotated[Path | None, typer.Option(help="local Cosmos-Reason1-7B folder")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="precomputed embeddings (python -m avsim.models.text)")] = None,
+    text_cache_dir: Annotated[Path | None, typer.Option(help="cache of prompt embeddings")] = None,
+    views: Annotated[list[str] | None, typer.Option("--views", help="cameras to generate (repeat or comma-separate); default all")] = None,
+    clip: Annotated[str | None, typer.Option(help="clip id when the folder holds several")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="sampling steps (default 35)")] = None,
+    guidance: Annotated[float | None, typer.Option(help="classifier-free guidance (default 3)")] = None,
     seed: Annotated[int, typer.Option()] = 0,
     control_weight: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
     sampler: Annotated[str, typer.Option(help="unipc or euler")] = "unipc",
-    input_videos: Annotated[Optional[Path], typer.Option(help="RGB videos whose first frames condition chunk 0")] = None,
+    input_videos: Annotated[Path | None, typer.Option(help="RGB videos whose first frames condition chunk 0")] = None,
     num_conditional_frames: Annotated[int, typer.Option(min=0, help="pixel frames: 0, 1, 5, ...")] = 0,
     chunks: Annotated[int, typer.Option(min=1, help="autoregressive chunks of 29 frames")] = 1,
     overlap: Annotated[int, typer.Option(min=0, help="pixel frames shared by consecutive chunks")] = 1,
     config: Annotated[str, typer.Option(help="transfer25_2b_multiview, transfer25_2b_single_view or debug")] = "transfer25_2b_multiview",
     random_weights: Annotated[bool, typer.Option(help="random DiT and VAE: output is NOISE (smoke tests)")] = False,
-    device: Annotated[Optional[str], typer.Option(help="cuda, cuda:1, cpu (default: cuda if present)")] = None,
-    offload: Annotated[bool, typer.Option(help="keep the VAE on the CPU between uses")] = False,
-    vae_tile: Annotated[Optional[int], typer.Option(help="VAE spatial tile size in pixels (saves memory)")] = None,
+    device: Annotated[str | None, typer.Option(help="cuda, cuda:1, cpu (default: cuda if present)")] = None,
+    offload: Annotated[bool, typer.Option(help="VAE on the CPU between uses; text encoder on the CPU")] = False,
+    vae_tile: Annotated[int | None, typer.Option(help="VAE spatial tile size in pixels (saves memory)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace a non-empty OUT")] = False,
 ) -> None:
     """Generate photoreal multi-view video from world-scenario control videos."""

@@ -12,7 +12,7 @@ Forward contract (also used by `avsim.train`)::
         control_latent=None,   # (B, 16, V*T, H, W) control-video latents (TransferDiT only)
         control_weight=1.0,    # scale of the control residuals in [0, 1]
         padding_mask=None,     # (B, 1, H, W); default zeros (as at inference)
-    ) -> (B, 16, V*T, H, W) predicted velocity v = eps - x0, float32
+    ) -> (B, 16, V*T, H, W) predicted velocity v = eps - x0, float32 (float64 for float64 weights)
 
 Inside, after patch embedding the forward builds the token sequence (B, L, D) in
 (view, t, h, w) order, the RoPE angle table (L, head_dim) and the per-token view index (L,),
@@ -33,11 +33,16 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
-
-from avsim.models.attention import CrossAttention, RMSNorm, SelfAttention, ViewGroups, group_tokens_by_view
+from avsim.models.attention import (
+    CrossAttention,
+    RMSNorm,
+    SelfAttention,
+    ViewGroups,
+    group_tokens_by_view,
+)
 from avsim.models.config import DiTConfig
 from avsim.models.rope import multiview_rope_angles
+from torch import Tensor, nn
 
 
 def _island_dtype(param_dtype: torch.dtype) -> torch.dtype:
@@ -297,7 +302,7 @@ class DiT(nn.Module):
     ) -> Tensor:
         cfg = self.config
         self._check_inputs(x, timesteps, text_context, num_views)
-        b, _, vt, hl, wl = x.shape
+        _b, _, vt, hl, wl = x.shape
         t_tok, h_tok, w_tok = vt // cfg.patch_temporal, hl // cfg.patch_spatial, wl // cfg.patch_spatial
         tokens_per_view = (t_tok // num_views) * h_tok * w_tok
 
@@ -317,7 +322,7 @@ class DiT(nn.Module):
         h = self.run_blocks(tokens, control, control_weight, emb, lora, context, rope, view_groups)
         out = self.final_layer(h.to(hp), emb, lora)
         out = self.gather_sequence(out)
-        return self.unpatchify(out, t_tok, h_tok, w_tok).float()
+        return self.unpatchify(out, t_tok, h_tok, w_tok).to(hp)
 
     def embed_control(
         self,

@@ -22,16 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import Tensor
-
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
 from avsim.models import samplers
 from avsim.models.checkpoint import load_dit_state_dict, load_into, load_vae_state_dict
 from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
 from avsim.models.control import TransferDiT
 from avsim.models.dit import DiT
-from avsim.models.text import DEFAULT_NEGATIVE_PROMPT, TextEncoder, load_prompt_embeddings, multiview_context
+from avsim.models.text import (
+    DEFAULT_NEGATIVE_PROMPT,
+    TextEncoder,
+    load_prompt_embeddings,
+    multiview_context,
+)
 from avsim.models.vae import WanVAE
 from avsim.models.video_io import (
     find_view_videos,
@@ -42,6 +43,10 @@ from avsim.models.video_io import (
     to_uint8,
     write_video,
 )
+from torch import Tensor
+
+from avsim.atomic import atomic_output_path
+from avsim.errors import AvsimInputError
 
 NOISE_BANNER = (
     "!" * 78 + "\n!!  RANDOM WEIGHTS: the generated videos are NOISE, not a model output.      !!\n"
@@ -352,6 +357,8 @@ def run_generate(req: GenerateRequest, log: Log = lambda m: print(m, file=sys.st
         log(NOISE_BANNER)
     elif req.checkpoint is None or req.vae is None:
         raise AvsimInputError("--checkpoint", "weights", "give --checkpoint and --vae (or --random-weights for a smoke test)")
+    if req.out.exists() and not req.out.is_dir():
+        raise AvsimInputError(req.out, "out", "exists and is not a folder")
     if req.out.exists() and any(req.out.iterdir()) and not req.overwrite:
         raise AvsimInputError(req.out, "out", "exists and is not empty (use --overwrite)")
     known = cfg.cameras if cfg.dit.is_multiview else MULTIVIEW_CAMERAS  # single view: any one camera
@@ -396,8 +403,8 @@ def run_generate(req: GenerateRequest, log: Log = lambda m: print(m, file=sys.st
 
 
 __all__ = [
-    "GenerateRequest",
     "NOISE_BANNER",
+    "GenerateRequest",
     "SamplingOptions",
     "TransferPipeline",
     "build_dit",

@@ -15,13 +15,13 @@ Public API on `WanVAE`:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
-
 from avsim.models.config import VAEConfig
+from torch import Tensor, nn
 
 CACHE_T = 2
 
@@ -221,7 +221,7 @@ class Encoder3d(nn.Module):
         dims = [cfg.dim * u for u in (1, *cfg.dim_mult)]
         self.conv1 = CausalConv3d(3, dims[0], 3, padding=1)
         layers: list[nn.Module] = []
-        for i, (in_dim, out_dim) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        for i, (in_dim, out_dim) in enumerate(itertools.pairwise(dims)):
             for _ in range(cfg.num_res_blocks):
                 layers.append(ResidualBlock(in_dim, out_dim, cfg.dropout))
                 in_dim = out_dim
@@ -252,7 +252,7 @@ class Decoder3d(nn.Module):
             ResidualBlock(dims[0], dims[0], cfg.dropout), AttentionBlock(dims[0]), ResidualBlock(dims[0], dims[0], cfg.dropout)
         )
         layers: list[nn.Module] = []
-        for i, (in_dim, out_dim) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        for i, (in_dim, out_dim) in enumerate(itertools.pairwise(dims)):
             if i > 0:
                 in_dim = in_dim // 2  # the previous upsample halved the channels
             for _ in range(cfg.num_res_blocks + 1):

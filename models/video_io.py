@@ -123,7 +123,7 @@ def to_uint8(video: torch.Tensor) -> torch.Tensor:
 
 def write_video(path: Path, frames: torch.Tensor, fps: float) -> None:
     """(T, 3, H, W) uint8 -> H.264 yuv420p mp4 (deterministic bytes)."""
-    t, _, h, w = frames.shape
+    _t, _, h, w = frames.shape
     with MP4Writer(path, w, h, fps=fps) as writer:
         for f in frames.permute(0, 2, 3, 1).numpy():
             writer.write(np.ascontiguousarray(f))

@@ -1,8 +1,9 @@
 """`avsim render SCENARIO OUT`: world-scenario control videos, one per camera.
 
-Work is split into jobs (one camera x one chunk of frames); each job streams its frames into
-an H.264 encoder and lands atomically, so a rerun skips finished jobs (resumable) and an
-interrupted run leaves no partial file. `--workers N` runs jobs in N processes.
+Work is split into segments (150 frames of one camera); each streams its frames into an H.264
+encoder and lands atomically, then a camera's segments are remuxed into its video. A rerun
+skips finished videos and segments (resumable); an interrupted run leaves no partial file.
+`--workers N` renders segments in N processes; the bytes do not depend on N.
 """
 
 from __future__ import annotations
@@ -282,7 +283,7 @@ def render_command(
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
     size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Output frame size WxH."),
     chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
-    workers: int = typer.Option(1, "--workers", help="Worker processes (jobs are camera x chunk)."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of one camera)."),
     overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control video on."),
     mosaic: bool = typer.Option(False, "--mosaic", help="Also write a labelled mosaic video of all cameras."),
     png: bool = typer.Option(False, "--png", help="Also write every frame as PNG under OUT/<clip>/png/<camera>/."),

@@ -51,20 +51,27 @@ class StaticWorld:
     cub_light_id: np.ndarray
 
     def near(self, centre_xy: np.ndarray, reach_m: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Index masks of segments, triangles and cuboids that may lie within reach_m of centre."""
+        """Masks of the segments, triangles and cuboids that may lie within reach_m of centre_xy
+        (bounding circles in x, y; computed once per map)."""
+        if not hasattr(self, "_circles"):
+            self._circles = [
+                _bounding_circles(np.stack([self.seg_p0, self.seg_p1], 1)),
+                _bounding_circles(self.tri),
+                _bounding_circles(self.cub_corners),
+            ]
+        out = []
+        for mid, radius in self._circles:
+            d2 = ((mid - np.asarray(centre_xy, float)) ** 2).sum(axis=1)
+            out.append(d2 <= (reach_m + radius) ** 2)
+        return out[0], out[1], out[2]
 
-        def close(points: np.ndarray) -> np.ndarray:  # points (N, K, 3): any vertex near, or spanning
-            if not len(points):
-                return np.zeros(0, bool)
-            mid = points[..., :2].mean(axis=1)
-            radius = np.linalg.norm(points[..., :2] - mid[:, None], axis=-1).max(axis=1)
-            return np.linalg.norm(mid - centre_xy, axis=-1) <= reach_m + radius
 
-        return (
-            close(np.stack([self.seg_p0, self.seg_p1], 1)),
-            close(self.tri),
-            close(self.cub_corners),
-        )
+def _bounding_circles(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre (N, 2) and radius (N,) of circles in x, y around each element's points (N, K, 3)."""
+    if not len(points):
+        return np.zeros((0, 2)), np.zeros(0)
+    mid = points[..., :2].mean(axis=1)
+    return mid, np.linalg.norm(points[..., :2] - mid[:, None], axis=-1).max(axis=1)
 
 
 def _polyline_segments(lines) -> tuple[np.ndarray, np.ndarray]:

@@ -409,7 +409,7 @@ def _pack_keys(torch, key32, order):
 
 
 def rasterize_torch(
-    prims_batch: list[Primitives], rays_batch: list, device: str | None = None, max_fragments: int = 1 << 22
+    prims_batch: list[Primitives], rays_batch: list, device: str | None = None, max_fragments: int = 1 << 21
 ) -> np.ndarray:
     """Rasterise a batch of images with torch (any device): (B, H, W, 3) uint8 RGB.
 

@@ -6,8 +6,11 @@ Layouts (compatible with the public Cosmos tooling):
 * ``posttrain``: ``<out>/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4``
 
 With chunking (``chunk_frames > 0``) chunk k of a clip is written under the clip id
-``<clip>_<k>`` in either layout. Every file is written atomically, so an interrupted run
-leaves only finished files and a rerun skips them (resumable).
+``<clip>_<k>`` in either layout. A camera's frames are encoded in fixed segments of
+`SEGMENT_FRAMES` (the unit of parallel work) that are remuxed into the final video without
+re-encoding. Every file is written atomically: an interrupted run leaves finished segments
+(under ``<out>/<clip>/.parts``) and finished videos, never a partial file, and a rerun
+continues from there (resumable).
 """
 
 from __future__ import annotations

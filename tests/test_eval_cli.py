@@ -8,12 +8,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
-from avsim.cli import main
 from avsim.evaluation.detections import write_box_table
 from avsim.evaluation.lane_io import write_lane_table
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
+
+from avsim.cli import main
 
 
 def _boxes(tmp_path: Path) -> tuple[Path, Path]:
@@ -99,7 +99,10 @@ def test_eval_sampson_and_rnds_on_real_frames(shared_data, tmp_path, capsys) -> 
 
 @pytest.mark.slow
 def test_eval_fid_on_real_frames(shared_data, tmp_path) -> None:
-    from avsim.evaluation.weights import find_inception_torchscript, inception_fetch_command
+    from avsim.evaluation.weights import (
+        find_inception_torchscript,
+        inception_fetch_command,
+    )
 
     if find_inception_torchscript() is None:
         pytest.skip(f"FID Inception weights not installed; run: {inception_fetch_command()}")
@@ -114,3 +117,12 @@ def test_eval_fid_on_real_frames(shared_data, tmp_path) -> None:
     assert d["fid"]["unbiased_n_minus_1"] > 0 and d["fid"]["biased_n"] > 0
     assert d["frames"] == {"real": 3, "generated": 3}
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
+
+
+def test_eval_sampson_calibrated_needs_camera_names(shared_data, tmp_path, capsys) -> None:
+    from avsim.evaluation.video_frames import read_clip
+
+    frames = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=2)[:, ::4, ::4]
+    a = _frame_folder(tmp_path / "a", frames)
+    code = main(["eval", "sampson", str(a), "--other", str(a), "--calibrated", "--out", str(tmp_path / "c.json")])
+    assert code == 2 and "--calibrated needs --camera and --other-camera" in capsys.readouterr().err

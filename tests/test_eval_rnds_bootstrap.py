@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from avsim.evaluation.bootstrap import (
+    bootstrap_many,
+    bootstrap_mean,
+    bootstrap_median,
+    resample_counts,
+)
+from avsim.evaluation.rnds import (
+    chunk_video,
+    load_scorer,
+    rnds_curve,
+    rnds_summary,
+    sharpness_score,
+)
 
 from avsim.errors import AvsimValueError
-from avsim.evaluation.bootstrap import bootstrap_many, bootstrap_mean, bootstrap_median, resample_counts
-from avsim.evaluation.rnds import chunk_video, load_scorer, rnds_curve, rnds_summary, sharpness_score
 
 
 def test_rnds_by_hand() -> None:

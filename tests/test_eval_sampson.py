@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from avsim.evaluation.sampson import (
     FrameErrors,
     MatchConfig,
@@ -112,7 +111,6 @@ def test_tse_on_real_frames(shared_data) -> None:
     # consecutive dash-cam frames are geometrically consistent: sub-pixel to few-pixel errors
     assert 0.0 < med < 5.0
     # shuffling one frame's pixels destroys consistency: the error grows
-    rng = np.random.default_rng(0)
     broken = frames[:, ::2, ::2].copy()
     broken[1] = np.roll(broken[1], 37, axis=1)[::-1]
     med_b = video_summary(temporal_sampson(broken[:2], None))["median_of_frame_medians_px"]
@@ -128,3 +126,39 @@ def test_sift_matcher_is_deterministic(shared_data) -> None:
     assert len(a[0]) > 50
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_calibrated_f_from_the_rig_and_from_ego_motion() -> None:
+    from avsim.evaluation.sampson import calibrated_cross_F, calibrated_temporal_F
+
+    from avsim.rig import cosmos_rig
+    from avsim.transforms import SE3
+
+    rig = cosmos_rig(1280, 720)
+    K = rectified_intrinsics()
+    a, b = "camera_front_wide_120fov", "camera_cross_right_120fov"
+    ego_a, ego_b = rig.extrinsic(a), rig.extrinsic(b)
+    rng = np.random.default_rng(4)
+    # points seen by both cameras: ahead and to the right of the car
+    pts_ego = np.column_stack([rng.uniform(6, 20, 200), rng.uniform(-12, -3, 200), rng.uniform(-1, 2, 200)])
+
+    def rect_pixels(ego_SE3_cam, pts):
+        cam = ego_SE3_cam.inverse().apply(pts)
+        uv = cam @ K.T
+        return uv[:, :2] / uv[:, 2:], cam[:, 2] > 0.5
+
+    x0, ok0 = rect_pixels(ego_a, pts_ego)
+    x1, ok1 = rect_pixels(ego_b, pts_ego)
+    ok = ok0 & ok1
+    assert ok.sum() > 20
+    F = calibrated_cross_F(ego_a, ego_b)
+    assert sampson_error(F, x0[ok], x1[ok]).max() < 1e-6
+    # temporal: the ego drives 1 m forward between frames
+    world_SE3_cam = SE3.stack([SE3.from_matrix(np.eye(4)).compose(ego_a),
+                               SE3.from_yaw(0.02, np.array([1.0, 0.0, 0.0])).compose(ego_a)])
+    (Ft,) = calibrated_temporal_F(world_SE3_cam)
+    pts_world = np.column_stack([rng.uniform(8, 30, 100), rng.uniform(-6, 6, 100), rng.uniform(-1, 2, 100)])
+    c0 = world_SE3_cam[0].inverse().apply(pts_world)
+    c1 = world_SE3_cam[1].inverse().apply(pts_world)
+    u0, u1 = c0 @ K.T, c1 @ K.T
+    assert sampson_error(Ft, u0[:, :2] / u0[:, 2:], u1[:, :2] / u1[:, 2:]).max() < 1e-6

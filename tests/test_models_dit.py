@@ -8,12 +8,10 @@ import math
 
 import pytest
 import torch
-
 from avsim.models.attention import (
     CrossAttention,
     FlashAttnBackend,
     SDPABackend,
-    SelfAttention,
     group_tokens_by_view,
     set_attention_backend,
 )
@@ -60,7 +58,7 @@ def test_zero_initialised_control_equals_base_exactly():
     out_base = base(x, T_STEP, ctx, cond, num_views=V)
     out_transfer = transfer(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl, control_weight=1.0)
     assert torch.equal(out_base, out_transfer)
-    assert out_base.shape == x.shape and out_base.dtype == torch.float32
+    assert out_base.shape == x.shape and out_base.dtype == torch.float64
 
 
 @torch.no_grad()
@@ -255,3 +253,33 @@ def test_bf16_parameters_keep_fp32_islands():
     ref = _transfer(random_projections=True).float()(x, T_STEP.float(), ctx, cond, num_views=V, control_latent=ctrl)
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
     assert (out - ref).abs().mean() < 0.05 * ref.abs().mean()
+
+
+# Golden output of diffusers 0.42.1 `CosmosTransformer3DModel` (an independent implementation of
+# the Cosmos 2.x base DiT; not a dependency) for this test's single-view network and weights,
+# mapped with the public conversion names, timestep 734 (fed to it as 0.734), float64. The
+# control branch and the multi-view parts have no counterpart there.
+GOLDEN_DIT = [5.076343933704727, -1.6769967516081854, 4.009167445508477, -5.904683193617007, -3.597722921091948,
+              1.4563034464942597, 1.7338402603703706, -0.26931544846232225, -0.6615292241410191, 3.463927671427045,
+              -1.222953754081338, -2.494696818269143, -3.263289450008747, 1.5749427664289877, 0.6457051733325002,
+              -9.920882669993073, -6.346044627201042, 0.08395450186229883, -0.6535932946621169, 6.76734221425055,
+              -1.1026556883432366, -0.2991615565520188, 0.18766899464163994, 2.6397652560029146, -4.25029965594928,
+              2.8823597569744224, 8.070244380576318, 4.714431025694375, -0.896045919949758]
+GOLDEN_DIT_SUM = 269.47031027554607
+
+
+@torch.no_grad()
+def test_base_network_matches_an_independent_implementation():
+    cfg = dataclasses.replace(CFG, num_view_embeddings=0, view_condition_dim=0)
+    torch.manual_seed(0)
+    model = DiT(cfg).double().eval()
+    for p in model.parameters():
+        p.normal_(0, 0.2)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 16, 3, 4, 6, generator=g, dtype=torch.float64)
+    ctx = torch.randn(1, 8, 48, generator=g, dtype=torch.float64)
+    cond = torch.zeros(1, 1, 3, 4, 6, dtype=torch.float64)
+    cond[:, :, 0] = 1
+    out = model(x, torch.tensor([734.0], dtype=torch.float64), ctx, cond, num_views=1).double()
+    torch.testing.assert_close(out.flatten()[::41], torch.tensor(GOLDEN_DIT, dtype=torch.float64), rtol=0, atol=2e-5)
+    assert out.sum().item() == pytest.approx(GOLDEN_DIT_SUM, abs=1e-3)

@@ -8,7 +8,6 @@ import pickle
 
 import pytest
 import torch
-
 from avsim.models.checkpoint import (
     CheckpointMismatchError,
     load_dit_state_dict,
@@ -16,7 +15,12 @@ from avsim.models.checkpoint import (
     load_vae_state_dict,
     save_net_state_dict,
 )
-from avsim.models.config import VAEConfig, debug, transfer25_2b_multiview, transfer25_2b_single_view
+from avsim.models.config import (
+    VAEConfig,
+    debug,
+    transfer25_2b_multiview,
+    transfer25_2b_single_view,
+)
 from avsim.models.control import TransferDiT
 from avsim.models.dit import DiT
 from avsim.models.vae import WanVAE
@@ -122,3 +126,13 @@ def test_vae_state_dict_has_no_prefix(tmp_path):
         fresh = WanVAE(VAEConfig(dim=8, dim_mult=(1, 2, 2, 2)))
     load_into(fresh, state)
     assert torch.equal(fresh.encoder.conv1.weight, vae.encoder.conv1.weight)
+
+
+@pytest.mark.parametrize("factory", [transfer25_2b_multiview, transfer25_2b_single_view, debug])
+def test_configs_round_trip_through_json(factory):
+    from avsim.models.config import TransferConfig
+
+    cfg = factory()
+    assert TransferConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert cfg.dit.x_embedder_in_features == (100 if cfg.dit.is_multiview else 72)
+    assert cfg.latent_frames_per_chunk == (8 if cfg.frames_per_chunk == 29 else 2)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import math
 
 import numpy as np
 import pytest
 import torch
-
 from avsim.models import samplers
 from avsim.models.samplers import (
     cfg_combine,
@@ -68,7 +68,7 @@ def test_sigma_grid_and_integer_timesteps():
 def test_both_samplers_converge_to_the_known_endpoint(method):
     errors = [_error(method, n) for n in (8, 16, 35, 70, 140)]
     assert errors[-1] < 0.06 and errors[-1] < errors[0] / 10
-    assert all(a > b for a, b in zip(errors, errors[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(errors))
 
 
 def test_unipc_beats_euler_at_35_steps():

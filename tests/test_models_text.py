@@ -10,7 +10,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from avsim.models.text import (  # noqa: E402
+from avsim.models.text import (
     TEXT_TOKENS,
     TextEncoder,
     chat_text,
@@ -41,13 +41,13 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def model():
     cfg = transformers.Qwen2_5_VLConfig(
-        text_config=dict(
-            vocab_size=128, hidden_size=HIDDEN, intermediate_size=64, num_hidden_layers=LAYERS,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-            rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}, bos_token_id=0, eos_token_id=2,
-            pad_token_id=0,
-        ),
-        vision_config=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=HIDDEN),
+        text_config={
+            "vocab_size": 128, "hidden_size": HIDDEN, "intermediate_size": 64, "num_hidden_layers": LAYERS,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 1024,
+            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}, "bos_token_id": 0, "eos_token_id": 2,
+            "pad_token_id": 0,
+        },
+        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": HIDDEN},
     )
     torch.manual_seed(0)
     return transformers.Qwen2_5_VLForConditionalGeneration(cfg).eval()

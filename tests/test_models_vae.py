@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from avsim.models.config import VAEConfig
 from avsim.models.vae import WanVAE
 
@@ -108,3 +107,38 @@ def test_spatial_tiling_is_close_to_untiled(vae):
     assert (zt - z).abs().mean() < 0.25 * z.abs().mean()
     y, yt = vae.decode(z), vae.decode(z, tile_latent=3, tile_overlap_latent=1)
     assert yt.shape == y.shape and (yt - y).abs().mean() < 0.25 * y.abs().mean() + 1e-3
+
+
+# Golden values from diffusers 0.42.1 `AutoencoderKLWan` (an independent Wan2.1 implementation;
+# not a dependency) with this test's weights mapped onto it: raw latent mean (before the
+# per-channel normalisation) and the decoded video. Recorded once on CPU in float64.
+GOLDEN_MU = [-0.14191795164513163, 0.1278749469496933, -0.07769937574252095, -0.13326057579725956,
+             -0.1870483893405659, -0.08956823998490393, 0.07747035030998305, 0.21271645569414582,
+             0.08761655961519012, 0.10459768736238553, 0.06697265002909511, 0.06220530314092239]
+GOLDEN_MU_SUM = 4.122334330951512
+GOLDEN_Y = [0.046584044735426225, 0.03103881921163966, 0.038096377974899134, 0.032722356387262674,
+            0.047854584606370196, 0.0395260313142491, -0.11759576964958167, -0.12621650611352608,
+            -0.1354151332038108, -0.1237096184269707, -0.16216601279554688, -0.11856570460379995,
+            -0.019694580450707207, 0.003401626125915153, -0.00991734174223318, -0.03572862374075661,
+            -0.0031814584709370843, -0.009369265771184593]
+GOLDEN_Y_SUM = -192.50503428480883
+
+
+def test_matches_an_independent_wan21_implementation():
+    torch.manual_seed(0)
+    model = WanVAE(SMALL).double().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.1)
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(1, 3, 5, 16, 24, generator=g, dtype=torch.float64) * 2 - 1
+    z = model.encode(x)
+    mean = torch.tensor(SMALL.latent_mean, dtype=torch.float64).view(1, -1, 1, 1, 1)
+    std = torch.tensor(SMALL.latent_std, dtype=torch.float64).view(1, -1, 1, 1, 1)
+    mu = z * std + mean
+    torch.testing.assert_close(mu.flatten()[::17], torch.tensor(GOLDEN_MU, dtype=torch.float64), rtol=0, atol=1e-12)
+    assert mu.sum().item() == pytest.approx(GOLDEN_MU_SUM, abs=1e-10)
+    y = model.decode(z)
+    # the reference upsamples float64 through float32 (as the original does); we keep float64
+    torch.testing.assert_close(y.flatten()[::331], torch.tensor(GOLDEN_Y, dtype=torch.float64), rtol=0, atol=1e-7)
+    assert y.sum().item() == pytest.approx(GOLDEN_Y_SUM, abs=1e-5)

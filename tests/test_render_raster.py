@@ -266,3 +266,17 @@ def test_row_spans_only_bound_the_loop(small_renderer):
             whole = replace(prims, pl_row_start=np.zeros(0, np.int64), pl_row_span=np.zeros((0, 2), np.int64))
             rays = small_renderer.rays(i)
             np.testing.assert_array_equal(rasterize_numba(prims, rays), rasterize_numba(whole, rays))
+
+
+def test_empty_scene_and_camera_inside_a_box_render_black():
+    from avsim.agents import AgentTracks
+    from avsim.lights import TrafficLightStates
+    from avsim.maps import HDMap
+
+    scenario = highway_scenario(0.5, rig=cosmos_rig(160, 96))
+    bare = scenario.replace(map=HDMap.empty(), agents=AgentTracks.empty(), lights=TrafficLightStates.empty())
+    frames = SceneRenderer(bare, size=(160, 96)).render_frame(3)
+    assert all(not f.any() for f in frames.values())
+    # a box around the camera shows no face (all are turned away): nothing drawn, no crash
+    corners, cls = _box_rdf([0.0, 0.0, 0.0], [4.0, 4.0, 4.0], [1.0, 0.0, 0.0])
+    assert not render_objects(PINHOLE, IDENTITY, FrameObjects.build(boxes=(corners, cls))).any()

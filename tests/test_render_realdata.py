@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from avsim.cameras import PinholeCamera
-from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
+from avsim.render.frame import FrameObjects, SceneRenderer, camera_primitives
+from avsim.render.geometry import cone_half_angle_rad
+from avsim.render.raster import rasterize, ray_map
 from avsim.rig import CameraRig
 from avsim.transforms import SE3, quat_to_matrix
 
@@ -67,9 +69,10 @@ def test_labelled_box_centres_are_reproduced_within_half_a_pixel(shared_data, re
     np.testing.assert_allclose(depth, [b["center2d"][2] for b in boxes], atol=1e-6)
     assert inside.all()
     # 2. through the renderer: a dot drawn at each 3-D centre is centred on the labelled pixel
+    rays, cone = ray_map(camera), cone_half_angle_rad(camera)
     for centre, target in zip(centres_world, expected):
         objs = FrameObjects.build(lines=(centre[None], centre[None], np.array([[255.0, 255, 255]]), np.array([5.0])))
-        img = render_objects(camera, world_SE3_cam, objs)
+        img = rasterize(camera_primitives(camera, cone, world_SE3_cam.inverse(), objs), rays)
         ys, xs = np.nonzero(img.any(axis=-1))
         centroid = np.array([xs.mean() + 0.5, ys.mean() + 0.5])
         assert np.abs(centroid - target).max() <= 0.5, (centroid, target)

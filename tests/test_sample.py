@@ -237,10 +237,12 @@ def test_no_vehicle_crosses_a_stop_line_on_red(scenario):
 
 
 def test_vehicles_wait_at_red_lights(scenario):
-    """Vehicles approaching a red light come to a stop just before its wait line."""
+    """A vehicle that reaches the last 1.5 m before a red light's wait line comes to a
+    standstill there (unless the light turns green within a second), and queues do form."""
     a = scenario.agents
     speed = _speeds(scenario)
     front = _front_xy(scenario)
+    t_s = a.timestamps_ns / NS_PER_S
     stopped_at_line = 0
     for light, end, d, half_w in _controlled_lanes(scenario):
         along = (front - end) @ d
@@ -249,10 +251,17 @@ def test_vehicles_wait_at_red_lights(scenario):
                         for t in a.timestamps_ns])
         at_line = red & (along > -1.5) & (along < 0.0) & (lateral < half_w)
         at_line &= np.isin(a.object_class, VEHICLE_CLASSES)
-        # right at the line during red: nobody is still rolling towards it
-        assert np.all(speed[at_line] < 1.0), (light, speed[at_line].max())
         stopped_at_line += int(np.sum(at_line & (speed < 0.1)))
-    assert stopped_at_line > 50  # rows, i.e. several vehicles for several seconds
+        for _, rows in a.track_slices():
+            run = np.flatnonzero(at_line[rows])
+            if run.size == 0:
+                continue
+            first = rows.start + run[0]
+            green_soon = scenario.lights.state_at(
+                np.array([light]), int(a.timestamps_ns[first] + 1.5 * NS_PER_S))[0] != "red"
+            assert green_soon or speed[rows.start + run].min() < 0.1, (
+                a.track_id[first], light, t_s[first], speed[rows.start + run].min())
+    assert stopped_at_line >= 20  # rows at 10 Hz: vehicles standing there for seconds
 
 
 # --- ego ---------------------------------------------------------------------------------------

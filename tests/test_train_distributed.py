@@ -25,8 +25,8 @@ from avsim.train.dist import launch_local
 
 def _config(tmp: Path, cache: Path, name: str, **parallel) -> TrainConfig:  # type: ignore[no-untyped-def]
     cfg = debug(cache_dir=str(cache), out_dir=str(tmp / name))
-    parallel = {"activation_checkpointing": "none", **parallel}
-    par = ParallelConfig(cp_min_tokens=0, param_dtype="float32", **parallel)
+    parallel = {"activation_checkpointing": "none", "param_dtype": "float32", **parallel}
+    par = ParallelConfig(cp_min_tokens=0, **parallel)
     return dataclasses.replace(cfg, parallel=par, train_mode="full", ema_decay=0.9)
 
 
@@ -48,11 +48,11 @@ def _run(cfg: TrainConfig, nprocs: int, kill_at: int = -1) -> list[dict]:
     return json.loads(result.read_text())
 
 
-def _weights(cfg: TrainConfig, tmp: Path) -> dict[str, torch.Tensor]:
+def _weights(cfg: TrainConfig, tmp: Path, ema: bool = False) -> dict[str, torch.Tensor]:
     from avsim.models.checkpoint import load_dit_state_dict
     from avsim.train.loop import export_net
 
-    path = export_net(cfg, tmp / f"{Path(cfg.out_dir).name}.pt", use_ema=False, dtype=torch.float32)
+    path = export_net(cfg, tmp / f"{Path(cfg.out_dir).name}_{ema}.pt", use_ema=ema, dtype=torch.float32)
     return load_dit_state_dict(path)
 
 
@@ -94,6 +94,9 @@ def test_fsdp_and_context_parallel_match_one_process(tmp_path: Path) -> None:
         torch.testing.assert_close(got_w[name], w, rtol=0, atol=5e-5, msg=name)
         moved += int(not torch.equal(w, initial[name]))
     assert moved == len(ref_w)  # the steps really trained every tensor
+    ref_ema, got_ema = _weights(single, tmp_path, ema=True), _weights(par, tmp_path, ema=True)
+    for name, w in ref_ema.items():  # the EMA, saved as FSDP shards, exported unsharded
+        torch.testing.assert_close(got_ema[name], w, rtol=0, atol=5e-5, msg=name)
 
 
 @pytest.mark.slow
@@ -102,8 +105,10 @@ def test_kill_and_resume_is_bit_exact(tmp_path: Path) -> None:
     cache = synth_cache(tmp_path / "cache", n=5)
     # data parallel over 2 ranks (different samples per rank), checkpoints every 2 steps
     ckpt = CheckpointConfig(interval=2, keep=2)
-    # control training (the default): frozen base and trained branch share FSDP units
-    straight = dataclasses.replace(_config(tmp_path, cache, "straight"), steps=4, checkpoint=ckpt, train_mode="control")
+    # control training (the default: frozen base and trained branch share FSDP units) with
+    # bf16 parameters (the GPU setting; fp32 master weights, optimiser state and reductions)
+    straight = _config(tmp_path, cache, "straight", param_dtype="bfloat16")
+    straight = dataclasses.replace(straight, steps=4, checkpoint=ckpt, train_mode="control")
     reference = _run(straight, 2)
     broken = dataclasses.replace(straight, out_dir=str(tmp_path / "broken"))
     with pytest.raises(Exception, match="signal|SIGKILL|exited"):
@@ -113,6 +118,8 @@ def test_kill_and_resume_is_bit_exact(tmp_path: Path) -> None:
     assert [r["step"] for r in resumed] == [3, 4]
     for a, b in zip(reference[2:], resumed, strict=True):
         assert a["loss"] == b["loss"] and a["grad_norm"] == b["grad_norm"]
+    logged = [json.loads(line)["step"] for line in (tmp_path / "broken" / "log.jsonl").read_text().splitlines()]
+    assert logged == [1, 2, 3, 4]  # the killed run's step 3 was dropped on resume
     w_ref, w_res = _weights(straight, tmp_path), _weights(broken, tmp_path)
     for name, w in w_ref.items():
         assert torch.equal(w, w_res[name]), name

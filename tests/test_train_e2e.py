@@ -57,19 +57,19 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
     mc = debug_model()
     _cli("sample", tmp_path / "scenario", "--duration-s", "1.5")
     size = f"{mc.width_px}x{mc.height_px}"
-    _cli("render", tmp_path / "scenario", tmp_path / "render", "--rig", "cosmos", "--size", size, "--frames", "28")
+    _cli("render", tmp_path / "scenario", tmp_path / "render", "--rig", "cosmos", "--size", size, "--frames", "13")
     (clip_dir,) = [p for p in (tmp_path / "render").iterdir() if p.is_dir()]
     clip = clip_dir.name
     for j, cam in enumerate(COSMOS_VIEW_NAMES):
         (tmp_path / "real").mkdir(exist_ok=True)
-        _write_clip_videos(tmp_path / "real" / f"{clip}.{cam}.mp4", seed=j, kind="rgb", frames=28)
+        _write_clip_videos(tmp_path / "real" / f"{clip}.{cam}.mp4", seed=j, kind="rgb", frames=13)
     _cli("train", "pair", clip_dir, tmp_path / "real", raw, "--caption", "the sample town")
     vae_path = tmp_path / "vae.pth"
     torch.save(build_vae(mc, None, torch.device("cpu"), torch.float32, seed=7).state_dict(), vae_path)
 
     _cli("train", "encode", raw, cache, "--model", "debug", "--vae", vae_path, "--zero-text", "--store-dtype", "float32")
     ds = LatentClipDataset(cache)
-    assert len(ds) == 2 and ds.num_views == 7 and ds.latent_frames == 2  # 28 frames: 2 windows of 13
+    assert len(ds) == 1 and ds.num_views == 7 and ds.latent_frames == 2  # 13 frames at 30 fps = 5 at 10
     item = ds[0]
     assert item["video"].shape == (16, 14, mc.height_px // 8, mc.width_px // 8)
     assert not torch.equal(item["video"], item["control"])
@@ -96,9 +96,10 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
     _cli(
         "generate", raw, out, "--config", "debug", "--checkpoint", net, "--vae", vae_path,
         "--embeddings", emb, "--steps", "2", "--device", "cpu",
+        "--views", "front_wide,cross_right",  # two views keep the (CPU-slow) debug VAE short
     )
     videos = sorted(p.name for p in out.glob("*.mp4"))
-    assert len(videos) == 8  # 7 views + grid
+    assert len(videos) == 3  # 2 views + grid
 
 
 def test_pair_builds_the_layout_and_scan_reports_gaps(tmp_path: Path) -> None:
@@ -118,7 +119,7 @@ def test_pair_builds_the_layout_and_scan_reports_gaps(tmp_path: Path) -> None:
     stride, starts = probe_clips(record, spec, None)
     assert stride == 3 and starts == [0, 15]  # 30 frames hold two windows of 13 (5 at 10 fps)
     clip = read_clip(record.videos[0], starts[1], stride, spec)
-    assert clip.shape == (3, 5, mc.height_px, mc.width_px) and -1 <= clip.min() and clip.max() <= 1
+    assert clip.shape == (3, 5, mc.height_px, mc.width_px) and clip.min() >= -1 and clip.max() <= 1
     (out / "videos" / f"ftheta_{COSMOS_VIEW_NAMES[3]}" / "drive1.mp4").unlink()
     with pytest.raises(AvsimInputError, match=COSMOS_VIEW_NAMES[3]):
         scan_layout(out)

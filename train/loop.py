@@ -99,7 +99,11 @@ class _Logger:
         if not enabled:
             return
         out_dir.mkdir(parents=True, exist_ok=True)
-        self.file = open(out_dir / "log.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        path = out_dir / "log.jsonl"
+        if path.is_file():  # a resumed run: drop the records of steps it is about to redo
+            kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if _logged_step(ln) <= start]
+            path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
@@ -125,6 +129,13 @@ class _Logger:
             if self.progress is not None:
                 self.progress.stop()
             self.file.close()
+
+
+def _logged_step(line: str) -> int:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return 1 << 62  # a torn last line (killed mid-write): drop it
 
 
 def forward_loss(

@@ -13,6 +13,7 @@ The model keeps its parameter names (nothing is wrapped), so state dicts stay `n
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -114,13 +115,20 @@ def apply_fsdp(model: nn.Module, meshes: Meshes, param_dtype: torch.dtype, resha
     Control blocks call their `before_proj` / `after_proj` outside their own forward (the
     branch's input and injection), so those get their own FSDP units and unshard on demand.
     """
-    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    # The projections are nn.Linear, whose 3-D output is a view; FSDP2 warns about in-place ops
+    # on it. The control branch only uses them out of place (checked in models/control.py).
+    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(FSDPLinear\) returned a view tensor")
+    # Blocks and root: cast_forward_inputs=False, since the model keeps timesteps, modulation
+    # and the residual stream in fp32 on purpose and casts sub-layer inputs itself. The bare
+    # projections have no such logic, so FSDP casts their inputs to the parameter dtype.
+    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32, cast_forward_inputs=False)
+    mp_cast = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32, cast_forward_inputs=True)
     kw = {"mesh": meshes.fsdp, "mp_policy": mp}
     for block in iter_blocks(model):
         for name in ("before_proj", "after_proj"):
             sub = getattr(block, name, None)
             if sub is not None:
-                fully_shard(sub, reshard_after_forward=reshard_after_forward, **kw)
+                fully_shard(sub, mesh=meshes.fsdp, mp_policy=mp_cast, reshard_after_forward=reshard_after_forward)
         fully_shard(block, reshard_after_forward=reshard_after_forward, **kw)
     fully_shard(model, reshard_after_forward=False, **kw)
 
