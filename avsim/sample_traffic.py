@@ -529,7 +529,7 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
                                       1e3 * base_prio[act])) - act
         heading = np.zeros((n, 2))
         heading[act] = d
-        gap, v_obst = _obstacles(table, act, route, s, v, length, width, corr_step, lookahead,
+        gap, v_obst, phys_gap = _obstacles(table, act, route, s, v, length, width, corr_step, lookahead,
                                  body_count, margin_base, rank, heading, s_cap,
                                  np.where(np.isfinite(s_stop), s_stop - s - 0.5 * length, -1.0),
                                  np.where(is_ped, -np.inf, s_cross_end - s + 0.5 * length + 1.0),
@@ -576,7 +576,7 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
         accel = np.where(hold, np.minimum(accel, 0.0), accel)
         if act[0] == 0 and t >= -1e-9:
             ego_rows.append((round(t, 6), float(s[0]), float(v[0]), float(accel[0])))
-        s_cap[act] = s[act] + np.minimum(gap, stop_gap)
+        s_cap[act] = s[act] + np.minimum(phys_gap, stop_gap)
         v_new = np.maximum(v[act] + accel * SIM_DT_S, 0.0)
         stopped = (v_new == 0.0) & (accel < 0.0)
         ds = np.where(stopped, v[act] ** 2 / (2.0 * np.maximum(-accel, 1e-6)),
@@ -636,7 +636,7 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     v_obst = np.zeros(act.size)
     pairs = cKDTree(c_xy).sparse_distance_matrix(cKDTree(b_xy), 3.3, output_type="ndarray")
     if pairs.size == 0:
-        return gap, v_obst
+        return gap, v_obst, gap.copy()
     ci, bj, dist = pairs["i"], pairs["j"], pairs["v"]
     me, other = c_owner[ci], b_owner[bj]
     thr = 0.5 * (width[me] + width[other]) + np.maximum(margin_base[me], margin_base[other])
@@ -647,7 +647,7 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     me, other, cd, physical, cos_h = me[keep], other[keep], c_dist[ci[keep]], physical[keep], \
         cos_h[keep]
     if me.size == 0:
-        return gap, v_obst
+        return gap, v_obst, gap.copy()
     # mutual physical blocking: the higher-ranked of the two goes first
     n_all = len(v)
     mutual = physical & np.isin(other * n_all + me, (me * n_all + other)[physical]) & (
@@ -660,6 +660,12 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     line = to_line[me]
     blocks_box = physical & (cd < clear_dist[me]) & (v[other] * np.maximum(cos_h, 0.0) < 2.0)
     g = np.where((~physical | blocks_box) & (line > 0.0), np.minimum(g, line), g)
+    # where each agent will stop at most, for the others' predictions: physical obstacles only
+    # (an agent waiting for someone's predicted path is expected to go once it is clear),
+    # and only standing ones: a moving obstacle will have moved on
+    phys_gap = np.full(act.size, np.inf)
+    standing = physical & (v[other] < 1.0)
+    np.minimum.at(phys_gap, np.searchsorted(act, me[standing]), g[standing])
     order = np.lexsort((g, me))
     me, other, g, physical, cos_h = (x[order] for x in (me, other, g, physical, cos_h))
     first = np.concatenate([[True], me[1:] != me[:-1]])
@@ -670,7 +676,7 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     gap[slot] = g[first]
     follows = physical[first] & (cos_h[first] >= np.cos(SAME_DIRECTION_RAD))
     v_obst[slot] = np.where(follows, v[other[first]] * cos_h[first], 0.0)
-    return gap, v_obst
+    return gap, v_obst, phys_gap
 
 
 def _within_group(counts: np.ndarray) -> np.ndarray:

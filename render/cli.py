@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import typer
+from avsim.render import style, writer
 
 from avsim.errors import AvsimInputError
-from avsim.render import style, writer
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -85,9 +85,9 @@ def select_frames(n_frames: int, fps: float, start_s: float | None, end_s: float
         except ValueError:
             raise typer.BadParameter(f"--frames: expected N or A:B, got {frames!r}") from None
     if start_s is not None:
-        first = int(math.ceil(start_s * fps - 1e-9))
+        first = math.ceil(start_s * fps - 1e-9)
     if end_s is not None:
-        stop = int(math.floor(end_s * fps + 1e-9)) + 1
+        stop = math.floor(end_s * fps + 1e-9) + 1
     first, stop = max(first, 0), min(stop, n_frames)
     if stop <= first:
         raise typer.BadParameter(f"no frames selected (the clip has {n_frames} frames at {fps:g} fps)")
@@ -294,7 +294,14 @@ def render_command(
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     if layout not in writer.LAYOUTS:
         raise typer.BadParameter(f"--layout: expected one of {', '.join(writer.LAYOUTS)}, got {layout!r}")

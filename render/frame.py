@@ -17,10 +17,16 @@ from dataclasses import dataclass
 
 import mapbox_earcut
 import numpy as np
-
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.raster import Primitives, planar_row_spans, ray_map, rasterize, rasterize_torch
+from avsim.render.raster import (
+    Primitives,
+    planar_row_spans,
+    rasterize,
+    rasterize_torch,
+    ray_map,
+)
+
 from avsim.rig import CameraRig
 from avsim.scenario import Scenario
 from avsim.transforms import SE3
@@ -170,7 +176,7 @@ class FrameObjects:
         back = np.array([style.BOX_RGB[c][1] for c in classes], float).reshape(-1, 3)
         bc = np.asarray(bc, float).reshape(-1, 8, 3)
         edge_len = np.linalg.norm(bc[:, [1, 3, 4]] - bc[:, [0, 0, 0]], axis=-1) if len(bc) else np.zeros((0, 3))
-        as_f = lambda a, *shape: np.asarray(a, float).reshape(*shape)  # noqa: E731
+        as_f = lambda a, *shape: np.asarray(a, float).reshape(*shape)
         return cls(
             as_f(p0, -1, 3), as_f(p1, -1, 3), as_f(rgb, -1, 3), as_f(width, -1), as_f(tri, -1, 3, 3), as_f(tri_rgb, -1, 3),
             as_f(sc, -1, 8, 3), as_f(srgb, -1, 3), bc, front, back, edge_len.min(axis=1) if len(bc) else np.zeros(0),
@@ -386,14 +392,42 @@ class SceneRenderer:
     def n_frames(self) -> int:
         return len(self.timestamps_ns)
 
-    def _agents_at(self, frame_index: int):
+    def _agent_rows(self, frame_index: int) -> dict[str, np.ndarray]:
+        """Box arrays of the agents at one frame, in track-id order.
+
+        Agents are resampled AGENT_BLOCK_FRAMES frames at a time and their corners and colours
+        computed for the whole block at once (rows sorted by time, then track id), so a frame
+        is a slice and memory does not grow with clip length.
+        """
         block = frame_index // AGENT_BLOCK_FRAMES
         if self._agent_block is None or self._agent_block[0] != block:
-            ts = self.timestamps_ns[block * AGENT_BLOCK_FRAMES : (block + 1) * AGENT_BLOCK_FRAMES]
-            agents = self.scenario.agents
-            self._agent_block = (block, agents.resample(ts) if len(agents) else agents)
-        agents = self._agent_block[1]
-        return agents.at(int(self.timestamps_ns[frame_index])) if len(agents) else agents
+            self._agent_block = (block, self._resample_block(block))
+        rows = self._agent_block[1]
+        t = self.timestamps_ns[frame_index]
+        lo, hi = np.searchsorted(rows["t"], [t, t + 1])
+        return {k: v[lo:hi] for k, v in rows.items()}
+
+    def _resample_block(self, block: int) -> dict[str, np.ndarray]:
+        ts = self.timestamps_ns[block * AGENT_BLOCK_FRAMES : (block + 1) * AGENT_BLOCK_FRAMES]
+        agents = self.scenario.agents
+        agents = agents.resample(ts) if len(agents) else agents
+        if not len(agents):
+            return {"t": np.zeros(0, np.int64), "corners": np.zeros((0, 8, 3)), "front": np.zeros((0, 3)),
+                    "back": np.zeros((0, 3)), "min_size": np.zeros(0), "centre": np.zeros((0, 2)), "max_size": np.zeros(0)}  # fmt: skip
+        order = np.lexsort((agents.track_id, agents.timestamps_ns))
+        classes = agents.object_class[order]
+        table_front = {c: style.BOX_RGB[c][0] for c in np.unique(classes)}
+        table_back = {c: style.BOX_RGB[c][1] for c in np.unique(classes)}
+        size = agents.size_m[order]
+        return {
+            "t": agents.timestamps_ns[order],
+            "corners": agents.corners_m()[order],
+            "front": np.array([table_front[c] for c in classes], float).reshape(-1, 3),
+            "back": np.array([table_back[c] for c in classes], float).reshape(-1, 3),
+            "min_size": size.min(axis=1),
+            "max_size": size.max(axis=1),
+            "centre": agents.center_m[order, :2],
+        }
 
     def frame_objects(self, frame_index: int) -> tuple[SE3, FrameObjects]:
         """The ego pose and the world-frame objects of one frame (culled to the ego's reach)."""
@@ -408,23 +442,13 @@ class SceneRenderer:
         if is_light.any():
             states = self.scenario.lights.state_at(light_ids[is_light], t_ns)
             static_rgb[is_light] = geo.traffic_light_rgb(states)
-        agents = self._agents_at(frame_index)
-        if len(agents):
-            order = np.argsort(agents.track_id, kind="stable")
-            agents = agents.select(order)
-            corners = agents.corners_m()
-            keep = ~_contains_xy(corners, world_SE3_ego.translation[:2])  # the ego's own box
-            keep &= np.linalg.norm(agents.center_m[:, :2] - centre, axis=-1) <= MAP_REACH_M + agents.size_m.max(1)
-            classes = agents.object_class[keep]
-            front = np.array([style.BOX_RGB[c][0] for c in classes], float).reshape(-1, 3)
-            back = np.array([style.BOX_RGB[c][1] for c in classes], float).reshape(-1, 3)
-            corners, min_size = corners[keep], agents.size_m[keep].min(1)
-        else:
-            corners, front, back, min_size = np.zeros((0, 8, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+        rows = self._agent_rows(frame_index)
+        keep = ~_contains_xy(rows["corners"], centre)  # the ego's own box, if a track holds it
+        keep &= np.linalg.norm(rows["centre"] - centre, axis=-1) <= MAP_REACH_M + rows["max_size"]
         objects = FrameObjects(
             s.seg_p0[seg_on], s.seg_p1[seg_on], s.seg_rgb[seg_on], s.seg_width_px[seg_on],
             s.tri[tri_on], s.tri_rgb[tri_on], s.cub_corners[cub_on], static_rgb,
-            corners, front, back, min_size,
+            rows["corners"][keep], rows["front"][keep], rows["back"][keep], rows["min_size"][keep],
         )  # fmt: skip
         return world_SE3_ego, objects
 

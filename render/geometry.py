@@ -14,9 +14,9 @@ centre is (i + 0.5, j + 0.5).
 from __future__ import annotations
 
 import numpy as np
+from avsim.render import style
 
 from avsim.cameras import PinholeCamera
-from avsim.render import style
 
 SUBDIVISION_TOL_PX = 0.25  # max distance of a projected chord from the true image curve
 MAX_SUBDIVISION_LEVELS = 12  # a segment becomes at most 4096 chords

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from avsim.render import style
 
 try:  # numba is the fast CPU path; without it the torch backend still works
@@ -181,8 +180,7 @@ if _njit is not None:
     @_njit
     def _put(img, y, x, depth, r, g, b):
         f = 1.0 - depth * INV_MAX_DEPTH
-        if f < 0.0:
-            f = 0.0
+        f = max(f, 0.0)
         img[y, x, 0] = np.uint8(int(r * f + 0.5))
         img[y, x, 1] = np.uint8(int(g * f + 0.5))
         img[y, x, 2] = np.uint8(int(b * f + 0.5))
@@ -310,10 +308,8 @@ if _njit is not None:
                 lo = int(np.floor(min(xa, xb) - 1.5))
                 hi = int(np.ceil(max(xa, xb) + 0.5))
                 k = row_start[p] + y - y0
-                if lo < spans[k, 0]:
-                    spans[k, 0] = lo
-                if hi > spans[k, 1]:
-                    spans[k, 1] = hi
+                spans[k, 0] = min(spans[k, 0], lo)
+                spans[k, 1] = max(spans[k, 1], hi)
 
 
 def planar_row_spans(bbox: np.ndarray, owner: np.ndarray, uv0: np.ndarray, uv1: np.ndarray, exact: np.ndarray):

@@ -9,10 +9,10 @@ cars, a truck, pedestrians and a cyclist, so a render exercises every code path.
 from __future__ import annotations
 
 import numpy as np
+from avsim.maps import Cuboids, HDMap, LaneLines, Polygons, Polylines
 
 from avsim.agents import AgentTracks
 from avsim.lights import TrafficLightStates
-from avsim.maps import Cuboids, HDMap, LaneLines, Polygons, Polylines
 from avsim.rig import CameraRig, cosmos_rig
 from avsim.scenario import Scenario
 from avsim.trajectory import EgoTrajectory
@@ -23,7 +23,7 @@ NS_PER_S = 1_000_000_000
 
 def straight_ego(duration_s: float, speed_mps: float = 10.0, rate_hz: float = 10.0, yaw_rad: float = 0.0) -> EgoTrajectory:
     """Ego driving straight along `yaw_rad` from the origin at constant speed."""
-    n = int(round(duration_s * rate_hz)) + 1
+    n = round(duration_s * rate_hz) + 1
     t = np.arange(n) / rate_hz
     direction = np.array([np.cos(yaw_rad), np.sin(yaw_rad), 0.0])
     positions = t[:, None] * speed_mps * direction[None]

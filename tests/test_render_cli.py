@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from avsim.render.cli import RenderOptions, run_render, select_frames
+from avsim.render.synthetic import highway_scenario
 
 from avsim.cli import main
 from avsim.io import save_scenario
-from avsim.render.cli import RenderOptions, run_render, select_frames
-from avsim.render.synthetic import highway_scenario
 from avsim.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
 from avsim.video import MP4Writer, read_video, video_info
 

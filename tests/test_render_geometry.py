@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from avsim.render import geometry as geo
+from avsim.render import style
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avsim.cameras import PinholeCamera
-from avsim.render import geometry as geo
-from avsim.render import style
 from avsim.rig import cosmos_rig
 
 SAMPLE_M = 0.05  # the public renderer resamples lane lines every 0.05 m: "one sample"

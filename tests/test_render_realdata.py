@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
-
-from avsim.cameras import PinholeCamera
 from avsim.render.frame import FrameObjects, SceneRenderer, camera_primitives
 from avsim.render.geometry import cone_half_angle_rad
 from avsim.render.raster import rasterize, ray_map
+
+from avsim.cameras import PinholeCamera
 from avsim.rig import CameraRig
 from avsim.transforms import SE3, quat_to_matrix
 
@@ -20,7 +20,9 @@ MONO3D_IMAGE = "CAM_BACK_LEFT"
 
 
 def _nus_info(shared_data):
-    from avsim.importers.safe_pickle import load_pickle  # restricted unpickler (untrusted file)
+    from avsim.importers.safe_pickle import (
+        load_pickle,  # restricted unpickler (untrusted file)
+    )
 
     return load_pickle(shared_data / "nuscenes-mmdet3d" / "nus_info.pkl")
 
@@ -101,3 +103,26 @@ def test_real_nuscenes_scene_renders_through_the_real_rig(shared_data, real_rig)
     bare = SceneRenderer(scenario.replace(agents=AgentTracks.empty()), size=(480, 270), fps=10.0).render_frame(20)
     changed = [name for name in frames if (frames[name] != bare[name]).any(axis=-1).sum() > 200]
     assert len(changed) >= 3, changed
+
+
+def test_labelled_boxes_fill_their_labelled_2d_boxes(shared_data, real_rig):
+    """The 5 real 3-D boxes drawn as cuboids cover their labelled 2-D boxes (the hull of the
+    projected corners). Tolerance 4 px: the grey edge stroke reaches ~2 px past the silhouette,
+    and the labels' boxes came from the full 3-D orientation (yaw only here: <= 1.5 px)."""
+    from avsim.agents import box_corners
+    from avsim.transforms import matrix_to_quat
+
+    _, boxes = _mono3d(shared_data)
+    camera = real_rig.camera(MONO3D_IMAGE)
+    rays, cone = ray_map(camera), cone_half_angle_rad(camera)
+    for box in boxes:
+        x, y, z, w, l, h, yaw = box["bbox_cam3d"]  # mmdetection3d camera box: nuScenes w, l, h; yaw about camera y
+        heading, up = np.array([np.cos(yaw), 0.0, -np.sin(yaw)]), np.array([0.0, -1.0, 0.0])
+        R = np.stack([heading, np.cross(up, heading), up], axis=1)
+        corners = box_corners(np.array([[x, y, z]]), np.array([[l, w, h]]), matrix_to_quat(R)[None])
+        objs = FrameObjects.build(boxes=(corners, ["Pedestrian"]))
+        img = rasterize(camera_primitives(camera, cone, SE3.identity(), objs), rays)
+        ys, xs = np.nonzero(img.any(axis=-1))
+        x0, y0, bw, bh = box["bbox"]
+        drawn = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], float)
+        np.testing.assert_allclose(drawn, [x0, y0, x0 + bw, y0 + bh], atol=4.0)

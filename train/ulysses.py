@@ -273,7 +273,9 @@ class UlyssesAttention:
         if split is None:
             return self.inner(q, k, v)
         group = self.cp.group
-        q, k, v = (sequence_to_heads(t, group) for t in (q, k, v))
+        b = q.shape[0]
+        # one all-to-all for q, k and v together (stacked along the batch dimension)
+        q, k, v = sequence_to_heads(torch.cat([q, k, v], dim=0), group).split(b, dim=0)
         if not split.has_padding:
             return heads_to_sequence(self.inner(q, k, v), group)
         real = split.valid_slots().to(q.device)
