@@ -15,16 +15,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-# Model index order of the seven views (view-embedding index 0..6), camera names of the render spec.
-MULTIVIEW_CAMERAS: tuple[str, ...] = (
-    "camera_front_wide_120fov",
-    "camera_cross_right_120fov",
-    "camera_rear_right_70fov",
-    "camera_rear_tele_30fov",
-    "camera_rear_left_70fov",
-    "camera_cross_left_120fov",
-    "camera_front_tele_30fov",
-)
+from avsim.rig import COSMOS_VIEW_NAMES
+
+# Model index order of the seven views (view-embedding index 0..6): the render spec's names.
+MULTIVIEW_CAMERAS: tuple[str, ...] = COSMOS_VIEW_NAMES
 
 # Per-channel latent statistics of the Wan2.1 VAE: z = (mu - mean) / std.
 WAN21_LATENT_MEAN: tuple[float, ...] = (

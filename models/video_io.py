@@ -20,18 +20,11 @@ import torch
 import torch.nn.functional as F
 
 from avsim.errors import AvsimInputError
+from avsim.rig import MOSAIC_ORDER
 from avsim.video import MP4Writer, iter_video_frames, video_info
 
 # Grid order of the render spec's mosaic (row-major, 3 columns).
-GRID_ORDER: tuple[str, ...] = (
-    "camera_front_wide_120fov",
-    "camera_front_tele_30fov",
-    "camera_cross_right_120fov",
-    "camera_cross_left_120fov",
-    "camera_rear_left_70fov",
-    "camera_rear_right_70fov",
-    "camera_rear_tele_30fov",
-)
+GRID_ORDER: tuple[str, ...] = MOSAIC_ORDER
 
 
 def resolve_camera(name: str, cameras: Sequence[str]) -> str:
