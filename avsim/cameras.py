@@ -1,8 +1,9 @@
 """Camera models: OpenCV pinhole and NVIDIA f-theta, vectorised project / unproject.
 
 Camera frame is OpenCV RDF: x right, y down, z forward. Depth is the camera-frame z in metres.
-Pixel coordinates are continuous with the centre of the top-left pixel at (0.5, 0.5) in the
-OpenCV convention used by calibration files (pixel (u, v) covers [u, u+1) x [v, v+1)).
+Pixel coordinates are continuous, in the convention of the calibration (cx, cy); `in_image`
+accepts u in [0, W) and v in [0, H). Where pixel centres sit on that axis is the rasteriser's
+choice (render/ documents it).
 """
 
 from __future__ import annotations

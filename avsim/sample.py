@@ -91,7 +91,7 @@ def run_sample_traffic(seed: int, duration_s: float,
     corner case), drop the later-cast agent of each pair and simulate again (deterministic)."""
     plan = plan or traffic.SignalPlan()
     routes, index = traffic.vehicle_routes()
-    cast = traffic.build_cast(np.random.default_rng(seed), routes, index, duration_s)
+    cast = traffic.build_cast(np.random.default_rng(seed), routes, index, duration_s, plan)
     size_lw = np.asarray(cast.size)[:, :2]
     excluded: set[int] = set()
     for _ in range(MAX_REPAIR_ROUNDS):
@@ -140,7 +140,7 @@ def light_states(plan: traffic.SignalPlan, duration_s: float) -> TrafficLightSta
         for group in roads.LIGHT_GROUPS:
             for t, state in plan.changes(traffic.arm_phase(arm), 0.0, duration_s):
                 ids.append(roads.light_id(arm, group))
-                times.append(int(round(t * NS_PER_S)))
+                times.append(round(t * NS_PER_S))
                 states.append(state)
     return TrafficLightStates.from_unsorted(ids, times, states)
 

@@ -47,8 +47,8 @@ LANE_OFFSETS_M = (INNER_LANE_OFFSET_M, OUTER_LANE_OFFSET_M)
 # Pedestrian walking lines on the sidewalk (distance from the road centre line): walkers going
 # counter-clockwise around the intersection keep to the curb side, clockwise to the building
 # side, so opposite walkers never meet head on. Walkers wait for the signal at the curb.
-SIDEWALK_CCW_OFFSET_M = 9.8
-SIDEWALK_CW_OFFSET_M = 10.9
+SIDEWALK_CCW_OFFSET_M = 10.0
+SIDEWALK_CW_OFFSET_M = 11.0
 CURB_WAIT_OFFSET_M = CURB_OFFSET_M + 0.4
 CROSSWALK_LANES_M = (13.6, 15.4)  # s of the two walking lines across each crosswalk
 
@@ -96,10 +96,18 @@ def join(*parts: np.ndarray) -> np.ndarray:
 
 
 def offset_polyline(points: np.ndarray, offset_m: float) -> np.ndarray:
-    """Polyline (n, 2) shifted `offset_m` to its left (exact for lines and circular arcs)."""
-    tangent = np.gradient(points, axis=0)
-    tangent /= np.linalg.norm(tangent, axis=1, keepdims=True)
-    normal = np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)
+    """Polyline (n, 2) shifted `offset_m` to its left; exact for lines and for evenly sampled
+    circular arcs (the tangent at a vertex is the chord of its neighbours; at the ends the
+    chord direction is corrected by half the turn between the first / last two chords)."""
+    chord = np.unwrap(np.arctan2(*np.diff(points, axis=0).T[::-1]))
+    heading = np.empty(len(points))
+    if len(points) == 2:
+        heading[:] = chord[0]
+    else:
+        heading[1:-1] = np.unwrap(np.arctan2(*(points[2:] - points[:-2]).T[::-1]))
+        heading[0] = 2.0 * chord[0] - heading[1]
+        heading[-1] = 2.0 * chord[-1] - heading[-2]
+    normal = np.stack([-np.sin(heading), np.cos(heading)], axis=1)
     return points + offset_m * normal
 
 

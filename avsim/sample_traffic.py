@@ -19,6 +19,7 @@ Everything is numpy on struct-of-arrays state; the result is deterministic for a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,7 +261,7 @@ class Cast:
     inflow: list[bool]  # spawned at the route start: waits until the entry is clear
 
     @classmethod
-    def empty(cls) -> "Cast":
+    def empty(cls) -> Cast:
         return cls(*[[] for _ in range(12)])
 
     def add(self, route: int, spawn_s: float, s0: float, v_init: float, source_class: str,
@@ -302,7 +303,7 @@ def _truck(rng: np.random.Generator, bus: bool) -> tuple[str, tuple[float, float
 
 
 def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[str, int],
-               duration_s: float) -> Cast:
+               duration_s: float, plan: SignalPlan) -> Cast:
     """Ego, vehicles on every approach (queues form during the warm-up), cyclists and
     pedestrians; the seed changes who is where, never the map or the ego's start."""
     cast = Cast.empty()
@@ -390,8 +391,14 @@ def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[
         v0 = float(rng.uniform(1.15, 1.5))
         size = (float(rng.uniform(0.5, 0.7)), float(rng.uniform(0.55, 0.7)),
                 float(rng.uniform(1.55, 1.9)))
-        spawn = float(rng.uniform(-18.0, 4.0)) if kind == "cross" else float(
-            rng.uniform(-25.0, 0.0))
+        if kind == "cross":
+            # reach the curb shortly before the walk signal, so every crossing pedestrian
+            # waits a little and then crosses within (or just before) the clip
+            walk = plan.phase_start_s(route.phase)
+            walk += plan.cycle_s * np.ceil((-12.0 - walk) / plan.cycle_s)
+            spawn = walk - route.s_stop_m / v0 - float(rng.uniform(0.5, 6.0))
+        else:
+            spawn = float(rng.uniform(-25.0, 0.0))
         cast.add(len(routes) - 1, spawn, 0.0, v0, "Pedestrian", size, v0, 0.8, 1.5, 0.6,
                  0.5, True)
     return cast
@@ -413,7 +420,9 @@ def vehicle_routes() -> tuple[list[Route], dict[str, int]]:
 TAUS_S = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
 BODY_SPACING_M = 0.8
 SAME_DIRECTION_RAD = np.deg2rad(35.0)
-_DEBUG = None
+# extra lateral clearance (m) between the bodies of two road users, by kind (vehicle, bike,
+# pedestrian): pedestrians pass each other closely, everyone keeps more room from them
+MARGIN_M = np.array([[0.35, 0.5, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.2]])
 PRIORITY = {"straight": 3, "right": 2, "left": 1, "walk": 0}
 
 
@@ -463,6 +472,55 @@ class _RouteTable:
         return self.v_allow[self.offset[route] + f.astype(np.int64)]
 
 
+@dataclass(frozen=True)
+class _Fleet:
+    """Per-agent constants of a simulation (struct of arrays over the cast)."""
+
+    route: np.ndarray
+    length: np.ndarray
+    width: np.ndarray
+    v0: np.ndarray
+    acc_max: np.ndarray
+    dec: np.ndarray
+    headway: np.ndarray
+    jam: np.ndarray
+    spawn: np.ndarray
+    inflow: np.ndarray
+    is_ped: np.ndarray
+    s_stop: np.ndarray
+    s_cross_end: np.ndarray
+    phase: np.ndarray
+    route_len: np.ndarray
+    base_prio: np.ndarray
+    lookahead: np.ndarray
+    corr_step: np.ndarray
+    body_count: np.ndarray
+    kind: np.ndarray
+
+    @classmethod
+    def from_cast(cls, routes: list[Route], cast: Cast) -> _Fleet:
+        size = np.asarray(cast.size, dtype=np.float64)
+        length, width = size[:, 0], size[:, 1]
+        kind = np.array([routes[r].kind for r in cast.route])
+        is_ped = kind == KIND_PED
+        return cls(
+            route=np.asarray(cast.route, dtype=np.int64), length=length, width=width,
+            v0=np.asarray(cast.v0), acc_max=np.asarray(cast.a), dec=np.asarray(cast.b),
+            headway=np.asarray(cast.headway), jam=np.asarray(cast.jam),
+            spawn=np.asarray(cast.spawn_s), inflow=np.asarray(cast.inflow), is_ped=is_ped,
+            s_stop=np.array([routes[r].s_stop_m for r in cast.route]),
+            s_cross_end=np.array([routes[r].s_cross_end_m for r in cast.route]),
+            phase=np.array([routes[r].phase for r in cast.route]),
+            route_len=np.array([routes[r].length_m for r in cast.route]),
+            base_prio=np.array([PRIORITY[routes[r].movement] for r in cast.route]),
+            # pedestrians look across the whole crosswalk before stepping off the curb
+            lookahead=np.where(is_ped, 18.0, np.where(kind == KIND_BIKE, 20.0, 45.0)),
+            corr_step=np.where(is_ped, 0.4, np.where(kind == KIND_BIKE, 0.5, 1.0)),
+            body_count=np.maximum(1, np.ceil((length - width) / BODY_SPACING_M).astype(int) + 1),
+            kind=kind,
+        )
+
+
 def _idm(v, v0, a, b, headway, jam, gap, dv):
     free = a * (1.0 - (v / np.maximum(v0, 0.1)) ** 4)
     s_star = jam + np.maximum(0.0, v * headway + v * dv / (2.0 * np.sqrt(a * b)))
@@ -473,24 +531,10 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
              exclude: frozenset[int] = frozenset()) -> SimResult:
     """Run the microsimulation from -WARMUP_S to `duration_s`; record the clip at 10 Hz."""
     table = _RouteTable(routes)
+    fleet = _Fleet.from_cast(routes, cast)
     n = len(cast)
-    route = np.asarray(cast.route, dtype=np.int64)
-    size = np.asarray(cast.size, dtype=np.float64)
-    length, width = size[:, 0], size[:, 1]
-    v0 = np.asarray(cast.v0)
-    acc_max = np.asarray(cast.a)
-    dec = np.asarray(cast.b)
-    headway = np.asarray(cast.headway)
-    jam = np.asarray(cast.jam)
-    spawn = np.asarray(cast.spawn_s)
-    inflow = np.asarray(cast.inflow)
-    kind = np.array([routes[r].kind for r in cast.route])
-    s_stop = np.array([routes[r].s_stop_m for r in cast.route])
-    s_cross_end = np.array([routes[r].s_cross_end_m for r in cast.route])
-    phase = np.array([routes[r].phase for r in cast.route])
-    route_len = np.array([routes[r].length_m for r in cast.route])
-    base_prio = np.array([PRIORITY[routes[r].movement] for r in cast.route])
-    is_ped = kind == KIND_PED
+    route, length, is_ped, s_stop = fleet.route, fleet.length, fleet.is_ped, fleet.s_stop
+    v0, acc_max, dec, headway, jam = fleet.v0, fleet.acc_max, fleet.dec, fleet.headway, fleet.jam
     s = np.asarray(cast.s0_m, dtype=np.float64).copy()
     v = np.asarray(cast.v_init, dtype=np.float64).copy()
     status = np.zeros(n, dtype=np.int8)  # 0 pending, 1 active, 2 gone
@@ -498,17 +542,12 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
     committed = np.zeros(n, dtype=bool)
     entry_s = np.full(n, np.inf)  # time the front crossed the stop line / curb
     s_cap = np.full(n, np.inf)  # where each agent will stop at most (for predictions)
-    # pedestrians look across the whole crosswalk before stepping off the curb
-    lookahead = np.where(is_ped, 18.0, np.where(kind == KIND_BIKE, 20.0, 45.0))
-    corr_step = np.where(is_ped, 0.4, np.where(kind == KIND_BIKE, 0.5, 1.0))
-    body_count = np.maximum(1, np.ceil((length - width) / BODY_SPACING_M).astype(int) + 1)
-    margin_base = np.where(kind == KIND_VEHICLE, 0.35, 0.5)
     records: list[tuple[np.ndarray, ...]] = []
     ego_rows: list[tuple[float, float, float, float]] = []
     steps = int(np.floor((duration_s + WARMUP_S) * SIM_RATE_HZ + 1e-6))
     for k in range(steps + 1):
         t = -WARMUP_S + k * SIM_DT_S
-        _spawn(table, t, route, s, length, status, spawn, inflow)
+        _spawn(table, t, fleet, s, status)
         act = np.flatnonzero(status == 1)
         if act.size == 0:
             continue
@@ -520,46 +559,46 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
         rear = s[act] - 0.5 * length[act]
         entered = np.isinf(entry_s[act]) & (front > s_stop[act])
         entry_s[act[entered]] = t
-        inside = (front > s_stop[act]) & (rear < s_cross_end[act])
+        inside = (front > s_stop[act]) & (rear < fleet.s_cross_end[act])
         rank = np.zeros(n)
         # who goes first: pedestrians on a crosswalk, then whoever entered the intersection
         # first, then through > right > left; the ego wins ties (lowest index)
         rank[act] = np.where(inside & is_ped[act], 3e6,
                              np.where(inside, 2e6 - 1e3 * entry_s[act],
-                                      1e3 * base_prio[act])) - act
+                                      1e3 * fleet.base_prio[act])) - act
         heading = np.zeros((n, 2))
         heading[act] = d
-        gap, v_obst, phys_gap = _obstacles(table, act, route, s, v, length, width, corr_step, lookahead,
-                                 body_count, margin_base, rank, heading, s_cap,
-                                 np.where(np.isfinite(s_stop), s_stop - s - 0.5 * length, -1.0),
-                                 np.where(is_ped, -np.inf, s_cross_end - s + 0.5 * length + 1.0),
-                                 acc_max, v0)
+        gap, v_obst, phys_gap, at_line = _obstacles(table, fleet, act, s, v, rank, heading,
+                                                    s_cap)
+        stop_jam = np.where(is_ped[act], 0.1, STOP_LINE_GAP_M)
+        # waiting at the own line for someone else's path is a stop-line stop too
+        obst_jam = np.where(at_line, stop_jam, jam[act])
+        obst_headway = np.where(at_line, np.minimum(headway[act], 0.6), headway[act])
         a_free, a_obst = _idm(v[act], np.minimum(v0[act], table.allowed_speed(route[act],
                                                                                  s[act])),
-                              acc_max[act], dec[act], headway[act], jam[act], gap,
+                              acc_max[act], dec[act], obst_headway, obst_jam, gap,
                               v[act] - v_obst)
         # signals: stop line for vehicles and bikes, curb for pedestrians
         stop_gap = np.full(act.size, np.inf)
         for m, i in enumerate(act):
-            if phase[i] < 0:
+            if fleet.phase[i] < 0:
                 continue
             if is_ped[i]:
                 line = s_stop[i]
-                if front[m] < line - 0.05 and not plan.walk(int(phase[i]), t):
+                if front[m] < line - 0.05 and not plan.walk(int(fleet.phase[i]), t):
                     stop_gap[m] = line - front[m]
                 continue
             to_line = s_stop[i] - front[m]
             if to_line < -0.05:
                 committed[i] = False
                 continue
-            state = plan.state(int(phase[i]), t)
+            state = plan.state(int(fleet.phase[i]), t)
             if state == "green" or committed[i]:
                 continue
             if state == "yellow" and v[i] ** 2 > 2.0 * YELLOW_STOP_DECEL_MPS2 * max(to_line, 0.01):
                 committed[i] = True
                 continue
             stop_gap[m] = to_line
-        stop_jam = np.where(is_ped[act], 0.1, STOP_LINE_GAP_M)
         # a stop line is approached more decisively than a car ahead (whose braking must be
         # anticipated): a short time gap keeps IDM from crawling the last metres
         _, a_stop = _idm(v[act], v0[act], acc_max[act], dec[act], np.minimum(headway[act], 0.6),
@@ -567,12 +606,12 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
         accel = np.clip(a_free + np.minimum(a_obst, a_stop), -MAX_DECEL_MPS2, acc_max[act])
         # IDM only approaches standstill asymptotically; real drivers stop: creeping the last
         # decimetres becomes a full stop within this step
-        near = np.minimum(gap - jam[act], stop_gap - stop_jam) < 0.25
+        near = np.minimum(gap - obst_jam, stop_gap - stop_jam) < 0.25
         creep = near & (v[act] < 0.3) & (accel < 0.0)
         accel = np.where(creep, -v[act] / SIM_DT_S, accel)
         # ... and, once standing close behind a standing obstacle, do not creep up to it
         hold = (v[act] < 0.01) & ((stop_gap < stop_jam + 2.0)
-                                  | ((gap < jam[act] + 1.5) & (v_obst < 0.1)))
+                                  | ((gap < obst_jam + 1.5) & (v_obst < 0.1)))
         accel = np.where(hold, np.minimum(accel, 0.0), accel)
         if act[0] == 0 and t >= -1e-9:
             ego_rows.append((round(t, 6), float(s[0]), float(v[0]), float(accel[0])))
@@ -583,32 +622,40 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
                       0.5 * (v[act] + v_new) * SIM_DT_S)
         s[act] += ds
         v[act] = v_new
-        status[act[s[act] + 0.5 * length[act] > route_len[act]]] = 2
+        status[act[s[act] + 0.5 * length[act] > fleet.route_len[act]]] = 2
     return _stack_records(records, np.array(ego_rows).reshape(-1, 4))
 
 
-def _spawn(table: _RouteTable, t: float, route, s, length, status, spawn, inflow) -> None:
+def _spawn(table: _RouteTable, t: float, fleet: _Fleet, s: np.ndarray,
+           status: np.ndarray) -> None:
     """Activate agents whose time has come; inflowing ones wait until their entry is clear."""
-    due = np.flatnonzero((status == 0) & (spawn <= t + 1e-9))
+    due = np.flatnonzero((status == 0) & (fleet.spawn <= t + 1e-9))
     for i in due:
-        if inflow[i]:
+        if fleet.inflow[i]:
             act = np.flatnonzero(status == 1)
             if act.size:
-                xy_i, _ = table.lookup(route[i:i + 1], s[i:i + 1])
-                xy, _ = table.lookup(route[act], s[act])
+                xy_i, _ = table.lookup(fleet.route[i:i + 1], s[i:i + 1])
+                xy, _ = table.lookup(fleet.route[act], s[act])
                 dist = np.linalg.norm(xy - xy_i, axis=1)
-                if np.any(dist < 0.5 * (length[act] + length[i]) + 6.0):
+                if np.any(dist < 0.5 * (fleet.length[act] + fleet.length[i]) + 6.0):
                     continue
         status[i] = 1
 
 
-def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, body_count,
-               margin_base, rank, heading, s_cap, to_line, clear_dist, acc_max, v0):
-    """Nearest obstacle ahead of every active agent: (gap_m, obstacle speed along my heading).
+def _obstacles(table: _RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray,
+               v: np.ndarray, rank: np.ndarray, heading: np.ndarray, s_cap: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Nearest obstacle ahead of every active agent (arrays over `act`): gap (m), obstacle
+    speed along the agent's heading, gap to the nearest standing physical obstacle, and
+    whether the gap is to the agent's own stop line (waiting there for someone).
 
     Bodies are sampled along each agent's axis (spacing <= 0.8 m) now and at the prediction
     horizons TAUS_S; corridors are sampled along each agent's route ahead of its front.
     """
+    route, length, width = fleet.route, fleet.length, fleet.width
+    acc_max, v0 = fleet.acc_max, fleet.v0
+    to_line = np.where(np.isfinite(fleet.s_stop), fleet.s_stop - s - 0.5 * length, -1.0)
+    clear_dist = np.where(fleet.is_ped, -np.inf, fleet.s_cross_end - s + 0.5 * length + 1.0)
     # bodies
     n_tau = np.where(v[act] > 0.05, len(TAUS_S), 1)
     owner = np.repeat(act, n_tau)
@@ -619,35 +666,38 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     s_pred = np.where(tau > 0.0, np.minimum(s[owner] + advance,
                                             np.maximum(s_cap[owner], s[owner])), s[owner])
     centre, direction = table.lookup(route[owner], s_pred)
-    reps = body_count[owner]
+    reps = fleet.body_count[owner]
     b_owner = np.repeat(owner, reps)
     b_tau = np.repeat(tau, reps)
     rep_b = np.repeat(reps, reps)
     local = np.where(rep_b > 1, _within_group(reps) / np.maximum(rep_b - 1, 1) - 0.5, 0.0)
     extent = (length[b_owner] - width[b_owner])
-    b_xy = np.repeat(centre, reps, axis=0) + (local * extent)[:, None] * np.repeat(
-        direction, reps, axis=0)
+    b_dir = np.repeat(direction, reps, axis=0)
+    b_xy = np.repeat(centre, reps, axis=0) + (local * extent)[:, None] * b_dir
     # corridors
-    counts = np.floor(lookahead[act] / corr_step[act]).astype(int) + 1
+    counts = np.floor(fleet.lookahead[act] / fleet.corr_step[act]).astype(int) + 1
     c_owner = np.repeat(act, counts)
-    c_dist = _within_group(counts) * np.repeat(corr_step[act], counts)
-    c_xy, _ = table.lookup(route[c_owner], s[c_owner] + 0.5 * length[c_owner] + c_dist)
+    c_dist = _within_group(counts) * np.repeat(fleet.corr_step[act], counts)
+    c_xy, c_dir = table.lookup(route[c_owner], s[c_owner] + 0.5 * length[c_owner] + c_dist)
     gap = np.full(act.size, np.inf)
     v_obst = np.zeros(act.size)
+    at_line = np.zeros(act.size, dtype=bool)
     pairs = cKDTree(c_xy).sparse_distance_matrix(cKDTree(b_xy), 3.3, output_type="ndarray")
     if pairs.size == 0:
-        return gap, v_obst, gap.copy()
+        return gap, v_obst, gap.copy(), at_line
     ci, bj, dist = pairs["i"], pairs["j"], pairs["v"]
     me, other = c_owner[ci], b_owner[bj]
-    thr = 0.5 * (width[me] + width[other]) + np.maximum(margin_base[me], margin_base[other])
+    thr = 0.5 * (width[me] + width[other]) + MARGIN_M[fleet.kind[me], fleet.kind[other]]
     cos_h = np.sum(heading[me] * heading[other], axis=1)
-    crossing = cos_h < np.cos(SAME_DIRECTION_RAD)
+    # do the two paths cross where they meet? (judged there, not on the current headings: a
+    # car about to turn across a bike lane is still parallel to the cyclist beside it)
+    crossing = np.sum(c_dir[ci] * b_dir[bj], axis=1) < np.cos(SAME_DIRECTION_RAD)
     physical = b_tau[bj] == 0.0
     keep = (me != other) & (dist < thr) & (physical | (crossing & (rank[other] > rank[me])))
     me, other, cd, physical, cos_h = me[keep], other[keep], c_dist[ci[keep]], physical[keep], \
         cos_h[keep]
     if me.size == 0:
-        return gap, v_obst, gap.copy()
+        return gap, v_obst, gap.copy(), at_line
     # mutual physical blocking: the higher-ranked of the two goes first
     n_all = len(v)
     mutual = physical & np.isin(other * n_all + me, (me * n_all + other)[physical]) & (
@@ -659,7 +709,8 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     # room to clear the intersection ("don't block the box")
     line = to_line[me]
     blocks_box = physical & (cd < clear_dist[me]) & (v[other] * np.maximum(cos_h, 0.0) < 2.0)
-    g = np.where((~physical | blocks_box) & (line > 0.0), np.minimum(g, line), g)
+    to_own_line = (~physical | blocks_box) & (line > 0.0) & (line < g)
+    g = np.where(to_own_line, line, g)
     # where each agent will stop at most, for the others' predictions: physical obstacles only
     # (an agent waiting for someone's predicted path is expected to go once it is clear),
     # and only standing ones: a moving obstacle will have moved on
@@ -667,16 +718,15 @@ def _obstacles(table, act, route, s, v, length, width, corr_step, lookahead, bod
     standing = physical & (v[other] < 1.0)
     np.minimum.at(phys_gap, np.searchsorted(act, me[standing]), g[standing])
     order = np.lexsort((g, me))
-    me, other, g, physical, cos_h = (x[order] for x in (me, other, g, physical, cos_h))
+    me, other, g, physical, cos_h, to_own_line = (
+        x[order] for x in (me, other, g, physical, cos_h, to_own_line))
     first = np.concatenate([[True], me[1:] != me[:-1]])
-    if _DEBUG is not None:
-        _DEBUG.append((me[first].copy(), other[first].copy(), g[first].copy(),
-                       physical[first].copy()))
     slot = np.searchsorted(act, me[first])
     gap[slot] = g[first]
     follows = physical[first] & (cos_h[first] >= np.cos(SAME_DIRECTION_RAD))
     v_obst[slot] = np.where(follows, v[other[first]] * cos_h[first], 0.0)
-    return gap, v_obst, phys_gap
+    at_line[slot] = to_own_line[first]
+    return gap, v_obst, phys_gap, at_line
 
 
 def _within_group(counts: np.ndarray) -> np.ndarray:
@@ -761,7 +811,7 @@ def find_overlaps(agent: np.ndarray, time_s: np.ndarray, center_xy: np.ndarray,
     radius = 0.5 * np.hypot(size_lw[ag, 0], size_lw[ag, 1]) + clearance_m
     bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
     found: set[tuple[int, int]] = set()
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         i, j = np.triu_indices(hi - lo, k=1)
         i, j = i + lo, j + lo
         near = np.linalg.norm(xy[i] - xy[j], axis=1) < radius[i] + radius[j]

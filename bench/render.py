@@ -10,6 +10,7 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py                   # everything (several minutes on 2 cores)
     python bench/render.py --quick           # 60 raster frames, 4 s clips
     python bench/render.py --cases sample --modes raster
+    python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
 """
 
 from __future__ import annotations
@@ -58,16 +59,19 @@ def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     from avsim.render.frame import SceneRenderer
 
     scenario = load_case(case, clip_s)
-    if mode == "raster":
-        renderer = SceneRenderer(scenario)
-        renderer.render_frame(0)  # JIT cache load and ray maps are one-off costs
+    if mode in ("raster", "raster_torch"):
+        renderer = SceneRenderer(scenario, backend="torch" if mode == "raster_torch" else "numba")
+        renderer.render_frame(0)  # JIT cache load, ray maps, CUDA context: one-off costs
         n = min(raster_frames, renderer.n_frames - 1)
         step = max(1, (renderer.n_frames - 1) // max(n, 1))
         frames = [1 + i * step for i in range(n)]
         wall, cpu = time.perf_counter(), _cpu_s()
         for f in frames:
-            for i in range(len(renderer.rig)):
-                renderer.render_camera(f, i)
+            if mode == "raster_torch":
+                renderer.render_frame(f)  # all cameras of the frame as one batch
+            else:
+                for i in range(len(renderer.rig)):
+                    renderer.render_camera(f, i)
         wall, cpu = time.perf_counter() - wall, _cpu_s() - cpu
         cam_frames = n * len(renderer.rig)
         own, children = _peak_mib()

@@ -25,6 +25,7 @@ from avsim.errors import AvsimInputError
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 RIG_CHOICES = ("scenario", "cosmos", "nuscenes", "av2", "waymo")
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class RenderOptions:
     rig: str = "scenario"
     backend: str = "numba"
     overwrite: bool = False
+    preset: str = writer.DEFAULT_PRESET
 
 
 @dataclass
@@ -145,7 +147,7 @@ def _run_segment(segment: writer.Segment) -> int:
             pending[0] = 0
 
     frames = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
-    n = writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=tick)
+    n = writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=tick, preset=opts.preset)
     if queue is not None and pending[0]:
         queue.put(pending[0])
     return n
@@ -180,7 +182,7 @@ def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
                 frames = (renderer.render_camera(f, i) for f in range(segment.start, segment.stop))
                 rendered += writer.write_segment(
                     frames, segment, opts.width_px, opts.height_px, opts.fps,
-                    on_frame=(lambda: progress(1)) if progress is not None else None,
+                    on_frame=(lambda: progress(1)) if progress is not None else None, preset=opts.preset,
                 )  # fmt: skip
         finally:
             _WORKER.clear()
@@ -291,6 +293,7 @@ def render_command(
     rig: str = typer.Option("scenario", "--rig", help="Camera rig: the scenario's own (scenario), or cosmos (the 7-camera model rig on the same ego), nuscenes, av2, waymo."),
     backend: str = typer.Option("numba", "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
+    preset: str = typer.Option(writer.DEFAULT_PRESET, "--preset", help="libx264 speed preset (crf 18 always): ultrafast ... veryslow."),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera."""
     from rich.console import Console
@@ -311,6 +314,8 @@ def render_command(
         raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
     if not (math.isfinite(fps) and fps > 0):
         raise typer.BadParameter(f"--fps: must be > 0, got {fps}")
+    if preset not in X264_PRESETS:
+        raise typer.BadParameter(f"--preset: expected one of {', '.join(X264_PRESETS)}, got {preset!r}")
     if workers < 1 or chunk < 0:
         raise typer.BadParameter("--workers must be >= 1 and --chunk >= 0")
     width, height = _parse_size(size)
@@ -318,7 +323,7 @@ def render_command(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
-        layout=layout, rig=rig, backend=backend, overwrite=overwrite,
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset,
     )  # fmt: skip
     scen = _load(scenario)
     console = Console(stderr=True)

@@ -172,3 +172,17 @@ def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, m
         assert np.abs(decoded[f] - truth).mean() < 4.0
     pngs = sorted((tmp_path / "synthetic_highway" / "png" / cam).glob("*.png"))
     assert len(pngs) == 10
+
+
+def test_mosaic_order_and_tiles():
+    from avsim.render.writer import mosaic_order, tile_mosaic
+
+    from avsim.rig import MOSAIC_ORDER
+
+    assert mosaic_order(COSMOS_VIEW_NAMES) == list(MOSAIC_ORDER)
+    assert mosaic_order(named_rig("nuscenes").names) == list(named_rig("nuscenes").names)
+    frames = {name: np.full((36, 64, 3), 10 * (i + 1), np.uint8) for i, name in enumerate(MOSAIC_ORDER)}
+    tiled = tile_mosaic(frames, list(MOSAIC_ORDER), 64, 36)
+    assert tiled.shape == (3 * 36, 3 * 64, 3)
+    assert tiled[30, 60, 0] == 10 and tiled[30, 124, 0] == 20 and tiled[66, 4, 0] == 40 and tiled[100, 60, 0] == 70
+    assert not tiled[100, 100].any()  # the two empty tiles of the last row stay black
