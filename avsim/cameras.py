@@ -1,9 +1,8 @@
 """Camera models: OpenCV pinhole and NVIDIA f-theta, vectorised project / unproject.
 
 Camera frame is OpenCV RDF: x right, y down, z forward. Depth is the camera-frame z in metres.
-Pixel coordinates are continuous, in the convention of the calibration (cx, cy); `in_image`
-accepts u in [0, W) and v in [0, H). Where pixel centres sit on that axis is the rasteriser's
-choice (render/ documents it).
+Pixel coordinates are continuous, in the OpenCV convention of the calibration files: the
+centre of pixel (i, j) is at (i, j), so the image covers [-0.5, W - 0.5) x [-0.5, H - 0.5).
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ def _check_size(width_px: int, height_px: int) -> None:
 
 
 def _in_image(uv: np.ndarray, depth: np.ndarray, width_px: int, height_px: int) -> np.ndarray:
-    return (depth > 0) & (uv[:, 0] >= 0) & (uv[:, 0] < width_px) & (uv[:, 1] >= 0) & (uv[:, 1] < height_px)
+    u, v = uv[:, 0] + 0.5, uv[:, 1] + 0.5  # pixel centres at integers: edges at -0.5 and W - 0.5
+    return (depth > 0) & (u >= 0) & (u < width_px) & (v >= 0) & (v < height_px)
 
 
 @dataclass(frozen=True)

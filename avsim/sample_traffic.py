@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
+from shapely.geometry import LineString, Point, Polygon
 
 from avsim import sample_roads as roads
 
@@ -120,6 +121,7 @@ class Route:
     phase: int = -1  # signal phase governing s_stop (-1: none)
     light: str = ""  # light id (vehicles)
     movement: str = "straight"  # straight | right | left | walk
+    crosswalk_entry_m: tuple[float, ...] = ()  # where the path enters crosswalks (vehicles)
 
 
 def _resample(poly: np.ndarray, step: float) -> tuple[np.ndarray, float]:
@@ -155,7 +157,7 @@ def _fillet(poly: np.ndarray, radius: float) -> np.ndarray:
 
 def make_route(name: str, kind: int, poly: np.ndarray, *, s_stop: float = np.inf,
                s_cross_end: float = -np.inf, phase: int = -1, light: str = "",
-               movement: str = "straight") -> Route:
+               movement: str = "straight", crosswalk_entry: tuple[float, ...] = ()) -> Route:
     dense, length = _resample(poly, ROUTE_STEP_M)
     d0 = dense[1] - dense[0]
     d1 = dense[-1] - dense[-2]
@@ -176,7 +178,8 @@ def make_route(name: str, kind: int, poly: np.ndarray, *, s_stop: float = np.inf
     decel = 1.5
     for i in range(len(v_allow) - 2, -1, -1):
         v_allow[i] = min(v_allow[i], np.sqrt(v_allow[i + 1] ** 2 + 2 * decel * ROUTE_STEP_M))
-    return Route(name, kind, pts, length, v_allow, s_stop, s_cross_end, phase, light, movement)
+    return Route(name, kind, pts, length, v_allow, s_stop, s_cross_end, phase, light, movement,
+                 crosswalk_entry)
 
 
 def _lane_map() -> dict[str, roads.LaneSpec]:
@@ -198,7 +201,20 @@ def vehicle_route(lanes: dict[str, roads.LaneSpec], arm: int, lane: int | str,
     kind = KIND_BIKE if lane == "bike" else KIND_VEHICLE
     return make_route(f"{inbound.lane_id}__{movement}", kind, poly, s_stop=s_stop,
                       s_cross_end=s_stop + conn_len, phase=arm_phase(arm), light=light,
-                      movement=movement)
+                      movement=movement, crosswalk_entry=_crosswalk_entries(poly))
+
+
+def _crosswalk_entries(poly: np.ndarray) -> tuple[float, ...]:
+    """Arc lengths where a path enters a crosswalk (with 0.5 m to spare), so that vehicles
+    yielding to pedestrians stop before the crosswalk rather than on it."""
+    line = LineString(poly)
+    entries = []
+    for k in range(4):
+        inside = line.intersection(Polygon(roads.crosswalk(k)).buffer(0.5))
+        for part in getattr(inside, "geoms", [inside]):
+            if not part.is_empty:
+                entries.append(float(line.project(Point(part.coords[0]))))
+    return tuple(sorted(entries))
 
 
 def _arc_length_at(route: Route, point_xy: np.ndarray) -> float:
@@ -417,7 +433,9 @@ def vehicle_routes() -> tuple[list[Route], dict[str, int]]:
 
 # --- simulation -------------------------------------------------------------------------------
 
-TAUS_S = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+TAUS_S = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+HORIZON_S = (5.0, 5.0, 8.0)  # prediction horizon by kind: pedestrians on a 17 m crosswalk
+# are seen early enough by vehicles turning into it
 BODY_SPACING_M = 0.8
 SAME_DIRECTION_RAD = np.deg2rad(35.0)
 # extra lateral clearance (m) between the bodies of two road users, by kind (vehicle, bike,
@@ -496,6 +514,8 @@ class _Fleet:
     corr_step: np.ndarray
     body_count: np.ndarray
     kind: np.ndarray
+    crosswalk_entry: np.ndarray  # (n, 4), padded with inf
+    n_tau: np.ndarray  # prediction samples (TAUS_S[:n_tau])
 
     @classmethod
     def from_cast(cls, routes: list[Route], cast: Cast) -> _Fleet:
@@ -518,6 +538,9 @@ class _Fleet:
             corr_step=np.where(is_ped, 0.4, np.where(kind == KIND_BIKE, 0.5, 1.0)),
             body_count=np.maximum(1, np.ceil((length - width) / BODY_SPACING_M).astype(int) + 1),
             kind=kind,
+            n_tau=np.searchsorted(TAUS_S, np.array(HORIZON_S)[kind], side="right"),
+            crosswalk_entry=np.array([(routes[r].crosswalk_entry_m + (np.inf,) * 4)[:4]
+                                      for r in cast.route]),
         )
 
 
@@ -657,7 +680,9 @@ def _obstacles(table: _RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray
     to_line = np.where(np.isfinite(fleet.s_stop), fleet.s_stop - s - 0.5 * length, -1.0)
     clear_dist = np.where(fleet.is_ped, -np.inf, fleet.s_cross_end - s + 0.5 * length + 1.0)
     # bodies
-    n_tau = np.where(v[act] > 0.05, len(TAUS_S), 1)
+    # (standing agents only if nothing holds them: they are about to go)
+    free = (v[act] > 0.05) | (s_cap[act] - s[act] > 0.5)
+    n_tau = np.where(free, fleet.n_tau[act], 1)
     owner = np.repeat(act, n_tau)
     tau = TAUS_S[_within_group(n_tau)]
     # predicted along the own route, but never past where the agent is about to stop
@@ -704,6 +729,14 @@ def _obstacles(table: _RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray
         rank[me] > rank[other])
     me, other, cd, physical, cos_h = (x[~mutual] for x in (me, other, cd, physical, cos_h))
     g = np.maximum(cd - 0.5 * width[other], 0.05)
+    # pedestrians are given way to before the crosswalk, not on it (where the waiting vehicle
+    # would stand in their way)
+    front = s[me] + 0.5 * length[me]
+    entry = fleet.crosswalk_entry[me]
+    ahead = (entry <= (front + cd)[:, None]) & (entry > front[:, None] - 0.1)
+    before_cw = np.where(ahead, entry, -np.inf).max(axis=1) - front
+    g = np.where(fleet.is_ped[other] & np.isfinite(before_cw),
+                 np.minimum(g, np.maximum(before_cw, 0.05)), g)
     # wait behind the own stop line, not inside the intersection where waiting blocks others,
     # when yielding to someone's predicted path, or when a slow or standing obstacle leaves no
     # room to clear the intersection ("don't block the box")
@@ -715,7 +748,7 @@ def _obstacles(table: _RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray
     # (an agent waiting for someone's predicted path is expected to go once it is clear),
     # and only standing ones: a moving obstacle will have moved on
     phys_gap = np.full(act.size, np.inf)
-    standing = physical & (v[other] < 1.0)
+    standing = physical & (v[other] < 0.3)
     np.minimum.at(phys_gap, np.searchsorted(act, me[standing]), g[standing])
     order = np.lexsort((g, me))
     me, other, g, physical, cos_h, to_own_line = (

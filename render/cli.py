@@ -4,6 +4,10 @@ Work is split into segments (150 frames of one camera); each streams its frames 
 encoder and lands atomically, then a camera's segments are remuxed into its video. A rerun
 skips finished videos and segments (resumable); an interrupted run leaves no partial file.
 `--workers N` renders segments in N processes; the bytes do not depend on N.
+
+Given the output folder of `avsim edit` (a `manifest.json` of format `avsim-edit-manifest`
+beside one scenario folder per variant), every variant is rendered with the same options to
+`OUT/<scenario_id>/...`, and `OUT/render_summary.json` lists them all.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from pathlib import Path
 import typer
 from avsim.render import style, writer
 
+from avsim.atomic import atomic_output_path
 from avsim.errors import AvsimInputError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 RIG_CHOICES = ("scenario", "cosmos", "nuscenes", "av2", "waymo")
+# `avsim edit`'s manifest (edit/cli.py writes it; render sits below edit in the layering, so
+# the two names are restated here rather than imported)
+EDIT_MANIFEST_NAME = "manifest.json"
+EDIT_MANIFEST_FORMAT = "avsim-edit-manifest"
+VARIANTS_SUMMARY_FORMAT = "avsim-render-variants-summary"
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 
 
@@ -68,6 +78,97 @@ class RenderSummary:
 
     def to_json(self) -> dict:
         return {**asdict(self), "camera_frames_per_s": round(self.camera_frames_per_s, 2)}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One variant listed in an `avsim edit` manifest: its name and scenario folder."""
+
+    name: str
+    folder: Path
+
+
+# ---- edit variants -------------------------------------------------------------------------------
+def is_variants_folder(path: Path) -> bool:
+    """True when `path` holds an `avsim edit` manifest (`manifest.json`, format avsim-edit-manifest)."""
+    manifest = Path(path) / EDIT_MANIFEST_NAME
+    if not manifest.is_file():
+        return False
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == EDIT_MANIFEST_FORMAT
+
+
+def read_variants(path: Path) -> list[Variant]:
+    """The variants of an `avsim edit` output folder, in manifest order.
+
+    Each `folder` must be a plain name inside `path` that exists (no separators, no `..`), and
+    no two variants may share one; anything else is an AvsimInputError naming the field.
+    """
+    manifest = Path(path) / EDIT_MANIFEST_NAME
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AvsimInputError(manifest, "manifest", f"unreadable: {exc}") from None
+    entries = doc.get("variants") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise AvsimInputError(manifest, "variants", "expected a non-empty list of variants")
+    variants, seen = [], set()
+    for i, entry in enumerate(entries):
+        folder = entry.get("folder") if isinstance(entry, dict) else None
+        field_name = f"variants[{i}].folder"
+        if not isinstance(folder, str) or not folder or folder in (".", "..") or "/" in folder or "\\" in folder:
+            raise AvsimInputError(manifest, field_name, f"expected a folder name inside {path}, got {folder!r}")
+        if folder in seen:
+            raise AvsimInputError(manifest, field_name, f"folder {folder!r} is listed twice")
+        if not (Path(path) / folder).is_dir():
+            raise AvsimInputError(manifest, field_name, f"no such variant folder {folder!r}")
+        seen.add(folder)
+        name = entry.get("name", folder)
+        variants.append(Variant(str(name), Path(path) / folder))
+    return variants
+
+
+def variants_summary_document(variants: list[Variant], summaries: list[RenderSummary]) -> dict:
+    """`OUT/render_summary.json` for a rendered set of edit variants (no paths of the inputs)."""
+    return {
+        "format": VARIANTS_SUMMARY_FORMAT,
+        "variants": [{"name": v.name, **s.to_json()} for v, s in zip(variants, summaries)],
+        "camera_frames_rendered": sum(s.camera_frames_rendered for s in summaries),
+        "camera_frames_skipped": sum(s.camera_frames_skipped for s in summaries),
+        "seconds": round(sum(s.seconds for s in summaries), 3),
+    }
+
+
+def run_render_variants(path: Path, opts: RenderOptions, progress=None, on_variant=None) -> list[RenderSummary]:
+    """Render every variant of an `avsim edit` output folder with the same `opts`.
+
+    Variants go to `opts.out/<scenario_id>/...` (ids differ per variant); each is resumable on
+    its own, and `opts.out/render_summary.json` lists them all. `on_variant(i, variant,
+    scenario)` is called before variant i renders (progress bars). Returns one summary per variant.
+    """
+    variants = read_variants(path)
+    summaries: list[RenderSummary] = []
+    clip_owner: dict[str, str] = {}
+    for i, variant in enumerate(variants):
+        scenario = _load(variant.folder)
+        clip_id = writer.safe_name(scenario.scenario_id)
+        if clip_id in clip_owner:
+            raise AvsimInputError(
+                variant.folder, "scenario_id", f"{scenario.scenario_id!r} is also the id of variant {clip_owner[clip_id]!r}"
+            )
+        clip_owner[clip_id] = variant.name
+        if on_variant is not None:
+            on_variant(i, variant, scenario)
+        summaries.append(run_render(scenario, opts, progress=progress))
+        del scenario
+    doc = variants_summary_document(variants, summaries)
+    opts.out.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(opts.out / "render_summary.json") as tmp:
+        Path(tmp).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return summaries
 
 
 # ---- planning ------------------------------------------------------------------------------------
@@ -276,7 +377,7 @@ def _load(path: Path):
 
 @app.command("render")
 def render_command(
-    scenario: Path = typer.Argument(..., help="Scenario folder (avsim native format, e.g. from `avsim sample` or `avsim convert`)."),
+    scenario: Path = typer.Argument(..., help="Scenario folder (avsim native format, e.g. from `avsim sample` or `avsim convert`), or an `avsim edit` output folder (manifest.json): every variant is rendered."),
     out: Path = typer.Argument(..., help="Output folder; videos go to OUT/<clip>/<clip>.<camera>.mp4."),
     cameras: str = typer.Option(None, "--cameras", help="Comma-separated camera names (default: every camera of the rig)."),
     start: float = typer.Option(None, "--start", help="First time to render, seconds from the clip start."),
@@ -295,7 +396,11 @@ def render_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
     preset: str = typer.Option(writer.DEFAULT_PRESET, "--preset", help="libx264 speed preset (crf 18 always): ultrafast ... veryslow."),
 ) -> None:
-    """Render a scenario into world-scenario control videos, one per camera."""
+    """Render a scenario into world-scenario control videos, one per camera.
+
+    SCENARIO may also be the output folder of `avsim edit`: every variant it lists is rendered
+    with the same options to OUT/<scenario_id>/..., and OUT/render_summary.json lists them all.
+    """
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -325,24 +430,44 @@ def render_command(
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
         layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset,
     )  # fmt: skip
-    scen = _load(scenario)
+    # bad input fails here, in one line, before the progress bar appears
+    variants_mode = is_variants_folder(scenario)
+    n_variants = len(read_variants(scenario)) if variants_mode else 0
+    scen = None if variants_mode else _load(scenario)
     console = Console(stderr=True)
     with Progress(
-        TextColumn("[bold]render"), BarColumn(), MofNCompleteColumn(), TextColumn("camera-frames"),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+        TextColumn("[bold]render"), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("camera-frames"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
     ) as bar:  # fmt: skip
-        task = bar.add_task("render", total=None)
+        task = bar.add_task("", total=None)
 
         def advance(n: int) -> None:
             bar.advance(task, n)
 
-        rig_obj = resolve_rig(scen, rig)
-        n_cams = len(opts.cameras or rig_obj.names)
-        first, stop = select_frames(len(scen.frame_timestamps(fps)), fps, start, end, frames)
-        bar.update(task, total=n_cams * (stop - first))
-        summary = run_render(scen, opts, progress=advance)
-    console.print(
-        f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
-        f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
-        f"in {summary.seconds:.1f} s = {summary.camera_frames_per_s:.1f} camera-frames/s -> {out}"
-    )
+        def plan(scen, description: str = "") -> None:
+            # the bar counts camera-frames of the scenario about to render (of each in turn for variants)
+            n_cams = len(opts.cameras or resolve_rig(scen, rig).names)
+            first, stop = select_frames(len(scen.frame_timestamps(fps)), fps, start, end, frames)
+            bar.reset(task, total=n_cams * (stop - first), description=description)
+
+        if variants_mode:
+            summaries = run_render_variants(
+                scenario, opts, progress=advance,
+                on_variant=lambda i, v, scen: plan(scen, f"{i + 1}/{n_variants} {v.name}"),
+            )  # fmt: skip
+        else:
+            plan(scen)
+            summaries = [run_render(scen, opts, progress=advance)]
+    for summary in summaries:
+        console.print(
+            f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
+            f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
+            f"in {summary.seconds:.1f} s = {summary.camera_frames_per_s:.1f} camera-frames/s -> {out}"
+        )
+    if variants_mode:
+        rendered = sum(x.camera_frames_rendered for x in summaries)
+        kept = sum(x.camera_frames_skipped for x in summaries)
+        console.print(
+            f"rendered {len(summaries)} variants: {rendered} camera-frames rendered, {kept} kept "
+            f"in {sum(x.seconds for x in summaries):.1f} s -> {out} (summary: {out / 'render_summary.json'})"
+        )

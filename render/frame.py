@@ -243,7 +243,8 @@ def _capsules(camera, group: _SegmentGroup, a, b, ua, ub, src, orders: _OrderCou
     d0, d1 = a[:, 2], b[:, 2]
     radius = np.maximum(style.MIN_LINE_RADIUS_PX, 0.5 * group.width_px[src] * geo.fade(0.5 * (d0 + d1)))
     lo, hi = np.minimum(ua, ub) - radius[:, None], np.maximum(ua, ub) + radius[:, None]
-    on = (hi[:, 0] >= 0) & (lo[:, 0] <= w) & (hi[:, 1] >= 0) & (lo[:, 1] <= h) & np.isfinite(lo).all(1)
+    (x0, x1), (y0, y1) = geo.image_extent_px(w), geo.image_extent_px(h)
+    on = (hi[:, 0] >= x0) & (lo[:, 0] <= x1) & (hi[:, 1] >= y0) & (lo[:, 1] <= y1) & np.isfinite(lo).all(1)
     n = int(on.sum())
     return Primitives(
         w, h,

@@ -7,8 +7,9 @@ subdivision of segments so curved projections (f-theta, distorted pinhole) stay 
 cuboid faces and edges.
 
 Frames: world/ego FLU, camera RDF (x right, y down, z forward). Depth is camera z in metres.
-Pixel coordinates follow `avsim.cameras`: pixel (i, j) covers [i, i+1) x [j, j+1), so its
-centre is (i + 0.5, j + 0.5).
+Pixel coordinates are those of the calibration (`avsim.cameras`), in the OpenCV convention: the
+centre of pixel (i, j) is the continuous coordinate (i, j) + PIXEL_CENTRE_OFFSET, with
+PIXEL_CENTRE_OFFSET = 0, and the pixel covers [i - 0.5, i + 0.5) x [j - 0.5, j + 0.5).
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ import numpy as np
 from avsim.render import style
 
 from avsim.cameras import PinholeCamera
+
+# Continuous coordinate of pixel i's centre is i + PIXEL_CENTRE_OFFSET. 0.0 is the OpenCV
+# convention, the one in which every calibration we read is expressed (OpenCV, nuScenes, AV2,
+# Waymo, RDS-HQ: a point projecting to u = 100.0 sits on the centre of column 100), and the one
+# of the public reference renderer, which draws with OpenCV at integer pixel centres. Both
+# raster backends, the ray maps and the pixel boxes read this one constant.
+PIXEL_CENTRE_OFFSET = 0.0
+
+
+def image_extent_px(size_px: int) -> tuple[float, float]:
+    """Continuous coordinates (first, last) of the outer edges of an image axis of `size_px` pixels."""
+    return PIXEL_CENTRE_OFFSET - 0.5, size_px + PIXEL_CENTRE_OFFSET - 0.5
+
 
 SUBDIVISION_TOL_PX = 0.25  # max distance of a projected chord from the true image curve
 MAX_SUBDIVISION_LEVELS = 12  # a segment becomes at most 4096 chords
@@ -224,11 +238,11 @@ def _clip_ring_halfspace(ring: np.ndarray, count: np.ndarray, plane: float, sign
 
 def cone_half_angle_rad(camera) -> float:
     """Largest angle between the optical axis and the ray of any pixel on the image border."""
-    w, h = camera.width_px, camera.height_px
-    xs, ys = np.linspace(0, w, 33), np.linspace(0, h, 19)
+    (x0, x1), (y0, y1) = image_extent_px(camera.width_px), image_extent_px(camera.height_px)
+    xs, ys = np.linspace(x0, x1, 33), np.linspace(y0, y1, 19)
     border = np.concatenate(
-        [np.stack([xs, np.zeros_like(xs)], -1), np.stack([xs, np.full_like(xs, h)], -1),
-         np.stack([np.zeros_like(ys), ys], -1), np.stack([np.full_like(ys, w), ys], -1)]
+        [np.stack([xs, np.full_like(xs, y0)], -1), np.stack([xs, np.full_like(xs, y1)], -1),
+         np.stack([np.full_like(ys, x0), ys], -1), np.stack([np.full_like(ys, x1), ys], -1)]
     )
     rays = camera.pixel_to_ray(border)
     theta = np.arccos(np.clip(rays[:, 2] / np.linalg.norm(rays, axis=-1), -1.0, 1.0))
@@ -381,14 +395,15 @@ def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, heigh
         starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         lo[owner[starts]] = np.minimum.reduceat(uv, starts, axis=0)
         hi[owner[starts]] = np.maximum.reduceat(uv, starts, axis=0)
-    # pixel i has its centre at i + 0.5
+    # pixel i has its centre at i + PIXEL_CENTRE_OFFSET
+    c = PIXEL_CENTRE_OFFSET
     with np.errstate(invalid="ignore"):
         boxes = np.stack(
             [
-                np.clip(np.floor(lo[:, 0] - 0.5) - 1, 0, width_px),
-                np.clip(np.floor(lo[:, 1] - 0.5) - 1, 0, height_px),
-                np.clip(np.ceil(hi[:, 0] - 0.5) + 1, -1, width_px - 1),
-                np.clip(np.ceil(hi[:, 1] - 0.5) + 1, -1, height_px - 1),
+                np.clip(np.floor(lo[:, 0] - c) - 1, 0, width_px),
+                np.clip(np.floor(lo[:, 1] - c) - 1, 0, height_px),
+                np.clip(np.ceil(hi[:, 0] - c) + 1, -1, width_px - 1),
+                np.clip(np.ceil(hi[:, 1] - c) + 1, -1, height_px - 1),
             ],
             -1,
         )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from avsim.render import style
+from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 
 try:  # numba is the fast CPU path; without it the torch backend still works
     import numba
@@ -111,13 +112,14 @@ class Primitives:
 
 # ---- ray maps ----------------------------------------------------------------------------
 def ray_map(camera) -> np.ndarray:
-    """Per-pixel camera rays scaled to z = 1: (H, W, 2) float32 (x/z, y/z) at pixel centres.
+    """Per-pixel camera rays scaled to z = 1: (H, W, 2) float32 (x/z, y/z) at pixel centres
+    (pixel (i, j) at (i, j) + PIXEL_CENTRE_OFFSET).
 
     Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn.
     """
     h, w = camera.height_px, camera.width_px
     ys, xs = np.mgrid[0:h, 0:w]
-    uv = np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5], -1).astype(np.float64)
+    uv = np.stack([xs.ravel(), ys.ravel()], -1).astype(np.float64) + PIXEL_CENTRE_OFFSET
     rays = camera.pixel_to_ray(uv)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(rays[:, 2] > 1e-6, rays[:, 2], np.nan)
@@ -186,7 +188,8 @@ if _njit is not None:
         img[y, x, 2] = np.uint8(int(b * f + 0.5))
 
     @_njit
-    def _draw_capsules(img, zbuf, xy, inv_depth, radius, rgb, zscale, zbias, start, stop):
+    def _draw_capsules(img, zbuf, xy, inv_depth, radius, rgb, zscale, zbias, start, stop, c):
+        # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one
         h, w = zbuf.shape
         for s in range(start, stop):
             ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
@@ -197,10 +200,10 @@ if _njit is not None:
             i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
             zs, zb = zscale[s], zbias[s]
             cr, cg, cb = rgb[s, 0], rgb[s, 1], rgb[s, 2]
-            ylo = max(0, int(np.floor(min(ay, by) - r - 0.5)))
-            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - 0.5)))
+            ylo = max(0, int(np.floor(min(ay, by) - r - c)))
+            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
             for y in range(ylo, yhi + 1):
-                py = y + 0.5
+                py = y + c
                 # conservative x-interval of this row: centre-line points within r of the row
                 if abs(dy) > 1e-12:
                     ta = (py - r - ay) / dy
@@ -215,10 +218,10 @@ if _njit is not None:
                     xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
                 else:
                     xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
-                x0 = max(0, int(np.floor(xlo - 0.5)))
-                x1 = min(w - 1, int(np.ceil(xhi - 0.5)))
+                x0 = max(0, int(np.floor(xlo - c)))
+                x1 = min(w - 1, int(np.ceil(xhi - c)))
                 for x in range(x0, x1 + 1):
-                    px = x + 0.5
+                    px = x + c
                     t = 0.0
                     if l2 > 0.0:
                         t = ((px - ax) * dx + (py - ay) * dy) / l2
@@ -282,7 +285,8 @@ if _njit is not None:
 
 
     @_njit
-    def _row_spans(bbox, row_start, owner, uv0, uv1, exact, spans):
+    def _row_spans(bbox, row_start, owner, uv0, uv1, exact, spans, centre):
+        # centre: PIXEL_CENTRE_OFFSET (an argument, so the on-disk kernel cache never holds a stale one)
         # Conservative x-range of each row of each planar from its projected boundary chords:
         # every row that meets the region meets its boundary within 1.5 px (chord tolerance
         # 0.25 px), so the chords' x over rows +/- 1.5 px, widened by 1 px, bound the region.
@@ -292,21 +296,22 @@ if _njit is not None:
                 continue
             u0, v0, u1, v1 = uv0[c, 0], uv0[c, 1], uv1[c, 0], uv1[c, 1]
             y0, y1 = bbox[p, 1], bbox[p, 3]
-            ylo = max(y0, int(np.floor(min(v0, v1) - 2.0)))
-            yhi = min(y1, int(np.ceil(max(v0, v1) + 1.0)))
+            # rows whose centre (y + centre) is within 1.5 px of the chord's v range
+            ylo = max(y0, int(np.floor(min(v0, v1) - 1.5 - centre)))
+            yhi = min(y1, int(np.ceil(max(v0, v1) + 1.5 - centre)))
             dv = v1 - v0
             for y in range(ylo, yhi + 1):
                 if abs(dv) > 1e-12:
-                    ta = (y + 0.5 - 1.5 - v0) / dv
-                    tb = (y + 0.5 + 1.5 - v0) / dv
+                    ta = (y + centre - 1.5 - v0) / dv
+                    tb = (y + centre + 1.5 - v0) / dv
                     if ta > tb:
                         ta, tb = tb, ta
                     ta, tb = max(ta, 0.0), min(tb, 1.0)
                 else:
                     ta, tb = 0.0, 1.0
                 xa, xb = u0 + ta * (u1 - u0), u0 + tb * (u1 - u0)
-                lo = int(np.floor(min(xa, xb) - 1.5))
-                hi = int(np.ceil(max(xa, xb) + 0.5))
+                lo = int(np.floor(min(xa, xb) - centre - 1.0))
+                hi = int(np.ceil(max(xa, xb) - centre + 1.0))
                 k = row_start[p] + y - y0
                 spans[k, 0] = min(spans[k, 0], lo)
                 spans[k, 1] = max(spans[k, 1], hi)
@@ -331,7 +336,7 @@ def planar_row_spans(bbox: np.ndarray, owner: np.ndarray, uv0: np.ndarray, uv1: 
     spans[inexact_rows, 1] = bbox[rows_of[inexact_rows], 2]
     _row_spans(np.ascontiguousarray(bbox, np.int64), row_start, np.ascontiguousarray(owner, np.int64),
                np.ascontiguousarray(uv0, np.float64), np.ascontiguousarray(uv1, np.float64),
-               np.ascontiguousarray(exact, np.bool_), spans)  # fmt: skip
+               np.ascontiguousarray(exact, np.bool_), spans, PIXEL_CENTRE_OFFSET)  # fmt: skip
     return row_start, spans
 
 
@@ -361,7 +366,7 @@ def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None 
           np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans)
     for kind, start, stop in _runs(prims):
         if kind == 0:
-            _draw_capsules(img, zbuf, *cap, start, stop)
+            _draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET)
         else:
             _draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
     return img
@@ -391,10 +396,11 @@ def _bbox_fragments(torch, boxes, max_fragments: int):
 
 
 def _capsule_boxes(torch, xy, radius, w: int, h: int):
-    lo_x = torch.floor(torch.minimum(xy[:, 0], xy[:, 2]) - radius - 0.5).clamp(min=0)
-    lo_y = torch.floor(torch.minimum(xy[:, 1], xy[:, 3]) - radius - 0.5).clamp(min=0)
-    hi_x = torch.ceil(torch.maximum(xy[:, 0], xy[:, 2]) + radius - 0.5).clamp(max=w - 1)
-    hi_y = torch.ceil(torch.maximum(xy[:, 1], xy[:, 3]) + radius - 0.5).clamp(max=h - 1)
+    c = PIXEL_CENTRE_OFFSET
+    lo_x = torch.floor(torch.minimum(xy[:, 0], xy[:, 2]) - radius - c).clamp(min=0)
+    lo_y = torch.floor(torch.minimum(xy[:, 1], xy[:, 3]) - radius - c).clamp(min=0)
+    hi_x = torch.ceil(torch.maximum(xy[:, 0], xy[:, 2]) + radius - c).clamp(max=w - 1)
+    hi_y = torch.ceil(torch.maximum(xy[:, 1], xy[:, 3]) + radius - c).clamp(max=h - 1)
     return torch.stack([lo_x, lo_y, hi_x, hi_y], -1).long()
 
 
@@ -448,7 +454,7 @@ def rasterize_torch(
             order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
             boxes = _capsule_boxes(torch, xy, rad, w, h)
             for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
-                px, py = x.to(f64) + 0.5, y.to(f64) + 0.5
+                px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
                 ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
                 dx, dy = bx - ax, by - ay
                 l2 = dx * dx + dy * dy

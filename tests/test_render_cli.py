@@ -186,3 +186,74 @@ def test_mosaic_order_and_tiles():
     assert tiled.shape == (3 * 36, 3 * 64, 3)
     assert tiled[30, 60, 0] == 10 and tiled[30, 124, 0] == 20 and tiled[66, 4, 0] == 40 and tiled[100, 60, 0] == 70
     assert not tiled[100, 100].any()  # the two empty tiles of the last row stay black
+
+
+# ---- a folder of edit variants -------------------------------------------------------------------
+VARIANT_CAM = "camera_front_wide_120fov"
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+
+@pytest.fixture(scope="module")
+def variants_dir(tmp_path_factory) -> Path:
+    """The real `avsim sample` (4 s) + `avsim edit` with docs/examples/cutin.yaml: 10 variants."""
+    root = tmp_path_factory.mktemp("variants")
+    assert main(["sample", str(root / "s"), "--duration-s", "4"]) == 0
+    assert main(["edit", str(root / "s"), str(EXAMPLES / "cutin.yaml"), str(root / "variants")]) == 0
+    return root / "variants"
+
+
+def _render_variants(variants: Path, out: Path) -> int:
+    return main(["render", str(variants), str(out), "--size", "256x144", "--cameras", VARIANT_CAM, "--frames", "4"])
+
+
+def test_render_of_an_edit_output_renders_every_variant_and_resumes(variants_dir, tmp_path, capsys):
+    manifest = json.loads((variants_dir / "manifest.json").read_text())
+    ids = [v["scenario_id"] for v in manifest["variants"]]
+    assert len(ids) == 10
+    out = tmp_path / "out"
+    assert _render_variants(variants_dir, out) == 0
+    videos = [out / i / f"{i}.{VARIANT_CAM}.mp4" for i in ids]
+    for video in videos:
+        assert video_info(video) == {"frames": 4, "fps": 30.0, "width_px": 256, "height_px": 144}
+    # one summary listing all variants, in manifest order
+    summary = json.loads((out / "render_summary.json").read_text())
+    assert summary["format"] == "avsim-render-variants-summary"
+    assert [v["name"] for v in summary["variants"]] == [v["name"] for v in manifest["variants"]]
+    assert [v["clip_id"] for v in summary["variants"]] == ids
+    assert summary["camera_frames_rendered"] == 40 and summary["camera_frames_skipped"] == 0
+    assert "rendered 10 variants" in capsys.readouterr().err
+    # the variants really differ (the cut-in car sits 1 m vs 5 m ahead of the ego)
+    first, last = read_video(videos[0]), read_video(videos[-1])
+    assert np.abs(first.astype(int) - last.astype(int)).max() > 50
+    # a variant rendered through the set is the same video as the folder rendered alone
+    alone = tmp_path / "alone"
+    assert main(["render", str(variants_dir / manifest["variants"][3]["folder"]), str(alone), "--size", "256x144",
+                 "--cameras", VARIANT_CAM, "--frames", "4"]) == 0  # fmt: skip
+    assert (alone / ids[3] / videos[3].name).read_bytes() == videos[3].read_bytes()
+    # resumable: delete one variant's video; a rerun renders only that one
+    stamps = [v.stat().st_mtime_ns for v in videos]
+    videos[5].unlink()
+    assert _render_variants(variants_dir, out) == 0
+    summary = json.loads((out / "render_summary.json").read_text())
+    assert summary["camera_frames_rendered"] == 4 and summary["camera_frames_skipped"] == 36
+    assert [v.stat().st_mtime_ns for k, v in enumerate(videos) if k != 5] == stamps[:5] + stamps[6:]
+    assert video_info(videos[5])["frames"] == 4
+
+
+def test_render_of_an_edit_output_with_a_missing_variant_fails_before_rendering(variants_dir, tmp_path, capsys):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    doc = json.loads((variants_dir / "manifest.json").read_text())
+    doc["variants"] = doc["variants"][:2] + [{**doc["variants"][2], "folder": "../escape"}]
+    (broken / "manifest.json").write_text(json.dumps(doc))
+    for v in doc["variants"][:2]:
+        (broken / v["folder"]).symlink_to(variants_dir / v["folder"], target_is_directory=True)
+    assert _render_variants(broken, tmp_path / "out") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "variants[2].folder" in err[0]
+    assert not (tmp_path / "out").exists()
+    doc["variants"][2]["folder"] = "no_such_variant"
+    (broken / "manifest.json").write_text(json.dumps(doc))
+    assert _render_variants(broken, tmp_path / "out") == 1
+    assert "no such variant folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from avsim.render import style
 from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
+from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.synthetic import highway_scenario
 
 from avsim.agents import box_corners
@@ -23,9 +24,9 @@ def _lit(img: np.ndarray) -> np.ndarray:
 
 
 def _centroid(mask: np.ndarray) -> np.ndarray:
-    """Mean continuous coordinate (u, v) of the lit pixel centres (i + 0.5, j + 0.5)."""
+    """Mean continuous coordinate (u, v) of the lit pixel centres (i, j) + PIXEL_CENTRE_OFFSET."""
     ys, xs = np.nonzero(mask)
-    return np.array([xs.mean() + 0.5, ys.mean() + 0.5])
+    return np.array([xs.mean(), ys.mean()]) + PIXEL_CENTRE_OFFSET
 
 
 def _dot(point, width_px=5.0, rgb=style.POLE_RGB) -> FrameObjects:
@@ -53,16 +54,42 @@ def test_pinhole_point_lands_on_its_pixel():
     img = render_objects(PINHOLE, IDENTITY, _dot([1.0, 0.5, 10.0]))
     np.testing.assert_allclose(_centroid(_lit(img)), [160 + 16, 90 + 8], atol=1e-9)
     f = 1 - 10 / 200
-    assert img[97, 175].tolist() == [int(c * f + 0.5) for c in style.POLE_RGB]
+    assert img[98, 176].tolist() == [int(c * f + 0.5) for c in style.POLE_RGB]
+
+
+def test_opencv_pixel_centres_integer_projection_lights_that_pixel():
+    # OpenCV convention: u = 176.0, v = 98.0 is the centre of pixel (row 98, column 176)
+    assert PIXEL_CENTRE_OFFSET == 0.0
+    img = render_objects(PINHOLE, IDENTITY, _dot([1.0, 0.5, 10.0], width_px=1.0))
+    assert np.argwhere(_lit(img)).tolist() == [[98, 176]]
+    # (175.8, 97.8) is nearest the centre of (98, 176); with centres at +0.5 it would be (97, 175)
+    img = render_objects(PINHOLE, IDENTITY, _dot([(175.8 - 160) / 16, (97.8 - 90) / 16, 10.0], width_px=1.0))
+    assert np.argwhere(_lit(img)).tolist() == [[98, 176]]
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_opencv_pixel_centres_planar_fill(backend):
+    # a fronto-parallel square imaged at u in [99.7, 110.3], v in [60.7, 70.3] covers exactly the
+    # pixel centres 100..110 x 61..70 (centres at +0.5 would give 100..109 x 61..69)
+    u0, u1, v0, v1 = 99.7, 110.3, 60.7, 70.3
+    x0, x1, y0, y1 = (u0 - 160) / 16, (u1 - 160) / 16, (v0 - 90) / 16, (v1 - 90) / 16
+    a, b, c, d = [x0, y0, 10.0], [x1, y0, 10.0], [x1, y1, 10.0], [x0, y1, 10.0]
+    tri = np.array([[a, b, c], [a, c, d]], float)
+    img = render_objects(PINHOLE, IDENTITY, FrameObjects.build(triangles=(tri, np.full((2, 3), 200.0))), backend)
+    rows, cols = np.nonzero(_lit(img))
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (61, 70, 100, 110)
+    assert len(rows) == 10 * 11
 
 
 def test_pinhole_line_covers_the_expected_rows():
     img = render_objects(PINHOLE, IDENTITY, _line([-2.0, 0.5, 10.0], [2.0, 0.5, 10.0]))
     # the line projects to v = 98 from u = 128 to 192; half width 6 px * fade(10 m) = 5.7 px
+    c = PIXEL_CENTRE_OFFSET
     rows = np.flatnonzero(_lit(img)[:, 160])
-    assert rows.tolist() == list(range(92, 104))
+    assert rows.tolist() == list(range(int(np.ceil(98 - 5.7 - c)), int(np.floor(98 + 5.7 - c)) + 1))
+    assert rows.tolist() == list(range(93, 104))  # the rows whose centres lie in [92.3, 103.7]
     cols = np.flatnonzero(_lit(img)[97])
-    assert cols.min() == int(np.ceil(128 - 5.7 - 0.5)) and cols.max() == int(np.floor(192 + 5.7 - 0.5))
+    assert cols.min() == int(np.ceil(128 - 5.7 - c)) and cols.max() == int(np.floor(192 + 5.7 - c))
     assert img[97, 160].tolist() == [242, 242, 242]  # 255 * (1 - 10/200) rounded
 
 
@@ -97,11 +124,12 @@ def test_ftheta_straight_line_follows_the_curved_image():
     lit = _lit(img)
     checked = 0
     for col in range(200, 440, 10):
-        u = col + 0.5
+        u = col + PIXEL_CENTRE_OFFSET
         v_expected = np.interp(u, uv[:, 0], uv[:, 1])
         rows = np.flatnonzero(lit[:, col])
         assert rows.size, col
-        assert abs(rows.mean() + 0.5 - v_expected) <= 0.5, (col, rows.mean() + 0.5, v_expected)
+        v_lit = rows.mean() + PIXEL_CENTRE_OFFSET
+        assert abs(v_lit - v_expected) <= 0.5, (col, v_lit, v_expected)
         checked += 1
     bow = uv[:, 1].max() - uv[:, 1].min()
     assert checked == 24 and bow > 10  # the image of the line really is curved
@@ -111,8 +139,9 @@ def test_ftheta_straight_line_follows_the_curved_image():
 def test_segment_crossing_behind_the_camera_draws_its_visible_part():
     img = render_objects(PINHOLE, IDENTITY, _line([0.5, 1.0, -5.0], [0.5, 1.0, 20.0], width_px=2.0))
     lit = _lit(img)
-    # far end (z = 20) at (164, 98); the line leaves the image bottom at z = 1.788 m, u = 204.7
-    assert lit[97, 163] and lit[121, 175] and lit[179, 204]
+    # far end (z = 20) at (164, 98), the centre of that pixel; the line leaves the image bottom at
+    # z = 1.788 m, u = 204.7, and crosses row 179 at u = 204.2
+    assert lit[98, 164] and not lit[97, 164] and lit[121, 175] and lit[179, 204]
     assert lit.sum() > 80
 
 
@@ -172,10 +201,13 @@ def test_lane_line_on_a_crosswalk_is_drawn_over_it():
 
 # ---- heading gradient -----------------------------------------------------------------------------
 def test_turning_a_car_by_180_degrees_swaps_the_gradient():
+    # principal point on the image's mirror axis: column i mirrors to W - 1 - i, so cx is the
+    # continuous coordinate halfway between the centres of columns 0 and W - 1
+    camera = PinholeCamera(W, H, 160.0, 160.0, (W - 1) / 2 + PIXEL_CENTRE_OFFSET, 90.0)
     images = []
     for heading in ([1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]):
         box = _box_rdf([0.0, 0.5, 8.0], [4.5, 1.9, 1.5], heading)
-        images.append(render_objects(PINHOLE, IDENTITY, FrameObjects.build(boxes=box)))
+        images.append(render_objects(camera, IDENTITY, FrameObjects.build(boxes=box)))
     fwd, back = images
     row = 101  # middle of the side face (the face is 7.05 m away, centre 0.5 m below the axis)
     cols = np.flatnonzero(_lit(fwd)[row])
@@ -210,7 +242,10 @@ def test_colour_and_width_fade_with_depth():
         widths[z] = len(rows)
         f = 1 - z / 200
         assert img[90, 160].tolist() == [int(255 * f + 0.5)] * 3
-    assert widths[10.0] == 12 and widths[100.0] == 6 and widths[190.0] <= 2  # never thinner than 1 px
+    # rows whose centres lie within the half width 6 px * fade of v = 90 (OpenCV centres: 11 and 7)
+    expected = {z: int(np.sum(np.abs(np.arange(H) + PIXEL_CENTRE_OFFSET - 90.0) <= 6.0 * (1 - z / 200))) for z in widths}
+    assert widths[10.0] == expected[10.0] == 11 and widths[100.0] == expected[100.0] == 7
+    assert 1 <= widths[190.0] <= 2  # never thinner than 1 px
     far = render_objects(PINHOLE, IDENTITY, _line([-50.0, 0.0, 250.0], [50.0, 0.0, 260.0]))
     assert not far.any()  # beyond 200 m nothing is drawn
 
