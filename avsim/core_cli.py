@@ -113,7 +113,7 @@ def sample(
     out: Path = typer.Argument(..., help="Output scenario folder (created; an existing scenario folder is replaced)."),
     seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives the same bytes."),
     duration_s: float = typer.Option(20.0, "--duration-s", callback=_positive, help="Scenario length in seconds."),
-    fps: float = typer.Option(30.0, "--fps", callback=_positive, help="Ego/agent sampling rate in Hz."),
+    fps: float = typer.Option(30.0, "--fps", callback=_positive, help="Ego pose rate in Hz (agent boxes are always stored at 10 Hz, like real annotations)."),
 ) -> None:
     """Write the embedded, procedurally generated urban sample scenario to OUT."""
     from avsim.sample import make_sample_scenario

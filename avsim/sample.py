@@ -109,7 +109,7 @@ def _ego_trajectory(sim: SampleTraffic, duration_s: float, fps: float) -> EgoTra
     timestamps_ns = np.round(np.arange(count) * (NS_PER_S / fps)).astype(np.int64)
     t_s = timestamps_ns / NS_PER_S
     s = traffic.ego_arc_length(sim.result, t_s)
-    table = traffic._RouteTable(sim.routes)
+    table = traffic.RouteTable(sim.routes)
     route = np.full(count, sim.cast.route[0])
     center_xy, direction = table.lookup(route, s)
     rear_axle_xy = center_xy - EGO_REAR_AXLE_TO_CENTER_M * direction

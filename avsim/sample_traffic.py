@@ -6,11 +6,17 @@ with the Intelligent Driver Model (Treiber et al. 2000) towards the nearest obst
 
 - the body of any road user that lies in the corridor ahead of it (car following, queues,
   crossing traffic physically in the way);
-- the predicted bodies (0..4 s along their own routes at the current speed) of road users with
-  right of way: pedestrians on a crosswalk over turning vehicles, through traffic over right
-  turns over permissive left turns, anyone inside the intersection over anyone still outside;
+- the predicted bodies (5 s ahead, 6 s for pedestrians, along their own routes, accelerating
+  towards their desired speed but never past where they must stop) of road users with right
+  of way: pedestrians on a crosswalk, then whoever entered the intersection first, then
+  through traffic, pedestrians at the curb on their walk signal, right turns, permissive left
+  turns. Yielding happens behind the own stop line (or before a crosswalk), never inside the
+  intersection, and nobody enters it without room to clear it;
 - the stop line while its signal is red, or yellow and a comfortable stop is still possible;
   the curb while pedestrians have no walk signal.
+
+Boxes are checked for overlap afterwards (`find_overlaps`); `avsim.sample` re-simulates
+without the offending road user in the rare case the rules above do not prevent one.
 
 The simulation starts `WARMUP_S` before the clip so queues and platoons exist at its start.
 Everything is numpy on struct-of-arrays state; the result is deterministic for a seed.
@@ -320,8 +326,11 @@ def _truck(rng: np.random.Generator, bus: bool) -> tuple[str, tuple[float, float
 
 def build_cast(rng: np.random.Generator, routes: list[Route], route_index: dict[str, int],
                duration_s: float, plan: SignalPlan) -> Cast:
-    """Ego, vehicles on every approach (queues form during the warm-up), cyclists and
-    pedestrians; the seed changes who is where, never the map or the ego's start."""
+    """Ego (index 0), vehicles on every approach (queues form during the warm-up), cyclists
+    and pedestrians; the seed changes who is where, never the map or the ego's start.
+
+    The pedestrians' walking routes are appended to `routes` and `route_index`.
+    """
     cast = Cast.empty()
     arm_of = {n: i for i, n in enumerate(roads.ARM_NAMES)}
     ego_arm, ego_lane, ego_mv = EGO_ROUTE
@@ -434,14 +443,16 @@ def vehicle_routes() -> tuple[list[Route], dict[str, int]]:
 # --- simulation -------------------------------------------------------------------------------
 
 TAUS_S = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
-HORIZON_S = (5.0, 5.0, 8.0)  # prediction horizon by kind: pedestrians on a 17 m crosswalk
+HORIZON_S = (5.0, 5.0, 6.0)  # prediction horizon by kind: pedestrians on a 17 m crosswalk
 # are seen early enough by vehicles turning into it
 BODY_SPACING_M = 0.8
 SAME_DIRECTION_RAD = np.deg2rad(35.0)
 # extra lateral clearance (m) between the bodies of two road users, by kind (vehicle, bike,
 # pedestrian): pedestrians pass each other closely, everyone keeps more room from them
 MARGIN_M = np.array([[0.35, 0.5, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.2]])
-PRIORITY = {"straight": 3, "right": 2, "left": 1, "walk": 0}
+# right of way before the intersection: through > pedestrians (at the curb, on their walk
+# signal, over the turning traffic that must yield to them) > right turns > left turns
+PRIORITY = {"straight": 3.0, "walk": 2.5, "right": 2.0, "left": 1.0}
 
 
 @dataclass(frozen=True)
@@ -462,7 +473,7 @@ class SimResult:
     ego_a_mps2: np.ndarray  # (K,)
 
 
-class _RouteTable:
+class RouteTable:
     """All routes concatenated so per-agent lookups are single vectorised gathers."""
 
     def __init__(self, routes: list[Route]) -> None:
@@ -553,7 +564,7 @@ def _idm(v, v0, a, b, headway, jam, gap, dv):
 def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: float,
              exclude: frozenset[int] = frozenset()) -> SimResult:
     """Run the microsimulation from -WARMUP_S to `duration_s`; record the clip at 10 Hz."""
-    table = _RouteTable(routes)
+    table = RouteTable(routes)
     fleet = _Fleet.from_cast(routes, cast)
     n = len(cast)
     route, length, is_ped, s_stop = fleet.route, fleet.length, fleet.is_ped, fleet.s_stop
@@ -649,7 +660,7 @@ def simulate(routes: list[Route], cast: Cast, plan: SignalPlan, duration_s: floa
     return _stack_records(records, np.array(ego_rows).reshape(-1, 4))
 
 
-def _spawn(table: _RouteTable, t: float, fleet: _Fleet, s: np.ndarray,
+def _spawn(table: RouteTable, t: float, fleet: _Fleet, s: np.ndarray,
            status: np.ndarray) -> None:
     """Activate agents whose time has come; inflowing ones wait until their entry is clear."""
     due = np.flatnonzero((status == 0) & (fleet.spawn <= t + 1e-9))
@@ -665,7 +676,7 @@ def _spawn(table: _RouteTable, t: float, fleet: _Fleet, s: np.ndarray,
         status[i] = 1
 
 
-def _obstacles(table: _RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray,
+def _obstacles(table: RouteTable, fleet: _Fleet, act: np.ndarray, s: np.ndarray,
                v: np.ndarray, rank: np.ndarray, heading: np.ndarray, s_cap: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nearest obstacle ahead of every active agent (arrays over `act`): gap (m), obstacle

@@ -125,7 +125,7 @@ def test_ego_kinematics_reproduce_the_simulated_steps():
     assert np.all(np.diff(traffic.ego_arc_length(res, fine)) >= -1e-9)
     # ego rows in the agent table are the same motion
     ego_rows = res.agent == 0
-    table = traffic._RouteTable(sim.routes)
+    table = traffic.RouteTable(sim.routes)
     xy, _ = table.lookup(np.full(ego_rows.sum(), sim.cast.route[0]), res.ego_s_m)
     assert np.allclose(xy, res.center_xy[ego_rows])
 
