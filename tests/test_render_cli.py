@@ -195,9 +195,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 @pytest.fixture(scope="module")
 def variants_dir(tmp_path_factory) -> Path:
-    """The real `avsim sample` (4 s) + `avsim edit` with docs/examples/cutin.yaml: 10 variants."""
+    """The real `avsim sample` (20 s, the default: the example crops 16-20 s) + `avsim edit` with docs/examples/cutin.yaml: 10 variants."""
     root = tmp_path_factory.mktemp("variants")
-    assert main(["sample", str(root / "s"), "--duration-s", "4"]) == 0
+    assert main(["sample", str(root / "s"), "--duration-s", "20"]) == 0
     assert main(["edit", str(root / "s"), str(EXAMPLES / "cutin.yaml"), str(root / "variants")]) == 0
     return root / "variants"
 
