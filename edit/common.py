@@ -69,6 +69,17 @@ def check_time(scenario, t_s: float, name: str, allow_end: bool = True) -> None:
         raise AvsimValueError(f"{name}: {t_s:g} s is outside the scenario (0 to {end:g} s)")
 
 
+def check_waypoints(scenario, times_s: Sequence[float], xy_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Waypoint times (K,) inside the clip and positions (K, 2|3), as float64 arrays."""
+    times_s = np.asarray(times_s, dtype=np.float64)
+    for i, t in enumerate(times_s):
+        check_time(scenario, float(t), f"waypoints[{i}].t_s")
+    xy = np.asarray(xy_m, dtype=np.float64)
+    if xy.ndim != 2 or xy.shape[1] not in (2, 3) or len(xy) != len(times_s):
+        raise AvsimValueError("waypoints: need (K, 2) or (K, 3) positions, one per time")
+    return times_s, xy
+
+
 def columns(agents: AgentTracks) -> dict[str, np.ndarray]:
     """A private, writable copy of every column of `agents`."""
     return {f: np.array(getattr(agents, f), copy=True) for f in AGENT_FIELDS}

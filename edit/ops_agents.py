@@ -19,6 +19,7 @@ from . import routes
 from .common import (
     build_agents,
     check_time,
+    check_waypoints,
     columns,
     concat_columns,
     ego_box,
@@ -104,12 +105,7 @@ def add_agent_waypoints(
     """
     track_id = _new_track_id(scenario, track_id)
     size = size_for(source_class, size_m)
-    times_s = np.asarray(times_s, dtype=np.float64)
-    for i, t in enumerate(times_s):
-        check_time(scenario, float(t), f"waypoints[{i}].t_s")
-    xy = np.asarray(xy_m, dtype=np.float64)
-    if xy.ndim != 2 or xy.shape[1] not in (2, 3) or len(xy) != len(times_s):
-        raise AvsimValueError("waypoints: need (K, 2) or (K, 3) positions, one per time")
+    times_s, xy = check_waypoints(scenario, times_s, xy_m)
     if xy.shape[1] == 2:
         xy = np.concatenate([xy, (_ground_z(scenario, xy) + size[2] / 2)[:, None]], axis=1)
     t_all = to_s(scenario, scenario.ego.timestamps_ns)

@@ -14,7 +14,7 @@ from avsim.trajectory import EgoTrajectory
 from avsim.transforms import SE3, yaw_to_matrix
 
 from . import routes
-from .common import check_time, to_s
+from .common import check_time, check_waypoints, to_s
 from .ops_agents import _ground_z
 
 
@@ -25,12 +25,7 @@ def _ego_from_path(timestamps_ns: np.ndarray, xyz: np.ndarray, yaw: np.ndarray) 
 def replace_ego_waypoints(scenario, times_s: Sequence[float], xy_m: np.ndarray):
     """New ego trajectory through waypoints (K, 2|3) at `times_s` (K,), sampled on the current
     ego timestamps within the waypoints' span (the clip is cropped to that span)."""
-    times_s = np.asarray(times_s, dtype=np.float64)
-    for i, t in enumerate(times_s):
-        check_time(scenario, float(t), f"waypoints[{i}].t_s")
-    xy = np.asarray(xy_m, dtype=np.float64)
-    if xy.ndim != 2 or xy.shape[1] not in (2, 3) or len(xy) != len(times_s):
-        raise AvsimValueError("waypoints: need (K, 2) or (K, 3) positions, one per time")
+    times_s, xy = check_waypoints(scenario, times_s, xy_m)
     if xy.shape[1] == 2:
         xy = np.concatenate([xy, _ground_z(scenario, xy)[:, None]], axis=1)
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
