@@ -266,6 +266,8 @@ class FThetaCamera:
         slope = float(_polyval(_polyder(fw), np.array(theta_max)))
         if not slope > 0:
             raise AvsimValueError("poly: forward polynomial is not increasing at the image border")
+        fw.setflags(write=False)  # the camera is immutable; so are its derived polynomials
+        bw.setflags(write=False)
         return {"fw": fw, "bw": bw, "theta_max": theta_max, "r_end": r_end, "slope": slope}
 
     # properties -----------------------------------------------------------------------------
