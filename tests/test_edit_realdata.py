@@ -15,6 +15,8 @@ from avsim.errors import AvsimValueError
 SCENES = {
     "nuscenes": ("scenarionet/sd_nuscenes_v1.0-mini_scene-0103.pkl", "nuscenes"),
     "waymo": ("scenarionet/sd_waymo_v1.2_eb4b91b10ca94ff2.pkl", "waymo"),
+    # a multi-lane road: scene-0103's ego lane has no same-direction neighbour to cut in from
+    "nuscenes_multilane": ("scenarionet/sd_nuscenes_v1.0-mini_scene-0796.pkl", "nuscenes"),
 }
 _CACHE: dict = {}
 
@@ -96,8 +98,16 @@ def test_cut_in_into_real_queue_is_caught(shared_data):
 
 
 @pytest.mark.realdata
-def test_cut_in_on_real_scene_passes_validation(shared_data):
+def test_cut_in_without_an_adjacent_lane_is_refused(shared_data):
+    """scene-0103 is one lane per direction: there is no lane beside the ego to cut in from."""
     s = _scene(shared_data, "nuscenes")
+    with pytest.raises(AvsimValueError, match="no lane runs beside the ego"):
+        ops_agents.cut_in(s, "cutter", 3.0, 3.0, side="right", gap_m=10.0)
+
+
+@pytest.mark.realdata
+def test_cut_in_on_real_scene_passes_validation(shared_data):
+    s = _scene(shared_data, "nuscenes_multilane")
     baseline = {f.key for f in validate_scenario(s)}
     t_ego = (s.ego.timestamps_ns - s.ego.timestamps_ns[0]) / 1e9
     moving = t_ego[(s.ego.speed_mps > 2.0) & (t_ego > 2.0) & (t_ego < t_ego[-1] - 6.0)]

@@ -112,3 +112,37 @@ def test_bad_scenarionet_input(tmp_path, mutate, field):
     with pytest.raises(AvsimInputError) as err:
         convert(bad, "scenarionet")
     assert str(err.value).startswith(str(bad)) and field in str(err.value)
+
+
+def test_nuscenes_lanes_get_rails_from_their_surface_polygons(scenes, shared_data):
+    """ScenarioNet's nuScenes lanes carry a surface polygon, not widths: rails lie on its edge."""
+    import shapely
+
+    sc = scenes[NUSCENES_0103]
+    raw = load_pickle(shared_data / "scenarionet" / NUSCENES_0103)
+    lane_ids = [k for k, v in raw["map_features"].items() if str(v["type"]).startswith("LANE")]
+    assert len(sc.map.lanes) == len(lane_ids) == 358
+    half_widths = []
+    with_polygon = 0
+    for k, lane_id in enumerate(sc.map.lanes.ids):
+        left_half = np.linalg.norm(sc.map.lanes.left[k][:, :2] - sc.map.lanes.centre[k][:, :2], axis=1)
+        if "polygon" not in raw["map_features"][lane_id]:  # connectors: nominal width
+            np.testing.assert_allclose(left_half, 1.75)
+            continue
+        with_polygon += 1
+        polygon = shapely.Polygon(np.asarray(raw["map_features"][lane_id]["polygon"])[:, :2])
+        inside = shapely.contains_xy(polygon, *sc.map.lanes.centre[k][:, :2].T)
+        if not inside.any():
+            continue
+        centre = sc.map.lanes.centre[k][inside, :2]
+        for rail in (sc.map.lanes.left[k], sc.map.lanes.right[k]):
+            # where the centre line runs inside the surface, each rail vertex sits on its
+            # boundary, or at the nominal half width where no edge lies within 5 m
+            d = shapely.distance(shapely.points(rail[inside, :2]), polygon.exterior)
+            nominal = np.isclose(np.linalg.norm(rail[inside, :2] - centre, axis=1), 1.75)
+            assert np.all((d < 0.1) | nominal), (lane_id, d)  # half widths are clipped to >= 0.1 m
+            assert (d < 1e-3).mean() > 0.3, lane_id
+        half_widths.append(left_half)
+    assert with_polygon == 158
+    median = np.median(np.concatenate(half_widths))
+    assert 1.2 < median < 2.5  # nuScenes (Boston / Singapore) lanes are ~3-4.5 m wide

@@ -14,7 +14,9 @@ What maps where:
   writes the drivable-area outline as ``ROAD_LINE_SOLID_SINGLE_WHITE`` with ids ``boundary_<k>``,
   a stand-in that is imported as a road boundary; ``ROAD_EDGE_*`` -> road boundaries;
   ``CROSSWALK`` -> crosswalks; ``SPEED_BUMP`` -> road markings; ``DRIVEWAY`` -> drivable areas;
-  lanes with a ``width`` column -> lanes (rails offset from the centre line); ``STOP_SIGN`` ->
+  lanes with a ``width`` column (Waymo) -> lanes with rails offset from the centre line; lanes
+  with a surface ``polygon`` (nuScenes) -> rails at the polygon's edge along each vertex's
+  normal; lanes with neither (nuScenes connectors) -> rails at a nominal 1.75 m; ``STOP_SIGN`` ->
   a traffic-sign cuboid of nominal size at its position.
 - lights: ``LANE_STATE_*`` per step -> red / yellow / green / unknown state changes. ScenarioNet
   has no light geometry; each light's stop point goes to ``metadata['traffic_light_stop_points_m']``.
@@ -152,6 +154,34 @@ def _lane_rails(centre: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.n
     return centre + normal * width[:, :1], centre - normal * width[:, 1:2]
 
 
+NOMINAL_HALF_WIDTH_M = 1.75  # where a lane polygon gives no edge along a vertex's normal
+MAX_HALF_WIDTH_M = 5.0  # search distance for the lane polygon's edge
+
+
+def _half_widths_from_polygon(centre: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
+    """Per-vertex (left, right) half widths (N, 2) of a lane from its surface polygon.
+
+    ScenarioNet's nuScenes lanes carry the lane surface polygon instead of widths: cast a ray
+    from each centre vertex along its left and right normals and take the distance to the
+    polygon's boundary (nominal half width where the ray meets no edge, e.g. at lane ends).
+    """
+    import shapely
+
+    ring = shapely.LineString(np.vstack([polygon_xy, polygon_xy[:1]]))
+    tangent = np.gradient(centre[:, :2], axis=0)
+    tangent /= np.maximum(np.linalg.norm(tangent, axis=1, keepdims=True), 1e-12)
+    normal = np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)
+    widths = np.full((len(centre), 2), NOMINAL_HALF_WIDTH_M)
+    for side, sign in enumerate((1.0, -1.0)):
+        ends = centre[:, :2] + sign * MAX_HALF_WIDTH_M * normal
+        rays = shapely.linestrings(np.stack([centre[:, :2], ends], axis=1))
+        hits = shapely.intersection(rays, ring)
+        for k, hit in enumerate(hits):
+            if not hit.is_empty:
+                widths[k, side] = shapely.distance(shapely.Point(centre[k, :2]), hit)
+    return np.clip(widths, 0.1, MAX_HALF_WIDTH_M)
+
+
 def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
     from avsim.transforms import yaw_to_quat
 
@@ -189,6 +219,13 @@ def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str
                 if width.shape[1] == 2 and np.all(np.isfinite(width)):
                     left, right = _lane_rails(centre, width)
                     mb.add_lane(fid, left, right, centre)
+            elif len(centre) >= 2:  # nuScenes: rails from the surface polygon, or nominal (connectors)
+                half_widths = np.full((len(centre), 2), NOMINAL_HALF_WIDTH_M)
+                if "polygon" in feat:
+                    polygon = as_points(feat["polygon"], path, f"{where}.polygon", dims=(2, 3), min_points=3)[:, :2]
+                    half_widths = _half_widths_from_polygon(centre, polygon)
+                left, right = _lane_rails(centre, half_widths)
+                mb.add_lane(fid, left, right, centre)
         elif ftype == "STOP_SIGN":
             pos = check_finite(np.asarray(_require(feat, "position", path, where), dtype=np.float64).reshape(3), path, f"{where}.position")
             stop_signs.append((fid, pos, list(feat.get("lane") or [])))
