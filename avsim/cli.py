@@ -31,12 +31,7 @@ CORE_MODULE = "avsim.core_cli"
 
 def _mount(app: typer.Typer, name: str) -> None:
     module_name, merge = LAZY_COMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            return  # that part of avsim is not built in this tree
-        raise
+    module = importlib.import_module(module_name)
     if merge:
         app.add_typer(module.app)
     else:
