@@ -146,13 +146,9 @@ class Polylines:
         """Per element (min_x, min_y, max_x, max_y), shape (K, 4)."""
         if not len(self):
             return np.zeros((0, 4))
-        idx = self.element_index
-        out = np.empty((len(self), 4))
-        for axis in (0, 1):
-            out[:, axis] = np.minimum.reduceat(self.points_m[:, axis], self.offsets[:-1])
-            out[:, axis + 2] = np.maximum.reduceat(self.points_m[:, axis], self.offsets[:-1])
-        del idx
-        return out
+        xy = self.points_m[:, :2]
+        starts = self.offsets[:-1]  # every element has >= min_points vertices, so reduceat is exact
+        return np.concatenate([np.minimum.reduceat(xy, starts), np.maximum.reduceat(xy, starts)], axis=1)
 
     def transformed(self, points_m: np.ndarray):
         """The same elements with new vertex coordinates (M, 3)."""

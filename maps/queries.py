@@ -6,6 +6,8 @@ shapely STRtree; a query returns the elements whose geometry intersects the quer
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import shapely
 from shapely import STRtree
@@ -20,42 +22,53 @@ def element_geometries(elements) -> np.ndarray:
         return element_geometries(elements.lines)
     if isinstance(elements, Lanes):
         left, right = element_geometries(elements.left), element_geometries(elements.right)
-        return np.array([shapely.union(a, b) for a, b in zip(left, right)], dtype=object)
+        return shapely.union(left, right) if len(elements) else np.zeros(0, dtype=object)
     if isinstance(elements, Cuboids):
         corners = elements.corners_m()[:, :4, :2]
         return shapely.polygons(corners) if len(elements) else np.zeros(0, dtype=object)
-    if isinstance(elements, (Polylines, Polygons)):
+    if isinstance(elements, Polygons):
+        # the ring's line (not the filled polygon): rings may self-touch once flattened to xy
+        return np.array([shapely.LinearRing(ring[:, :2]) for ring in elements], dtype=object)
+    if isinstance(elements, Polylines):
         if not len(elements):
             return np.zeros(0, dtype=object)
-        xy = elements.points_m[:, :2]
-        idx = elements.element_index
-        if isinstance(elements, Polygons):
-            # rings may self-touch after projection to the plane; the ring's line is enough
-            closed = [np.vstack([xy[idx == k], xy[idx == k][:1]]) for k in range(len(elements))]
-            return np.array([shapely.linearrings(c) if len(c) >= 4 else shapely.linestrings(c) for c in closed], dtype=object)
-        return shapely.linestrings(xy, indices=idx)
+        return shapely.linestrings(elements.points_m[:, :2], indices=elements.element_index)
     raise TypeError(f"unsupported element container {type(elements).__name__}")
+
+
+# One STRtree per (map, element type), built on first query: maps are immutable, and a viewer
+# that queries around every frame must not rebuild the index each time.
+_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _spatial_index(hd_map: HDMap) -> dict[str, tuple[STRtree, np.ndarray | None]]:
+    if hd_map not in _INDEXES:
+        index = {}
+        for name in MAP_ELEMENT_TYPES:
+            elements = getattr(hd_map, name)
+            if len(elements):
+                filled = _filled(elements) if isinstance(elements, Polygons) else None
+                index[name] = (STRtree(element_geometries(elements)), filled)
+        _INDEXES[hd_map] = index
+    return _INDEXES[hd_map]
 
 
 def _select_intersecting(hd_map: HDMap, region) -> HDMap:
     masks = {}
+    index = _spatial_index(hd_map)
     for name in MAP_ELEMENT_TYPES:
-        elements = getattr(hd_map, name)
-        mask = np.zeros(len(elements), bool)
-        if len(elements):
-            geoms = element_geometries(elements)
-            tree = STRtree(geoms)
-            hits = tree.query(region, predicate="intersects")
-            mask[hits] = True
-            if isinstance(elements, Polygons):  # a region fully inside a polygon also counts
-                mask |= shapely.contains(_filled(elements), region)
+        mask = np.zeros(len(getattr(hd_map, name)), bool)
+        if name in index:
+            tree, filled = index[name]
+            mask[tree.query(region, predicate="intersects")] = True
+            if filled is not None:  # a region fully inside a polygon also counts
+                mask |= shapely.contains(filled, region)
         masks[name] = mask
     return hd_map.select(masks)
 
 
 def _filled(polygons: Polygons) -> np.ndarray:
-    xy = polygons.points_m[:, :2]
-    return np.array([shapely.Polygon(xy[polygons.offsets[k] : polygons.offsets[k + 1]]) for k in range(len(polygons))], dtype=object)
+    return np.array([shapely.Polygon(ring[:, :2]) for ring in polygons], dtype=object)
 
 
 def within_radius(hd_map: HDMap, center_xy, radius_m: float) -> HDMap:
