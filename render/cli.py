@@ -26,10 +26,11 @@ from avsim.render import style, writer
 
 from avsim.atomic import atomic_output_path
 from avsim.errors import AvsimInputError
+from avsim.rig import NAMED_RIGS, named_rig
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
-RIG_CHOICES = ("scenario", "cosmos", "nuscenes", "av2", "waymo")
+RIG_CHOICES = ("scenario", *NAMED_RIGS)
 # `avsim edit`'s manifest (edit/cli.py writes it; render sits below edit in the layering, so
 # the two names are restated here rather than imported)
 EDIT_MANIFEST_NAME = "manifest.json"
@@ -165,7 +166,6 @@ def run_render_variants(path: Path, opts: RenderOptions, progress=None, on_varia
         summaries.append(run_render(scenario, opts, progress=progress))
         del scenario
     doc = variants_summary_document(variants, summaries)
-    opts.out.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(opts.out / "render_summary.json") as tmp:
         Path(tmp).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return summaries
@@ -210,13 +210,8 @@ def plan_jobs(clip_id: str, cameras: tuple[str, ...], first: int, stop: int, opt
 
 
 def resolve_rig(scenario, name: str):
-    if name == "scenario":
-        return scenario.rig
-    from avsim.rig import cosmos_rig, named_rig
-
-    if name == "cosmos":
-        return cosmos_rig()
-    return named_rig(name)
+    """The rig `--rig name` asks for: the scenario's own, or a default one by name."""
+    return scenario.rig if name == "scenario" else named_rig(name)
 
 
 # ---- execution -------------------------------------------------------------------------------------
@@ -234,11 +229,17 @@ def _init_worker(scenario, opts: RenderOptions, queue) -> None:
     _WORKER["queue"] = queue
 
 
-def _run_segment(segment: writer.Segment) -> int:
+def _render_segment(segment: writer.Segment, on_frame=None) -> int:
+    """Render and encode one segment with this process's renderer (see `_init_worker`)."""
     renderer = _WORKER["renderer"]
     opts: RenderOptions = _WORKER["opts"]
-    queue = _WORKER["queue"]
     cam_index = renderer.rig.index(segment.camera)
+    frames = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
+    return writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=on_frame, preset=opts.preset)
+
+
+def _run_segment(segment: writer.Segment) -> int:
+    queue = _WORKER["queue"]
     pending = [0]
 
     def tick() -> None:
@@ -247,8 +248,7 @@ def _run_segment(segment: writer.Segment) -> int:
             queue.put(pending[0])
             pending[0] = 0
 
-    frames = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
-    n = writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=tick, preset=opts.preset)
+    n = _render_segment(segment, on_frame=tick)
     if queue is not None and pending[0]:
         queue.put(pending[0])
     return n
@@ -277,14 +277,9 @@ def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
     if segments and opts.workers <= 1:
         _init_worker(scenario, opts, None)
         try:
+            on_frame = (lambda: progress(1)) if progress is not None else None
             for segment in segments:
-                renderer = _WORKER["renderer"]
-                i = renderer.rig.index(segment.camera)
-                frames = (renderer.render_camera(f, i) for f in range(segment.start, segment.stop))
-                rendered += writer.write_segment(
-                    frames, segment, opts.width_px, opts.height_px, opts.fps,
-                    on_frame=(lambda: progress(1)) if progress is not None else None, preset=opts.preset,
-                )  # fmt: skip
+                rendered += _render_segment(segment, on_frame)
         finally:
             _WORKER.clear()
     elif segments:
@@ -298,8 +293,8 @@ def run_render(scenario, opts: RenderOptions, progress=None) -> RenderSummary:
         outputs += _write_overlays(opts, jobs)
     summary = RenderSummary(clip_id, list(cameras), stop - first, rendered, total - rendered, time.perf_counter() - t0, outputs)
     summary_path = opts.out / clip_id / "render_summary.json"
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    with atomic_output_path(summary_path) as tmp:
+        Path(tmp).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
     return summary
 
 

@@ -413,18 +413,6 @@ def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, heigh
     return boxes
 
 
-def polygon_pixel_bounds(camera, rings: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Integer pixel boxes (N, 4) [x0, y0, x1, y1] (inclusive) that contain the image of each
-    clipped convex polygon ring (N, K, 3) with `counts` vertices; empty boxes have x1 < x0.
-
-    The boundary is subdivided adaptively, so the box also holds for curved projections.
-    """
-    a, b, owner = ring_edges(rings, counts)
-    _, _, ua, ub, src = subdivide_segments(camera, a, b)
-    uv = np.concatenate([ua, ub])
-    return pixel_bounds(len(rings), np.concatenate([owner[src], owner[src]]), uv, camera.width_px, camera.height_px)
-
-
 # ---- traffic lights ------------------------------------------------------------------------
 def traffic_light_rgb(states: np.ndarray) -> np.ndarray:
     """Colours (K, 3) for light states (K,) ("red" / "yellow" / "green" / anything else)."""

@@ -28,7 +28,7 @@ import numpy as np
 from avsim.atomic import atomic_output_path
 from avsim.errors import AvsimInputError
 from avsim.rig import MOSAIC_ORDER
-from avsim.video import MP4Writer, iter_video_frames
+from avsim.video import MP4Writer, iter_video_frames, video_info
 
 LAYOUTS = ("default", "posttrain", "both")
 POSTTRAIN_FOLDER = "control_input_hdmap_bbox"
@@ -81,6 +81,11 @@ def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
 SEGMENT_FRAMES = 150  # encoding unit: a camera's clip is encoded in segments, then remuxed
 
 
+def _pngs_done(png_dir: Path | None, start: int, stop: int) -> bool:
+    """True when no PNGs are asked for (png_dir None) or frames [start, stop) all have theirs."""
+    return png_dir is None or all((png_dir / f"{f:06d}.png").is_file() for f in range(start, stop))
+
+
 @dataclass(frozen=True)
 class Segment:
     """Frames [start, stop) of one camera, encoded on their own into `part` (an mp4)."""
@@ -92,9 +97,7 @@ class Segment:
     png_dir: Path | None
 
     def done(self) -> bool:
-        if not self.part.is_file():
-            return False
-        return self.png_dir is None or all((self.png_dir / f"{f:06d}.png").is_file() for f in range(self.start, self.stop))
+        return self.part.is_file() and _pngs_done(self.png_dir, self.start, self.stop)
 
 
 @dataclass(frozen=True)
@@ -114,9 +117,7 @@ class CameraJob:
     png_dir: Path | None
 
     def done(self) -> bool:
-        return all(p.is_file() for p in self.outputs) and (
-            self.png_dir is None or all((self.png_dir / f"{f:06d}.png").is_file() for f in range(self.start, self.stop))
-        )
+        return all(p.is_file() for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
 
     @property
     def parts_dir(self) -> Path:
@@ -284,7 +285,5 @@ def write_overlay(control_video: Path, real: Iterator[np.ndarray], path: Path, f
 
 
 def _video_size(path: Path) -> tuple[int, int]:
-    from avsim.video import video_info
-
     info = video_info(path)
     return int(info["width_px"]), int(info["height_px"])

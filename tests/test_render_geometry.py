@@ -127,6 +127,11 @@ def test_clip_polygons_matches_halfspace_membership(coords):
     n = np.cross(b - a, c - a)
     if counts[0] and np.linalg.norm(n) > 1e-6:
         np.testing.assert_allclose((pts - a) @ n / np.linalg.norm(n), 0.0, atol=1e-6)
+    if counts[0] and np.linalg.norm(n) > 1e-3:
+        # barycentric coordinates of each clipped vertex (signed sub-areas over the full area)
+        nn = n @ n
+        bary = np.stack([np.cross(b - pts, c - pts) @ n, np.cross(c - pts, a - pts) @ n, np.cross(a - pts, b - pts) @ n], -1) / nn
+        assert np.all(bary >= -1e-6), bary
     if tri[0, :, 2].min() >= 0.1:
         assert counts[0] == 3
     if tri[0, :, 2].max() < 0.1:
