@@ -94,12 +94,10 @@ class TransferDiT(DiT):
         rope: Tensor,
         view_groups: ViewGroups,
     ) -> Tensor:
+        if control is None:
+            return super().run_blocks(tokens, control, control_weight, emb, lora, context, rope, view_groups)
         hp = _island_dtype(self.param_dtype)
         x = tokens.to(hp)
-        if control is None:
-            for block in self.blocks:
-                x = block(x, emb, lora, context, rope, view_groups)
-            return x
         inject = {block_id: k for k, block_id in enumerate(self.config.control_block_ids)}
         first = self.control_blocks[0]
         c = (first.before_proj(control) + tokens).to(hp)

@@ -204,6 +204,11 @@ def _head(dim: int, out: int) -> nn.Sequential:
     return nn.Sequential(RMSNorm(dim, images=False), nn.SiLU(), CausalConv3d(dim, out, 3, padding=1))
 
 
+def _middle(dim: int, dropout: float) -> nn.Sequential:
+    """Residual + spatial attention + residual at the bottleneck (same in encoder and decoder)."""
+    return nn.Sequential(ResidualBlock(dim, dim, dropout), AttentionBlock(dim), ResidualBlock(dim, dim, dropout))
+
+
 def _run(layers: nn.Sequential, x: Tensor, cache: _CausalCache | None) -> Tensor:
     for layer in layers:
         if isinstance(layer, CausalConv3d):
@@ -229,9 +234,7 @@ class Encoder3d(nn.Module):
                 layers.append(Resample(out_dim, "downsample3d" if cfg.temporal_downsample[i] else "downsample2d"))
         self.downsamples = nn.Sequential(*layers)
         out_dim = dims[-1]
-        self.middle = nn.Sequential(
-            ResidualBlock(out_dim, out_dim, cfg.dropout), AttentionBlock(out_dim), ResidualBlock(out_dim, out_dim, cfg.dropout)
-        )
+        self.middle = _middle(out_dim, cfg.dropout)
         self.head = _head(out_dim, cfg.z_dim * 2)
 
     def forward(self, x: Tensor, cache: _CausalCache | None = None) -> Tensor:
@@ -248,9 +251,7 @@ class Decoder3d(nn.Module):
         dims = [cfg.dim * u for u in (mult[-1], *mult[::-1])]
         temporal_upsample = cfg.temporal_downsample[::-1]
         self.conv1 = CausalConv3d(cfg.z_dim, dims[0], 3, padding=1)
-        self.middle = nn.Sequential(
-            ResidualBlock(dims[0], dims[0], cfg.dropout), AttentionBlock(dims[0]), ResidualBlock(dims[0], dims[0], cfg.dropout)
-        )
+        self.middle = _middle(dims[0], cfg.dropout)
         layers: list[nn.Module] = []
         for i, (in_dim, out_dim) in enumerate(itertools.pairwise(dims)):
             if i > 0:
