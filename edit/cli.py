@@ -32,14 +32,14 @@ def _check_edit_output(out: Path) -> None:
         return
     if not out.is_dir():
         raise AvsimInputError(out, "output", "exists and is not a folder; refusing to replace it")
-    manifest = out / MANIFEST_NAME
     if not any(out.iterdir()):
         return
     try:
-        if json.loads(manifest.read_text(encoding="utf-8")).get("format") == MANIFEST_FORMAT:
-            return
+        doc = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        pass
+        doc = None
+    if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT:  # valid JSON need not be an object
+        return
     raise AvsimInputError(out, "output", "exists, is not empty and is not an avsim edit output; refusing to replace it")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from avsim.agents import AgentTracks
+from avsim.agents import AgentTracks, collapse_class
 from avsim.errors import AvsimValueError
 from avsim.transforms import yaw_to_quat
 
@@ -87,19 +87,7 @@ def columns(agents: AgentTracks) -> dict[str, np.ndarray]:
 
 def build_agents(cols: dict[str, np.ndarray]) -> AgentTracks:
     """AgentTracks from columns, sorted by (track_id, timestamp) as the contract requires."""
-    n = len(cols["timestamps_ns"])
-    track_id = np.asarray(cols["track_id"]).astype(str) if n else np.zeros(0, dtype="<U1")
-    source_class = np.asarray(cols["source_class"]).astype(str) if n else np.zeros(0, dtype="<U1")
-    ts = np.asarray(cols["timestamps_ns"], dtype=np.int64).reshape(n)
-    order = np.lexsort((ts, track_id)) if n else np.zeros(0, dtype=np.int64)
-    return AgentTracks(
-        track_id=np.array(track_id[order]),
-        source_class=np.array(source_class[order]),
-        timestamps_ns=np.array(ts[order]),
-        center_m=np.array(np.asarray(cols["center_m"], dtype=np.float64).reshape(n, 3)[order]),
-        size_m=np.array(np.asarray(cols["size_m"], dtype=np.float64).reshape(n, 3)[order]),
-        orientation=np.array(np.asarray(cols["orientation"], dtype=np.float64).reshape(n, 4)[order]),
-    )
+    return AgentTracks.from_unsorted(*(cols[f] for f in AGENT_FIELDS))
 
 
 def concat_columns(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -163,8 +151,6 @@ def require_ids(scenario, track_ids: Iterable[str], name: str = "track_id") -> l
 
 def size_for(source_class: str, size_m: Sequence[float] | None) -> tuple[float, float, float]:
     """Explicit size, else a typical size for the collapsed class."""
-    from avsim.agents import collapse_class
-
     if size_m is not None:
         size = tuple(float(v) for v in size_m)
         if len(size) != 3 or min(size) <= 0:

@@ -176,6 +176,10 @@ def is_identical(d: dict) -> bool:
     )  # fmt: skip
 
 
+def _added_removed(label: str, entry: dict) -> list[str]:
+    return [f"{label} + {k}" for k in entry["added"]] + [f"{label} - {k}" for k in entry["removed"]]
+
+
 def format_diff(d: dict) -> str:
     """Human-readable report of a diff dict."""
     lines = [f"{d['a']} -> {d['b']}"]
@@ -186,10 +190,7 @@ def format_diff(d: dict) -> str:
     if d["ego"]["max_displacement_m"] or d["ego"]["poses"][0] != d["ego"]["poses"][1]:
         lines.append(f"ego: moved up to {d['ego']['max_displacement_m']:.2f} m ({d['ego']['poses'][0]} -> {d['ego']['poses'][1]} poses)")
     ag = d["agents"]
-    for tid in ag["added"]:
-        lines.append(f"agent + {tid}")
-    for tid in ag["removed"]:
-        lines.append(f"agent - {tid}")
+    lines += _added_removed("agent", ag)
     for c in ag["changed"]:
         parts = []
         if c.get("max_displacement_m") is not None:
@@ -211,10 +212,7 @@ def format_diff(d: dict) -> str:
             typ = e.get("types", {}).get(k)
             lines.append(f"map {kind} ~ {k}" + (f" ({typ[0]} -> {typ[1]})" if typ else ""))
     li = d["lights"]
-    for k in li["added"]:
-        lines.append(f"light + {k}")
-    for k in li["removed"]:
-        lines.append(f"light - {k}")
+    lines += _added_removed("light", li)
     for c in li["changed"]:
         lines.append(f"light ~ {c['id']}: differs from {c['first_difference_s']:.2f} s: {c['a']} -> {c['b']}")
     if d["metadata_changed"]:

@@ -589,8 +589,7 @@ class VariantResult:
 def _field_of(message: str, op: BoundOp) -> str | None:
     head = message.split(":", 1)[0].strip()
     head = head.split(".", 1)[0].split("[", 1)[0].split(" ", 1)[0]
-    aliases = {"light_id": "light_ids", "s_range_m": "s_range_m", "source_class": "class", "factor": "factor"}
-    head = aliases.get(head, head)
+    head = {"light_id": "light_ids", "source_class": "class"}.get(head, head)  # op argument -> edit-file field
     return head if head in op.field_lines else None
 
 

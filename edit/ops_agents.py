@@ -323,7 +323,7 @@ def follow_agent(
     s_follow = np.minimum(s_delayed, s_lead - standoff)
     s_follow = np.minimum.accumulate(s_follow[::-1])[::-1]  # never drive backwards
     s_follow = np.clip(s_follow, -1e9, s_path[-1])
-    xyz, seg_yaw = routes.interp_polyline(path, s_follow)
+    xyz, _ = routes.interp_polyline(path, s_follow)
     yaw = routes.path_yaw_rad(xyz[:, :2], yaw0)
     xyz = xyz.copy()
     xyz[:, 2] += (size[2] - leader["size_m"][:, 2]) / 2

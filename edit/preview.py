@@ -14,7 +14,9 @@ import os
 import cv2
 import numpy as np
 
+from avsim.agents import box_corners
 from avsim.maps.elements import lane_style
+from avsim.transforms import yaw_to_quat
 from avsim.video import MP4Writer
 
 from .common import ego_box
@@ -127,10 +129,8 @@ def draw_static(hdmap, view: _View) -> np.ndarray:
 
 
 def _box_xy(center: np.ndarray, size: np.ndarray, yaw: float) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    l, w = size[0] / 2, size[1] / 2
-    local = np.array([[l, w], [l, -w], [-l, -w], [-l, w]])
-    return center[:2] + local @ np.array([[c, s], [-s, c]])
+    """Footprint corners (4, 2) of a box from its centre (2|3,), size (l, w[, h]) and yaw."""
+    return box_corners(np.r_[center[:2], 0.0][None], np.r_[size[:2], 0.0][None], yaw_to_quat(yaw)[None])[0, :4, :2]
 
 
 def _draw_box(img, view: _View, center, size, yaw, color, label: str | None, font_scale: float) -> None:

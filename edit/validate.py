@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import shapely
 
+from avsim.transforms import wrap_angle
+
 from .common import ego_box, start_ns
-from .routes import wrap_angle
 
 EGO_ID = "ego"
 

@@ -96,6 +96,9 @@ def test_edit_refuses_unrelated_output_folder(road_dir, tmp_path, capsys):
     (precious / "thesis.tex").write_text("x")
     assert main(["edit", str(road_dir), str(edits), str(precious)]) == 1
     assert (precious / "thesis.tex").read_text() == "x"
+    (precious / "manifest.json").write_text("[1, 2]")  # valid JSON, but not an edit manifest
+    assert main(["edit", str(road_dir), str(edits), str(precious)]) == 1
+    assert (precious / "thesis.tex").read_text() == "x"
 
 
 def test_validate_command(road_dir, tmp_path, capsys):
