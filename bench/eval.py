@@ -136,6 +136,8 @@ def main() -> None:
             rows.append((f"FID decode only (960x540 H.264, {n} frames)", f"{n / t_dec:.0f} frames/s", ""))
             rows.append((f"FID Inception on CPU ({torch.get_num_threads()} threads, batch 16)", f"{n / t_net:.1f} frames/s", ""))
             rows.append(("FID end to end (decode in a thread + network)", f"{n / t_all:.1f} frames/s", "network-bound if ~ the line above"))
+        else:
+            rows.append(("FID", "skipped", f"{data} not found (set AVSIM_SHARED_DIR)"))
 
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     vers = ", ".join(f"{p} {md.version(p)}" for p in ("numpy", "scipy", "torch", "opencv-python-headless", "av"))

@@ -44,6 +44,17 @@ def resample_counts(n_units: int, n_resamples: int, seed: int) -> np.ndarray:
     return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_resamples).astype(np.float64)
 
 
+def _percentile_bounds(vals: np.ndarray, level: float) -> tuple[float, float]:
+    """Central `level` percentile interval of the finite entries of `vals` (NaNs if none)."""
+    vals = np.asarray(vals, dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(vals, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
 def bootstrap_weighted(
     statistic: Callable[[np.ndarray | None], float],
     n_units: int,
@@ -62,43 +73,40 @@ def bootstrap_weighted(
     est = float(statistic(None))
     counts = resample_counts(n_units, n_resamples, seed)
     vals = np.array([statistic(w) for w in counts], dtype=np.float64) if n_units else np.zeros(0)
-    vals = vals[np.isfinite(vals)]
-    if vals.size == 0:
-        lo = hi = float("nan")
-    else:
-        a = (1.0 - level) / 2.0
-        lo, hi = (float(v) for v in np.quantile(vals, [a, 1.0 - a]))
+    lo, hi = _percentile_bounds(vals, level)
     return Interval(est, lo, hi, level, n_resamples, unit, n_units, seed)
+
+
+def _bootstrap_location(
+    values: np.ndarray,
+    weighted_stat: Callable[[np.ndarray, np.ndarray], float],
+    unit: str,
+    n_resamples: int,
+    level: float,
+    seed: int,
+) -> Interval:
+    """Interval of `weighted_stat(v, w)` over finite `values`; unit weights give the estimate."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+
+    def stat(w: np.ndarray | None) -> float:
+        if v.size == 0:
+            return float("nan")
+        return float(weighted_stat(v, np.ones_like(v) if w is None else w))
+
+    return bootstrap_weighted(stat, v.size, unit, n_resamples, level, seed)
 
 
 def bootstrap_mean(values: np.ndarray, unit: str, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
     """Interval of the mean of per-unit `values (N,)` (NaNs dropped first)."""
-    v = np.asarray(values, dtype=np.float64).ravel()
-    v = v[np.isfinite(v)]
-
-    def stat(w: np.ndarray | None) -> float:
-        if v.size == 0:
-            return float("nan")
-        if w is None:
-            return float(v.mean())
-        return float((w * v).sum() / w.sum())
-
-    return bootstrap_weighted(stat, v.size, unit, n_resamples, level, seed)
+    return _bootstrap_location(values, lambda v, w: (w * v).sum() / w.sum(), unit, n_resamples, level, seed)
 
 
 def bootstrap_median(values: np.ndarray, unit: str, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
     """Interval of the median of per-unit `values (N,)` (NaNs dropped first)."""
-    v = np.asarray(values, dtype=np.float64).ravel()
-    v = v[np.isfinite(v)]
-
-    def stat(w: np.ndarray | None) -> float:
-        if v.size == 0:
-            return float("nan")
-        if w is None:
-            return float(np.median(v))
-        return float(np.median(np.repeat(v, w.astype(np.int64))))
-
-    return bootstrap_weighted(stat, v.size, unit, n_resamples, level, seed)
+    return _bootstrap_location(
+        values, lambda v, w: np.median(np.repeat(v, w.astype(np.int64))), unit, n_resamples, level, seed
+    )
 
 
 def bootstrap_resample_rows(
@@ -113,9 +121,7 @@ def bootstrap_resample_rows(
     rng = np.random.default_rng(seed)
     est = float(statistic(np.arange(n_units)))
     vals = np.array([statistic(rng.integers(0, n_units, n_units)) for _ in range(n_resamples)], dtype=np.float64)
-    vals = vals[np.isfinite(vals)]
-    a = (1.0 - level) / 2.0
-    lo, hi = (float(x) for x in np.quantile(vals, [a, 1.0 - a])) if vals.size else (float("nan"), float("nan"))
+    lo, hi = _percentile_bounds(vals, level)
     return Interval(est, lo, hi, level, n_resamples, unit, n_units, seed)
 
 
@@ -135,11 +141,7 @@ def bootstrap_many(
         vals = statistics(w)
         for k in est:
             draws[k].append(float(vals.get(k, float("nan"))))
-    a = (1.0 - level) / 2.0
-    out = {}
-    for k, v in est.items():
-        arr = np.asarray(draws[k], dtype=np.float64)
-        arr = arr[np.isfinite(arr)]
-        lo, hi = (float(x) for x in np.quantile(arr, [a, 1.0 - a])) if arr.size else (float("nan"), float("nan"))
-        out[k] = Interval(float(v), lo, hi, level, n_resamples, unit, n_units, seed)
-    return out
+    return {
+        k: Interval(float(v), *_percentile_bounds(np.asarray(draws[k]), level), level, n_resamples, unit, n_units, seed)
+        for k, v in est.items()
+    }

@@ -8,7 +8,6 @@ Each command prints a small table and writes its numbers as JSON (`--out`, defau
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +20,11 @@ from avsim.errors import AvsimInputError
 app = typer.Typer(help="Video-fidelity and detection-gap metrics.", no_args_is_help=True)
 
 
-def _clean(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, np.generic):
-        return _clean(x.item())
-    if isinstance(x, np.ndarray):
-        return _clean(x.tolist())
-    return x
-
-
 def _write_json(data: dict[str, Any], out: Path) -> None:
+    from avsim.evaluation.report import json_ready
+
     with atomic_output_path(out) as tmp:
-        tmp.write_text(json.dumps(_clean(data), indent=1, allow_nan=False) + "\n")
+        tmp.write_text(json.dumps(json_ready(data), indent=1, allow_nan=False) + "\n")
     typer.echo(f"wrote {out}")
 
 
@@ -60,6 +47,18 @@ def _ci_row(name: str, d: dict[str, Any]) -> list[Any]:
 # --------------------------------------------------------------------------- fid / fvd
 
 
+def _frechet_both(
+    real: Path, generated: Path, fr: list[np.ndarray], fg: list[np.ndarray], rows: str
+) -> tuple[int, int, dict[str, float]]:
+    """Pooled feature rows per side and the Frechet distance under both covariance normalisers."""
+    from avsim.evaluation.frechet import frechet_distance_features
+
+    xr, xg = np.concatenate(fr), np.concatenate(fg)
+    if len(xr) < 2 or len(xg) < 2:
+        raise AvsimInputError(real if len(xr) < 2 else generated, "clips", f"need at least two {rows} per side")
+    return len(xr), len(xg), {n: frechet_distance_features(xr, xg, n) for n in ("unbiased_n_minus_1", "biased_n")}
+
+
 @app.command()
 def fid(
     real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
@@ -74,7 +73,6 @@ def fid(
 ) -> None:
     """FID between two sets of clips (Inception pool3 features, frames pooled)."""
     from avsim.evaluation.features import FeatureCache, fid_clip_features
-    from avsim.evaluation.frechet import frechet_distance_features
     from avsim.evaluation.inception import describe, load_fid_inception
     from avsim.evaluation.video_frames import list_clips
 
@@ -82,11 +80,9 @@ def fid(
     fc = FeatureCache(cache)
     fr = fid_clip_features(list_clips(real), model, src, batch_size, max_frames, normalization, fc)
     fg = fid_clip_features(list_clips(generated), model, src, batch_size, max_frames, normalization, fc)
-    xr, xg = np.concatenate(fr), np.concatenate(fg)
-    res = {n: frechet_distance_features(xr, xg, n) for n in ("unbiased_n_minus_1", "biased_n")}
-    _print_table("FID", ["covariance", "FID", "frames real", "frames gen"],
-                 [[n, v, len(xr), len(xg)] for n, v in res.items()])
-    _write_json({"metric": "FID", "fid": res, "frames": {"real": len(xr), "generated": len(xg)},
+    nr, ng, res = _frechet_both(real, generated, fr, fg, "frames")
+    _print_table("FID", ["covariance", "FID", "frames real", "frames gen"], [[n, v, nr, ng] for n, v in res.items()])
+    _write_json({"metric": "FID", "fid": res, "frames": {"real": nr, "generated": ng},
                  "features": describe(src, normalization)}, out)
 
 
@@ -103,7 +99,6 @@ def fvd(
 ) -> None:
     """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
     from avsim.evaluation.features import FeatureCache, fvd_clip_features
-    from avsim.evaluation.frechet import frechet_distance_features
     from avsim.evaluation.i3d import describe, load_i3d
     from avsim.evaluation.video_frames import list_clips
 
@@ -111,13 +106,10 @@ def fvd(
     fc = FeatureCache(cache)
     fr = fvd_clip_features(list_clips(real), model, src, 16, stride, max_windows, cache=fc)
     fg = fvd_clip_features(list_clips(generated), model, src, 16, stride, max_windows, cache=fc)
-    xr, xg = np.concatenate(fr), np.concatenate(fg)
-    if len(xr) < 2 or len(xg) < 2:
-        raise AvsimInputError(real if len(xr) < 2 else generated, "clips", "need at least two 16-frame windows per side")
-    res = {n: frechet_distance_features(xr, xg, n) for n in ("unbiased_n_minus_1", "biased_n")}
+    nr, ng, res = _frechet_both(real, generated, fr, fg, "16-frame windows")
     _print_table("FVD (TF-Hub I3D)", ["covariance", "FVD", "windows real", "windows gen"],
-                 [[n, v, len(xr), len(xg)] for n, v in res.items()])
-    _write_json({"metric": "FVD (TF-Hub I3D)", "fvd": res, "windows": {"real": len(xr), "generated": len(xg)},
+                 [[n, v, nr, ng] for n, v in res.items()])
+    _write_json({"metric": "FVD (TF-Hub I3D)", "fvd": res, "windows": {"real": nr, "generated": ng},
                  "covariance_names": {"unbiased_n_minus_1": "original FVD", "biased_n": "StyleGAN-V"},
                  "features": describe(src)}, out)
 

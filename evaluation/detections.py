@@ -22,6 +22,7 @@ import polars as pl
 from avsim.evaluation.let_ap import Boxes3D
 
 from avsim.errors import AvsimInputError
+from avsim.transforms import quat_to_yaw, wrap_angle
 
 TABLE_COLUMNS = ("frame", "class", "x_m", "y_m", "z_m", "length_m", "width_m", "height_m", "heading_rad")
 # avsim collapsed classes -> LET classes (Waymo's vehicle / pedestrian / cyclist); Others dropped.
@@ -30,10 +31,6 @@ NUSCENES_TO_LET = {
     "car": "vehicle", "truck": "vehicle", "bus": "vehicle", "trailer": "vehicle", "construction_vehicle": "vehicle",
     "pedestrian": "pedestrian", "bicycle": "cyclist", "motorcycle": "cyclist",
 }
-
-
-def _wrap(a: np.ndarray) -> np.ndarray:
-    return (a + np.pi) % (2 * np.pi) - np.pi
 
 
 def boxes_from_scenario(
@@ -60,11 +57,12 @@ def boxes_from_scenario(
     labels = labels[keep]
     t = agents.timestamps_ns
     uniq, inv = np.unique(t, return_inverse=True)
-    ego_SE3_world = scenario.ego.pose_at(uniq).inverse()
+    world_SE3_ego = scenario.ego.pose_at(uniq)
+    ego_SE3_world = world_SE3_ego.inverse()
     R = ego_SE3_world.rotation[inv]  # (N, 3, 3)
     tr = ego_SE3_world.translation[inv]
     center = np.einsum("nij,nj->ni", R, agents.center_m) + tr
-    heading = _wrap(agents.yaw_rad - scenario.ego.pose_at(uniq).yaw_rad[inv])
+    heading = wrap_angle(agents.yaw_rad - world_SE3_ego.yaw_rad[inv])
     boxes = np.column_stack([center, agents.size_m, heading])
     return Boxes3D(t.astype(np.int64), labels, boxes, np.ones(len(t)))
 
@@ -111,11 +109,6 @@ def write_box_table(boxes: Boxes3D, path: str | os.PathLike[str]) -> None:
         df.write_parquet(tmp)
 
 
-def _quat_yaw(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
 def read_nuscenes_submission(
     path: str | os.PathLike[str],
     world_SE3_ego: dict[str, np.ndarray] | None = None,
@@ -146,15 +139,15 @@ def read_nuscenes_submission(
                 label = cmap.get(str(d["detection_name"]), "")
                 t = np.asarray(d["translation"], np.float64)
                 w, l, h = (float(v) for v in d["size"])
-                q = np.asarray(d["rotation"], np.float64).reshape(1, 4)
+                yaw_world = float(quat_to_yaw(np.asarray(d["rotation"], np.float64).reshape(1, 4))[0])
                 score = float(d["detection_score"])
             except (KeyError, TypeError, ValueError) as exc:
                 raise AvsimInputError(p, f"results.{token}[{i}]", f"bad detection: {exc}") from exc
             if not label:
                 continue
             c = T[:3, :3] @ t + T[:3, 3]
-            yaw = float(_quat_yaw(q)[0]) + float(np.arctan2(T[1, 0], T[0, 0]))
-            rows.append((frame, label, [*c, l, w, h, float(_wrap(np.array(yaw)))], score))
+            yaw = yaw_world + float(np.arctan2(T[1, 0], T[0, 0]))
+            rows.append((frame, label, [*c, l, w, h, float(wrap_angle(yaw))], score))
     if not rows:
         return Boxes3D.empty()
     frames = np.array([r[0] for r in rows])

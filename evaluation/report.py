@@ -142,19 +142,18 @@ def list_video_clips(folder: Path) -> dict[str, dict[str, Path]]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _iv(i: Interval) -> dict[str, Any]:
-    return i.as_dict()
-
-
-def _nan_to_none(x: Any) -> Any:
+def json_ready(x: Any) -> Any:
+    """`x` with numpy scalars/arrays as Python values and non-finite floats as None (strict JSON)."""
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {k: _nan_to_none(v) for k, v in x.items()}
+        return {k: json_ready(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_nan_to_none(v) for v in x]
+        return [json_ready(v) for v in x]
     if isinstance(x, np.generic):
-        return _nan_to_none(x.item())
+        return json_ready(x.item())
+    if isinstance(x, np.ndarray):
+        return json_ready(x.tolist())
     return x
 
 
@@ -213,7 +212,7 @@ def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfi
     curves = {c: {"real": res_r["per_class"][c]["all"].as_dict(), "generated": res_g["per_class"][c]["all"].as_dict()}
               for c in classes if c in res_r["per_class"] and c in res_g["per_class"]}
     return {
-        "classes": classes, "intervals": {k: _iv(v) for k, v in ivs.items()}, "per_range": per_range,
+        "classes": classes, "intervals": {k: v.as_dict() for k, v in ivs.items()}, "per_range": per_range,
         "curves": curves, "config": cfg.let.as_dict(), "frames": len(union),
     }
 
@@ -232,7 +231,7 @@ def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) ->
         return out
 
     ivs = bootstrap_many(stats, len(union), "frame", cfg.n_resamples, cfg.level, cfg.seed)
-    return {"intervals": {k: _iv(v) for k, v in ivs.items()}, "config": ev_r.config.as_dict(), "frames": len(union),
+    return {"intervals": {k: v.as_dict() for k, v in ivs.items()}, "config": ev_r.config.as_dict(), "frames": len(union),
             "counts": {"real": {k: ev_r.result()[k] for k in ("num_gt", "num_pred", "num_matches")},
                        "generated": {k: ev_g.result()[k] for k in ("num_gt", "num_pred", "num_matches")}}}
 
@@ -666,7 +665,7 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     if rn is not None:
         result["rnds"] = rn
     result["provenance"] = provenance()
-    return _nan_to_none(result)
+    return json_ready(result)
 
 
 def write_report(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:

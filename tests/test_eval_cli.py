@@ -126,3 +126,19 @@ def test_eval_sampson_calibrated_needs_camera_names(shared_data, tmp_path, capsy
     a = _frame_folder(tmp_path / "a", frames)
     code = main(["eval", "sampson", str(a), "--other", str(a), "--calibrated", "--out", str(tmp_path / "c.json")])
     assert code == 2 and "--calibrated needs --camera and --other-camera" in capsys.readouterr().err
+
+
+def test_frechet_both_needs_two_rows_per_side_and_gives_both_normalisers(tmp_path) -> None:
+    from avsim.evaluation.cli import _frechet_both
+    from avsim.evaluation.frechet import frechet_distance_features
+
+    from avsim.errors import AvsimInputError
+
+    rng = np.random.default_rng(0)
+    xr, xg = rng.normal(size=(5, 3)), rng.normal(1.0, 1.0, size=(4, 3))
+    nr, ng, res = _frechet_both(tmp_path / "r", tmp_path / "g", [xr[:2], xr[2:]], [xg], "frames")
+    assert (nr, ng) == (5, 4)
+    assert res == {n: frechet_distance_features(xr, xg, n) for n in ("unbiased_n_minus_1", "biased_n")}
+    with pytest.raises(AvsimInputError, match="two frames") as e:
+        _frechet_both(tmp_path / "r", tmp_path / "g", [xr], [xg[:1]], "frames")
+    assert e.value.path == str(tmp_path / "g") and e.value.field == "clips"
