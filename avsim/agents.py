@@ -115,7 +115,7 @@ class AgentTracks:
         check_unit_quat(arrays["orientation"], "agents.orientation")
         if n > 1:
             same = ids[1:] == ids[:-1]
-            if np.any(ids[1:] < ids[:-1]) or np.any(same & (np.diff(ts) <= 0)):
+            if np.any(ids[1:] < ids[:-1]) or np.any(same & (ts[1:] <= ts[:-1])):
                 raise AvsimValueError("agents: rows must be sorted by (track_id, timestamp) with unique times per track")
         for name, arr in (("track_id", ids), ("source_class", classes), ("timestamps_ns", ts), *arrays.items()):
             arr.setflags(write=False)

@@ -38,7 +38,7 @@ class TrafficLightStates:
         ts = ts.astype(np.int64)
         if n > 1:
             same = ids[1:] == ids[:-1]
-            if np.any(ids[1:] < ids[:-1]) or np.any(same & (np.diff(ts) <= 0)):
+            if np.any(ids[1:] < ids[:-1]) or np.any(same & (ts[1:] <= ts[:-1])):
                 raise AvsimValueError("lights: rows must be sorted by (light_id, timestamp) with unique times per light")
         for name, arr in (("light_id", ids), ("timestamps_ns", ts), ("state", state)):
             arr.setflags(write=False)

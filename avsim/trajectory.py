@@ -20,8 +20,9 @@ def check_timestamps(timestamps_ns: np.ndarray, name: str = "timestamps_ns") -> 
     if ts.size and not np.issubdtype(ts.dtype, np.integer):
         raise AvsimValueError(f"{name}: expected integer nanoseconds, got {ts.dtype}")
     ts = ts.astype(np.int64)
-    if ts.size > 1 and np.any(np.diff(ts) <= 0):
-        i = int(np.flatnonzero(np.diff(ts) <= 0)[0])
+    not_increasing = ts[1:] <= ts[:-1]  # compare, never subtract: int64 differences can overflow
+    if np.any(not_increasing):
+        i = int(np.flatnonzero(not_increasing)[0])
         raise AvsimValueError(f"{name}: not strictly increasing at index {i + 1} ({ts[i]} -> {ts[i + 1]})")
     return ts
 

@@ -127,3 +127,13 @@ def test_track_construction_is_order_invariant(perm):
     for f in AgentTracks._fields():
         np.testing.assert_array_equal(getattr(again, f), getattr(tracks, f))
     assert quat_to_yaw(again.orientation).shape == (7,)
+
+
+def test_ordering_checks_hold_across_the_whole_int64_range():
+    """Times far apart must not overflow the ordering checks (ns timestamps span +-292 years)."""
+    extremes = np.array([-(2**63) + 2, 2**63 - 2], dtype=np.int64)
+    EgoTrajectory(extremes, SE3.identity((2,)))
+    AgentTracks.from_unsorted(["a", "a"], ["Car"] * 2, extremes[::-1], np.zeros((2, 3)), np.ones((2, 3)), yaw_to_quat(np.zeros(2)))
+    TrafficLightStates.from_unsorted(["L", "L"], extremes[::-1], ["red", "green"])
+    with pytest.raises(AvsimValueError, match="strictly increasing"):
+        EgoTrajectory(extremes[::-1].copy(), SE3.identity((2,)))
