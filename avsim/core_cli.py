@@ -139,7 +139,9 @@ def _format_help() -> str:
 
 def _source_path(src: str) -> Path:
     """SRC without a ``::scene`` selector (nuScenes and RDS-HQ roots hold several scenes)."""
-    return Path(src.partition("::")[0])
+    from avsim.importers.common import split_selector
+
+    return split_selector(src)[0]
 
 
 @app.command()
@@ -195,11 +197,8 @@ def _extent(scenario: Scenario) -> dict[str, float]:
 
 def _tracks_per_class(scenario: Scenario) -> dict[str, int]:
     agents = scenario.agents
-    if len(agents) == 0:
-        return {}
-    ids = np.asarray(agents.track_id)
-    first = np.concatenate([[True], ids[1:] != ids[:-1]])  # rows are grouped by track
-    counts = Counter(str(c) for c in np.asarray(agents.object_class)[first])
+    classes = agents.object_class
+    counts = Counter(str(classes[rows.start]) for _, rows in agents.track_slices())
     return dict(sorted(counts.items()))
 
 
@@ -226,19 +225,28 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
         "end_timestamp_ns": int(ego.timestamps_ns[-1]),
         "cameras": cameras,
         "agents": {
-            "tracks": int(len(np.unique(np.asarray(scenario.agents.track_id)))),
+            "tracks": len(scenario.agents.track_ids),
             "observations": len(scenario.agents),
             "tracks_per_class": _tracks_per_class(scenario),
         },
         "map": {name: int(n) for name, n in scenario.map.element_counts().items()},
         "traffic_lights": {
-            "lights_with_states": int(len(np.unique(np.asarray(lights.light_id)))),
+            "lights_with_states": len(lights.light_ids),
             "state_rows": len(lights),
             "states": dict(sorted(Counter(str(s) for s in np.asarray(lights.state)).items())),
         },
         "extent": _extent(scenario),
         "metadata": scenario.metadata,
     }
+
+
+def _count_table(key_column: str, count_column: str, counts: dict[str, int]) -> Table:
+    table = Table()
+    table.add_column(key_column)
+    table.add_column(count_column, justify="right")
+    for name, n in counts.items():
+        table.add_row(name, str(n))
+    return table
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -259,19 +267,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     console.print(cams)
     agents = s["agents"]
     console.print(f"agents: {agents['tracks']} tracks, {agents['observations']} boxes")
-    per_class = Table()
-    per_class.add_column("class")
-    per_class.add_column("tracks", justify="right")
-    for name, n in agents["tracks_per_class"].items():
-        per_class.add_row(name, str(n))
-    console.print(per_class)
+    console.print(_count_table("class", "tracks", agents["tracks_per_class"]))
     console.print(f"map: {sum(s['map'].values())} elements")
-    elements = Table()
-    elements.add_column("type")
-    elements.add_column("count", justify="right")
-    for name, n in s["map"].items():
-        elements.add_row(name, str(n))
-    console.print(elements)
+    console.print(_count_table("type", "count", s["map"]))
     tl = s["traffic_lights"]
     states = ", ".join(f"{k} {v}" for k, v in tl["states"].items()) or "none"
     console.print(f"traffic-light states: {tl['lights_with_states']} lights, {tl['state_rows']} rows ({states})")

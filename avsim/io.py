@@ -580,13 +580,13 @@ def _read_table(path: Path, expected_rows: int) -> pl.DataFrame:
             raise AvsimInputError(path, name, "missing column")
         if df.schema[name] != dtype:
             raise AvsimInputError(path, name, f"has dtype {df.schema[name]}, expected {dtype}")
-        if name not in _NULLABLE and df[name].null_count():
+        if name in _NULLABLE:
+            continue  # its reader (`_vertex_attr_from`) checks the nulls row by row
+        if df[name].null_count():
             row = int(df[name].is_null().arg_max())
             raise AvsimInputError(path, name, f"row {row} is null")
-        if dtype == _LIST_F64 or dtype == _LIST_STR:
-            inner_nulls = df[name].explode(empty_as_null=False).null_count()
-            if inner_nulls and name not in _NULLABLE:
-                raise AvsimInputError(path, name, "a list holds a null value")
+        if dtype in (_LIST_F64, _LIST_STR) and df[name].explode(empty_as_null=False).null_count():
+            raise AvsimInputError(path, name, "a list holds a null value")
     extra = [c for c in df.columns if c not in columns]
     if extra:
         raise AvsimInputError(path, extra[0], f"unexpected column (schema {SCHEMA_VERSION} has: {', '.join(columns)})")
@@ -671,7 +671,7 @@ def _ego_from(path: Path, df: pl.DataFrame) -> EgoTrajectory:
         raise AvsimInputError(path, "rows", "no ego poses; a scenario needs at least one")
     _check_finite(path, df)
     t_ns = df["timestamp_ns"].to_numpy().astype(np.int64, copy=False)
-    back = np.diff(t_ns) <= 0
+    back = t_ns[1:] <= t_ns[:-1]  # compared, not np.diff: a difference of int64 ns can overflow
     if back.any():
         row = int(np.argmax(back)) + 1
         raise AvsimInputError(path, "timestamp_ns", f"row {row}: not strictly increasing ({t_ns[row]} after {t_ns[row - 1]})")

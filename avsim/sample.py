@@ -115,7 +115,7 @@ def _ego_trajectory(sim: SampleTraffic, duration_s: float, fps: float) -> EgoTra
     rear_axle_xy = center_xy - EGO_REAR_AXLE_TO_CENTER_M * direction
     yaw = np.arctan2(direction[:, 1], direction[:, 0])
     translation = np.concatenate([rear_axle_xy, np.zeros((count, 1))], axis=1)
-    return EgoTrajectory(timestamps_ns, SE3.from_quat(yaw_to_quat(yaw), translation))
+    return EgoTrajectory(timestamps_ns, SE3.from_yaw(yaw, translation))
 
 
 def _agent_tracks(sim: SampleTraffic) -> AgentTracks:
@@ -171,10 +171,7 @@ def _polylines(ids: list[str], points_xy: list[np.ndarray], z_m: float = 0.0) ->
 
 
 def _polygons(ids: list[str], rings_xy: list[np.ndarray]) -> Polygons:
-    rings = [roads.lift(r) for r in rings_xy]
-    lengths = [len(r) for r in rings]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return Polygons(np.asarray(ids), np.concatenate(rings), offsets)
+    return Polygons.from_list(ids, [roads.lift(r) for r in rings_xy])
 
 
 def _cuboids(ids: list[str], centers: list[np.ndarray], sizes: list[np.ndarray],

@@ -40,11 +40,7 @@ def _have(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-needs_sample = pytest.mark.skipif(not _have("avsim.sample"), reason="avsim.sample is not in this tree yet")
-
-
 # ---- sample ----------------------------------------------------------------------------------
-@needs_sample
 def test_sample_then_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run(["sample", tmp_path / "out", "--duration-s", "2", "--fps", "10"], capsys)
     assert rc == 0, err
@@ -57,7 +53,6 @@ def test_sample_then_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert s.scenario_id in out
 
 
-@needs_sample
 def test_sample_is_deterministic_per_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         assert run(["sample", tmp_path / name, "--seed", seed, "--duration-s", "1", "--fps", "10"], capsys)[0] == 0
@@ -66,7 +61,6 @@ def test_sample_is_deterministic_per_seed(tmp_path: Path, capsys: pytest.Capture
     assert any((tmp_path / "a" / f).read_bytes() != (tmp_path / "c" / f).read_bytes() for f in files)
 
 
-@needs_sample
 def test_sample_refuses_an_unrelated_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "notes.txt").write_text("keep me")
@@ -197,7 +191,6 @@ def _tar_with(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.skipif(not _have("avsim.importers.rdshq"), reason="the RDS-HQ importer is not in this tree yet")
 @pytest.mark.parametrize("member", ["../x", "../../etc/passwd", "/abs/x", "clip/../../x"])
 def test_tar_member_with_a_traversal_name_is_refused(
     shared_data: Path, member: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from avsim.maps import LANE_TYPE_STYLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avsim.errors import AvsimInputError
-from avsim.importers.common import split_painted_runs
+from avsim.importers.common import check_increasing, split_painted_runs, split_selector
 from avsim.importers.line_types import SPEC_LANE_TYPES, TABLES, lane_line_type, rdshq_lane_type
 from avsim.importers.registry import FORMATS, convert, detect_format
 from avsim.io import load_scenario, save_scenario, scenario_differences
@@ -112,3 +113,19 @@ def test_painted_runs_partition_the_painted_vertices(types):
     painted = [i for i, t in enumerate(types) if t is not None]
     isolated = [i for i in painted if i not in covered]  # only single painted vertices are left out
     assert all((i == 0 or types[i - 1] is None) and (i + 1 == len(types) or types[i + 1] is None) for i in isolated)
+
+
+def test_check_increasing_spans_the_whole_int64_range() -> None:
+    # A difference of int64 nanoseconds overflows; the check must compare, not subtract.
+    wide = np.array([-(2**63) + 2, 2, 2**63 - 1], dtype=np.int64)
+    assert check_increasing(wide, "src", "t").tolist() == wide.tolist()
+    with pytest.raises(AvsimInputError, match="at index 1"):
+        check_increasing(np.array([2**63 - 1, -(2**63) + 2], dtype=np.int64), "src", "t")
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [("root", ("root", None)), ("root::", ("root", None)), ("root::scene-1", ("root", "scene-1")), ("a::b::c", ("a", "b::c"))],
+)
+def test_split_selector(src: str, expected: tuple[str, str | None]) -> None:
+    assert split_selector(src) == (Path(expected[0]), expected[1])

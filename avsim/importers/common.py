@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,12 @@ from avsim.errors import AvsimInputError, AvsimValueError
 from avsim.importers.line_types import LaneType
 
 NS_PER_S = 1_000_000_000
+
+
+def split_selector(src: str | os.PathLike[str]) -> tuple[Path, str | None]:
+    """``ROOT::name`` -> (ROOT, name): the selector picks one scene / clip / record of a source."""
+    base, _, name = os.fspath(src).partition("::")
+    return Path(base), name or None
 
 
 def seconds_to_ns(t_s: np.ndarray) -> np.ndarray:
@@ -54,8 +61,9 @@ def check_finite(arr: np.ndarray, path: str | os.PathLike[str], what: str) -> np
 
 def check_increasing(t_ns: np.ndarray, path: str | os.PathLike[str], what: str) -> np.ndarray:
     t_ns = np.asarray(t_ns, dtype=np.int64)
-    if t_ns.size > 1 and np.any(np.diff(t_ns) <= 0):
-        i = int(np.flatnonzero(np.diff(t_ns) <= 0)[0])
+    back = t_ns[1:] <= t_ns[:-1]  # compared, not np.diff: a difference of int64 ns can overflow
+    if back.any():
+        i = int(np.argmax(back))
         raise AvsimInputError(path, what, f"timestamps not strictly increasing at index {i + 1}")
     return t_ns
 

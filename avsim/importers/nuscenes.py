@@ -31,7 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from avsim.errors import AvsimInputError
-from avsim.importers.common import MapBuilder, TrackBuilder, build_scenario, check_finite, check_increasing
+from avsim.importers.common import (
+    MapBuilder,
+    TrackBuilder,
+    build_scenario,
+    check_finite,
+    check_increasing,
+    split_selector,
+)
 from avsim.importers.line_types import lane_line_type
 
 CAMERA_CHANNELS: tuple[str, ...] = (
@@ -40,12 +47,6 @@ CAMERA_CHANNELS: tuple[str, ...] = (
 MAP_MARGIN_M = 150.0  # map kept around the ego path's bounding box
 LANE_RESOLUTION_M = 0.5
 TRAFFIC_LIGHT_SIZE_M = (0.35, 0.35, 1.0)  # nominal housing (depth, width, height); not in the map
-
-
-def _split_source(src: str | os.PathLike[str]) -> tuple[Path, str | None]:
-    text = os.fspath(src)
-    base, sep, scene = text.partition("::")
-    return Path(base), (scene or None) if sep else None
 
 
 def _find_version(root: Path) -> tuple[Path, str]:
@@ -284,7 +285,7 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None):
     from avsim.lights import TrafficLightStates
     from avsim.rig import named_rig
 
-    root, scene_name = _split_source(src)
+    root, scene_name = split_selector(src)
     dataroot, version = _find_version(root)
     nusc = open_nuscenes(dataroot, version)
     where = dataroot / version

@@ -38,7 +38,14 @@ from typing import Any
 import numpy as np
 
 from avsim.errors import AvsimInputError
-from avsim.importers.common import MapBuilder, TrackBuilder, as_points, build_scenario, check_finite
+from avsim.importers.common import (
+    MapBuilder,
+    TrackBuilder,
+    as_points,
+    build_scenario,
+    check_finite,
+    split_selector,
+)
 from avsim.importers.line_types import rdshq_lane_type
 from avsim.importers.safe_tar import read_sample
 
@@ -322,12 +329,10 @@ def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None):
     from avsim.rig import CameraRig, cosmos_rig, named_rig
     from avsim.transforms import SE3
 
-    text = os.fspath(src)
-    base, _, clip = text.partition("::")
-    root = Path(base)
+    root, clip = split_selector(src)
     if not root.is_dir():
         raise AvsimInputError(root, "root", "not found or not a folder")
-    clip_id = find_clip_id(root, clip or None)
+    clip_id = find_clip_id(root, clip)
     start_us = clip_start_us(clip_id)
     vp = _tar(root, "vehicle_pose", clip_id)
     if not vp.exists():

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from avsim.errors import AvsimInputError
+from avsim.importers.common import split_selector
 
 
 @dataclass(frozen=True)
 class ImporterInfo:
-    name: str
     load: Callable[..., object]
     source: str  # what SRC is
     default_rig: str  # where the camera rig comes from
@@ -45,7 +45,7 @@ def _load_av2(src: Path, rig_name: str | None):
 def _load_waymo(src: str, rig_name: str | None):
     from avsim.importers.waymo import load_waymo
 
-    path, selector = _split_selector(src)
+    path, selector = split_selector(src)
     if selector is not None and not selector.isdigit():
         raise AvsimInputError(path, "record", f"select a record by its index (FILE::0), got {selector!r}")
     return load_waymo(path, rig_name, index=int(selector or 0))
@@ -59,41 +59,32 @@ def _load_rdshq(src: Path, rig_name: str | None):
 
 FORMATS: dict[str, ImporterInfo] = {
     "scenarionet": ImporterInfo(
-        "scenarionet", _load_scenarionet, "a ScenarioNet scenario pickle (.pkl)",
+        _load_scenarionet, "a ScenarioNet scenario pickle (.pkl)",
         "named default: nuscenes for nuScenes-derived files, waymo for Waymo (--rig to override)",
     ),
     "nuscenes": ImporterInfo(
-        "nuscenes", _load_nuscenes,
+        _load_nuscenes,
         "a nuScenes dataroot (v1.0-*/ tables + maps/expansion/*.json v1.3); one scene: DATAROOT or DATAROOT::scene-name",
         "the 6 calibrated cameras of the scene",
     ),
     "av2": ImporterInfo(
-        "av2", _load_av2, "an Argoverse 2 sensor-log folder, or a motion-forecasting scenario folder",
+        _load_av2, "an Argoverse 2 sensor-log folder, or a motion-forecasting scenario folder",
         "the 7 ring cameras from calibration/ (forecasting: named default av2)",
     ),
     "waymo": ImporterInfo(
-        "waymo", _load_waymo, "a Waymo Open Motion Scenario TFRecord file; FILE::k picks the k-th record (default 0)",
+        _load_waymo, "a Waymo Open Motion Scenario TFRecord file; FILE::k picks the k-th record (default 0)",
         "named default: waymo",
     ),
     "rdshq": ImporterInfo(
-        "rdshq", _load_rdshq, "an RDS-HQ clip root (folders of <clip_id>.tar webdataset samples); one clip: ROOT or ROOT::clip_id",
+        _load_rdshq, "an RDS-HQ clip root (folders of <clip_id>.tar webdataset samples); one clip: ROOT or ROOT::clip_id",
         "the 7 f-theta cameras (intrinsics + per-camera poses)",
     ),
 }  # fmt: skip
 
 
-def _split_selector(src: str | os.PathLike[str]) -> tuple[Path, str | None]:
-    """``path::name`` selects one scene / clip inside a dataset root."""
-    text = os.fspath(src)
-    if "::" in text:
-        base, _, name = text.partition("::")
-        return Path(base), name or None
-    return Path(text), None
-
-
 def detect_format(src: str | os.PathLike[str]) -> str:
     """Guess the format of `src` from its layout; raise `AvsimInputError` when unrecognised."""
-    path, _ = _split_selector(src)
+    path, _ = split_selector(src)
     if not path.exists():
         raise AvsimInputError(path, "source", "not found")
     if path.is_file():
@@ -135,7 +126,7 @@ def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: 
     loader = FORMATS[fmt].load
     if fmt in ("nuscenes", "rdshq", "waymo"):
         return loader(os.fspath(src_path), rig_name)  # keeps a ::selector
-    path, _ = _split_selector(src_path)
+    path, _ = split_selector(src_path)
     if not path.exists():
         raise AvsimInputError(path, "source", "not found")
     return loader(path, rig_name)

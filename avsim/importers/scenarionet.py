@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 
 from avsim.errors import AvsimInputError
-from avsim.importers.common import MapBuilder, TrackBuilder, as_points, build_scenario, check_finite, seconds_to_ns
+from avsim.importers.common import (
+    MapBuilder,
+    TrackBuilder,
+    as_points,
+    build_scenario,
+    check_finite,
+    check_increasing,
+    seconds_to_ns,
+)
 from avsim.importers.line_types import lane_line_type
 from avsim.importers.safe_pickle import load_pickle
 
@@ -88,10 +96,7 @@ def _timestamps(scenario: dict, path: Path) -> np.ndarray:
     if len(ts) != length:
         raise AvsimInputError(path, "metadata.ts", f"{len(ts)} timestamps for a scenario of length {length}")
     check_finite(ts, path, "metadata.ts")
-    t_ns = seconds_to_ns(ts)
-    if np.any(np.diff(t_ns) <= 0):
-        raise AvsimInputError(path, "metadata.ts", "timestamps not strictly increasing")
-    return t_ns
+    return check_increasing(seconds_to_ns(ts), path, "metadata.ts")
 
 
 def _track_arrays(track: dict, n: int, path: Path, where: str, dataset: str):

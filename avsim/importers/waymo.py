@@ -44,15 +44,16 @@ def _crc32c_table() -> list[int]:
 
 _TABLE = _crc32c_table()
 
+try:  # a C implementation when one is installed; the pure-Python loop is the fallback
+    import google_crc32c  # type: ignore[import-not-found]
+except ImportError:  # looked up once: a failed import is not cached and crc32c runs twice per record
+    google_crc32c = None
+
 
 def crc32c(data: bytes) -> int:
     """CRC-32C (Castagnoli) of `data`, as TFRecord uses it."""
-    try:  # a C implementation when one is installed; the pure-Python loop is the fallback
-        import google_crc32c  # type: ignore[import-not-found]
-
+    if google_crc32c is not None:
         return int(google_crc32c.value(bytes(data)))
-    except ImportError:
-        pass
     crc = 0xFFFFFFFF
     table = _TABLE
     for b in data:
