@@ -124,7 +124,8 @@ def video_info(path: str | os.PathLike[str]) -> dict[str, float | int]:
         stream = container.streams.video[0]
         return {
             "frames": int(stream.frames),
-            "fps": float(stream.average_rate or 0),
+            # the stream's nominal rate; average_rate is frames / duration and reads low (29.9)
+            "fps": float(stream.guessed_rate or stream.average_rate or 0),
             "width_px": int(stream.width),
             "height_px": int(stream.height),
         }
