@@ -22,8 +22,10 @@ from avsim.errors import AvsimInputError
 class MP4Writer:
     """Write RGB frames (H, W, 3) uint8 to a browser-playable H.264 yuv420p mp4 (faststart).
 
-    Use as a context manager; on an exception nothing is left at `path`. libx264 with
-    ``threads=1`` is deterministic: the same frames give the same bytes.
+    Use as a context manager; on an exception nothing is left at `path`. The encoder runs
+    single-threaded. Reproducible content belongs to the frames, not the file: under heavy CPU
+    load libx264's bitstream for the same frames was seen to vary (root cause not found), so
+    tests compare frames, never mp4 bytes.
     """
 
     def __init__(
@@ -41,7 +43,7 @@ class MP4Writer:
         self.width_px, self.height_px = int(width_px), int(height_px)
         self.fps = fps
         # single-threaded x264 (also inside x264 itself): parallelism comes from encoding
-        # several cameras at once, and one thread keeps the bitstream reproducible
+        # several cameras at once
         self._options = {"crf": str(crf), "preset": preset, "x264-params": "threads=1:lookahead-threads=1"}
         self._stack = ExitStack()
         self._container: av.container.OutputContainer | None = None
@@ -54,7 +56,7 @@ class MP4Writer:
         stream.width, stream.height = self.width_px, self.height_px
         stream.pix_fmt = "yuv420p"
         stream.options = dict(self._options)
-        stream.codec_context.thread_count = 1  # determinism: same frames -> same bytes
+        stream.codec_context.thread_count = 1  # parallelism comes from encoding cameras at once
         self._stream = stream
         return self
 
