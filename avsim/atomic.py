@@ -1,42 +1,6 @@
-"""Atomic outputs: a writer never leaves a half-written file or folder behind."""
+"""Alias of `avsim.core.atomic`, kept so existing `avsim.atomic` imports work (docs/core_api.md, "Moved names").
 
-from __future__ import annotations
+New code imports `avsim.core.atomic`; avsim's own modules never import this alias (tests/test_layering.py).
+"""
 
-import contextlib
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
-
-@contextlib.contextmanager
-def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only on success.
-
-    The temporary lives in the same folder, so the final `os.replace` is atomic on POSIX.
-    On any exception the temporary is removed and `path` is left as it was. For folders an
-    existing target is replaced as a whole (moved aside, then deleted after the rename).
-    Suffixes are kept (``x.tmp123.mp4``) so writers that pick a format from the name work.
-    """
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp", suffix=suffix, dir=final.parent))
-    if not is_dir:
-        tmp.rmdir()  # the writer creates the file itself
-    try:
-        yield tmp
-        if is_dir and final.exists():
-            old = final.with_name(f".{final.name}.old{os.getpid()}")
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        elif tmp.exists():
-            tmp.unlink()
-        raise
+from avsim.core.atomic import *  # noqa: F403

@@ -1,24 +1,6 @@
-"""Error types. Every user-facing failure is one of these, with a one-line message."""
+"""Alias of `avsim.core.errors`, kept so existing `avsim.errors` imports work (docs/core_api.md, "Moved names").
 
-from __future__ import annotations
+New code imports `avsim.core.errors`; avsim's own modules never import this alias (tests/test_layering.py).
+"""
 
-
-class AvsimError(Exception):
-    """Base class of avsim's user-facing errors."""
-
-
-class AvsimValueError(AvsimError, ValueError):
-    """An in-memory value is invalid; the message names the field."""
-
-
-class AvsimInputError(AvsimError):
-    """A bad input file: names the file and the field.
-
-    `str(error)` is one line: ``"<path>: <field>: <reason>"``.
-    """
-
-    def __init__(self, path: object, field: str, reason: str) -> None:
-        self.path = str(path)
-        self.field = field
-        self.reason = " ".join(str(reason).split())  # one line, always
-        super().__init__(f"{self.path}: {field}: {self.reason}")
+from avsim.core.errors import *  # noqa: F403

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 
 import avsim
-from avsim.agents import AgentTracks
-from avsim.io import load_scenario, save_scenario
-from avsim.lights import TrafficLightStates
-from avsim.rig import cosmos_rig
+from avsim.core.agents import AgentTracks
+from avsim.core.lights import TrafficLightStates
+from avsim.core.rig import cosmos_rig
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3, yaw_to_quat
+from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 from avsim.scenario import Scenario
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3, yaw_to_quat
+from avsim.scenario.io import load_scenario, save_scenario
 
 
 def _lines(rng: np.random.Generator, prefix: str, k: int, n: int, cls: type = Polylines) -> Polylines:

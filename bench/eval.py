@@ -120,6 +120,7 @@ def main() -> None:
         data = Path(os.environ.get("AVSIM_SHARED_DIR", REPO.parent / "shared")) / "data" / "udacity" / "solidWhiteRight.mp4"
         if data.is_file():
             import torch
+
             from avsim.evaluation.inception import (
                 inception_features,
                 load_fid_inception,

@@ -19,6 +19,7 @@ import platform
 import time
 
 import torch
+
 from avsim.models.config import get_config
 from avsim.models.control import TransferDiT
 from avsim.models.pipeline import SamplingOptions, TransferPipeline

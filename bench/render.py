@@ -1,6 +1,6 @@
 """Benchmark the control-video renderer: camera-frames per second and peak memory.
 
-Cases: (a) the embedded sample (`avsim.sample`, 20 s at 30 fps, 7 model cameras, 1280x720) and
+Cases: (a) the embedded sample (`avsim.scenario.sample`, 20 s at 30 fps, 7 model cameras, 1280x720) and
 (b) the real Argoverse 2 sensor log in ../shared/data (its own 7 ring cameras, 1280x720), each
 (1) raster only (geometry + rasterisation, no encoding), single process; (2) raster + H.264
 encode of the whole clip with 1 worker and (3) with 2 workers. Every measurement runs in a
@@ -33,11 +33,11 @@ AV2_LOG = REPO.parent / "shared" / "data" / "av2" / "sensor" / "adcf7d18-0510-35
 def load_case(case: str, clip_s: float):
     """The scenario of a benchmark case, cut to its first `clip_s` seconds."""
     if case == "sample":
-        from avsim.sample import make_sample_scenario
+        from avsim.scenario.sample import make_sample_scenario
 
         return make_sample_scenario(seed=0, duration_s=clip_s, fps=30.0)
     if case == "av2":
-        from avsim.importers.registry import convert
+        from avsim.scenario.importers.registry import convert
 
         if not AV2_LOG.is_dir():
             raise SystemExit(f"AV2 log not found at {AV2_LOG}")

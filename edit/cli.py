@@ -11,8 +11,8 @@ from pathlib import Path
 
 import typer
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -21,7 +21,7 @@ MANIFEST_FORMAT = "avsim-edit-manifest"
 
 
 def _load(path: Path):
-    from avsim.io import load_scenario
+    from avsim.scenario.io import load_scenario
 
     return load_scenario(path)
 
@@ -73,7 +73,7 @@ def edit_command(
     no_validate: bool = typer.Option(False, "--no-validate", help="Skip validation after each op."),
 ) -> None:
     """Apply an edit file to SCENARIO and write every variant to OUT."""
-    from avsim.io import save_scenario
+    from avsim.scenario.io import save_scenario
 
     from .editfile import apply_variant, load_edit_file
     from .validate import validate_scenario

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from avsim.agents import AgentTracks, collapse_class
-from avsim.errors import AvsimValueError
-from avsim.transforms import yaw_to_quat
+from avsim.core.agents import AgentTracks, collapse_class
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import yaw_to_quat
 
 AGENT_FIELDS = ("track_id", "source_class", "timestamps_ns", "center_m", "size_m", "orientation")
 

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from avsim.agents import OBJECT_CLASSES
-from avsim.errors import AvsimError, AvsimInputError, AvsimValueError
-from avsim.lights import LIGHT_STATES
+from avsim.core.agents import OBJECT_CLASSES
+from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
+from avsim.core.lights import LIGHT_STATES
 from avsim.maps.elements import MAP_ELEMENT_TYPES
 
 from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
@@ -519,7 +519,7 @@ def parse_edit_text(text: str, path: Path) -> EditFile:
     """Parse and check an edit file's text (static checks only: types, fields, ops, sweeps)."""
     try:
         try:
-            doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+            doc = yaml.load(text, Loader=_Loader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             if path.suffix.lower() == ".json":

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.transforms import quat_slerp, quat_to_yaw, wrap_angle, yaw_to_quat
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import quat_slerp, quat_to_yaw, wrap_angle, yaw_to_quat
 
 from . import routes
 from .common import (

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3, yaw_to_matrix
+from avsim.core.errors import AvsimValueError
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3, yaw_to_matrix
 
 from . import routes
 from .common import check_time, check_waypoints, to_s

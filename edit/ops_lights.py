@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.lights import LIGHT_STATES, TrafficLightStates
+from avsim.core.errors import AvsimValueError
+from avsim.core.lights import LIGHT_STATES, TrafficLightStates
 
 from .common import check_time, to_ns
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.lights import TrafficLightStates
+from avsim.core.errors import AvsimValueError
+from avsim.core.lights import TrafficLightStates
+from avsim.core.transforms import yaw_to_quat
 from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes, Polygons, Polylines
-from avsim.transforms import yaw_to_quat
 
 from .ops_agents import _ground_z
 from .routes import arc_length_m

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.lights import TrafficLightStates
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3
+from avsim.core.errors import AvsimValueError
+from avsim.core.lights import TrafficLightStates
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3
 
 from .common import build_agents, check_time, columns, start_ns, to_ns
 

@@ -14,10 +14,10 @@ import os
 import cv2
 import numpy as np
 
-from avsim.agents import box_corners
+from avsim.core.agents import box_corners
+from avsim.core.transforms import yaw_to_quat
+from avsim.core.video import MP4Writer
 from avsim.maps.elements import lane_style
-from avsim.transforms import yaw_to_quat
-from avsim.video import MP4Writer
 
 from .common import ego_box
 from .routes import arc_length_m

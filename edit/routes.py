@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.transforms import wrap_angle
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import wrap_angle
 
 ROUTE_STEP_M = 0.5
 TURN_THRESHOLD_RAD = np.deg2rad(30.0)

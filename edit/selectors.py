@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from avsim.agents import OBJECT_CLASSES
-from avsim.errors import AvsimValueError
+from avsim.core.agents import OBJECT_CLASSES
+from avsim.core.errors import AvsimValueError
 from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes
 
 from .common import to_ns

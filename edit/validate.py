@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import shapely
 
-from avsim.transforms import wrap_angle
+from avsim.core.transforms import wrap_angle
 
 from .common import ego_box, start_ns
 

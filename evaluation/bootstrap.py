@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
 
 
 @dataclass(frozen=True)

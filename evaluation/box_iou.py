@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
 
 _CHUNK = 200_000  # pairs per block: bounds the (K, 24, 2) working arrays to ~80 MB
 # Unit-square corner offsets in the box frame, counter-clockwise.

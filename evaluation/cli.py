@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import typer
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 
 app = typer.Typer(help="Video-fidelity and detection-gap metrics.", no_args_is_help=True)
 
@@ -143,7 +143,7 @@ def sampson(
     def cam(name: str | None, f: np.ndarray) -> Any:
         if name is None:
             return None
-        from avsim.rig import cosmos_rig
+        from avsim.core.rig import cosmos_rig
 
         rig = cosmos_rig(f.shape[2], f.shape[1])
         if name not in rig.names:
@@ -160,9 +160,8 @@ def sampson(
         if calibrated:
             if camera is None or other_camera is None:
                 raise typer.BadParameter("--calibrated needs --camera and --other-camera")
+            from avsim.core.rig import cosmos_rig
             from avsim.evaluation.sampson import calibrated_cross_F
-
-            from avsim.rig import cosmos_rig
 
             rig = cosmos_rig(frames.shape[2], frames.shape[1])
             cam(camera, frames), cam(other_camera, f1)  # validates the names
@@ -183,7 +182,7 @@ def _load_gt_boxes(path: Path) -> Any:
     from avsim.evaluation.detections import boxes_from_scenario, read_box_table
 
     if path.is_dir() and (path / "scenario.json").is_file():
-        from avsim.io import load_scenario
+        from avsim.scenario.io import load_scenario
 
         return boxes_from_scenario(load_scenario(path))
     return read_box_table(path, require_score=False)
@@ -229,7 +228,7 @@ def _load_lanes(path: Path, ground_truth: bool) -> Any:
     )
 
     if path.is_dir() and (path / "scenario.json").is_file():
-        from avsim.io import load_scenario
+        from avsim.scenario.io import load_scenario
 
         return lanes_from_scenario(load_scenario(path))
     if path.is_dir() or path.suffix.lower() == ".json":

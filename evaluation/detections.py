@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from avsim.evaluation.let_ap import Boxes3D
 
-from avsim.errors import AvsimInputError
-from avsim.transforms import quat_to_yaw, wrap_angle
+from avsim.core.errors import AvsimInputError
+from avsim.core.transforms import quat_to_yaw, wrap_angle
+from avsim.evaluation.let_ap import Boxes3D
 
 TABLE_COLUMNS = ("frame", "class", "x_m", "y_m", "z_m", "length_m", "width_m", "height_m", "heading_rad")
 # avsim collapsed classes -> LET classes (Waymo's vehicle / pedestrian / cyclist); Others dropped.
@@ -43,7 +43,7 @@ def boxes_from_scenario(
 
     Frames are `timestamps_ns` (default: the scenario's frame timestamps at `rate_hz`);
     tracks are resampled there (avsim's rules: linear, SLERP, <= 0.5 s extrapolation).
-    Classes are collapsed (avsim.agents) then mapped with `class_map` (default
+    Classes are collapsed (avsim.core.agents) then mapped with `class_map` (default
     AVSIM_TO_LET); unmapped classes are dropped.
     """
     cmap = AVSIM_TO_LET if class_map is None else class_map
@@ -99,7 +99,7 @@ def read_box_table(path: str | os.PathLike[str], require_score: bool = True) -> 
 
 def write_box_table(boxes: Boxes3D, path: str | os.PathLike[str]) -> None:
     """Write `boxes` as a parquet table (atomic)."""
-    from avsim.atomic import atomic_output_path
+    from avsim.core.atomic import atomic_output_path
 
     df = pl.DataFrame({
         "frame": boxes.frame, "class": boxes.label,

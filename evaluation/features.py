@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from avsim.core.atomic import atomic_output_path
 from avsim.evaluation.frechet import (
     CovarianceNorm,
     feature_stats,
@@ -26,8 +28,6 @@ from avsim.evaluation.video_frames import (
     iter_clip_windows,
     iter_frame_batches,
 )
-
-from avsim.atomic import atomic_output_path
 
 
 class FeatureCache:

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
 
 # Named covariance normalisers: the original FID/FVD code uses the unbiased estimate (N-1);
 # StyleGAN-V's FVD uses the maximum-likelihood one (/N).

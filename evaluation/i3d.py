@@ -20,10 +20,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
-from avsim.evaluation.weights import read_i3d_weights
 from torch import nn
 
-from avsim.errors import AvsimInputError, AvsimValueError
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.evaluation.weights import read_i3d_weights
 
 BN_EPS = 1e-3
 FVD_CLIP_FRAMES = 16

@@ -23,14 +23,14 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.evaluation.weights import (
     FID_SOURCE,
     find_inception_torchscript,
     inception_fetch_command,
 )
-from torch import nn
-
-from avsim.errors import AvsimInputError, AvsimValueError
 
 FID_RESOLUTION_PX = 299
 FEATURE_DIM = 2048

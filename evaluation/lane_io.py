@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from avsim.evaluation.lanes import LaneSet
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
+from avsim.evaluation.lanes import LaneSet
 
 # OpenLane categories (white/yellow x single/double x dash/solid, curbs).
 LANE_TYPE_TO_OPENLANE = {
@@ -139,7 +139,7 @@ def read_lane_table(path: str | os.PathLike[str]) -> LaneSet:
 
 
 def write_lane_table(lanes: LaneSet, path: str | os.PathLike[str]) -> None:
-    from avsim.atomic import atomic_output_path
+    from avsim.core.atomic import atomic_output_path
 
     idx = lanes.lane_index
     df = pl.DataFrame({

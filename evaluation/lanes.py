@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from avsim.evaluation.let_ap import frame_codes, pairs_within_groups
 from scipy.optimize import linear_sum_assignment
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
+from avsim.evaluation.let_ap import frame_codes, pairs_within_groups
 
 _PAIR_BLOCK = 50_000  # lane pairs per block: bounds the (E, 100) working arrays
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from avsim.evaluation.box_iou import paired_iou_3d
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
+from avsim.evaluation.box_iou import paired_iou_3d
 
 WAYMO_SENSOR_LOCATION_M = (1.43, 0.0, 2.18)
 DEFAULT_IOU_THRESHOLDS = {

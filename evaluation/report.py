@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 from avsim.evaluation.bootstrap import Interval, bootstrap_many, resample_counts
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
-
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -101,8 +101,7 @@ def load_ground_truth(folder: Path) -> tuple[Boxes3D | None, LaneSet | None, str
         raise AvsimInputError(folder, "ground truth", "no boxes.parquet / lanes.parquet and no avsim scenario folders")
     from avsim.evaluation.detections import boxes_from_scenario
     from avsim.evaluation.lane_io import lanes_from_scenario
-
-    from avsim.io import load_scenario
+    from avsim.scenario.io import load_scenario
 
     b_parts, l_parts = [], []
     for d in scen_dirs:
@@ -310,7 +309,7 @@ def _views_for_sampson(views: dict[str, Path]) -> dict[str, Path]:
 def _camera_for(name: str, width: int, height: int) -> Any:
     if name == "video":
         return None
-    from avsim.rig import cosmos_rig
+    from avsim.core.rig import cosmos_rig
 
     rig = cosmos_rig(width, height)
     return rig.camera(name) if name in rig.names else None
@@ -366,6 +365,7 @@ def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, P
 
 def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], real_dir: Path, gen_dir: Path, cfg: ReportConfig) -> dict[str, Any] | None:
     import polars as pl
+
     from avsim.evaluation.rnds import load_scorer, rnds_summary, score_chunks
     from avsim.evaluation.video_frames import read_clip
 

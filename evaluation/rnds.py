@@ -16,9 +16,9 @@ from typing import Any
 
 import cv2
 import numpy as np
-from avsim.evaluation.bootstrap import Interval, bootstrap_mean, resample_counts
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
+from avsim.evaluation.bootstrap import Interval, bootstrap_mean, resample_counts
 
 ChunkScorer = Callable[[np.ndarray], float]
 

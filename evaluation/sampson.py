@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 import cv2
 import numpy as np
 
-from avsim.errors import AvsimValueError
+from avsim.core.errors import AvsimValueError
 
 RECTIFIED_WIDTH_PX = 960
 RECTIFIED_HEIGHT_PX = 540
@@ -310,7 +310,7 @@ def cross_view_sampson(
 
 
 def calibrated_temporal_F(world_SE3_camera: Any, K_rect: np.ndarray | None = None) -> list[np.ndarray]:
-    """F per consecutive pair from camera poses (an `avsim.transforms.SE3` of batch (T,))."""
+    """F per consecutive pair from camera poses (an `avsim.core.transforms.SE3` of batch (T,))."""
     K = rectified_intrinsics() if K_rect is None else K_rect
     mats = np.asarray(world_SE3_camera.as_matrix())
     out = []

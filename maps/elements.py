@@ -11,9 +11,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from avsim.errors import AvsimValueError
-from avsim.transforms import check_unit_quat
-from avsim.agents import box_corners
+from avsim.core.agents import box_corners
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import check_unit_quat
 
 # The render spec's lane-line table: type "<COLOR> <STYLE>" -> (RGB, pattern).
 # Patterns: solid, long_dash, short_dash, dot_dash, dotted, and ("double", left, right).

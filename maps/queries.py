@@ -12,8 +12,8 @@ import numpy as np
 import shapely
 from shapely import STRtree
 
-from avsim.transforms import SE3
-from avsim.maps.elements import Cuboids, HDMap, Lanes, LaneLines, MAP_ELEMENT_TYPES, Polygons, Polylines
+from avsim.core.transforms import SE3
+from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 
 
 def element_geometries(elements) -> np.ndarray:

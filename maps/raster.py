@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from avsim.transforms import SE3
+from avsim.core.transforms import SE3
 from avsim.maps.elements import HDMap, lane_style
 
 BEV_COLORS = {

@@ -18,8 +18,9 @@ from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
-from avsim.models.rope import apply_rope
 from torch import Tensor, nn
+
+from avsim.models.rope import apply_rope
 
 
 @runtime_checkable

@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 
 _IGNORED = re.compile(r"(^|\.)_extra_state$|^pos_embedder[^.]*(\.[^.]+)*\.(seq|dim_spatial_range|dim_temporal_range)$")
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 
 app = typer.Typer(add_completion=False)
 

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from avsim.rig import COSMOS_VIEW_NAMES
+from avsim.core.rig import COSMOS_VIEW_NAMES
 
 # Model index order of the seven views (view-embedding index 0..6): the render spec's names.
 MULTIVIEW_CAMERAS: tuple[str, ...] = COSMOS_VIEW_NAMES

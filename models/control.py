@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor, nn
+
 from avsim.models.attention import ViewGroups
 from avsim.models.config import DiTConfig
 from avsim.models.dit import Block, DiT, PatchEmbed, _island_dtype
-from torch import Tensor, nn
 
 
 class ControlBlock(Block):

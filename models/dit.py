@@ -33,6 +33,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor, nn
+
 from avsim.models.attention import (
     CrossAttention,
     RMSNorm,
@@ -42,7 +44,6 @@ from avsim.models.attention import (
 )
 from avsim.models.config import DiTConfig
 from avsim.models.rope import multiview_rope_angles
-from torch import Tensor, nn
 
 
 def _island_dtype(param_dtype: torch.dtype) -> torch.dtype:

@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch import Tensor
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 from avsim.models import samplers
 from avsim.models.checkpoint import load_dit_state_dict, load_into, load_vae_state_dict
 from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
@@ -43,10 +47,6 @@ from avsim.models.video_io import (
     to_uint8,
     write_video,
 )
-from torch import Tensor
-
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
 
 NOISE_BANNER = (
     "!" * 78 + "\n!!  RANDOM WEIGHTS: the generated videos are NOISE, not a model output.      !!\n"

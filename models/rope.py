@@ -13,8 +13,9 @@ view 0's; the table for V views is the single-view table repeated V times.
 from __future__ import annotations
 
 import torch
-from avsim.models.config import DiTConfig
 from torch import Tensor
+
+from avsim.models.config import DiTConfig
 
 
 def axis_dims(head_dim: int) -> tuple[int, int, int]:

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
 
 SYSTEM_PROMPT = "You are a helpful assistant who will provide prompts to an image generator."
 TEXT_TOKENS = 512

@@ -20,8 +20,9 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from avsim.models.config import VAEConfig
 from torch import Tensor, nn
+
+from avsim.models.config import VAEConfig
 
 CACHE_T = 2
 

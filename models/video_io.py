@@ -1,4 +1,4 @@
-"""Video input/output of the generation pipeline (PyAV via `avsim.video`; H.264 yuv420p).
+"""Video input/output of the generation pipeline (PyAV via `avsim.core.video`; H.264 yuv420p).
 
 - Finding per-view control videos in the renderer's layouts:
   ``<dir>/<clip>/<clip>.<camera>.mp4`` (what `avsim render` writes), ``<dir>/<clip>.<camera>.mp4``,
@@ -19,9 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from avsim.errors import AvsimInputError
-from avsim.rig import MOSAIC_ORDER
-from avsim.video import MP4Writer, iter_video_frames, video_info
+from avsim.core.errors import AvsimInputError
+from avsim.core.rig import MOSAIC_ORDER
+from avsim.core.video import MP4Writer, iter_video_frames, video_info
 
 # Grid order of the render spec's mosaic (row-major, 3 columns).
 GRID_ORDER: tuple[str, ...] = MOSAIC_ORDER

@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import typer
-from avsim.render import style, writer
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
-from avsim.rig import NAMED_RIGS, named_rig
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.core.rig import NAMED_RIGS, named_rig
+from avsim.render import style, writer
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -363,7 +363,7 @@ def _parse_size(value: str) -> tuple[int, int]:
 
 
 def _load(path: Path):
-    from avsim.io import load_scenario
+    from avsim.scenario.io import load_scenario
 
     if not path.exists():
         raise AvsimInputError(path, "scenario", "no such scenario folder")

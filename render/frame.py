@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import mapbox_earcut
 import numpy as np
+
+from avsim.core.rig import CameraRig
+from avsim.core.transforms import SE3
 from avsim.render import geometry as geo
 from avsim.render import style
 from avsim.render.raster import (
@@ -26,10 +29,7 @@ from avsim.render.raster import (
     rasterize_torch,
     ray_map,
 )
-
-from avsim.rig import CameraRig
 from avsim.scenario import Scenario
-from avsim.transforms import SE3
 
 MAP_REACH_M = style.MAX_DEPTH_M + 15.0  # cameras sit a few metres from the ego origin
 SURFACE_ZSCALE, SURFACE_ZBIAS_M = 1.25, 0.5  # see raster module: lines win over surfaces

@@ -7,7 +7,7 @@ subdivision of segments so curved projections (f-theta, distorted pinhole) stay 
 cuboid faces and edges.
 
 Frames: world/ego FLU, camera RDF (x right, y down, z forward). Depth is camera z in metres.
-Pixel coordinates are those of the calibration (`avsim.cameras`), in the OpenCV convention: the
+Pixel coordinates are those of the calibration (`avsim.core.cameras`), in the OpenCV convention: the
 centre of pixel (i, j) is the continuous coordinate (i, j) + PIXEL_CENTRE_OFFSET, with
 PIXEL_CENTRE_OFFSET = 0, and the pixel covers [i - 0.5, i + 0.5) x [j - 0.5, j + 0.5).
 """
@@ -15,9 +15,9 @@ PIXEL_CENTRE_OFFSET = 0, and the pixel covers [i - 0.5, i + 0.5) x [j - 0.5, j +
 from __future__ import annotations
 
 import numpy as np
-from avsim.render import style
 
-from avsim.cameras import PinholeCamera
+from avsim.core.cameras import PinholeCamera
+from avsim.render import style
 
 # Continuous coordinate of pixel i's centre is i + PIXEL_CENTRE_OFFSET. 0.0 is the OpenCV
 # convention, the one in which every calibration we read is expressed (OpenCV, nuScenes, AV2,

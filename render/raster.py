@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from avsim.render import style
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 

@@ -9,14 +9,14 @@ cars, a truck, pedestrians and a cyclist, so a render exercises every code path.
 from __future__ import annotations
 
 import numpy as np
-from avsim.maps import Cuboids, HDMap, LaneLines, Polygons, Polylines
 
-from avsim.agents import AgentTracks
-from avsim.lights import TrafficLightStates
-from avsim.rig import CameraRig, cosmos_rig
+from avsim.core.agents import AgentTracks
+from avsim.core.lights import TrafficLightStates
+from avsim.core.rig import CameraRig, cosmos_rig
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3, yaw_to_quat
+from avsim.maps import Cuboids, HDMap, LaneLines, Polygons, Polylines
 from avsim.scenario import Scenario
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3, yaw_to_quat
 
 NS_PER_S = 1_000_000_000
 

@@ -25,10 +25,10 @@ import av
 import cv2
 import numpy as np
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
-from avsim.rig import MOSAIC_ORDER
-from avsim.video import MP4Writer, iter_video_frames, video_info
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.core.rig import MOSAIC_ORDER
+from avsim.core.video import MP4Writer, iter_video_frames, video_info
 
 LAYOUTS = ("default", "posttrain", "both")
 POSTTRAIN_FOLDER = "control_input_hdmap_bbox"

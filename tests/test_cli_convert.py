@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from avsim.cli import main
-from avsim.io import SCENARIO_JSON, TABLE_FILES, load_scenario
+from avsim.scenario.io import SCENARIO_JSON, TABLE_FILES, load_scenario
 
 SCENARIONET_SCENE = "scenarionet/sd_nuscenes_v1.0-mini_scene-0103.pkl"
 
@@ -123,7 +123,7 @@ def test_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def _scenarionet(shared_data: Path) -> dict:
-    from avsim.importers.safe_pickle import load_pickle
+    from avsim.scenario.importers.safe_pickle import load_pickle
 
     return load_pickle(shared_data / SCENARIONET_SCENE)
 

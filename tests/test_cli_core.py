@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from test_io_roundtrip import make_scenario
 
-from avsim.cli import LAZY_COMMANDS, main
-from avsim.io import SCENARIO_JSON, save_scenario
+from avsim.cli.main import LAZY_COMMANDS, main
+from avsim.scenario.io import SCENARIO_JSON, save_scenario
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "avsim"
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avsim.cameras import FThetaCamera, PinholeCamera, camera_from_dict
-from avsim.errors import AvsimValueError
-from avsim.rig import COSMOS_VIEW_NAMES, camera_mount, cosmos_rig, named_rig
+from avsim.core.cameras import FThetaCamera, PinholeCamera, camera_from_dict
+from avsim.core.errors import AvsimValueError
+from avsim.core.rig import COSMOS_VIEW_NAMES, camera_mount, cosmos_rig, named_rig
 
 PINHOLE = PinholeCamera(1600, 900, 1266.4, 1266.4, 816.3, 491.5)
 DISTORTED = PinholeCamera(1280, 720, 900.0, 905.0, 640.0, 360.0, (-0.2, 0.05, 0.001, -0.0005, -0.01))

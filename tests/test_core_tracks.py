@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avsim.agents import AgentTracks, collapse_class
-from avsim.errors import AvsimValueError
-from avsim.lights import TrafficLightStates
-from avsim.trajectory import NS_PER_S, EgoTrajectory, uniform_timestamps
-from avsim.transforms import SE3, quat_to_yaw, wrap_angle, yaw_to_quat
+from avsim.core.agents import AgentTracks, collapse_class
+from avsim.core.errors import AvsimValueError
+from avsim.core.lights import TrafficLightStates
+from avsim.core.trajectory import NS_PER_S, EgoTrajectory, uniform_timestamps
+from avsim.core.transforms import SE3, quat_to_yaw, wrap_angle, yaw_to_quat
 
 MS = 1_000_000
 

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from avsim.errors import AvsimValueError
-from avsim.transforms import (
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import (
     SE3,
     check_unit_quat,
     matrix_to_quat,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from avsim.video import MP4Writer, read_video, video_info
+from avsim.core.video import MP4Writer, read_video, video_info
 
 
 def _frames(n=12):
@@ -31,8 +31,7 @@ def test_round_trip_and_nominal_rate(tmp_path):
 
 def test_failed_write_leaves_nothing(tmp_path):
     target = tmp_path / "c.mp4"
-    with pytest.raises(ValueError, match="frame must be"):
-        with MP4Writer(target, 96, 64) as writer:
-            writer.write(_frames(1)[0])
-            writer.write(np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(ValueError, match="frame must be"), MP4Writer(target, 96, 64) as writer:
+        writer.write(_frames(1)[0])
+        writer.write(np.zeros((10, 10, 3), np.uint8))
     assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ from test_edit_helpers import road_scenario
 
 from avsim.cli import main
 from avsim.edit import ops_agents
-from avsim.io import load_scenario, save_scenario
+from avsim.scenario.io import load_scenario, save_scenario
 
 EDITS = """version: 1
 name: "gap{gap_m}"
@@ -138,7 +138,7 @@ def test_diff_command(road_dir, tmp_path, capsys):
 
 
 def test_preview_command(road_dir, tmp_path, capsys):
-    from avsim.video import video_info
+    from avsim.core.video import video_info
 
     out = tmp_path / "p.mp4"
     assert main(["preview", str(road_dir), str(out), "--fps", "5", "--size", "128"]) == 0

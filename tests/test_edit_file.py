@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_edit_helpers import fingerprint, road_scenario
 
+from avsim.core.errors import AvsimInputError
 from avsim.edit.editfile import OPS, apply_edit_file, load_edit_file, parse_edit_text
-from avsim.errors import AvsimInputError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,13 +11,13 @@ import hashlib
 
 import numpy as np
 
-from avsim.agents import AgentTracks
-from avsim.lights import TrafficLightStates
+from avsim.core.agents import AgentTracks
+from avsim.core.lights import TrafficLightStates
+from avsim.core.rig import cosmos_rig
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3, yaw_to_matrix, yaw_to_quat
 from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
-from avsim.rig import cosmos_rig
 from avsim.scenario import Scenario
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3, yaw_to_matrix, yaw_to_quat
 
 NS = 1_000_000_000
 

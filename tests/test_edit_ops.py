@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from test_edit_helpers import NS, fingerprint, road_scenario, shares_writable_memory
 
+from avsim.core.errors import AvsimValueError
 from avsim.edit import ops_agents, ops_ego, ops_lights, ops_map, ops_time, routes
 from avsim.edit.selectors import AgentSelector, Region, select_agents, select_map_elements
 from avsim.edit.validate import validate_scenario
-from avsim.errors import AvsimValueError
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from test_edit_helpers import fingerprint, shares_writable_memory
 
+from avsim.core.errors import AvsimValueError
 from avsim.edit import ops_agents, ops_ego, ops_lights, ops_map, ops_time, routes
 from avsim.edit.editfile import apply_edit_file
 from avsim.edit.validate import validate_scenario
-from avsim.errors import AvsimValueError
 
 SCENES = {
     "nuscenes": ("scenarionet/sd_nuscenes_v1.0-mini_scene-0103.pkl", "nuscenes"),
@@ -23,7 +23,7 @@ _CACHE: dict = {}
 
 def _scene(shared_data, name):
     if name not in _CACHE:
-        from avsim.importers.registry import convert
+        from avsim.scenario.importers.registry import convert
 
         rel, rig = SCENES[name]
         _CACHE[name] = convert(shared_data / rel, "scenarionet", rig)
@@ -141,7 +141,7 @@ def test_cut_in_on_real_scene_passes_validation(shared_data):
 
 @pytest.mark.realdata
 def test_edit_file_on_real_scene_twice_is_identical(shared_data, tmp_path):
-    from avsim.io import save_scenario
+    from avsim.scenario.io import save_scenario
 
     s = _scene(shared_data, "nuscenes")
     tid = _longest_track(s)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from test_edit_helpers import road_scenario
 
-from avsim.cameras import PinholeCamera
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import CameraRig
+from avsim.core.transforms import SE3
 from avsim.edit import ops_agents, ops_map
-from avsim.rig import CameraRig
-from avsim.transforms import SE3
 
 W, H, F, HEIGHT_M, CENTRE_X = 960, 160, 480.0, 60.0, 25.0
 PX_PER_M = F / HEIGHT_M  # 8 px per metre on the ground

@@ -17,7 +17,7 @@ REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def sample():
-    from avsim.sample import make_sample_scenario
+    from avsim.scenario.sample import make_sample_scenario
 
     return make_sample_scenario(seed=0)
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from test_edit_helpers import NS, road_scenario
 
+from avsim.core.lights import TrafficLightStates
 from avsim.edit import ops_agents, ops_lights, ops_map
 from avsim.edit.common import build_agents, columns
 from avsim.edit.validate import ValidationConfig, box_penetration_m, light_lanes, validate_scenario
-from avsim.lights import TrafficLightStates
 
 
 def _kinds(findings):

@@ -8,12 +8,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+
+from avsim.cli import main
 from avsim.evaluation.detections import write_box_table
 from avsim.evaluation.lane_io import write_lane_table
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
-
-from avsim.cli import main
 
 
 def _boxes(tmp_path: Path) -> tuple[Path, Path]:
@@ -129,10 +129,9 @@ def test_eval_sampson_calibrated_needs_camera_names(shared_data, tmp_path, capsy
 
 
 def test_frechet_both_needs_two_rows_per_side_and_gives_both_normalisers(tmp_path) -> None:
+    from avsim.core.errors import AvsimInputError
     from avsim.evaluation.cli import _frechet_both
     from avsim.evaluation.frechet import frechet_distance_features
-
-    from avsim.errors import AvsimInputError
 
     rng = np.random.default_rng(0)
     xr, xg = rng.normal(size=(5, 3)), rng.normal(1.0, 1.0, size=(4, 3))

@@ -11,10 +11,10 @@ import pickle
 import numpy as np
 import pytest
 import torch
+
+from avsim.core.errors import AvsimInputError
 from avsim.evaluation import weights as W
 from avsim.evaluation.i3d import max_pool_same, same_padding
-
-from avsim.errors import AvsimInputError
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +106,7 @@ def test_tf_same_padding_is_asymmetric() -> None:
 def test_i3d_on_a_real_driving_clip(i3d, udacity_frames) -> None:
     """Logits are stable under preprocessing variants and the top class is 'driving car'."""
     import torch.nn.functional as F
+
     from avsim.evaluation.i3d import i3d_logits
     from avsim.evaluation.kinetics400 import KINETICS400_CLASSES
 
@@ -164,6 +165,7 @@ def test_i3d_missing_sdist_names_the_exact_command(tmp_path, monkeypatch) -> Non
 
 def test_feature_cache_is_keyed_by_content(tmp_path, udacity_frames) -> None:
     import cv2
+
     from avsim.evaluation.features import FeatureCache, fid_clip_features
 
     clip = tmp_path / "clip"

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+
+from avsim.core.errors import AvsimInputError
 from avsim.evaluation.detections import (
     read_box_table,
     read_nuscenes_submission,
@@ -18,8 +20,6 @@ from avsim.evaluation.lane_io import (
 )
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
-
-from avsim.errors import AvsimInputError
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -88,8 +88,7 @@ def test_lane_table_round_trip(tmp_path) -> None:
 def test_scenario_ground_truth_from_real_nuscenes(shared_data) -> None:
     from avsim.evaluation.detections import boxes_from_scenario
     from avsim.evaluation.lane_io import lanes_from_scenario
-
-    from avsim.importers.registry import convert
+    from avsim.scenario.importers.registry import convert
 
     s = convert(shared_data / "scenarionet" / "sd_nuscenes_v1.0-mini_scene-0103.pkl")
     ts = s.frame_timestamps(2.0)[:6]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_eval_reference_impl import lane_frame_reference, let_ap_reference
+
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import (
     Boxes3D,
@@ -11,9 +15,6 @@ from avsim.evaluation.let_ap import (
     average_precision,
     evaluate_let,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_eval_reference_impl import lane_frame_reference, let_ap_reference
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
 CAR = [4.0, 2.0, 1.5]

@@ -6,6 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avsim.core.errors import AvsimValueError
 from avsim.evaluation.box_iou import bev_intersection_area, paired_iou_3d
 from avsim.evaluation.frechet import (
     feature_stats,
@@ -19,10 +23,6 @@ from avsim.evaluation.let_ap import (
     longitudinal_affinity,
 )
 from avsim.evaluation.sampson import sampson_distance, sampson_error
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from avsim.errors import AvsimValueError
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
 

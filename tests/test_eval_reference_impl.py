@@ -38,7 +38,7 @@ def _prep(lanes, cats, vis_list):
         if lane.shape[0] < 2:
             continue
         x, z = _resample(lane)
-        vis = (x >= -10) & (x <= 10) & (Y_SAMPLES >= lane[:, 1].min()) & (Y_SAMPLES <= lane[:, 1].max())
+        vis = (x >= -10) & (x <= 10) & (lane[:, 1].min() <= Y_SAMPLES) & (lane[:, 1].max() >= Y_SAMPLES)
         if vis.sum() <= 1:
             continue
         out.append((x, z, vis))

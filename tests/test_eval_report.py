@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+
 from avsim.evaluation.detections import write_box_table
 from avsim.evaluation.lane_io import write_lane_table
 from avsim.evaluation.lanes import LaneSet

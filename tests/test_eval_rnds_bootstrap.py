@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from avsim.core.errors import AvsimValueError
 from avsim.evaluation.bootstrap import (
     bootstrap_many,
     bootstrap_mean,
@@ -17,8 +19,6 @@ from avsim.evaluation.rnds import (
     rnds_summary,
     sharpness_score,
 )
-
-from avsim.errors import AvsimValueError
 
 
 def test_rnds_by_hand() -> None:

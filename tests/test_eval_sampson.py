@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from avsim.evaluation.sampson import (
     FrameErrors,
     MatchConfig,
@@ -63,7 +64,7 @@ def test_fewer_than_eight_matches_give_no_f() -> None:
 
 
 def test_rectification_of_the_ideal_pinhole_is_identity() -> None:
-    from avsim.cameras import PinholeCamera
+    from avsim.core.cameras import PinholeCamera
 
     K = rectified_intrinsics()
     cam = PinholeCamera(960, 540, K[0, 0], K[1, 1], K[0, 2], K[1, 2])
@@ -74,7 +75,7 @@ def test_rectification_of_the_ideal_pinhole_is_identity() -> None:
 
 
 def test_rectification_of_ftheta_maps_rays_consistently() -> None:
-    from avsim.rig import cosmos_rig
+    from avsim.core.rig import cosmos_rig
 
     cam = cosmos_rig(1280, 720).camera("camera_front_wide_120fov")
     K = rectified_intrinsics()
@@ -131,10 +132,9 @@ def test_sift_matcher_is_deterministic(shared_data) -> None:
 
 
 def test_calibrated_f_from_the_rig_and_from_ego_motion() -> None:
+    from avsim.core.rig import cosmos_rig
+    from avsim.core.transforms import SE3
     from avsim.evaluation.sampson import calibrated_cross_F, calibrated_temporal_F
-
-    from avsim.rig import cosmos_rig
-    from avsim.transforms import SE3
 
     rig = cosmos_rig(1280, 720)
     K = rectified_intrinsics()

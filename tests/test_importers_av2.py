@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from avsim.errors import AvsimInputError
-from avsim.importers.registry import convert, detect_format
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.registry import convert, detect_format
 
 LOG = "av2/sensor/adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
 FORECAST = "av2/forecasting/0a1e6f0a-1817-4a98-b02e-db8c9327d151"

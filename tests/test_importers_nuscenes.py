@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avsim.errors import AvsimInputError
-from avsim.importers.registry import convert, detect_format
-from avsim.importers.safe_pickle import load_pickle
-from avsim.transforms import SE3, matrix_to_quat, yaw_to_matrix
+from avsim.core.errors import AvsimInputError
+from avsim.core.transforms import SE3, matrix_to_quat, yaw_to_matrix
+from avsim.scenario.importers.registry import convert, detect_format
+from avsim.scenario.importers.safe_pickle import load_pickle
 
 MMDET_TO_NUSCENES = {
     "car": "vehicle.car", "truck": "vehicle.truck", "trailer": "vehicle.trailer", "bus": "vehicle.bus.rigid",
@@ -303,7 +303,7 @@ def test_nuscenes_map_expansion_divider_types(nuscenes_root):
 
 
 def test_nuscenes_round_trip(nuscenes_root, tmp_path):
-    from avsim.io import load_scenario, save_scenario, scenario_differences
+    from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
     root, _ = nuscenes_root
     sc = convert(root, "nuscenes")

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avsim.errors import AvsimInputError
-from avsim.importers.registry import convert, detect_format
-from avsim.rig import cosmos_rig
-from avsim.transforms import SE3, yaw_to_matrix
+from avsim.core.errors import AvsimInputError
+from avsim.core.rig import cosmos_rig
+from avsim.core.transforms import SE3, yaw_to_matrix
+from avsim.scenario.importers.registry import convert, detect_format
 
 CLIP = "2d23a1f4-c269-46aa-8e7d-1bb595d1e421_2445376400000_2445396400000"
 START_NS = 2445376400000 * 1000
@@ -152,7 +152,7 @@ def test_full_clip_camera_poses_objects_and_light_states(full_clip_root):
 
 
 def test_full_clip_round_trip(full_clip_root, tmp_path):
-    from avsim.io import load_scenario, save_scenario, scenario_differences
+    from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
     root, _ = full_clip_root
     sc = convert(root, "rdshq")

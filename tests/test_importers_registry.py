@@ -7,15 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from avsim.maps import LANE_TYPE_STYLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avsim.errors import AvsimInputError
-from avsim.importers.common import check_increasing, split_painted_runs, split_selector
-from avsim.importers.line_types import SPEC_LANE_TYPES, TABLES, lane_line_type, rdshq_lane_type
-from avsim.importers.registry import FORMATS, convert, detect_format
-from avsim.io import load_scenario, save_scenario, scenario_differences
+from avsim.core.errors import AvsimInputError
+from avsim.maps import LANE_TYPE_STYLES
+from avsim.scenario.importers.common import check_increasing, split_painted_runs, split_selector
+from avsim.scenario.importers.line_types import SPEC_LANE_TYPES, TABLES, lane_line_type, rdshq_lane_type
+from avsim.scenario.importers.registry import FORMATS, convert, detect_format
+from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
 REAL_SOURCES = [
     *(f"scenarionet/{n}" for n in (

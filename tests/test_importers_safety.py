@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avsim.errors import AvsimInputError
-from avsim.importers.safe_pickle import load_pickle, loads_pickle
-from avsim.importers.safe_tar import check_member_name, read_sample, read_tar_members
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.safe_pickle import load_pickle, loads_pickle
+from avsim.scenario.importers.safe_tar import check_member_name, read_sample, read_tar_members
 
 
 class _System:

@@ -8,10 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from avsim.errors import AvsimInputError
-from avsim.importers.registry import convert
-from avsim.importers.safe_pickle import load_pickle
-from avsim.importers.scenarionet import light_state_changes
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.registry import convert
+from avsim.scenario.importers.safe_pickle import load_pickle
+from avsim.scenario.importers.scenarionet import light_state_changes
 
 NUSCENES_0103 = "sd_nuscenes_v1.0-mini_scene-0103.pkl"
 WAYMO = "sd_waymo_v1.2_eb4b91b10ca94ff2.pkl"

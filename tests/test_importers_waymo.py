@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avsim.errors import AvsimInputError
-from avsim.importers.registry import convert, detect_format
-from avsim.importers.waymo import crc32c, iter_tfrecord, masked_crc32c
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.registry import convert, detect_format
+from avsim.scenario.importers.waymo import crc32c, iter_tfrecord, masked_crc32c
 
 
 @pytest.fixture

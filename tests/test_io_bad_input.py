@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 from test_io_roundtrip import make_scenario
 
-from avsim.errors import AvsimInputError
-from avsim.io import SCENARIO_JSON, load_scenario, save_scenario
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.io import SCENARIO_JSON, load_scenario, save_scenario
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from avsim.io import load_scenario, save_scenario, scenario_differences
+from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
 SCENARIONET = [
     "sd_nuscenes_v1.0-mini_scene-0103.pkl",
@@ -45,7 +45,7 @@ def test_real_dataset_round_trips_bit_exactly(fmt: str, relpath: str, needs: tup
     missing = _missing(needs)  # optional extras only: every importer is part of avsim
     if missing:
         pytest.skip(f"{missing} is not installed")
-    from avsim.importers.registry import convert
+    from avsim.scenario.importers.registry import convert
 
     scenario = convert(shared_data / relpath, fmt, None)
     assert not scenario.map.is_empty()

@@ -9,15 +9,20 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from avsim.agents import AgentTracks
-from avsim.cameras import FThetaCamera, PinholeCamera
-from avsim.errors import AvsimInputError, AvsimValueError
-from avsim.io import (
+from avsim.core.agents import AgentTracks
+from avsim.core.cameras import FThetaCamera, PinholeCamera
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.lights import TrafficLightStates
+from avsim.core.rig import CameraRig, camera_mount
+from avsim.core.trajectory import EgoTrajectory
+from avsim.core.transforms import SE3, quat_normalize, yaw_to_quat
+from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
+from avsim.scenario import Scenario
+from avsim.scenario.io import (
     FORMAT_NAME,
     SCENARIO_JSON,
     SCHEMA_VERSION,
@@ -27,11 +32,6 @@ from avsim.io import (
     save_scenario,
     scenario_differences,
 )
-from avsim.lights import TrafficLightStates
-from avsim.rig import CameraRig, camera_mount
-from avsim.scenario import Scenario
-from avsim.trajectory import EgoTrajectory
-from avsim.transforms import SE3, quat_normalize, yaw_to_quat
 
 
 def _rotation(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -1,24 +1,29 @@
-"""The layering rule (docs/format.md, "Layering"), checked on the source with `ast`.
+"""The layering rule, checked on the source with `ast`; the layers are the folders.
 
-Layers, lowest first; a module may import only its own layer and the layers listed for it:
+Layers, lowest first; a module may import only the layers listed for it:
 
-    core      avsim/*.py (types, transforms, cameras, rig, trajectory, agents, lights,
-              scenario, errors, atomic, video)           -> core
-    maps      maps/ (avsim.maps)                         -> core, maps
-    scenario  avsim.io, avsim.sample (+ its avsim.sample_*
-              helpers), avsim.core_cli, avsim/importers/
-              (they build HD maps)                       -> core, maps, scenario
-    render    render/                                    -> core, maps, scenario, render
-    evaluation, edit  (siblings, not each other)         -> core, maps, scenario, render, self
-    models    models/                                    -> core, models (+ torch)
-    train     train/                                     -> everything but avsim.cli
-    cli       avsim/cli.py: at module level only core; anything inside functions or through
-              importlib (it mounts the other packages' `cli.py` lazily).
+    folder            layer       may import
+    avsim/core/       core        core (numpy, scipy, av; no torch at module level)
+    maps/             maps        core, maps
+    avsim/scenario/   scenario    core, maps, scenario
+    render/           render      core, maps, scenario, render
+    evaluation/       evaluation  core, maps, scenario, render, evaluation
+    edit/             edit        core, maps, scenario, render, edit
+    models/           models      core, models (+ torch)
+    train/            train       every library layer
+    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest only inside
+                                  functions or through importlib (command groups mount lazily)
+    avsim/devtools/   devtools    nothing from avsim (maintainer scripts)
+    bench/            bench       every library layer, never the CLI
+    avsim/*.py,       compat      aliases of moved modules (docs/core_api.md, "Moved names"):
+    avsim/importers/              only their targets; no avsim module or bench script imports them
 
-Every import counts: module level, inside functions, under `if TYPE_CHECKING`, and string
-names given to `importlib.import_module` / `__import__`. Bare top-level names of the source
-folders (`import maps`) are refused: installed, those folders exist only as `avsim.*`. Layers
-below render must not import torch at module level, so `avsim info` stays light.
+A folder's layer is its longest listed prefix; a Python file in a folder with no layer fails the
+test, so a new folder must be given one here. Every import counts: module level, inside
+functions, under `if TYPE_CHECKING`, and string names given to `importlib.import_module` /
+`__import__`. Bare top-level names of the source folders (`import maps`) are refused: installed,
+those folders exist only as `avsim.*`. The layers that `avsim info` loads (core, maps, scenario,
+cli) must not import torch at module level.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# source folder -> package name (see pyproject's package-dir)
+# source folder -> package name (pyproject's package-dir; checked by test_folders_match_pyproject)
 FOLDERS = {
     "avsim": "avsim",
     "maps": "avsim.maps",
@@ -41,10 +46,25 @@ FOLDERS = {
     "edit": "avsim.edit",
     "models": "avsim.models",
     "train": "avsim.train",
+    "bench": "bench",
 }
-SCENARIO_MODULES = ("avsim.io", "avsim.sample", "avsim.core_cli")
-SCENARIO_PACKAGES = ("avsim.importers",)
-SCENARIO_PREFIXES = ("avsim.sample_",)  # the sample generator's helper modules
+# package prefix -> layer; the longest matching prefix decides
+PACKAGE_LAYERS = {
+    "avsim": "compat",  # modules directly in avsim/ (and avsim/importers/) are aliases ...
+    "avsim.core": "core",
+    "avsim.maps": "maps",
+    "avsim.scenario": "scenario",
+    "avsim.render": "render",
+    "avsim.evaluation": "evaluation",
+    "avsim.edit": "edit",
+    "avsim.models": "models",
+    "avsim.train": "train",
+    "avsim.cli": "cli",
+    "avsim.devtools": "devtools",
+    "bench": "bench",
+}
+ROOT_MODULE = "avsim"  # ... except the package root, which only holds the version (core)
+LIBRARY = {"core", "maps", "scenario", "render", "evaluation", "edit", "models", "train"}
 ALLOWED: dict[str, set[str]] = {
     "core": {"core"},
     "maps": {"core", "maps"},
@@ -53,30 +73,23 @@ ALLOWED: dict[str, set[str]] = {
     "evaluation": {"core", "maps", "scenario", "render", "evaluation"},
     "edit": {"core", "maps", "scenario", "render", "edit"},
     "models": {"core", "models"},
-    "train": {"core", "maps", "scenario", "render", "evaluation", "edit", "models", "train"},
-    "cli": {"core", "maps", "scenario", "render", "evaluation", "edit", "models", "train"},  # lazily only
+    "train": LIBRARY,
+    "cli": LIBRARY | {"cli"},  # module level: CLI_EAGER only
+    "devtools": {"devtools"},
+    "bench": LIBRARY | {"bench"},
+    "compat": {"core", "scenario"},
 }
-NO_TORCH_AT_IMPORT = {"core", "maps", "scenario", "cli"}
-BARE_NAMES = set(FOLDERS) - {"avsim"}
+CLI_EAGER = {"core", "maps", "scenario", "cli"}
+NO_TORCH_AT_IMPORT = {"core", "maps", "scenario", "cli", "devtools", "compat"}
+BARE_NAMES = set(FOLDERS) - {"avsim", "bench"}
 
 
 def layer_of(module: str) -> str | None:
-    """Layer of an avsim module name; None for third-party modules."""
-    if module == "avsim.cli":
-        return "cli"
-    if (
-        module in SCENARIO_MODULES
-        or any(module == p or module.startswith(p + ".") for p in SCENARIO_PACKAGES)
-        or module.startswith(SCENARIO_PREFIXES)
-    ):
-        return "scenario"
-    for package in ("maps", "render", "evaluation", "edit", "models", "train"):
-        name = f"avsim.{package}"
-        if module == name or module.startswith(name + "."):
-            return package
-    if module == "avsim" or module.startswith("avsim."):
+    """Layer of an avsim (or bench) module name; None for third-party modules."""
+    if module == ROOT_MODULE:
         return "core"
-    return None
+    matches = [p for p in PACKAGE_LAYERS if module == p or module.startswith(p + ".")]
+    return PACKAGE_LAYERS[max(matches, key=len)] if matches else None
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -135,31 +148,50 @@ def _is_dynamic_import(func: ast.expr) -> bool:
     return isinstance(func, ast.Attribute) and func.attr == "import_module"
 
 
+def _is_cli_module(module: str) -> bool:
+    """`cli` modules, `__main__` modules and the avsim.cli package parse options and nothing else."""
+    last = module.rsplit(".", 1)[-1]
+    return last in {"cli", "__main__"} or module == "avsim.cli" or module.startswith("avsim.cli.")
+
+
+def _import_problem(layer: str, module: str, imp: Import) -> str | None:
+    """What is wrong with one import of a module of layer `layer`; None when it is allowed."""
+    top = imp.target.split(".")[0]
+    if top in BARE_NAMES:
+        return f"imports bare {imp.target!r}; use 'avsim.{imp.target}'"
+    if top == "torch" and layer in NO_TORCH_AT_IMPORT and not imp.lazy:
+        return f"imports torch at module level ({layer} layer must not)"
+    target_layer = layer_of(imp.target)
+    if target_layer is None:
+        return None
+    if target_layer == "compat" and layer != "compat":
+        return f"imports the alias {imp.target}; import the module it names (docs/core_api.md)"
+    if _is_cli_module(imp.target) and layer != "cli" and not _is_cli_module(module):
+        return f"imports the CLI module {imp.target}; import the library entry point it calls"
+    if target_layer not in ALLOWED[layer]:
+        return f"({layer}) imports {imp.target} ({target_layer}); allowed: {sorted(ALLOWED[layer])}"
+    if layer == "cli" and target_layer not in CLI_EAGER and not imp.lazy and imp.via == "import":
+        return f"imports {imp.target} ({target_layer}) at module level; import it inside a function"
+    return None
+
+
 def violations_in(module: str, source: str, is_package: bool, known: set[str]) -> list[str]:
     layer = layer_of(module)
     assert layer is not None, module
+    if layer == "compat" and not _is_compat_location(module):
+        return [f"{module}: its folder has no layer; give it one in tests/test_layering.py"]
     out = []
     for imp in imports_of(source, module, is_package, known):
-        top = imp.target.split(".")[0]
-        where = f"{module}:{imp.line}"
-        if top in BARE_NAMES:
-            out.append(f"{where} imports bare {imp.target!r}; use 'avsim.{imp.target}'")
-            continue
-        if top == "torch" and layer in NO_TORCH_AT_IMPORT and not imp.lazy:
-            out.append(f"{where} imports torch at module level ({layer} layer must not)")
-            continue
-        target_layer = layer_of(imp.target)
-        if target_layer is None:
-            continue
-        if layer == "cli":
-            if not imp.lazy and imp.via == "import" and target_layer != "core":
-                out.append(f"{where} imports {imp.target} ({target_layer}) at module level; import it inside a function")
-            continue
-        if target_layer == "cli":
-            out.append(f"{where} imports avsim.cli; only the console entry point may")
-        elif target_layer not in ALLOWED[layer]:
-            out.append(f"{where} ({layer}) imports {imp.target} ({target_layer}); allowed: {sorted(ALLOWED[layer])}")
+        problem = _import_problem(layer, module, imp)
+        if problem:
+            out.append(f"{module}:{imp.line} {problem}")
     return out
+
+
+def _is_compat_location(module: str) -> bool:
+    """Aliases live directly in avsim/ or in avsim/importers/, nowhere else."""
+    parts = module.split(".")
+    return len(parts) == 2 or (len(parts) == 3 and parts[1] == "importers") or module == "avsim.importers"
 
 
 def source_files(root: Path = REPO) -> list[Path]:
@@ -178,34 +210,44 @@ def all_violations(root: Path = REPO) -> list[str]:
 
 def test_repository_follows_the_layering_rule() -> None:
     assert len(source_files()) > 10
+    assert any(p.parts[-2] == "bench" for p in source_files()), "bench/ is checked too"
     problems = all_violations()
     assert problems == [], "layering violations:\n" + "\n".join(problems)
 
 
 # ---- the checker itself catches what it should -----------------------------------------------
-KNOWN = {"avsim.maps", "avsim.maps.elements", "avsim.render", "avsim.render.raster", "avsim.io", "avsim.errors",
-         "avsim.evaluation", "avsim.edit", "avsim.models", "avsim.train", "avsim.importers", "avsim.importers.common"}  # fmt: skip
+KNOWN = {"avsim.maps", "avsim.maps.elements", "avsim.render", "avsim.render.raster", "avsim.scenario.io", "avsim.core.errors",
+         "avsim.evaluation", "avsim.edit", "avsim.models", "avsim.train", "avsim.scenario.importers", "avsim.scenario.importers.common"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("avsim.rig", "from avsim.maps import HDMap", "(core) imports avsim.maps (maps)"),
-        ("avsim.rig", "def f():\n    from avsim.render import raster", "(core) imports avsim.render"),
-        ("avsim.rig", "import importlib\nimportlib.import_module('avsim.render.raster')", "imports avsim.render.raster"),
-        ("avsim.rig", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from avsim.io import x", "imports avsim.io (scenario)"),
-        ("avsim.rig", "from avsim import maps", "imports avsim.maps (maps)"),
-        ("avsim.rig", "import torch", "imports torch at module level"),
-        ("avsim.maps.elements", "from avsim.io import load_scenario", "(maps) imports avsim.io (scenario)"),
+        ("avsim.core.rig", "from avsim.maps import HDMap", "(core) imports avsim.maps (maps)"),
+        ("avsim.core.rig", "def f():\n    from avsim.render import raster", "(core) imports avsim.render"),
+        ("avsim.core.rig", "import importlib\nimportlib.import_module('avsim.render.raster')", "imports avsim.render.raster"),
+        ("avsim.core.rig", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from avsim.scenario.io import x", "imports avsim.scenario.io (scenario)"),
+        ("avsim.core.rig", "from avsim import maps", "imports avsim.maps (maps)"),
+        ("avsim.core.rig", "import torch", "imports torch at module level"),
+        ("avsim.maps.elements", "from avsim.scenario.io import load_scenario", "(maps) imports avsim.scenario.io (scenario)"),
         ("avsim.maps.elements", "from ..render import raster", "(maps) imports avsim.render"),
-        ("avsim.importers.common", "from avsim.render.raster import x", "(scenario) imports avsim.render.raster"),
+        ("avsim.scenario.importers.common", "from avsim.render.raster import x", "(scenario) imports avsim.render.raster"),
         ("avsim.render.raster", "from avsim.evaluation import fid", "(render) imports avsim.evaluation"),
         ("avsim.edit.ops", "from avsim.evaluation import let_ap", "(edit) imports avsim.evaluation"),
         ("avsim.evaluation.fid", "import avsim.edit", "(evaluation) imports avsim.edit"),
         ("avsim.models.dit", "from avsim.maps import HDMap", "(models) imports avsim.maps"),
-        ("avsim.models.dit", "from avsim.io import load_scenario", "(models) imports avsim.io (scenario)"),
+        ("avsim.models.dit", "from avsim.scenario.io import load_scenario", "(models) imports avsim.scenario.io (scenario)"),
         ("avsim.models.dit", "from avsim.train import config", "(models) imports avsim.train"),
-        ("avsim.render.raster", "from avsim.cli import main", "only the console entry point may"),
+        ("avsim.render.raster", "from avsim.cli import main", "imports the CLI module avsim.cli"),
+        ("bench.render", "from avsim.render.cli import render_command", "imports the CLI module avsim.render.cli"),
+        ("avsim.train.loop", "from avsim.models.cli import generate", "imports the CLI module"),
+        ("avsim.render.frame", "from avsim.cameras import PinholeCamera", "imports the alias avsim.cameras"),
+        ("bench.render", "from avsim.io import load_scenario", "imports the alias avsim.io"),
+        ("avsim.devtools.sizes", "from avsim.core import errors", "(devtools) imports avsim.core"),
+        ("avsim.cli.scenario", "from avsim.render import frame", "at module level; import it inside a function"),
+        ("avsim.cli.scenario", "import torch", "imports torch at module level"),
+        ("avsim.io", "from avsim.render.frame import x", "(compat) imports avsim.render.frame"),
+        ("avsim.newfolder.x", "import numpy", "its folder has no layer"),
         ("avsim.cli", "from avsim.render import cli", "at module level; import it inside a function"),
         ("avsim.render.raster", "import maps", "bare 'maps'"),
     ],
@@ -218,16 +260,21 @@ def test_checker_flags(module: str, source: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("module", "source"),
     [
-        ("avsim.io", "from avsim.maps import HDMap"),
-        ("avsim.sample_roads", "from avsim.maps import HDMap"),
-        ("avsim.importers.common", "from avsim.maps.elements import Polylines"),
-        ("avsim.maps.elements", "from avsim.agents import box_corners"),
-        ("avsim.render.raster", "from avsim.io import load_scenario\nfrom avsim.maps import HDMap"),
+        ("avsim.scenario.io", "from avsim.maps import HDMap"),
+        ("avsim.scenario.sample.roads", "from avsim.maps import HDMap"),
+        ("avsim.scenario.importers.common", "from avsim.maps.elements import Polylines"),
+        ("avsim.maps.elements", "from avsim.core.agents import box_corners"),
+        ("avsim.render.raster", "from avsim.scenario.io import load_scenario\nfrom avsim.maps import HDMap"),
         ("avsim.edit.ops", "from avsim.render import raster"),
-        ("avsim.models.dit", "import torch\nfrom avsim.errors import AvsimValueError"),
-        ("avsim.train.loop", "from avsim.models import dit\nfrom avsim.evaluation import fid\nfrom avsim.io import x"),
-        ("avsim.cli", "import importlib\nfrom avsim.errors import AvsimError\ndef f():\n    from avsim.train import cli"),
-        ("avsim.rig", "def f():\n    import torch"),
+        ("avsim.models.dit", "import torch\nfrom avsim.core.errors import AvsimValueError"),
+        ("avsim.train.loop", "from avsim.models import dit\nfrom avsim.evaluation import fid\nfrom avsim.scenario.io import x"),
+        ("avsim.cli", "import importlib\nfrom avsim.core.errors import AvsimError\ndef f():\n    from avsim.train import cli"),
+        ("avsim.core.rig", "def f():\n    import torch"),
+        ("avsim.cli.scenario", "from avsim.scenario.io import load_scenario\ndef f():\n    from avsim.render import runner"),
+        ("avsim.render.cli", "from avsim.render.runner import run_render"),
+        ("bench.render", "from avsim.render.runner import run_render\nfrom avsim.models import dit"),
+        ("avsim.io", "from avsim.scenario.io import *"),
+        ("avsim.importers.registry", "from avsim.scenario.importers.registry import *"),
     ],
 )
 def test_checker_allows(module: str, source: str) -> None:
@@ -239,13 +286,22 @@ def test_relative_imports_resolve() -> None:
     assert [i.target for i in imps] == ["avsim.maps.elements", "avsim.io"]
 
 
+def test_folders_match_pyproject() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    installed = {folder: package for package, folder in setuptools["package-dir"].items()}
+    assert installed == {k: v for k, v in FOLDERS.items() if k != "bench"}
+    packages = {module_name(p) for p in source_files() if p.name == "__init__.py"}
+    assert packages - {"bench"} == set(setuptools["packages"]), "every package folder is installed"
+
+
 # ---- and at run time ---------------------------------------------------------------------------
 def test_core_commands_do_not_import_torch() -> None:
     code = (
         "import sys\n"
         "from avsim.cli import build_app\n"
         "build_app(['info', 'x'])\n"
-        "import avsim.io, avsim.maps\n"
+        "import avsim.scenario.io, avsim.maps\n"
         "heavy = sorted(m for m in ('torch', 'avsim.render', 'avsim.models', 'avsim.train') if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from avsim.errors import AvsimValueError
-from avsim.maps import HDMap, LaneLines, Lanes, Polygons, Polylines, Cuboids, lane_style
-from avsim.transforms import SE3, yaw_to_quat
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import SE3, yaw_to_quat
+from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines, lane_style
 
 
 def line(x0, x1, y=0.0):

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+
 from avsim.models.attention import (
     CrossAttention,
     FlashAttnBackend,

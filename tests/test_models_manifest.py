@@ -8,6 +8,7 @@ import pickle
 
 import pytest
 import torch
+
 from avsim.models.checkpoint import (
     CheckpointMismatchError,
     load_dit_state_dict,

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from avsim.cli import main
+from avsim.core.errors import AvsimInputError
+from avsim.core.video import MP4Writer, read_video, video_info
 from avsim.models.config import MULTIVIEW_CAMERAS, debug
 from avsim.models.text import save_prompt_embeddings
 from avsim.models.video_io import find_view_videos, frame_stride, read_model_frames
-
-from avsim.cli import main
-from avsim.errors import AvsimInputError
-from avsim.video import MP4Writer, read_video, video_info
 
 
 def _write_clip(folder: Path, clip: str, cameras, frames: int, fps: float = 30.0, size=(128, 72), name=None) -> None:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from avsim.models import samplers
 from avsim.models.samplers import (
     cfg_combine,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from avsim.models.config import VAEConfig
 from avsim.models.vae import WanVAE
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from avsim.render.cli import RenderOptions, run_render, select_frames
-from avsim.render.synthetic import highway_scenario
 
 from avsim.cli import main
-from avsim.io import save_scenario
-from avsim.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
-from avsim.video import MP4Writer, read_video, video_info
+from avsim.core.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
+from avsim.core.video import MP4Writer, read_video, video_info
+from avsim.render.cli import RenderOptions, run_render, select_frames
+from avsim.render.synthetic import highway_scenario
+from avsim.scenario.io import save_scenario
 
 SIZE = "160x96"
 CAMS = "camera_front_wide_120fov,camera_rear_tele_30fov"
@@ -181,9 +181,8 @@ def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, m
 
 
 def test_mosaic_order_and_tiles():
+    from avsim.core.rig import MOSAIC_ORDER
     from avsim.render.writer import mosaic_order, tile_mosaic
-
-    from avsim.rig import MOSAIC_ORDER
 
     assert mosaic_order(COSMOS_VIEW_NAMES) == list(MOSAIC_ORDER)
     assert mosaic_order(named_rig("nuscenes").names) == list(named_rig("nuscenes").names)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from avsim.render import geometry as geo
-from avsim.render import style
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avsim.cameras import PinholeCamera
-from avsim.rig import cosmos_rig
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import cosmos_rig
+from avsim.render import geometry as geo
+from avsim.render import style
 
 SAMPLE_M = 0.05  # the public renderer resamples lane lines every 0.05 m: "one sample"
 
@@ -184,8 +184,8 @@ def test_pinhole_segments_are_not_split():
 
 def test_front_facing_faces_of_a_box_ahead():
     # box 10 m ahead of a camera (camera frame): only the face towards the camera is visible
-    from avsim.agents import box_corners
-    from avsim.transforms import SE3
+    from avsim.core.agents import box_corners
+    from avsim.core.transforms import SE3
 
     # object frame x (heading) along camera -z (driving towards the camera), z up = camera -y
     x_axis, z_axis = np.array([0.0, 0.0, -1.0]), np.array([0.0, -1.0, 0.0])

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from avsim.core.agents import box_corners
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import cosmos_rig
+from avsim.core.transforms import SE3, matrix_to_quat
 from avsim.render import style
 from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.synthetic import highway_scenario
-
-from avsim.agents import box_corners
-from avsim.cameras import PinholeCamera
-from avsim.rig import cosmos_rig
-from avsim.transforms import SE3, matrix_to_quat
 
 IDENTITY = SE3.identity()  # world frame == camera frame (RDF) in most tests below
 W, H = 320, 180
@@ -304,10 +304,9 @@ def test_row_spans_only_bound_the_loop(small_renderer):
 
 
 def test_empty_scene_and_camera_inside_a_box_render_black():
+    from avsim.core.agents import AgentTracks
+    from avsim.core.lights import TrafficLightStates
     from avsim.maps import HDMap
-
-    from avsim.agents import AgentTracks
-    from avsim.lights import TrafficLightStates
 
     scenario = highway_scenario(0.5, rig=cosmos_rig(160, 96))
     bare = scenario.replace(map=HDMap.empty(), agents=AgentTracks.empty(), lights=TrafficLightStates.empty())

@@ -8,20 +8,20 @@ import json
 
 import numpy as np
 import pytest
+
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import CameraRig
+from avsim.core.transforms import SE3, quat_to_matrix
 from avsim.render.frame import FrameObjects, SceneRenderer, camera_primitives
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET, cone_half_angle_rad
 from avsim.render.raster import rasterize, ray_map
-
-from avsim.cameras import PinholeCamera
-from avsim.rig import CameraRig
-from avsim.transforms import SE3, quat_to_matrix
 
 pytestmark = pytest.mark.realdata
 MONO3D_IMAGE = "CAM_BACK_LEFT"
 
 
 def _nus_info(shared_data):
-    from avsim.importers.safe_pickle import (
+    from avsim.scenario.importers.safe_pickle import (
         load_pickle,  # restricted unpickler (untrusted file)
     )
 
@@ -84,7 +84,7 @@ def test_labelled_box_centres_are_reproduced_within_half_a_pixel(shared_data, re
 
 
 def test_real_nuscenes_scene_renders_through_the_real_rig(shared_data, real_rig):
-    from avsim.importers.scenarionet import load_scenarionet
+    from avsim.scenario.importers.scenarionet import load_scenarionet
 
     scenario = load_scenarionet(shared_data / "scenarionet" / "sd_nuscenes_v1.0-mini_scene-0103.pkl")
     scenario = scenario.replace(rig=real_rig)
@@ -101,7 +101,7 @@ def test_real_nuscenes_scene_renders_through_the_real_rig(shared_data, real_rig)
     total_lit = sum(int(f.any(axis=-1).sum()) for f in frames.values())
     assert total_lit > 0.02 * 6 * 480 * 270
     # the tracked objects are drawn: removing them changes several views
-    from avsim.agents import AgentTracks
+    from avsim.core.agents import AgentTracks
 
     bare = SceneRenderer(scenario.replace(agents=AgentTracks.empty()), size=(480, 270), fps=10.0).render_frame(20)
     changed = [name for name in frames if (frames[name] != bare[name]).any(axis=-1).sum() > 200]
@@ -112,8 +112,8 @@ def test_labelled_boxes_fill_their_labelled_2d_boxes(shared_data, real_rig):
     """The 5 real 3-D boxes drawn as cuboids cover their labelled 2-D boxes (the hull of the
     projected corners). Tolerance 4 px: the grey edge stroke reaches ~2 px past the silhouette,
     and the labels' boxes came from the full 3-D orientation (yaw only here: <= 1.5 px)."""
-    from avsim.agents import box_corners
-    from avsim.transforms import matrix_to_quat
+    from avsim.core.agents import box_corners
+    from avsim.core.transforms import matrix_to_quat
 
     _, boxes = _mono3d(shared_data)
     camera = real_rig.camera(MONO3D_IMAGE)

@@ -13,10 +13,10 @@ import pytest
 import shapely
 from shapely.geometry import LineString, Point, Polygon
 
-from avsim.errors import AvsimValueError
-from avsim.rig import COSMOS_VIEW_NAMES
-from avsim.sample import make_sample_scenario
-from avsim.trajectory import NS_PER_S
+from avsim.core.errors import AvsimValueError
+from avsim.core.rig import COSMOS_VIEW_NAMES
+from avsim.core.trajectory import NS_PER_S
+from avsim.scenario.sample import make_sample_scenario
 
 VEHICLE_CLASSES = ("Car", "Truck", "Cyclist")
 

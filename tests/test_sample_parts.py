@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Polygon
 
-from avsim import sample_roads as roads
-from avsim import sample_traffic as traffic
-from avsim.io import load_scenario, save_scenario
-from avsim.sample import build_sample_map, make_sample_scenario, run_sample_traffic
+from avsim.scenario.io import load_scenario, save_scenario
+from avsim.scenario.sample import build_sample_map, make_sample_scenario, roads, run_sample_traffic, traffic
 
 
 def _direction(points: np.ndarray, at_end: bool) -> np.ndarray:
@@ -99,7 +97,7 @@ def test_separating_axis_test_matches_shapely(x, y, yaw_a, yaw_b, la, wa, lb, wb
     if gap < 1e-6 and area < 1e-6:
         return  # touching: either answer is right
     assert bool(traffic.boxes_overlap(a, b, 0.0)[0]) == (area > 0.0)
-    if 1e-6 < gap:
+    if gap > 1e-6:
         # with a clearance larger than the gap the test reports them as too close
         assert bool(traffic.boxes_overlap(a, b, 2.0 * gap + 1e-3)[0])
 

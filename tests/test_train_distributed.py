@@ -59,11 +59,10 @@ def _weights(cfg: TrainConfig, tmp: Path, ema: bool = False) -> dict[str, torch.
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_fsdp_and_context_parallel_match_one_process(tmp_path: Path) -> None:
-    from avsim.train.loop import train
-
     from avsim.models.checkpoint import save_net_state_dict
     from avsim.models.config import debug as debug_model
     from avsim.models.pipeline import build_dit
+    from avsim.train.loop import train
 
     cache = synth_cache(tmp_path / "cache", n=4)
     # start from a net.* file whose control projections are non-zero, so that every parameter

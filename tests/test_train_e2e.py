@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from avsim.cli import main as avsim_main
+from avsim.core.rig import COSMOS_VIEW_NAMES
+from avsim.core.video import MP4Writer
 from avsim.models.config import debug as debug_model
-from avsim.rig import COSMOS_VIEW_NAMES
-from avsim.video import MP4Writer
 
 FRAMES_30FPS = 13  # 5 model frames at 10 fps: source frames 0, 3, ..., 12
 
@@ -103,7 +103,7 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
 
 
 def test_pair_builds_the_layout_and_scan_reports_gaps(tmp_path: Path) -> None:
-    from avsim.errors import AvsimInputError
+    from avsim.core.errors import AvsimInputError
     from avsim.train.data import ClipSpec, probe_clips, read_clip, scan_layout
 
     controls, videos, out = tmp_path / "render" / "drive1", tmp_path / "real", tmp_path / "layout"

@@ -102,9 +102,9 @@ MODEL_CASES = [(2, 4, 4, 6), (2, 3, 6, 14)]
 def _model_cp_worker() -> None:
     import torch.distributed as dist
 
+    from avsim.models.attention import SDPABackend
     from avsim.models.config import debug
     from avsim.models.control import TransferDiT
-    from avsim.models.attention import SDPABackend
     from avsim.train.parallelize import apply_context_parallel
     from avsim.train.ulysses import ContextParallel
 

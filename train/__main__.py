@@ -11,7 +11,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     import click
 
-    from avsim.errors import AvsimError
+    from avsim.core.errors import AvsimError
     from avsim.train.cli import app
 
     argv = sys.argv[1:] if argv is None else argv

@@ -35,7 +35,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.checkpoint.stateful import Stateful
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 from avsim.train.ema import EMA
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")

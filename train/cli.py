@@ -21,7 +21,7 @@ def pair(
     clip: str = typer.Option(None, "--clip", help="Clip name (default: the control folder's name)."),
 ) -> None:
     """Add one clip (controls + real videos + caption) to a post-training layout."""
-    from avsim.errors import AvsimInputError
+    from avsim.core.errors import AvsimInputError
     from avsim.train.data import assemble_layout, find_camera_videos
 
     name = clip or controls.name
@@ -48,7 +48,7 @@ def encode(
     """Cache VAE latents of videos and controls plus text embeddings (safetensors)."""
     import torch
 
-    from avsim.errors import AvsimInputError
+    from avsim.core.errors import AvsimInputError
     from avsim.models.config import get_config
     from avsim.models.pipeline import build_vae
     from avsim.train.data import ClipSpec

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 from avsim.train.objective import ObjectiveConfig
 
 

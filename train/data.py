@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from avsim.atomic import atomic_output_path
-from avsim.errors import AvsimInputError
-from avsim.rig import COSMOS_VIEW_NAMES
-from avsim.video import iter_video_frames, video_info
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.core.rig import COSMOS_VIEW_NAMES
+from avsim.core.video import iter_video_frames, video_info
 
 VIDEOS_DIR = "videos"
 CONTROLS_DIR = "control_input_hdmap_bbox"

@@ -24,7 +24,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from avsim.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path
 from avsim.train.data import BLANK_FILE, INDEX_FILE, ClipRecord, ClipSpec, probe_clips, read_clip, scan_layout
 
 

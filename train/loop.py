@@ -325,7 +325,7 @@ def export_net(
     Runs in one process: the sharded checkpoint is resharded onto an unsharded model.
     ``use_ema``: the EMA replaces the trained parameters (the released checkpoints are EMA).
     """
-    from avsim.errors import AvsimInputError
+    from avsim.core.errors import AvsimInputError
 
     ckpt = CheckpointManager(Path(cfg.out_dir) / "checkpoints")
     step = step if step is not None else ckpt.latest()

@@ -1,1 +1,1 @@
-"""Importers from real driving datasets into the avsim scenario model."""
+"""Alias of `avsim.scenario.importers`, kept so existing `avsim.importers.*` imports work."""

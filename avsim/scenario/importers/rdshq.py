@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
-from avsim.importers.common import (
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
     as_points,
@@ -46,8 +46,8 @@ from avsim.importers.common import (
     check_finite,
     split_selector,
 )
-from avsim.importers.line_types import rdshq_lane_type
-from avsim.importers.safe_tar import read_sample
+from avsim.scenario.importers.line_types import rdshq_lane_type
+from avsim.scenario.importers.safe_tar import read_sample
 
 POSE_RATE_HZ = 30.0
 CAMERA_NAMES: tuple[str, ...] = (
@@ -92,7 +92,7 @@ def _frames(sample: dict[str, Any], field: str, path: Path) -> dict[int, dict[st
 
 def _rigid(T: Any, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     """(quaternion, translation) of a 4x4 rigid transform; near-rotations are re-orthonormalised."""
-    from avsim.transforms import matrix_to_quat
+    from avsim.core.transforms import matrix_to_quat
 
     T = np.asarray(T, dtype=np.float64)
     if T.shape != (4, 4):
@@ -116,7 +116,7 @@ def clip_start_us(clip_id: str) -> int:
 
 
 def read_vehicle_poses(path: Path):
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     frames = _frames(read_sample(path), "vehicle_pose", path)
     idx = np.array(sorted(frames), dtype=np.int64)
@@ -144,8 +144,8 @@ def read_intrinsics(root: Path, clip_id: str) -> tuple[dict[str, np.ndarray], di
 
 
 def _camera(name: str, ftheta: dict, pinhole: dict, root: Path, clip_id: str):
-    from avsim.cameras import FThetaCamera, PinholeCamera
-    from avsim.errors import AvsimValueError
+    from avsim.core.cameras import FThetaCamera, PinholeCamera
+    from avsim.core.errors import AvsimValueError
 
     try:
         if name in ftheta:
@@ -159,7 +159,7 @@ def _camera(name: str, ftheta: dict, pinhole: dict, root: Path, clip_id: str):
 
 def read_camera_extrinsics(path: Path, frame_idx: np.ndarray, world_SE3_rig) -> tuple[dict, dict[str, float]]:
     """``{camera: ego_SE3_camera}`` and the max deviation (m) of the per-frame estimates."""
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     frames = _frames(read_sample(path), "pose", path)
     by_camera: dict[str, list[tuple[int, Any]]] = {}
@@ -218,7 +218,7 @@ def _attributes(label: dict) -> dict[str, Any]:
 
 def _cuboid(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """centre, size (l, w, h) and quaternion of 8 corners in the spec's corner order."""
-    from avsim.transforms import matrix_to_quat
+    from avsim.core.transforms import matrix_to_quat
 
     centre = corners.mean(axis=0)
     ex, ey, ez = corners[0] - corners[3], corners[0] - corners[1], corners[0] - corners[4]
@@ -268,7 +268,7 @@ def read_map_field(mb: MapBuilder, field: str, path: Path) -> list[str]:
         elif "polylines3d" in shape and field == "lanes":
             rails = [as_points(p.get("vertices"), path, f"{where}.polylines", dims=(3,)) for p in shape["polylines3d"].get("polylines", [])]
             if len(rails) == 2 and min(len(r) for r in rails) >= 2:
-                from avsim.importers.av2 import _resample
+                from avsim.scenario.importers.av2 import _resample
 
                 n = max(len(rails[0]), len(rails[1]))
                 mb.add_lane(eid, rails[0], rails[1], (_resample(rails[0], n) + _resample(rails[1], n)) / 2.0)
@@ -291,7 +291,7 @@ def read_map_field(mb: MapBuilder, field: str, path: Path) -> list[str]:
 
 def read_light_states(path: Path, light_ids: list[str], start_us: int):
     """Per-frame states of ``aggregated_states.json`` as state changes, keyed like the cuboids."""
-    from avsim.lights import TrafficLightStates
+    from avsim.core.lights import TrafficLightStates
 
     sample = read_sample(path)
     data = sample.get("aggregated_states.json")
@@ -325,9 +325,9 @@ def read_light_states(path: Path, light_ids: list[str], start_us: int):
 
 def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None):
     """Convert one RDS-HQ clip (``ROOT`` or ``ROOT::clip_id``) into a `Scenario`."""
-    from avsim.lights import TrafficLightStates
-    from avsim.rig import CameraRig, cosmos_rig, named_rig
-    from avsim.transforms import SE3
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import CameraRig, cosmos_rig, named_rig
+    from avsim.core.transforms import SE3
 
     root, clip = split_selector(src)
     if not root.is_dir():
@@ -379,7 +379,7 @@ def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None):
     metadata["missing_fields"] = sorted(f for f, ok in present.items() if not ok)
     metadata["light_states_without_cuboid"] = unmatched
     if agents is None:
-        from avsim.agents import AgentTracks
+        from avsim.core.agents import AgentTracks
 
         agents = AgentTracks.empty()
     return build_scenario(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 
 # Builtin types whose construction runs no user code. Functions such as eval, exec, getattr,
 # __import__, open or compile are deliberately absent.

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
-from avsim.importers.common import (
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
     as_points,
@@ -40,7 +40,7 @@ from avsim.importers.common import (
     check_finite,
     check_increasing,
 )
-from avsim.importers.line_types import lane_line_type
+from avsim.scenario.importers.line_types import lane_line_type
 
 RING_CAMERAS: tuple[str, ...] = (
     "ring_front_center", "ring_front_left", "ring_front_right", "ring_side_left",
@@ -69,7 +69,7 @@ def _read_feather(path: Path, columns: tuple[str, ...]):
         raise AvsimInputError(path, "file", "not found")
     try:
         df = pl.read_ipc(path)
-    except Exception as exc:  # noqa: BLE001 - polars raises several error types for corrupt files
+    except Exception as exc:
         raise AvsimInputError(path, "file", f"unreadable feather file: {exc}") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -90,7 +90,7 @@ def _quat_pose(df, path: Path, what: str):
 
 def read_ego(log: Path):
     """Ego timestamps (T,) and world_SE3_ego from ``city_SE3_egovehicle.feather``."""
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     path = log / "city_SE3_egovehicle.feather"
     df = _read_feather(path, ("timestamp_ns", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")).sort("timestamp_ns")
@@ -104,10 +104,10 @@ def read_rig(log: Path):
     """The 7 ring cameras from ``calibration/`` as a `CameraRig`."""
     import polars as pl
 
-    from avsim.cameras import PinholeCamera
-    from avsim.errors import AvsimValueError
-    from avsim.rig import CameraRig
-    from avsim.transforms import SE3
+    from avsim.core.cameras import PinholeCamera
+    from avsim.core.errors import AvsimValueError
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
 
     calib = log / "calibration"
     ext_path, int_path = calib / "egovehicle_SE3_sensor.feather", calib / "intrinsics.feather"
@@ -138,7 +138,7 @@ def read_rig(log: Path):
 
 def read_annotations(log: Path, ego_t: np.ndarray, world_SE3_ego):
     """Cuboids moved from the ego frame at their timestamp into the city frame."""
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     path = log / "annotations.feather"
     cols = ("timestamp_ns", "track_uuid", "category", "length_m", "width_m", "height_m", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")
@@ -247,8 +247,8 @@ def is_forecasting_scenario(path: Path) -> bool:
 
 def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = None):
     """Convert an AV2 sensor log folder into a `Scenario` (rig from its calibration)."""
-    from avsim.lights import TrafficLightStates
-    from avsim.rig import named_rig
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import named_rig
 
     log = Path(path)
     if not log.is_dir():
@@ -278,15 +278,15 @@ def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = No
     import polars as pl
     from scipy.spatial import cKDTree
 
-    from avsim.lights import TrafficLightStates
-    from avsim.rig import named_rig
-    from avsim.transforms import SE3, yaw_to_quat
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import named_rig
+    from avsim.core.transforms import SE3, yaw_to_quat
 
     folder = Path(path)
     pq = _find_one(folder, "scenario_*.parquet")
     try:
         df = pl.read_parquet(pq)
-    except Exception as exc:  # noqa: BLE001 - polars raises several error types for corrupt files
+    except Exception as exc:
         raise AvsimInputError(pq, "file", f"unreadable parquet file: {exc}") from None
     cols = ("track_id", "object_type", "timestep", "position_x", "position_y", "heading", "start_timestamp", "num_timestamps", "end_timestamp")
     for c in cols:

@@ -22,9 +22,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 import avsim
-from avsim.errors import AvsimInputError
-from avsim.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, check_output_folder, load_scenario, save_scenario
+from avsim.core.errors import AvsimInputError
 from avsim.scenario import Scenario
+from avsim.scenario.io import (
+    SCENARIO_JSON,
+    SCHEMA_VERSION,
+    TABLE_FILES,
+    check_output_folder,
+    load_scenario,
+    save_scenario,
+)
 
 # typer >= 0.2x vendors click, so `click.UsageError` no longer matches what typer raises; find
 # the class typer really uses (BadParameter derives from it in every typer version).
@@ -116,7 +123,7 @@ def sample(
     fps: float = typer.Option(30.0, "--fps", callback=_positive, help="Ego pose rate in Hz (agent boxes are always stored at 10 Hz, like real annotations)."),
 ) -> None:
     """Write the embedded, procedurally generated urban sample scenario to OUT."""
-    from avsim.sample import make_sample_scenario
+    from avsim.scenario.sample import make_sample_scenario
 
     check_output_folder(out)
     with _progress() as progress:
@@ -130,7 +137,7 @@ def sample(
 
 # ---- convert ---------------------------------------------------------------------------------
 def _format_help() -> str:
-    from avsim.importers.registry import FORMATS
+    from avsim.scenario.importers.registry import FORMATS
 
     return "Source format, detected from SRC's layout when omitted: " + "; ".join(
         f"{name} = {info.source}" for name, info in FORMATS.items()
@@ -139,7 +146,7 @@ def _format_help() -> str:
 
 def _source_path(src: str) -> Path:
     """SRC without a ``::scene`` selector (nuScenes and RDS-HQ roots hold several scenes)."""
-    from avsim.importers.common import split_selector
+    from avsim.scenario.importers.common import split_selector
 
     return split_selector(src)[0]
 
@@ -152,8 +159,8 @@ def convert(
     rig: str | None = typer.Option(None, "--rig", help="Replace the source's camera rig by a named rig: cosmos, nuscenes, av2, waymo."),
 ) -> None:
     """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ) to OUT."""
-    from avsim.importers import registry
-    from avsim.rig import NAMED_RIGS
+    from avsim.core.rig import NAMED_RIGS
+    from avsim.scenario.importers import registry
 
     if from_format is not None and from_format.lower() not in registry.FORMATS:
         raise typer.BadParameter(f"unknown format {from_format!r}; choose from {', '.join(registry.FORMATS)}", param_hint="'--from'")

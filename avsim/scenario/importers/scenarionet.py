@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
-from avsim.importers.common import (
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
     as_points,
@@ -41,8 +41,8 @@ from avsim.importers.common import (
     check_increasing,
     seconds_to_ns,
 )
-from avsim.importers.line_types import lane_line_type
-from avsim.importers.safe_pickle import load_pickle
+from avsim.scenario.importers.line_types import lane_line_type
+from avsim.scenario.importers.safe_pickle import load_pickle
 
 # Waymo map_pb2.TrafficSignalLaneState names (ScenarioNet keeps them as strings).
 LIGHT_STATE_MAP: dict[str, str] = {
@@ -116,7 +116,7 @@ def _track_arrays(track: dict, n: int, path: Path, where: str, dataset: str):
 
 
 def _ego(scenario: dict, t_ns: np.ndarray, path: Path, dataset: str):
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     meta = scenario["metadata"]
     sdc_id = str(_require(meta, "sdc_id", path, "metadata"))
@@ -134,7 +134,7 @@ def _ego(scenario: dict, t_ns: np.ndarray, path: Path, dataset: str):
 
 
 def _agents(scenario: dict, sdc_id: str, t_ns: np.ndarray, path: Path, dataset: str):
-    from avsim.transforms import yaw_to_quat
+    from avsim.core.transforms import yaw_to_quat
 
     builder = TrackBuilder()
     for track_id, track in scenario["tracks"].items():
@@ -188,7 +188,7 @@ def _half_widths_from_polygon(centre: np.ndarray, polygon_xy: np.ndarray) -> np.
 
 
 def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
-    from avsim.transforms import yaw_to_quat
+    from avsim.core.transforms import yaw_to_quat
 
     mb = MapBuilder()
     lanes: dict[str, np.ndarray] = {}
@@ -248,7 +248,7 @@ def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str
 
 
 def _lights(scenario: dict, t_ns: np.ndarray, path: Path):
-    from avsim.lights import TrafficLightStates
+    from avsim.core.lights import TrafficLightStates
 
     ids, times, states, stop_points = [], [], [], {}
     for light_id, light in (scenario.get("dynamic_map_states") or {}).items():
@@ -284,7 +284,7 @@ def load_scenarionet(path: str | os.PathLike[str], rig_name: str | None = None):
 
 def convert_description(scenario: dict, path: Path, *, rig_name: str | None, source_format: str):
     """A ScenarioNet-shaped scenario dict (also built by the Waymo importer) -> `Scenario`."""
-    from avsim.rig import named_rig
+    from avsim.core.rig import named_rig
 
     for key in ("tracks", "map_features", "metadata", "length"):
         _require(scenario, key, path, "")

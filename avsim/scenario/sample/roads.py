@@ -1,7 +1,7 @@
 """Road geometry of the embedded sample: a signalised four-way urban intersection.
 
 Pure geometry on numpy arrays (world frame FLU, metres, z up, flat ground at z = 0); no avsim
-types here, so the traffic simulation and the map assembly can share it. `avsim.sample` turns
+types here, so the traffic simulation and the map assembly can share it. `avsim.scenario.sample` turns
 the output of `build_road_network` into an `HDMap`.
 
 Layout (all four arms identical, rotated by 90 degrees):

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 
 # A single RDS-HQ member is at most a few MB (lane JSON); this bounds memory on a hostile tar.
 MAX_MEMBER_BYTES = 512 * 1024 * 1024

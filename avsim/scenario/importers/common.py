@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from avsim.errors import AvsimInputError, AvsimValueError
-from avsim.importers.line_types import LaneType
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.scenario.importers.line_types import LaneType
 
 NS_PER_S = 1_000_000_000
 
@@ -70,7 +70,7 @@ def check_increasing(t_ns: np.ndarray, path: str | os.PathLike[str], what: str) 
 
 def rotation_to_quat_checked(R: np.ndarray, path: str | os.PathLike[str], what: str) -> np.ndarray:
     """Rotation matrices (..., 3, 3) -> quaternions; refuse matrices that are not rotations."""
-    from avsim.transforms import matrix_to_quat
+    from avsim.core.transforms import matrix_to_quat
 
     R = check_finite(np.asarray(R, dtype=np.float64), path, what)
     flat = R.reshape(-1, 3, 3)
@@ -217,7 +217,7 @@ class MapBuilder:
 
 
 class TrackBuilder:
-    """Collects box observations (world frame) and builds `avsim.agents.AgentTracks`."""
+    """Collects box observations (world frame) and builds `avsim.core.agents.AgentTracks`."""
 
     def __init__(self) -> None:
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in ("id", "cls", "t", "c", "s", "q")}
@@ -243,7 +243,7 @@ class TrackBuilder:
         self._cols["q"].append(np.asarray(orientation, dtype=np.float64).reshape(n, 4))
 
     def build(self, path: str | os.PathLike[str]):
-        from avsim.agents import AgentTracks
+        from avsim.core.agents import AgentTracks
 
         if not self._cols["t"] or sum(len(t) for t in self._cols["t"]) == 0:
             return AgentTracks.empty()
@@ -276,8 +276,8 @@ def build_scenario(
     metadata: dict,
 ):
     """Assemble an `avsim.scenario.Scenario`, turning in-memory validation errors into input errors."""
+    from avsim.core.trajectory import EgoTrajectory
     from avsim.scenario import Scenario
-    from avsim.trajectory import EgoTrajectory
 
     try:
         ego = EgoTrajectory(check_increasing(ego_timestamps_ns, path, "ego.timestamps_ns"), world_SE3_ego)

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from avsim.agents import AgentTracks
-from avsim.errors import AvsimValueError
-from avsim.lights import TrafficLightStates
-from avsim.rig import CameraRig
-from avsim.trajectory import EgoTrajectory
+from avsim.core.agents import AgentTracks
+from avsim.core.errors import AvsimValueError
+from avsim.core.lights import TrafficLightStates
+from avsim.core.rig import CameraRig
+from avsim.core.trajectory import EgoTrajectory
 
 # The map type lives one layer up (avsim.maps); core only needs to hold it.
 MapLike = Any

@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from avsim.errors import AvsimError
+from avsim.core.errors import AvsimError
 
 # command name -> (module, merge). merge=True adds the module's commands at top level
 # (e.g. `avsim render`); merge=False mounts the module's app as a group (e.g. `avsim eval fid`).
@@ -26,7 +26,7 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "preview": ("avsim.edit.cli", True),
     "validate": ("avsim.edit.cli", True),
 }
-CORE_MODULE = "avsim.core_cli"
+CORE_MODULE = "avsim.cli.scenario"
 
 
 def _mount(app: typer.Typer, name: str) -> None:

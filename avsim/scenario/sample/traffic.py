@@ -1,7 +1,7 @@
 """Traffic of the embedded sample: a fixed-time signal controller and a 10 Hz microsimulation.
 
 Every road user follows a fixed route (a dense centre line through the lanes of
-`avsim.sample_roads`, or a sidewalk/crosswalk walking line) and only chooses its acceleration,
+`avsim.scenario.sample.roads`, or a sidewalk/crosswalk walking line) and only chooses its acceleration,
 with the Intelligent Driver Model (Treiber et al. 2000) towards the nearest obstacle ahead:
 
 - the body of any road user that lies in the corridor ahead of it (car following, queues,
@@ -15,7 +15,7 @@ with the Intelligent Driver Model (Treiber et al. 2000) towards the nearest obst
 - the stop line while its signal is red, or yellow and a comfortable stop is still possible;
   the curb while pedestrians have no walk signal.
 
-Boxes are checked for overlap afterwards (`find_overlaps`); `avsim.sample` re-simulates
+Boxes are checked for overlap afterwards (`find_overlaps`); `avsim.scenario.sample` re-simulates
 without the offending road user in the rare case the rules above do not prevent one.
 
 The simulation starts `WARMUP_S` before the clip so queues and platoons exist at its start.
@@ -32,7 +32,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from shapely.geometry import LineString, Point, Polygon
 
-from avsim import sample_roads as roads
+from avsim.scenario.sample import roads
 
 SIM_RATE_HZ = 10.0
 SIM_DT_S = 1.0 / SIM_RATE_HZ

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
-from avsim.importers.common import (
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
     build_scenario,
@@ -39,7 +39,7 @@ from avsim.importers.common import (
     check_increasing,
     split_selector,
 )
-from avsim.importers.line_types import lane_line_type
+from avsim.scenario.importers.line_types import lane_line_type
 
 CAMERA_CHANNELS: tuple[str, ...] = (
     "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_RIGHT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_FRONT_LEFT",
@@ -112,7 +112,7 @@ def _channel_chain(nusc, samples: list[dict], channel: str) -> list[dict]:
 
 
 def _ego(nusc, samples: list[dict], where: Path):
-    from avsim.transforms import SE3
+    from avsim.core.transforms import SE3
 
     chain = _channel_chain(nusc, samples, "LIDAR_TOP") or _channel_chain(nusc, samples, "CAM_FRONT")
     if len(chain) < 2:
@@ -130,10 +130,10 @@ def _ego(nusc, samples: list[dict], where: Path):
 
 
 def _rig(nusc, samples: list[dict], where: Path):
-    from avsim.cameras import PinholeCamera
-    from avsim.errors import AvsimValueError
-    from avsim.rig import CameraRig
-    from avsim.transforms import SE3
+    from avsim.core.cameras import PinholeCamera
+    from avsim.core.errors import AvsimValueError
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
 
     names, cameras, poses = [], [], []
     for channel in CAMERA_CHANNELS:
@@ -222,7 +222,7 @@ def open_map(dataroot: Path, map_name: str):
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             return NuScenesMap(dataroot=str(dataroot), map_name=map_name)
-    except Exception as exc:  # noqa: BLE001 - the devkit raises bare Exception for old versions
+    except Exception as exc:
         raise AvsimInputError(path, "map", f"nuscenes-devkit cannot load the map: {exc}") from None
 
 
@@ -264,7 +264,7 @@ def read_map(nmap, box: tuple[float, float, float, float]) -> MapBuilder:
             mb.wait_lines.add(token, line)
     for token in records["traffic_light"]:
         pose = nmap.get("traffic_light", token).get("pose") or {}
-        from avsim.transforms import yaw_to_quat
+        from avsim.core.transforms import yaw_to_quat
 
         centre = np.array([pose.get("tx", 0.0), pose.get("ty", 0.0), pose.get("tz", 0.0)], dtype=np.float64)
         if np.all(np.isfinite(centre)):
@@ -282,8 +282,8 @@ def read_map(nmap, box: tuple[float, float, float, float]) -> MapBuilder:
 
 def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None):
     """Convert one nuScenes scene (``DATAROOT`` or ``DATAROOT::scene-name``) into a `Scenario`."""
-    from avsim.lights import TrafficLightStates
-    from avsim.rig import named_rig
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import named_rig
 
     root, scene_name = split_selector(src)
     dataroot, version = _find_version(root)

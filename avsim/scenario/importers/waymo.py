@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from avsim.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError
 
 _CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected
 _MASK_DELTA = 0xA282EAD8
@@ -199,7 +199,7 @@ def scenario_to_description(msg) -> dict:
 
 def load_waymo(path: str | os.PathLike[str], rig_name: str | None = None, index: int = 0):
     """Convert the `index`-th ``Scenario`` of a Waymo Open Motion TFRecord to a `Scenario`."""
-    from avsim.importers.scenarionet import convert_description
+    from avsim.scenario.importers.scenarionet import convert_description
 
     path = Path(path)
     scenarios = parse_scenarios(path)

@@ -1,0 +1,79 @@
+"""Traffic-light states over time (a step function per light)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avsim.core.errors import AvsimValueError
+
+LIGHT_STATES: tuple[str, ...] = ("red", "yellow", "green", "unknown")
+
+
+@dataclass(frozen=True, eq=False)
+class TrafficLightStates:
+    """State changes: light_id (N,) str, timestamps_ns (N,) int64, state (N,) in LIGHT_STATES.
+
+    Rows are sorted by (light_id, timestamp); a light keeps a state until its next row.
+    """
+
+    light_id: np.ndarray
+    timestamps_ns: np.ndarray
+    state: np.ndarray
+
+    def __post_init__(self) -> None:
+        ts = np.asarray(self.timestamps_ns)
+        if ts.ndim != 1 or (ts.size and not np.issubdtype(ts.dtype, np.integer)):
+            raise AvsimValueError(f"lights.timestamps_ns: expected (N,) integer nanoseconds, got {ts.shape} {ts.dtype}")
+        n = len(ts)
+        ids = np.asarray(self.light_id).astype(str) if n else np.zeros(0, "<U1")
+        state = np.asarray(self.state).astype(str) if n else np.zeros(0, "<U7")
+        for name, arr in (("light_id", ids), ("state", state)):
+            if arr.shape != (n,):
+                raise AvsimValueError(f"lights.{name}: expected shape ({n},), got {arr.shape}")
+        bad = ~np.isin(state, LIGHT_STATES)
+        if bad.any():
+            raise AvsimValueError(f"lights.state: unknown state {state[bad][0]!r}; expected one of {LIGHT_STATES}")
+        ts = ts.astype(np.int64)
+        if n > 1:
+            same = ids[1:] == ids[:-1]
+            if np.any(ids[1:] < ids[:-1]) or np.any(same & (ts[1:] <= ts[:-1])):
+                raise AvsimValueError("lights: rows must be sorted by (light_id, timestamp) with unique times per light")
+        for name, arr in (("light_id", ids), ("timestamps_ns", ts), ("state", state)):
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @classmethod
+    def empty(cls) -> TrafficLightStates:
+        return cls(np.zeros(0, "<U1"), np.zeros(0, np.int64), np.zeros(0, "<U7"))
+
+    @classmethod
+    def from_unsorted(cls, light_id, timestamps_ns, state) -> TrafficLightStates:
+        light_id = np.asarray(light_id).astype(str)
+        timestamps_ns = np.asarray(timestamps_ns, dtype=np.int64)
+        order = np.lexsort((timestamps_ns, light_id))
+        return cls(light_id[order], timestamps_ns[order], np.asarray(state).astype(str)[order])
+
+    def __len__(self) -> int:
+        return len(self.timestamps_ns)
+
+    @property
+    def light_ids(self) -> np.ndarray:
+        return np.unique(self.light_id)
+
+    def state_at(self, light_ids: np.ndarray, timestamp_ns: int) -> np.ndarray:
+        """State (K,) of each light at `timestamp_ns`: its last change at or before that time,
+        'unknown' before its first observation."""
+        light_ids = np.asarray(light_ids).astype(str).reshape(-1)
+        out = np.full(len(light_ids), "unknown", dtype="<U7")
+        if not len(self):
+            return out
+        seen = self.timestamps_ns <= int(timestamp_ns)
+        ids, states = self.light_id[seen], self.state[seen]
+        if not len(ids):
+            return out
+        # rows are sorted by (id, t): the last row of each id among `seen` is the current state
+        last = np.r_[ids[1:] != ids[:-1], True]
+        current = dict(zip(ids[last], states[last]))
+        return np.array([current.get(i, "unknown") for i in light_ids], dtype="<U7")

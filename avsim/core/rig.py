@@ -1,0 +1,218 @@
+"""Camera rigs: named cameras with their sensor-to-ego extrinsics.
+
+`ego_SE3_camera` maps camera-frame (RDF) points into the ego frame (FLU, origin at the rear
+axle on the ground). Default rigs are approximate mountings for datasets whose files carry no
+calibration; importers attach the real calibration whenever the data has it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import SE3
+
+# The seven views of the multi-view model, in model (view-embedding) index order.
+COSMOS_VIEW_NAMES: tuple[str, ...] = (
+    "camera_front_wide_120fov",
+    "camera_cross_right_120fov",
+    "camera_rear_right_70fov",
+    "camera_rear_tele_30fov",
+    "camera_rear_left_70fov",
+    "camera_cross_left_120fov",
+    "camera_front_tele_30fov",
+)
+
+# The render spec's mosaic order (row-major, three columns): front_wide, front_tele,
+# cross_right / cross_left, rear_left, rear_right / rear_tele.
+MOSAIC_ORDER: tuple[str, ...] = (
+    "camera_front_wide_120fov",
+    "camera_front_tele_30fov",
+    "camera_cross_right_120fov",
+    "camera_cross_left_120fov",
+    "camera_rear_left_70fov",
+    "camera_rear_right_70fov",
+    "camera_rear_tele_30fov",
+)
+
+# camera RDF axes expressed in ego FLU for a camera looking along ego +x
+_EGO_R_CAMERA_FORWARD = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+def camera_mount(
+    x_m: float, y_m: float, z_m: float, yaw_rad: float, pitch_down_rad: float = 0.0, roll_rad: float = 0.0
+) -> SE3:
+    """ego_SE3_camera for a camera at (x, y, z) in the ego frame looking along `yaw_rad`.
+
+    Yaw is about ego +z (0 = forward, +pi/2 = left); pitch tilts the optical axis down.
+    """
+    cy, sy = np.cos(yaw_rad), np.sin(yaw_rad)
+    ego_R_yaw = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    # pitch about the camera x axis (right): positive tilts +z (optical axis) towards +y (down)
+    cp, sp = np.cos(pitch_down_rad), np.sin(pitch_down_rad)
+    cam_R_pitch = np.array([[1.0, 0.0, 0.0], [0.0, cp, sp], [0.0, -sp, cp]])
+    cr, sr = np.cos(roll_rad), np.sin(roll_rad)
+    cam_R_roll = np.array([[cr, -sr, 0.0], [sr, cr, 0.0], [0.0, 0.0, 1.0]])
+    rotation = ego_R_yaw @ _EGO_R_CAMERA_FORWARD @ cam_R_pitch @ cam_R_roll
+    return SE3(rotation, np.array([x_m, y_m, z_m], dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class CameraRig:
+    """Named cameras; `ego_SE3_camera` has batch shape (V,) in the order of `names`."""
+
+    names: tuple[str, ...]
+    cameras: tuple[Camera, ...]
+    ego_SE3_camera: SE3
+
+    def __post_init__(self) -> None:
+        names = tuple(str(n) for n in self.names)
+        cameras = tuple(self.cameras)
+        if not names:
+            raise AvsimValueError("rig.names: a rig needs at least one camera")
+        if len(set(names)) != len(names):
+            raise AvsimValueError(f"rig.names: duplicate camera names in {names}")
+        if len(cameras) != len(names):
+            raise AvsimValueError(f"rig.cameras: {len(cameras)} cameras for {len(names)} names")
+        if self.ego_SE3_camera.batch_shape != (len(names),):
+            raise AvsimValueError(
+                f"rig.ego_SE3_camera: expected batch shape ({len(names)},), got {self.ego_SE3_camera.batch_shape}"
+            )
+        for name, cam in zip(names, cameras):
+            if not isinstance(cam, (PinholeCamera, FThetaCamera)):
+                raise AvsimValueError(f"rig.cameras[{name}]: not a camera model: {type(cam).__name__}")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "cameras", cameras)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise AvsimValueError(f"rig: no camera named {name!r}; cameras are {', '.join(self.names)}") from None
+
+    def camera(self, name: str) -> Camera:
+        return self.cameras[self.index(name)]
+
+    def extrinsic(self, name: str) -> SE3:
+        return self.ego_SE3_camera[self.index(name)]
+
+    def subset(self, names: list[str] | tuple[str, ...]) -> CameraRig:
+        idx = [self.index(n) for n in names]
+        return CameraRig(tuple(self.names[i] for i in idx), tuple(self.cameras[i] for i in idx), self.ego_SE3_camera[idx])
+
+    def resize(self, width_px: int, height_px: int) -> CameraRig:
+        """Every camera re-imaged at `width_px` x `height_px` (same lens, same mounting)."""
+        return CameraRig(self.names, tuple(c.resize(width_px, height_px) for c in self.cameras), self.ego_SE3_camera)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CameraRig):
+            return NotImplemented
+        return (
+            self.names == other.names
+            and self.cameras == other.cameras
+            and np.array_equal(self.ego_SE3_camera.as_matrix(), other.ego_SE3_camera.as_matrix())
+        )
+
+
+def _rig(entries: list[tuple[str, Camera, SE3]]) -> CameraRig:
+    return CameraRig(tuple(e[0] for e in entries), tuple(e[1] for e in entries), SE3.stack([e[2] for e in entries]))
+
+
+def _ftheta_for_fov(hfov_deg: float, width_px: int, height_px: int) -> FThetaCamera:
+    """An f-theta lens whose horizontal field of view is `hfov_deg` at this image size.
+
+    Wide lenses store a backward polynomial (r -> theta), narrow ones a forward one, as the
+    public default intrinsics do; a mild cubic term gives the usual fisheye compression.
+    """
+    half_w = width_px / 2.0
+    half_fov = np.radians(hfov_deg) / 2.0
+    if hfov_deg >= 100:
+        k3 = 0.06 * half_fov / half_w**3  # theta grows slightly faster than r near the edge
+        k1 = (half_fov - k3 * half_w**3) / half_w
+        return FThetaCamera(width_px, height_px, half_w, height_px / 2.0, (0.0, k1, 0.0, k3, 0.0, 0.0), True)
+    f3 = -0.05 * half_w / half_fov**3
+    f1 = (half_w - f3 * half_fov**3) / half_fov
+    return FThetaCamera(width_px, height_px, half_w, height_px / 2.0, (0.0, f1, 0.0, f3, 0.0, 0.0), False)
+
+
+def cosmos_rig(width_px: int = 1280, height_px: int = 720) -> CameraRig:
+    """The 7-camera rig of the multi-view model (names and fields of view from the render spec).
+
+    Lenses are f-theta with the default 120/70/30 degree horizontal fields of view; mountings
+    are plausible positions on a mid-size car (roof-front cluster, side mirrors, rear).
+    """
+    deg = np.radians
+    mounts = {
+        "camera_front_wide_120fov": (120, camera_mount(1.75, 0.0, 1.55, 0.0, deg(3))),
+        "camera_cross_right_120fov": (120, camera_mount(2.05, -0.95, 1.05, deg(-70), deg(4))),
+        "camera_rear_right_70fov": (70, camera_mount(1.95, -0.95, 1.10, deg(-140), deg(4))),
+        "camera_rear_tele_30fov": (30, camera_mount(-0.85, 0.0, 1.50, np.pi, deg(2))),
+        "camera_rear_left_70fov": (70, camera_mount(1.95, 0.95, 1.10, deg(140), deg(4))),
+        "camera_cross_left_120fov": (120, camera_mount(2.05, 0.95, 1.05, deg(70), deg(4))),
+        "camera_front_tele_30fov": (30, camera_mount(1.75, 0.0, 1.55, 0.0, deg(1))),
+    }
+    return _rig([(n, _ftheta_for_fov(mounts[n][0], width_px, height_px), mounts[n][1]) for n in COSMOS_VIEW_NAMES])
+
+
+def _pinhole_for_fov(hfov_deg: float, width_px: int, height_px: int) -> PinholeCamera:
+    f = (width_px / 2.0) / np.tan(np.radians(hfov_deg) / 2.0)
+    return PinholeCamera(width_px, height_px, f, f, width_px / 2.0, height_px / 2.0)
+
+
+def nuscenes_rig() -> CameraRig:
+    """Approximate nuScenes 6-camera rig (1600x900; front cameras ~70 deg, back ~110 deg)."""
+    deg = np.radians
+    spec = [
+        ("CAM_FRONT", 64.5, camera_mount(1.70, 0.0, 1.51, 0.0)),
+        ("CAM_FRONT_RIGHT", 64.5, camera_mount(1.55, -0.49, 1.50, deg(-55))),
+        ("CAM_BACK_RIGHT", 64.5, camera_mount(1.05, -0.48, 1.56, deg(-110))),
+        ("CAM_BACK", 109.0, camera_mount(0.05, 0.0, 1.57, np.pi)),
+        ("CAM_BACK_LEFT", 64.5, camera_mount(1.05, 0.48, 1.56, deg(110))),
+        ("CAM_FRONT_LEFT", 64.5, camera_mount(1.52, 0.49, 1.51, deg(55))),
+    ]
+    return _rig([(n, _pinhole_for_fov(f, 1600, 900), m) for n, f, m in spec])
+
+
+def av2_rig() -> CameraRig:
+    """Approximate Argoverse 2 ring rig (7 cameras; the front centre camera is portrait)."""
+    deg = np.radians
+    spec = [
+        ("ring_front_center", 1550, 2048, 47.0, camera_mount(1.63, 0.0, 1.42, 0.0)),
+        ("ring_front_left", 2048, 1550, 60.0, camera_mount(1.55, 0.25, 1.42, deg(45))),
+        ("ring_front_right", 2048, 1550, 60.0, camera_mount(1.55, -0.25, 1.42, deg(-45))),
+        ("ring_side_left", 2048, 1550, 60.0, camera_mount(0.95, 0.45, 1.42, deg(100))),
+        ("ring_side_right", 2048, 1550, 60.0, camera_mount(0.95, -0.45, 1.42, deg(-100))),
+        ("ring_rear_left", 2048, 1550, 60.0, camera_mount(-0.15, 0.35, 1.42, deg(150))),
+        ("ring_rear_right", 2048, 1550, 60.0, camera_mount(-0.15, -0.35, 1.42, deg(-150))),
+    ]
+    return _rig([(n, _pinhole_for_fov(f, w, h), m) for n, w, h, f, m in spec])
+
+
+def waymo_rig() -> CameraRig:
+    """Approximate Waymo Open 5-camera rig (front three 1920x1280, sides 1920x886)."""
+    deg = np.radians
+    spec = [
+        ("FRONT", 1920, 1280, 50.4, camera_mount(1.54, 0.0, 2.12, 0.0)),
+        ("FRONT_LEFT", 1920, 1280, 50.4, camera_mount(1.50, 0.10, 2.12, deg(45))),
+        ("FRONT_RIGHT", 1920, 1280, 50.4, camera_mount(1.50, -0.10, 2.12, deg(-45))),
+        ("SIDE_LEFT", 1920, 886, 50.4, camera_mount(1.43, 0.10, 2.12, deg(90))),
+        ("SIDE_RIGHT", 1920, 886, 50.4, camera_mount(1.43, -0.10, 2.12, deg(-90))),
+    ]
+    return _rig([(n, _pinhole_for_fov(f, w, h), m) for n, w, h, f, m in spec])
+
+
+NAMED_RIGS = {"cosmos": cosmos_rig, "nuscenes": nuscenes_rig, "av2": av2_rig, "waymo": waymo_rig}
+
+
+def named_rig(name: str) -> CameraRig:
+    """A default rig by name: cosmos, nuscenes, av2 or waymo."""
+    try:
+        return NAMED_RIGS[name]()
+    except KeyError:
+        raise AvsimValueError(f"rig: unknown rig {name!r}; choose one of {', '.join(NAMED_RIGS)}") from None

@@ -1,0 +1,121 @@
+"""Ego trajectory: timestamped world_SE3_ego poses and resampling to any rate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avsim.core.errors import AvsimValueError
+from avsim.core.transforms import SE3, matrix_to_quat, quat_slerp, quat_to_matrix
+
+NS_PER_S = 1_000_000_000
+
+
+def check_timestamps(timestamps_ns: np.ndarray, name: str = "timestamps_ns") -> np.ndarray:
+    """int64 (T,) strictly increasing timestamps, or AvsimValueError naming `name`."""
+    ts = np.asarray(timestamps_ns)
+    if ts.ndim != 1:
+        raise AvsimValueError(f"{name}: expected a 1-D array, got shape {ts.shape}")
+    if ts.size and not np.issubdtype(ts.dtype, np.integer):
+        raise AvsimValueError(f"{name}: expected integer nanoseconds, got {ts.dtype}")
+    ts = ts.astype(np.int64)
+    not_increasing = ts[1:] <= ts[:-1]  # compare, never subtract: int64 differences can overflow
+    if np.any(not_increasing):
+        i = int(np.flatnonzero(not_increasing)[0])
+        raise AvsimValueError(f"{name}: not strictly increasing at index {i + 1} ({ts[i]} -> {ts[i + 1]})")
+    return ts
+
+
+def interpolation_weights(source_ns: np.ndarray, target_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left index i (K,) and fraction alpha (K,) with target = source[i] + alpha * (source[i+1] - source[i]).
+
+    Outside the source span alpha is < 0 or > 1 (linear extrapolation of the end segment).
+    Needs at least 2 source samples.
+    """
+    idx = np.clip(np.searchsorted(source_ns, target_ns, side="right") - 1, 0, len(source_ns) - 2)
+    t0, t1 = source_ns[idx], source_ns[idx + 1]
+    alpha = (target_ns - t0).astype(np.float64) / (t1 - t0).astype(np.float64)
+    return idx, alpha
+
+
+def uniform_timestamps(start_ns: int, end_ns: int, rate_hz: float) -> np.ndarray:
+    """Timestamps from `start_ns` every 1/rate_hz seconds up to and including `end_ns` (int64)."""
+    if rate_hz <= 0:
+        raise AvsimValueError(f"rate_hz: must be > 0, got {rate_hz}")
+    count = int(np.floor((end_ns - start_ns) * rate_hz / NS_PER_S + 1e-6)) + 1
+    return start_ns + np.round(np.arange(count) * (NS_PER_S / rate_hz)).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class EgoTrajectory:
+    """Ego poses over time: timestamps_ns (T,) int64 strictly increasing, world_SE3_ego (T,)."""
+
+    timestamps_ns: np.ndarray
+    world_SE3_ego: SE3
+
+    def __post_init__(self) -> None:
+        ts = check_timestamps(self.timestamps_ns, "ego.timestamps_ns")
+        if ts.size == 0:
+            raise AvsimValueError("ego.timestamps_ns: the trajectory is empty")
+        if self.world_SE3_ego.batch_shape != ts.shape:
+            raise AvsimValueError(
+                f"ego.world_SE3_ego: batch shape {self.world_SE3_ego.batch_shape} != timestamps {ts.shape}"
+            )
+        ts.setflags(write=False)
+        object.__setattr__(self, "timestamps_ns", ts)
+
+    def __len__(self) -> int:
+        return len(self.timestamps_ns)
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.timestamps_ns[-1] - self.timestamps_ns[0]) / NS_PER_S
+
+    @property
+    def rate_hz(self) -> float:
+        """Median sampling rate (0 for a single pose)."""
+        if len(self) < 2:
+            return 0.0
+        return float(NS_PER_S / np.median(np.diff(self.timestamps_ns)))
+
+    @property
+    def positions_m(self) -> np.ndarray:
+        return self.world_SE3_ego.translation
+
+    @property
+    def speed_mps(self) -> np.ndarray:
+        """Speed (T,) from finite differences of position (central inside, one-sided at ends)."""
+        if len(self) < 2:
+            return np.zeros(len(self))
+        t_s = (self.timestamps_ns - self.timestamps_ns[0]) / NS_PER_S
+        velocity = np.gradient(self.positions_m, t_s, axis=0)
+        return np.linalg.norm(velocity, axis=-1)
+
+    def uniform_timestamps(self, rate_hz: float) -> np.ndarray:
+        """Render timestamps (K,) over the trajectory's span at `rate_hz`."""
+        return uniform_timestamps(int(self.timestamps_ns[0]), int(self.timestamps_ns[-1]), rate_hz)
+
+    def pose_at(self, timestamps_ns: np.ndarray) -> SE3:
+        """Poses (K,) at arbitrary times: linear position, SLERP rotation, constant-velocity
+        (and constant angular-rate) extrapolation outside the span."""
+        target = np.asarray(timestamps_ns, dtype=np.int64).reshape(-1)
+        if len(self) == 1:
+            pose = self.world_SE3_ego[0]
+            return SE3(np.broadcast_to(pose.rotation, (len(target), 3, 3)).copy(), np.broadcast_to(pose.translation, (len(target), 3)).copy())
+        idx, alpha = interpolation_weights(self.timestamps_ns, target)
+        p = self.world_SE3_ego.translation
+        position = p[idx] + alpha[:, None] * (p[idx + 1] - p[idx])
+        q = matrix_to_quat(self.world_SE3_ego.rotation)
+        rotation = quat_to_matrix(quat_slerp(q[idx], q[idx + 1], alpha))
+        return SE3(rotation, position)
+
+    def resample(self, timestamps_ns: np.ndarray) -> EgoTrajectory:
+        target = check_timestamps(timestamps_ns, "timestamps_ns")
+        return EgoTrajectory(target, self.pose_at(target))
+
+    def crop(self, start_ns: int, end_ns: int) -> EgoTrajectory:
+        keep = (self.timestamps_ns >= start_ns) & (self.timestamps_ns <= end_ns)
+        if not keep.any():
+            raise AvsimValueError(f"ego: no pose in [{start_ns}, {end_ns}] ns")
+        return EgoTrajectory(self.timestamps_ns[keep], self.world_SE3_ego[keep])

@@ -1,0 +1,1 @@
+"""Importers from real driving datasets into the avsim scenario model."""

@@ -1,0 +1,132 @@
+"""Importer registry: `convert(src, fmt, rig_name)` and format auto-detection.
+
+``FORMATS`` maps each format name to its loader and a one-line description; `detect_format`
+recognises a source by its layout (suffix, magic bytes, marker files) so ``--from`` can be
+omitted. Every importer returns an `avsim.scenario.Scenario` or raises
+`avsim.core.errors.AvsimInputError(path, field, reason)`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.common import split_selector
+
+
+@dataclass(frozen=True)
+class ImporterInfo:
+    load: Callable[..., object]
+    source: str  # what SRC is
+    default_rig: str  # where the camera rig comes from
+
+
+def _load_scenarionet(src: Path, rig_name: str | None):
+    from avsim.scenario.importers.scenarionet import load_scenarionet
+
+    return load_scenarionet(src, rig_name)
+
+
+def _load_nuscenes(src: Path, rig_name: str | None):
+    from avsim.scenario.importers.nuscenes import load_nuscenes
+
+    return load_nuscenes(src, rig_name)
+
+
+def _load_av2(src: Path, rig_name: str | None):
+    from avsim.scenario.importers.av2 import load_av2
+
+    return load_av2(src, rig_name)
+
+
+def _load_waymo(src: str, rig_name: str | None):
+    from avsim.scenario.importers.waymo import load_waymo
+
+    path, selector = split_selector(src)
+    if selector is not None and not selector.isdigit():
+        raise AvsimInputError(path, "record", f"select a record by its index (FILE::0), got {selector!r}")
+    return load_waymo(path, rig_name, index=int(selector or 0))
+
+
+def _load_rdshq(src: Path, rig_name: str | None):
+    from avsim.scenario.importers.rdshq import load_rdshq
+
+    return load_rdshq(src, rig_name)
+
+
+FORMATS: dict[str, ImporterInfo] = {
+    "scenarionet": ImporterInfo(
+        _load_scenarionet, "a ScenarioNet scenario pickle (.pkl)",
+        "named default: nuscenes for nuScenes-derived files, waymo for Waymo (--rig to override)",
+    ),
+    "nuscenes": ImporterInfo(
+        _load_nuscenes,
+        "a nuScenes dataroot (v1.0-*/ tables + maps/expansion/*.json v1.3); one scene: DATAROOT or DATAROOT::scene-name",
+        "the 6 calibrated cameras of the scene",
+    ),
+    "av2": ImporterInfo(
+        _load_av2, "an Argoverse 2 sensor-log folder, or a motion-forecasting scenario folder",
+        "the 7 ring cameras from calibration/ (forecasting: named default av2)",
+    ),
+    "waymo": ImporterInfo(
+        _load_waymo, "a Waymo Open Motion Scenario TFRecord file; FILE::k picks the k-th record (default 0)",
+        "named default: waymo",
+    ),
+    "rdshq": ImporterInfo(
+        _load_rdshq, "an RDS-HQ clip root (folders of <clip_id>.tar webdataset samples); one clip: ROOT or ROOT::clip_id",
+        "the 7 f-theta cameras (intrinsics + per-camera poses)",
+    ),
+}  # fmt: skip
+
+
+def detect_format(src: str | os.PathLike[str]) -> str:
+    """Guess the format of `src` from its layout; raise `AvsimInputError` when unrecognised."""
+    path, _ = split_selector(src)
+    if not path.exists():
+        raise AvsimInputError(path, "source", "not found")
+    if path.is_file():
+        if path.suffix == ".pkl":
+            return "scenarionet"
+        if ".tfrecord" in path.name or path.suffix in (".tfrecord", ".tfrec"):
+            return "waymo"
+        with path.open("rb") as fh:
+            head = fh.read(12)
+        if len(head) == 12:
+            from avsim.scenario.importers.waymo import masked_crc32c
+
+            if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
+                return "waymo"
+        raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl or a Waymo TFRecord)")
+    if (path / "city_SE3_egovehicle.feather").exists() or any(path.glob("scenario_*.parquet")):
+        return "av2"
+    if (path / "maps").is_dir() and any(p.is_dir() and p.name.startswith("v1.0") for p in path.iterdir()):
+        return "nuscenes"
+    if (path / "vehicle_pose").is_dir() or (path / "3d_lanelines").is_dir() or (path / "pose").is_dir():
+        return "rdshq"
+    raise AvsimInputError(path, "source", f"cannot detect the format; pass one of: {', '.join(FORMATS)}")
+
+
+def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None):
+    """Import `src_path` (format `fmt`, or auto-detected when None) as an `avsim.scenario.Scenario`.
+
+    `rig_name` (``cosmos``, ``nuscenes``, ``av2``, ``waymo``) replaces the source's rig with a
+    named default rig; formats without calibration always use one (ScenarioNet, Waymo).
+    """
+    fmt = detect_format(src_path) if fmt is None else fmt.lower()
+    if fmt not in FORMATS:
+        raise AvsimInputError(src_path, "format", f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if rig_name is not None:
+        from avsim.core.rig import NAMED_RIGS
+
+        if rig_name not in NAMED_RIGS:
+            raise AvsimInputError(src_path, "rig", f"unknown rig {rig_name!r}; choose one of {', '.join(NAMED_RIGS)}")
+    loader = FORMATS[fmt].load
+    if fmt in ("nuscenes", "rdshq", "waymo"):
+        return loader(os.fspath(src_path), rig_name)  # keeps a ::selector
+    path, _ = split_selector(src_path)
+    if not path.exists():
+        raise AvsimInputError(path, "source", "not found")
+    return loader(path, rig_name)

@@ -1,0 +1,48 @@
+"""The linter and the type checker, run from the test command so CI fails on a new finding.
+
+Both are pinned in the dev extra and configured in pyproject.toml. ruff checks the whole
+repository; mypy checks the packages in `avsim.devtools.typecheck.CHECKED` on the installed
+layout, with zero errors allowed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from avsim.devtools.typecheck import CHECKED, run_mypy
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_finds_nothing() -> None:
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.fail("ruff is not installed; install the dev extra (README set-up command)")
+    result = subprocess.run([ruff, "check", "--no-cache", str(REPO)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_mypy_finds_no_error() -> None:
+    status, lines = run_mypy(CHECKED, REPO)
+    assert status == 0, "\n".join(lines)
+    assert any(line.startswith("Success") for line in lines), lines
+
+
+def test_mypy_reports_real_source_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planted error in maps/ is reported at maps/..., not at the mirror's path."""
+    root = tmp_path / "repo"
+    for folder in ("avsim", "maps"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "maps" / "bad.py").write_text("x: int = 'text'\n")
+    (root / "pyproject.toml").write_text("[tool.mypy]\n")
+    monkeypatch.setenv("AVSIM_TYPECHECK_DIR", str(tmp_path / "typecheck"))
+    status, lines = run_mypy(("avsim.maps",), root)
+    assert status == 1
+    assert any(line.startswith("maps/bad.py:1:") and "incompatible" in line.lower() for line in lines), lines
