@@ -46,3 +46,23 @@ def test_mypy_reports_real_source_paths(tmp_path: Path, monkeypatch: pytest.Monk
     status, lines = run_mypy(("avsim.maps",), root)
     assert status == 1
     assert any(line.startswith("maps/bad.py:1:") and "incompatible" in line.lower() for line in lines), lines
+
+
+def test_no_oversized_files_or_functions() -> None:
+    from avsim.devtools.sizes import scan
+
+    found = [str(item) for item in scan(REPO)]
+    assert found == [], "split these:\n" + "\n".join(found)
+
+
+def test_sizes_reports_long_functions_and_files(tmp_path: Path) -> None:
+    from avsim.devtools.sizes import MAX_FILE_LINES, MAX_FUNCTION_LINES, scan
+
+    body = "\n".join(f"        x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "long.py").write_text(f"class A:\n    @staticmethod\n    def f():\n{body}\n")
+    (tmp_path / "big.py").write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    (tmp_path / "ok.py").write_text("def g():\n    return 1\n")
+    assert [(str(i.path), i.name, i.lines) for i in scan(tmp_path)] == [
+        ("big.py", "", MAX_FILE_LINES + 1),
+        ("long.py", "A.f", MAX_FUNCTION_LINES + 2),
+    ]
