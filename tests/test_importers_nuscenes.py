@@ -73,22 +73,53 @@ def write_nuscenes_fixture(info_path: Path, root: Path) -> dict:
     tables: dict[str, list[dict]] = {k: [] for k in (
         "category", "attribute", "visibility", "instance", "sensor", "calibrated_sensor", "ego_pose",
         "log", "scene", "sample", "sample_data", "sample_annotation", "map")}  # fmt: skip
+    channels = {c: "camera" for c in CAMS} | {"LIDAR_TOP": "lidar"}
+    _static_tables(tables, samples[0], channels)
+    _sample_tables(tables, samples, channels)
+    boxes = [_global_boxes(s, classes) for s in samples]
+    match = _match(boxes[0], boxes[1])
+    _annotation_tables(tables, samples, boxes, match)
+    tokens = [s["token"] for s in samples]
+    tables["scene"].append({"token": "scene0", "log_token": "log0", "nbr_samples": len(samples), "name": "scene-fixture",
+                            "description": "built from mmdetection3d nus_info.pkl", "first_sample_token": tokens[0],
+                            "last_sample_token": tokens[-1]})  # fmt: skip
+    version = root / "v1.0-mini"
+    version.mkdir(parents=True)
+    for name, rows in tables.items():
+        (version / f"{name}.json").write_text(json.dumps(rows))
+    ego_xy = np.array(samples[0]["ego2global"])[:2, 3]
+    ego_yaw = float(np.arctan2(samples[0]["ego2global"][1][0], samples[0]["ego2global"][0][0]))
+    write_map_expansion(root / "maps" / "expansion" / "singapore-onenorth.json", ego_xy, ego_yaw)
+    import cv2  # the devkit asserts that each log's semantic-prior mask file exists
+
+    cv2.imwrite(str(root / "maps" / "none.png"), np.zeros((2, 2), np.uint8))
+    return {"boxes": boxes, "match": match, "samples": samples}
+
+
+def _static_tables(tables: dict[str, list[dict]], s0: dict, channels: dict[str, str]) -> None:
+    """log, map, visibility, category, sensor and calibrated_sensor rows (calibration of sample 0)."""
     tables["log"].append({"token": "log0", "logfile": "n015-2018-08-02-17-16-37+0800", "vehicle": "n015",
                           "date_captured": "2018-08-02", "location": "singapore-onenorth"})  # fmt: skip
     tables["map"].append({"token": "map0", "log_tokens": ["log0"], "category": "semantic_prior", "filename": "maps/none.png"})
     tables["visibility"].append({"token": "4", "level": "v80-100", "description": "visibility of whole object is between 80 and 100%"})
     for name in sorted(set(MMDET_TO_NUSCENES.values())):
         tables["category"].append({"token": _tok("cat", name), "name": name, "description": name, "index": len(tables["category"])})
-    channels = {c: "camera" for c in CAMS} | {"LIDAR_TOP": "lidar"}
     for ch, modality in channels.items():
         tables["sensor"].append({"token": _tok("sensor", ch), "channel": ch, "modality": modality})
-    s0 = samples[0]
     for ch in channels:
         T = np.array(s0["lidar_points"]["lidar2ego"] if ch == "LIDAR_TOP" else s0["images"][ch]["cam2ego"])
         K = [] if ch == "LIDAR_TOP" else np.array(s0["images"][ch]["cam2img"]).tolist()
         tables["calibrated_sensor"].append({
             "token": _tok("cs", ch), "sensor_token": _tok("sensor", ch), "translation": T[:3, 3].tolist(),
             "rotation": matrix_to_quat(T[:3, :3]).tolist(), "camera_intrinsic": K})  # fmt: skip
+
+
+def _sample_data_token(samples: list[dict], k: int, ch: str) -> str:
+    return _tok("sd", ch, k) if ch == "LIDAR_TOP" else samples[k]["images"][ch]["sample_data_token"]
+
+
+def _sample_tables(tables: dict[str, list[dict]], samples: list[dict], channels: dict[str, str]) -> None:
+    """sample, ego_pose and sample_data rows (one sample_data per channel and sample, chained)."""
     tokens = [s["token"] for s in samples]
     for k, s in enumerate(samples):
         ts_us = round(s["timestamp"] * 1e6)
@@ -96,23 +127,23 @@ def write_nuscenes_fixture(info_path: Path, root: Path) -> dict:
                                  "prev": tokens[k - 1] if k else "", "next": tokens[k + 1] if k + 1 < len(tokens) else ""})  # fmt: skip
         T = np.array(s["ego2global"])
         for ch in channels:
-            sd_tok = _tok("sd", ch, k) if ch == "LIDAR_TOP" else s["images"][ch]["sample_data_token"]
+            sd_tok = _sample_data_token(samples, k, ch)
             sd_ts = ts_us if ch == "LIDAR_TOP" else round(s["images"][ch]["timestamp"] * 1e6)
             tables["ego_pose"].append({"token": sd_tok, "timestamp": sd_ts, "translation": T[:3, 3].tolist(),
                                        "rotation": matrix_to_quat(T[:3, :3]).tolist()})  # fmt: skip
-            prev_tok = next_tok = ""
-            if k:
-                prev_tok = _tok("sd", ch, k - 1) if ch == "LIDAR_TOP" else samples[k - 1]["images"][ch]["sample_data_token"]
-            if k + 1 < len(samples):
-                next_tok = _tok("sd", ch, k + 1) if ch == "LIDAR_TOP" else samples[k + 1]["images"][ch]["sample_data_token"]
+            prev_tok = _sample_data_token(samples, k - 1, ch) if k else ""
+            next_tok = _sample_data_token(samples, k + 1, ch) if k + 1 < len(samples) else ""
             tables["sample_data"].append({
                 "token": sd_tok, "sample_token": s["token"], "ego_pose_token": sd_tok, "calibrated_sensor_token": _tok("cs", ch),
                 "timestamp": sd_ts, "fileformat": "pcd" if ch == "LIDAR_TOP" else "jpg", "is_key_frame": True,
                 "height": 0 if ch == "LIDAR_TOP" else 900, "width": 0 if ch == "LIDAR_TOP" else 1600,
                 "filename": s["lidar_points"]["lidar_path"] if ch == "LIDAR_TOP" else s["images"][ch]["img_path"],
                 "prev": prev_tok, "next": next_tok})  # fmt: skip
-    boxes = [_global_boxes(s, classes) for s in samples]
-    match = _match(boxes[0], boxes[1])
+
+
+def _annotation_tables(tables: dict[str, list[dict]], samples: list[dict], boxes: list[list[dict]],
+                       match: dict[int, int]) -> None:
+    """instance and sample_annotation rows; matched boxes of the two samples share an instance."""
     instance_of: dict[tuple[int, int], str] = {}
     for i in range(len(boxes[0])):
         instance_of[(0, i)] = _tok("inst", 0, i)
@@ -136,20 +167,38 @@ def write_nuscenes_fixture(info_path: Path, root: Path) -> dict:
         by_tok = {a["token"]: a for a in tables["sample_annotation"]}
         for a, b in itertools.pairwise(anns):
             by_tok[a]["next"], by_tok[b]["prev"] = b, a
-    tables["scene"].append({"token": "scene0", "log_token": "log0", "nbr_samples": len(samples), "name": "scene-fixture",
-                            "description": "built from mmdetection3d nus_info.pkl", "first_sample_token": tokens[0],
-                            "last_sample_token": tokens[-1]})  # fmt: skip
-    version = root / "v1.0-mini"
-    version.mkdir(parents=True)
-    for name, rows in tables.items():
-        (version / f"{name}.json").write_text(json.dumps(rows))
-    ego_xy = np.array(samples[0]["ego2global"])[:2, 3]
-    ego_yaw = float(np.arctan2(samples[0]["ego2global"][1][0], samples[0]["ego2global"][0][0]))
-    write_map_expansion(root / "maps" / "expansion" / "singapore-onenorth.json", ego_xy, ego_yaw)
-    import cv2  # the devkit asserts that each log's semantic-prior mask file exists
 
-    cv2.imwrite(str(root / "maps" / "none.png"), np.zeros((2, 2), np.uint8))
-    return {"boxes": boxes, "match": match, "samples": samples}
+
+class _MapLayers:
+    """The layers of a v1.3 map expansion under construction, in a local frame (origin, yaw)."""
+
+    def __init__(self, origin_xy: np.ndarray, yaw: float) -> None:
+        self.origin_xy, self.yaw = origin_xy, yaw
+        self.layers: dict[str, list] = {k: [] for k in (
+            "polygon", "line", "node", "drivable_area", "road_segment", "road_block", "lane", "ped_crossing", "walkway",
+            "stop_line", "carpark_area", "road_divider", "lane_divider", "traffic_light", "lane_connector")}  # fmt: skip
+
+    def world(self, x: float, y: float) -> tuple[float, float]:
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        return float(self.origin_xy[0] + c * x - s * y), float(self.origin_xy[1] + s * x + c * y)
+
+    def node(self, x: float, y: float) -> str:
+        tok = f"n{len(self.layers['node'])}"
+        wx, wy = self.world(x, y)
+        self.layers["node"].append({"token": tok, "x": wx, "y": wy})
+        return tok
+
+    def polygon(self, pts: list[tuple[float, float]], holes: tuple | list = ()) -> str:
+        tok = f"p{len(self.layers['polygon'])}"
+        self.layers["polygon"].append({"token": tok, "exterior_node_tokens": [self.node(*p) for p in pts],
+                                       "holes": [{"node_tokens": [self.node(*p) for p in h]} for h in holes]})  # fmt: skip
+        return tok
+
+    def line(self, pts: list[tuple[float, float]]) -> tuple[str, list[str]]:
+        tok = f"l{len(self.layers['line'])}"
+        nodes = [self.node(*p) for p in pts]
+        self.layers["line"].append({"token": tok, "node_tokens": nodes})
+        return tok, nodes
 
 
 def write_map_expansion(path: Path, origin_xy: np.ndarray, yaw: float) -> None:
@@ -160,69 +209,54 @@ def write_map_expansion(path: Path, origin_xy: np.ndarray, yaw: float) -> None:
     at y=+3.5 (no type); a drivable area with a hole; a crossing; a stop line; a traffic light;
     and one lane with an arcline path and divider-segment rails.
     """
-    c, s = np.cos(yaw), np.sin(yaw)
-
-    def world(x: float, y: float) -> tuple[float, float]:
-        return float(origin_xy[0] + c * x - s * y), float(origin_xy[1] + s * x + c * y)
-
-    layers: dict[str, list] = {k: [] for k in (
-        "polygon", "line", "node", "drivable_area", "road_segment", "road_block", "lane", "ped_crossing", "walkway",
-        "stop_line", "carpark_area", "road_divider", "lane_divider", "traffic_light", "lane_connector")}  # fmt: skip
-
-    def node(x: float, y: float) -> str:
-        tok = f"n{len(layers['node'])}"
-        wx, wy = world(x, y)
-        layers["node"].append({"token": tok, "x": wx, "y": wy})
-        return tok
-
-    def polygon(pts, holes=()) -> str:
-        tok = f"p{len(layers['polygon'])}"
-        layers["polygon"].append({"token": tok, "exterior_node_tokens": [node(*p) for p in pts],
-                                  "holes": [{"node_tokens": [node(*p) for p in h]} for h in holes]})  # fmt: skip
-        return tok
-
-    def line(pts) -> tuple[str, list[str]]:
-        tok = f"l{len(layers['line'])}"
-        nodes = [node(*p) for p in pts]
-        layers["line"].append({"token": tok, "node_tokens": nodes})
-        return tok, nodes
-
-    ld_line, ld_nodes = line([(-40, 0), (-20, 0), (0, 0), (20, 0), (40, 0)])
-    types = ["DOUBLE_DASHED_WHITE", "DOUBLE_DASHED_WHITE", "NIL", "SINGLE_SOLID_WHITE", "SINGLE_SOLID_WHITE"]
-    segments = [{"node_token": n, "segment_type": t} for n, t in zip(ld_nodes, types)]
-    layers["lane_divider"].append({"token": "lane_divider_0", "line_token": ld_line, "lane_divider_segments": segments})
-    rd_line, _ = line([(-40, 3.5), (40, 3.5)])
-    layers["road_divider"].append({"token": "road_divider_0", "line_token": rd_line, "road_segment_token": None})
-    da = polygon([(-50, -4), (50, -4), (50, 8), (-50, 8)], holes=[[(10, 4), (14, 4), (14, 6), (10, 6)]])
-    layers["drivable_area"].append({"token": "drivable_area_0", "polygon_tokens": [da]})
-    pc = polygon([(25, -4), (29, -4), (29, 8), (25, 8)])
-    layers["ped_crossing"].append({"token": "ped_crossing_0", "polygon_token": pc, "road_segment_token": None})
-    sl = polygon([(22, -3.5), (24, -3.5), (24, 0), (22, 0)])
-    layers["stop_line"].append({"token": "stop_line_0", "polygon_token": sl, "stop_line_type": "TRAFFIC_LIGHT",
-                                "ped_crossing_tokens": [], "traffic_light_tokens": ["traffic_light_0"], "road_block_token": None})  # fmt: skip
-    tl_line, _ = line([(30, -5), (30, -5.3)])
-    wx, wy = world(30, -5)
-    layers["traffic_light"].append({"token": "traffic_light_0", "line_token": tl_line, "traffic_light_type": "VERTICAL",
-                                    "from_road_block_token": None, "items": [],
-                                    "pose": {"tx": wx, "ty": wy, "tz": 4.5, "rx": 0.0, "ry": 0.0, "rz": yaw + np.pi}})  # fmt: skip
-    lane_poly = polygon([(-40, -3.5), (40, -3.5), (40, 0), (-40, 0)])
-    left = [{"node_token": node(x, 0), "segment_type": "DOUBLE_DASHED_WHITE"} for x in (-40, 0, 40)]
-    right = [{"node_token": node(x, -3.5), "segment_type": "SINGLE_SOLID_WHITE"} for x in (-40, 0, 40)]
-    edge_a, _ = line([(-40, -3.5), (-40, 0)])
-    edge_b, _ = line([(40, -3.5), (40, 0)])
-    layers["lane"].append({"token": "lane_0", "polygon_token": lane_poly, "lane_type": "CAR", "from_edge_line_token": edge_a,
-                           "to_edge_line_token": edge_b, "left_lane_divider_segments": left, "right_lane_divider_segments": right})  # fmt: skip
-    sx, sy = world(-40, -1.75)
+    m = _MapLayers(origin_xy, yaw)
+    _add_road_features(m)
+    _add_lane(m)
+    sx, sy = m.world(-40, -1.75)
     data = {
         "version": "1.3",
         "canvas_edge": [3000.0, 3000.0],
-        **layers,
-        "arcline_path_3": {"lane_0": [{"start_pose": [sx, sy, yaw], "end_pose": list(world(40, -1.75)) + [yaw],
+        **m.layers,
+        "arcline_path_3": {"lane_0": [{"start_pose": [sx, sy, yaw], "end_pose": list(m.world(40, -1.75)) + [yaw],
                                        "shape": "LSL", "radius": 999.0, "segment_length": [0.0, 80.0, 0.0]}]},
         "connectivity": {"lane_0": {"incoming": [], "outgoing": []}},
     }  # fmt: skip
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(data))
+
+
+def _add_road_features(m: _MapLayers) -> None:
+    """Lane and road dividers, the drivable area, a crossing, a stop line and a traffic light."""
+    layers = m.layers
+    ld_line, ld_nodes = m.line([(-40, 0), (-20, 0), (0, 0), (20, 0), (40, 0)])
+    types = ["DOUBLE_DASHED_WHITE", "DOUBLE_DASHED_WHITE", "NIL", "SINGLE_SOLID_WHITE", "SINGLE_SOLID_WHITE"]
+    segments = [{"node_token": n, "segment_type": t} for n, t in zip(ld_nodes, types)]
+    layers["lane_divider"].append({"token": "lane_divider_0", "line_token": ld_line, "lane_divider_segments": segments})
+    rd_line, _ = m.line([(-40, 3.5), (40, 3.5)])
+    layers["road_divider"].append({"token": "road_divider_0", "line_token": rd_line, "road_segment_token": None})
+    da = m.polygon([(-50, -4), (50, -4), (50, 8), (-50, 8)], holes=[[(10, 4), (14, 4), (14, 6), (10, 6)]])
+    layers["drivable_area"].append({"token": "drivable_area_0", "polygon_tokens": [da]})
+    pc = m.polygon([(25, -4), (29, -4), (29, 8), (25, 8)])
+    layers["ped_crossing"].append({"token": "ped_crossing_0", "polygon_token": pc, "road_segment_token": None})
+    sl = m.polygon([(22, -3.5), (24, -3.5), (24, 0), (22, 0)])
+    layers["stop_line"].append({"token": "stop_line_0", "polygon_token": sl, "stop_line_type": "TRAFFIC_LIGHT",
+                                "ped_crossing_tokens": [], "traffic_light_tokens": ["traffic_light_0"], "road_block_token": None})  # fmt: skip
+    tl_line, _ = m.line([(30, -5), (30, -5.3)])
+    wx, wy = m.world(30, -5)
+    layers["traffic_light"].append({"token": "traffic_light_0", "line_token": tl_line, "traffic_light_type": "VERTICAL",
+                                    "from_road_block_token": None, "items": [],
+                                    "pose": {"tx": wx, "ty": wy, "tz": 4.5, "rx": 0.0, "ry": 0.0, "rz": m.yaw + np.pi}})  # fmt: skip
+
+
+def _add_lane(m: _MapLayers) -> None:
+    """One car lane with divider-segment rails and edge lines."""
+    lane_poly = m.polygon([(-40, -3.5), (40, -3.5), (40, 0), (-40, 0)])
+    left = [{"node_token": m.node(x, 0), "segment_type": "DOUBLE_DASHED_WHITE"} for x in (-40, 0, 40)]
+    right = [{"node_token": m.node(x, -3.5), "segment_type": "SINGLE_SOLID_WHITE"} for x in (-40, 0, 40)]
+    edge_a, _ = m.line([(-40, -3.5), (-40, 0)])
+    edge_b, _ = m.line([(40, -3.5), (40, 0)])
+    m.layers["lane"].append({"token": "lane_0", "polygon_token": lane_poly, "lane_type": "CAR", "from_edge_line_token": edge_a,
+                             "to_edge_line_token": edge_b, "left_lane_divider_segments": left, "right_lane_divider_segments": right})  # fmt: skip
 
 
 @pytest.fixture(scope="module")

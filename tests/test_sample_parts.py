@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 from shapely.geometry import Polygon
 
 from avsim.scenario.io import load_scenario, save_scenario
-from avsim.scenario.sample import build_sample_map, make_sample_scenario, roads, run_sample_traffic, traffic
+from avsim.scenario.sample import (
+    build_sample_map,
+    make_sample_scenario,
+    overlaps,
+    roads,
+    routes,
+    run_sample_traffic,
+    signals,
+    traffic,
+)
 
 
 def _direction(points: np.ndarray, at_end: bool) -> np.ndarray:
@@ -66,7 +75,7 @@ def test_lane_arrows_are_single_simple_polygons():
 @given(t0=st.floats(-100.0, 100.0), length=st.floats(0.0, 80.0),
        green=st.floats(5.0, 40.0), yellow=st.floats(2.0, 5.0), all_red=st.floats(0.0, 3.0))
 def test_signal_changes_agree_with_states(t0, length, green, yellow, all_red):
-    plan = traffic.SignalPlan(green_s=green, yellow_s=yellow, all_red_s=all_red)
+    plan = signals.SignalPlan(green_s=green, yellow_s=yellow, all_red_s=all_red)
     for phase in (0, 1):
         changes = plan.changes(phase, t0, t0 + length)
         assert changes[0] == (t0, plan.state(phase, t0))
@@ -81,7 +90,7 @@ def test_signal_changes_agree_with_states(t0, length, green, yellow, all_red):
 
 
 def _box(x, y, yaw, length, width):
-    return traffic.box_polygons_xy(np.array([[x, y]]), np.array([yaw]), np.array([length]),
+    return overlaps.box_polygons_xy(np.array([[x, y]]), np.array([yaw]), np.array([length]),
                                    np.array([width]))
 
 
@@ -96,10 +105,10 @@ def test_separating_axis_test_matches_shapely(x, y, yaw_a, yaw_b, la, wa, lb, wb
     area = pa.intersection(pb).area
     if gap < 1e-6 and area < 1e-6:
         return  # touching: either answer is right
-    assert bool(traffic.boxes_overlap(a, b, 0.0)[0]) == (area > 0.0)
+    assert bool(overlaps.boxes_overlap(a, b, 0.0)[0]) == (area > 0.0)
     if gap > 1e-6:
         # with a clearance larger than the gap the test reports them as too close
-        assert bool(traffic.boxes_overlap(a, b, 2.0 * gap + 1e-3)[0])
+        assert bool(overlaps.boxes_overlap(a, b, 2.0 * gap + 1e-3)[0])
 
 
 def test_find_overlaps_sees_a_crossing_between_samples():
@@ -109,8 +118,8 @@ def test_find_overlaps_sees_a_crossing_between_samples():
     xy = np.array([[-1.2, 0.0], [1.2, 0.0], [0.0, -1.2], [0.0, 1.2]])
     yaw = np.array([0.0, 0.0, np.pi / 2, np.pi / 2])
     size = np.array([[0.5, 0.5], [0.5, 0.5]])
-    assert traffic.find_overlaps(agent, t, xy, yaw, size, upsample=1) == set()
-    assert traffic.find_overlaps(agent, t, xy, yaw, size, upsample=3) == {(0, 1)}
+    assert overlaps.find_overlaps(agent, t, xy, yaw, size, upsample=1) == set()
+    assert overlaps.find_overlaps(agent, t, xy, yaw, size, upsample=3) == {(0, 1)}
 
 
 def test_ego_kinematics_reproduce_the_simulated_steps():
@@ -123,7 +132,7 @@ def test_ego_kinematics_reproduce_the_simulated_steps():
     assert np.all(np.diff(traffic.ego_arc_length(res, fine)) >= -1e-9)
     # ego rows in the agent table are the same motion
     ego_rows = res.agent == 0
-    table = traffic.RouteTable(sim.routes)
+    table = routes.RouteTable(sim.routes)
     xy, _ = table.lookup(np.full(ego_rows.sum(), sim.cast.route[0]), res.ego_s_m)
     assert np.allclose(xy, res.center_xy[ego_rows])
 

@@ -30,28 +30,33 @@ CORE_MODULE = "avsim.cli.scenario"
 
 
 def _mount(app: typer.Typer, name: str) -> None:
+    """Add the command group of `name` to `app` unless that group is already mounted on it."""
     module_name, merge = LAZY_COMMANDS[name]
     module = importlib.import_module(module_name)
+    if any(group.typer_instance is module.app for group in app.registered_groups):
+        return  # e.g. `edit`, `diff`, `preview` and `validate` share avsim.edit.cli
     if merge:
         app.add_typer(module.app)
     else:
         app.add_typer(module.app, name=name)
 
 
-_MOUNTED: set[str] = set()  # module names already mounted on the (process-wide) core app
-
-
 def build_app(argv: list[str] | None = None) -> typer.Typer:
-    """Build the CLI, importing only the command group that `argv` asks for (idempotent)."""
+    """Build the CLI, importing only the command group that `argv` asks for (idempotent).
+
+    Args:
+        argv: the command line without the program name; `None` or no command mounts every group.
+
+    Returns:
+        The core app (`avsim.cli.scenario.app`) with the wanted groups mounted; a group already
+        mounted by an earlier call is not mounted twice.
+    """
     core = importlib.import_module(CORE_MODULE)
     app: typer.Typer = core.app
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
     wanted = [first] if first in LAZY_COMMANDS else ([] if first else list(LAZY_COMMANDS))
     for name in wanted:
-        module_name = LAZY_COMMANDS[name][0]
-        if module_name not in _MOUNTED:
-            _MOUNTED.add(module_name)
-            _mount(app, name)
+        _mount(app, name)
     return app
 
 
@@ -60,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     app = build_app(argv)
     # typer vendors its own click: take its exception classes from typer, not from `click`
-    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
-    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    usage_error: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     try:
         # without standalone mode, click returns a `typer.Exit` code instead of raising it
         result = app(args=argv, prog_name="avsim", standalone_mode=False)
@@ -74,10 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("aborted", err=True)
         return 1
     except usage_error as exc:
-        exc.show()
+        exc.show()  # type: ignore[attr-defined]
         return 2
     except click_exception as exc:
-        exc.show()
+        exc.show()  # type: ignore[attr-defined]
         return 1
     return result if isinstance(result, int) else 0
 

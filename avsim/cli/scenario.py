@@ -9,29 +9,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import avsim
-from avsim.core.errors import AvsimInputError
 from avsim.scenario import Scenario
-from avsim.scenario.io import (
-    SCENARIO_JSON,
-    SCHEMA_VERSION,
-    TABLE_FILES,
-    check_output_folder,
-    load_scenario,
-    save_scenario,
-)
+from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
+from avsim.scenario.summary import scenario_summary
 
 # typer >= 0.2x vendors click, so `click.UsageError` no longer matches what typer raises; find
 # the class typer really uses (BadParameter derives from it in every typer version).
@@ -98,14 +89,16 @@ def _progress() -> Iterator[Progress]:
         yield progress
 
 
-def _save_with_progress(progress: Progress, scenario: Scenario, out: Path) -> None:
-    task = progress.add_task(f"writing {out}", total=len(TABLE_FILES) + 1)
-    save_scenario(scenario, out, progress=lambda _name: progress.advance(task))
+def _writing(progress: Progress, out: Path) -> Callable[[Scenario], ProgressFn]:
+    """An `on_built` hook: mark the build step done, then show one bar step per file written."""
 
+    def on_built(_scenario: Scenario) -> ProgressFn:
+        for task in progress.task_ids:  # the build step, shown without a total until now
+            progress.update(task, total=1, completed=1)
+        task = progress.add_task(f"writing {out}", total=len(TABLE_FILES) + 1)
+        return lambda _name: progress.advance(task)
 
-def _require_map(scenario: Scenario, source: Path) -> None:
-    if scenario.map.is_empty():
-        raise AvsimInputError(source, "map", "the scenario has no map elements; nothing to render it on")
+    return on_built
 
 
 def _positive(value: float) -> float:
@@ -123,15 +116,11 @@ def sample(
     fps: float = typer.Option(30.0, "--fps", callback=_positive, help="Ego pose rate in Hz (agent boxes are always stored at 10 Hz, like real annotations)."),
 ) -> None:
     """Write the embedded, procedurally generated urban sample scenario to OUT."""
-    from avsim.scenario.sample import make_sample_scenario
+    from avsim.scenario.workflows import write_sample
 
-    check_output_folder(out)
     with _progress() as progress:
-        task = progress.add_task("generating sample scenario", total=None)
-        scenario = make_sample_scenario(seed=seed, duration_s=duration_s, fps=fps)
-        progress.update(task, total=1, completed=1)
-        _require_map(scenario, out)
-        _save_with_progress(progress, scenario, out)
+        progress.add_task("generating sample scenario", total=None)
+        scenario = write_sample(out, seed=seed, duration_s=duration_s, fps=fps, on_built=_writing(progress, out))
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
 
@@ -161,6 +150,7 @@ def convert(
     """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ) to OUT."""
     from avsim.core.rig import NAMED_RIGS
     from avsim.scenario.importers import registry
+    from avsim.scenario.workflows import convert_to_folder
 
     if from_format is not None and from_format.lower() not in registry.FORMATS:
         raise typer.BadParameter(f"unknown format {from_format!r}; choose from {', '.join(registry.FORMATS)}", param_hint="'--from'")
@@ -168,85 +158,13 @@ def convert(
         raise typer.BadParameter(f"unknown rig {rig!r}; choose from {', '.join(NAMED_RIGS)}", param_hint="'--rig'")
     if out.resolve() == _source_path(src).resolve():
         raise typer.BadParameter("OUT must differ from SRC", param_hint="OUT")
-    check_output_folder(out)
     with _progress() as progress:
-        task = progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
-        scenario = registry.convert(src, from_format, rig)
-        progress.update(task, total=1, completed=1)
-        _require_map(scenario, _source_path(src))
-        _save_with_progress(progress, scenario, out)
+        progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
+        scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out))
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
 
 # ---- info ------------------------------------------------------------------------------------
-def _extent(scenario: Scenario) -> dict[str, float]:
-    """xy bounding box of the ego path, agent centres and the map (world frame)."""
-    ego_t = np.asarray(scenario.ego.world_SE3_ego.translation)
-    boxes = [np.concatenate([ego_t[:, :2].min(0), ego_t[:, :2].max(0)])]
-    if len(scenario.agents):
-        centres = np.asarray(scenario.agents.center_m)[:, :2]
-        boxes.append(np.concatenate([centres.min(0), centres.max(0)]))
-    map_box = scenario.map.bounds_xy()
-    if map_box is not None:
-        boxes.append(np.asarray(map_box))
-    b = np.stack(boxes)
-    lo, hi = b[:, :2].min(axis=0), b[:, 2:].max(axis=0)
-    return {
-        "x_min_m": float(lo[0]),
-        "x_max_m": float(hi[0]),
-        "y_min_m": float(lo[1]),
-        "y_max_m": float(hi[1]),
-        "size_x_m": float(hi[0] - lo[0]),
-        "size_y_m": float(hi[1] - lo[1]),
-        "ego_path_length_m": float(np.linalg.norm(np.diff(ego_t, axis=0), axis=1).sum()),
-    }
-
-
-def _tracks_per_class(scenario: Scenario) -> dict[str, int]:
-    agents = scenario.agents
-    classes = agents.object_class
-    counts = Counter(str(classes[rows.start]) for _, rows in agents.track_slices())
-    return dict(sorted(counts.items()))
-
-
-def scenario_summary(scenario: Scenario) -> dict[str, Any]:
-    """The facts `avsim info` prints, as plain JSON-able values."""
-    ego = scenario.ego
-    lights = scenario.lights
-    cameras = [
-        {
-            "name": name,
-            "model": camera.model,
-            "width_px": camera.width_px,
-            "height_px": camera.height_px,
-            "horizontal_fov_deg": round(math.degrees(camera.horizontal_fov_rad), 2),
-        }
-        for name, camera in zip(scenario.rig.names, scenario.rig.cameras)
-    ]
-    return {
-        "scenario_id": scenario.scenario_id,
-        "duration_s": float(ego.duration_s),
-        "ego_rate_hz": float(ego.rate_hz) if len(ego) > 1 else None,
-        "ego_poses": len(ego),
-        "start_timestamp_ns": int(ego.timestamps_ns[0]),
-        "end_timestamp_ns": int(ego.timestamps_ns[-1]),
-        "cameras": cameras,
-        "agents": {
-            "tracks": len(scenario.agents.track_ids),
-            "observations": len(scenario.agents),
-            "tracks_per_class": _tracks_per_class(scenario),
-        },
-        "map": {name: int(n) for name, n in scenario.map.element_counts().items()},
-        "traffic_lights": {
-            "lights_with_states": len(lights.light_ids),
-            "state_rows": len(lights),
-            "states": dict(sorted(Counter(str(s) for s in np.asarray(lights.state)).items())),
-        },
-        "extent": _extent(scenario),
-        "metadata": scenario.metadata,
-    }
-
-
 def _count_table(key_column: str, count_column: str, counts: dict[str, int]) -> Table:
     table = Table()
     table.add_column(key_column)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.trajectory import NS_PER_S, interpolation_weights
@@ -41,6 +42,12 @@ def collapse_class(source_class: str) -> str:
     Dotted names (nuScenes ``vehicle.bus.rigid``) are read from the most specific component
     backwards; ``TYPE_`` prefixes (Waymo) are dropped; compound names match on their final
     word (AV2 ``BOX_TRUCK`` -> Truck, ``REGULAR_VEHICLE`` -> Car, ``BICYCLIST`` -> Cyclist).
+
+    Args:
+        source_class: the dataset's class name.
+
+    Returns:
+        One of `OBJECT_CLASSES` or "Others".
     """
     for part in reversed(source_class.split(".")):
         key = _class_key(part)
@@ -62,14 +69,23 @@ _SUFFIXES = sorted(_CLASS_COLLAPSE, key=len, reverse=True)
 
 
 def box_corners(center_m: np.ndarray, size_m: np.ndarray, orientation: np.ndarray) -> np.ndarray:
-    """Corners (N, 8, 3) of boxes (centre (N,3), size lwh (N,3), quaternion (N,4)) in corner order
-    v0(+x,+y,+z) v1(+x,-y,+z) v2(-x,-y,+z) v3(-x,+y,+z) v4..v7 the same at -z."""
+    """Corners (N, 8, 3) of boxes in corner order v0(+x,+y,+z) v1(+x,-y,+z) v2(-x,-y,+z)
+    v3(-x,+y,+z), v4..v7 the same at -z.
+
+    Args:
+        center_m: (N, 3) box centres (m).
+        size_m: (N, 3) length, width, height (m).
+        orientation: (N, 4) quaternions (w, x, y, z).
+
+    Returns:
+        (N, 8, 3) float64 corners in the frame of the centres.
+    """
     local = CORNER_SIGNS[None] * (np.asarray(size_m, dtype=np.float64)[:, None, :] / 2.0)
     R = quat_to_matrix(orientation)
     return np.einsum("nij,nkj->nki", R, local) + np.asarray(center_m, dtype=np.float64)[:, None, :]
 
 
-def _str_array(values, n: int, name: str) -> np.ndarray:
+def _str_array(values: npt.ArrayLike, n: int, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.shape != (n,):
         raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
@@ -124,11 +140,36 @@ class AgentTracks:
     # construction ---------------------------------------------------------------------------
     @classmethod
     def empty(cls) -> AgentTracks:
+        """Tracks with no rows.
+
+        Returns:
+            AgentTracks of length 0.
+        """
         return cls(np.zeros(0, "<U1"), np.zeros(0, "<U1"), np.zeros(0, np.int64), np.zeros((0, 3)), np.ones((0, 3)), np.zeros((0, 4)))
 
     @classmethod
-    def from_unsorted(cls, track_id, source_class, timestamps_ns, center_m, size_m, orientation) -> AgentTracks:
-        """Build from rows in any order (sorted here; orientation normalised)."""
+    def from_unsorted(
+        cls,
+        track_id: npt.ArrayLike,
+        source_class: npt.ArrayLike,
+        timestamps_ns: npt.ArrayLike,
+        center_m: npt.ArrayLike,
+        size_m: npt.ArrayLike,
+        orientation: npt.ArrayLike,
+    ) -> AgentTracks:
+        """Build from rows in any order (sorted here; orientation normalised).
+
+        Args:
+            track_id: (N,) track ids.
+            source_class: (N,) dataset class names.
+            timestamps_ns: (N,) int64 observation times.
+            center_m: (N, 3) box centres in the world frame (m).
+            size_m: (N, 3) length, width, height (m).
+            orientation: (N, 4) quaternions (w, x, y, z), normalised here.
+
+        Returns:
+            The tracks sorted by (track id, time).
+        """
         track_id = np.asarray(track_id).astype(str)
         timestamps_ns = np.asarray(timestamps_ns, dtype=np.int64)
         order = np.lexsort((timestamps_ns, track_id))
@@ -142,6 +183,14 @@ class AgentTracks:
 
     @classmethod
     def concat(cls, parts: list[AgentTracks]) -> AgentTracks:
+        """All rows of several track sets, re-sorted by (track id, time).
+
+        Args:
+            parts: track sets (empty ones are skipped); ids must not repeat a time within a track.
+
+        Returns:
+            The combined tracks (empty when every part is).
+        """
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
@@ -157,7 +206,7 @@ class AgentTracks:
 
     @property
     def object_class(self) -> np.ndarray:
-        """Collapsed class per row (Car / Truck / Pedestrian / Cyclist / Others)."""
+        """Collapsed class (N,) per row (Car / Truck / Pedestrian / Cyclist / Others)."""
         if not len(self):
             return np.zeros(0, dtype="<U10")
         uniq, inverse = np.unique(self.source_class, return_inverse=True)
@@ -165,28 +214,61 @@ class AgentTracks:
 
     @property
     def yaw_rad(self) -> np.ndarray:
+        """Heading (N,) in radians of each box's x axis in the xy plane."""
         return quat_to_yaw(self.orientation) if len(self) else np.zeros(0)
 
     @property
     def track_ids(self) -> np.ndarray:
+        """Sorted unique track ids (K,)."""
         return np.unique(self.track_id)
 
     def select(self, mask: np.ndarray) -> AgentTracks:
+        """The rows where `mask` holds.
+
+        Args:
+            mask: (N,) boolean mask, or integer row indices in sorted order.
+
+        Returns:
+            AgentTracks holding those rows.
+        """
         return AgentTracks(*(getattr(self, f)[mask] for f in self._fields()))
 
     def track(self, track_id: str) -> AgentTracks:
+        """The rows of one track.
+
+        Args:
+            track_id: the track's id.
+
+        Returns:
+            AgentTracks with that track's rows (empty if the id is absent).
+        """
         return self.select(self.track_id == track_id)
 
     def at(self, timestamp_ns: int) -> AgentTracks:
-        """Rows observed exactly at `timestamp_ns` (use after `resample`)."""
+        """Rows observed exactly at `timestamp_ns` (use after `resample`).
+
+        Args:
+            timestamp_ns: time in int nanoseconds.
+
+        Returns:
+            AgentTracks with the rows at that time.
+        """
         return self.select(self.timestamps_ns == int(timestamp_ns))
 
     def corners_m(self) -> np.ndarray:
-        """Box corners (N, 8, 3) in the world frame, in the render spec's corner order."""
+        """Box corners in the world frame, in the render spec's corner order.
+
+        Returns:
+            (N, 8, 3) float64 corners (see `box_corners`).
+        """
         return box_corners(self.center_m, self.size_m, self.orientation)
 
     def track_slices(self) -> list[tuple[str, slice]]:
-        """(track_id, row slice) for every track, in sorted track-id order."""
+        """(track_id, row slice) for every track, in sorted track-id order.
+
+        Returns:
+            One (id, slice into the rows) pair per track.
+        """
         if not len(self):
             return []
         starts = np.flatnonzero(np.r_[True, self.track_id[1:] != self.track_id[:-1]])
@@ -197,7 +279,15 @@ class AgentTracks:
     def resample(self, timestamps_ns: np.ndarray, max_extrapolation_s: float = 0.5) -> AgentTracks:
         """Each track at the target times: linear centre/size, SLERP orientation, constant-velocity
         extrapolation for at most `max_extrapolation_s` beyond its span, absent after that.
-        A single-observation track is held (static) within the extrapolation window."""
+        A single-observation track is held (static) within the extrapolation window.
+
+        Args:
+            timestamps_ns: (K,) int64 target times.
+            max_extrapolation_s: how far beyond a track's first/last observation it is kept.
+
+        Returns:
+            AgentTracks with at most K rows per track (sizes are never extrapolated).
+        """
         target = np.asarray(timestamps_ns, dtype=np.int64).reshape(-1)
         limit_ns = int(round(max_extrapolation_s * NS_PER_S))
         parts: list[tuple[np.ndarray, ...]] = []

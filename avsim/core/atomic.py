@@ -18,6 +18,13 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
     On any exception the temporary is removed and `path` is left as it was. For folders an
     existing target is replaced as a whole (moved aside, then deleted after the rename).
     Suffixes are kept (``x.tmp123.mp4``) so writers that pick a format from the name work.
+
+    Args:
+        path: the final file or folder.
+        is_dir: whether a folder is written (the temporary is then an empty folder).
+
+    Returns:
+        A context manager yielding the temporary path to write.
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,11 @@ class AvsimInputError(AvsimError):
     """
 
     def __init__(self, path: object, field: str, reason: str) -> None:
+        """Args:
+            path: the bad file or folder (anything with a str).
+            field: the field, column or key at fault.
+            reason: what is wrong (folded onto one line).
+        """
         self.path = str(path)
         self.field = field
         self.reason = " ".join(str(reason).split())  # one line, always

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
 
@@ -46,10 +47,25 @@ class TrafficLightStates:
 
     @classmethod
     def empty(cls) -> TrafficLightStates:
+        """States with no rows.
+
+        Returns:
+            TrafficLightStates of length 0.
+        """
         return cls(np.zeros(0, "<U1"), np.zeros(0, np.int64), np.zeros(0, "<U7"))
 
     @classmethod
-    def from_unsorted(cls, light_id, timestamps_ns, state) -> TrafficLightStates:
+    def from_unsorted(cls, light_id: npt.ArrayLike, timestamps_ns: npt.ArrayLike, state: npt.ArrayLike) -> TrafficLightStates:
+        """Build from rows in any order (sorted here by light id, then time).
+
+        Args:
+            light_id: (N,) light ids.
+            timestamps_ns: (N,) int64 times of the state changes.
+            state: (N,) states (`LIGHT_STATES`).
+
+        Returns:
+            The sorted, validated states.
+        """
         light_id = np.asarray(light_id).astype(str)
         timestamps_ns = np.asarray(timestamps_ns, dtype=np.int64)
         order = np.lexsort((timestamps_ns, light_id))
@@ -60,11 +76,20 @@ class TrafficLightStates:
 
     @property
     def light_ids(self) -> np.ndarray:
+        """Sorted unique ids (K,) of the lights with at least one state row."""
         return np.unique(self.light_id)
 
     def state_at(self, light_ids: np.ndarray, timestamp_ns: int) -> np.ndarray:
         """State (K,) of each light at `timestamp_ns`: its last change at or before that time,
-        'unknown' before its first observation."""
+        'unknown' before its first observation.
+
+        Args:
+            light_ids: (K,) light ids (lights without rows are 'unknown').
+            timestamp_ns: time in int nanoseconds.
+
+        Returns:
+            (K,) '<U7' states.
+        """
         light_ids = np.asarray(light_ids).astype(str).reshape(-1)
         out = np.full(len(light_ids), "unknown", dtype="<U7")
         if not len(self):

@@ -48,6 +48,17 @@ def camera_mount(
     """ego_SE3_camera for a camera at (x, y, z) in the ego frame looking along `yaw_rad`.
 
     Yaw is about ego +z (0 = forward, +pi/2 = left); pitch tilts the optical axis down.
+
+    Args:
+        x_m: forward position in the ego frame (m).
+        y_m: left position (m).
+        z_m: height (m).
+        yaw_rad: viewing direction about ego +z.
+        pitch_down_rad: downward tilt of the optical axis.
+        roll_rad: roll about the optical axis.
+
+    Returns:
+        Unbatched SE3 (rotation (3, 3), translation (3,)) from camera to ego frame.
     """
     cy, sy = np.cos(yaw_rad), np.sin(yaw_rad)
     ego_R_yaw = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
@@ -91,23 +102,66 @@ class CameraRig:
         return len(self.names)
 
     def index(self, name: str) -> int:
+        """Position of camera `name` in `names`.
+
+        Args:
+            name: camera name.
+
+        Returns:
+            Its index into `names`, `cameras` and `ego_SE3_camera`.
+
+        Raises:
+            AvsimValueError: no camera has that name.
+        """
         try:
             return self.names.index(name)
         except ValueError:
             raise AvsimValueError(f"rig: no camera named {name!r}; cameras are {', '.join(self.names)}") from None
 
     def camera(self, name: str) -> Camera:
+        """The intrinsics of camera `name`.
+
+        Args:
+            name: camera name.
+
+        Returns:
+            Its camera model.
+        """
         return self.cameras[self.index(name)]
 
     def extrinsic(self, name: str) -> SE3:
+        """The mounting (ego_SE3_camera) of camera `name`.
+
+        Args:
+            name: camera name.
+
+        Returns:
+            Unbatched SE3 from camera to ego frame.
+        """
         return self.ego_SE3_camera[self.index(name)]
 
     def subset(self, names: list[str] | tuple[str, ...]) -> CameraRig:
+        """The named cameras only, in the order given.
+
+        Args:
+            names: camera names.
+
+        Returns:
+            CameraRig with those cameras.
+        """
         idx = [self.index(n) for n in names]
         return CameraRig(tuple(self.names[i] for i in idx), tuple(self.cameras[i] for i in idx), self.ego_SE3_camera[idx])
 
     def resize(self, width_px: int, height_px: int) -> CameraRig:
-        """Every camera re-imaged at `width_px` x `height_px` (same lens, same mounting)."""
+        """Every camera re-imaged at `width_px` x `height_px` (same lens, same mounting).
+
+        Args:
+            width_px: new image width.
+            height_px: new image height.
+
+        Returns:
+            CameraRig with the resized cameras.
+        """
         return CameraRig(self.names, tuple(c.resize(width_px, height_px) for c in self.cameras), self.ego_SE3_camera)
 
     def __eq__(self, other: object) -> bool:
@@ -146,6 +200,13 @@ def cosmos_rig(width_px: int = 1280, height_px: int = 720) -> CameraRig:
 
     Lenses are f-theta with the default 120/70/30 degree horizontal fields of view; mountings
     are plausible positions on a mid-size car (roof-front cluster, side mirrors, rear).
+
+    Args:
+        width_px: image width of every camera.
+        height_px: image height of every camera.
+
+    Returns:
+        CameraRig of 7 f-theta cameras.
     """
     deg = np.radians
     mounts = {
@@ -166,7 +227,11 @@ def _pinhole_for_fov(hfov_deg: float, width_px: int, height_px: int) -> PinholeC
 
 
 def nuscenes_rig() -> CameraRig:
-    """Approximate nuScenes 6-camera rig (1600x900; front cameras ~70 deg, back ~110 deg)."""
+    """Approximate nuScenes 6-camera rig (1600x900; front cameras ~70 deg, back ~110 deg).
+
+    Returns:
+        CameraRig of 6 pinhole cameras.
+    """
     deg = np.radians
     spec = [
         ("CAM_FRONT", 64.5, camera_mount(1.70, 0.0, 1.51, 0.0)),
@@ -180,7 +245,11 @@ def nuscenes_rig() -> CameraRig:
 
 
 def av2_rig() -> CameraRig:
-    """Approximate Argoverse 2 ring rig (7 cameras; the front centre camera is portrait)."""
+    """Approximate Argoverse 2 ring rig (7 cameras; the front centre camera is portrait).
+
+    Returns:
+        CameraRig of 7 pinhole cameras.
+    """
     deg = np.radians
     spec = [
         ("ring_front_center", 1550, 2048, 47.0, camera_mount(1.63, 0.0, 1.42, 0.0)),
@@ -195,7 +264,11 @@ def av2_rig() -> CameraRig:
 
 
 def waymo_rig() -> CameraRig:
-    """Approximate Waymo Open 5-camera rig (front three 1920x1280, sides 1920x886)."""
+    """Approximate Waymo Open 5-camera rig (front three 1920x1280, sides 1920x886).
+
+    Returns:
+        CameraRig of 5 pinhole cameras.
+    """
     deg = np.radians
     spec = [
         ("FRONT", 1920, 1280, 50.4, camera_mount(1.54, 0.0, 2.12, 0.0)),
@@ -211,7 +284,14 @@ NAMED_RIGS = {"cosmos": cosmos_rig, "nuscenes": nuscenes_rig, "av2": av2_rig, "w
 
 
 def named_rig(name: str) -> CameraRig:
-    """A default rig by name: cosmos, nuscenes, av2 or waymo."""
+    """A default rig by name: cosmos, nuscenes, av2 or waymo.
+
+    Args:
+        name: one of `NAMED_RIGS`.
+
+    Returns:
+        That rig.
+    """
     try:
         return NAMED_RIGS[name]()
     except KeyError:

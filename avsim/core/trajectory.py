@@ -13,7 +13,15 @@ NS_PER_S = 1_000_000_000
 
 
 def check_timestamps(timestamps_ns: np.ndarray, name: str = "timestamps_ns") -> np.ndarray:
-    """int64 (T,) strictly increasing timestamps, or AvsimValueError naming `name`."""
+    """int64 (T,) strictly increasing timestamps, or AvsimValueError naming `name`.
+
+    Args:
+        timestamps_ns: (T,) integer nanoseconds.
+        name: what they are, for the error message.
+
+    Returns:
+        (T,) int64 timestamps.
+    """
     ts = np.asarray(timestamps_ns)
     if ts.ndim != 1:
         raise AvsimValueError(f"{name}: expected a 1-D array, got shape {ts.shape}")
@@ -32,6 +40,13 @@ def interpolation_weights(source_ns: np.ndarray, target_ns: np.ndarray) -> tuple
 
     Outside the source span alpha is < 0 or > 1 (linear extrapolation of the end segment).
     Needs at least 2 source samples.
+
+    Args:
+        source_ns: (T,) increasing int64 source times, T >= 2.
+        target_ns: (K,) int64 target times (alpha < 0 or > 1 outside the span).
+
+    Returns:
+        (i (K,) int, alpha (K,) float64).
     """
     idx = np.clip(np.searchsorted(source_ns, target_ns, side="right") - 1, 0, len(source_ns) - 2)
     t0, t1 = source_ns[idx], source_ns[idx + 1]
@@ -40,7 +55,16 @@ def interpolation_weights(source_ns: np.ndarray, target_ns: np.ndarray) -> tuple
 
 
 def uniform_timestamps(start_ns: int, end_ns: int, rate_hz: float) -> np.ndarray:
-    """Timestamps from `start_ns` every 1/rate_hz seconds up to and including `end_ns` (int64)."""
+    """Timestamps from `start_ns` every 1/rate_hz seconds up to and including `end_ns` (int64).
+
+    Args:
+        start_ns: first timestamp.
+        end_ns: last admissible timestamp.
+        rate_hz: rate in Hz (> 0).
+
+    Returns:
+        (K,) int64 timestamps, rounded to the nanosecond.
+    """
     if rate_hz <= 0:
         raise AvsimValueError(f"rate_hz: must be > 0, got {rate_hz}")
     count = int(np.floor((end_ns - start_ns) * rate_hz / NS_PER_S + 1e-6)) + 1
@@ -70,6 +94,7 @@ class EgoTrajectory:
 
     @property
     def duration_s(self) -> float:
+        """Time from the first to the last pose, in seconds."""
         return float(self.timestamps_ns[-1] - self.timestamps_ns[0]) / NS_PER_S
 
     @property
@@ -81,6 +106,7 @@ class EgoTrajectory:
 
     @property
     def positions_m(self) -> np.ndarray:
+        """Ego positions (T, 3) in the world frame (m)."""
         return self.world_SE3_ego.translation
 
     @property
@@ -93,12 +119,26 @@ class EgoTrajectory:
         return np.linalg.norm(velocity, axis=-1)
 
     def uniform_timestamps(self, rate_hz: float) -> np.ndarray:
-        """Render timestamps (K,) over the trajectory's span at `rate_hz`."""
+        """Render timestamps (K,) over the trajectory's span at `rate_hz`.
+
+        Args:
+            rate_hz: rate in Hz.
+
+        Returns:
+            (K,) int64 timestamps from the first pose to at most the last.
+        """
         return uniform_timestamps(int(self.timestamps_ns[0]), int(self.timestamps_ns[-1]), rate_hz)
 
     def pose_at(self, timestamps_ns: np.ndarray) -> SE3:
         """Poses (K,) at arbitrary times: linear position, SLERP rotation, constant-velocity
-        (and constant angular-rate) extrapolation outside the span."""
+        (and constant angular-rate) extrapolation outside the span.
+
+        Args:
+            timestamps_ns: (K,) int64 times.
+
+        Returns:
+            SE3 with batch shape (K,).
+        """
         target = np.asarray(timestamps_ns, dtype=np.int64).reshape(-1)
         if len(self) == 1:
             pose = self.world_SE3_ego[0]
@@ -111,10 +151,30 @@ class EgoTrajectory:
         return SE3(rotation, position)
 
     def resample(self, timestamps_ns: np.ndarray) -> EgoTrajectory:
+        """The trajectory at new times (see `pose_at`).
+
+        Args:
+            timestamps_ns: (K,) strictly increasing int64 times.
+
+        Returns:
+            EgoTrajectory with K poses.
+        """
         target = check_timestamps(timestamps_ns, "timestamps_ns")
         return EgoTrajectory(target, self.pose_at(target))
 
     def crop(self, start_ns: int, end_ns: int) -> EgoTrajectory:
+        """The poses within [start_ns, end_ns].
+
+        Args:
+            start_ns: first admissible time.
+            end_ns: last admissible time.
+
+        Returns:
+            EgoTrajectory with the poses in the window.
+
+        Raises:
+            AvsimValueError: no pose lies in the window.
+        """
         keep = (self.timestamps_ns >= start_ns) & (self.timestamps_ns <= end_ns)
         if not keep.any():
             raise AvsimValueError(f"ego: no pose in [{start_ns}, {end_ns}] ns")

@@ -7,6 +7,7 @@ Quaternions are scalar-first ``(w, x, y, z)``. `SE3` is batched: ``rotation (...
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,15 @@ def _check_last(arr: np.ndarray, shape: tuple[int, ...], name: str) -> None:
 
 
 def check_unit_quat(q: np.ndarray, name: str = "quaternion") -> None:
-    """Raise if any quaternion's norm deviates from 1 by more than 1e-3."""
+    """Raise if any quaternion's norm deviates from 1 by more than 1e-3.
+
+    Args:
+        q: (..., 4) quaternions (w, x, y, z).
+        name: what `q` is, for the error message.
+
+    Raises:
+        AvsimValueError: a quaternion is not of unit norm (the first bad row is named).
+    """
     norms = np.linalg.norm(np.asarray(q, dtype=np.float64), axis=-1)
     bad = np.abs(norms - 1.0) > UNIT_QUAT_TOLERANCE
     if np.any(bad):
@@ -37,7 +46,14 @@ def check_unit_quat(q: np.ndarray, name: str = "quaternion") -> None:
 
 
 def quat_normalize(q: np.ndarray) -> np.ndarray:
-    """Unit quaternions (..., 4) in canonical sign (w >= 0; first non-zero component > 0)."""
+    """Unit quaternions (..., 4) in canonical sign (w >= 0; first non-zero component > 0).
+
+    Args:
+        q: (..., 4) quaternions (w, x, y, z), any non-zero norm.
+
+    Returns:
+        (..., 4) float64 unit quaternions, one sign per rotation.
+    """
     q = _as_float(q, "quaternion")
     _check_last(q, (4,), "quaternion")
     norm = np.linalg.norm(q, axis=-1, keepdims=True)
@@ -51,7 +67,14 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) from quaternions (..., 4) (normalised first)."""
+    """Rotation matrices (..., 3, 3) from quaternions (..., 4) (normalised first).
+
+    Args:
+        q: (..., 4) quaternions (w, x, y, z).
+
+    Returns:
+        (..., 3, 3) float64 rotation matrices.
+    """
     w, x, y, z = np.moveaxis(quat_normalize(q), -1, 0)
     return np.stack(
         [
@@ -67,6 +90,12 @@ def matrix_to_quat(R: np.ndarray) -> np.ndarray:
     """Quaternions (..., 4) with w >= 0 from rotation matrices (..., 3, 3).
 
     Uses the largest-diagonal branch per element, which is accurate for every rotation.
+
+    Args:
+        R: (..., 3, 3) rotation matrices.
+
+    Returns:
+        (..., 4) float64 unit quaternions (w, x, y, z) in canonical sign.
     """
     R = _as_float(R, "rotation")
     _check_last(R, (3, 3), "rotation")
@@ -88,7 +117,15 @@ def matrix_to_quat(R: np.ndarray) -> np.ndarray:
 
 
 def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a * b of quaternions (..., 4) (rotation b first, then a)."""
+    """Hamilton product a * b of quaternions (..., 4) (rotation b first, then a).
+
+    Args:
+        a: (..., 4) quaternions (w, x, y, z).
+        b: (..., 4) quaternions; batch shapes broadcast with `a`.
+
+    Returns:
+        (..., 4) float64 products (not renormalised).
+    """
     aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
     bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
     return np.stack(
@@ -103,7 +140,16 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def quat_slerp(q0: np.ndarray, q1: np.ndarray, alpha: np.ndarray | float) -> np.ndarray:
-    """Spherical interpolation along the shortest arc; alpha (...) may lie outside [0, 1]."""
+    """Spherical interpolation along the shortest arc; alpha (...) may lie outside [0, 1].
+
+    Args:
+        q0: (..., 4) start quaternions.
+        q1: (..., 4) end quaternions.
+        alpha: (...) interpolation parameters (0 -> q0, 1 -> q1), or one float.
+
+    Returns:
+        (..., 4) float64 unit quaternions in canonical sign.
+    """
     q0 = quat_normalize(q0)
     q1 = quat_normalize(q1)
     alpha = np.asarray(alpha, dtype=np.float64)[..., None]
@@ -120,19 +166,40 @@ def quat_slerp(q0: np.ndarray, q1: np.ndarray, alpha: np.ndarray | float) -> np.
 
 
 def yaw_to_quat(yaw_rad: np.ndarray | float) -> np.ndarray:
-    """Quaternions (..., 4) of rotations by `yaw_rad` about +z."""
+    """Quaternions (..., 4) of rotations by `yaw_rad` about +z.
+
+    Args:
+        yaw_rad: (...) heading angles in radians, or one float.
+
+    Returns:
+        (..., 4) float64 unit quaternions (w, x, y, z).
+    """
     half = 0.5 * np.asarray(yaw_rad, dtype=np.float64)
     zeros = np.zeros_like(half)
     return quat_normalize(np.stack([np.cos(half), zeros, zeros, np.sin(half)], -1))
 
 
 def quat_to_yaw(q: np.ndarray) -> np.ndarray:
-    """Heading angle (rad, in (-pi, pi]) of the rotated x axis projected on the ground plane."""
+    """Heading angle (rad, in (-pi, pi]) of the rotated x axis projected on the ground plane.
+
+    Args:
+        q: (..., 4) quaternions (w, x, y, z).
+
+    Returns:
+        (...) float64 headings in radians.
+    """
     return matrix_to_yaw(quat_to_matrix(q))
 
 
 def yaw_to_matrix(yaw_rad: np.ndarray | float) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) about +z."""
+    """Rotation matrices (..., 3, 3) about +z.
+
+    Args:
+        yaw_rad: (...) heading angles in radians, or one float.
+
+    Returns:
+        (..., 3, 3) float64 rotation matrices.
+    """
     yaw = np.asarray(yaw_rad, dtype=np.float64)
     c, s = np.cos(yaw), np.sin(yaw)
     zeros, ones = np.zeros_like(yaw), np.ones_like(yaw)
@@ -142,13 +209,27 @@ def yaw_to_matrix(yaw_rad: np.ndarray | float) -> np.ndarray:
 
 
 def matrix_to_yaw(R: np.ndarray) -> np.ndarray:
-    """Heading (rad) of the rotated x axis in the xy plane."""
+    """Heading (rad) of the rotated x axis in the xy plane.
+
+    Args:
+        R: (..., 3, 3) rotation matrices.
+
+    Returns:
+        (...) float64 headings in radians, in (-pi, pi].
+    """
     R = np.asarray(R, dtype=np.float64)
     return np.arctan2(R[..., 1, 0], R[..., 0, 0])
 
 
 def wrap_angle(angle_rad: np.ndarray | float) -> np.ndarray:
-    """Wrap angles to [-pi, pi)."""
+    """Wrap angles to [-pi, pi).
+
+    Args:
+        angle_rad: (...) angles in radians, or one float.
+
+    Returns:
+        (...) float64 wrapped angles.
+    """
     return (np.asarray(angle_rad, dtype=np.float64) + np.pi) % (2 * np.pi) - np.pi
 
 
@@ -182,29 +263,72 @@ class SE3:
     # constructors -------------------------------------------------------------------------
     @classmethod
     def identity(cls, batch_shape: tuple[int, ...] = ()) -> SE3:
+        """Identity poses.
+
+        Args:
+            batch_shape: batch dimensions of the result; () for one pose.
+
+        Returns:
+            SE3 with rotation (*batch_shape, 3, 3) = I and translation (*batch_shape, 3) = 0.
+        """
         return cls(np.broadcast_to(np.eye(3), batch_shape + (3, 3)).copy(), np.zeros(batch_shape + (3,)))
 
     @classmethod
     def from_matrix(cls, T: np.ndarray) -> SE3:
+        """Poses from homogeneous matrices.
+
+        Args:
+            T: (..., 4, 4) matrices; the last row is ignored.
+
+        Returns:
+            SE3 with batch shape T.shape[:-2].
+        """
         T = _as_float(T, "matrix")
         _check_last(T, (4, 4), "matrix")
         return cls(T[..., :3, :3].copy(), T[..., :3, 3].copy())
 
     @classmethod
     def from_quat(cls, quat: np.ndarray, translation: np.ndarray) -> SE3:
+        """Poses from quaternions and translations.
+
+        Args:
+            quat: (..., 4) quaternions (w, x, y, z), normalised here.
+            translation: (..., 3) translations (m).
+
+        Returns:
+            SE3 with the batch shape of `translation`.
+        """
         return cls(quat_to_matrix(quat), np.asarray(translation, dtype=np.float64))
 
     @classmethod
     def from_yaw(cls, yaw_rad: np.ndarray | float, translation: np.ndarray) -> SE3:
+        """Poses rotated about +z.
+
+        Args:
+            yaw_rad: (...) headings in radians, or one float.
+            translation: (..., 3) translations (m).
+
+        Returns:
+            SE3 with the batch shape of `translation`.
+        """
         return cls(yaw_to_matrix(yaw_rad), np.asarray(translation, dtype=np.float64))
 
     @classmethod
     def stack(cls, poses: list[SE3]) -> SE3:
+        """Stack poses of one batch shape along a new first axis.
+
+        Args:
+            poses: K poses, each with batch shape B.
+
+        Returns:
+            SE3 with batch shape (K, *B).
+        """
         return cls(np.stack([p.rotation for p in poses]), np.stack([p.translation for p in poses]))
 
     # views --------------------------------------------------------------------------------
     @property
     def batch_shape(self) -> tuple[int, ...]:
+        """Batch dimensions: () for one pose, (N,) for N poses."""
         return self.translation.shape[:-1]
 
     def __len__(self) -> int:
@@ -212,10 +336,16 @@ class SE3:
             raise TypeError("unbatched SE3 has no length")
         return self.batch_shape[0]
 
-    def __getitem__(self, index) -> SE3:
+    def __getitem__(self, index: Any) -> SE3:
+        """The pose(s) at `index` of the batch dimensions (numpy indexing)."""
         return SE3(self.rotation[index], self.translation[index])
 
     def as_matrix(self) -> np.ndarray:
+        """Homogeneous matrices of the poses.
+
+        Returns:
+            (..., 4, 4) float64 matrices [[R, t], [0, 1]].
+        """
         T = np.zeros(self.batch_shape + (4, 4))
         T[..., :3, :3] = self.rotation
         T[..., :3, 3] = self.translation
@@ -224,15 +354,24 @@ class SE3:
 
     @property
     def quat(self) -> np.ndarray:
+        """Rotations as (..., 4) unit quaternions (w, x, y, z), w >= 0."""
         return matrix_to_quat(self.rotation)
 
     @property
     def yaw_rad(self) -> np.ndarray:
+        """Headings (...) in radians of the rotated x axis in the xy plane."""
         return matrix_to_yaw(self.rotation)
 
     # algebra ------------------------------------------------------------------------------
     def compose(self, other: SE3) -> SE3:
-        """``a_SE3_b.compose(b_SE3_c) = a_SE3_c`` (batch shapes broadcast)."""
+        """``a_SE3_b.compose(b_SE3_c) = a_SE3_c`` (batch shapes broadcast).
+
+        Args:
+            other: the pose applied first (b_SE3_c).
+
+        Returns:
+            The composed pose (a_SE3_c), batch shapes broadcast.
+        """
         R = self.rotation @ other.rotation
         t = np.einsum("...ij,...j->...i", self.rotation, other.translation) + self.translation
         return SE3(R, t)
@@ -240,11 +379,23 @@ class SE3:
     __matmul__ = compose
 
     def inverse(self) -> SE3:
+        """The inverse transform (b_SE3_a for a_SE3_b).
+
+        Returns:
+            SE3 of the same batch shape.
+        """
         Rt = np.swapaxes(self.rotation, -1, -2)
         return SE3(Rt, -np.einsum("...ij,...j->...i", Rt, self.translation))
 
     def apply(self, points: np.ndarray) -> np.ndarray:
-        """Transform points (..., N, 3) (or (3,) for an unbatched pose) into the target frame."""
+        """Transform points (..., N, 3) (or (3,) for an unbatched pose) into the target frame.
+
+        Args:
+            points: (..., N, 3) or (N, 3) or (3,) points in the source frame (m).
+
+        Returns:
+            float64 points of the same shape in the target frame.
+        """
         pts = np.asarray(points, dtype=np.float64)
         if pts.shape[-1] != 3:
             raise AvsimValueError(f"points: expected (..., 3), got {pts.shape}")

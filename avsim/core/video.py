@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from fractions import Fraction
 from pathlib import Path
+from types import TracebackType
 
 import av
 import numpy as np
@@ -37,6 +38,19 @@ class MP4Writer:
         crf: int = 18,
         preset: str = "veryfast",
     ) -> None:
+        """Set up a writer; the file is created on `__enter__` and renamed into place on a clean exit.
+
+        Args:
+            path: output .mp4 path.
+            width_px: frame width (even).
+            height_px: frame height (even).
+            fps: frame rate.
+            crf: x264 constant rate factor (quality).
+            preset: x264 preset.
+
+        Raises:
+            ValueError: an odd frame size (yuv420p needs even sizes).
+        """
         if width_px % 2 or height_px % 2:
             raise ValueError(f"yuv420p needs even frame sizes, got {width_px}x{height_px}")
         self.path = Path(path)
@@ -61,7 +75,11 @@ class MP4Writer:
         return self
 
     def write(self, frame_rgb: np.ndarray) -> None:
-        """Encode one frame, shape (H, W, 3) uint8 RGB."""
+        """Encode one frame.
+
+        Args:
+            frame_rgb: (H, W, 3) uint8 RGB frame of the writer's size.
+        """
         if frame_rgb.shape != (self.height_px, self.width_px, 3) or frame_rgb.dtype != np.uint8:
             raise ValueError(
                 f"frame must be ({self.height_px}, {self.width_px}, 3) uint8, "
@@ -73,7 +91,9 @@ class MP4Writer:
             self._container.mux(packet)
         self.frames_written += 1
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if self._container is not None:
                 if exc_type is None:
@@ -85,7 +105,17 @@ class MP4Writer:
 
 
 def iter_video_frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
-    """Yield the frames of a video file as (H, W, 3) uint8 RGB, decoded one at a time."""
+    """Yield the frames of a video file, decoded one at a time.
+
+    Args:
+        path: video file.
+
+    Returns:
+        An iterator of (H, W, 3) uint8 RGB frames.
+
+    Raises:
+        AvsimInputError: missing, unreadable, stream-less or corrupt file.
+    """
     path = Path(path)
     if not path.is_file():
         raise AvsimInputError(path, "file", "video file not found")
@@ -106,7 +136,18 @@ def iter_video_frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
 
 
 def read_video(path: str | os.PathLike[str], max_frames: int | None = None) -> np.ndarray:
-    """Read a whole video (or its first `max_frames`) as (T, H, W, 3) uint8 RGB."""
+    """Read a whole video (or its first `max_frames`).
+
+    Args:
+        path: video file.
+        max_frames: read at most this many frames; None reads all.
+
+    Returns:
+        (T, H, W, 3) uint8 RGB frames.
+
+    Raises:
+        AvsimInputError: unreadable file or no frames.
+    """
     frames = []
     for i, frame in enumerate(iter_video_frames(path)):
         if max_frames is not None and i >= max_frames:
@@ -118,7 +159,14 @@ def read_video(path: str | os.PathLike[str], max_frames: int | None = None) -> n
 
 
 def video_info(path: str | os.PathLike[str]) -> dict[str, float | int]:
-    """Frame count, fps, width and height of a video file."""
+    """Frame count, fps, width and height of a video file.
+
+    Args:
+        path: video file.
+
+    Returns:
+        {"frames": int, "fps": float (nominal rate), "width_px": int, "height_px": int}.
+    """
     path = Path(path)
     if not path.is_file():
         raise AvsimInputError(path, "file", "video file not found")

@@ -13,9 +13,7 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.lights import TrafficLightStates
 from avsim.core.rig import CameraRig
 from avsim.core.trajectory import EgoTrajectory
-
-# The map type lives one layer up (avsim.maps); core only needs to hold it.
-MapLike = Any
+from avsim.maps import HDMap
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,9 +27,9 @@ class Scenario:
     rig: CameraRig
     ego: EgoTrajectory
     agents: AgentTracks
-    map: MapLike
+    map: HDMap
     lights: TrafficLightStates
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario_id, str) or not self.scenario_id:
@@ -59,5 +57,6 @@ class Scenario:
         """Render timestamps (K,) over the ego span at `rate_hz`."""
         return self.ego.uniform_timestamps(rate_hz)
 
-    def replace(self, **changes) -> Scenario:
+    def replace(self, **changes: Any) -> Scenario:
+        """A copy with the given fields replaced (validated like a new Scenario)."""
         return dataclasses.replace(self, **changes)

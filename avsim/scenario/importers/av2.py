@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,14 @@ RING_CAMERAS: tuple[str, ...] = (
     "ring_side_right", "ring_rear_left", "ring_rear_right",
 )  # fmt: skip
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    from avsim.core.agents import AgentTracks
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
+    from avsim.scenario.types import Scenario
+
 # Nominal box sizes (l, w, h) for forecasting tracks, which carry no sizes.
 FORECASTING_BOX_SIZE_M: dict[str, tuple[float, float, float]] = {
     "vehicle": (4.5, 1.9, 1.6),
@@ -62,7 +71,7 @@ FORECASTING_BOX_SIZE_M: dict[str, tuple[float, float, float]] = {
 }
 
 
-def _read_feather(path: Path, columns: tuple[str, ...]):
+def _read_feather(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
     import polars as pl
 
     if not path.exists():
@@ -77,7 +86,7 @@ def _read_feather(path: Path, columns: tuple[str, ...]):
     return df
 
 
-def _quat_pose(df, path: Path, what: str):
+def _quat_pose(df: pl.DataFrame, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     """(N,4) quaternions (w, x, y, z) and (N,3) translations from qw..tz_m columns, validated."""
     q = check_finite(df.select(["qw", "qx", "qy", "qz"]).to_numpy().astype(np.float64), path, f"{what}.q")
     t = check_finite(df.select(["tx_m", "ty_m", "tz_m"]).to_numpy().astype(np.float64), path, f"{what}.t")
@@ -88,7 +97,7 @@ def _quat_pose(df, path: Path, what: str):
     return q / norm[:, None], t
 
 
-def read_ego(log: Path):
+def read_ego(log: Path) -> tuple[np.ndarray, SE3]:
     """Ego timestamps (T,) and world_SE3_ego from ``city_SE3_egovehicle.feather``."""
     from avsim.core.transforms import SE3
 
@@ -100,7 +109,7 @@ def read_ego(log: Path):
     return t, SE3.from_quat(q, trans)
 
 
-def read_rig(log: Path):
+def read_rig(log: Path) -> CameraRig:
     """The 7 ring cameras from ``calibration/`` as a `CameraRig`."""
     import polars as pl
 
@@ -136,7 +145,7 @@ def read_rig(log: Path):
     return CameraRig(RING_CAMERAS, tuple(cameras), SE3.stack(poses))
 
 
-def read_annotations(log: Path, ego_t: np.ndarray, world_SE3_ego):
+def read_annotations(log: Path, ego_t: np.ndarray, world_SE3_ego: SE3) -> AgentTracks:
     """Cuboids moved from the ego frame at their timestamp into the city frame."""
     from avsim.core.transforms import SE3
 
@@ -206,10 +215,10 @@ def read_vector_map(map_path: Path) -> MapBuilder:
             rails[side] = pts
             mark = str(seg.get(f"{side}_lane_mark_type", "UNKNOWN"))
             lane_type = lane_line_type("av2", mark)
-            key = _boundary_key(pts)
-            if lane_type is None or len(pts) < 2 or key in seen:
+            boundary = _boundary_key(pts)
+            if lane_type is None or len(pts) < 2 or boundary in seen:
                 continue
-            seen.add(key)
+            seen.add(boundary)
             mb.add_lane_line(f"{lane_id}_{side}", pts, lane_type)
         n = max(len(rails["left"]), len(rails["right"]), 2)
         centre = (_resample(rails["left"], n) + _resample(rails["right"], n)) / 2.0
@@ -245,7 +254,7 @@ def is_forecasting_scenario(path: Path) -> bool:
     return any(path.glob("scenario_*.parquet"))
 
 
-def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = None):
+def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert an AV2 sensor log folder into a `Scenario` (rig from its calibration)."""
     from avsim.core.lights import TrafficLightStates
     from avsim.core.rig import named_rig
@@ -273,7 +282,7 @@ def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = Non
     )  # fmt: skip
 
 
-def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = None):
+def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert an AV2 motion-forecasting scenario folder into a `Scenario` (nominal box sizes)."""
     import polars as pl
     from scipy.spatial import cKDTree
@@ -331,7 +340,7 @@ def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = No
     )  # fmt: skip
 
 
-def load_av2(path: str | os.PathLike[str], rig_name: str | None = None):
+def load_av2(path: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """An AV2 sensor-log folder or motion-forecasting scenario folder -> `Scenario`."""
     path = Path(path)
     if path.is_dir() and is_sensor_log(path):

@@ -12,11 +12,21 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.scenario.importers.line_types import LaneType
+
+if TYPE_CHECKING:
+    from avsim.core.agents import AgentTracks
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
+    from avsim.maps import HDMap
+    from avsim.scenario.types import Scenario
 
 NS_PER_S = 1_000_000_000
 
@@ -68,19 +78,6 @@ def check_increasing(t_ns: np.ndarray, path: str | os.PathLike[str], what: str) 
     return t_ns
 
 
-def rotation_to_quat_checked(R: np.ndarray, path: str | os.PathLike[str], what: str) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) -> quaternions; refuse matrices that are not rotations."""
-    from avsim.core.transforms import matrix_to_quat
-
-    R = check_finite(np.asarray(R, dtype=np.float64), path, what)
-    flat = R.reshape(-1, 3, 3)
-    err = np.abs(np.einsum("nij,nkj->nik", flat, flat) - np.eye(3)).max(initial=0.0)
-    det = np.linalg.det(flat) if len(flat) else np.ones(0)
-    if err > 1e-3 or np.any(np.abs(det - 1.0) > 1e-3):
-        raise AvsimInputError(path, what, f"not a rotation matrix (|R R^T - I| = {err:.2e})")
-    return matrix_to_quat(R)
-
-
 def split_painted_runs(types: list[LaneType | None]) -> list[tuple[int, int]]:
     """Index ranges ``[start, stop)`` of consecutive painted (non-None) vertices, >= 2 long."""
     runs, start = [], None
@@ -117,7 +114,7 @@ class _Boxes:
     size: list[np.ndarray] = field(default_factory=list)
     quat: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, element_id: str, center_m: np.ndarray, size_m: np.ndarray, quat: np.ndarray) -> None:
+    def add(self, element_id: str, center_m: npt.ArrayLike, size_m: npt.ArrayLike, quat: npt.ArrayLike) -> None:
         self.ids.append(str(element_id))
         self.center.append(np.asarray(center_m, dtype=np.float64))
         self.size.append(np.asarray(size_m, dtype=np.float64))
@@ -155,7 +152,7 @@ class MapBuilder:
         for k, (a, b) in enumerate(runs):
             suffix = "" if len(runs) == 1 else f"#{k}"
             self.lane_lines.add(f"{element_id}{suffix}", points_m[a:b])
-            self._lane_vertex_types.append(list(vertex_types[a:b]))
+            self._lane_vertex_types.append(list(vertex_types[a:b]))  # type: ignore[arg-type]  # painted runs hold no None
         return len(runs)
 
     def add_lane(self, lane_id: str, left_m: np.ndarray, right_m: np.ndarray, centre_m: np.ndarray) -> None:
@@ -166,7 +163,11 @@ class MapBuilder:
 
     def _lane_line_attributes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Per-line (most frequent pair) and per-vertex colour/style; vertex arrays only if mixed."""
-        colors, styles, v_colors, v_styles, mixed = [], [], [], [], False
+        colors: list[str] = []
+        styles: list[str] = []
+        v_colors: list[str] = []
+        v_styles: list[str] = []
+        mixed = False
         for types in self._lane_vertex_types:
             (c, s), _ = Counter(types).most_common(1)[0]
             colors.append(c)
@@ -174,22 +175,24 @@ class MapBuilder:
             mixed |= len(set(types)) > 1
             v_colors.extend(t[0] for t in types)
             v_styles.extend(t[1] for t in types)
-        as_str = lambda v: np.asarray(v, dtype=str) if v else np.zeros(0, dtype="<U1")
+        def as_str(v: list[str]) -> np.ndarray:
+            return np.asarray(v, dtype=str) if v else np.zeros(0, dtype="<U1")
+
         if not mixed:
             return as_str(colors), as_str(styles), None, None
         return as_str(colors), as_str(styles), as_str(v_colors), as_str(v_styles)
 
-    def build(self):
+    def build(self) -> HDMap:
         """The collected elements as an `avsim.maps.HDMap`."""
         from avsim import maps
 
-        def polylines(r: _Ragged):
+        def polylines(r: _Ragged) -> maps.Polylines:
             return maps.Polylines(*r.arrays())
 
-        def polygons(r: _Ragged):
+        def polygons(r: _Ragged) -> maps.Polygons:
             return maps.Polygons(*r.arrays())
 
-        def cuboids(b: _Boxes):
+        def cuboids(b: _Boxes) -> maps.Cuboids:
             n = len(b.ids)
             return maps.Cuboids(
                 np.asarray(b.ids, dtype=str) if n else np.zeros(0, dtype="<U1"),
@@ -242,7 +245,7 @@ class TrackBuilder:
         self._cols["s"].append(np.asarray(size_m, dtype=np.float64).reshape(n, 3))
         self._cols["q"].append(np.asarray(orientation, dtype=np.float64).reshape(n, 4))
 
-    def build(self, path: str | os.PathLike[str]):
+    def build(self, path: str | os.PathLike[str]) -> AgentTracks:
         from avsim.core.agents import AgentTracks
 
         if not self._cols["t"] or sum(len(t) for t in self._cols["t"]) == 0:
@@ -267,14 +270,14 @@ def build_scenario(
     path: str | os.PathLike[str],
     *,
     scenario_id: str,
-    rig,
+    rig: CameraRig,
     ego_timestamps_ns: np.ndarray,
-    world_SE3_ego,
-    agents,
-    hd_map,
-    lights,
+    world_SE3_ego: SE3,
+    agents: AgentTracks,
+    hd_map: HDMap,
+    lights: TrafficLightStates,
     metadata: dict,
-):
+) -> Scenario:
     """Assemble an `avsim.scenario.Scenario`, turning in-memory validation errors into input errors."""
     from avsim.core.trajectory import EgoTrajectory
     from avsim.scenario import Scenario

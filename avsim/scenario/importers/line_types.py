@@ -29,7 +29,6 @@ SPEC_LANE_TYPES: frozenset[LaneType] = frozenset(
     }
 )
 OTHER: LaneType = ("OTHER", "SOLID_SINGLE")
-DEFAULT: LaneType = ("WHITE", "SOLID_SINGLE")  # spec: the type of a line with no attributes
 
 # Waymo Open Motion map_pb2.RoadLine.RoadLineType; ScenarioNet uses the same names with a
 # ROAD_LINE_ prefix (its nuScenes converter uses them as stand-ins, see scenarionet.py).

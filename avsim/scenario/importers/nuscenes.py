@@ -27,6 +27,7 @@ import contextlib
 import io
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,12 @@ from avsim.scenario.importers.line_types import lane_line_type
 CAMERA_CHANNELS: tuple[str, ...] = (
     "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_RIGHT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_FRONT_LEFT",
 )  # fmt: skip
+
+if TYPE_CHECKING:
+    from avsim.core.agents import AgentTracks
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
+    from avsim.scenario.types import Scenario
 MAP_MARGIN_M = 150.0  # map kept around the ego path's bounding box
 LANE_RESOLUTION_M = 0.5
 TRAFFIC_LIGHT_SIZE_M = (0.35, 0.35, 1.0)  # nominal housing (depth, width, height); not in the map
@@ -63,7 +70,7 @@ def _find_version(root: Path) -> tuple[Path, str]:
     return root, versions[0]
 
 
-def open_nuscenes(dataroot: Path, version: str):
+def open_nuscenes(dataroot: Path, version: str) -> Any:
     """`nuscenes.NuScenes` with its console chatter suppressed; table errors -> input errors."""
     from nuscenes.nuscenes import NuScenes
 
@@ -74,7 +81,7 @@ def open_nuscenes(dataroot: Path, version: str):
         raise AvsimInputError(dataroot / version, "tables", f"nuscenes-devkit cannot load the tables: {type(exc).__name__}: {exc}") from None
 
 
-def _pick_scene(nusc, scene_name: str | None, where: Path) -> dict:
+def _pick_scene(nusc: Any, scene_name: str | None, where: Path) -> dict:
     scenes = nusc.scene
     if scene_name is None:
         if len(scenes) != 1:
@@ -87,7 +94,7 @@ def _pick_scene(nusc, scene_name: str | None, where: Path) -> dict:
     raise AvsimInputError(where, "scene", f"no scene named {scene_name!r}")
 
 
-def _scene_samples(nusc, scene: dict) -> list[dict]:
+def _scene_samples(nusc: Any, scene: dict) -> list[dict]:
     samples, token = [], scene["first_sample_token"]
     while token:
         sample = nusc.get("sample", token)
@@ -96,7 +103,7 @@ def _scene_samples(nusc, scene: dict) -> list[dict]:
     return samples
 
 
-def _channel_chain(nusc, samples: list[dict], channel: str) -> list[dict]:
+def _channel_chain(nusc: Any, samples: list[dict], channel: str) -> list[dict]:
     """All sample_data of `channel` from the first to the last keyframe of the scene."""
     if channel not in samples[0]["data"]:
         return []
@@ -111,7 +118,7 @@ def _channel_chain(nusc, samples: list[dict], channel: str) -> list[dict]:
     return records
 
 
-def _ego(nusc, samples: list[dict], where: Path):
+def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3]:
     from avsim.core.transforms import SE3
 
     chain = _channel_chain(nusc, samples, "LIDAR_TOP") or _channel_chain(nusc, samples, "CAM_FRONT")
@@ -129,7 +136,7 @@ def _ego(nusc, samples: list[dict], where: Path):
     return t_ns, SE3.from_quat(q[order] / norm[order, None], t[order])
 
 
-def _rig(nusc, samples: list[dict], where: Path):
+def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
     from avsim.core.cameras import PinholeCamera
     from avsim.core.errors import AvsimValueError
     from avsim.core.rig import CameraRig
@@ -158,7 +165,7 @@ def _rig(nusc, samples: list[dict], where: Path):
     return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses))
 
 
-def _agents(nusc, samples: list[dict], where: Path):
+def _agents(nusc: Any, samples: list[dict], where: Path) -> AgentTracks:
     builder = TrackBuilder()
     for sample in samples:
         anns = [nusc.get("sample_annotation", tok) for tok in sample["anns"]]
@@ -180,7 +187,7 @@ def _xyz(nodes: list[dict]) -> np.ndarray:
     return np.array([[n["x"], n["y"], 0.0] for n in nodes], dtype=np.float64).reshape(-1, 3)
 
 
-def _ring(nmap, polygon_token: str) -> tuple[np.ndarray, list[np.ndarray]]:
+def _ring(nmap: Any, polygon_token: str) -> tuple[np.ndarray, list[np.ndarray]]:
     poly = nmap.get("polygon", polygon_token)
     outer = _xyz([nmap.get("node", t) for t in poly["exterior_node_tokens"]])
     holes = [_xyz([nmap.get("node", t) for t in h["node_tokens"]]) for h in poly.get("holes", [])]
@@ -213,7 +220,7 @@ def _stop_line_midline(ring: np.ndarray) -> np.ndarray | None:
     return np.array([[a[0], a[1], 0.0], [b[0], b[1], 0.0]])
 
 
-def open_map(dataroot: Path, map_name: str):
+def open_map(dataroot: Path, map_name: str) -> Any:
     from nuscenes.map_expansion.map_api import NuScenesMap
 
     path = dataroot / "maps" / "expansion" / f"{map_name}.json"
@@ -226,7 +233,7 @@ def open_map(dataroot: Path, map_name: str):
         raise AvsimInputError(path, "map", f"nuscenes-devkit cannot load the map: {exc}") from None
 
 
-def read_map(nmap, box: tuple[float, float, float, float]) -> MapBuilder:
+def read_map(nmap: Any, box: tuple[float, float, float, float]) -> MapBuilder:
     """The map expansion's records intersecting `box` (x_min, y_min, x_max, y_max)."""
     layers = ["lane_divider", "road_divider", "drivable_area", "ped_crossing", "stop_line", "traffic_light", "lane"]
     records = nmap.get_records_in_patch(box, layer_names=layers, mode="intersect")
@@ -280,7 +287,7 @@ def read_map(nmap, box: tuple[float, float, float, float]) -> MapBuilder:
     return mb
 
 
-def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None):
+def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert one nuScenes scene (``DATAROOT`` or ``DATAROOT::scene-name``) into a `Scenario`."""
     from avsim.core.lights import TrafficLightStates
     from avsim.core.rig import named_rig
@@ -297,7 +304,7 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None):
     log = nusc.get("log", scene["log_token"])
     xy = world_SE3_ego.translation[:, :2]
     box = (*(xy.min(axis=0) - MAP_MARGIN_M), *(xy.max(axis=0) + MAP_MARGIN_M))
-    hd_map = read_map(open_map(dataroot, log["location"]), tuple(float(v) for v in box)).build()
+    hd_map = read_map(open_map(dataroot, log["location"]), (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
     metadata = {
         "source_format": "nuscenes",
         "nuscenes_version": version,

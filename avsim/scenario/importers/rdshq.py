@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,14 @@ CAMERA_NAMES: tuple[str, ...] = (
     "camera_front_wide_120fov", "camera_cross_right_120fov", "camera_rear_right_70fov", "camera_rear_tele_30fov",
     "camera_rear_left_70fov", "camera_cross_left_120fov", "camera_front_tele_30fov",
 )  # fmt: skip  (model index order, see the render spec)
+
+if TYPE_CHECKING:
+    from avsim.core.agents import AgentTracks
+    from avsim.core.cameras import Camera
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.rig import CameraRig
+    from avsim.core.transforms import SE3
+    from avsim.scenario.types import Scenario
 MAP_FIELDS = ("lanelines", "lanes", "road_boundaries", "wait_lines", "crosswalks", "road_markings", "poles",
               "traffic_signs", "traffic_lights")  # fmt: skip
 LIGHT_STATES = {"red": "red", "yellow": "yellow", "amber": "yellow", "green": "green", "unknown": "unknown",
@@ -115,7 +123,7 @@ def clip_start_us(clip_id: str) -> int:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
 
 
-def read_vehicle_poses(path: Path):
+def read_vehicle_poses(path: Path) -> tuple[np.ndarray, SE3]:
     from avsim.core.transforms import SE3
 
     frames = _frames(read_sample(path), "vehicle_pose", path)
@@ -143,7 +151,7 @@ def read_intrinsics(root: Path, clip_id: str) -> tuple[dict[str, np.ndarray], di
     return out[0], out[1]
 
 
-def _camera(name: str, ftheta: dict, pinhole: dict, root: Path, clip_id: str):
+def _camera(name: str, ftheta: dict, pinhole: dict, root: Path, clip_id: str) -> Camera:
     from avsim.core.cameras import FThetaCamera, PinholeCamera
     from avsim.core.errors import AvsimValueError
 
@@ -157,7 +165,7 @@ def _camera(name: str, ftheta: dict, pinhole: dict, root: Path, clip_id: str):
         raise AvsimInputError(_tar(root, kind, clip_id), name, str(exc)) from None
 
 
-def read_camera_extrinsics(path: Path, frame_idx: np.ndarray, world_SE3_rig) -> tuple[dict, dict[str, float]]:
+def read_camera_extrinsics(path: Path, frame_idx: np.ndarray, world_SE3_rig: SE3) -> tuple[dict, dict[str, float]]:
     """``{camera: ego_SE3_camera}`` and the max deviation (m) of the per-frame estimates."""
     from avsim.core.transforms import SE3
 
@@ -179,14 +187,14 @@ def read_camera_extrinsics(path: Path, frame_idx: np.ndarray, world_SE3_rig) -> 
             trans.append(ego.translation)
         if not quats:
             raise AvsimInputError(path, f"pose.{name}", "no frame shared with vehicle_pose")
-        trans = np.array(trans)
-        k = int(np.argmin(np.linalg.norm(trans - np.median(trans, axis=0), axis=1)))  # the most central frame
-        extrinsics[name] = SE3.from_quat(quats[k], trans[k])
-        spread[name] = round(float(np.linalg.norm(trans - trans[k], axis=1).max()), 6)
+        trans_arr = np.array(trans)
+        k = int(np.argmin(np.linalg.norm(trans_arr - np.median(trans_arr, axis=0), axis=1)))  # the most central frame
+        extrinsics[name] = SE3.from_quat(quats[k], trans_arr[k])
+        spread[name] = round(float(np.linalg.norm(trans_arr - trans_arr[k], axis=1).max()), 6)
     return extrinsics, spread
 
 
-def read_objects(path: Path, start_us: int):
+def read_objects(path: Path, start_us: int) -> AgentTracks:
     frames = _frames(read_sample(path), "all_object_info", path)
     builder = TrackBuilder()
     for i in sorted(frames):
@@ -207,7 +215,7 @@ def read_objects(path: Path, start_us: int):
 
 
 def _attributes(label: dict) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for a in label.get("labelData", {}).get("shape3d", {}).get("attributes", []) or []:
         value = next((v for k, v in a.items() if k != "name"), None)
         if isinstance(value, dict):  # {"enumsList": {"enumsList": [...]}} and {"textList": {...}}
@@ -289,7 +297,7 @@ def read_map_field(mb: MapBuilder, field: str, path: Path) -> list[str]:
     return light_ids
 
 
-def read_light_states(path: Path, light_ids: list[str], start_us: int):
+def read_light_states(path: Path, light_ids: list[str], start_us: int) -> tuple[TrafficLightStates, list[str]]:
     """Per-frame states of ``aggregated_states.json`` as state changes, keyed like the cuboids."""
     from avsim.core.lights import TrafficLightStates
 
@@ -323,11 +331,41 @@ def read_light_states(path: Path, light_ids: list[str], start_us: int):
     return TrafficLightStates.from_unsorted(np.asarray(ids), np.concatenate(times), np.concatenate(states)), unmatched
 
 
-def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None):
-    """Convert one RDS-HQ clip (``ROOT`` or ``ROOT::clip_id``) into a `Scenario`."""
-    from avsim.core.lights import TrafficLightStates
+def _clip_rig(root: Path, clip_id: str, rig_name: str | None, frame_idx: np.ndarray, world_SE3_rig: SE3,
+              present: dict[str, bool], metadata: dict[str, Any]) -> CameraRig:
+    """The clip's camera rig (or the named rig `rig_name`); notes its sources in `metadata`."""
     from avsim.core.rig import CameraRig, cosmos_rig, named_rig
     from avsim.core.transforms import SE3
+
+    ftheta, pinhole = read_intrinsics(root, clip_id)
+    metadata["pinhole_intrinsics"] = {k: [float(x) for x in v] for k, v in sorted(pinhole.items())}
+    if rig_name:
+        metadata["rig_source"] = f"named default {rig_name!r}"
+        return named_rig(rig_name)
+    names = [n for n in CAMERA_NAMES if n in ftheta or n in pinhole]
+    names += sorted((set(ftheta) | set(pinhole)) - set(CAMERA_NAMES))
+    if not names:
+        raise AvsimInputError(root, "intrinsics", "no ftheta_intrinsic/ or pinhole_intrinsic/ tar for this clip (use --rig)")
+    cameras = tuple(_camera(n, ftheta, pinhole, root, clip_id) for n in names)
+    if present["pose"]:
+        extrinsics, spread = read_camera_extrinsics(_tar(root, "pose", clip_id), frame_idx, world_SE3_rig)
+        missing = [n for n in names if n not in extrinsics]
+        if missing:
+            raise AvsimInputError(_tar(root, "pose", clip_id), f"pose.{missing[0]}", "camera has intrinsics but no poses")
+        poses = [extrinsics[n] for n in names]
+        metadata["camera_extrinsics"] = "pose/ (world_SE3_rig^-1 . world_SE3_camera)"
+        metadata["camera_extrinsics_spread_m"] = spread
+    else:
+        default = cosmos_rig()
+        poses = [default.extrinsic(n) if n in default.names else SE3.identity() for n in names]
+        metadata["camera_extrinsics"] = "cosmos_rig default mounting (pose/ missing from the clip)"
+    metadata["rig_source"] = "ftheta_intrinsic/" if ftheta else "pinhole_intrinsic/"
+    return CameraRig(tuple(names), cameras, SE3.stack(poses))
+
+
+def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
+    """Convert one RDS-HQ clip (``ROOT`` or ``ROOT::clip_id``) into a `Scenario`."""
+    from avsim.core.lights import TrafficLightStates
 
     root, clip = split_selector(src)
     if not root.is_dir():
@@ -343,37 +381,13 @@ def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None):
                ("pose", "all_object_info", "ftheta_intrinsic", "pinhole_intrinsic", "3d_traffic_lights_status",
                 *(f"3d_{m}" for m in MAP_FIELDS))}  # fmt: skip
     metadata: dict[str, Any] = {"source_format": "rdshq", "clip_id": clip_id, "source_rate_hz": POSE_RATE_HZ}
-    ftheta, pinhole = read_intrinsics(root, clip_id)
-    metadata["pinhole_intrinsics"] = {k: [float(x) for x in v] for k, v in sorted(pinhole.items())}
-    if rig_name:
-        rig = named_rig(rig_name)
-        metadata["rig_source"] = f"named default {rig_name!r}"
-    else:
-        names = [n for n in CAMERA_NAMES if n in ftheta or n in pinhole]
-        names += sorted((set(ftheta) | set(pinhole)) - set(CAMERA_NAMES))
-        if not names:
-            raise AvsimInputError(root, "intrinsics", "no ftheta_intrinsic/ or pinhole_intrinsic/ tar for this clip (use --rig)")
-        cameras = tuple(_camera(n, ftheta, pinhole, root, clip_id) for n in names)
-        if present["pose"]:
-            extrinsics, spread = read_camera_extrinsics(_tar(root, "pose", clip_id), frame_idx, world_SE3_rig)
-            missing = [n for n in names if n not in extrinsics]
-            if missing:
-                raise AvsimInputError(_tar(root, "pose", clip_id), f"pose.{missing[0]}", "camera has intrinsics but no poses")
-            poses = [extrinsics[n] for n in names]
-            metadata["camera_extrinsics"] = "pose/ (world_SE3_rig^-1 . world_SE3_camera)"
-            metadata["camera_extrinsics_spread_m"] = spread
-        else:
-            default = cosmos_rig()
-            poses = [default.extrinsic(n) if n in default.names else SE3.identity() for n in names]
-            metadata["camera_extrinsics"] = "cosmos_rig default mounting (pose/ missing from the clip)"
-        rig = CameraRig(tuple(names), cameras, SE3.stack(poses))
-        metadata["rig_source"] = "ftheta_intrinsic/" if ftheta else "pinhole_intrinsic/"
+    rig = _clip_rig(root, clip_id, rig_name, frame_idx, world_SE3_rig, present, metadata)
     agents = read_objects(_tar(root, "all_object_info", clip_id), start_us) if present["all_object_info"] else None
     mb, light_ids = MapBuilder(), []
     for field in MAP_FIELDS:
         if present[f"3d_{field}"]:
             light_ids += read_map_field(mb, field, _tar(root, f"3d_{field}", clip_id))
-    lights, unmatched = TrafficLightStates.empty(), []
+    lights, unmatched = TrafficLightStates.empty(), list[str]()
     if present["3d_traffic_lights_status"]:
         lights, unmatched = read_light_states(_tar(root, "3d_traffic_lights_status", clip_id), light_ids, start_us)
     metadata["missing_fields"] = sorted(f for f, ok in present.items() if not ok)

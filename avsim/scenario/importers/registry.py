@@ -12,37 +12,41 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from avsim.core.errors import AvsimInputError
 from avsim.scenario.importers.common import split_selector
 
+if TYPE_CHECKING:
+    from avsim.scenario.types import Scenario
+
 
 @dataclass(frozen=True)
 class ImporterInfo:
-    load: Callable[..., object]
+    load: Callable[..., Scenario]
     source: str  # what SRC is
     default_rig: str  # where the camera rig comes from
 
 
-def _load_scenarionet(src: Path, rig_name: str | None):
+def _load_scenarionet(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.scenarionet import load_scenarionet
 
     return load_scenarionet(src, rig_name)
 
 
-def _load_nuscenes(src: Path, rig_name: str | None):
+def _load_nuscenes(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.nuscenes import load_nuscenes
 
     return load_nuscenes(src, rig_name)
 
 
-def _load_av2(src: Path, rig_name: str | None):
+def _load_av2(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.av2 import load_av2
 
     return load_av2(src, rig_name)
 
 
-def _load_waymo(src: str, rig_name: str | None):
+def _load_waymo(src: str, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.waymo import load_waymo
 
     path, selector = split_selector(src)
@@ -51,7 +55,7 @@ def _load_waymo(src: str, rig_name: str | None):
     return load_waymo(path, rig_name, index=int(selector or 0))
 
 
-def _load_rdshq(src: Path, rig_name: str | None):
+def _load_rdshq(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.rdshq import load_rdshq
 
     return load_rdshq(src, rig_name)
@@ -109,7 +113,7 @@ def detect_format(src: str | os.PathLike[str]) -> str:
     raise AvsimInputError(path, "source", f"cannot detect the format; pass one of: {', '.join(FORMATS)}")
 
 
-def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None):
+def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None) -> Scenario:
     """Import `src_path` (format `fmt`, or auto-detected when None) as an `avsim.scenario.Scenario`.
 
     `rig_name` (``cosmos``, ``nuscenes``, ``av2``, ``waymo``) replaces the source's rig with a

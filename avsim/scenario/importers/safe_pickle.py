@@ -32,16 +32,18 @@ _SAFE_BUILTINS = frozenset(
 _PY2_BUILTIN_NAMES = {"long": "int", "unicode": "str", "xrange": "range"}
 _SAFE_COLLECTIONS = frozenset({"OrderedDict", "defaultdict", "deque", "Counter"})
 # numpy moved `numpy.core` to `numpy._core` in 2.0; pickles written by either name the module
-# they were written with.
+# they were written with. (Typed Any: numpy's stubs do not declare these private helpers.)
+_multiarray: Any = np.core.multiarray
+_numeric: Any = np.core.numeric
 _NUMPY_RECONSTRUCTORS = {
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
-    ("numpy.core.multiarray", "_reconstruct"): np.core.multiarray._reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): np.core.multiarray._reconstruct,
-    ("numpy.core.multiarray", "scalar"): np.core.multiarray.scalar,
-    ("numpy._core.multiarray", "scalar"): np.core.multiarray.scalar,
-    ("numpy.core.numeric", "_frombuffer"): np.core.numeric._frombuffer,
-    ("numpy._core.numeric", "_frombuffer"): np.core.numeric._frombuffer,
+    ("numpy.core.multiarray", "_reconstruct"): _multiarray._reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _multiarray._reconstruct,
+    ("numpy.core.multiarray", "scalar"): _multiarray.scalar,
+    ("numpy._core.multiarray", "scalar"): _multiarray.scalar,
+    ("numpy.core.numeric", "_frombuffer"): _numeric._frombuffer,
+    ("numpy._core.numeric", "_frombuffer"): _numeric._frombuffer,
 }
 
 

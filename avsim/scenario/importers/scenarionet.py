@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,12 @@ from avsim.scenario.importers.common import (
 )
 from avsim.scenario.importers.line_types import lane_line_type
 from avsim.scenario.importers.safe_pickle import load_pickle
+
+if TYPE_CHECKING:
+    from avsim.core.agents import AgentTracks
+    from avsim.core.lights import TrafficLightStates
+    from avsim.core.transforms import SE3
+    from avsim.scenario.types import Scenario
 
 # Waymo map_pb2.TrafficSignalLaneState names (ScenarioNet keeps them as strings).
 LIGHT_STATE_MAP: dict[str, str] = {
@@ -99,7 +105,7 @@ def _timestamps(scenario: dict, path: Path) -> np.ndarray:
     return check_increasing(seconds_to_ns(ts), path, "metadata.ts")
 
 
-def _track_arrays(track: dict, n: int, path: Path, where: str, dataset: str):
+def _track_arrays(track: dict, n: int, path: Path, where: str, dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """valid mask, centre (n,3), size lwh (n,3), heading (n,) of one ScenarioNet track."""
     state = _require(track, "state", path, where)
     valid = np.asarray(_require(state, "valid", path, f"{where}.state")).reshape(-1).astype(bool)
@@ -115,7 +121,7 @@ def _track_arrays(track: dict, n: int, path: Path, where: str, dataset: str):
     return valid, pos[:, :3], size, heading
 
 
-def _ego(scenario: dict, t_ns: np.ndarray, path: Path, dataset: str):
+def _ego(scenario: dict, t_ns: np.ndarray, path: Path, dataset: str) -> tuple[str, np.ndarray, SE3]:
     from avsim.core.transforms import SE3
 
     meta = scenario["metadata"]
@@ -133,7 +139,7 @@ def _ego(scenario: dict, t_ns: np.ndarray, path: Path, dataset: str):
     return sdc_id, t_ns[valid], world_SE3_ego
 
 
-def _agents(scenario: dict, sdc_id: str, t_ns: np.ndarray, path: Path, dataset: str):
+def _agents(scenario: dict, sdc_id: str, t_ns: np.ndarray, path: Path, dataset: str) -> AgentTracks:
     from avsim.core.transforms import yaw_to_quat
 
     builder = TrackBuilder()
@@ -237,17 +243,17 @@ def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str
     for fid, pos, lane_ids in stop_signs:
         yaw = 0.0
         for lane_id in lane_ids:  # the sign faces the traffic of the lane it controls
-            centre = lanes.get(str(lane_id))
-            if centre is not None and len(centre) >= 2:
-                k = int(np.argmin(np.linalg.norm(centre[:, :2] - pos[:2], axis=1)))
-                a, b = centre[max(k - 1, 0)], centre[min(k + 1, len(centre) - 1)]
+            line = lanes.get(str(lane_id))
+            if line is not None and len(line) >= 2:
+                k = int(np.argmin(np.linalg.norm(line[:, :2] - pos[:2], axis=1)))
+                a, b = line[max(k - 1, 0)], line[min(k + 1, len(line) - 1)]
                 yaw = float(np.arctan2(b[1] - a[1], b[0] - a[0]))
                 break
         mb.traffic_signs.add(fid, pos, STOP_SIGN_SIZE_M, yaw_to_quat(np.array(yaw)))
     return mb, skipped
 
 
-def _lights(scenario: dict, t_ns: np.ndarray, path: Path):
+def _lights(scenario: dict, t_ns: np.ndarray, path: Path) -> tuple[TrafficLightStates, dict[str, list[float]]]:
     from avsim.core.lights import TrafficLightStates
 
     ids, times, states, stop_points = [], [], [], {}
@@ -269,7 +275,7 @@ def _lights(scenario: dict, t_ns: np.ndarray, path: Path):
     return TrafficLightStates.from_unsorted(np.asarray(ids), np.concatenate(times), np.concatenate(states)), stop_points
 
 
-def load_scenarionet(path: str | os.PathLike[str], rig_name: str | None = None):
+def load_scenarionet(path: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert one ScenarioNet scenario pickle into an `avsim.scenario.Scenario`.
 
     `rig_name` picks the named default rig to attach (ScenarioNet files carry none); default
@@ -282,7 +288,7 @@ def load_scenarionet(path: str | os.PathLike[str], rig_name: str | None = None):
     return convert_description(scenario, path, rig_name=rig_name, source_format="scenarionet")
 
 
-def convert_description(scenario: dict, path: Path, *, rig_name: str | None, source_format: str):
+def convert_description(scenario: dict, path: Path, *, rig_name: str | None, source_format: str) -> Scenario:
     """A ScenarioNet-shaped scenario dict (also built by the Waymo importer) -> `Scenario`."""
     from avsim.core.rig import named_rig
 

@@ -23,10 +23,14 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+
+if TYPE_CHECKING:
+    from avsim.scenario.types import Scenario
 
 _CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected
 _MASK_DELTA = 0xA282EAD8
@@ -45,7 +49,7 @@ def _crc32c_table() -> list[int]:
 _TABLE = _crc32c_table()
 
 try:  # a C implementation when one is installed; the pure-Python loop is the fallback
-    import google_crc32c  # type: ignore[import-not-found]
+    import google_crc32c
 except ImportError:  # looked up once: a failed import is not cached and crc32c runs twice per record
     google_crc32c = None
 
@@ -95,7 +99,7 @@ def iter_tfrecord(path: str | os.PathLike[str], *, verify_crc: bool = True) -> I
         pos, index = end + 4, index + 1
 
 
-def _scenario_pb2():
+def _scenario_pb2() -> Any:
     try:
         from waymo_open_dataset.protos import scenario_pb2
     except ImportError as exc:
@@ -126,60 +130,19 @@ def parse_scenarios(path: str | os.PathLike[str]) -> list:
     return out
 
 
-def _points(pts) -> np.ndarray:
+def _points(pts: Any) -> np.ndarray:
     return np.array([[p.x, p.y, p.z] for p in pts], dtype=np.float64).reshape(-1, 3)
 
 
-def scenario_to_description(msg) -> dict:
+def scenario_to_description(msg: Any) -> dict[str, Any]:
     """A Waymo ``Scenario`` proto -> the ScenarioNet-shaped dict that `scenarionet` converts."""
     scenario_pb2 = _scenario_pb2()
     from waymo_open_dataset.protos import map_pb2
 
     n = len(msg.timestamps_seconds)
-    tracks = {}
-    for track in msg.tracks:
-        cols = np.array(
-            [[s.center_x, s.center_y, s.center_z, s.length, s.width, s.height, s.heading, float(s.valid)] for s in track.states],
-            dtype=np.float64,
-        ).reshape(-1, 8)
-        if len(cols) != n:
-            raise ValueError(f"track {track.id}: {len(cols)} states for {n} timestamps")
-        name = scenario_pb2.Track.ObjectType.Name(track.object_type)
-        tracks[str(track.id)] = {
-            "type": name,
-            "metadata": {"type": name},
-            "state": {
-                "position": cols[:, 0:3], "length": cols[:, 3], "width": cols[:, 4], "height": cols[:, 5],
-                "heading": cols[:, 6], "valid": cols[:, 7] > 0.5,
-            },
-        }  # fmt: skip
-    features = {}
-    for f in msg.map_features:
-        kind = f.WhichOneof("feature_data")
-        fid = str(f.id)
-        if kind == "road_line":
-            name = map_pb2.RoadLine.RoadLineType.Name(f.road_line.type).replace("TYPE_", "ROAD_LINE_", 1)
-            features[fid] = {"type": name, "polyline": _points(f.road_line.polyline)}
-        elif kind == "road_edge":
-            name = map_pb2.RoadEdge.RoadEdgeType.Name(f.road_edge.type).replace("TYPE_ROAD_EDGE_", "ROAD_EDGE_", 1)
-            features[fid] = {"type": name, "polyline": _points(f.road_edge.polyline)}
-        elif kind == "lane":
-            features[fid] = {"type": "LANE_" + map_pb2.LaneCenter.LaneType.Name(f.lane.type).replace("TYPE_", ""), "polyline": _points(f.lane.polyline)}
-        elif kind in ("crosswalk", "speed_bump", "driveway"):
-            features[fid] = {"type": kind.upper(), "polygon": _points(getattr(f, kind).polygon)}
-        elif kind == "stop_sign":
-            p = f.stop_sign.position
-            features[fid] = {"type": "STOP_SIGN", "position": np.array([p.x, p.y, p.z]), "lane": list(f.stop_sign.lane)}
-    lanes = sorted({int(s.lane) for step in msg.dynamic_map_states for s in step.lane_states})
-    lights = {}
-    for lane in lanes:
-        seq, stop = [], None
-        for step in msg.dynamic_map_states:
-            match = [s for s in step.lane_states if s.lane == lane]
-            seq.append(map_pb2.TrafficSignalLaneState.State.Name(match[0].state) if match else "LANE_STATE_UNKNOWN")
-            if match and stop is None:
-                stop = [match[0].stop_point.x, match[0].stop_point.y, match[0].stop_point.z]
-        lights[str(lane)] = {"type": "TRAFFIC_LIGHT", "state": {"object_state": seq}, "stop_point": np.array(stop)}
+    tracks = _tracks(msg, scenario_pb2)
+    features = _map_features(msg, map_pb2)
+    lights = _lane_lights(msg, map_pb2)
     if not 0 <= msg.sdc_track_index < len(msg.tracks):
         raise ValueError(f"sdc_track_index {msg.sdc_track_index} out of range")
     return {
@@ -197,7 +160,67 @@ def scenario_to_description(msg) -> dict:
     }
 
 
-def load_waymo(path: str | os.PathLike[str], rig_name: str | None = None, index: int = 0):
+def _tracks(msg: Any, scenario_pb2: Any) -> dict[str, Any]:
+    """ScenarioNet-shaped tracks of a ``Scenario`` proto, by track id."""
+    n = len(msg.timestamps_seconds)
+    tracks: dict[str, Any] = {}
+    for track in msg.tracks:
+        cols = np.array(
+            [[s.center_x, s.center_y, s.center_z, s.length, s.width, s.height, s.heading, float(s.valid)] for s in track.states],
+            dtype=np.float64,
+        ).reshape(-1, 8)
+        if len(cols) != n:
+            raise ValueError(f"track {track.id}: {len(cols)} states for {n} timestamps")
+        name = scenario_pb2.Track.ObjectType.Name(track.object_type)
+        tracks[str(track.id)] = {
+            "type": name,
+            "metadata": {"type": name},
+            "state": {
+                "position": cols[:, 0:3], "length": cols[:, 3], "width": cols[:, 4], "height": cols[:, 5],
+                "heading": cols[:, 6], "valid": cols[:, 7] > 0.5,
+            },
+        }  # fmt: skip
+    return tracks
+
+
+def _map_features(msg: Any, map_pb2: Any) -> dict[str, Any]:
+    """ScenarioNet-shaped map features of a ``Scenario`` proto, by feature id."""
+    features: dict[str, Any] = {}
+    for f in msg.map_features:
+        kind = f.WhichOneof("feature_data")
+        fid = str(f.id)
+        if kind == "road_line":
+            name = map_pb2.RoadLine.RoadLineType.Name(f.road_line.type).replace("TYPE_", "ROAD_LINE_", 1)
+            features[fid] = {"type": name, "polyline": _points(f.road_line.polyline)}
+        elif kind == "road_edge":
+            name = map_pb2.RoadEdge.RoadEdgeType.Name(f.road_edge.type).replace("TYPE_ROAD_EDGE_", "ROAD_EDGE_", 1)
+            features[fid] = {"type": name, "polyline": _points(f.road_edge.polyline)}
+        elif kind == "lane":
+            features[fid] = {"type": "LANE_" + map_pb2.LaneCenter.LaneType.Name(f.lane.type).replace("TYPE_", ""), "polyline": _points(f.lane.polyline)}
+        elif kind in ("crosswalk", "speed_bump", "driveway"):
+            features[fid] = {"type": kind.upper(), "polygon": _points(getattr(f, kind).polygon)}
+        elif kind == "stop_sign":
+            p = f.stop_sign.position
+            features[fid] = {"type": "STOP_SIGN", "position": np.array([p.x, p.y, p.z]), "lane": list(f.stop_sign.lane)}
+    return features
+
+
+def _lane_lights(msg: Any, map_pb2: Any) -> dict[str, Any]:
+    """Per-lane traffic-signal state sequences (ScenarioNet ``dynamic_map_states``), by lane id."""
+    lanes = sorted({int(s.lane) for step in msg.dynamic_map_states for s in step.lane_states})
+    lights: dict[str, Any] = {}
+    for lane in lanes:
+        seq, stop = [], None
+        for step in msg.dynamic_map_states:
+            match = [s for s in step.lane_states if s.lane == lane]
+            seq.append(map_pb2.TrafficSignalLaneState.State.Name(match[0].state) if match else "LANE_STATE_UNKNOWN")
+            if match and stop is None:
+                stop = [match[0].stop_point.x, match[0].stop_point.y, match[0].stop_point.z]
+        lights[str(lane)] = {"type": "TRAFFIC_LIGHT", "state": {"object_state": seq}, "stop_point": np.array(stop)}
+    return lights
+
+
+def load_waymo(path: str | os.PathLike[str], rig_name: str | None = None, index: int = 0) -> Scenario:
     """Convert the `index`-th ``Scenario`` of a Waymo Open Motion TFRecord to a `Scenario`."""
     from avsim.scenario.importers.scenarionet import convert_description
 

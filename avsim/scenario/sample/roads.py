@@ -30,7 +30,7 @@ LANE_WIDTH_M = 3.5
 LANES_PER_DIRECTION = 2
 BIKE_LANE_WIDTH_M = 1.5
 CURB_OFFSET_M = LANES_PER_DIRECTION * LANE_WIDTH_M + BIKE_LANE_WIDTH_M  # 8.5
-SIDEWALK_WIDTH_M = 3.0
+# the 3 m sidewalk (CURB_OFFSET_M .. CURB_OFFSET_M + 3 m) is not a map element; walking lines lie on it
 CORNER_RADIUS_M = 4.0
 CORNER_START_M = CURB_OFFSET_M + CORNER_RADIUS_M  # 12.5: curb straight beyond this
 CROSSWALK_NEAR_M = 12.5
@@ -210,7 +210,7 @@ def build_lane_lines() -> list[LaneLineSpec]:
     """Painted lane lines of every arm (none inside the intersection)."""
     lines: list[LaneLineSpec] = []
 
-    def add(name: str, k: int, s0: float, s1: float, offset: float, color: str, style: str):
+    def add(name: str, k: int, s0: float, s1: float, offset: float, color: str, style: str) -> None:
         pts = segment(arm_point(k, s0, offset), arm_point(k, s1, offset))
         lines.append(LaneLineSpec(f"{ARM_NAMES[k]}_{name}", pts, color, style))
 

@@ -37,7 +37,9 @@ from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.transforms import SE3, yaw_to_quat
 from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
 from avsim.scenario import Scenario
-from avsim.scenario.sample import roads, traffic
+from avsim.scenario.sample import agents, roads, signals, traffic
+from avsim.scenario.sample.overlaps import find_overlaps
+from avsim.scenario.sample.routes import Route, RouteTable, vehicle_routes
 
 MAX_DURATION_S = 24.0  # the ego reaches the end of the mapped road soon after
 AGENT_RATE_HZ = traffic.SIM_RATE_HZ
@@ -60,7 +62,7 @@ def make_sample_scenario(seed: int = 0, duration_s: float = 20.0, fps: float = 3
                               f"got {duration_s}")
     if not (np.isfinite(fps) and fps > 0.0):
         raise AvsimValueError(f"fps: expected a finite rate > 0, got {fps}")
-    plan = traffic.SignalPlan()
+    plan = signals.SignalPlan()
     sim = run_sample_traffic(int(seed), float(duration_s), plan)
     return Scenario(
         scenario_id=f"avsim_sample_seed{int(seed)}",
@@ -79,23 +81,23 @@ def make_sample_scenario(seed: int = 0, duration_s: float = 20.0, fps: float = 3
 class SampleTraffic:
     """The simulated clip: routes, the cast (index 0 = ego) and the recorded states."""
 
-    routes: list[traffic.Route]
-    cast: traffic.Cast
+    routes: list[Route]
+    cast: agents.Cast
     result: traffic.SimResult
 
 
 def run_sample_traffic(seed: int, duration_s: float,
-                       plan: traffic.SignalPlan | None = None) -> SampleTraffic:
+                       plan: signals.SignalPlan | None = None) -> SampleTraffic:
     """Simulate; if two boxes ever overlap (the driver model cannot rule it out in every
     corner case), drop the later-cast agent of each pair and simulate again (deterministic)."""
-    plan = plan or traffic.SignalPlan()
-    routes, index = traffic.vehicle_routes()
-    cast = traffic.build_cast(np.random.default_rng(seed), routes, index, duration_s, plan)
+    plan = plan or signals.SignalPlan()
+    routes, index = vehicle_routes()
+    cast = agents.build_cast(np.random.default_rng(seed), routes, index, duration_s, plan)
     size_lw = np.asarray(cast.size)[:, :2]
     excluded: set[int] = set()
     for _ in range(MAX_REPAIR_ROUNDS):
         result = traffic.simulate(routes, cast, plan, duration_s, frozenset(excluded))
-        pairs = traffic.find_overlaps(result.agent, result.time_s, result.center_xy,
+        pairs = find_overlaps(result.agent, result.time_s, result.center_xy,
                                       result.yaw_rad, size_lw)
         if not pairs:
             return SampleTraffic(routes, cast, result)
@@ -108,7 +110,7 @@ def _ego_trajectory(sim: SampleTraffic, duration_s: float, fps: float) -> EgoTra
     timestamps_ns = np.round(np.arange(count) * (NS_PER_S / fps)).astype(np.int64)
     t_s = timestamps_ns / NS_PER_S
     s = traffic.ego_arc_length(sim.result, t_s)
-    table = traffic.RouteTable(sim.routes)
+    table = RouteTable(sim.routes)
     route = np.full(count, sim.cast.route[0])
     center_xy, direction = table.lookup(route, s)
     rear_axle_xy = center_xy - EGO_REAR_AXLE_TO_CENTER_M * direction
@@ -132,19 +134,19 @@ def _agent_tracks(sim: SampleTraffic) -> AgentTracks:
                                      yaw_to_quat(res.yaw_rad[keep]))
 
 
-def light_states(plan: traffic.SignalPlan, duration_s: float) -> TrafficLightStates:
+def light_states(plan: signals.SignalPlan, duration_s: float) -> TrafficLightStates:
     """Each head's state at t = 0 and at every change up to `duration_s`."""
     ids, times, states = [], [], []
     for arm in range(4):
         for group in roads.LIGHT_GROUPS:
-            for t, state in plan.changes(traffic.arm_phase(arm), 0.0, duration_s):
+            for t, state in plan.changes(signals.arm_phase(arm), 0.0, duration_s):
                 ids.append(roads.light_id(arm, group))
                 times.append(round(t * NS_PER_S))
                 states.append(state)
     return TrafficLightStates.from_unsorted(ids, times, states)
 
 
-def _metadata(seed: int, duration_s: float, fps: float, plan: traffic.SignalPlan) -> dict:
+def _metadata(seed: int, duration_s: float, fps: float, plan: signals.SignalPlan) -> dict:
     furniture = roads.build_furniture()
     return {
         "source": "avsim.sample (procedural, deterministic)",
@@ -152,7 +154,7 @@ def _metadata(seed: int, duration_s: float, fps: float, plan: traffic.SignalPlan
         "duration_s": duration_s,
         "ego_rate_hz": fps,
         "agent_rate_hz": AGENT_RATE_HZ,
-        "ego_size_m": list(traffic.EGO_SIZE_M),
+        "ego_size_m": list(agents.EGO_SIZE_M),
         "ego_rear_axle_to_center_m": EGO_REAR_AXLE_TO_CENTER_M,
         "traffic_light_lanes": {k: list(v) for k, v in sorted(furniture.light_lanes.items())},
         "lane_successors": {lane.lane_id: list(lane.successors)

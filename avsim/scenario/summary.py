@@ -1,0 +1,95 @@
+"""What `avsim info` reports about a scenario, as plain JSON-able values: `scenario_summary`."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from avsim.scenario.types import Scenario
+
+
+def _extent(scenario: Scenario) -> dict[str, float]:
+    """xy bounding box of the ego path, agent centres and the map (world frame)."""
+    ego_t = np.asarray(scenario.ego.world_SE3_ego.translation)
+    boxes = [np.concatenate([ego_t[:, :2].min(0), ego_t[:, :2].max(0)])]
+    if len(scenario.agents):
+        centres = np.asarray(scenario.agents.center_m)[:, :2]
+        boxes.append(np.concatenate([centres.min(0), centres.max(0)]))
+    map_box = scenario.map.bounds_xy()
+    if map_box is not None:
+        boxes.append(np.asarray(map_box))
+    b = np.stack(boxes)
+    lo, hi = b[:, :2].min(axis=0), b[:, 2:].max(axis=0)
+    return {
+        "x_min_m": float(lo[0]),
+        "x_max_m": float(hi[0]),
+        "y_min_m": float(lo[1]),
+        "y_max_m": float(hi[1]),
+        "size_x_m": float(hi[0] - lo[0]),
+        "size_y_m": float(hi[1] - lo[1]),
+        "ego_path_length_m": float(np.linalg.norm(np.diff(ego_t, axis=0), axis=1).sum()),
+    }
+
+
+def _tracks_per_class(scenario: Scenario) -> dict[str, int]:
+    agents = scenario.agents
+    classes = agents.object_class
+    counts = Counter(str(classes[rows.start]) for _, rows in agents.track_slices())
+    return dict(sorted(counts.items()))
+
+
+def scenario_summary(scenario: Scenario) -> dict[str, Any]:
+    """The facts `avsim info` prints, as plain JSON-able values.
+
+    Args:
+        scenario: the scenario to describe.
+
+    Returns:
+        scenario_id, duration_s, ego_rate_hz (None for a single pose), ego_poses, start/end
+        timestamps (ns), cameras (name, model, size, horizontal FOV), agents (tracks,
+        observations, tracks per class), map element counts, traffic-light state counts,
+        extent (xy bounding box of ego path, agents and map, m) and the metadata.
+    """
+    ego = scenario.ego
+    lights = scenario.lights
+    cameras = [
+        {
+            "name": name,
+            "model": camera.model,
+            "width_px": camera.width_px,
+            "height_px": camera.height_px,
+            "horizontal_fov_deg": round(math.degrees(camera.horizontal_fov_rad), 2),
+        }
+        for name, camera in zip(scenario.rig.names, scenario.rig.cameras)
+    ]
+    return {
+        "scenario_id": scenario.scenario_id,
+        "duration_s": float(ego.duration_s),
+        "ego_rate_hz": float(ego.rate_hz) if len(ego) > 1 else None,
+        "ego_poses": len(ego),
+        "start_timestamp_ns": int(ego.timestamps_ns[0]),
+        "end_timestamp_ns": int(ego.timestamps_ns[-1]),
+        "cameras": cameras,
+        "agents": {
+            "tracks": len(scenario.agents.track_ids),
+            "observations": len(scenario.agents),
+            "tracks_per_class": _tracks_per_class(scenario),
+        },
+        "map": {name: int(n) for name, n in scenario.map.element_counts().items()},
+        "traffic_lights": {
+            "lights_with_states": len(lights.light_ids),
+            "state_rows": len(lights),
+            "states": dict(sorted(Counter(str(s) for s in np.asarray(lights.state)).items())),
+        },
+        "extent": _extent(scenario),
+        "metadata": scenario.metadata,
+    }
+
+
+
+
+
+__all__ = ["scenario_summary"]
