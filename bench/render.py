@@ -55,8 +55,8 @@ def _peak_mib() -> tuple[float, float]:
 
 def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     """One measurement (runs inside its own process)."""
-    from avsim.render.cli import RenderOptions, run_render
     from avsim.render.frame import SceneRenderer
+    from avsim.render.runner import RenderOptions, run_render
 
     scenario = load_case(case, clip_s)
     if mode in ("raster", "raster_torch"):

@@ -3,7 +3,8 @@
 World x points right and world y up in the image; the view is fixed for the whole clip (it
 fits the ego path(s) plus a margin, or a given square extent around the ego path's centre),
 so an edit's motion is easy to compare between panels. Lane lines use the render spec's
-colours and dash patterns; agents are boxes in their class colour with a heading tick and
+colours, dash patterns and double-line offset from the one style table (`avsim.maps.style`,
+the renderer's); agents are boxes in their class colour with a heading tick and
 their id; the ego is a green box; each panel shows the time on the scenario clock.
 """
 
@@ -17,24 +18,24 @@ import numpy as np
 from avsim.core.agents import box_corners
 from avsim.core.transforms import yaw_to_quat
 from avsim.core.video import MP4Writer
-from avsim.maps.elements import lane_style
+from avsim.maps import style
 
 from .common import ego_box
 from .routes import arc_length_m
 
 BACKGROUND = (12, 12, 12)
 DRIVABLE = (48, 48, 52)
-CROSSWALK = (139, 93, 255)
-ROAD_MARKING = (20, 254, 185)
-ROAD_BOUNDARY = (253, 1, 232)
-WAIT_LINE = (108, 179, 59)
-POLE = (183, 69, 177)
-SIGN = (8, 2, 255)
-LIGHT_RGB = {"red": (240, 50, 50), "yellow": (255, 200, 0), "green": (130, 240, 132), "unknown": (100, 100, 100)}
-CLASS_RGB = {"Car": (126, 206, 255), "Truck": (255, 192, 64), "Pedestrian": (255, 124, 171), "Cyclist": (102, 208, 198), "Others": (166, 136, 125)}
+# the spec palette (avsim.maps.style); the colours above and below are the preview's own
+CROSSWALK = style.CROSSWALK_RGB
+ROAD_MARKING = style.ROAD_MARKING_RGB
+ROAD_BOUNDARY = style.ROAD_BOUNDARY_RGB
+WAIT_LINE = style.WAIT_LINE_RGB
+POLE = style.POLE_RGB
+SIGN = style.TRAFFIC_SIGN_RGB
+LIGHT_RGB = style.TRAFFIC_LIGHT_RGB
+CLASS_RGB = {name: back for name, (_front, back) in style.BOX_RGB.items()}  # a box's back colour B
 EGO_RGB = (60, 220, 60)
 TEXT_RGB = (235, 235, 235)
-PATTERNS_M = {"long_dash": (3.0, 9.0), "short_dash": (1.5, 1.5), "dotted": (0.25, 0.5), "dot_dash": (0.5, 2.7432)}
 
 
 class _View:
@@ -81,17 +82,16 @@ def _offset(pts: np.ndarray, d_m: float) -> np.ndarray:
     return out
 
 
-def _draw_patterned(img, view: _View, pts: np.ndarray, pattern: str, color, thickness: int) -> None:
-    if pattern == "solid" or len(pts) < 2:
+def _draw_patterned(img, view: _View, pts: np.ndarray, pattern: style.DashPattern, color, thickness: int) -> None:
+    if pattern.pairs is None or len(pts) < 2:
         _poly(img, view, pts, color, thickness)
         return
-    paint, gap = PATTERNS_M.get(pattern, (1.0, 0.0))
     s = arc_length_m(pts)
-    fine = np.arange(0.0, s[-1], min(0.1, paint / 2))
+    fine = np.arange(0.0, s[-1], min(0.1, min(on for on, _ in pattern.pairs) / 2))
     if not len(fine):
         return
     xy = np.stack([np.interp(fine, s, pts[:, i]) for i in (0, 1)], axis=1)
-    on = np.mod(fine, paint + gap) < paint
+    on = pattern.is_painted(fine)
     edges = np.flatnonzero(np.diff(np.r_[0, on.astype(np.int8), 0]))
     runs = [xy[a:b] for a, b in zip(edges[::2], edges[1::2])]
     cv2.polylines(img, [view.px(r) for r in runs if len(r) >= 1], False, color, thickness, cv2.LINE_AA, shift=2)
@@ -113,12 +113,12 @@ def draw_static(hdmap, view: _View) -> np.ndarray:
     ll = hdmap.lane_lines
     for k in range(len(ll)):
         pts = np.asarray(ll.lines[k])
-        rgb, pattern = lane_style(ll.lane_type(k))
-        if isinstance(pattern, tuple):  # ("double", left, right)
-            _draw_patterned(img, view, _offset(pts, 0.15), pattern[1], rgb, 1)
-            _draw_patterned(img, view, _offset(pts, -0.15), pattern[2], rgb, 1)
+        lane = style.lane_style(ll.lane_type(k))
+        if len(lane.patterns) == 2:  # a double line: left copy first
+            for sign, pattern in zip((1.0, -1.0), lane.patterns):
+                _draw_patterned(img, view, _offset(pts, sign * style.DOUBLE_LINE_OFFSET_M), pattern, lane.rgb, 1)
         else:
-            _draw_patterned(img, view, pts, pattern, rgb, 1)
+            _draw_patterned(img, view, pts, lane.patterns[0], lane.rgb, 1)
     for k in range(len(hdmap.poles)):
         p = view.px(np.asarray(hdmap.poles[k])[:1, :2])[0]
         cv2.circle(img, tuple(int(v) for v in p), 2 * 4, POLE, -1, cv2.LINE_AA, shift=2)

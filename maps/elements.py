@@ -7,40 +7,50 @@ All coordinates are world-frame metres (FLU, z up). Polygons are outer rings, no
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.agents import box_corners
 from avsim.core.errors import AvsimValueError
-from avsim.core.transforms import check_unit_quat
+from avsim.core.transforms import SE3, check_unit_quat
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt, NDArrayStr
+from avsim.maps.style import DEFAULT_LANE_TYPE, LANE_STYLES, RGB, LaneStyle
+from avsim.maps.style import OTHER_LANE_STYLE as _OTHER_LANE
 
-# The render spec's lane-line table: type "<COLOR> <STYLE>" -> (RGB, pattern).
-# Patterns: solid, long_dash, short_dash, dot_dash, dotted, and ("double", left, right).
-LANE_TYPE_STYLES: dict[str, tuple[tuple[int, int, int], object]] = {
-    "WHITE SOLID_SINGLE": ((255, 255, 255), "solid"),
-    "WHITE LONG_DASHED_SINGLE": ((255, 255, 255), "long_dash"),
-    "WHITE SHORT_DASHED_SINGLE": ((255, 255, 255), "short_dash"),
-    "WHITE DOT_DASHED_SINGLE": ((255, 255, 255), "dot_dash"),
-    "WHITE SOLID_GROUP": ((255, 255, 255), ("double", "solid", "solid")),
-    "YELLOW SOLID_SINGLE": ((255, 255, 0), "solid"),
-    "YELLOW LONG_DASHED_SINGLE": ((255, 255, 0), "long_dash"),
-    "YELLOW SOLID_GROUP": ((255, 255, 0), ("double", "solid", "solid")),
-    "YELLOW DASHED_SOLID": ((255, 255, 0), ("double", "solid", "long_dash")),
-    "YELLOW SOLID_DASHED": ((255, 255, 0), ("double", "long_dash", "solid")),
-    "YELLOW DOT_SOLID_SINGLE": ((255, 255, 0), "dotted"),
-    "YELLOW DOT_SOLID_GROUP": ((255, 255, 0), ("double", "dotted", "dotted")),
-}
-OTHER_LANE_STYLE: tuple[tuple[int, int, int], object] = ((181, 164, 71), "solid")
-DEFAULT_LANE_COLOR, DEFAULT_LANE_STYLE = "WHITE", "SOLID_SINGLE"
+LegacyLaneStyle = tuple[RGB, str | tuple[str, str, str]]
+"""(RGB, pattern name) or (RGB, ("double", left pattern, right pattern))."""
 
 
-def lane_style(lane_type: str) -> tuple[tuple[int, int, int], object]:
-    """(RGB, pattern) of a lane-line type; anything not in the table draws as OTHER."""
+def _legacy_style(lane: LaneStyle) -> LegacyLaneStyle:
+    names = [p.name for p in lane.patterns]
+    return lane.rgb, names[0] if len(names) == 1 else ("double", names[0], names[1])
+
+
+# The render spec's lane-line table (`avsim.maps.style.LANE_STYLES`) in the map's own notation:
+# type "<COLOR> <STYLE>" -> (RGB, pattern); patterns: solid, long_dash, short_dash, dot_dash,
+# dotted, and ("double", left, right).
+LANE_TYPE_STYLES: dict[str, LegacyLaneStyle] = {name: _legacy_style(lane) for name, lane in LANE_STYLES.items()}
+OTHER_LANE_STYLE: LegacyLaneStyle = _legacy_style(_OTHER_LANE)
+DEFAULT_LANE_COLOR, DEFAULT_LANE_STYLE = DEFAULT_LANE_TYPE.split(" ")
+
+
+def lane_style(lane_type: str) -> LegacyLaneStyle:
+    """(RGB, pattern) of a lane-line type, in the notation of LANE_TYPE_STYLES.
+
+    Args:
+        lane_type: ``"<COLOR> <STYLE>"`` exactly as a key of LANE_TYPE_STYLES.
+
+    Returns:
+        Its entry; anything not in the table draws as OTHER (solid).
+    """
     return LANE_TYPE_STYLES.get(lane_type, OTHER_LANE_STYLE)
 
 
-def _ids(values, n: int, name: str) -> np.ndarray:
+def _ids(values: npt.ArrayLike, n: int, name: str) -> NDArrayStr:
     arr = np.asarray(values)
     if arr.shape != (n,):
         raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
@@ -50,7 +60,7 @@ def _ids(values, n: int, name: str) -> np.ndarray:
     return arr
 
 
-def _points(values, name: str) -> np.ndarray:
+def _points(values: npt.ArrayLike, name: str) -> NDArrayFloat:
     arr = np.asarray(values, dtype=np.float64)
     if arr.size == 0:
         arr = arr.reshape(0, 3)
@@ -61,15 +71,18 @@ def _points(values, name: str) -> np.ndarray:
     return arr
 
 
-def _freeze(obj, **arrays) -> None:
+def _freeze(obj: object, **arrays: Any) -> None:
     for name, arr in arrays.items():
         if isinstance(arr, np.ndarray):
             arr.setflags(write=False)
         object.__setattr__(obj, name, arr)
 
 
-def _offsets_from_lengths(lengths) -> np.ndarray:
+def _offsets_from_lengths(lengths: npt.ArrayLike) -> NDArrayInt:
     return np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))]).astype(np.int64)
+
+
+_P = TypeVar("_P", bound="Polylines")
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,35 +111,63 @@ class Polylines:
         _freeze(self, ids=ids, points_m=pts, offsets=offsets)
 
     @classmethod
-    def from_list(cls, ids, arrays: list[np.ndarray]):
-        arrays = [np.asarray(a, dtype=np.float64).reshape(-1, 3) for a in arrays]
-        pts = np.concatenate(arrays) if arrays else np.zeros((0, 3))
-        return cls(np.asarray(ids).astype(str) if len(arrays) else np.zeros(0, "<U1"), pts, _offsets_from_lengths([len(a) for a in arrays]))
+    def from_list(cls: type[_P], ids: npt.ArrayLike, arrays: Sequence[npt.ArrayLike]) -> _P:
+        """Elements from one array per element.
+
+        Args:
+            ids: (K,) element ids.
+            arrays: K vertex arrays, each (n_k, 3) (or anything reshapeable to it).
+
+        Returns:
+            The container (points concatenated, offsets from the lengths).
+        """
+        vertices = [np.asarray(a, dtype=np.float64).reshape(-1, 3) for a in arrays]
+        pts = np.concatenate(vertices) if vertices else np.zeros((0, 3))
+        return cls(np.asarray(ids).astype(str) if len(vertices) else np.zeros(0, "<U1"), pts, _offsets_from_lengths([len(a) for a in vertices]))
 
     @classmethod
-    def empty(cls):
+    def empty(cls: type[_P]) -> _P:
+        """A container with no elements.
+
+        Returns:
+            An empty container of this type.
+        """
         return cls(np.zeros(0, "<U1"), np.zeros((0, 3)), np.zeros(1, np.int64))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, k: int) -> np.ndarray:
+    def __getitem__(self, k: int) -> NDArrayFloat:
         return self.points_m[self.offsets[k] : self.offsets[k + 1]]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[NDArrayFloat]:
         return (self[k] for k in range(len(self)))
 
     @property
-    def element_index(self) -> np.ndarray:
+    def element_index(self) -> NDArrayInt:
         """Element index (M,) of every vertex."""
         return np.repeat(np.arange(len(self)), np.diff(self.offsets))
 
-    def vertex_mask(self, mask: np.ndarray) -> np.ndarray:
+    def vertex_mask(self, mask: npt.ArrayLike) -> NDArrayBool:
+        """Per-vertex mask from a per-element one.
+
+        Args:
+            mask: (K,) bool per element.
+
+        Returns:
+            (M,) bool per vertex (each element's value repeated over its vertices).
+        """
         return np.repeat(np.asarray(mask, bool), np.diff(self.offsets))
 
-    def select(self, mask: np.ndarray):
-        """Elements where `mask` (K,) bool (or an index array) holds; extra per-element or
-        per-vertex columns of subclasses are selected alongside."""
+    def select(self: _P, mask: npt.ArrayLike) -> _P:
+        """The elements where a mask holds.
+
+        Args:
+            mask: (K,) bool, or an index array.
+
+        Returns:
+            A container of the same type with the selected elements, in order.
+        """
         mask = np.asarray(mask)
         if mask.dtype != bool:
             m = np.zeros(len(self), bool)
@@ -136,23 +177,23 @@ class Polylines:
         return type(self)(self.ids[mask], self.points_m[self.vertex_mask(mask)], _offsets_from_lengths(lengths))
 
     @property
-    def lengths_m(self) -> np.ndarray:
+    def lengths_m(self) -> NDArrayFloat:
         """Arc length (K,) of each element (polygons: perimeter of the open ring)."""
         seg = np.linalg.norm(np.diff(self.points_m, axis=0), axis=-1)
         same = np.diff(self.element_index) == 0
-        return np.bincount(self.element_index[1:][same], weights=seg[same], minlength=len(self))
+        return np.asarray(np.bincount(self.element_index[1:][same], weights=seg[same], minlength=len(self)), dtype=np.float64)
 
-    def bounds_xy(self) -> np.ndarray:
-        """Per element (min_x, min_y, max_x, max_y), shape (K, 4)."""
+    def bounds_xy(self) -> NDArrayFloat:
+        """The xy bounds of every element.
+
+        Returns:
+            (K, 4) per element (min_x, min_y, max_x, max_y).
+        """
         if not len(self):
             return np.zeros((0, 4))
         xy = self.points_m[:, :2]
         starts = self.offsets[:-1]  # every element has >= min_points vertices, so reduceat is exact
         return np.concatenate([np.minimum.reduceat(xy, starts), np.maximum.reduceat(xy, starts)], axis=1)
-
-    def transformed(self, points_m: np.ndarray):
-        """The same elements with new vertex coordinates (M, 3)."""
-        return type(self)(self.ids, points_m, self.offsets)
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,19 +229,42 @@ class Cuboids:
 
     @classmethod
     def empty(cls) -> Cuboids:
+        """A container with no boxes.
+
+        Returns:
+            Empty Cuboids.
+        """
         return cls(np.zeros(0, "<U1"), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)))
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def select(self, mask: np.ndarray) -> Cuboids:
+    def select(self, mask: npt.ArrayLike) -> Cuboids:
+        """The boxes where a mask holds.
+
+        Args:
+            mask: (K,) bool, or an index array.
+
+        Returns:
+            The selected boxes, in order.
+        """
+        mask = np.asarray(mask)
         return Cuboids(self.ids[mask], self.center_m[mask], self.size_m[mask], self.orientation[mask])
 
-    def corners_m(self) -> np.ndarray:
-        """Corners (K, 8, 3) in the render spec's corner order."""
+    def corners_m(self) -> NDArrayFloat:
+        """The box corners in the render spec's corner order.
+
+        Returns:
+            (K, 8, 3) world-frame corners.
+        """
         return box_corners(self.center_m, self.size_m, self.orientation)
 
-    def bounds_xy(self) -> np.ndarray:
+    def bounds_xy(self) -> NDArrayFloat:
+        """The xy bounds of every box's corners.
+
+        Returns:
+            (K, 4) per box (min_x, min_y, max_x, max_y).
+        """
         if not len(self):
             return np.zeros((0, 4))
         c = self.corners_m()
@@ -224,7 +288,7 @@ class LaneLines:
         style = np.asarray(self.style).astype(str) if k else np.zeros(0, "<U12")
         if color.shape != (k,) or style.shape != (k,):
             raise AvsimValueError(f"lane_lines.color/style: expected ({k},), got {color.shape} / {style.shape}")
-        per_vertex = {}
+        per_vertex: dict[str, NDArrayStr | None] = {}
         for name in ("vertex_color", "vertex_style"):
             value = getattr(self, name)
             if value is not None:
@@ -238,19 +302,32 @@ class LaneLines:
 
     @classmethod
     def empty(cls) -> LaneLines:
+        """A container with no lane lines.
+
+        Returns:
+            Empty LaneLines.
+        """
         return cls(Polylines.empty(), np.zeros(0, "<U5"), np.zeros(0, "<U12"))
 
     def __len__(self) -> int:
         return len(self.lines)
 
     @property
-    def ids(self) -> np.ndarray:
+    def ids(self) -> NDArrayStr:
+        """(K,) lane-line ids (those of `lines`)."""
         return self.lines.ids
 
     def lane_type(self, k: int) -> str:
-        """"<COLOR> <STYLE>" of line k (most frequent per-vertex pair when present; ties go to
-        the pair seen first along the line)."""
-        if self.vertex_color is not None:
+        """The drawn type of one line.
+
+        Args:
+            k: line index.
+
+        Returns:
+            "<COLOR> <STYLE>": the most frequent per-vertex pair when present (ties go to the
+            pair seen first along the line), else the line's own colour and style.
+        """
+        if self.vertex_color is not None and self.vertex_style is not None:
             s = slice(self.lines.offsets[k], self.lines.offsets[k + 1])
             pairs = list(zip(self.vertex_color[s], self.vertex_style[s]))
             counts = Counter(pairs)
@@ -259,10 +336,23 @@ class LaneLines:
             return f"{color} {style}"
         return f"{self.color[k]} {self.style[k]}"
 
-    def lane_types(self) -> np.ndarray:
+    def lane_types(self) -> NDArrayStr:
+        """The drawn type of every line.
+
+        Returns:
+            (K,) str, `lane_type(k)` for each line.
+        """
         return np.array([self.lane_type(k) for k in range(len(self))], dtype=str)
 
-    def select(self, mask: np.ndarray) -> LaneLines:
+    def select(self, mask: npt.ArrayLike) -> LaneLines:
+        """The lines where a mask holds, per-vertex colour and style kept aligned.
+
+        Args:
+            mask: (K,) bool, or an index array.
+
+        Returns:
+            The selected lines, in order.
+        """
         mask = np.asarray(mask)
         if mask.dtype != bool:
             m = np.zeros(len(self), bool)
@@ -294,16 +384,33 @@ class Lanes:
 
     @classmethod
     def empty(cls) -> Lanes:
+        """A container with no lanes.
+
+        Returns:
+            Empty Lanes.
+        """
         return cls(np.zeros(0, "<U1"), Polylines.empty(), Polylines.empty(), Polylines.empty())
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def select(self, mask: np.ndarray) -> Lanes:
+    def select(self, mask: npt.ArrayLike) -> Lanes:
+        """The lanes where a mask holds.
+
+        Args:
+            mask: (K,) bool, or an index array.
+
+        Returns:
+            The selected lanes (ids and the three rails), in order.
+        """
+        mask = np.asarray(mask)
         return Lanes(self.ids[mask], self.left.select(mask), self.right.select(mask), self.centre.select(mask))
 
 
-MAP_ELEMENT_TYPES: dict[str, type] = {
+MapElements = LaneLines | Lanes | Polylines | Cuboids
+"""Any element container of an HDMap (Polygons is a Polylines)."""
+
+MAP_ELEMENT_TYPES: dict[str, type[LaneLines] | type[Lanes] | type[Polylines] | type[Cuboids]] = {
     "lane_lines": LaneLines,
     "lanes": Lanes,
     "road_boundaries": Polylines,
@@ -341,31 +448,75 @@ class HDMap:
 
     @classmethod
     def empty(cls) -> HDMap:
-        return cls(**{name: t.empty() for name, t in MAP_ELEMENT_TYPES.items()})
+        """A map with no elements.
+
+        Returns:
+            The empty map.
+        """
+        elements: dict[str, Any] = {name: t.empty() for name, t in MAP_ELEMENT_TYPES.items()}
+        return cls(**elements)
 
     @classmethod
-    def build(cls, **elements) -> HDMap:
-        """An HDMap with the given element types and every other type empty."""
+    def build(cls, **elements: MapElements) -> HDMap:
+        """An HDMap with the given element types and every other type empty.
+
+        Args:
+            **elements: containers by element-type name (keys of MAP_ELEMENT_TYPES).
+
+        Returns:
+            The map.
+        """
         unknown = set(elements) - set(MAP_ELEMENT_TYPES)
         if unknown:
             raise AvsimValueError(f"map: unknown element types {sorted(unknown)}")
-        return cls(**{name: elements.get(name, t.empty()) for name, t in MAP_ELEMENT_TYPES.items()})
+        full: dict[str, Any] = {name: elements.get(name, t.empty()) for name, t in MAP_ELEMENT_TYPES.items()}
+        return cls(**full)
 
     def element_counts(self) -> dict[str, int]:
+        """The number of elements of each type.
+
+        Returns:
+            Element-type name -> count, in MAP_ELEMENT_TYPES order.
+        """
         return {name: len(getattr(self, name)) for name in MAP_ELEMENT_TYPES}
 
     def is_empty(self) -> bool:
+        """Whether the map has no element of any type.
+
+        Returns:
+            True for an empty map.
+        """
         return not any(self.element_counts().values())
 
-    def replace(self, **changes) -> HDMap:
-        return HDMap(**{name: changes.get(name, getattr(self, name)) for name in MAP_ELEMENT_TYPES})
+    def replace(self, **changes: MapElements) -> HDMap:
+        """A copy with some element types replaced.
 
-    def select(self, masks: dict[str, np.ndarray]) -> HDMap:
-        """Keep, per element type, the elements where masks[type] holds (types absent: kept)."""
+        Args:
+            **changes: new containers by element-type name.
+
+        Returns:
+            The new map (the other types shared with this one).
+        """
+        full: dict[str, Any] = {name: changes.get(name, getattr(self, name)) for name in MAP_ELEMENT_TYPES}
+        return HDMap(**full)
+
+    def select(self, masks: dict[str, npt.ArrayLike]) -> HDMap:
+        """Keep, per element type, the elements where a mask holds.
+
+        Args:
+            masks: element-type name -> (K,) bool mask or index array of that type (types absent: kept).
+
+        Returns:
+            The selected map.
+        """
         return self.replace(**{name: getattr(self, name).select(mask) for name, mask in masks.items()})
 
-    def bounds_xy(self) -> np.ndarray | None:
-        """(min_x, min_y, max_x, max_y) over all elements, or None for an empty map."""
+    def bounds_xy(self) -> NDArrayFloat | None:
+        """The xy bounds of the whole map.
+
+        Returns:
+            (4,) (min_x, min_y, max_x, max_y) over all elements, or None for an empty map.
+        """
         boxes = [b for name in MAP_ELEMENT_TYPES if len(b := element_bounds_xy(getattr(self, name)))]
         if not boxes:
             return None
@@ -373,24 +524,60 @@ class HDMap:
         return np.array([allb[:, 0].min(), allb[:, 1].min(), allb[:, 2].max(), allb[:, 3].max()])
 
     # spatial queries live in maps.queries; these are convenience forwards
-    def within_radius(self, center_xy, radius_m: float) -> HDMap:
+    def within_radius(self, center_xy: npt.ArrayLike, radius_m: float) -> HDMap:
+        """Elements within a radius of a point (see `avsim.maps.queries.within_radius`).
+
+        Args:
+            center_xy: (2,) world x, y in metres.
+            radius_m: radius in metres.
+
+        Returns:
+            The elements whose xy footprint comes within `radius_m`.
+        """
         from avsim.maps.queries import within_radius
 
         return within_radius(self, center_xy, radius_m)
 
-    def within_patch(self, world_SE3_ego, length_m: float, width_m: float) -> HDMap:
+    def within_patch(self, world_SE3_ego: SE3, length_m: float, width_m: float) -> HDMap:
+        """Elements in an ego-aligned rectangle (see `avsim.maps.queries.within_patch`).
+
+        Args:
+            world_SE3_ego: the ego pose (one SE3).
+            length_m: extent along the ego heading.
+            width_m: extent across it.
+
+        Returns:
+            The elements intersecting the rectangle.
+        """
         from avsim.maps.queries import within_patch
 
         return within_patch(self, world_SE3_ego, length_m, width_m)
 
-    def bev_raster(self, world_SE3_ego, size_px: int = 512, resolution_m_per_px: float = 0.2) -> np.ndarray:
+    def bev_raster(self, world_SE3_ego: SE3, size_px: int = 512, resolution_m_per_px: float = 0.2) -> NDArrayByte:
+        """Top view of the map around a pose (see `avsim.maps.raster.bev_raster`).
+
+        Args:
+            world_SE3_ego: the ego pose (one SE3).
+            size_px: image side in pixels.
+            resolution_m_per_px: metres per pixel.
+
+        Returns:
+            (size_px, size_px, 3) uint8 RGB, ego forward up.
+        """
         from avsim.maps.raster import bev_raster
 
         return bev_raster(self, world_SE3_ego, size_px, resolution_m_per_px)
 
 
-def element_bounds_xy(elements) -> np.ndarray:
-    """(K, 4) xy bounds of any element container."""
+def element_bounds_xy(elements: MapElements) -> NDArrayFloat:
+    """The xy bounds of any element container.
+
+    Args:
+        elements: an element container of an HDMap.
+
+    Returns:
+        (K, 4) per element (min_x, min_y, max_x, max_y).
+    """
     if isinstance(elements, LaneLines):
         return elements.lines.bounds_xy()
     if isinstance(elements, Lanes):

@@ -9,15 +9,25 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+import numpy.typing as npt
 import shapely
 from shapely import STRtree
 
 from avsim.core.transforms import SE3
-from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines
+from avsim.core.typing import NDArrayBool, NDArrayObject
+from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, HDMap, LaneLines, Lanes, MapElements, Polygons, Polylines
 
 
-def element_geometries(elements) -> np.ndarray:
-    """Shapely geometries (K,) of the xy footprint of each element."""
+def element_geometries(elements: MapElements) -> NDArrayObject:
+    """Shapely geometries of the xy footprint of each element.
+
+    Args:
+        elements: an element container of an HDMap.
+
+    Returns:
+        (K,) object array: line strings (polylines, lane lines, lane rails), linear rings
+        (polygons: the ring, not the filled area) or polygons (box footprints).
+    """
     if isinstance(elements, LaneLines):
         return element_geometries(elements.lines)
     if isinstance(elements, Lanes):
@@ -38,10 +48,10 @@ def element_geometries(elements) -> np.ndarray:
 
 # One STRtree per (map, element type), built on first query: maps are immutable, and a viewer
 # that queries around every frame must not rebuild the index each time.
-_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[HDMap, dict[str, tuple[STRtree, NDArrayObject | None]]] = weakref.WeakKeyDictionary()
 
 
-def _spatial_index(hd_map: HDMap) -> dict[str, tuple[STRtree, np.ndarray | None]]:
+def _spatial_index(hd_map: HDMap) -> dict[str, tuple[STRtree, NDArrayObject | None]]:
     if hd_map not in _INDEXES:
         index = {}
         for name in MAP_ELEMENT_TYPES:
@@ -53,11 +63,11 @@ def _spatial_index(hd_map: HDMap) -> dict[str, tuple[STRtree, np.ndarray | None]
     return _INDEXES[hd_map]
 
 
-def _select_intersecting(hd_map: HDMap, region) -> HDMap:
-    masks = {}
+def _select_intersecting(hd_map: HDMap, region: shapely.Geometry) -> HDMap:
+    masks: dict[str, npt.ArrayLike] = {}
     index = _spatial_index(hd_map)
     for name in MAP_ELEMENT_TYPES:
-        mask = np.zeros(len(getattr(hd_map, name)), bool)
+        mask: NDArrayBool = np.zeros(len(getattr(hd_map, name)), bool)
         if name in index:
             tree, filled = index[name]
             mask[tree.query(region, predicate="intersects")] = True
@@ -67,18 +77,38 @@ def _select_intersecting(hd_map: HDMap, region) -> HDMap:
     return hd_map.select(masks)
 
 
-def _filled(polygons: Polygons) -> np.ndarray:
+def _filled(polygons: Polygons) -> NDArrayObject:
     return np.array([shapely.Polygon(ring[:, :2]) for ring in polygons], dtype=object)
 
 
-def within_radius(hd_map: HDMap, center_xy, radius_m: float) -> HDMap:
-    """Elements whose xy footprint comes within `radius_m` of `center_xy`."""
+def within_radius(hd_map: HDMap, center_xy: npt.ArrayLike, radius_m: float) -> HDMap:
+    """Elements whose xy footprint comes within `radius_m` of `center_xy`.
+
+    Args:
+        hd_map: the map.
+        center_xy: (2,) world x, y in metres.
+        radius_m: radius in metres.
+
+    Returns:
+        The map of those elements (every type).
+    """
+    center_xy = np.asarray(center_xy, dtype=np.float64)
     region = shapely.Point(float(center_xy[0]), float(center_xy[1])).buffer(float(radius_m), quad_segs=32)
     return _select_intersecting(hd_map, region)
 
 
 def within_patch(hd_map: HDMap, world_SE3_ego: SE3, length_m: float, width_m: float) -> HDMap:
-    """Elements intersecting a length x width rectangle centred on the ego, aligned with its heading."""
+    """Elements intersecting a length x width rectangle centred on the ego, aligned with its heading.
+
+    Args:
+        hd_map: the map.
+        world_SE3_ego: the ego pose (one SE3).
+        length_m: extent along the ego heading.
+        width_m: extent across it.
+
+    Returns:
+        The map of those elements (every type).
+    """
     half = np.array([[1, 1], [1, -1], [-1, -1], [-1, 1]], float) * [length_m / 2.0, width_m / 2.0]
     corners = world_SE3_ego.apply(np.c_[half, np.zeros(4)])[:, :2]
     return _select_intersecting(hd_map, shapely.Polygon(corners))

@@ -4,40 +4,65 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.transforms import SE3
+from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayInt32
+from avsim.maps import style
 from avsim.maps.elements import HDMap, lane_style
 
-BEV_COLORS = {
-    "drivable_areas": (40, 40, 40),
-    "crosswalks": (139, 93, 255),
-    "road_markings": (20, 254, 185),
-    "road_boundaries": (253, 1, 232),
-    "wait_lines": (108, 179, 59),
-    "poles": (183, 69, 177),
-    "traffic_signs": (8, 2, 255),
-    "traffic_lights": (100, 100, 100),
+BEV_DRIVABLE_RGB: style.RGB = (40, 40, 40)  # the top view only: the camera renderer draws no drivable area
+# element type -> fill / stroke colour of the top view (the spec palette of `avsim.maps.style`)
+BEV_COLORS: dict[str, style.RGB] = {
+    "drivable_areas": BEV_DRIVABLE_RGB,
+    "crosswalks": style.CROSSWALK_RGB,
+    "road_markings": style.ROAD_MARKING_RGB,
+    "road_boundaries": style.ROAD_BOUNDARY_RGB,
+    "wait_lines": style.WAIT_LINE_RGB,
+    "poles": style.POLE_RGB,
+    "traffic_signs": style.TRAFFIC_SIGN_RGB,
+    "traffic_lights": style.TRAFFIC_LIGHT_RGB["unknown"],
 }
 
 
-def world_to_bev_px(points_world: np.ndarray, world_SE3_ego: SE3, size_px: int, resolution_m_per_px: float) -> np.ndarray:
-    """World points (N, 3) -> BEV pixels (N, 2): ego at the centre, ego +x (forward) up."""
+def world_to_bev_px(points_world: npt.ArrayLike, world_SE3_ego: SE3, size_px: int, resolution_m_per_px: float) -> NDArrayFloat:
+    """Map world points to top-view pixels: ego at the centre, ego +x (forward) up.
+
+    Args:
+        points_world: (N, 3) world points in metres.
+        world_SE3_ego: the ego pose (one SE3).
+        size_px: image side in pixels.
+        resolution_m_per_px: metres per pixel.
+
+    Returns:
+        (N, 2) continuous pixel coordinates (x right, y down).
+    """
     ego = world_SE3_ego.inverse().apply(np.asarray(points_world, dtype=np.float64).reshape(-1, 3))
     centre = size_px / 2.0
     return np.stack([centre - ego[:, 1] / resolution_m_per_px, centre - ego[:, 0] / resolution_m_per_px], -1)
 
 
-def _fixed(px: np.ndarray) -> np.ndarray:
+def _fixed(px: NDArrayFloat) -> NDArrayInt32:
     return np.round(px * 16).astype(np.int32)  # 4 fractional bits for cv2 shift=4
 
 
-def bev_raster(hd_map: HDMap, world_SE3_ego: SE3, size_px: int = 512, resolution_m_per_px: float = 0.2) -> np.ndarray:
-    """An (H, W, 3) uint8 RGB top view of the map around `world_SE3_ego` (forward is up)."""
+def bev_raster(hd_map: HDMap, world_SE3_ego: SE3, size_px: int = 512, resolution_m_per_px: float = 0.2) -> NDArrayByte:
+    """A top view of the map around a pose, in the spec palette (`avsim.maps.style`).
+
+    Args:
+        hd_map: the map.
+        world_SE3_ego: the ego pose (one SE3).
+        size_px: image side in pixels.
+        resolution_m_per_px: metres per pixel.
+
+    Returns:
+        (size_px, size_px, 3) uint8 RGB, ego forward up.
+    """
     image = np.zeros((size_px, size_px, 3), np.uint8)
     half_extent = size_px * resolution_m_per_px * 0.75
     local = hd_map.within_patch(world_SE3_ego, 2 * half_extent, 2 * half_extent)
 
-    def to_px(points):
+    def to_px(points: NDArrayFloat) -> NDArrayInt32:
         return _fixed(world_to_bev_px(points, world_SE3_ego, size_px, resolution_m_per_px))
 
     for name in ("drivable_areas", "crosswalks", "road_markings"):

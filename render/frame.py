@@ -1,7 +1,8 @@
 """Scene + frame index -> one control image per camera.
 
 `SceneRenderer` prepares everything that does not change over a clip once (map elements cut
-into painted segments and triangles, per-camera ray maps and view cones) and then, for each
+into painted segments and triangles by `avsim.render.static_world`, per-camera ray maps and
+view cones) and then, for each
 frame, places the rig on the ego pose, gathers the map elements within reach, the agents and
 the traffic-light states at that time, turns them into camera-space primitives
 (`Primitives`) and rasterises them.
@@ -13,13 +14,16 @@ dynamic boxes in track-id order (faces, then edges).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
-import mapbox_earcut
 import numpy as np
+import numpy.typing as npt
 
+from avsim.core.cameras import Camera
 from avsim.core.rig import CameraRig
 from avsim.core.transforms import SE3
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
 from avsim.render import geometry as geo
 from avsim.render import style
 from avsim.render.raster import (
@@ -29,117 +33,23 @@ from avsim.render.raster import (
     rasterize_torch,
     ray_map,
 )
+from avsim.render.static_world import StaticWorld, build_static_world, triangulate_polygon
 from avsim.scenario import Scenario
+
+__all__ = [
+    "AgentRows",
+    "FrameObjects",
+    "SceneRenderer",
+    "StaticWorld",  # these three live in avsim.render.static_world
+    "build_static_world",
+    "camera_primitives",
+    "render_objects",
+    "triangulate_polygon",
+]
 
 MAP_REACH_M = style.MAX_DEPTH_M + 15.0  # cameras sit a few metres from the ego origin
 SURFACE_ZSCALE, SURFACE_ZBIAS_M = 1.25, 0.5  # see raster module: lines win over surfaces
 AGENT_BLOCK_FRAMES = 64  # agents are resampled this many frames at a time (bounded memory)
-
-
-# ---- static world ---------------------------------------------------------------------------
-@dataclass
-class StaticWorld:
-    """World-frame primitives of a map, built once per scenario.
-
-    seg_* (S): painted line segments with colour and stroke width, in draw order;
-    tri (T, 3, 3), tri_rgb (T, 3): triangles of the filled map polygons (true concave fill);
-    cub_corners (C, 8, 3), cub_rgb (C, 3), cub_light_id (C,) ('' for signs): signs, lights.
-    """
-
-    seg_p0: np.ndarray
-    seg_p1: np.ndarray
-    seg_rgb: np.ndarray
-    seg_width_px: np.ndarray
-    tri: np.ndarray
-    tri_rgb: np.ndarray
-    cub_corners: np.ndarray
-    cub_rgb: np.ndarray
-    cub_light_id: np.ndarray
-
-    def near(self, centre_xy: np.ndarray, reach_m: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Masks of the segments, triangles and cuboids that may lie within reach_m of centre_xy
-        (bounding circles in x, y; computed once per map)."""
-        if not hasattr(self, "_circles"):
-            self._circles = [
-                _bounding_circles(np.stack([self.seg_p0, self.seg_p1], 1)),
-                _bounding_circles(self.tri),
-                _bounding_circles(self.cub_corners),
-            ]
-        out = []
-        for mid, radius in self._circles:
-            d2 = ((mid - np.asarray(centre_xy, float)) ** 2).sum(axis=1)
-            out.append(d2 <= (reach_m + radius) ** 2)
-        return out[0], out[1], out[2]
-
-
-def _bounding_circles(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Centre (N, 2) and radius (N,) of circles in x, y around each element's points (N, K, 3)."""
-    if not len(points):
-        return np.zeros((0, 2)), np.zeros(0)
-    mid = points[..., :2].mean(axis=1)
-    return mid, np.linalg.norm(points[..., :2] - mid[:, None], axis=-1).max(axis=1)
-
-
-def _polyline_segments(lines) -> tuple[np.ndarray, np.ndarray]:
-    pts = lines.points_m
-    if len(pts) < 2:
-        return np.zeros((0, 3)), np.zeros((0, 3))
-    same = np.diff(lines.element_index) == 0
-    return pts[:-1][same], pts[1:][same]
-
-
-def triangulate_polygon(ring: np.ndarray) -> np.ndarray:
-    """Ear-clipping triangulation (earcut on x, y) of a possibly concave 3-D ring (n, 3) ->
-    triangles (t, 3, 3) that keep the ring's own z; a closing duplicate vertex is ignored."""
-    ring = np.asarray(ring, dtype=np.float64)
-    if len(ring) > 3 and np.allclose(ring[0], ring[-1]):
-        ring = ring[:-1]
-    if len(ring) < 3:
-        return np.zeros((0, 3, 3))
-    idx = mapbox_earcut.triangulate_float64(np.ascontiguousarray(ring[:, :2]), np.array([len(ring)], dtype=np.uint32))
-    return ring[np.asarray(idx, dtype=np.int64).reshape(-1, 3)]
-
-
-def build_static_world(hd_map) -> StaticWorld:
-    """Cut the map into painted segments (lane patterns in metres of arc length, double lines
-    offset by +/-0.10 m), polygon triangles and sign/light cuboids."""
-    p0s, p1s, rgbs, widths = [], [], [], []
-
-    def add(p0, p1, rgb, width):
-        p0s.append(p0)
-        p1s.append(p1)
-        rgbs.append(np.broadcast_to(np.asarray(rgb, float), (len(p0), 3)))
-        widths.append(np.full(len(p0), width))
-
-    lanes = hd_map.lane_lines
-    for k in range(len(lanes)):
-        a, b, rgb = geo.lane_line_segments(lanes.lines[k], lanes.lane_type(k))
-        add(a, b, rgb, style.LANE_LINE_WIDTH_PX)
-    for lines, rgb, width in (
-        (hd_map.road_boundaries, style.ROAD_BOUNDARY_RGB, style.ROAD_BOUNDARY_WIDTH_PX),
-        (hd_map.wait_lines, style.WAIT_LINE_RGB, style.WAIT_LINE_WIDTH_PX),
-        (hd_map.poles, style.POLE_RGB, style.POLE_WIDTH_PX),
-    ):
-        add(*_polyline_segments(lines), rgb, width)
-    tris, tri_rgb = [], []
-    for polygons, rgb in ((hd_map.crosswalks, style.CROSSWALK_RGB), (hd_map.road_markings, style.ROAD_MARKING_RGB)):
-        for ring in polygons:
-            t = triangulate_polygon(ring)
-            tris.append(t)
-            tri_rgb.append(np.broadcast_to(np.asarray(rgb, float), (len(t), 3)))
-    signs, lights = hd_map.traffic_signs, hd_map.traffic_lights
-    corners = [signs.corners_m() if len(signs) else np.zeros((0, 8, 3)), lights.corners_m() if len(lights) else np.zeros((0, 8, 3))]
-    return StaticWorld(
-        seg_p0=np.concatenate(p0s) if p0s else np.zeros((0, 3)),
-        seg_p1=np.concatenate(p1s) if p1s else np.zeros((0, 3)),
-        seg_rgb=np.concatenate(rgbs) if rgbs else np.zeros((0, 3)),
-        seg_width_px=np.concatenate(widths) if widths else np.zeros(0),
-        tri=np.concatenate(tris) if tris else np.zeros((0, 3, 3)),
-        tri_rgb=np.concatenate(tri_rgb) if tri_rgb else np.zeros((0, 3)),
-        cub_corners=np.concatenate(corners),
-        cub_rgb=np.concatenate([np.tile(np.asarray(style.TRAFFIC_SIGN_RGB, float), (len(signs), 1)), np.zeros((len(lights), 3))]),
-        cub_light_id=np.concatenate([np.full(len(signs), ""), np.asarray(lights.ids, dtype=str)]).astype(str),
-    )
 
 
 # ---- camera-space primitives ------------------------------------------------------------------
@@ -147,36 +57,50 @@ def build_static_world(hd_map) -> StaticWorld:
 class FrameObjects:
     """What one frame shows, in the world frame (already culled to the ego's reach)."""
 
-    seg_p0: np.ndarray
-    seg_p1: np.ndarray
-    seg_rgb: np.ndarray
-    seg_width_px: np.ndarray
-    tri: np.ndarray
-    tri_rgb: np.ndarray
-    static_corners: np.ndarray  # (C, 8, 3) signs and lights
-    static_rgb: np.ndarray  # (C, 3) sign colour or light colour at this frame
-    box_corners: np.ndarray  # (N, 8, 3) agents in track-id order
-    box_rgb_front: np.ndarray  # (N, 3)
-    box_rgb_back: np.ndarray  # (N, 3)
-    box_min_size_m: np.ndarray  # (N,)
+    seg_p0: NDArrayFloat  # (S, 3) map line segments
+    seg_p1: NDArrayFloat  # (S, 3)
+    seg_rgb: NDArrayFloat  # (S, 3)
+    seg_width_px: NDArrayFloat  # (S,)
+    tri: NDArrayFloat  # (T, 3, 3) map polygon triangles
+    tri_rgb: NDArrayFloat  # (T, 3)
+    static_corners: NDArrayFloat  # (C, 8, 3) signs and lights
+    static_rgb: NDArrayFloat  # (C, 3) sign colour or light colour at this frame
+    box_corners: NDArrayFloat  # (N, 8, 3) agents in track-id order
+    box_rgb_front: NDArrayFloat  # (N, 3)
+    box_rgb_back: NDArrayFloat  # (N, 3)
+    box_min_size_m: NDArrayFloat  # (N,)
 
     @classmethod
-    def build(cls, lines=None, triangles=None, static_boxes=None, boxes=None) -> FrameObjects:
-        """Objects from plain arrays (every part optional):
+    def build(
+        cls,
+        lines: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+        triangles: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+        static_boxes: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+        boxes: tuple[npt.ArrayLike, Sequence[str]] | None = None,
+    ) -> FrameObjects:
+        """Objects from plain arrays (every part optional).
 
-        lines: (p0 (S, 3), p1 (S, 3), rgb (S, 3), width_px (S,)); triangles: (tri (T, 3, 3),
-        rgb (T, 3)); static_boxes: (corners (C, 8, 3), rgb (C, 3)); boxes: (corners (N, 8, 3),
-        class names (N,)) drawn with the spec's class colours.
+        Args:
+            lines: (p0 (S, 3), p1 (S, 3), rgb (S, 3), width_px (S,)).
+            triangles: (tri (T, 3, 3), rgb (T, 3)).
+            static_boxes: (corners (C, 8, 3), rgb (C, 3)).
+            boxes: (corners (N, 8, 3), class names (N,)), drawn with the spec's class colours.
+
+        Returns:
+            The objects, as float64 arrays.
         """
         p0, p1, rgb, width = lines if lines is not None else (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
         tri, tri_rgb = triangles if triangles is not None else (np.zeros((0, 3, 3)), np.zeros((0, 3)))
         sc, srgb = static_boxes if static_boxes is not None else (np.zeros((0, 8, 3)), np.zeros((0, 3)))
-        bc, classes = boxes if boxes is not None else (np.zeros((0, 8, 3)), [])
+        corners, classes = boxes if boxes is not None else (np.zeros((0, 8, 3)), [])
         front = np.array([style.BOX_RGB[c][0] for c in classes], float).reshape(-1, 3)
         back = np.array([style.BOX_RGB[c][1] for c in classes], float).reshape(-1, 3)
-        bc = np.asarray(bc, float).reshape(-1, 8, 3)
+        bc = np.asarray(corners, float).reshape(-1, 8, 3)
         edge_len = np.linalg.norm(bc[:, [1, 3, 4]] - bc[:, [0, 0, 0]], axis=-1) if len(bc) else np.zeros((0, 3))
-        as_f = lambda a, *shape: np.asarray(a, float).reshape(*shape)
+
+        def as_f(a: npt.ArrayLike, *shape: int) -> NDArrayFloat:
+            return np.asarray(a, float).reshape(*shape)
+
         return cls(
             as_f(p0, -1, 3), as_f(p1, -1, 3), as_f(rgb, -1, 3), as_f(width, -1), as_f(tri, -1, 3, 3), as_f(tri_rgb, -1, 3),
             as_f(sc, -1, 8, 3), as_f(srgb, -1, 3), bc, front, back, edge_len.min(axis=1) if len(bc) else np.zeros(0),
@@ -187,7 +111,7 @@ class _OrderCounter:
     def __init__(self) -> None:
         self.next = 0
 
-    def take(self, n: int) -> np.ndarray:
+    def take(self, n: int) -> NDArrayInt:
         out = np.arange(self.next, self.next + n, dtype=np.int64)
         self.next += n
         return out
@@ -197,26 +121,28 @@ class _OrderCounter:
 class _SegmentGroup:
     """Camera-frame segments waiting for subdivision, with per-segment draw attributes."""
 
-    p0: np.ndarray
-    p1: np.ndarray
-    rgb: np.ndarray
-    width_px: np.ndarray
-    zbias: np.ndarray
+    p0: NDArrayFloat  # (S, 3)
+    p1: NDArrayFloat  # (S, 3)
+    rgb: NDArrayFloat  # (S, 3)
+    width_px: NDArrayFloat  # (S,)
+    zbias: NDArrayFloat  # (S,)
 
 
 @dataclass
 class _PlanarGroup:
     """Camera-frame planar primitives that survived clipping and culling."""
 
-    verts: np.ndarray  # (N, 3 | 4, 3) unclipped corners
-    rgb4: np.ndarray  # (N, 4, 3)
+    verts: NDArrayFloat  # (N, 3 | 4, 3) unclipped corners
+    rgb4: NDArrayFloat  # (N, 4, 3)
     is_tri: bool
     zscale: float
     zbias: float
-    edges: tuple[np.ndarray, np.ndarray, np.ndarray]  # clipped ring edges a, b, owner
+    edges: tuple[NDArrayFloat, NDArrayFloat, NDArrayInt]  # clipped ring edges a, b, owner
 
 
-def _segment_group(cone_rad, p0, p1, rgb, width_px, zbias) -> _SegmentGroup:
+def _segment_group(
+    cone_rad: float, p0: NDArrayFloat, p1: NDArrayFloat, rgb: npt.ArrayLike, width_px: npt.ArrayLike, zbias: npt.ArrayLike
+) -> _SegmentGroup:
     q0, q1, keep = geo.clip_segments(p0, p1)
     idx = np.flatnonzero(keep)
     if idx.size:
@@ -225,7 +151,9 @@ def _segment_group(cone_rad, p0, p1, rgb, width_px, zbias) -> _SegmentGroup:
     return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx])
 
 
-def _planar_group(cone_rad, verts, rgb4, is_tri, zscale, zbias) -> _PlanarGroup:
+def _planar_group(
+    cone_rad: float, verts: NDArrayFloat, rgb4: npt.ArrayLike, is_tri: bool, zscale: float, zbias: float
+) -> _PlanarGroup:
     z = verts[..., 2]
     idx = np.flatnonzero((z.max(axis=1) >= style.NEAR_M) & (z.min(axis=1) <= style.MAX_DEPTH_M))
     rings, counts = geo.clip_polygons(verts[idx])
@@ -237,7 +165,10 @@ def _planar_group(cone_rad, verts, rgb4, is_tri, zscale, zbias) -> _PlanarGroup:
     return _PlanarGroup(verts[idx], np.asarray(rgb4, float)[idx], is_tri, zscale, zbias, geo.ring_edges(rings, counts))
 
 
-def _capsules(camera, group: _SegmentGroup, a, b, ua, ub, src, orders: _OrderCounter) -> Primitives:
+def _capsules(
+    camera: Camera, group: _SegmentGroup, a: NDArrayFloat, b: NDArrayFloat, ua: NDArrayFloat, ub: NDArrayFloat,
+    src: NDArrayInt, orders: _OrderCounter,
+) -> Primitives:  # fmt: skip
     """Stroke primitives from the subdivided chords of one segment group (src indexes the group)."""
     w, h = camera.width_px, camera.height_px
     d0, d1 = a[:, 2], b[:, 2]
@@ -258,7 +189,10 @@ def _capsules(camera, group: _SegmentGroup, a, b, ua, ub, src, orders: _OrderCou
     )  # fmt: skip
 
 
-def _planars(camera, group: _PlanarGroup, owner, ua, ub, approx, orders: _OrderCounter) -> Primitives:
+def _planars(
+    camera: Camera, group: _PlanarGroup, owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool,
+    orders: _OrderCounter,
+) -> Primitives:  # fmt: skip
     """Planar primitives of one group from the projected (subdivided) boundary chords of each
     (owner (C,), pixel ends ua, ub (C, 2), approx (C,) = chord kept unsplit outside the cone)."""
     w, h = camera.width_px, camera.height_px
@@ -284,11 +218,18 @@ def _planars(camera, group: _PlanarGroup, owner, ua, ub, approx, orders: _OrderC
     )  # fmt: skip
 
 
-def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: FrameObjects) -> Primitives:
-    """All primitives of one camera image in draw order (see module docstring).
+def camera_primitives(camera: Camera, cone_rad: float, cam_SE3_world: SE3, objects: FrameObjects) -> Primitives:
+    """All primitives of one camera image in draw order (see module docstring); every segment and
+    clipped polygon boundary is subdivided in one batched call (few camera-model evaluations).
 
-    Every segment (map lines, box edges) and every clipped polygon boundary is subdivided in
-    one batched call, so the camera model is evaluated a handful of times per image.
+    Args:
+        camera: the camera (already at the output size).
+        cone_rad: its view-cone half-angle (`geometry.cone_half_angle_rad`).
+        cam_SE3_world: world -> camera transform (one SE3).
+        objects: the world-frame objects of the frame.
+
+    Returns:
+        The camera-space primitives.
     """
     R, t = cam_SE3_world.rotation, cam_SE3_world.translation
     # map lines
@@ -338,16 +279,65 @@ def camera_primitives(camera, cone_rad: float, cam_SE3_world: SE3, objects: Fram
     return Primitives.concat(camera.width_px, camera.height_px, parts)
 
 
-def render_objects(camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba") -> np.ndarray:
-    """Render world-frame objects through one camera: (H, W, 3) uint8 RGB.
+def render_objects(camera: Camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba") -> NDArrayByte:
+    """Render world-frame objects through one camera.
 
     For one-off images (tests, previews); `SceneRenderer` caches the ray map across frames.
+
+    Args:
+        camera: the camera.
+        world_SE3_camera: the camera pose (one SE3).
+        objects: world-frame objects.
+        backend: "numba" or "torch".
+
+    Returns:
+        (H, W, 3) uint8 RGB.
     """
     prims = camera_primitives(camera, geo.cone_half_angle_rad(camera), world_SE3_camera.inverse(), objects)
     return rasterize(prims, ray_map(camera), backend)
 
 
 # ---- the renderer ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentRows:
+    """Box arrays of agents, one row per (time, agent), sorted by time then track id.
+
+    t (N,) int64 timestamps in ns; corners (N, 8, 3) world-frame box corners in the spec's
+    order; front, back (N, 3) float RGB colours A and B of the class; min_size, max_size (N,)
+    smallest and largest box dimension in metres; centre (N, 2) world x, y of the box centre.
+    """
+
+    t: NDArrayInt
+    corners: NDArrayFloat
+    front: NDArrayFloat
+    back: NDArrayFloat
+    min_size: NDArrayFloat
+    max_size: NDArrayFloat
+    centre: NDArrayFloat
+
+    @classmethod
+    def empty(cls) -> AgentRows:
+        """No rows.
+
+        Returns:
+            AgentRows with N = 0.
+        """
+        return cls(np.zeros(0, np.int64), np.zeros((0, 8, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
+                   np.zeros(0), np.zeros((0, 2)))  # fmt: skip
+
+    def rows(self, lo: int, hi: int) -> AgentRows:
+        """Rows lo..hi-1 of every field.
+
+        Args:
+            lo: first row.
+            hi: one past the last row.
+
+        Returns:
+            The slice (views of these arrays).
+        """
+        return AgentRows(**{f.name: getattr(self, f.name)[lo:hi] for f in fields(self)})
+
+
 class SceneRenderer:
     """Render a scenario's frames through a camera rig.
 
@@ -374,26 +364,35 @@ class SceneRenderer:
         self.backend = backend
         self.timestamps_ns = scenario.frame_timestamps(self.fps)
         self.static = build_static_world(scenario.map)
-        self._rays: dict[int, np.ndarray] = {}
+        self._rays: dict[int, NDArrayFloat32] = {}
         self._cones = [geo.cone_half_angle_rad(c) for c in self.rig.cameras]
-        self._agent_block: tuple[int, object] | None = None
+        self._agent_block: tuple[int, AgentRows] | None = None
         self._objects: tuple[int, SE3, FrameObjects] | None = None
 
-    def rays(self, camera_index: int) -> np.ndarray:
-        """The camera's ray map (computed on first use, then kept)."""
+    def rays(self, camera_index: int) -> NDArrayFloat32:
+        """The camera's ray map (computed on first use, then kept).
+
+        Args:
+            camera_index: index into the rig.
+
+        Returns:
+            (H, W, 2) float32 (x/z, y/z) per pixel (see `raster.ray_map`).
+        """
         if camera_index not in self._rays:
             self._rays[camera_index] = ray_map(self.rig.cameras[camera_index])
         return self._rays[camera_index]
 
     @property
     def camera_names(self) -> tuple[str, ...]:
+        """Names of the rendered cameras, in rig order."""
         return self.rig.names
 
     @property
     def n_frames(self) -> int:
+        """Frames of the clip at the render rate."""
         return len(self.timestamps_ns)
 
-    def _agent_rows(self, frame_index: int) -> dict[str, np.ndarray]:
+    def _agent_rows(self, frame_index: int) -> AgentRows:
         """Box arrays of the agents at one frame, in track-id order.
 
         Agents are resampled AGENT_BLOCK_FRAMES frames at a time and their corners and colours
@@ -405,33 +404,40 @@ class SceneRenderer:
             self._agent_block = (block, self._resample_block(block))
         rows = self._agent_block[1]
         t = self.timestamps_ns[frame_index]
-        lo, hi = np.searchsorted(rows["t"], [t, t + 1])
-        return {k: v[lo:hi] for k, v in rows.items()}
+        lo, hi = np.searchsorted(rows.t, [t, t + 1])
+        return rows.rows(int(lo), int(hi))
 
-    def _resample_block(self, block: int) -> dict[str, np.ndarray]:
+    def _resample_block(self, block: int) -> AgentRows:
+        """The agents of frames block * AGENT_BLOCK_FRAMES ... (block + 1) * AGENT_BLOCK_FRAMES - 1."""
         ts = self.timestamps_ns[block * AGENT_BLOCK_FRAMES : (block + 1) * AGENT_BLOCK_FRAMES]
         agents = self.scenario.agents
         agents = agents.resample(ts) if len(agents) else agents
         if not len(agents):
-            return {"t": np.zeros(0, np.int64), "corners": np.zeros((0, 8, 3)), "front": np.zeros((0, 3)),
-                    "back": np.zeros((0, 3)), "min_size": np.zeros(0), "centre": np.zeros((0, 2)), "max_size": np.zeros(0)}  # fmt: skip
+            return AgentRows.empty()
         order = np.lexsort((agents.track_id, agents.timestamps_ns))
         classes = agents.object_class[order]
         table_front = {c: style.BOX_RGB[c][0] for c in np.unique(classes)}
         table_back = {c: style.BOX_RGB[c][1] for c in np.unique(classes)}
         size = agents.size_m[order]
-        return {
-            "t": agents.timestamps_ns[order],
-            "corners": agents.corners_m()[order],
-            "front": np.array([table_front[c] for c in classes], float).reshape(-1, 3),
-            "back": np.array([table_back[c] for c in classes], float).reshape(-1, 3),
-            "min_size": size.min(axis=1),
-            "max_size": size.max(axis=1),
-            "centre": agents.center_m[order, :2],
-        }
+        return AgentRows(
+            t=agents.timestamps_ns[order],
+            corners=agents.corners_m()[order],
+            front=np.array([table_front[c] for c in classes], float).reshape(-1, 3),
+            back=np.array([table_back[c] for c in classes], float).reshape(-1, 3),
+            min_size=size.min(axis=1),
+            max_size=size.max(axis=1),
+            centre=agents.center_m[order, :2],
+        )
 
     def frame_objects(self, frame_index: int) -> tuple[SE3, FrameObjects]:
-        """The ego pose and the world-frame objects of one frame (culled to the ego's reach)."""
+        """The ego pose and the world-frame objects of one frame (culled to the ego's reach).
+
+        Args:
+            frame_index: frame at the render rate.
+
+        Returns:
+            world_SE3_ego (one SE3) and the frame's objects.
+        """
         t_ns = int(self.timestamps_ns[frame_index])
         world_SE3_ego = self.scenario.ego.pose_at(np.array([t_ns]))[0]
         centre = world_SE3_ego.translation[:2]
@@ -444,12 +450,12 @@ class SceneRenderer:
             states = self.scenario.lights.state_at(light_ids[is_light], t_ns)
             static_rgb[is_light] = geo.traffic_light_rgb(states)
         rows = self._agent_rows(frame_index)
-        keep = ~_contains_xy(rows["corners"], centre)  # the ego's own box, if a track holds it
-        keep &= np.linalg.norm(rows["centre"] - centre, axis=-1) <= MAP_REACH_M + rows["max_size"]
+        keep = ~_contains_xy(rows.corners, centre)  # the ego's own box, if a track holds it
+        keep &= np.linalg.norm(rows.centre - centre, axis=-1) <= MAP_REACH_M + rows.max_size
         objects = FrameObjects(
             s.seg_p0[seg_on], s.seg_p1[seg_on], s.seg_rgb[seg_on], s.seg_width_px[seg_on],
             s.tri[tri_on], s.tri_rgb[tri_on], s.cub_corners[cub_on], static_rgb,
-            rows["corners"][keep], rows["front"][keep], rows["back"][keep], rows["min_size"][keep],
+            rows.corners[keep], rows.front[keep], rows.back[keep], rows.min_size[keep],
         )  # fmt: skip
         return world_SE3_ego, objects
 
@@ -459,25 +465,52 @@ class SceneRenderer:
         return self._objects[1], self._objects[2]
 
     def camera_primitives(self, frame_index: int, camera_index: int) -> Primitives:
-        """Camera-space primitives of one camera at one frame."""
+        """Camera-space primitives of one camera at one frame.
+
+        Args:
+            frame_index: frame at the render rate.
+            camera_index: index into the rig.
+
+        Returns:
+            The primitives in draw order.
+        """
         world_SE3_ego, objects = self._frame(frame_index)
         world_SE3_cam = world_SE3_ego.compose(self.rig.ego_SE3_camera[camera_index])
         camera = self.rig.cameras[camera_index]
         return camera_primitives(camera, self._cones[camera_index], world_SE3_cam.inverse(), objects)
 
     def primitives(self, frame_index: int) -> list[Primitives]:
-        """Camera-space primitives of every camera of one frame."""
+        """Camera-space primitives of every camera of one frame.
+
+        Args:
+            frame_index: frame at the render rate.
+
+        Returns:
+            One set of primitives per camera, in rig order.
+        """
         return [self.camera_primitives(frame_index, i) for i in range(len(self.rig))]
 
-    def render_camera(self, frame_index: int, camera: str | int) -> np.ndarray:
-        """One camera's (H, W, 3) uint8 RGB image at frame `frame_index`."""
+    def render_camera(self, frame_index: int, camera: str | int) -> NDArrayByte:
+        """One camera's image at one frame.
+
+        Args:
+            frame_index: frame at the render rate.
+            camera: camera name or index into the rig.
+
+        Returns:
+            (H, W, 3) uint8 RGB.
+        """
         i = camera if isinstance(camera, int) else self.rig.index(camera)
         return rasterize(self.camera_primitives(frame_index, i), self.rays(i), self.backend)
 
-    def render_frame(self, frame_index: int) -> dict[str, np.ndarray]:
-        """One (H, W, 3) uint8 RGB image per camera name for frame `frame_index`.
+    def render_frame(self, frame_index: int) -> dict[str, NDArrayByte]:
+        """Every camera's image at one frame (torch backend: all cameras rasterised as one batch).
 
-        With the torch backend all cameras of the frame are rasterised as one batch.
+        Args:
+            frame_index: frame at the render rate.
+
+        Returns:
+            Camera name -> (H, W, 3) uint8 RGB.
         """
         if self.backend == "torch":
             prims = self.primitives(frame_index)
@@ -486,7 +519,7 @@ class SceneRenderer:
         return {name: self.render_camera(frame_index, i) for i, name in enumerate(self.rig.names)}
 
 
-def _contains_xy(corners: np.ndarray, point_xy: np.ndarray) -> np.ndarray:
+def _contains_xy(corners: NDArrayFloat, point_xy: NDArrayFloat) -> NDArrayBool:
     """(N,) whether each box footprint (corners (N, 8, 3); top face 0..3 is a rectangle) holds a point."""
     c0, c1, c3 = corners[:, 0, :2], corners[:, 1, :2], corners[:, 3, :2]
     e1, e2 = c1 - c0, c3 - c0

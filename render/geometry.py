@@ -15,9 +15,19 @@ PIXEL_CENTRE_OFFSET = 0, and the pixel covers [i - 0.5, i + 0.5) x [j - 0.5, j +
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
-from avsim.core.cameras import PinholeCamera
+from avsim.core.cameras import Camera, PinholeCamera
+from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
+from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
+
+__all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
+    "arc_lengths",
+    "lane_line_segments",
+    "offset_polyline",
+    "pattern_segments",
+]
 
 # Continuous coordinate of pixel i's centre is i + PIXEL_CENTRE_OFFSET. 0.0 is the OpenCV
 # convention, the one in which every calibration we read is expressed (OpenCV, nuScenes, AV2,
@@ -28,7 +38,14 @@ PIXEL_CENTRE_OFFSET = 0.0
 
 
 def image_extent_px(size_px: int) -> tuple[float, float]:
-    """Continuous coordinates (first, last) of the outer edges of an image axis of `size_px` pixels."""
+    """The outer edges of an image axis in continuous pixel coordinates.
+
+    Args:
+        size_px: pixels along the axis.
+
+    Returns:
+        (first, last) edge coordinates.
+    """
     return PIXEL_CENTRE_OFFSET - 0.5, size_px + PIXEL_CENTRE_OFFSET - 0.5
 
 
@@ -56,7 +73,7 @@ CUBOID_EDGES = np.array(
 FRONT_CORNERS = (0, 1, 4, 5)  # colour A; the others (2, 3, 6, 7) get colour B
 
 
-def _edge_faces() -> np.ndarray:
+def _edge_faces() -> NDArrayInt:
     out = np.zeros((len(CUBOID_EDGES), 2), dtype=np.int64)
     for k, (a, b) in enumerate(CUBOID_EDGES):
         faces = [f for f in range(6) if a in CUBOID_FACES[f] and b in CUBOID_FACES[f]]
@@ -67,18 +84,32 @@ def _edge_faces() -> np.ndarray:
 CUBOID_EDGE_FACES = _edge_faces()  # (12, 2): the two faces that share each edge
 
 
-def cuboid_corner_colours(rgb_front: np.ndarray, rgb_back: np.ndarray) -> np.ndarray:
-    """Per-corner colours (N, 8, 3): front corners {0,1,4,5} get A, back corners B."""
+def cuboid_corner_colours(rgb_front: npt.ArrayLike, rgb_back: npt.ArrayLike) -> NDArrayFloat:
+    """Per-corner colours of boxes: front corners {0,1,4,5} get A, back corners B.
+
+    Args:
+        rgb_front: (N, 3) colour A per box.
+        rgb_back: (N, 3) colour B per box.
+
+    Returns:
+        (N, 8, 3) float colours.
+    """
     front = np.zeros(8, dtype=bool)
     front[list(FRONT_CORNERS)] = True
     return np.where(front[None, :, None], np.asarray(rgb_front, float)[:, None, :], np.asarray(rgb_back, float)[:, None, :])
 
 
-def front_facing(corners_cam: np.ndarray) -> np.ndarray:
-    """(N, 8, 3) camera-frame cuboid corners -> (N, 6) bool, face turned towards the camera.
+def front_facing(corners_cam: NDArrayFloat) -> NDArrayBool:
+    """Which faces of boxes are turned towards the camera.
 
     Exact for any central camera (the camera centre is the origin): a face is visible from
     the origin iff the origin lies on the outer side of the face plane.
+
+    Args:
+        corners_cam: (N, 8, 3) camera-frame corners in the spec's order.
+
+    Returns:
+        (N, 6) bool per face of CUBOID_FACES.
     """
     quads = corners_cam[:, CUBOID_FACES]  # (N, 6, 4, 3)
     normal = np.cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
@@ -88,89 +119,35 @@ def front_facing(corners_cam: np.ndarray) -> np.ndarray:
     return np.einsum("nfk,nfk->nf", normal * outward[..., None], quads[:, :, 0]) < 0
 
 
-# ---- lane-line patterns ------------------------------------------------------------------
-def arc_lengths(points: np.ndarray) -> np.ndarray:
-    """Cumulative 3-D arc length (n,) of a polyline (n, 3), starting at 0."""
-    seg = np.linalg.norm(np.diff(points, axis=0), axis=-1)
-    return np.concatenate([[0.0], np.cumsum(seg)])
+# ---- transforms, clipping and culling -----------------------------------------------------
+def to_camera(points_world: NDArrayFloat, cam_R_world: NDArrayFloat, cam_t_world: NDArrayFloat) -> NDArrayFloat:
+    """Transform world points into the camera frame (p_cam = R p_world + t).
 
+    Args:
+        points_world: (..., 3) world points.
+        cam_R_world: (3, 3) rotation.
+        cam_t_world: (3,) translation.
 
-def pattern_segments(points: np.ndarray, pattern: style.DashPattern) -> tuple[np.ndarray, np.ndarray]:
-    """Cut a polyline (n, 3) into its painted pieces; returns segment ends (k, 3), (k, 3).
-
-    The pattern starts painted at arc length 0 and repeats every `pattern.period_m` metres of
-    3-D arc length; pieces are exact (cut points are interpolated on the polyline).
+    Returns:
+        (..., 3) camera-frame points.
     """
-    points = np.asarray(points, dtype=np.float64)
-    if len(points) < 2:
-        return np.zeros((0, 3)), np.zeros((0, 3))
-    s = arc_lengths(points)
-    total = s[-1]
-    if pattern.pairs is None or total <= 0:
-        return points[:-1].copy(), points[1:].copy()
-    period = pattern.period_m
-    starts, ends, acc = [], [], 0.0
-    for on, off in pattern.pairs:
-        starts.append(acc)
-        ends.append(acc + on)
-        acc += on + off
-    base = np.arange(int(np.ceil(total / period)) + 1)[:, None] * period
-    a = (base + np.array(starts)[None]).ravel()
-    b = (base + np.array(ends)[None]).ravel()
-    keep = a < total
-    a, b = a[keep], np.minimum(b[keep], total)
-    cuts = np.unique(np.concatenate([s, a, b]))
-    mids = 0.5 * (cuts[:-1] + cuts[1:])
-    idx = np.searchsorted(a, mids, side="right") - 1
-    painted = (idx >= 0) & (mids < b[np.maximum(idx, 0)])
-    pts = np.stack([np.interp(cuts, s, points[:, k]) for k in range(3)], -1)
-    return pts[:-1][painted], pts[1:][painted]
-
-
-def offset_polyline(points: np.ndarray, offset_m: float) -> np.ndarray:
-    """Shift a polyline (n, 3) by `offset_m` along its ground-plane left normal (+perp, CCW).
-
-    Vertex normals are the normalised mean of the adjacent segment normals (a mitre-free
-    offset, adequate for the +/-0.10 m of double lines).
-    """
-    points = np.asarray(points, dtype=np.float64)
-    d = np.diff(points[:, :2], axis=0)
-    n = np.stack([-d[:, 1], d[:, 0]], -1)
-    n /= np.maximum(np.linalg.norm(n, axis=-1, keepdims=True), 1e-12)
-    vn = np.zeros((len(points), 2))
-    vn[:-1] += n
-    vn[1:] += n
-    vn /= np.maximum(np.linalg.norm(vn, axis=-1, keepdims=True), 1e-12)
-    out = points.copy()
-    out[:, :2] += offset_m * vn
+    out: NDArrayFloat = points_world @ cam_R_world.T + cam_t_world
     return out
 
 
-def lane_line_segments(points: np.ndarray, lane_type: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
-    """Painted segments (k, 3), (k, 3) and colour of one lane line of type ``"<COLOR> <STYLE>"``."""
-    lane = style.lane_style(lane_type)
-    if len(lane.patterns) == 1:
-        p0, p1 = pattern_segments(points, lane.patterns[0])
-        return p0, p1, lane.rgb
-    parts = [
-        pattern_segments(offset_polyline(points, sign * style.DOUBLE_LINE_OFFSET_M), pattern)
-        for sign, pattern in zip((1.0, -1.0), lane.patterns)
-    ]
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), lane.rgb
-
-
-# ---- transforms, clipping and culling -----------------------------------------------------
-def to_camera(points_world: np.ndarray, cam_R_world: np.ndarray, cam_t_world: np.ndarray) -> np.ndarray:
-    """Points (..., 3) in the world frame -> camera frame (p_cam = R p_world + t)."""
-    return points_world @ cam_R_world.T + cam_t_world
-
-
 def clip_segments(
-    p0: np.ndarray, p1: np.ndarray, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Clip camera-frame segments (N, 3) to near_m <= z <= far_m exactly.
+    p0: NDArrayFloat, p1: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
+    """Clip camera-frame segments to near_m <= z <= far_m exactly.
 
-    Returns the clipped ends and a keep mask (N,); dropped rows hold meaningless values.
+    Args:
+        p0: (N, 3) segment starts.
+        p1: (N, 3) segment ends.
+        near_m: near plane (camera z).
+        far_m: far plane (camera z).
+
+    Returns:
+        Clipped starts (N, 3), ends (N, 3) and a keep mask (N,); dropped rows hold meaningless values.
     """
     keep = np.ones(len(p0), dtype=bool)
     for plane, sign in ((near_m, 1.0), (far_m, -1.0)):
@@ -178,7 +155,9 @@ def clip_segments(
     return p0, p1, keep
 
 
-def _clip_segments_halfspace(p0, p1, keep, plane: float, sign: float):
+def _clip_segments_halfspace(
+    p0: NDArrayFloat, p1: NDArrayFloat, keep: NDArrayBool, plane: float, sign: float
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
     # Keep sign * (z - plane) >= 0.
     d0, d1 = sign * (p0[:, 2] - plane), sign * (p1[:, 2] - plane)
     keep = keep & ((d0 >= 0) | (d1 >= 0))
@@ -190,12 +169,18 @@ def _clip_segments_halfspace(p0, p1, keep, plane: float, sign: float):
 
 
 def clip_polygons(
-    vertices: np.ndarray, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sutherland-Hodgman clip of convex camera-frame polygons (N, K, 3) to near <= z <= far.
+    vertices: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+) -> tuple[NDArrayFloat, NDArrayInt]:
+    """Sutherland-Hodgman clip of convex camera-frame polygons to near <= z <= far.
 
-    Returns vertices (N, K + 2, 3) and their counts (N,); the first `count` rows of each
-    polygon are its clipped ring in order (count 0 = fully clipped away).
+    Args:
+        vertices: (N, K, 3) convex rings.
+        near_m: near plane (camera z).
+        far_m: far plane (camera z).
+
+    Returns:
+        Vertices (N, K + 2, 3) and their counts (N,): the first `count` rows of each polygon
+        are its clipped ring in order (count 0 = fully clipped away).
     """
     n, k, _ = vertices.shape
     ring = np.zeros((n, k + 2, 3))
@@ -213,7 +198,7 @@ def clip_polygons(
     return ring, count
 
 
-def _clip_ring_halfspace(ring: np.ndarray, count: np.ndarray, plane: float, sign: float) -> tuple[np.ndarray, np.ndarray]:
+def _clip_ring_halfspace(ring: NDArrayFloat, count: NDArrayInt, plane: float, sign: float) -> tuple[NDArrayFloat, NDArrayInt]:
     # Keep sign * (z - plane) >= 0. Vectorised over polygons with a ragged count.
     n, k, _ = ring.shape
     idx = np.arange(k)
@@ -236,8 +221,15 @@ def _clip_ring_halfspace(ring: np.ndarray, count: np.ndarray, plane: float, sign
     return out[:, : max(width, k)], new_count
 
 
-def cone_half_angle_rad(camera) -> float:
-    """Largest angle between the optical axis and the ray of any pixel on the image border."""
+def cone_half_angle_rad(camera: Camera) -> float:
+    """The half-angle of a camera's view cone.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        The largest angle (radians) between the optical axis and the ray of any pixel on the image border.
+    """
     (x0, x1), (y0, y1) = image_extent_px(camera.width_px), image_extent_px(camera.height_px)
     xs, ys = np.linspace(x0, x1, 33), np.linspace(y0, y1, 19)
     border = np.concatenate(
@@ -249,20 +241,29 @@ def cone_half_angle_rad(camera) -> float:
     return float(theta.max())
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+def _unit(v: NDArrayFloat) -> NDArrayFloat:
+    out: NDArrayFloat = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+    return out
 
 
-def _angle_from_axis(u: np.ndarray) -> np.ndarray:
+def _angle_from_axis(u: NDArrayFloat) -> NDArrayFloat:
     return np.arctan2(np.hypot(u[..., 0], u[..., 1]), u[..., 2])
 
 
-def cone_visible(vertices: np.ndarray, counts: np.ndarray | None, cone_rad: float) -> np.ndarray:
-    """Conservative test that a convex set spanned by vertices (N, K, 3) may enter the view cone.
+def cone_visible(vertices: NDArrayFloat, counts: NDArrayInt | None, cone_rad: float) -> NDArrayBool:
+    """Conservative test that a convex set may enter the view cone.
 
     Every point p of the set has angle(axis, p) >= min_v angle(axis, v) - max_{v,w} angle(v, w)
     (triangle inequality on the sphere), so sets failing that bound are certainly invisible.
     Only meaningful for vertices in front of the camera (clip first).
+
+    Args:
+        vertices: (N, K, 3) camera-frame vertices spanning each set.
+        counts: (N,) valid vertices per set (None: all K).
+        cone_rad: the camera's cone half-angle.
+
+    Returns:
+        (N,) bool, False where the set is certainly invisible.
     """
     u = _unit(vertices)
     n, k, _ = u.shape
@@ -275,8 +276,17 @@ def cone_visible(vertices: np.ndarray, counts: np.ndarray | None, cone_rad: floa
     return theta.min(axis=1) - span <= cone_rad + margin
 
 
-def segment_cone_visible(p0: np.ndarray, p1: np.ndarray, cone_rad: float) -> np.ndarray:
-    """`cone_visible` for segments (N, 3), (N, 3): the two-vertex case without pair matrices."""
+def segment_cone_visible(p0: NDArrayFloat, p1: NDArrayFloat, cone_rad: float) -> NDArrayBool:
+    """`cone_visible` for segments: the two-vertex case without pair matrices.
+
+    Args:
+        p0: (N, 3) camera-frame segment starts.
+        p1: (N, 3) camera-frame segment ends.
+        cone_rad: the camera's cone half-angle.
+
+    Returns:
+        (N,) bool, False where the segment is certainly invisible.
+    """
     l0 = np.sqrt(np.einsum("nk,nk->n", p0, p0))
     l1 = np.sqrt(np.einsum("nk,nk->n", p1, p1))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -287,33 +297,52 @@ def segment_cone_visible(p0: np.ndarray, p1: np.ndarray, cone_rad: float) -> np.
     return visible | ~np.isfinite(span)
 
 
-def is_straight_projection(camera) -> bool:
-    """True when 3-D straight lines stay straight in the image (distortion-free pinhole)."""
+def is_straight_projection(camera: Camera) -> bool:
+    """Whether 3-D straight lines stay straight in the image.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        True for a distortion-free pinhole.
+    """
     return isinstance(camera, PinholeCamera) and not camera.has_distortion
 
 
-def project_points(camera, points_cam: np.ndarray) -> np.ndarray:
-    """Pixel coordinates (N, 2) of camera-frame points (N, 3) (z > 0 expected)."""
+def project_points(camera: Camera, points_cam: NDArrayFloat) -> NDArrayFloat:
+    """Pixel coordinates of camera-frame points.
+
+    Args:
+        camera: the camera.
+        points_cam: (N, 3) camera-frame points (z > 0 expected).
+
+    Returns:
+        (N, 2) pixels.
+    """
     if len(points_cam) == 0:
         return np.zeros((0, 2))
     return camera.project(points_cam)[0]
 
 
+# chords being subdivided: ends a, b (M, 3), pixels ua, ub (M, 2), source (M,), key along it (M,), width (M,)
+_Chords = tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt, NDArrayFloat, NDArrayFloat]
+# finished chords: _Chords without the width, then the "kept unsplit outside the cone" flag
+_Done = tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt, NDArrayFloat, NDArrayBool]
+
+
 def subdivide_segments(
-    camera,
-    p0: np.ndarray,
-    p1: np.ndarray,
+    camera: Camera,
+    p0: NDArrayFloat,
+    p1: NDArrayFloat,
     tol_px: float = SUBDIVISION_TOL_PX,
     cone_rad: float | None = None,
-    keep_outside: np.ndarray | None = None,
+    keep_outside: npt.ArrayLike | None = None,
     return_approx: bool = False,
-) -> tuple[np.ndarray, ...]:
+) -> tuple[NDArrayAny, ...]:
     """Adaptively split camera-frame segments until each projected chord is within `tol_px`.
 
-    Returns (q0, q1 (M, 3), uv0, uv1 (M, 2), source (M,)): sub-segment ends in the camera
-    frame, their pixels and the index of the input segment each came from. A chord is
-    accepted when the projection of its 3-D midpoint lies within `tol_px` of the straight
-    pixel chord (for a pinhole without distortion every chord is exact and none is split).
+    A chord is accepted when the projection of its 3-D midpoint lies within `tol_px` of the
+    straight pixel chord (for a pinhole without distortion every chord is exact and none is split).
 
     With `cone_rad`, a chord that certainly lies outside the view cone (`cone_visible`) is not
     split further: it is dropped, or kept as it is where `keep_outside` (per input segment) is
@@ -321,59 +350,97 @@ def subdivide_segments(
     models from being evaluated far outside their valid range (distortion polynomials fold).
     Output order is deterministic: by source segment, then along the segment. With
     `return_approx` a sixth array flags the chords kept unsplit outside the cone.
+
+    Args:
+        camera: the camera.
+        p0: (N, 3) camera-frame segment starts (clipped to z >= NEAR_M).
+        p1: (N, 3) camera-frame segment ends.
+        tol_px: chord tolerance in pixels.
+        cone_rad: the camera's cone half-angle, or None (no culling).
+        keep_outside: (N,) bool per input segment (default: all True).
+        return_approx: also return the approx flags.
+
+    Returns:
+        q0, q1 (M, 3) sub-segment ends in the camera frame, their pixels uv0, uv1 (M, 2), the
+        index source (M,) of the input segment each came from [, approx (M,) bool].
     """
     n = len(p0)
     uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
     if n == 0 or is_straight_projection(camera):
         return (p0, p1, uv0, uv1, np.arange(n)) + ((np.zeros(n, bool),) if return_approx else ())
-    keep_outside = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
+    keep = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
     # (source, position key) let us restore along-segment order after the level loop
-    src = np.arange(n)
-    key = np.zeros(n, dtype=np.float64)
-    width = np.ones(n, dtype=np.float64)
-    done = []
-    a, b, ua, ub = p0, p1, uv0, uv1
+    chords: _Chords = (p0, p1, uv0, uv1, np.arange(n), np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.float64))
+    done: list[_Done] = []
     for level in range(MAX_SUBDIVISION_LEVELS + 1):
         if cone_rad is not None and level > 0:  # level-0 input was culled by the caller
-            outside = ~segment_cone_visible(a, b, cone_rad)
+            outside = ~segment_cone_visible(chords[0], chords[1], cone_rad)
             if outside.any():
-                emit = outside & keep_outside[src]
-                done.append((a[emit], b[emit], ua[emit], ub[emit], src[emit], key[emit], np.ones(int(emit.sum()), bool)))
-                inside = ~outside
-                a, b, ua, ub, src, key, width = (v[inside] for v in (a, b, ua, ub, src, key, width))
-                if not len(a):
+                done.append(_take(chords, outside & keep[chords[4]], True))
+                chords = _select(chords, ~outside)
+                if not len(chords[0]):
                     break
+        a, b, ua, ub = chords[:4]
         m = 0.5 * (a + b)
         um = project_points(camera, m)
-        chord = ub - ua
-        length = np.hypot(chord[:, 0], chord[:, 1])
-        rel = um - ua
-        cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0]) / np.maximum(length, 1e-12)
-        err = np.where(length > 1e-9, cross, np.hypot(rel[:, 0], rel[:, 1]))
-        ok = (err <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
-        done.append((a[ok], b[ok], ua[ok], ub[ok], src[ok], key[ok], np.zeros(int(ok.sum()), bool)))
-        s = ~ok
-        if not s.any():
+        ok = (_midpoint_error_px(ua, ub, um) <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
+        done.append(_take(chords, ok, False))
+        if ok.all():
             break
-        half = width[s] / 2
-        a = np.concatenate([a[s], m[s]])
-        b = np.concatenate([m[s], b[s]])
-        ua = np.concatenate([ua[s], um[s]])
-        ub = np.concatenate([um[s], ub[s]])
-        src = np.concatenate([src[s], src[s]])
-        key = np.concatenate([key[s], key[s] + half])
-        width = np.concatenate([half, half])
+        chords = _halve(chords, m, um, ~ok)
+    return _in_source_order(done, return_approx)
+
+
+def _select(chords: _Chords, mask: NDArrayBool) -> _Chords:
+    a, b, ua, ub, src, key, width = chords
+    return a[mask], b[mask], ua[mask], ub[mask], src[mask], key[mask], width[mask]
+
+
+def _take(chords: _Chords, mask: NDArrayBool, approx: bool) -> _Done:
+    a, b, ua, ub, src, key, _ = _select(chords, mask)
+    return a, b, ua, ub, src, key, np.full(int(mask.sum()), approx, dtype=bool)
+
+
+def _midpoint_error_px(ua: NDArrayFloat, ub: NDArrayFloat, um: NDArrayFloat) -> NDArrayFloat:
+    """Distance (M,) of the projected midpoints um from the pixel chords ua -> ub (all (M, 2))."""
+    chord = ub - ua
+    length = np.hypot(chord[:, 0], chord[:, 1])
+    rel = um - ua
+    cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0]) / np.maximum(length, 1e-12)
+    return np.where(length > 1e-9, cross, np.hypot(rel[:, 0], rel[:, 1]))
+
+
+def _halve(chords: _Chords, m: NDArrayFloat, um: NDArrayFloat, s: NDArrayBool) -> _Chords:
+    """Split the chords where `s` at their midpoints m (M, 3) / um (M, 2): first halves, then second halves."""
+    a, b, ua, ub, src, key, width = chords
+    half = width[s] / 2
+    return (
+        np.concatenate([a[s], m[s]]), np.concatenate([m[s], b[s]]),
+        np.concatenate([ua[s], um[s]]), np.concatenate([um[s], ub[s]]),
+        np.concatenate([src[s], src[s]]), np.concatenate([key[s], key[s] + half]), np.concatenate([half, half]),
+    )  # fmt: skip
+
+
+def _in_source_order(done: list[_Done], return_approx: bool) -> tuple[NDArrayAny, ...]:
+    """The finished chords of every level joined, by source segment then along it."""
     if not done:
         empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0, np.int64))
         return empty + (np.zeros(0, bool),) if return_approx else empty
     parts = [np.concatenate([d[i] for d in done]) for i in range(7)]
     order = np.lexsort((parts[5], parts[4])) if len(done) > 1 else np.arange(len(parts[4]))
-    out = tuple(p[order] for p in parts[:5]) + ((parts[6][order],) if return_approx else ())
-    return out  # type: ignore[return-value]
+    return tuple(p[order] for p in parts[:5]) + ((parts[6][order],) if return_approx else ())
 
 
-def ring_edges(rings: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Edges of ragged polygon rings (N, K, 3) with `counts`: starts, ends (E, 3), owner (E,)."""
+def ring_edges(rings: NDArrayFloat, counts: NDArrayInt) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayInt]:
+    """Edges of ragged polygon rings.
+
+    Args:
+        rings: (N, K, 3) vertices.
+        counts: (N,) valid vertices per ring.
+
+    Returns:
+        Edge starts (E, 3), ends (E, 3) and owning ring (E,).
+    """
     n, k, _ = rings.shape
     idx = np.arange(k)
     valid = idx[None] < counts[:, None]
@@ -384,9 +451,19 @@ def ring_edges(rings: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     return a, b, owner
 
 
-def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, height_px: int) -> np.ndarray:
-    """Inclusive integer pixel boxes (n, 4) [x0, y0, x1, y1] around the pixels `uv` (M, 2) of each
-    owner (M,), with one pixel of slack (chord tolerance); empty boxes are (0, 0, -1, -1)."""
+def pixel_bounds(n: int, owner: NDArrayInt, uv: NDArrayFloat, width_px: int, height_px: int) -> NDArrayInt:
+    """Inclusive integer pixel boxes around each owner's pixels, with one pixel of slack (chord tolerance).
+
+    Args:
+        n: number of owners.
+        owner: (M,) owner of each pixel.
+        uv: (M, 2) pixels.
+        width_px: image width.
+        height_px: image height.
+
+    Returns:
+        (n, 4) int64 boxes [x0, y0, x1, y1]; empty boxes are (0, 0, -1, -1).
+    """
     lo = np.full((n, 2), np.inf)
     hi = np.full((n, 2), -np.inf)
     if len(owner):
@@ -414,12 +491,27 @@ def pixel_bounds(n: int, owner: np.ndarray, uv: np.ndarray, width_px: int, heigh
 
 
 # ---- traffic lights ------------------------------------------------------------------------
-def traffic_light_rgb(states: np.ndarray) -> np.ndarray:
-    """Colours (K, 3) for light states (K,) ("red" / "yellow" / "green" / anything else)."""
+def traffic_light_rgb(states: npt.ArrayLike) -> NDArrayFloat:
+    """Colours of traffic lights by state.
+
+    Args:
+        states: (K,) states ("red" / "yellow" / "green" / anything else: unknown).
+
+    Returns:
+        (K, 3) float RGB.
+    """
+    states = np.asarray(states)
     table = style.TRAFFIC_LIGHT_RGB
     return np.array([table.get(str(s).lower(), table["unknown"]) for s in states], dtype=np.float64).reshape(-1, 3)
 
 
-def fade(depth_m: np.ndarray) -> np.ndarray:
-    """Depth fade clamp(1 - depth / 200, 0, 1)."""
+def fade(depth_m: npt.ArrayLike) -> NDArrayFloat:
+    """Depth fade clamp(1 - depth / 200, 0, 1).
+
+    Args:
+        depth_m: depths (any shape) in metres.
+
+    Returns:
+        The fade factors, same shape.
+    """
     return np.clip(1.0 - np.asarray(depth_m, dtype=np.float64) / style.MAX_DEPTH_M, 0.0, 1.0)

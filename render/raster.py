@@ -26,19 +26,23 @@ images on a GPU). Both are deterministic and give identical frames up to floatin
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from avsim.core.cameras import Camera
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
 from avsim.render import style
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 
+_njit: Any  # numba.njit with the kernels' options, or None without numba
 try:  # numba is the fast CPU path; without it the torch backend still works
     import numba
 
     _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
     _njit = None
 
 BACKENDS = ("numba", "torch")
@@ -66,36 +70,47 @@ class Primitives:
 
     width_px: int
     height_px: int
-    cap_xy: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
-    cap_inv_depth: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    cap_radius_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    cap_rgb: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    cap_zscale: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    cap_zbias: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    cap_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_origin: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_e1: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_e2: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_is_tri: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    pl_rgb: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 3)))
-    pl_bbox: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
-    pl_zscale: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    pl_zbias: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    pl_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_row_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_row_span: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    cap_xy: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 4)))
+    cap_inv_depth: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 2)))
+    cap_radius_px: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
+    cap_rgb: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
+    cap_zscale: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
+    cap_zbias: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
+    cap_order: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_origin: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_e1: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_e2: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
+    pl_is_tri: NDArrayBool = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    pl_rgb: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 4, 3)))
+    pl_bbox: NDArrayInt = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
+    pl_zscale: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
+    pl_zbias: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
+    pl_order: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_row_start: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pl_row_span: NDArrayInt = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @property
     def n_capsules(self) -> int:
+        """Number of capsules S."""
         return len(self.cap_order)
 
     @property
     def n_planars(self) -> int:
+        """Number of planars P."""
         return len(self.pl_order)
 
     @staticmethod
     def concat(width_px: int, height_px: int, parts: list[Primitives]) -> Primitives:
-        """Join primitive sets (orders are kept as given)."""
+        """Join primitive sets (orders are kept as given).
+
+        Args:
+            width_px: image width.
+            height_px: image height.
+            parts: the sets, in order.
+
+        Returns:
+            One set holding every part's primitives (row spans kept only when every part with planars has them).
+        """
         out = Primitives(width_px, height_px)
         with_spans = [p for p in parts if p.n_planars]
         if with_spans and all(len(p.pl_row_start) == p.n_planars for p in with_spans):
@@ -112,11 +127,16 @@ class Primitives:
 
 
 # ---- ray maps ----------------------------------------------------------------------------
-def ray_map(camera) -> np.ndarray:
-    """Per-pixel camera rays scaled to z = 1: (H, W, 2) float32 (x/z, y/z) at pixel centres
-    (pixel (i, j) at (i, j) + PIXEL_CENTRE_OFFSET).
+def ray_map(camera: Camera) -> NDArrayFloat32:
+    """Per-pixel camera rays scaled to z = 1, at pixel centres (pixel (i, j) at (i, j) + PIXEL_CENTRE_OFFSET).
 
     Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        (H, W, 2) float32 (x/z, y/z).
     """
     h, w = camera.height_px, camera.width_px
     ys, xs = np.mgrid[0:h, 0:w]
@@ -128,7 +148,7 @@ def ray_map(camera) -> np.ndarray:
     return out.reshape(h, w, 2).astype(np.float32)
 
 
-def _plane_params(prims: Primitives) -> np.ndarray:
+def _plane_params(prims: Primitives) -> NDArrayFloat:
     """Per planar primitive (P, 12): normal n (3), n . c0, then the barycentric rows A (3), a0,
     B (3), b0 such that for the camera ray r = (x/z, y/z, 1) hitting the plane at depth
     d = (n . c0) / (n . r) the barycentric coordinates are a = d (A . r) - a0, b = d (B . r) - b0.
@@ -172,7 +192,7 @@ def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
 if _njit is not None:
 
     @_njit
-    def _ztest(zbuf, y, x, depth, zscale, zbias):
+    def _ztest(zbuf: NDArrayFloat32, y: int, x: int, depth: float, zscale: float, zbias: float) -> bool:
         # strict: among equal keys the primitive drawn first (lower order) wins
         key = np.float32(zscale * depth + zbias + 1.0)
         if key < zbuf[y, x]:
@@ -181,7 +201,7 @@ if _njit is not None:
         return False
 
     @_njit
-    def _put(img, y, x, depth, r, g, b):
+    def _put(img: NDArrayByte, y: int, x: int, depth: float, r: float, g: float, b: float) -> None:
         f = 1.0 - depth * INV_MAX_DEPTH
         f = max(f, 0.0)
         img[y, x, 0] = np.uint8(int(r * f + 0.5))
@@ -189,7 +209,9 @@ if _njit is not None:
         img[y, x, 2] = np.uint8(int(b * f + 0.5))
 
     @_njit
-    def _draw_capsules(img, zbuf, xy, inv_depth, radius, rgb, zscale, zbias, start, stop, c):
+    def _draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
+                       radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
+                       start: int, stop: int, c: float) -> None:  # fmt: skip
         # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one
         h, w = zbuf.shape
         for s in range(start, stop):
@@ -236,8 +258,10 @@ if _njit is not None:
                         _put(img, y, x, depth, cr, cg, cb)
 
     @_njit
-    def _draw_planars(img, zbuf, rays, plane, is_tri, rgb, bbox, zscale, zbias, use_spans, row_start, row_span,
-                      start, stop, near, far, eps):
+    def _draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
+                      is_tri: NDArrayBool, rgb: NDArrayFloat, bbox: NDArrayInt, zscale: NDArrayFloat,
+                      zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
+                      start: int, stop: int, near: float, far: float, eps: float) -> None:  # fmt: skip
         for p in range(start, stop):
             n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
             A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
@@ -286,7 +310,8 @@ if _njit is not None:
 
 
     @_njit
-    def _row_spans(bbox, row_start, owner, uv0, uv1, exact, spans, centre):
+    def _row_spans(bbox: NDArrayInt, row_start: NDArrayInt, owner: NDArrayInt, uv0: NDArrayFloat, uv1: NDArrayFloat,
+                   exact: NDArrayBool, spans: NDArrayInt, centre: float) -> None:  # fmt: skip
         # centre: PIXEL_CENTRE_OFFSET (an argument, so the on-disk kernel cache never holds a stale one)
         # Conservative x-range of each row of each planar from its projected boundary chords:
         # every row that meets the region meets its boundary within 1.5 px (chord tolerance
@@ -318,11 +343,22 @@ if _njit is not None:
                 spans[k, 1] = max(spans[k, 1], hi)
 
 
-def planar_row_spans(bbox: np.ndarray, owner: np.ndarray, uv0: np.ndarray, uv1: np.ndarray, exact: np.ndarray):
-    """Row spans for planars with boxes (P, 4) from their projected boundary chords (owner (C,),
-    pixel ends (C, 2) each); planars not `exact` (some chord only approximated) scan whole rows.
+def planar_row_spans(
+    bbox: NDArrayInt, owner: NDArrayInt, uv0: NDArrayFloat, uv1: NDArrayFloat, exact: NDArrayBool
+) -> tuple[NDArrayInt, NDArrayInt]:
+    """Row spans for planars from their projected boundary chords.
 
-    Returns (row_start (P,), row_span (R, 2)) for `Primitives`, or empty arrays without numba.
+    Planars not `exact` (some chord only approximated) scan whole rows.
+
+    Args:
+        bbox: (P, 4) inclusive pixel boxes of the planars.
+        owner: (C,) planar of each chord.
+        uv0: (C, 2) chord start pixels.
+        uv1: (C, 2) chord end pixels.
+        exact: (P,) bool, every chord of the planar is within tolerance.
+
+    Returns:
+        (row_start (P,), row_span (R, 2)) for `Primitives`, or empty arrays without numba.
     """
     n = len(bbox)
     if _njit is None or n == 0:
@@ -341,12 +377,21 @@ def planar_row_spans(bbox: np.ndarray, owner: np.ndarray, uv0: np.ndarray, uv1: 
     return row_start, spans
 
 
-def _f64(a: np.ndarray) -> np.ndarray:
+def _f64(a: NDArrayFloat) -> NDArrayFloat:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Rasterise one image on the CPU with the compiled kernels: (H, W, 3) uint8 RGB."""
+def rasterize_numba(prims: Primitives, rays: NDArrayFloat32, out: NDArrayByte | None = None) -> NDArrayByte:
+    """Rasterise one image on the CPU with the compiled kernels.
+
+    Args:
+        prims: the image's primitives.
+        rays: (H, W, 2) float32 ray map (`ray_map`).
+        out: (H, W, 3) uint8 buffer to draw into (cleared first), or None for a new one.
+
+    Returns:
+        (H, W, 3) uint8 RGB (`out` when given).
+    """
     if _njit is None:
         raise RuntimeError("the numba backend needs the `numba` package (pip install numba)")
     h, w = prims.height_px, prims.width_px
@@ -374,7 +419,7 @@ def rasterize_numba(prims: Primitives, rays: np.ndarray, out: np.ndarray | None 
 
 
 # ---- torch backend ---------------------------------------------------------------------------
-def _bbox_fragments(torch, boxes, max_fragments: int):
+def _bbox_fragments(torch: Any, boxes: Any, max_fragments: int) -> Iterator[tuple[Any, Any, Any]]:
     """Yield (prim index, y, x) tensors for all pixels of the inclusive boxes (P, 4), in chunks."""
     widths = (boxes[:, 2] - boxes[:, 0] + 1).clamp(min=0)
     heights = (boxes[:, 3] - boxes[:, 1] + 1).clamp(min=0)
@@ -396,7 +441,7 @@ def _bbox_fragments(torch, boxes, max_fragments: int):
         start = stop
 
 
-def _capsule_boxes(torch, xy, radius, w: int, h: int):
+def _capsule_boxes(torch: Any, xy: Any, radius: Any, w: int, h: int) -> Any:
     c = PIXEL_CENTRE_OFFSET
     lo_x = torch.floor(torch.minimum(xy[:, 0], xy[:, 2]) - radius - c).clamp(min=0)
     lo_y = torch.floor(torch.minimum(xy[:, 1], xy[:, 3]) - radius - c).clamp(min=0)
@@ -405,20 +450,105 @@ def _capsule_boxes(torch, xy, radius, w: int, h: int):
     return torch.stack([lo_x, lo_y, hi_x, hi_y], -1).long()
 
 
-def _pack_keys(torch, key32, order):
+def _pack_keys(torch: Any, key32: Any, order: Any) -> Any:
     # key32 > 0: its IEEE bits are monotone as int32; the order (< 2^31) breaks ties
     bits = key32.view(torch.int32).to(torch.int64)
     return (bits << 32) | order
 
 
+class _TorchTarget:
+    """The z-buffer (packed (key, order) per pixel) and colours of a batch of B images on one device."""
+
+    def __init__(self, torch: Any, n_images: int, n_pix: int, device: Any) -> None:
+        self.torch = torch
+        self.best = torch.full((n_images * n_pix,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=device)
+        self.colour = torch.zeros((n_images * n_pix, 3), dtype=torch.uint8, device=device)
+
+    def resolve(self, flat_pix: Any, depth: Any, zscale: Any, zbias: Any, order: Any, rgb: Any) -> None:
+        """Scatter-min fragments (F,) at flat pixel indices; the winners write their faded colour (F, 3)."""
+        torch = self.torch
+        key32 = (zscale * depth + zbias + KEY_OFFSET).to(torch.float32)
+        packed = _pack_keys(torch, key32, order)
+        self.best.scatter_reduce_(0, flat_pix, packed, reduce="amin")
+        win = self.best[flat_pix] == packed
+        f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
+        col = torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
+        self.colour[flat_pix[win]] = col[win]
+
+
+def _torch_capsules(torch: Any, target: _TorchTarget, prims: Primitives, base: int, dev: Any, max_fragments: int) -> None:
+    f64 = torch.float64
+    w, h = prims.width_px, prims.height_px
+    xy = torch.as_tensor(prims.cap_xy, device=dev, dtype=f64)
+    inv = torch.as_tensor(prims.cap_inv_depth, device=dev, dtype=f64)
+    rad = torch.as_tensor(prims.cap_radius_px, device=dev, dtype=f64)
+    rgb = torch.as_tensor(prims.cap_rgb, device=dev, dtype=f64)
+    zs = torch.as_tensor(prims.cap_zscale, device=dev, dtype=f64)
+    zb = torch.as_tensor(prims.cap_zbias, device=dev, dtype=f64)
+    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
+    boxes = _capsule_boxes(torch, xy, rad, w, h)
+    for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
+        ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+        dx, dy = bx - ax, by - ay
+        l2 = dx * dx + dy * dy
+        t = torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0)
+        t = t.clamp(0.0, 1.0)
+        qx, qy = ax + t * dx - px, ay + t * dy - py
+        inside = qx * qx + qy * qy <= rad[s] * rad[s]
+        s, y, x, t = s[inside], y[inside], x[inside], t[inside]
+        i0, i1 = inv[s, 0], inv[s, 1]
+        depth = 1.0 / (i0 + t * (i1 - i0))
+        target.resolve(base + y * w + x, depth, zs[s], zb[s], order[s], rgb[s])
+
+
+def _torch_planars(torch: Any, target: _TorchTarget, prims: Primitives, rays: Any, base: int, dev: Any, max_fragments: int) -> None:
+    f64 = torch.float64
+    w = prims.width_px
+    plane = torch.as_tensor(_plane_params(prims), device=dev, dtype=f64)
+    is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
+    prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
+    zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
+    zb = torch.as_tensor(prims.pl_zbias, device=dev, dtype=f64)
+    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
+    boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
+    for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        rx, ry = rays[y, x, 0], rays[y, x, 1]
+        q = plane[p]
+        den = q[:, 0] * rx + q[:, 1] * ry + q[:, 2]
+        depth = q[:, 3] / torch.where(den != 0, den, 1.0)
+        ok = (den != 0) & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
+        a = depth * (q[:, 4] * rx + q[:, 5] * ry + q[:, 6]) - q[:, 7]
+        bb = depth * (q[:, 8] * rx + q[:, 9] * ry + q[:, 10]) - q[:, 11]
+        tri = is_tri[p]
+        ok &= (a >= -PARAM_EPS) & (bb >= -PARAM_EPS)
+        ok &= torch.where(tri, a + bb <= 1.0 + PARAM_EPS, (a <= 1.0 + PARAM_EPS) & (bb <= 1.0 + PARAM_EPS))
+        p, y, x, depth, a, bb, tri = p[ok], y[ok], x[ok], depth[ok], a[ok], bb[ok], tri[ok]
+        a, bb = a.clamp(0.0, 1.0), bb.clamp(0.0, 1.0)
+        c = prgb[p]
+        w0, w1, w2, w3 = (1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb
+        quad = w0[:, None] * c[:, 0] + w1[:, None] * c[:, 1] + w2[:, None] * c[:, 2] + w3[:, None] * c[:, 3]
+        rgb = torch.where(tri[:, None], c[:, 0], quad)
+        target.resolve(base + y * w + x, depth, zs[p], zb[p], order[p], rgb)
+
+
 def rasterize_torch(
-    prims_batch: list[Primitives], rays_batch: list, device: str | None = None, max_fragments: int = 1 << 21
-) -> np.ndarray:
-    """Rasterise a batch of images with torch (any device): (B, H, W, 3) uint8 RGB.
+    prims_batch: list[Primitives], rays_batch: Sequence[NDArrayFloat32], device: str | None = None, max_fragments: int = 1 << 21
+) -> NDArrayByte:
+    """Rasterise a batch of images with torch (any device).
 
     All images must share one size. Fragments are generated per primitive bounding box in
     chunks of at most `max_fragments` and resolved by a deterministic scatter-min on the packed
     (float32 key, draw order) pair, so the result does not depend on the device or chunking.
+
+    Args:
+        prims_batch: B primitive sets, one per image.
+        rays_batch: B ray maps (H, W, 2) float32 (`ray_map`).
+        device: torch device (default: cuda when available, else cpu).
+        max_fragments: fragments generated at a time.
+
+    Returns:
+        (B, H, W, 3) uint8 RGB.
     """
     import torch
 
@@ -426,78 +556,32 @@ def rasterize_torch(
         raise ValueError("empty batch")
     h, w = prims_batch[0].height_px, prims_batch[0].width_px
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    f64 = torch.float64
     n_pix = h * w
-    best = torch.full((len(prims_batch) * n_pix,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=dev)
-    colour = torch.zeros((len(prims_batch) * n_pix, 3), dtype=torch.uint8, device=dev)
-
-    def resolve(flat_pix, depth, zscale, zbias, order, rgb):
-        key32 = (zscale * depth + zbias + KEY_OFFSET).to(torch.float32)
-        packed = _pack_keys(torch, key32, order)
-        best.scatter_reduce_(0, flat_pix, packed, reduce="amin")
-        win = best[flat_pix] == packed
-        f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
-        col = torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
-        colour[flat_pix[win]] = col[win]
-
+    target = _TorchTarget(torch, len(prims_batch), n_pix, dev)
     for b, (prims, rays_np) in enumerate(zip(prims_batch, rays_batch)):
         if (prims.height_px, prims.width_px) != (h, w):
             raise ValueError("all images of a batch must have the same size")
         base = b * n_pix
-        rays = torch.as_tensor(np.asarray(rays_np), device=dev).to(f64)
+        rays = torch.as_tensor(np.asarray(rays_np), device=dev).to(torch.float64)
         if prims.n_capsules:
-            xy = torch.as_tensor(prims.cap_xy, device=dev, dtype=f64)
-            inv = torch.as_tensor(prims.cap_inv_depth, device=dev, dtype=f64)
-            rad = torch.as_tensor(prims.cap_radius_px, device=dev, dtype=f64)
-            rgb = torch.as_tensor(prims.cap_rgb, device=dev, dtype=f64)
-            zs = torch.as_tensor(prims.cap_zscale, device=dev, dtype=f64)
-            zb = torch.as_tensor(prims.cap_zbias, device=dev, dtype=f64)
-            order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
-            boxes = _capsule_boxes(torch, xy, rad, w, h)
-            for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
-                px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
-                ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
-                dx, dy = bx - ax, by - ay
-                l2 = dx * dx + dy * dy
-                t = torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0)
-                t = t.clamp(0.0, 1.0)
-                qx, qy = ax + t * dx - px, ay + t * dy - py
-                inside = qx * qx + qy * qy <= rad[s] * rad[s]
-                s, y, x, t = s[inside], y[inside], x[inside], t[inside]
-                i0, i1 = inv[s, 0], inv[s, 1]
-                depth = 1.0 / (i0 + t * (i1 - i0))
-                resolve(base + y * w + x, depth, zs[s], zb[s], order[s], rgb[s])
+            _torch_capsules(torch, target, prims, base, dev, max_fragments)
         if prims.n_planars:
-            plane = torch.as_tensor(_plane_params(prims), device=dev, dtype=f64)
-            is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
-            prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
-            zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
-            zb = torch.as_tensor(prims.pl_zbias, device=dev, dtype=f64)
-            order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
-            boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
-            for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
-                rx, ry = rays[y, x, 0], rays[y, x, 1]
-                q = plane[p]
-                den = q[:, 0] * rx + q[:, 1] * ry + q[:, 2]
-                depth = q[:, 3] / torch.where(den != 0, den, 1.0)
-                ok = (den != 0) & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-                a = depth * (q[:, 4] * rx + q[:, 5] * ry + q[:, 6]) - q[:, 7]
-                bb = depth * (q[:, 8] * rx + q[:, 9] * ry + q[:, 10]) - q[:, 11]
-                tri = is_tri[p]
-                ok &= (a >= -PARAM_EPS) & (bb >= -PARAM_EPS)
-                ok &= torch.where(tri, a + bb <= 1.0 + PARAM_EPS, (a <= 1.0 + PARAM_EPS) & (bb <= 1.0 + PARAM_EPS))
-                p, y, x, depth, a, bb, tri = p[ok], y[ok], x[ok], depth[ok], a[ok], bb[ok], tri[ok]
-                a, bb = a.clamp(0.0, 1.0), bb.clamp(0.0, 1.0)
-                c = prgb[p]
-                w0, w1, w2, w3 = (1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb
-                quad = w0[:, None] * c[:, 0] + w1[:, None] * c[:, 1] + w2[:, None] * c[:, 2] + w3[:, None] * c[:, 3]
-                rgb = torch.where(tri[:, None], c[:, 0], quad)
-                resolve(base + y * w + x, depth, zs[p], zb[p], order[p], rgb)
-    return colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
+            _torch_planars(torch, target, prims, rays, base, dev, max_fragments)
+    out: NDArrayByte = target.colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
+    return out
 
 
-def rasterize(prims: Primitives, rays: np.ndarray, backend: str = "numba") -> np.ndarray:
-    """Rasterise one image: (H, W, 3) uint8 RGB, black background."""
+def rasterize(prims: Primitives, rays: NDArrayFloat32, backend: str = "numba") -> NDArrayByte:
+    """Rasterise one image on a black background.
+
+    Args:
+        prims: the image's primitives.
+        rays: (H, W, 2) float32 ray map (`ray_map`).
+        backend: "numba" (CPU) or "torch".
+
+    Returns:
+        (H, W, 3) uint8 RGB.
+    """
     if backend == "numba":
         return rasterize_numba(prims, rays)
     if backend == "torch":

@@ -1,12 +1,85 @@
-"""The look of a world-scenario control video: palette, stroke widths, lane-line patterns.
+"""The look of a world-scenario control video: frame defaults plus the shared style table.
 
-Every number here is a row of ``shared/specs/world_scenario_render.md`` (the contract with the
-released multi-view Cosmos-Transfer2.5 model); change them only together with the spec.
+The palette, stroke widths, lane-line patterns and the lane-type table live in
+`avsim.maps.style` (one table for the renderer, the bird's-eye raster and the edit preview) and
+are re-exported here, so ``style.LANE_STYLES`` and friends read as before. Every number is a row
+of ``shared/specs/world_scenario_render.md`` (the contract with the released multi-view
+Cosmos-Transfer2.5 model); change them only together with the spec.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from avsim.maps.style import (
+    BOX_EDGE_RGB,
+    BOX_EDGE_WIDTH_PX,
+    BOX_RGB,
+    CROSSWALK_RGB,
+    DEFAULT_LANE_TYPE,
+    DOT_DASH,
+    DOTTED,
+    DOUBLE_LINE_OFFSET_M,
+    LANE_LINE_WIDTH_PX,
+    LANE_STYLES,
+    LONG_DASH,
+    OTHER_LANE_RGB,
+    OTHER_LANE_STYLE,
+    POLE_RGB,
+    POLE_WIDTH_PX,
+    RGB,
+    ROAD_BOUNDARY_RGB,
+    ROAD_BOUNDARY_WIDTH_PX,
+    ROAD_MARKING_RGB,
+    SHORT_DASH,
+    SOLID,
+    TRAFFIC_LIGHT_RGB,
+    TRAFFIC_SIGN_RGB,
+    WAIT_LINE_RGB,
+    WAIT_LINE_WIDTH_PX,
+    WHITE_RGB,
+    YELLOW_RGB,
+    DashPattern,
+    LaneStyle,
+    lane_style,
+)
+
+__all__ = [
+    "BOX_EDGE_RGB",
+    "BOX_EDGE_WIDTH_PX",
+    "BOX_RGB",
+    "CROSSWALK_RGB",
+    "DEFAULT_FPS",
+    "DEFAULT_HEIGHT_PX",
+    "DEFAULT_LANE_TYPE",
+    "DEFAULT_WIDTH_PX",
+    "DOTTED",
+    "DOT_DASH",
+    "DOUBLE_LINE_OFFSET_M",
+    "LANE_LINE_WIDTH_PX",
+    "LANE_STYLES",
+    "LONG_DASH",
+    "MAX_DEPTH_M",
+    "MIN_LINE_RADIUS_PX",
+    "NEAR_M",
+    "OTHER_LANE_RGB",
+    "OTHER_LANE_STYLE",
+    "POLE_RGB",
+    "POLE_WIDTH_PX",
+    "RGB",
+    "ROAD_BOUNDARY_RGB",
+    "ROAD_BOUNDARY_WIDTH_PX",
+    "ROAD_MARKING_RGB",
+    "SHORT_DASH",
+    "SOLID",
+    "TRAFFIC_LIGHT_RGB",
+    "TRAFFIC_SIGN_RGB",
+    "WAIT_LINE_RGB",
+    "WAIT_LINE_WIDTH_PX",
+    "WHITE_RGB",
+    "YELLOW_RGB",
+    "DashPattern",
+    "LaneStyle",
+    "lane_style",
+]
 
 # ---- frame ------------------------------------------------------------------------------
 DEFAULT_WIDTH_PX = 1280
@@ -15,113 +88,3 @@ DEFAULT_FPS = 30.0
 MAX_DEPTH_M = 200.0  # visible range (0, 200] m; colour and width fade linearly to 0 here
 NEAR_M = 0.1  # exact clipping plane for segments and polygons (camera z)
 MIN_LINE_RADIUS_PX = 0.5  # a faded line never gets thinner than one pixel (keeps it connected)
-
-RGB = tuple[int, int, int]
-
-# ---- static map elements (spec table "Static map elements") ------------------------------
-ROAD_BOUNDARY_RGB: RGB = (253, 1, 232)
-WAIT_LINE_RGB: RGB = (108, 179, 59)
-POLE_RGB: RGB = (183, 69, 177)
-CROSSWALK_RGB: RGB = (139, 93, 255)
-ROAD_MARKING_RGB: RGB = (20, 254, 185)
-TRAFFIC_SIGN_RGB: RGB = (8, 2, 255)
-LANE_LINE_WIDTH_PX = 12.0
-ROAD_BOUNDARY_WIDTH_PX = 12.0
-WAIT_LINE_WIDTH_PX = 12.0
-POLE_WIDTH_PX = 5.0
-
-TRAFFIC_LIGHT_RGB: dict[str, RGB] = {
-    "red": (240, 50, 50),
-    "yellow": (255, 200, 0),
-    "green": (130, 240, 132),
-    "unknown": (100, 100, 100),
-}
-
-# ---- dynamic objects (spec table "Dynamic objects") ---------------------------------------
-BOX_EDGE_RGB: RGB = (200, 200, 200)
-BOX_EDGE_WIDTH_PX = 4.0
-# class -> (front colour A on corners {0,1,4,5}, back colour B on corners {2,3,6,7})
-BOX_RGB: dict[str, tuple[RGB, RGB]] = {
-    "Car": ((0, 46, 136), (126, 206, 255)),
-    "Truck": ((204, 55, 0), (255, 192, 64)),
-    "Pedestrian": ((148, 0, 62), (255, 124, 171)),
-    "Cyclist": ((0, 80, 66), (102, 208, 198)),
-    "Others": ((53, 26, 20), (166, 136, 125)),
-}
-
-# ---- lane-line patterns (spec "Lane-line types"), in metres of arc length -----------------
-
-
-@dataclass(frozen=True)
-class DashPattern:
-    """A periodic paint pattern: ``(painted_m, gap_m)`` pairs repeated from arc length 0.
-
-    ``None`` pairs (``SOLID``) mean the whole line is painted.
-    """
-
-    name: str
-    pairs: tuple[tuple[float, float], ...] | None
-
-    @property
-    def period_m(self) -> float:
-        return sum(a + b for a, b in self.pairs) if self.pairs else 0.0
-
-
-SOLID = DashPattern("solid", None)
-LONG_DASH = DashPattern("long_dash", ((3.0, 9.0),))
-SHORT_DASH = DashPattern("short_dash", ((1.5, 1.5),))
-DOTTED = DashPattern("dotted", ((0.05, 0.45),))
-
-
-def _dot_dash_pairs() -> tuple[tuple[float, float], ...]:
-    # Each 0.9144 m window is cut into 0.05 m pieces and every third piece is kept (pieces
-    # 0, 3, ..., 15: six dots), then a 2.7432 m gap: one period is 3.6576 m (12 ft).
-    window_m, piece_m, gap_m = 0.9144, 0.05, 2.7432
-    starts = [i * piece_m for i in range(0, int(window_m / piece_m), 3)]
-    pairs = [(piece_m, starts[i + 1] - starts[i] - piece_m) for i in range(len(starts) - 1)]
-    pairs.append((piece_m, window_m - starts[-1] - piece_m + gap_m))
-    return tuple(pairs)
-
-
-DOT_DASH = DashPattern("dot_dash", _dot_dash_pairs())
-
-WHITE_RGB: RGB = (255, 255, 255)
-YELLOW_RGB: RGB = (255, 255, 0)
-OTHER_LANE_RGB: RGB = (181, 164, 71)
-DOUBLE_LINE_OFFSET_M = 0.10  # each copy of a double line sits this far from the centre line
-
-
-@dataclass(frozen=True)
-class LaneStyle:
-    """Colour and pattern(s) of one lane-line type; two patterns = a double line.
-
-    For a double line the first pattern is the left copy (offset +perpendicular, i.e.
-    counter-clockwise from the direction of travel in the ground plane).
-    """
-
-    rgb: RGB
-    patterns: tuple[DashPattern, ...]
-
-
-LANE_STYLES: dict[str, LaneStyle] = {
-    "WHITE SOLID_SINGLE": LaneStyle(WHITE_RGB, (SOLID,)),
-    "WHITE LONG_DASHED_SINGLE": LaneStyle(WHITE_RGB, (LONG_DASH,)),
-    "WHITE SHORT_DASHED_SINGLE": LaneStyle(WHITE_RGB, (SHORT_DASH,)),
-    "WHITE DOT_DASHED_SINGLE": LaneStyle(WHITE_RGB, (DOT_DASH,)),
-    "WHITE SOLID_GROUP": LaneStyle(WHITE_RGB, (SOLID, SOLID)),
-    "YELLOW SOLID_SINGLE": LaneStyle(YELLOW_RGB, (SOLID,)),
-    "YELLOW LONG_DASHED_SINGLE": LaneStyle(YELLOW_RGB, (LONG_DASH,)),
-    "YELLOW SOLID_GROUP": LaneStyle(YELLOW_RGB, (SOLID, SOLID)),
-    "YELLOW DASHED_SOLID": LaneStyle(YELLOW_RGB, (SOLID, LONG_DASH)),
-    "YELLOW SOLID_DASHED": LaneStyle(YELLOW_RGB, (LONG_DASH, SOLID)),
-    "YELLOW DOT_SOLID_SINGLE": LaneStyle(YELLOW_RGB, (DOTTED,)),
-    "YELLOW DOT_SOLID_GROUP": LaneStyle(YELLOW_RGB, (DOTTED, DOTTED)),
-}
-OTHER_LANE_STYLE = LaneStyle(OTHER_LANE_RGB, (SOLID,))
-DEFAULT_LANE_TYPE = "WHITE SOLID_SINGLE"
-
-
-def lane_style(lane_type: str) -> LaneStyle:
-    """The style of a ``"<COLOR> <STYLE>"`` lane type; unknown types draw as OTHER (solid)."""
-    key = " ".join(str(lane_type).upper().split()) or DEFAULT_LANE_TYPE
-    return LANE_STYLES.get(key, OTHER_LANE_STYLE)

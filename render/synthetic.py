@@ -15,6 +15,7 @@ from avsim.core.lights import TrafficLightStates
 from avsim.core.rig import CameraRig, cosmos_rig
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3, yaw_to_quat
+from avsim.core.typing import NDArrayFloat
 from avsim.maps import Cuboids, HDMap, LaneLines, Polygons, Polylines
 from avsim.scenario import Scenario
 
@@ -22,7 +23,17 @@ NS_PER_S = 1_000_000_000
 
 
 def straight_ego(duration_s: float, speed_mps: float = 10.0, rate_hz: float = 10.0, yaw_rad: float = 0.0) -> EgoTrajectory:
-    """Ego driving straight along `yaw_rad` from the origin at constant speed."""
+    """Ego driving straight along `yaw_rad` from the origin at constant speed.
+
+    Args:
+        duration_s: length of the trajectory in seconds.
+        speed_mps: constant speed in m/s.
+        rate_hz: pose rate.
+        yaw_rad: heading in the world frame.
+
+    Returns:
+        round(duration_s * rate_hz) + 1 poses from t = 0.
+    """
     n = round(duration_s * rate_hz) + 1
     t = np.arange(n) / rate_hz
     direction = np.array([np.cos(yaw_rad), np.sin(yaw_rad), 0.0])
@@ -31,30 +42,20 @@ def straight_ego(duration_s: float, speed_mps: float = 10.0, rate_hz: float = 10
     return EgoTrajectory((t * NS_PER_S).round().astype(np.int64), SE3(rotation, positions))
 
 
-def boxes(
-    track_ids, classes, centers, sizes, yaws, timestamps_ns
-) -> AgentTracks:
-    """Static boxes (one row per id and timestamp) as AgentTracks."""
-    rows = []
-    for tid, cls, c, s, yaw in zip(track_ids, classes, centers, sizes, yaws):
-        for t in timestamps_ns:
-            rows.append((tid, cls, int(t), c, s, yaw_to_quat(np.array(yaw))))
-    if not rows:
-        return AgentTracks.empty()
-    cols = list(zip(*rows))
-    return AgentTracks.from_unsorted(
-        np.array(cols[0]), np.array(cols[1]), np.array(cols[2], np.int64),
-        np.array(cols[3], float), np.array(cols[4], float), np.array(cols[5], float),
-    )  # fmt: skip
-
-
-def _line(x0: float, x1: float, y: float, step_m: float = 2.0) -> np.ndarray:
+def _line(x0: float, x1: float, y: float, step_m: float = 2.0) -> NDArrayFloat:
     x = np.arange(x0, x1 + 1e-9, step_m)
     return np.stack([x, np.full_like(x, y), np.zeros_like(x)], -1)
 
 
 def highway_map(length_m: float = 400.0) -> HDMap:
-    """A straight 4-lane road along +x from -50 m, with every drawn element type."""
+    """A straight 4-lane road along +x from -50 m, with every drawn element type.
+
+    Args:
+        length_m: where the road ends (x, metres).
+
+    Returns:
+        The map.
+    """
     x0, x1 = -50.0, length_m
     lines = [
         ("ll_left_edge", _line(x0, x1, 7.0), "WHITE", "SOLID_SINGLE"),
@@ -97,7 +98,16 @@ def highway_map(length_m: float = 400.0) -> HDMap:
 
 
 def highway_scenario(duration_s: float = 4.0, rig: CameraRig | None = None, speed_mps: float = 10.0) -> Scenario:
-    """Ego on the highway map with traffic around it (see module docstring)."""
+    """Ego on the highway map with traffic around it (see module docstring).
+
+    Args:
+        duration_s: clip length in seconds (ego poses at 10 Hz).
+        rig: camera rig (default: `cosmos_rig()`).
+        speed_mps: ego speed.
+
+    Returns:
+        The scenario "synthetic_highway".
+    """
     ego = straight_ego(duration_s, speed_mps)
     ts = ego.timestamps_ns
     t_s = (ts - ts[0]) / NS_PER_S

@@ -15,6 +15,7 @@ continues from there (resumable).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.rig import MOSAIC_ORDER
+from avsim.core.typing import NDArrayByte
 from avsim.core.video import MP4Writer, iter_video_frames, video_info
 
 LAYOUTS = ("default", "posttrain", "both")
@@ -37,25 +39,60 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def safe_name(name: str) -> str:
-    """A file-name-safe version of a clip or camera id."""
+    """A file-name-safe version of a clip or camera id.
+
+    Args:
+        name: the id.
+
+    Returns:
+        The id with runs of other characters than letters, digits, ``.``, ``_``, ``-`` replaced by
+        ``_`` (outer ``.``/``_`` stripped; "clip" if nothing is left).
+    """
     out = _SAFE.sub("_", str(name)).strip("._")
     return out or "clip"
 
 
 def chunk_ranges(n_frames: int, chunk_frames: int) -> list[tuple[int, int]]:
-    """[start, stop) frame ranges; one range when chunk_frames <= 0. A trailing partial chunk
-    is kept."""
+    """Split a clip into chunks.
+
+    Args:
+        n_frames: frames to render.
+        chunk_frames: frames per chunk (<= 0: one chunk).
+
+    Returns:
+        [start, stop) frame ranges relative to the first frame; a trailing partial chunk is kept.
+    """
     if chunk_frames <= 0 or n_frames <= chunk_frames:
         return [(0, n_frames)]
     return [(s, min(s + chunk_frames, n_frames)) for s in range(0, n_frames, chunk_frames)]
 
 
 def chunk_clip_id(clip_id: str, chunk_index: int, n_chunks: int) -> str:
+    """The clip id of one chunk.
+
+    Args:
+        clip_id: the clip's id.
+        chunk_index: index of the chunk.
+        n_chunks: number of chunks.
+
+    Returns:
+        `clip_id` for a single chunk, else ``<clip_id>_<chunk_index>``.
+    """
     return clip_id if n_chunks == 1 else f"{clip_id}_{chunk_index}"
 
 
 def camera_video_paths(out: Path, clip_id: str, camera: str, layout: str) -> list[Path]:
-    """Where one camera's video of one clip (or chunk) goes for the given layout."""
+    """Where one camera's video of one clip (or chunk) goes.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+        camera: camera name.
+        layout: "default", "posttrain" or "both".
+
+    Returns:
+        One path per layout, default first.
+    """
     if layout not in LAYOUTS:
         raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
     paths = []
@@ -67,14 +104,43 @@ def camera_video_paths(out: Path, clip_id: str, camera: str, layout: str) -> lis
 
 
 def png_folder(out: Path, clip_id: str, camera: str) -> Path:
+    """Folder of one camera's PNG frames.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+        camera: camera name.
+
+    Returns:
+        ``out/<clip>/png/<camera>``.
+    """
     return out / clip_id / "png" / camera
 
 
 def mosaic_path(out: Path, clip_id: str) -> Path:
+    """Path of a clip's mosaic video.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+
+    Returns:
+        ``out/<clip>/<clip>.mosaic.mp4``.
+    """
     return out / clip_id / f"{clip_id}.mosaic.mp4"
 
 
 def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
+    """Path of one camera's overlay video.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+        camera: camera name.
+
+    Returns:
+        ``out/<clip>/<clip>.<camera>.overlay.mp4``.
+    """
     return out / clip_id / f"{clip_id}.{camera}.overlay.mp4"
 
 
@@ -97,6 +163,11 @@ class Segment:
     png_dir: Path | None
 
     def done(self) -> bool:
+        """Whether the segment is finished (a rerun skips it).
+
+        Returns:
+            True when the part and every asked-for PNG exist.
+        """
         return self.part.is_file() and _pngs_done(self.png_dir, self.start, self.stop)
 
 
@@ -117,13 +188,24 @@ class CameraJob:
     png_dir: Path | None
 
     def done(self) -> bool:
+        """Whether the job is finished (a rerun skips it).
+
+        Returns:
+            True when every output and every asked-for PNG exist.
+        """
         return all(p.is_file() for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
 
     @property
     def parts_dir(self) -> Path:
+        """Folder of the job's segment files (beside its first output)."""
         return self.outputs[0].parent / ".parts"
 
     def segments(self) -> list[Segment]:
+        """The job's encoding units.
+
+        Returns:
+            Segments of SEGMENT_FRAMES frames (the last may be shorter), in order.
+        """
         return [
             Segment(self.camera, a, min(a + SEGMENT_FRAMES, self.stop),
                     self.parts_dir / f"{self.clip_id}.{self.camera}.{a:06d}.mp4", self.png_dir)
@@ -135,10 +217,23 @@ DEFAULT_PRESET = "superfast"  # libx264 speed preset: ~30 % less encode time tha
 
 
 def write_segment(
-    frames: Iterator[np.ndarray], segment: Segment, width_px: int, height_px: int, fps: float,
+    frames: Iterator[NDArrayByte], segment: Segment, width_px: int, height_px: int, fps: float,
     on_frame: Callable[[], None] | None = None, preset: str = DEFAULT_PRESET,
 ) -> int:
-    """Encode one segment's frames (and PNGs, one atomic file each); returns the frame count."""
+    """Encode one segment's frames (and PNGs, one atomic file each).
+
+    Args:
+        frames: the segment's (H, W, 3) uint8 RGB frames, in order.
+        segment: the segment (part path, PNG folder, first frame index).
+        width_px: frame width.
+        height_px: frame height.
+        fps: frame rate.
+        on_frame: called after each frame.
+        preset: libx264 speed preset.
+
+    Returns:
+        The number of frames written.
+    """
     n = 0
     with MP4Writer(segment.part, width_px, height_px, fps, preset=preset) as writer:
         for frame in frames:
@@ -152,7 +247,11 @@ def write_segment(
 
 
 def assemble_job(job: CameraJob) -> None:
-    """Remux the job's finished segments into its outputs (atomically) and drop the parts."""
+    """Remux the job's finished segments into its outputs (atomically) and drop the parts.
+
+    Args:
+        job: a job whose segments are all done.
+    """
     parts = [s.part for s in job.segments()]
     concat_mp4(parts, job.outputs[0])
     for extra in job.outputs[1:]:
@@ -160,10 +259,8 @@ def assemble_job(job: CameraJob) -> None:
             shutil.copyfile(job.outputs[0], tmp)
     for part in parts:
         part.unlink(missing_ok=True)
-    try:
+    with contextlib.suppress(OSError):  # other cameras' parts are still there
         job.parts_dir.rmdir()
-    except OSError:
-        pass  # other cameras' parts are still there
 
 
 def concat_mp4(parts: list[Path], path: Path) -> None:
@@ -171,6 +268,10 @@ def concat_mp4(parts: list[Path], path: Path) -> None:
 
     Every part starts with an IDR frame (a fresh encoder), so the joined stream is valid;
     timestamps are shifted to follow on.
+
+    Args:
+        parts: the mp4 files, in order.
+        path: the joined file.
     """
     with atomic_output_path(path) as tmp:
         out = av.open(str(tmp), mode="w", format="mp4", options={"movflags": "+faststart"})
@@ -185,6 +286,7 @@ def concat_mp4(parts: list[Path], path: Path) -> None:
                     for packet in inp.demux(stream):
                         if packet.dts is None:  # the demuxer's final flush packet
                             continue
+                        assert packet.pts is not None and packet.duration is not None, "an mp4 packet without timing"
                         packet.pts += offset
                         packet.dts += offset
                         end = max(end, packet.pts + packet.duration)
@@ -195,8 +297,13 @@ def concat_mp4(parts: list[Path], path: Path) -> None:
             out.close()
 
 
-def write_png(path: Path, frame_rgb: np.ndarray) -> None:
-    """Write an RGB frame as a PNG, atomically (deterministic bytes for identical frames)."""
+def write_png(path: Path, frame_rgb: NDArrayByte) -> None:
+    """Write an RGB frame as a PNG, atomically (deterministic bytes for identical frames).
+
+    Args:
+        path: the PNG file.
+        frame_rgb: (H, W, 3) uint8 RGB.
+    """
     ok, buf = cv2.imencode(".png", np.ascontiguousarray(frame_rgb[..., ::-1]))
     if not ok:  # pragma: no cover - OpenCV only fails on invalid arrays
         raise RuntimeError(f"could not encode {path}")
@@ -206,14 +313,32 @@ def write_png(path: Path, frame_rgb: np.ndarray) -> None:
 
 # ---- mosaic ---------------------------------------------------------------------------------
 def mosaic_order(cameras: tuple[str, ...]) -> list[str]:
-    """Tile order: the spec's order for the model rig, else the rig's own order."""
+    """The mosaic's tile order.
+
+    Args:
+        cameras: camera names of the rig.
+
+    Returns:
+        The spec's order for the model rig, else the rig's own order.
+    """
     if set(cameras) == set(MOSAIC_ORDER):
         return list(MOSAIC_ORDER)
     return list(cameras)
 
 
-def tile_mosaic(frames: dict[str, np.ndarray], order: list[str], tile_w: int, tile_h: int, columns: int = 3) -> np.ndarray:
-    """Tile labelled, resized camera frames into one (rows * tile_h, columns * tile_w, 3) image."""
+def tile_mosaic(frames: dict[str, NDArrayByte], order: list[str], tile_w: int, tile_h: int, columns: int = 3) -> NDArrayByte:
+    """Tile labelled, resized camera frames into one image.
+
+    Args:
+        frames: camera name -> (H, W, 3) uint8 RGB.
+        order: tile order (row-major).
+        tile_w: tile width.
+        tile_h: tile height.
+        columns: tiles per row.
+
+    Returns:
+        (rows * tile_h, columns * tile_w, 3) uint8 RGB; empty tiles stay black.
+    """
     rows = -(-len(order) // columns)
     out = np.zeros((rows * tile_h, columns * tile_w, 3), np.uint8)
     for i, name in enumerate(order):
@@ -225,7 +350,18 @@ def tile_mosaic(frames: dict[str, np.ndarray], order: list[str], tile_w: int, ti
 
 
 def write_mosaic(videos: dict[str, Path], path: Path, fps: float, tile_w: int = 640, tile_h: int = 360) -> int:
-    """Mosaic video of per-camera videos (decoded in lock-step; memory stays one frame each)."""
+    """Mosaic video of per-camera videos (decoded in lock-step; memory stays one frame each).
+
+    Args:
+        videos: camera name -> its video.
+        path: the mosaic video.
+        fps: frame rate.
+        tile_w: tile width.
+        tile_h: tile height.
+
+    Returns:
+        Frames written (those every video has).
+    """
     order = mosaic_order(tuple(videos))
     columns = 3 if len(order) > 2 else len(order)
     rows = -(-len(order) // columns)
@@ -243,9 +379,18 @@ def write_mosaic(videos: dict[str, Path], path: Path, fps: float, tile_w: int = 
 
 
 # ---- overlay on real camera frames -----------------------------------------------------------------
-def real_frames(folder: Path, camera: str, clip_id: str) -> Iterator[np.ndarray]:
-    """Real frames of one camera from `folder`: a video `<clip>.<camera>.mp4` or
-    `<camera>.mp4`, or an image folder `<camera>/` (sorted by name)."""
+def real_frames(folder: Path, camera: str, clip_id: str) -> Iterator[NDArrayByte]:
+    """Real frames of one camera.
+
+    Args:
+        folder: holds a video `<clip>.<camera>.mp4` or `<camera>.mp4`, or an image folder
+            `<camera>/` (jpg / png, sorted by name).
+        camera: camera name.
+        clip_id: clip id.
+
+    Returns:
+        The (H, W, 3) uint8 RGB frames, lazily.
+    """
     for candidate in (folder / f"{clip_id}.{camera}.mp4", folder / f"{camera}.mp4"):
         if candidate.is_file():
             return iter_video_frames(candidate)
@@ -257,25 +402,45 @@ def real_frames(folder: Path, camera: str, clip_id: str) -> Iterator[np.ndarray]
     raise AvsimInputError(folder, camera, f"no real frames: expected {clip_id}.{camera}.mp4, {camera}.mp4 or {camera}/*.jpg")
 
 
-def _read_image(path: Path) -> np.ndarray:
+def _read_image(path: Path) -> NDArrayByte:
     img = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if img is None:
         raise AvsimInputError(path, "image", "cannot decode image")
-    return img[..., ::-1]
+    rgb: NDArrayByte = np.asarray(img, dtype=np.uint8)[..., ::-1]
+    return rgb
 
 
-def blend_overlay(real_rgb: np.ndarray, control_rgb: np.ndarray, alpha: float = OVERLAY_ALPHA) -> np.ndarray:
-    """Alpha-blend the control image over a real frame (resized to it) where it is not black."""
+def blend_overlay(real_rgb: NDArrayByte, control_rgb: NDArrayByte, alpha: float = OVERLAY_ALPHA) -> NDArrayByte:
+    """Alpha-blend the control image over a real frame where it is not black.
+
+    Args:
+        real_rgb: (H', W', 3) uint8 real frame (resized to the control image).
+        control_rgb: (H, W, 3) uint8 control frame.
+        alpha: weight of the control image.
+
+    Returns:
+        (H, W, 3) uint8 RGB.
+    """
     h, w = control_rgb.shape[:2]
     if real_rgb.shape[:2] != (h, w):
-        real_rgb = cv2.resize(real_rgb, (w, h), interpolation=cv2.INTER_AREA)
+        real_rgb = np.asarray(cv2.resize(real_rgb, (w, h), interpolation=cv2.INTER_AREA), dtype=np.uint8)
     drawn = control_rgb.any(axis=-1, keepdims=True)
     mixed = np.round((1.0 - alpha) * real_rgb + alpha * control_rgb.astype(np.float64)).astype(np.uint8)
     return np.where(drawn, mixed, real_rgb)
 
 
-def write_overlay(control_video: Path, real: Iterator[np.ndarray], path: Path, fps: float) -> int:
-    """Overlay video: control frames blended on real frames, as many as both have."""
+def write_overlay(control_video: Path, real: Iterator[NDArrayByte], path: Path, fps: float) -> int:
+    """Overlay video: control frames blended on real frames, as many as both have.
+
+    Args:
+        control_video: the control video.
+        real: (H, W, 3) uint8 real frames.
+        path: the overlay video.
+        fps: frame rate.
+
+    Returns:
+        Frames written.
+    """
     n = 0
     with MP4Writer(path, *_video_size(control_video), fps) as writer:
         for control, real_frame in zip(iter_video_frames(control_video), real):

@@ -11,7 +11,7 @@ import pytest
 from avsim.cli import main
 from avsim.core.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
 from avsim.core.video import MP4Writer, read_video, video_info
-from avsim.render.cli import RenderOptions, run_render, select_frames
+from avsim.render.runner import RenderOptions, run_render, select_frames
 from avsim.render.synthetic import highway_scenario
 from avsim.scenario.io import save_scenario
 

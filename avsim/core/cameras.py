@@ -8,24 +8,26 @@ centre of pixel (i, j) is at (i, j), so the image covers [-0.5, W - 0.5) x [-0.5
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.typing import NDArrayBool, NDArrayFloat
 
 POLY_DEGREE = 5  # f-theta polynomials have six coefficients p0..p5
 FIT_SAMPLES = 500  # samples for the least-squares fit of the inverse polynomial (spec)
 NEWTON_STEPS = 3  # refinement so the stored polynomial is honoured exactly
 
 
-def _check_points(points: np.ndarray, name: str = "points_cam") -> np.ndarray:
+def _check_points(points: NDArrayFloat, name: str = "points_cam") -> NDArrayFloat:
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] != 3:
         raise AvsimValueError(f"{name}: expected (N, 3), got {pts.shape}")
     return pts
 
 
-def _check_uv(uv: np.ndarray) -> np.ndarray:
+def _check_uv(uv: NDArrayFloat) -> NDArrayFloat:
     uv = np.asarray(uv, dtype=np.float64)
     if uv.ndim != 2 or uv.shape[1] != 2:
         raise AvsimValueError(f"uv_px: expected (N, 2), got {uv.shape}")
@@ -37,7 +39,7 @@ def _check_size(width_px: int, height_px: int) -> None:
         raise AvsimValueError(f"image size: width and height must be positive, got {width_px}x{height_px}")
 
 
-def _in_image(uv: np.ndarray, depth: np.ndarray, width_px: int, height_px: int) -> np.ndarray:
+def _in_image(uv: NDArrayFloat, depth: NDArrayFloat, width_px: int, height_px: int) -> NDArrayBool:
     u, v = uv[:, 0] + 0.5, uv[:, 1] + 0.5  # pixel centres at integers: edges at -0.5 and W - 0.5
     return (depth > 0) & (u >= 0) & (u < width_px) & (v >= 0) & (v < height_px)
 
@@ -72,21 +74,25 @@ class PinholeCamera:
 
     @property
     def model(self) -> str:
+        """Model name as stored in a scenario: "pinhole"."""
         return "pinhole"
 
     @property
-    def K(self) -> np.ndarray:
+    def K(self) -> NDArrayFloat:
+        """(3, 3) intrinsic matrix [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]."""
         return np.array([[self.fx_px, 0.0, self.cx_px], [0.0, self.fy_px, self.cy_px], [0.0, 0.0, 1.0]])
 
     @property
     def has_distortion(self) -> bool:
+        """Whether any distortion coefficient is non-zero."""
         return any(d != 0.0 for d in self.distortion)
 
     @property
     def horizontal_fov_rad(self) -> float:
+        """Horizontal field of view (undistorted) in radians."""
         return float(np.arctan(self.cx_px / self.fx_px) + np.arctan((self.width_px - self.cx_px) / self.fx_px))
 
-    def _distort(self, xn: np.ndarray, yn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _distort(self, xn: NDArrayFloat, yn: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
         k1, k2, p1, p2, k3 = self.distortion
         r2 = xn * xn + yn * yn
         radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
@@ -94,10 +100,14 @@ class PinholeCamera:
         yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
         return xd, yd
 
-    def project(self, points_cam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Points (N, 3) in the camera frame -> (uv_px (N, 2), depth_m (N,), in_image (N,)).
+    def project(self, points_cam: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
+        """Project camera-frame points; points with z <= 0 get NaN pixels (a pinhole cannot image them).
 
-        Points with z <= 0 get NaN pixels (a pinhole cannot image them).
+        Args:
+            points_cam: (N, 3) points in the camera frame, metres.
+
+        Returns:
+            uv_px (N, 2), depth_m (N,) (camera z), in_image (N,) bool.
         """
         pts = _check_points(points_cam)
         z = pts[:, 2]
@@ -109,7 +119,7 @@ class PinholeCamera:
         uv = np.stack([self.fx_px * xn + self.cx_px, self.fy_px * yn + self.cy_px], -1)
         return uv, z.copy(), _in_image(np.nan_to_num(uv, nan=-1.0), z, self.width_px, self.height_px)
 
-    def _undistort(self, xd: np.ndarray, yd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _undistort(self, xd: NDArrayFloat, yd: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
         # Fixed-point iteration (as OpenCV's undistortPoints), then Newton-free polish.
         xn, yn = xd.copy(), yd.copy()
         k1, k2, p1, p2, k3 = self.distortion
@@ -121,8 +131,15 @@ class PinholeCamera:
             xn, yn = (xd - dx) / radial, (yd - dy) / radial
         return xn, yn
 
-    def pixel_to_ray(self, uv_px: np.ndarray) -> np.ndarray:
-        """Pixels (N, 2) -> unit rays (N, 3) in the camera frame."""
+    def pixel_to_ray(self, uv_px: NDArrayFloat) -> NDArrayFloat:
+        """Cast rays through pixels (distortion removed).
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+
+        Returns:
+            (N, 3) unit rays in the camera frame.
+        """
         uv = _check_uv(uv_px)
         xn = (uv[:, 0] - self.cx_px) / self.fx_px
         yn = (uv[:, 1] - self.cy_px) / self.fy_px
@@ -131,20 +148,41 @@ class PinholeCamera:
         rays = np.stack([xn, yn, np.ones_like(xn)], -1)
         return rays / np.linalg.norm(rays, axis=-1, keepdims=True)
 
-    def unproject(self, uv_px: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
-        """Pixels (N, 2) and depths (N,) (camera z) -> points (N, 3) in the camera frame."""
+    def unproject(self, uv_px: NDArrayFloat, depth_m: NDArrayFloat) -> NDArrayFloat:
+        """Lift pixels to camera-frame points at given depths.
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+            depth_m: (N,) depths (camera z) in metres.
+
+        Returns:
+            (N, 3) points in the camera frame.
+        """
         rays = self.pixel_to_ray(uv_px)
         depth = np.asarray(depth_m, dtype=np.float64).reshape(-1)
         return rays * (depth / rays[:, 2])[:, None]
 
     def resize(self, width_px: int, height_px: int) -> PinholeCamera:
-        """The same camera imaged at another resolution (intrinsics scaled per axis)."""
+        """The same camera imaged at another resolution (intrinsics scaled per axis).
+
+        Args:
+            width_px: new image width.
+            height_px: new image height.
+
+        Returns:
+            The resized camera.
+        """
         sx, sy = width_px / self.width_px, height_px / self.height_px
         return PinholeCamera(
             width_px, height_px, self.fx_px * sx, self.fy_px * sy, self.cx_px * sx, self.cy_px * sy, self.distortion
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The camera as a JSON-ready dict (inverse: `camera_from_dict`).
+
+        Returns:
+            model, size, focal lengths, principal point and distortion.
+        """
         return {
             "model": "pinhole",
             "width_px": self.width_px,
@@ -157,19 +195,20 @@ class PinholeCamera:
         }
 
 
-def _polyval(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _polyval(coeffs: NDArrayFloat, x: NDArrayFloat) -> NDArrayFloat:
     """sum_i coeffs[i] x^i (Horner)."""
-    out = np.zeros_like(x, dtype=np.float64)
+    out: NDArrayFloat = np.zeros_like(x, dtype=np.float64)
     for c in coeffs[::-1]:
         out = out * x + c
     return out
 
 
-def _polyder(coeffs: np.ndarray) -> np.ndarray:
-    return coeffs[1:] * np.arange(1, len(coeffs))
+def _polyder(coeffs: NDArrayFloat) -> NDArrayFloat:
+    out: NDArrayFloat = coeffs[1:] * np.arange(1, len(coeffs))
+    return out
 
 
-def _fit_through_origin(x: np.ndarray, y: np.ndarray, degree: int) -> np.ndarray:
+def _fit_through_origin(x: NDArrayFloat, y: NDArrayFloat, degree: int) -> NDArrayFloat:
     """Least-squares y = sum_{i=1..degree} c_i x^i (constant term 0), returns c_0..c_degree."""
     scale = float(np.abs(x).max()) or 1.0  # fit on x / scale: powers of raw pixel radii are ill-conditioned
     A = np.stack([(x / scale) ** i for i in range(1, degree + 1)], -1)
@@ -197,7 +236,7 @@ class FThetaCamera:
     poly: tuple[float, ...]
     is_backward_poly: bool = True
     linear_cde: tuple[float, float, float] = (1.0, 0.0, 0.0)
-    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_size(self.width_px, self.height_px)
@@ -223,8 +262,15 @@ class FThetaCamera:
 
     # construction --------------------------------------------------------------------------
     @classmethod
-    def from_intrinsic_vector(cls, vector: np.ndarray) -> FThetaCamera:
-        """Parse the RDS-HQ vector [cx, cy, width, height, p0..p5, is_bw_poly, (c, d, e)]."""
+    def from_intrinsic_vector(cls, vector: NDArrayFloat) -> FThetaCamera:
+        """Parse an RDS-HQ f-theta intrinsic vector.
+
+        Args:
+            vector: (10,), (11,) or (14,) [cx, cy, width, height, p0..p5, is_bw_poly, (c, d, e)].
+
+        Returns:
+            The camera.
+        """
         v = np.asarray(vector, dtype=np.float64).ravel()
         if v.size not in (10, 11, 14):
             raise AvsimValueError(f"f-theta intrinsic vector: expected 10, 11 or 14 values, got {v.size}")
@@ -232,7 +278,12 @@ class FThetaCamera:
         cde = tuple(v[11:14]) if v.size == 14 else (1.0, 0.0, 0.0)
         return cls(int(round(v[2])), int(round(v[3])), v[0], v[1], tuple(v[4:10]), is_bw, cde)
 
-    def to_intrinsic_vector(self) -> np.ndarray:
+    def to_intrinsic_vector(self) -> NDArrayFloat:
+        """The camera as an RDS-HQ f-theta intrinsic vector.
+
+        Returns:
+            (14,) [cx, cy, width, height, p0..p5, is_bw_poly, c, d, e].
+        """
         return np.array(
             [self.cx_px, self.cy_px, self.width_px, self.height_px, *self.poly, float(self.is_backward_poly), *self.linear_cde]
         )
@@ -242,7 +293,7 @@ class FThetaCamera:
         offsets = self._pixel_to_offset(corners)
         return float(np.linalg.norm(offsets, axis=-1).max())
 
-    def _derive(self) -> dict:
+    def _derive(self) -> dict[str, Any]:
         stored = np.array(self.poly)
         r_max = self._max_radius_px()
         if self.is_backward_poly:
@@ -273,28 +324,35 @@ class FThetaCamera:
     # properties -----------------------------------------------------------------------------
     @property
     def model(self) -> str:
+        """Model name as stored in a scenario: "ftheta"."""
         return "ftheta"
 
     @property
-    def forward_poly(self) -> np.ndarray:
-        return self._derived["fw"].copy()
+    def forward_poly(self) -> NDArrayFloat:
+        """(6,) theta -> r polynomial coefficients p0..p5 (stored or fitted)."""
+        out: NDArrayFloat = self._derived["fw"].copy()
+        return out
 
     @property
-    def backward_poly(self) -> np.ndarray:
-        return self._derived["bw"].copy()
+    def backward_poly(self) -> NDArrayFloat:
+        """(6,) r -> theta polynomial coefficients p0..p5 (stored or fitted)."""
+        out: NDArrayFloat = self._derived["bw"].copy()
+        return out
 
     @property
     def max_theta_rad(self) -> float:
-        return self._derived["theta_max"]
+        """Largest ray angle inside the image; the forward map is linear beyond it."""
+        return float(self._derived["theta_max"])
 
     @property
     def horizontal_fov_rad(self) -> float:
+        """Horizontal field of view through the principal point's row, in radians."""
         edges = np.array([[0.0, self.cy_px], [float(self.width_px), self.cy_px]])
         theta = self._radius_to_theta(np.linalg.norm(self._pixel_to_offset(edges), axis=-1))
         return float(theta.sum())
 
     # radial maps ----------------------------------------------------------------------------
-    def _theta_to_radius(self, theta: np.ndarray) -> np.ndarray:
+    def _theta_to_radius(self, theta: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
         r = _polyval(d["fw"], theta)
         if self.is_backward_poly:  # honour the stored r -> theta map exactly in range
@@ -305,7 +363,7 @@ class FThetaCamera:
         beyond = theta > d["theta_max"]
         return np.where(beyond, d["r_end"] + d["slope"] * (theta - d["theta_max"]), r)
 
-    def _radius_to_theta(self, r: np.ndarray) -> np.ndarray:
+    def _radius_to_theta(self, r: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
         theta = _polyval(d["bw"], r)
         if not self.is_backward_poly:  # honour the stored theta -> r map exactly in range
@@ -316,24 +374,30 @@ class FThetaCamera:
         beyond = r > d["r_end"]
         return np.where(beyond, d["theta_max"] + (r - d["r_end"]) / d["slope"], theta)
 
-    def _offset_to_pixel(self, offset: np.ndarray) -> np.ndarray:
+    def _offset_to_pixel(self, offset: NDArrayFloat) -> NDArrayFloat:
         c, d, e = self.linear_cde
         return np.stack(
             [c * offset[:, 0] + d * offset[:, 1] + self.cx_px, e * offset[:, 0] + offset[:, 1] + self.cy_px], -1
         )
 
-    def _pixel_to_offset(self, uv: np.ndarray) -> np.ndarray:
+    def _pixel_to_offset(self, uv: NDArrayFloat) -> NDArrayFloat:
         c, d, e = self.linear_cde
         du, dv = uv[:, 0] - self.cx_px, uv[:, 1] - self.cy_px
         det = c - d * e
         return np.stack([(du - d * dv) / det, (c * dv - e * du) / det], -1)
 
     # public API -----------------------------------------------------------------------------
-    def project(self, points_cam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Points (N, 3) in the camera frame -> (uv_px (N, 2), depth_m (N,), in_image (N,)).
+    def project(self, points_cam: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
+        """Project camera-frame points.
 
         Every direction gets a finite pixel (theta up to pi, via the linear extension); the
         origin itself maps to the principal point.
+
+        Args:
+            points_cam: (N, 3) points in the camera frame, metres.
+
+        Returns:
+            uv_px (N, 2), depth_m (N,) (camera z), in_image (N,) bool.
         """
         pts = _check_points(points_cam)
         xy_norm = np.hypot(pts[:, 0], pts[:, 1])
@@ -346,8 +410,15 @@ class FThetaCamera:
         depth = pts[:, 2].copy()
         return uv, depth, _in_image(uv, depth, self.width_px, self.height_px)
 
-    def pixel_to_ray(self, uv_px: np.ndarray) -> np.ndarray:
-        """Pixels (N, 2) -> unit rays (N, 3) in the camera frame (theta may exceed pi/2)."""
+    def pixel_to_ray(self, uv_px: NDArrayFloat) -> NDArrayFloat:
+        """Cast rays through pixels (theta may exceed pi/2).
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+
+        Returns:
+            (N, 3) unit rays in the camera frame.
+        """
         offset = self._pixel_to_offset(_check_uv(uv_px))
         r = np.linalg.norm(offset, axis=-1)
         theta = self._radius_to_theta(r)
@@ -357,8 +428,16 @@ class FThetaCamera:
         rays[r == 0] = (0.0, 0.0, 1.0)
         return rays
 
-    def unproject(self, uv_px: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
-        """Pixels (N, 2) and depths (N,) (camera z > 0) -> points (N, 3) in the camera frame."""
+    def unproject(self, uv_px: NDArrayFloat, depth_m: NDArrayFloat) -> NDArrayFloat:
+        """Lift pixels to camera-frame points at given depths.
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+            depth_m: (N,) depths (camera z > 0) in metres.
+
+        Returns:
+            (N, 3) points in the camera frame.
+        """
         rays = self.pixel_to_ray(uv_px)
         depth = np.asarray(depth_m, dtype=np.float64).reshape(-1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -369,6 +448,13 @@ class FThetaCamera:
 
         Centre scales by the size ratios; pixel radii by s = sqrt(rw * rh), so a backward
         polynomial's coefficients scale by s^-i and a forward polynomial's by s.
+
+        Args:
+            width_px: new image width.
+            height_px: new image height.
+
+        Returns:
+            The resized camera.
         """
         rw, rh = width_px / self.width_px, height_px / self.height_px
         s = np.sqrt(rw * rh)
@@ -378,7 +464,12 @@ class FThetaCamera:
             width_px, height_px, self.cx_px * rw, self.cy_px * rh, tuple(poly), self.is_backward_poly, self.linear_cde
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The camera as a JSON-ready dict (inverse: `camera_from_dict`).
+
+        Returns:
+            model, size, principal point, polynomial and its direction, linear term.
+        """
         return {
             "model": "ftheta",
             "width_px": self.width_px,
@@ -391,11 +482,100 @@ class FThetaCamera:
         }
 
 
-Camera = PinholeCamera | FThetaCamera
+CameraModel = PinholeCamera | FThetaCamera
+"""The concrete camera models (what a scenario file can hold)."""
 
 
-def camera_from_dict(d: dict) -> Camera:
-    """Inverse of `Camera.to_dict()`; raises AvsimValueError naming the bad field."""
+class Camera(Protocol):
+    """What the renderer, the rig and the geometry need from a camera (both models provide it).
+
+    Camera frame OpenCV RDF; pixels continuous, centre of pixel (i, j) at (i, j).
+    """
+
+    @property
+    def width_px(self) -> int:
+        """Image width in pixels."""
+        ...
+
+    @property
+    def height_px(self) -> int:
+        """Image height in pixels."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """Model name as stored in a scenario ("pinhole" or "ftheta")."""
+        ...
+
+    @property
+    def horizontal_fov_rad(self) -> float:
+        """Horizontal field of view through the principal point, in radians."""
+        ...
+
+    def project(self, points_cam: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
+        """Project camera-frame points.
+
+        Args:
+            points_cam: (N, 3) points in the camera frame, metres.
+
+        Returns:
+            uv_px (N, 2) pixels, depth_m (N,) camera z, in_image (N,) bool (in front and inside the image).
+        """
+        ...
+
+    def pixel_to_ray(self, uv_px: NDArrayFloat) -> NDArrayFloat:
+        """Cast rays through pixels.
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+
+        Returns:
+            (N, 3) unit rays in the camera frame.
+        """
+        ...
+
+    def unproject(self, uv_px: NDArrayFloat, depth_m: NDArrayFloat) -> NDArrayFloat:
+        """Lift pixels to camera-frame points at given depths.
+
+        Args:
+            uv_px: (N, 2) pixel coordinates.
+            depth_m: (N,) depths (camera z) in metres.
+
+        Returns:
+            (N, 3) points in the camera frame.
+        """
+        ...
+
+    def resize(self, width_px: int, height_px: int) -> Camera:
+        """The same camera imaged at another resolution.
+
+        Args:
+            width_px: new image width.
+            height_px: new image height.
+
+        Returns:
+            The resized camera (same model).
+        """
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camera as a JSON-ready dict (inverse: `camera_from_dict`).
+
+        Returns:
+            Its model name and parameters.
+        """
+        ...
+
+
+def camera_from_dict(d: dict[str, Any]) -> CameraModel:
+    """Inverse of `Camera.to_dict()`; raises AvsimValueError naming the bad field.
+
+    Args:
+        d: a camera dict (`model` "pinhole" or "ftheta" and its parameters).
+
+    Returns:
+        The camera.
+    """
     model = d.get("model")
     try:
         if model == "pinhole":
