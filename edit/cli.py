@@ -1,7 +1,8 @@
 """`avsim edit`, `avsim validate`, `avsim diff`, `avsim preview`.
 
-Bad input raises AvsimInputError (one line, exit 1). `validate --strict` and `edit --strict`
-exit 1 when there are findings; nothing is written when `edit` fails.
+Each command parses its options and calls the library (`editfile`, `output`, `validate`,
+`diff`, `preview`). Bad input raises AvsimInputError (one line, exit 1). `validate --strict`
+and `edit --strict` exit 1 when there are findings; nothing is written when `edit` fails.
 """
 
 from __future__ import annotations
@@ -11,57 +12,16 @@ from pathlib import Path
 
 import typer
 
-from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.scenario import Scenario
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
-MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = "avsim-edit-manifest"
 
-
-def _load(path: Path):
+def _load(path: Path) -> Scenario:
     from avsim.scenario.io import load_scenario
 
     return load_scenario(path)
-
-
-def _check_edit_output(out: Path) -> None:
-    """Refuse to replace anything but an empty folder or an earlier `avsim edit` output."""
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise AvsimInputError(out, "output", "exists and is not a folder; refusing to replace it")
-    if not any(out.iterdir()):
-        return
-    try:
-        doc = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        doc = None
-    if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT:  # valid JSON need not be an object
-        return
-    raise AvsimInputError(out, "output", "exists, is not empty and is not an avsim edit output; refusing to replace it")
-
-
-def manifest_document(source, edit, results) -> dict:
-    """The manifest written beside the variant folders (deterministic: no paths, no clock)."""
-    return {
-        "format": MANIFEST_FORMAT,
-        "version": 1,
-        "source_scenario_id": source.scenario_id,
-        "edit_file": edit.path.name,
-        "edit_file_sha256": edit.sha256,
-        "variants": [
-            {
-                "name": r.name,
-                "folder": r.name,
-                "scenario_id": r.scenario.scenario_id,
-                "params": r.params,
-                "findings": [{"op_index": i, **f.to_dict()} for i, f in r.new_findings],
-            }
-            for r in results
-        ],
-    }
 
 
 @app.command("edit")
@@ -73,30 +33,22 @@ def edit_command(
     no_validate: bool = typer.Option(False, "--no-validate", help="Skip validation after each op."),
 ) -> None:
     """Apply an edit file to SCENARIO and write every variant to OUT."""
-    from avsim.scenario.io import save_scenario
+    from .editfile import VariantResult, apply_edit_file, load_edit_file
+    from .output import check_edit_output, write_edit_output
 
-    from .editfile import apply_variant, load_edit_file
-    from .validate import validate_scenario
+    def progress(i: int, n: int, r: VariantResult) -> None:
+        typer.echo(f"[{i + 1}/{n}] {r.name}: {len(r.new_findings)} new findings", err=True)
 
-    _check_edit_output(out)
+    check_edit_output(out)
     edit = load_edit_file(edits)
     source = _load(scenario)
-    base = [] if no_validate else validate_scenario(source)
-    results = []
-    for i, variant in enumerate(edit.variants):
-        results.append(apply_variant(source, edit, variant, validate=not no_validate, base_findings=base))
-        typer.echo(f"[{i + 1}/{len(edit.variants)}] {variant.name}: {len(results[-1].new_findings)} new findings", err=True)
+    results = apply_edit_file(source, edit, validate=not no_validate, progress=progress)
     for r in results:
         for op_index, f in r.new_findings:
             typer.echo(f"  {r.name} (op {op_index}): {f}", err=True)
     if strict and any(r.new_findings for r in results):
         raise AvsimInputError(edits, "validation", "edits introduce findings (listed above); --strict writes nothing")
-    doc = manifest_document(source, edit, results)
-    allow_empty = source.map.is_empty()
-    with atomic_output_path(out, is_dir=True) as tmp:
-        for r in results:
-            save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
-        (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_edit_output(out, source, edit, results)
     typer.echo(f"wrote {len(results)} variant(s) to {out}", err=True)
 
 
@@ -111,16 +63,12 @@ def validate_command(
 
     Findings print one per line (time, kind, ids, reason); --strict exits 1 when there are any.
     """
-    from .validate import validate_scenario
+    from .validate import findings_document, validate_scenario
 
     scn = _load(scenario)
     findings = validate_scenario(scn)
     if as_json:
-        counts: dict[str, int] = {}
-        for f in findings:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-        doc = {"scenario_id": scn.scenario_id, "findings": [f.to_dict() for f in findings], "counts": counts}
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(findings_document(scn, findings), indent=2))
     else:
         for f in findings:
             typer.echo(str(f))

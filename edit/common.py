@@ -14,6 +14,7 @@ import numpy as np
 from avsim.core.agents import AgentTracks, collapse_class
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import yaw_to_quat
+from avsim.scenario import Scenario
 
 AGENT_FIELDS = ("track_id", "source_class", "timestamps_ns", "center_m", "size_m", "orientation")
 
@@ -31,7 +32,7 @@ EGO_SIZE_M = (4.8, 2.0, 1.6)
 EGO_REAR_AXLE_TO_CENTRE_M = 1.4
 
 
-def ego_box(scenario) -> tuple[tuple[float, float, float], float]:
+def ego_box(scenario: Scenario) -> tuple[tuple[float, float, float], float]:
     """The ego's box size (l, w, h) and rear-axle-to-centre distance: from the scenario's
     metadata (`ego_size_m`, `ego_rear_axle_to_center_m`) when given, else a typical car."""
     meta = scenario.metadata
@@ -39,45 +40,45 @@ def ego_box(scenario) -> tuple[tuple[float, float, float], float]:
     size = tuple(float(v) for v in size) if isinstance(size, (list, tuple)) and len(size) == 3 else EGO_SIZE_M
     offset = meta.get("ego_rear_axle_to_center_m")
     offset = float(offset) if isinstance(offset, (int, float)) and not isinstance(offset, bool) else EGO_REAR_AXLE_TO_CENTRE_M
-    return size, offset  # type: ignore[return-value]
+    return size, offset
 
 
-def start_ns(scenario) -> int:
+def start_ns(scenario: Scenario) -> int:
     """The scenario clock's origin: the ego's first timestamp (int ns)."""
     return int(scenario.ego.timestamps_ns[0])
 
 
-def end_s(scenario) -> float:
+def end_s(scenario: Scenario) -> float:
     """Scenario length in seconds on the edit clock (last ego timestamp)."""
     return (int(scenario.ego.timestamps_ns[-1]) - start_ns(scenario)) / 1e9
 
 
-def to_ns(scenario, t_s: np.ndarray | float) -> np.ndarray:
+def to_ns(scenario: Scenario, t_s: np.ndarray | float) -> np.ndarray:
     """Edit-clock seconds -> absolute int64 nanoseconds."""
     return start_ns(scenario) + np.round(np.asarray(t_s, dtype=np.float64) * 1e9).astype(np.int64)
 
 
-def to_s(scenario, timestamps_ns: np.ndarray) -> np.ndarray:
+def to_s(scenario: Scenario, timestamps_ns: np.ndarray) -> np.ndarray:
     """Absolute int64 nanoseconds -> edit-clock seconds (float64)."""
     return (np.asarray(timestamps_ns, dtype=np.int64) - start_ns(scenario)).astype(np.float64) / 1e9
 
 
-def check_time(scenario, t_s: float, name: str, allow_end: bool = True) -> None:
+def check_time(scenario: Scenario, t_s: float, name: str, allow_end: bool = True) -> None:
     """Raise if `t_s` lies outside [0, scenario end]."""
     end = end_s(scenario)
     if not (0.0 <= t_s <= end + 1e-9) or (not allow_end and t_s >= end):
         raise AvsimValueError(f"{name}: {t_s:g} s is outside the scenario (0 to {end:g} s)")
 
 
-def check_waypoints(scenario, times_s: Sequence[float], xy_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def check_waypoints(scenario: Scenario, times_s: Sequence[float], xy_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Waypoint times (K,) inside the clip and positions (K, 2|3), as float64 arrays."""
-    times_s = np.asarray(times_s, dtype=np.float64)
-    for i, t in enumerate(times_s):
+    times = np.asarray(times_s, dtype=np.float64)
+    for i, t in enumerate(times):
         check_time(scenario, float(t), f"waypoints[{i}].t_s")
     xy = np.asarray(xy_m, dtype=np.float64)
-    if xy.ndim != 2 or xy.shape[1] not in (2, 3) or len(xy) != len(times_s):
+    if xy.ndim != 2 or xy.shape[1] not in (2, 3) or len(xy) != len(times):
         raise AvsimValueError("waypoints: need (K, 2) or (K, 3) positions, one per time")
-    return times_s, xy
+    return times, xy
 
 
 def columns(agents: AgentTracks) -> dict[str, np.ndarray]:
@@ -135,11 +136,11 @@ def track_columns(
     }
 
 
-def existing_ids(scenario) -> set[str]:
+def existing_ids(scenario: Scenario) -> set[str]:
     return set(np.unique(np.asarray(scenario.agents.track_id)).astype(str).tolist())
 
 
-def require_ids(scenario, track_ids: Iterable[str], name: str = "track_id") -> list[str]:
+def require_ids(scenario: Scenario, track_ids: Iterable[str], name: str = "track_id") -> list[str]:
     """Return `track_ids` as a list, raising if any is not in the scenario."""
     ids = [str(t) for t in track_ids]
     have = existing_ids(scenario)
@@ -155,5 +156,5 @@ def size_for(source_class: str, size_m: Sequence[float] | None) -> tuple[float, 
         size = tuple(float(v) for v in size_m)
         if len(size) != 3 or min(size) <= 0:
             raise AvsimValueError("size_m: needs three positive numbers (length, width, height)")
-        return size  # type: ignore[return-value]
+        return size
     return DEFAULT_SIZE_M[collapse_class(source_class)]

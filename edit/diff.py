@@ -7,19 +7,26 @@ metres); `format_diff` renders it for people.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from avsim.core.agents import AgentTracks
+from avsim.core.lights import TrafficLightStates
+from avsim.maps import HDMap
 from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes
+from avsim.scenario import Scenario
 
 from .common import columns
 from .ops_agents import _sample_track
+from .selectors import MapElements
 
 
 def _r(x: float) -> float:
     return round(float(x), 3)
 
 
-def _tracks(agents, lo: int, hi: int) -> dict[str, dict]:
+def _tracks(agents: AgentTracks, lo: int, hi: int) -> dict[str, dict]:
     """Each track's rows within [lo, hi] ns (tracks with none there are left out)."""
     cols = columns(agents)
     out = {}
@@ -58,7 +65,7 @@ def _track_diff(ta: dict, tb: dict, t0: int) -> dict | None:
     return out
 
 
-def _elements(el) -> dict[str, tuple]:
+def _elements(el: MapElements) -> dict[str, tuple]:
     """id -> a tuple of arrays describing the element (geometry and attributes)."""
     out = {}
     if isinstance(el, Cuboids):
@@ -85,7 +92,7 @@ def _same(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(np.asarray(x).shape == np.asarray(y).shape and np.array_equal(x, y) for x, y in zip(a, b))
 
 
-def _map_diff(ma, mb) -> dict:
+def _map_diff(ma: HDMap, mb: HDMap) -> dict[str, Any]:
     out = {}
     for kind in MAP_ELEMENT_TYPES:
         ea, eb = _elements(getattr(ma, kind)), _elements(getattr(mb, kind))
@@ -93,7 +100,7 @@ def _map_diff(ma, mb) -> dict:
         removed = sorted(set(ea) - set(eb))
         changed = sorted(k for k in set(ea) & set(eb) if not _same(ea[k], eb[k]))
         if added or removed or changed:
-            entry = {"added": added, "removed": removed, "changed": changed}
+            entry: dict[str, Any] = {"added": added, "removed": removed, "changed": changed}
             if kind == "lane_lines":
                 la, lb = getattr(ma, kind), getattr(mb, kind)
                 ta = dict(zip(np.asarray(la.ids).astype(str), la.lane_types()))
@@ -103,7 +110,7 @@ def _map_diff(ma, mb) -> dict:
     return out
 
 
-def _light_diff(la, lb, t0: int, lo: int, hi: int) -> dict:
+def _light_diff(la: TrafficLightStates, lb: TrafficLightStates, t0: int, lo: int, hi: int) -> dict[str, Any]:
     """Lights whose state differs at some time within [lo, hi] (the clips' common span)."""
     ids_a = set(np.asarray(la.light_id).astype(str).tolist())
     ids_b = set(np.asarray(lb.light_id).astype(str).tolist())
@@ -114,7 +121,8 @@ def _light_diff(la, lb, t0: int, lo: int, hi: int) -> dict:
             continue
         times = np.unique(np.concatenate([[lo], la.timestamps_ns[sa], lb.timestamps_ns[sb]]))
         times = times[(times >= lo) & (times <= hi)]
-        first = next((int(t) for t in times if la.state_at([lid], int(t))[0] != lb.state_at([lid], int(t))[0]), None)
+        one = np.array([lid])
+        first = next((int(t) for t in times if la.state_at(one, int(t))[0] != lb.state_at(one, int(t))[0]), None)
         if first is None:
             continue  # same states wherever both clips exist (e.g. one was cropped)
         changed.append({"id": lid, "first_difference_s": _r((first - t0) / 1e9),
@@ -122,11 +130,11 @@ def _light_diff(la, lb, t0: int, lo: int, hi: int) -> dict:
     return {"added": sorted(ids_b - ids_a), "removed": sorted(ids_a - ids_b), "changed": changed}
 
 
-def _timeline(lights, sel, t0: int) -> list:
+def _timeline(lights: TrafficLightStates, sel: np.ndarray, t0: int) -> list[Any]:
     return [[_r((int(t) - t0) / 1e9), str(s)] for t, s in zip(lights.timestamps_ns[sel], lights.state[sel])]
 
 
-def diff_scenarios(a, b) -> dict:
+def diff_scenarios(a: Scenario, b: Scenario) -> dict[str, Any]:
     """The difference from scenario `a` to scenario `b` (see module docstring)."""
     t0 = int(a.ego.timestamps_ns[0])
     ego_a, ego_b = a.ego, b.ego
@@ -165,7 +173,7 @@ def diff_scenarios(a, b) -> dict:
     }
 
 
-def is_identical(d: dict) -> bool:
+def is_identical(d: dict[str, Any]) -> bool:
     """True when a diff shows no change at all (ids aside)."""
     t = d["time"]
     return (
@@ -180,7 +188,7 @@ def _added_removed(label: str, entry: dict) -> list[str]:
     return [f"{label} + {k}" for k in entry["added"]] + [f"{label} - {k}" for k in entry["removed"]]
 
 
-def format_diff(d: dict) -> str:
+def format_diff(d: dict[str, Any]) -> str:
     """Human-readable report of a diff dict."""
     lines = [f"{d['a']} -> {d['b']}"]
     t = d["time"]

@@ -22,25 +22,48 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import yaml
 
-from avsim.core.agents import OBJECT_CLASSES
 from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
 from avsim.core.lights import LIGHT_STATES
-from avsim.maps.elements import MAP_ELEMENT_TYPES
+from avsim.scenario import Scenario
 
 from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
-from .routes import SpeedProfile
-from .selectors import AgentSelector, Region, select_agents, select_map_elements
+from .editfile_parse import (
+    At,
+    Checker,
+    LineDict,
+    LineList,
+    _EditError,
+    _fail,
+    _type_name,
+    agent_selector,
+    boolean,
+    integer,
+    map_kind,
+    mapping,
+    nonneg,
+    num,
+    points,
+    pos,
+    read_document,
+    region,
+    s_range,
+    seq,
+    speed_profile,
+    string,
+    strings,
+    timeline,
+    vec,
+    waypoints,
+)
+from .selectors import select_agents, select_map_elements
 from .validate import Finding, ValidationConfig, validate_scenario
 
 EDIT_SCHEMA_VERSION = 1
@@ -50,272 +73,23 @@ _INLINE_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-# ----------------------------------------------------------------------------- line-aware loading
-class LineDict(dict):
-    """A mapping that remembers its own line and the line of each value (1-based)."""
-
-    line: int = 0
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.lines: dict[Any, int] = {}
-
-
-class LineList(list):
-    line: int = 0
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.lines: list[int] = []
-
-
-class _Loader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
-    loader.flatten_mapping(node)
-    out = LineDict()
-    out.line = node.start_mark.line + 1
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in out:
-            raise _EditError(key_node.start_mark.line + 1, str(key), "duplicate key")
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.lines[key] = value_node.start_mark.line + 1
-    return out
-
-
-def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
-    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
-    out.line = node.start_mark.line + 1
-    out.lines = [child.start_mark.line + 1 for child in node.value]
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
-
-
-class _EditError(Exception):
-    """Internal: a problem at a line; turned into AvsimInputError with the file path."""
-
-    def __init__(self, line: int, field: str, reason: str):
-        super().__init__(reason)
-        self.line, self.field, self.reason = line, field, reason
-
-
-def _fail(line: int, field: str, reason: str) -> None:
-    raise _EditError(line, field, reason)
-
-
-# ----------------------------------------------------------------------------- value checkers
-@dataclass(frozen=True)
-class At:
-    """Where a value sits: its field path and line."""
-
-    path: str
-    line: int
-
-    def child(self, key, container) -> At:
-        if isinstance(container, LineDict):
-            line = container.lines.get(key, container.line)
-            return At(f"{self.path}.{key}" if self.path else str(key), line)
-        line = container.lines[key] if isinstance(container, LineList) and key < len(container.lines) else self.line
-        return At(f"{self.path}[{key}]", line)
-
-
-def _type_name(v) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
-        type(v), "a list" if isinstance(v, list) else "a mapping" if isinstance(v, dict) else "null" if v is None else type(v).__name__
-    )
-
-
-def num(v, at: At, lo: float | None = None, hi: float | None = None, positive: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        _fail(at.line, at.path, f"expected a number, got {_type_name(v)} {v!r}")
-    v = float(v)
-    if positive and v <= 0:
-        _fail(at.line, at.path, f"must be > 0, got {v:g}")
-    if lo is not None and v < lo:
-        _fail(at.line, at.path, f"must be >= {lo:g}, got {v:g}")
-    if hi is not None and v > hi:
-        _fail(at.line, at.path, f"must be <= {hi:g}, got {v:g}")
-    return v
-
-
-def integer(v, at: At) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        _fail(at.line, at.path, f"expected an integer, got {_type_name(v)} {v!r}")
-    return int(v)
-
-
-def string(v, at: At, choices: tuple[str, ...] | None = None) -> str:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and choices is None:
-        v = str(v)  # numeric ids (nuScenes tokens are strings, Waymo ids numbers)
-    if not isinstance(v, str) or not v:
-        _fail(at.line, at.path, f"expected a non-empty string, got {_type_name(v)} {v!r}")
-    if choices is not None and v not in choices:
-        _fail(at.line, at.path, f"{v!r} is not one of {', '.join(choices)}")
-    return v
-
-
-def boolean(v, at: At) -> bool:
-    if not isinstance(v, bool):
-        _fail(at.line, at.path, f"expected true or false, got {_type_name(v)} {v!r}")
-    return v
-
-
-def seq(v, at: At, item: Callable, min_len: int = 0, exact: int | None = None) -> list:
-    if not isinstance(v, list):
-        _fail(at.line, at.path, f"expected a list, got {_type_name(v)} {v!r}")
-    if exact is not None and len(v) != exact:
-        _fail(at.line, at.path, f"expected {exact} values, got {len(v)}")
-    if len(v) < min_len:
-        _fail(at.line, at.path, f"expected at least {min_len} entries, got {len(v)}")
-    return [item(x, at.child(i, v)) for i, x in enumerate(v)]
-
-
-def strings(v, at: At) -> list[str]:
-    """One string or a list of strings."""
-    if isinstance(v, list):
-        return seq(v, at, string, min_len=1)
-    return [string(v, at)]
-
-
-def vec(n: int) -> Callable:
-    return lambda v, at: seq(v, at, num, exact=n)
-
-
-def points(v, at: At, min_len: int = 2) -> np.ndarray:
-    rows = seq(v, at, lambda p, a: seq(p, a, num, min_len=2), min_len=min_len)
-    dims = {len(r) for r in rows}
-    if len(dims) != 1 or dims.pop() not in (2, 3):
-        _fail(at.line, at.path, "points must all be [x, y] or all [x, y, z]")
-    return np.asarray(rows, dtype=np.float64)
-
-
-def mapping(v, at: At, schema: dict[str, tuple[Callable, bool]]) -> dict:
-    """Check a mapping against {key: (checker, required)}; unknown keys are errors."""
-    if not isinstance(v, dict):
-        _fail(at.line, at.path, f"expected a mapping, got {_type_name(v)} {v!r}")
-    for key in v:
-        if key not in schema:
-            _fail(at.child(key, v).line, at.child(key, v).path, f"unknown field (expected one of {', '.join(schema)})")
-    out = {}
-    for key, (check, required) in schema.items():
-        if key in v:
-            out[key] = check(v[key], at.child(key, v))
-        elif required:
-            _fail(at.line, at.path, f"missing required field {key!r}")
-    return out
-
-
-def region(v, at: At) -> Region:
-    d = mapping(v, at, {"center": (vec(2), False), "radius_m": (lambda x, a: num(x, a, positive=True), False),
-                        "box": (vec(4), False), "polygon": (lambda x, a: points(x, a, 3), False)})  # fmt: skip
-    try:
-        return Region(
-            center_xy=tuple(d["center"]) if "center" in d else None,
-            radius_m=d.get("radius_m"),
-            box=tuple(d["box"]) if "box" in d else None,
-            polygon=tuple(map(tuple, d["polygon"][:, :2].tolist())) if "polygon" in d else None,
-        )
-    except AvsimValueError as exc:
-        _fail(at.line, at.path, str(exc))
-
-
-def agent_selector(v, at: At) -> AgentSelector:
-    d = mapping(v, at, {
-        "ids": (strings, False), "class": (lambda x, a: [string(c, a, OBJECT_CLASSES) for c in strings(x, a)], False),
-        "region": (region, False), "within_m_of_ego": (lambda x, a: num(x, a, positive=True), False),
-        "at_s": (lambda x, a: num(x, a, lo=0), False),
-    })  # fmt: skip
-    if not d:
-        _fail(at.line, at.path, "an empty selector would select every agent; give ids, class, region or within_m_of_ego")
-    return AgentSelector(
-        track_ids=tuple(d["ids"]) if "ids" in d else None,
-        classes=tuple(d["class"]) if "class" in d else None,
-        region=d.get("region"),
-        max_distance_from_ego_m=d.get("within_m_of_ego"),
-        at_s=d.get("at_s"),
-    )
-
-
-def speed_profile(v, at: At) -> SpeedProfile:
-    """A constant speed (number, m/s) or {t_s: [...], mps: [...]} (piecewise linear)."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return SpeedProfile.constant(num(v, at, lo=0))
-    d = mapping(v, at, {"t_s": (lambda x, a: seq(x, a, num, min_len=1), True), "mps": (lambda x, a: seq(x, a, lambda y, b: num(y, b, lo=0), min_len=1), True)})
-    try:
-        return SpeedProfile(np.array(d["t_s"]), np.array(d["mps"]))
-    except AvsimValueError as exc:
-        _fail(at.line, at.path, str(exc))
-
-
-def waypoints(v, at: At) -> tuple[np.ndarray, np.ndarray]:
-    """[[t_s, x, y(, z)], ...] or [{t_s, x, y, (z)}, ...] -> (times (K,), xyz/xy (K, 2|3))."""
-    def row(p, a):
-        if isinstance(p, dict):
-            d = mapping(p, a, {"t_s": (num, True), "x": (num, True), "y": (num, True), "z": (num, False)})
-            return [d["t_s"], d["x"], d["y"]] + ([d["z"]] if "z" in d else [])
-        return seq(p, a, num, min_len=3)
-
-    rows = seq(v, at, row, min_len=2)
-    if len({len(r) for r in rows}) != 1 or len(rows[0]) not in (3, 4):
-        _fail(at.line, at.path, "waypoints must all be [t_s, x, y] or all [t_s, x, y, z]")
-    arr = np.asarray(rows, dtype=np.float64)
-    if np.any(np.diff(arr[:, 0]) <= 0):
-        _fail(at.line, at.path, "waypoint times must be strictly increasing")
-    return arr[:, 0], arr[:, 1:]
-
-
-def timeline(v, at: At) -> list[tuple[float, str]]:
-    def row(p, a):
-        if isinstance(p, dict):
-            d = mapping(p, a, {"t_s": (lambda x, b: num(x, b, lo=0), True), "state": (lambda x, b: string(x, b, LIGHT_STATES), True)})
-            return d["t_s"], d["state"]
-        r = seq(p, a, lambda x, b: x, exact=2)
-        return num(r[0], a.child(0, p), lo=0), string(r[1], a.child(1, p), LIGHT_STATES)
-
-    return seq(v, at, row, min_len=1)
-
-
-def s_range(v, at: At) -> tuple[float, float]:
-    a, b = seq(v, at, lambda x, y: num(x, y, lo=0), exact=2)
-    if b <= a:
-        _fail(at.line, at.path, "s_range_m needs [start, end] with start < end")
-    return a, b
-
-
-def pos(v, at):
-    return num(v, at, positive=True)
-
-
-def nonneg(v, at):
-    return num(v, at, lo=0)
-
-
-def map_kind(v, at):
-    return string(v, at, tuple(MAP_ELEMENT_TYPES))
-
 
 # ----------------------------------------------------------------------------- op table
 @dataclass(frozen=True)
 class OpSpec:
     """An edit operation: its fields {name: (checker, required)} and how to apply it."""
 
-    fields: dict[str, tuple[Callable, bool]]
-    apply: Callable[..., Any]
+    fields: dict[str, tuple[Checker, bool]]
+    apply: Callable[[Scenario, dict[str, Any]], Scenario]
     doc: str
     one_of: tuple[tuple[str, ...], ...] = ()
 
 
-_AGENT_TARGET = {"track_id": (string, False), "track_ids": (strings, False), "select": (agent_selector, False)}
-_MAP_TARGET = {"ids": (strings, False), "region": (region, False), "within_m_of_ego": (pos, False)}
+_AGENT_TARGET: dict[str, tuple[Checker, bool]] = {"track_id": (string, False), "track_ids": (strings, False), "select": (agent_selector, False)}
+_MAP_TARGET: dict[str, tuple[Checker, bool]] = {"ids": (strings, False), "region": (region, False), "within_m_of_ego": (pos, False)}
 
 
-def _targets(scenario, a: dict) -> list[str]:
+def _targets(scenario: Scenario, a: dict[str, Any]) -> list[str]:
     if "select" in a:
         ids = select_agents(scenario, a["select"])
         if not ids:
@@ -324,7 +98,7 @@ def _targets(scenario, a: dict) -> list[str]:
     return ops_agents.require_ids(scenario, a["track_ids"] if "track_ids" in a else [a["track_id"]], "track_id" if "track_id" in a else "track_ids")
 
 
-def _map_mask(scenario, kind: str, a: dict) -> np.ndarray:
+def _map_mask(scenario: Scenario, kind: str, a: dict[str, Any]) -> np.ndarray:
     if not any(k in a for k in ("ids", "region", "within_m_of_ego")) and not a.get("all", False):
         raise AvsimValueError("ids: give ids, a region, within_m_of_ego or all: true")
     ego_xy = np.asarray(scenario.ego.world_SE3_ego.translation)[:, :2]
@@ -335,11 +109,11 @@ def _map_mask(scenario, kind: str, a: dict) -> np.ndarray:
     return mask
 
 
-def _deg(a: dict, key: str) -> float | None:
+def _deg(a: dict[str, Any], key: str) -> float | None:
     return None if key not in a else float(np.deg2rad(a[key]))
 
 
-def _add_agent(s, a):
+def _add_agent(s: Scenario, a: dict[str, Any]) -> Scenario:
     cls = a["class"]
     if "waypoints" in a:
         t, xy = a["waypoints"]
@@ -349,16 +123,16 @@ def _add_agent(s, a):
                                       r.get("turns", ()), r.get("start_s", 0.0), r.get("stop_s"), a.get("size_m"))  # fmt: skip
 
 
-_ROUTE = {"start_xy": (vec(2), True), "speed": (speed_profile, True), "heading_deg": (num, False),
+_ROUTE: dict[str, tuple[Checker, bool]] = {"start_xy": (vec(2), True), "speed": (speed_profile, True), "heading_deg": (num, False),
           "turns": (lambda x, a: [string(t, a, ("straight", "left", "right")) for t in strings(x, a)], False),
           "start_s": (nonneg, False), "stop_s": (nonneg, False)}  # fmt: skip
 
 
-def _route(v, at):
+def _route(v: Any, at: At) -> dict[str, Any]:
     return mapping(v, at, _ROUTE)
 
 
-_EGO_ROUTE = {"speed": (speed_profile, True), "start_xy": (vec(2), False), "heading_deg": (num, False),
+_EGO_ROUTE: dict[str, tuple[Checker, bool]] = {"speed": (speed_profile, True), "start_xy": (vec(2), False), "heading_deg": (num, False),
               "turns": (lambda x, a: [string(t, a, ("straight", "left", "right")) for t in strings(x, a)], False)}  # fmt: skip
 
 OPS: dict[str, OpSpec] = {
@@ -434,7 +208,7 @@ class BoundOp:
 
     index: int
     name: str
-    args: dict
+    args: dict[str, Any]
     line: int
     field_lines: dict[str, int]
 
@@ -442,7 +216,7 @@ class BoundOp:
 @dataclass(frozen=True)
 class Variant:
     name: str
-    params: dict
+    params: dict[str, Any]
     ops: tuple[BoundOp, ...]
 
 
@@ -454,7 +228,7 @@ class EditFile:
     sha256: str
 
 
-def _substitute(value, params: dict, at: At):
+def _substitute(value: Any, params: dict[str, Any], at: At) -> Any:
     """Replace `$name` / `${name}` references to sweep parameters (keeps line info)."""
     if isinstance(value, LineDict):
         out = LineDict()
@@ -463,9 +237,9 @@ def _substitute(value, params: dict, at: At):
             out[k] = _substitute(v, params, at.child(k, value))
         return out
     if isinstance(value, LineList):
-        out = LineList(_substitute(v, params, at.child(i, value)) for i, v in enumerate(value))
-        out.line, out.lines = value.line, list(value.lines)
-        return out
+        out_list = LineList(_substitute(v, params, at.child(i, value)) for i, v in enumerate(value))
+        out_list.line, out_list.lines = value.line, list(value.lines)
+        return out_list
     if isinstance(value, str):
         m = _REF.match(value)
         if m:
@@ -479,13 +253,14 @@ def _substitute(value, params: dict, at: At):
     return value
 
 
-def _fmt(v) -> str:
+def _fmt(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _bind_op(raw, at: At, index: int) -> BoundOp:
+def _bind_op(raw: Any, at: At, index: int) -> BoundOp:
     if not isinstance(raw, dict):
         _fail(at.line, at.path, f"expected a mapping with an 'op' field, got {_type_name(raw)}")
+    raw = cast(LineDict, raw)  # every mapping the loader builds is a LineDict
     if "op" not in raw:
         _fail(raw.line, at.path, "missing field 'op'")
     name = raw["op"]
@@ -503,7 +278,7 @@ def _bind_op(raw, at: At, index: int) -> BoundOp:
     return BoundOp(index, name, args, raw.line, dict(body.lines))
 
 
-def _variant_name(template: str | None, params: dict, index: int, at: At) -> str:
+def _variant_name(template: str | None, params: dict[str, Any], index: int, at: At) -> str:
     if template is None:
         raw = "_".join(f"{k}-{_fmt(v)}" for k, v in params.items()) if params else "edited"
     else:
@@ -515,55 +290,56 @@ def _variant_name(template: str | None, params: dict, index: int, at: At) -> str
     return name
 
 
+def _check_sweep(doc: LineDict, root: At) -> dict[Any, Any]:
+    """The `sweep` mapping (parameter -> non-empty list of scalars), empty when absent."""
+    sweep_at = root.child("sweep", doc)
+    sweep = doc.get("sweep") or LineDict()
+    if not isinstance(sweep, dict):
+        _fail(sweep_at.line, "sweep", f"expected a mapping of parameter -> list of values, got {_type_name(sweep)}")
+    for k, values in sweep.items():
+        at = sweep_at.child(k, sweep)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
+            _fail(at.line, at.path, "parameter names are letters, digits and _")
+        seq(values, at, lambda x, a: x if isinstance(x, (int, float, str, bool)) else _fail(a.line, a.path, "sweep values must be numbers, strings or booleans"), min_len=1)
+    return sweep
+
+
+def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, Any], root: At) -> tuple[Variant, ...]:
+    """One variant per point of the sweep's cartesian product, its ops substituted and bound."""
+    ops_raw = doc["ops"]
+    ops_at = root.child("ops", doc)
+    if not isinstance(ops_raw, list) or not ops_raw:
+        _fail(ops_at.line, "ops", "expected a non-empty list of operations")
+    keys = list(sweep.keys())
+    combos = list(itertools.product(*(sweep[k] for k in keys))) if keys else [()]
+    variants: list[Variant] = []
+    names: dict[str, int] = {}
+    for vi, combo in enumerate(combos):
+        params = dict(zip(keys, combo))
+        ops_sub = _substitute(ops_raw, params, ops_at)
+        bound = tuple(_bind_op(raw, ops_at.child(i, ops_sub), i) for i, raw in enumerate(ops_sub))
+        name = _variant_name(name_template, params, vi, root.child("name", doc))
+        if name in names:
+            _fail(root.child("name", doc).line, "name", f"variants {names[name]} and {vi} are both named {name!r}; put every sweep parameter in the name")
+        names[name] = vi
+        variants.append(Variant(name, params, bound))
+    return tuple(variants)
+
+
 def parse_edit_text(text: str, path: Path) -> EditFile:
     """Parse and check an edit file's text (static checks only: types, fields, ops, sweeps)."""
     try:
-        try:
-            doc = yaml.load(text, Loader=_Loader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            if path.suffix.lower() == ".json":
-                try:
-                    json.loads(text)
-                except json.JSONDecodeError as jexc:
-                    _fail(jexc.lineno, "json", jexc.msg)
-            _fail((mark.line + 1) if mark else 0, "syntax", " ".join(str(getattr(exc, "problem", exc)).split()))
+        doc = read_document(text, path)
         root = At("", 1)
-        if not isinstance(doc, LineDict):
-            _fail(1, "document", "expected a mapping with 'version' and 'ops'")
         top = mapping(doc, root, {"version": (integer, True), "name": (string, False), "sweep": (lambda v, a: v, False),
                                   "ops": (lambda v, a: v, True), "description": (string, False)})  # fmt: skip
         if top["version"] not in SUPPORTED_VERSIONS:
             at = root.child("version", doc)
             _fail(at.line, at.path, f"unsupported edit-file version {top['version']} (supported: {SUPPORTED_VERSIONS})")
-        sweep_at = root.child("sweep", doc)
-        sweep = doc.get("sweep") or LineDict()
-        if not isinstance(sweep, dict):
-            _fail(sweep_at.line, "sweep", f"expected a mapping of parameter -> list of values, got {_type_name(sweep)}")
-        for k, values in sweep.items():
-            at = sweep_at.child(k, sweep)
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
-                _fail(at.line, at.path, "parameter names are letters, digits and _")
-            seq(values, at, lambda x, a: x if isinstance(x, (int, float, str, bool)) else _fail(a.line, a.path, "sweep values must be numbers, strings or booleans"), min_len=1)
-        ops_raw = doc["ops"]
-        ops_at = root.child("ops", doc)
-        if not isinstance(ops_raw, list) or not ops_raw:
-            _fail(ops_at.line, "ops", "expected a non-empty list of operations")
-        keys = list(sweep.keys())
-        combos = list(itertools.product(*(sweep[k] for k in keys))) if keys else [()]
-        variants, names = [], {}
-        for vi, combo in enumerate(combos):
-            params = dict(zip(keys, combo))
-            ops_sub = _substitute(ops_raw, params, ops_at)
-            bound = tuple(_bind_op(raw, ops_at.child(i, ops_sub), i) for i, raw in enumerate(ops_sub))
-            name = _variant_name(top.get("name"), params, vi, root.child("name", doc))
-            if name in names:
-                _fail(root.child("name", doc).line, "name", f"variants {names[name]} and {vi} are both named {name!r}; put every sweep parameter in the name")
-            names[name] = vi
-            variants.append(Variant(name, params, bound))
+        variants = expand_variants(doc, top.get("name"), _check_sweep(doc, root), root)
     except _EditError as exc:
         raise AvsimInputError(path, f"line {exc.line}: {exc.field}", exc.reason) from None
-    return EditFile(path, top["version"], tuple(variants), hashlib.sha256(text.encode()).hexdigest())
+    return EditFile(path, top["version"], variants, hashlib.sha256(text.encode()).hexdigest())
 
 
 def load_edit_file(path: str | Path) -> EditFile:
@@ -581,8 +357,8 @@ def load_edit_file(path: str | Path) -> EditFile:
 @dataclass
 class VariantResult:
     name: str
-    params: dict
-    scenario: Any
+    params: dict[str, Any]
+    scenario: Scenario
     new_findings: list[tuple[int, Finding]] = field(default_factory=list)  # (op index, finding)
 
 
@@ -593,7 +369,7 @@ def _field_of(message: str, op: BoundOp) -> str | None:
     return head if head in op.field_lines else None
 
 
-def apply_op(scenario, op: BoundOp, path: Path, variant: str):
+def apply_op(scenario: Scenario, op: BoundOp, path: Path, variant: str) -> Scenario:
     """Apply one bound op; AvsimValueError becomes AvsimInputError naming the field's line."""
     try:
         return OPS[op.name].apply(scenario, op.args)
@@ -607,7 +383,7 @@ def apply_op(scenario, op: BoundOp, path: Path, variant: str):
         raise AvsimInputError(path, f"line {line}: {where}", prefix + reason) from None
 
 
-def apply_variant(scenario, edit: EditFile, variant: Variant, validate: bool = True,
+def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate: bool = True,
                   config: ValidationConfig | None = None, base_findings: list[Finding] | None = None) -> VariantResult:  # fmt: skip
     """Apply a variant's ops in order; after every op, record findings that op introduced.
 
@@ -616,7 +392,7 @@ def apply_variant(scenario, edit: EditFile, variant: Variant, validate: bool = T
     result = VariantResult(variant.name, dict(variant.params), scenario)
     if validate and base_findings is None:
         base_findings = validate_scenario(scenario, config)
-    before = {f.key for f in base_findings} if validate else set()
+    before = {f.key for f in (base_findings or [])} if validate else set()
     current = scenario
     for op in variant.ops:
         current = apply_op(current, op, edit.path, variant.name)
@@ -641,10 +417,19 @@ def apply_variant(scenario, edit: EditFile, variant: Variant, validate: bool = T
     return result
 
 
-def apply_edit_file(scenario, edit: EditFile | str | Path, validate: bool = True,
-                    config: ValidationConfig | None = None) -> list[VariantResult]:  # fmt: skip
-    """Every variant of an edit file applied to `scenario` (in memory; nothing is written)."""
+def apply_edit_file(scenario: Scenario, edit: EditFile | str | Path, validate: bool = True,
+                    config: ValidationConfig | None = None,
+                    progress: Callable[[int, int, VariantResult], None] | None = None) -> list[VariantResult]:  # fmt: skip
+    """Every variant of an edit file applied to `scenario` (in memory; nothing is written).
+
+    `progress(i, n, result)` is called after variant i (0-based) of n has been applied.
+    """
     if not isinstance(edit, EditFile):
         edit = load_edit_file(edit)
     base = validate_scenario(scenario, config) if validate else []
-    return [apply_variant(scenario, edit, v, validate, config, base) for v in edit.variants]
+    results: list[VariantResult] = []
+    for v in edit.variants:
+        results.append(apply_variant(scenario, edit, v, validate, config, base))
+        if progress is not None:
+            progress(len(results) - 1, len(edit.variants), results[-1])
+    return results

@@ -14,6 +14,7 @@ import numpy as np
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import quat_slerp, quat_to_yaw, wrap_angle, yaw_to_quat
+from avsim.scenario import Scenario
 
 from . import routes
 from .common import (
@@ -34,7 +35,7 @@ from .common import (
 
 
 # ----------------------------------------------------------------------------- helpers
-def _split(scenario, track_ids: Sequence[str]) -> tuple[dict, list[dict]]:
+def _split(scenario: Scenario, track_ids: Sequence[str]) -> tuple[dict, list[dict]]:
     """(columns of the untouched tracks, [columns of each selected track])."""
     cols = columns(scenario.agents)
     sel = np.isin(cols["track_id"], np.asarray(list(track_ids), dtype=str))
@@ -43,11 +44,11 @@ def _split(scenario, track_ids: Sequence[str]) -> tuple[dict, list[dict]]:
     return rest, per
 
 
-def _with_tracks(scenario, rest: dict, tracks: Sequence[dict]):
+def _with_tracks(scenario: Scenario, rest: dict[str, np.ndarray], tracks: Sequence[dict[str, np.ndarray]]) -> Scenario:
     return scenario.replace(agents=build_agents(concat_columns([rest, *tracks])))
 
 
-def _ground_z(scenario, xy: np.ndarray) -> np.ndarray:
+def _ground_z(scenario: Scenario, xy: np.ndarray) -> np.ndarray:
     """Ground height (K,) under points (K, 2): z of the nearest ego pose (ego origin is on the ground)."""
     ego_xyz = np.asarray(scenario.ego.world_SE3_ego.translation)
     d = np.linalg.norm(ego_xyz[None, :, :2] - np.asarray(xy)[:, None, :2], axis=2)
@@ -81,7 +82,7 @@ def _sample_track(track: dict, query_ns: np.ndarray) -> dict:
     return out
 
 
-def _new_track_id(scenario, track_id: str) -> str:
+def _new_track_id(scenario: Scenario, track_id: str) -> str:
     if not track_id:
         raise AvsimValueError("track_id: must be a non-empty string")
     if track_id in existing_ids(scenario):
@@ -91,13 +92,13 @@ def _new_track_id(scenario, track_id: str) -> str:
 
 # ----------------------------------------------------------------------------- add / remove
 def add_agent_waypoints(
-    scenario,
+    scenario: Scenario,
     track_id: str,
     source_class: str,
     times_s: Sequence[float],
     xy_m: np.ndarray,
     size_m: Sequence[float] | None = None,
-):
+) -> Scenario:
     """Add an agent moving through waypoints `xy_m` (K, 2|3) at `times_s` (K,).
 
     The box centre sits half its height above the ground when only xy is given. The agent is
@@ -118,7 +119,7 @@ def add_agent_waypoints(
 
 
 def add_agent_route(
-    scenario,
+    scenario: Scenario,
     track_id: str,
     source_class: str,
     start_xy_m: Sequence[float],
@@ -128,7 +129,7 @@ def add_agent_route(
     start_s: float = 0.0,
     stop_s: float | None = None,
     size_m: Sequence[float] | None = None,
-):
+) -> Scenario:
     """Add an agent that follows the map's lanes from `start_xy_m` with a speed profile.
 
     It appears at `start_s` (waiting at its start point until then is not modelled: it is
@@ -155,7 +156,7 @@ def add_agent_route(
     return _with_tracks(scenario, rest, [track_columns(track_id, source_class, ts, xyz, size, yaw)])
 
 
-def remove_agents(scenario, track_ids: Sequence[str]):
+def remove_agents(scenario: Scenario, track_ids: Sequence[str]) -> Scenario:
     """Remove every row of the given tracks."""
     ids = require_ids(scenario, track_ids)
     rest, _ = _split(scenario, ids)
@@ -163,8 +164,8 @@ def remove_agents(scenario, track_ids: Sequence[str]):
 
 
 def replace_agents(
-    scenario, track_ids: Sequence[str], source_class: str | None = None, size_m: Sequence[float] | None = None
-):
+    scenario: Scenario, track_ids: Sequence[str], source_class: str | None = None, size_m: Sequence[float] | None = None
+) -> Scenario:
     """Change class and/or size of tracks; the box bottom stays where it was."""
     ids = require_ids(scenario, track_ids)
     if source_class is None and size_m is None:
@@ -181,14 +182,14 @@ def replace_agents(
 
 
 def shift_agents(
-    scenario,
+    scenario: Scenario,
     track_ids: Sequence[str],
     dx_m: float = 0.0,
     dy_m: float = 0.0,
     dz_m: float = 0.0,
     dt_s: float = 0.0,
     lateral_m: float = 0.0,
-):
+) -> Scenario:
     """Translate tracks in world xyz, sideways (`lateral_m`, left of each row's heading), and/or in time."""
     ids = require_ids(scenario, track_ids)
     rest, tracks = _split(scenario, ids)
@@ -201,7 +202,7 @@ def shift_agents(
     return _with_tracks(scenario, rest, tracks)
 
 
-def scale_speed(scenario, track_ids: Sequence[str], factor: float, from_s: float = 0.0):
+def scale_speed(scenario: Scenario, track_ids: Sequence[str], factor: float, from_s: float = 0.0) -> Scenario:
     """Replay tracks `factor` times faster from `from_s` on, along the same path.
 
     A row at time t shows the pose the track had at t_a + factor * (t - t_a), where t_a is
@@ -227,7 +228,7 @@ def scale_speed(scenario, track_ids: Sequence[str], factor: float, from_s: float
     return _with_tracks(scenario, rest, out)
 
 
-def mirror_agents(scenario, track_ids: Sequence[str]):
+def mirror_agents(scenario: Scenario, track_ids: Sequence[str]) -> Scenario:
     """Mirror each track's path across the line through its first position along its first heading.
 
     A left turn becomes a right turn of the same radius; the start pose is unchanged.
@@ -246,8 +247,8 @@ def mirror_agents(scenario, track_ids: Sequence[str]):
 
 
 def perturb_agents(
-    scenario, track_ids: Sequence[str], sigma_m: float = 0.3, seed: int = 0, correlation_s: float = 2.0
-):
+    scenario: Scenario, track_ids: Sequence[str], sigma_m: float = 0.3, seed: int = 0, correlation_s: float = 2.0
+) -> Scenario:
     """Add smooth, seeded noise (std `sigma_m`) to tracks' positions, along and across heading.
 
     Noise knots every `correlation_s` are joined by cosine interpolation, so velocity stays
@@ -280,14 +281,14 @@ def perturb_agents(
 
 
 def follow_agent(
-    scenario,
+    scenario: Scenario,
     track_id: str,
     leader_id: str,
     time_gap_s: float = 1.5,
     min_gap_m: float = 2.0,
     source_class: str | None = None,
     size_m: Sequence[float] | None = None,
-):
+) -> Scenario:
     """Make `track_id` drive the leader's path `time_gap_s` behind it.
 
     The follower's arc length along the leader's path is the leader's from `time_gap_s` earlier,
@@ -332,14 +333,14 @@ def follow_agent(
 
 
 # ----------------------------------------------------------------------------- cut-in
-def _ego_path(scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ego_path(scenario: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(edit-clock times (T,), ego xy (T, 2), arc length along the ego path (T,))."""
     t = to_s(scenario, scenario.ego.timestamps_ns)
     xy = np.asarray(scenario.ego.world_SE3_ego.translation)[:, :2]
     return t, xy, routes.arc_length_m(xy)
 
 
-def adjacent_lane_offset_m(scenario, at_s: float, side: str) -> float | None:
+def adjacent_lane_offset_m(scenario: Scenario, at_s: float, side: str) -> float | None:
     """Signed lateral offset (left > 0) from the ego's lane centre to the adjacent same-direction
     lane on `side` at time `at_s`, measured on the map's lanes; None if the map has none there."""
     if len(scenario.map.lanes.centre) == 0:
@@ -369,8 +370,31 @@ def adjacent_lane_offset_m(scenario, at_s: float, side: str) -> float | None:
     return best
 
 
+def _cut_in_lane_offset(scenario: Scenario, start_s: float, side: str, lane_offset_m: float | None) -> float:
+    """The cut-in's signed start offset: given (its sign set by `side`), measured on the map's
+    lanes, or 3.5 m on maps without lanes."""
+    if lane_offset_m is None:
+        found = adjacent_lane_offset_m(scenario, start_s, side)
+        if found is None and len(scenario.map.lanes.centre):
+            raise AvsimValueError(f"side: no lane runs beside the ego on the {side} at {start_s:g} s")
+        return found if found is not None else (3.5 if side == "left" else -3.5)
+    if (lane_offset_m > 0) != (side == "left"):
+        return -lane_offset_m
+    return lane_offset_m
+
+
+def _within_lead(t: np.ndarray, start_s: float, end_s: float, lead_in_s: float | None, lead_out_s: float | None) -> np.ndarray:
+    """Samples from `lead_in_s` before `start_s` to `lead_out_s` after `end_s` (None: unbounded)."""
+    keep = np.ones(len(t), dtype=bool)
+    if lead_in_s is not None:
+        keep &= t >= start_s - lead_in_s - 1e-9
+    if lead_out_s is not None:
+        keep &= t <= end_s + lead_out_s + 1e-9
+    return keep
+
+
 def cut_in(
-    scenario,
+    scenario: Scenario,
     track_id: str,
     start_s: float,
     duration_s: float,
@@ -382,7 +406,7 @@ def cut_in(
     size_m: Sequence[float] | None = None,
     lead_in_s: float | None = None,
     lead_out_s: float | None = None,
-):
+) -> Scenario:
     """Add a vehicle that changes from the lane beside the ego into the ego's lane, ahead of it.
 
     The manoeuvre is laid out in the ego path's Frenet frame: the lateral offset moves from the
@@ -405,13 +429,7 @@ def cut_in(
     check_time(scenario, start_s, "start_s", allow_end=False)
     check_time(scenario, start_s + duration_s, "start_s + duration_s")
     size = size_for(source_class, size_m)
-    if lane_offset_m is None:
-        found = adjacent_lane_offset_m(scenario, start_s, side)
-        if found is None and len(scenario.map.lanes.centre):
-            raise AvsimValueError(f"side: no lane runs beside the ego on the {side} at {start_s:g} s")
-        lane_offset_m = found if found is not None else (3.5 if side == "left" else -3.5)
-    elif (lane_offset_m > 0) != (side == "left"):
-        lane_offset_m = -lane_offset_m
+    lane_offset_m = _cut_in_lane_offset(scenario, start_s, side, lane_offset_m)
     t, ego_xy, ego_s = _ego_path(scenario)
     t_end = start_s + duration_s
     ego_size, ego_offset = ego_box(scenario)
@@ -426,11 +444,7 @@ def cut_in(
     yaw = routes.path_yaw_rad(xy, float(np.asarray(scenario.ego.world_SE3_ego.yaw_rad)[0]))
     z = _ground_z(scenario, xy) + size[2] / 2
     xyz = np.concatenate([xy, z[:, None]], axis=1)
-    keep = np.ones(len(t), dtype=bool)
-    if lead_in_s is not None:
-        keep &= t >= start_s - lead_in_s - 1e-9
-    if lead_out_s is not None:
-        keep &= t <= t_end + lead_out_s + 1e-9
+    keep = _within_lead(t, start_s, t_end, lead_in_s, lead_out_s)
     rest = columns(scenario.agents)
     ts = np.asarray(scenario.ego.timestamps_ns)[keep]
     return _with_tracks(scenario, rest, [track_columns(track_id, source_class, ts, xyz[keep], size, yaw[keep])])

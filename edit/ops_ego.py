@@ -12,6 +12,7 @@ import numpy as np
 from avsim.core.errors import AvsimValueError
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3, yaw_to_matrix
+from avsim.scenario import Scenario
 
 from . import routes
 from .common import check_time, check_waypoints, to_s
@@ -22,7 +23,7 @@ def _ego_from_path(timestamps_ns: np.ndarray, xyz: np.ndarray, yaw: np.ndarray) 
     return EgoTrajectory(np.array(timestamps_ns, dtype=np.int64), SE3(yaw_to_matrix(yaw), np.array(xyz, dtype=np.float64)))
 
 
-def replace_ego_waypoints(scenario, times_s: Sequence[float], xy_m: np.ndarray):
+def replace_ego_waypoints(scenario: Scenario, times_s: Sequence[float], xy_m: np.ndarray) -> Scenario:
     """New ego trajectory through waypoints (K, 2|3) at `times_s` (K,), sampled on the current
     ego timestamps within the waypoints' span (the clip is cropped to that span)."""
     times_s, xy = check_waypoints(scenario, times_s, xy_m)
@@ -36,12 +37,12 @@ def replace_ego_waypoints(scenario, times_s: Sequence[float], xy_m: np.ndarray):
 
 
 def replace_ego_route(
-    scenario,
+    scenario: Scenario,
     speed: routes.SpeedProfile,
     start_xy_m: Sequence[float] | None = None,
     heading_rad: float | None = None,
     turns: Sequence[str] = (),
-):
+) -> Scenario:
     """New ego trajectory following the map's lanes with a speed profile, on the current ego
     timestamps. Starts at the current ego start (and heading) unless given."""
     first = scenario.ego.world_SE3_ego[0]
@@ -54,7 +55,7 @@ def replace_ego_route(
     return scenario.replace(ego=_ego_from_path(scenario.ego.timestamps_ns, xyz, yaw))
 
 
-def shift_ego_lateral(scenario, offset_m: float, start_s: float = 0.0, duration_s: float = 0.0):
+def shift_ego_lateral(scenario: Scenario, offset_m: float, start_s: float = 0.0, duration_s: float = 0.0) -> Scenario:
     """Move the ego `offset_m` to its left (negative: right) from `start_s` on.
 
     With `duration_s` > 0 the offset ramps in smoothly (quintic) over that time: a lane change.

@@ -9,20 +9,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.lights import LIGHT_STATES, TrafficLightStates
+from avsim.scenario import Scenario
 
 from .common import check_time, to_ns
 
 
-def _known_lights(scenario) -> set[str]:
+def _known_lights(scenario: Scenario) -> set[str]:
     ids = set(np.asarray(scenario.lights.light_id).astype(str).tolist())
     ids |= set(np.asarray(scenario.map.traffic_lights.ids).astype(str).tolist())
     return ids
 
 
-def _require_lights(scenario, light_ids: Sequence[str]) -> list[str]:
+def _require_lights(scenario: Scenario, light_ids: Sequence[str]) -> list[str]:
     ids = [str(i) for i in light_ids]
     known = _known_lights(scenario)
     for i in ids:
@@ -31,7 +33,7 @@ def _require_lights(scenario, light_ids: Sequence[str]) -> list[str]:
     return ids
 
 
-def _rebuild(scenario, keep: np.ndarray, light_id, timestamps_ns, state):
+def _rebuild(scenario: Scenario, keep: np.ndarray, light_id: ArrayLike, timestamps_ns: ArrayLike, state: ArrayLike) -> Scenario:
     lights = scenario.lights
     return scenario.replace(
         lights=TrafficLightStates.from_unsorted(
@@ -50,7 +52,7 @@ def _compact(ts: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ts[keep], states[keep]
 
 
-def set_light_states(scenario, light_ids: Sequence[str], timeline: Sequence[tuple[float, str]]):
+def set_light_states(scenario: Scenario, light_ids: Sequence[str], timeline: Sequence[tuple[float, str]]) -> Scenario:
     """Replace the state timeline of each light with `timeline` [(t_s, state), ...] (sorted by time)."""
     ids = _require_lights(scenario, light_ids)
     if not timeline:
@@ -69,7 +71,7 @@ def set_light_states(scenario, light_ids: Sequence[str], timeline: Sequence[tupl
     return _rebuild(scenario, keep, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
 
-def shift_lights(scenario, light_ids: Sequence[str], dt_s: float):
+def shift_lights(scenario: Scenario, light_ids: Sequence[str], dt_s: float) -> Scenario:
     """Delay (dt_s > 0) or advance each light's whole timeline by `dt_s` seconds.
 
     The state a light had at the scenario start is kept from the start on, so a delayed light
@@ -96,7 +98,7 @@ def shift_lights(scenario, light_ids: Sequence[str], dt_s: float):
     return _rebuild(scenario, keep, out_id, out_ts, out_state)
 
 
-def extend_light_state(scenario, light_ids: Sequence[str], state: str, at_s: float, extra_s: float):
+def extend_light_state(scenario: Scenario, light_ids: Sequence[str], state: str, at_s: float, extra_s: float) -> Scenario:
     """Hold `state` `extra_s` seconds longer in the phase of that state in effect at (or next
     after) `at_s`; every later change of the light moves back by `extra_s` ("red held longer")."""
     if state not in LIGHT_STATES:

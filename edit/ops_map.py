@@ -16,6 +16,7 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.lights import TrafficLightStates
 from avsim.core.transforms import yaw_to_quat
 from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes, Polygons, Polylines
+from avsim.scenario import Scenario
 
 from .ops_agents import _ground_z
 from .routes import arc_length_m
@@ -50,15 +51,7 @@ def _piece_id(base: str, s: float) -> str:
     return f"{base}@{s:.2f}m"
 
 
-def restyle_lane_lines(
-    scenario,
-    mask: np.ndarray,
-    color: str | None = None,
-    style: str | None = None,
-    s_range_m: tuple[float, float] | None = None,
-):
-    """Set colour and/or style of the selected lane lines, optionally only over [s0, s1] metres
-    of 3-D arc length from each line's first vertex (the rest keeps its type)."""
+def _check_restyle(color: str | None, style: str | None, s_range_m: tuple[float, float] | None) -> None:
     if color is None and style is None:
         raise AvsimValueError("restyle: give color and/or style")
     if color is not None and color not in LANE_COLORS:
@@ -67,12 +60,34 @@ def restyle_lane_lines(
         raise AvsimValueError(f"style: {style!r} is not an upper-case style name such as LONG_DASHED_SINGLE")
     if s_range_m is not None and not (0 <= s_range_m[0] < s_range_m[1]):
         raise AvsimValueError("s_range_m: needs 0 <= start < end")
+
+
+def _pieces(a: float, b: float, total: float) -> list[tuple[float, float, bool]]:
+    """A line of length `total` cut at arc lengths a <= b: (start, end, inside [a, b]) per piece."""
+    cuts = [0.0, a, b, total]
+    pieces = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi - lo > 1e-6:
+            pieces.append((lo, hi, lo >= a - 1e-9 and hi <= b + 1e-9))
+    return pieces
+
+
+def restyle_lane_lines(
+    scenario: Scenario,
+    mask: np.ndarray,
+    color: str | None = None,
+    style: str | None = None,
+    s_range_m: tuple[float, float] | None = None,
+) -> Scenario:
+    """Set colour and/or style of the selected lane lines, optionally only over [s0, s1] metres
+    of 3-D arc length from each line's first vertex (the rest keeps its type)."""
+    _check_restyle(color, style, s_range_m)
     ll: LaneLines = scenario.map.lane_lines
     mask = np.asarray(mask, dtype=bool)
     has_vertex = ll.vertex_color is not None
     out_ids, out_pts, out_color, out_style, out_vc, out_vs = [], [], [], [], [], []
 
-    def emit(i, pts, c, s, vc, vs):
+    def emit(i: str, pts: np.ndarray, c: str, s: str, vc: np.ndarray | None, vs: np.ndarray | None) -> None:
         out_ids.append(i)
         out_pts.append(pts)
         out_color.append(c)
@@ -95,12 +110,7 @@ def restyle_lane_lines(
         a, b = (0.0, total) if s_range_m is None else (max(0.0, s_range_m[0]), min(total, s_range_m[1]))
         if s_range_m is not None and a >= total:
             raise AvsimValueError(f"s_range_m: line {base_id!r} is only {total:.2f} m long")
-        cuts = [0.0, a, b, total]
-        pieces = []
-        for lo, hi in zip(cuts[:-1], cuts[1:]):
-            if hi - lo > 1e-6:
-                pieces.append((lo, hi, lo >= a - 1e-9 and hi <= b + 1e-9))
-        for n, (lo, hi, inside) in enumerate(pieces):
+        for n, (lo, hi, inside) in enumerate(_pieces(a, b, total)):
             p, src = _cut(pts, s_nodes, lo, hi)
             pid = base_id if n == 0 else _piece_id(base_id, lo)
             if inside:
@@ -124,7 +134,7 @@ def restyle_lane_lines(
 
 
 # ----------------------------------------------------------------------------- remove / move
-def remove_map_elements(scenario, kind: str, mask: np.ndarray):
+def remove_map_elements(scenario: Scenario, kind: str, mask: np.ndarray) -> Scenario:
     """Delete the elements of `kind` where `mask` (K,) holds; removing traffic lights also drops
     their state timelines."""
     _check_kind(kind)
@@ -147,7 +157,7 @@ def _shift_lines(lines: Polylines, mask: np.ndarray, delta: np.ndarray) -> Polyl
     return type(lines)(np.array(lines.ids), pts, np.array(lines.offsets))
 
 
-def move_map_elements(scenario, kind: str, mask: np.ndarray, dx_m: float = 0.0, dy_m: float = 0.0, dz_m: float = 0.0):
+def move_map_elements(scenario: Scenario, kind: str, mask: np.ndarray, dx_m: float = 0.0, dy_m: float = 0.0, dz_m: float = 0.0) -> Scenario:
     """Translate the elements of `kind` where `mask` holds by (dx, dy, dz) metres."""
     _check_kind(kind)
     mask = np.asarray(mask, dtype=bool)
@@ -169,7 +179,7 @@ def move_map_elements(scenario, kind: str, mask: np.ndarray, dx_m: float = 0.0, 
 
 
 # ----------------------------------------------------------------------------- add
-def _xyz(scenario, points: np.ndarray, lift_m: float = 0.0) -> np.ndarray:
+def _xyz(scenario: Scenario, points: np.ndarray, lift_m: float = 0.0) -> np.ndarray:
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] not in (2, 3):
         raise AvsimValueError("points: need (K, 2) or (K, 3) coordinates")
@@ -179,7 +189,7 @@ def _xyz(scenario, points: np.ndarray, lift_m: float = 0.0) -> np.ndarray:
 
 
 def add_map_element(
-    scenario,
+    scenario: Scenario,
     kind: str,
     element_id: str,
     points: np.ndarray | None = None,
@@ -188,7 +198,7 @@ def add_map_element(
     yaw_rad: float = 0.0,
     color: str = "WHITE",
     style: str = "SOLID_SINGLE",
-):
+) -> Scenario:
     """Add one element. Polylines (lane_lines, road_boundaries, wait_lines, poles) and polygons
     (crosswalks, road_markings, drivable_areas) take `points` (K, 2|3; z from the ground under
     them when missing); traffic_signs / traffic_lights take `center` (2|3), `size_m`, `yaw_rad`."""

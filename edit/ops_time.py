@@ -12,11 +12,12 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.lights import TrafficLightStates
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3
+from avsim.scenario import Scenario
 
 from .common import build_agents, check_time, columns, start_ns, to_ns
 
 
-def crop(scenario, start_s: float = 0.0, stop_s: float | None = None):
+def crop(scenario: Scenario, start_s: float = 0.0, stop_s: float | None = None) -> Scenario:
     """Keep [start_s, stop_s] of the clip: ego poses, agent rows and light changes in that window.
 
     Each light keeps the state it had at `start_s` as a change at the new start.
@@ -47,7 +48,7 @@ def crop(scenario, start_s: float = 0.0, stop_s: float | None = None):
     return scenario.replace(ego=ego, agents=agents, lights=new_lights)
 
 
-def resample(scenario, rate_hz: float):
+def resample(scenario: Scenario, rate_hz: float) -> Scenario:
     """Resample the ego and every track to `rate_hz` over the ego's span (the clip rate).
 
     Tracks are interpolated within their own spans only (no extrapolation), so no agent
@@ -64,7 +65,7 @@ def resample(scenario, rate_hz: float):
     return scenario.replace(ego=ego, agents=build_agents(columns(agents)))
 
 
-def retime(scenario, speed_factor: float):
+def retime(scenario: Scenario, speed_factor: float) -> Scenario:
     """Play the whole scene `speed_factor` times faster (> 1) or slower (< 1).
 
     Every timestamp t becomes start + (t - start) / speed_factor, for the ego, agents and

@@ -16,6 +16,7 @@ import numpy as np
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import wrap_angle
+from avsim.maps import HDMap
 
 ROUTE_STEP_M = 0.5
 TURN_THRESHOLD_RAD = np.deg2rad(30.0)
@@ -125,7 +126,7 @@ class SpeedProfile:
 
 
 # ----------------------------------------------------------------------------- lane routes
-def _lane_centres(hdmap) -> list[np.ndarray]:
+def _lane_centres(hdmap: HDMap) -> list[np.ndarray]:
     centre = hdmap.lanes.centre
     return [dedupe_polyline(np.asarray(centre[k], dtype=np.float64)) for k in range(len(centre))]
 
@@ -144,7 +145,7 @@ def _nearest_on_polyline(points: np.ndarray, xy: np.ndarray) -> tuple[float, flo
 
 
 def nearest_lane(
-    hdmap, xy: np.ndarray, heading_rad: float | None = None, max_heading_diff_rad: float = np.pi / 3
+    hdmap: HDMap, xy: np.ndarray, heading_rad: float | None = None, max_heading_diff_rad: float = np.pi / 3
 ) -> tuple[int, float, float] | None:
     """Index, distance_m and arc length s_m of the lane centre nearest to `xy` (2,).
 
@@ -193,7 +194,7 @@ def successors(centres: list[np.ndarray], k: int, join_tol_m: float = 1.0) -> li
     ]
 
 
-def _successors(hdmap, centres, k: int, join_tol_m: float, lane_successors: dict | None) -> list[int]:
+def _successors(hdmap: HDMap, centres, k: int, join_tol_m: float, lane_successors: dict | None) -> list[int]:
     ids = [str(i) for i in hdmap.lanes.ids]
     if lane_successors and ids[k] in lane_successors:
         index = {lid: j for j, lid in enumerate(ids)}
@@ -211,7 +212,7 @@ def _choose(centres: list[np.ndarray], options: list[int], turn: str) -> int:
 
 
 def lane_route(
-    hdmap,
+    hdmap: HDMap,
     start_xy: np.ndarray,
     length_m: float,
     heading_rad: float | None = None,

@@ -16,9 +16,13 @@ import shapely
 
 from avsim.core.agents import OBJECT_CLASSES
 from avsim.core.errors import AvsimValueError
-from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes
+from avsim.maps import HDMap
+from avsim.maps.elements import MAP_ELEMENT_TYPES, Cuboids, LaneLines, Lanes, Polylines
+from avsim.scenario import Scenario
 
 from .common import to_ns
+
+MapElements = Polylines | Cuboids | LaneLines | Lanes  # one HDMap field (Polygons are Polylines)
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class AgentSelector:
                 raise AvsimValueError(f"class: {c!r} is not one of {OBJECT_CLASSES}")
 
 
-def select_agents(scenario, selector: AgentSelector) -> list[str]:
+def select_agents(scenario: Scenario, selector: AgentSelector) -> list[str]:
     """Sorted track ids matching `selector` (unknown explicit ids raise)."""
     agents = scenario.agents
     all_ids = np.asarray(agents.track_id).astype(str)
@@ -86,8 +90,8 @@ def select_agents(scenario, selector: AgentSelector) -> list[str]:
         mask &= np.isin(np.asarray(agents.object_class), np.asarray(selector.classes, dtype=str))
     spatial = selector.region is not None or selector.max_distance_from_ego_m is not None
     if spatial and selector.at_s is not None:
-        t = int(to_ns(scenario, selector.at_s))
-        at = agents.resample(np.array([t], dtype=np.int64), max_extrapolation_s=0.0)
+        t_ns = int(to_ns(scenario, selector.at_s))
+        at = agents.resample(np.array([t_ns], dtype=np.int64), max_extrapolation_s=0.0)
         row_ok = np.zeros(len(all_ids), dtype=bool)
         hit = _spatial_hits(scenario, selector, np.asarray(at.center_m)[:, :2], np.asarray(at.timestamps_ns))
         present = set(np.asarray(at.track_id)[hit].astype(str).tolist())
@@ -100,7 +104,7 @@ def select_agents(scenario, selector: AgentSelector) -> list[str]:
     return sorted(set(all_ids[mask].tolist()))
 
 
-def _spatial_hits(scenario, selector: AgentSelector, xy: np.ndarray, ts: np.ndarray) -> np.ndarray:
+def _spatial_hits(scenario: Scenario, selector: AgentSelector, xy: np.ndarray, ts: np.ndarray) -> np.ndarray:
     ok = np.ones(len(xy), dtype=bool)
     if selector.region is not None:
         ok &= selector.region.contains(xy)
@@ -111,11 +115,11 @@ def _spatial_hits(scenario, selector: AgentSelector, xy: np.ndarray, ts: np.ndar
 
 
 # ----------------------------------------------------------------------------- map elements
-def element_ids(elements) -> np.ndarray:
+def element_ids(elements: MapElements) -> np.ndarray:
     return np.asarray(elements.ids).astype(str)
 
 
-def element_anchor_xy(elements) -> np.ndarray:
+def element_anchor_xy(elements: MapElements) -> np.ndarray:
     """One xy point (K, 2) per element: the mean of its vertices, or a cuboid's centre."""
     if isinstance(elements, Cuboids):
         return np.asarray(elements.center_m)[:, :2].copy()
@@ -129,7 +133,7 @@ def element_anchor_xy(elements) -> np.ndarray:
 
 
 def select_map_elements(
-    hdmap,
+    hdmap: HDMap,
     kind: str,
     ids: Sequence[str] | None = None,
     region: Region | None = None,

@@ -24,11 +24,14 @@ Checks (each finding carries the edit-clock time, the ids involved and a short r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import shapely
 
 from avsim.core.transforms import wrap_angle
+from avsim.maps import HDMap
+from avsim.scenario import Scenario
 
 from .common import ego_box, start_ns
 
@@ -47,7 +50,7 @@ class Finding:
     ids: tuple[str, ...]
     reason: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["ids"] = list(self.ids)
         d["time_s"] = round(self.time_s, 3)
@@ -60,6 +63,14 @@ class Finding:
     def key(self) -> tuple[str, tuple[str, ...]]:
         """What the finding is about, without when (to compare findings before and after an edit)."""
         return self.kind, self.ids
+
+
+def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, Any]:
+    """`avsim validate --json`: the scenario id, every finding and the count per kind."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    return {"scenario_id": scenario.scenario_id, "findings": [f.to_dict() for f in findings], "counts": counts}
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,7 @@ class ValidationConfig:
     light_assoc_lateral_m: float = 1.5
 
 
-def validate_scenario(scenario, config: ValidationConfig | None = None) -> list[Finding]:
+def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None) -> list[Finding]:
     """All findings, sorted by (time, kind, ids)."""
     config = config or ValidationConfig()
     grid = scenario.ego.uniform_timestamps(config.sample_rate_hz)
@@ -109,7 +120,7 @@ class _Boxes:
     z: np.ndarray
 
 
-def _boxes_on_grid(scenario, grid: np.ndarray, config: ValidationConfig) -> _Boxes:
+def _boxes_on_grid(scenario: Scenario, grid: np.ndarray, config: ValidationConfig) -> _Boxes:
     agents = scenario.agents
     parts = []
     if len(agents):
@@ -135,7 +146,7 @@ def _boxes_on_grid(scenario, grid: np.ndarray, config: ValidationConfig) -> _Box
     return _Boxes(*cols)
 
 
-def _t_s(scenario, grid: np.ndarray, ti) -> float:
+def _t_s(scenario: Scenario, grid: np.ndarray, ti) -> float:
     return float((int(grid[ti]) - start_ns(scenario)) / 1e9)
 
 
@@ -150,7 +161,9 @@ def _runs(ti: np.ndarray) -> list[tuple[int, int]]:
 
 
 # ----------------------------------------------------------------------------- overlaps
-def box_penetration_m(xy_a, yaw_a, lw_a, xy_b, yaw_b, lw_b) -> np.ndarray:
+def box_penetration_m(
+    xy_a: np.ndarray, yaw_a: np.ndarray, lw_a: np.ndarray, xy_b: np.ndarray, yaw_b: np.ndarray, lw_b: np.ndarray
+) -> np.ndarray:
     """Separating-axis penetration depth (P,) of pairs of oriented rectangles (<= 0: apart).
 
     The depth is the smallest overlap of the two boxes' projections over the four candidate
@@ -161,7 +174,7 @@ def box_penetration_m(xy_a, yaw_a, lw_a, xy_b, yaw_b, lw_b) -> np.ndarray:
         np.stack([np.cos(yaw_b), np.sin(yaw_b)], -1), np.stack([-np.sin(yaw_b), np.cos(yaw_b)], -1),
     ], axis=1)  # fmt: skip  (P, 4, 2)
 
-    def radius(yaw, lw):
+    def radius(yaw: np.ndarray, lw: np.ndarray) -> np.ndarray:
         u = np.stack([np.cos(yaw), np.sin(yaw)], -1)[:, None, :]
         v = np.stack([-np.sin(yaw), np.cos(yaw)], -1)[:, None, :]
         return np.abs((axes * u).sum(-1)) * lw[:, :1] / 2 + np.abs((axes * v).sum(-1)) * lw[:, 1:] / 2
@@ -171,7 +184,7 @@ def box_penetration_m(xy_a, yaw_a, lw_a, xy_b, yaw_b, lw_b) -> np.ndarray:
     return overlap.min(axis=1)
 
 
-def check_overlaps(scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_overlaps(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     if not len(boxes.ids):
         return []
     hit_pairs: dict[tuple[str, str], list[tuple[int, float]]] = {}
@@ -208,7 +221,7 @@ def check_overlaps(scenario, boxes: _Boxes, grid: np.ndarray, config: Validation
 
 
 # ----------------------------------------------------------------------------- off road
-def drivable_area(hdmap):
+def drivable_area(hdmap: HDMap) -> shapely.Geometry | None:
     """Union of the map's drivable polygons (shapely), or None when it has none."""
     da = hdmap.drivable_areas
     if not len(da):
@@ -217,7 +230,7 @@ def drivable_area(hdmap):
     return shapely.union_all(polys)
 
 
-def check_off_road(scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     area = drivable_area(scenario.map)
     if area is None or not len(boxes.ids):
         return []
@@ -244,7 +257,7 @@ def check_off_road(scenario, boxes: _Boxes, grid: np.ndarray, config: Validation
 
 
 # ----------------------------------------------------------------------------- kinematics
-def check_kinematics(scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_kinematics(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     dt = 1.0 / config.sample_rate_hz
     win = max(1, int(round(config.accel_window_s / dt)))
     findings = []
@@ -278,7 +291,7 @@ def check_kinematics(scenario, boxes: _Boxes, grid: np.ndarray, config: Validati
 
 
 # ----------------------------------------------------------------------------- gaps
-def check_gaps(scenario, config: ValidationConfig) -> list[Finding]:
+def check_gaps(scenario: Scenario, config: ValidationConfig) -> list[Finding]:
     agents = scenario.agents
     if len(agents) < 2:
         return []
@@ -300,7 +313,7 @@ def check_gaps(scenario, config: ValidationConfig) -> list[Finding]:
 
 
 # ----------------------------------------------------------------------------- lights
-def _lane_end_headings(hdmap) -> tuple[np.ndarray, np.ndarray]:
+def _lane_end_headings(hdmap: HDMap) -> tuple[np.ndarray, np.ndarray]:
     centre = hdmap.lanes.centre
     ends, yaws = [], []
     for k in range(len(centre)):
@@ -311,7 +324,7 @@ def _lane_end_headings(hdmap) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ends).reshape(-1, 2), np.asarray(yaws)
 
 
-def light_lanes(scenario, config: ValidationConfig | None = None) -> dict[str, list[int]]:
+def light_lanes(scenario: Scenario, config: ValidationConfig | None = None) -> dict[str, list[int]]:
     """Lane indices each light controls (only lights whose lanes are known)."""
     config = config or ValidationConfig()
     hdmap = scenario.map
@@ -340,7 +353,7 @@ def light_lanes(scenario, config: ValidationConfig | None = None) -> dict[str, l
     return {k: v for k, v in out.items() if v}
 
 
-def check_light_conflicts(scenario, config: ValidationConfig) -> list[Finding]:
+def check_light_conflicts(scenario: Scenario, config: ValidationConfig) -> list[Finding]:
     lanes = light_lanes(scenario, config)
     if len(lanes) < 2:
         return []

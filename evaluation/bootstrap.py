@@ -109,22 +109,6 @@ def bootstrap_median(values: np.ndarray, unit: str, n_resamples: int = 1000, lev
     )
 
 
-def bootstrap_resample_rows(
-    statistic: Callable[[np.ndarray], float],
-    n_units: int,
-    unit: str,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> Interval:
-    """Interval of `statistic(indices)` for statistics that need drawn unit indices (e.g. FID)."""
-    rng = np.random.default_rng(seed)
-    est = float(statistic(np.arange(n_units)))
-    vals = np.array([statistic(rng.integers(0, n_units, n_units)) for _ in range(n_resamples)], dtype=np.float64)
-    lo, hi = _percentile_bounds(vals, level)
-    return Interval(est, lo, hi, level, n_resamples, unit, n_units, seed)
-
-
 def bootstrap_many(
     statistics: Callable[[np.ndarray | None], dict[str, float]],
     n_units: int,

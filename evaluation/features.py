@@ -11,18 +11,12 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
-from avsim.evaluation.frechet import (
-    CovarianceNorm,
-    feature_stats,
-    frechet_distance_stats,
-)
 from avsim.evaluation.video_frames import (
     content_hash,
     iter_clip_windows,
@@ -59,14 +53,6 @@ class FeatureCache:
 def cache_key(clip_hash: str, params: dict[str, Any]) -> str:
     blob = json.dumps(params, sort_keys=True, default=str).encode()
     return f"{clip_hash[:32]}-{hashlib.sha256(blob).hexdigest()[:16]}"
-
-
-@dataclass(frozen=True)
-class ExtractorSpec:
-    """What produced a set of features (goes into cache keys and into reports)."""
-
-    kind: str  # "fid" | "fvd"
-    description: dict[str, Any]
 
 
 def _cached(clip: Path, cache: FeatureCache, params: dict[str, Any], compute: Callable[[], np.ndarray]) -> np.ndarray:
@@ -119,12 +105,3 @@ def fvd_clip_features(
         return np.concatenate(out) if out else np.zeros((0, 400))
 
     return [_cached(c, cache, params, lambda c=c: compute(c)) for c in clips]
-
-
-def frechet_between(
-    real: Sequence[np.ndarray], generated: Sequence[np.ndarray], covariance_norm: CovarianceNorm
-) -> float:
-    """Fréchet distance between pooled per-clip feature arrays."""
-    a = np.concatenate([r for r in real if len(r)]) if real else np.zeros((0, 1))
-    b = np.concatenate([g for g in generated if len(g)]) if generated else np.zeros((0, 1))
-    return frechet_distance_stats(feature_stats(a, covariance_norm), feature_stats(b, covariance_norm))

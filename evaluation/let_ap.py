@@ -164,13 +164,6 @@ def heading_accuracy(gt_heading_rad: np.ndarray, pd_heading_rad: np.ndarray) -> 
     return np.clip(1.0 - d / np.pi, 0.0, 1.0)
 
 
-def let_iou(gt_boxes: np.ndarray, pd_boxes: np.ndarray) -> np.ndarray:
-    """LET-IoU of paired sensor-relative boxes `(K, 7)` -> `(K,)`."""
-    shifted = np.array(pd_boxes, dtype=np.float64, copy=True)
-    shifted[:, :3] = let_aligned_centers(gt_boxes[:, :3], pd_boxes[:, :3])
-    return paired_iou_3d(gt_boxes, shifted)
-
-
 # --------------------------------------------------------------------------- AP integration
 
 

@@ -16,20 +16,20 @@ Input layout (each part optional; the report says which sections were skipped an
 Outputs: `report.json` (every number, interval, setting and weight source) and a
 self-contained `report.html` (tables and matplotlib plots embedded as base64 PNG; no scripts,
 no external resources). Same inputs and seed give the same bytes.
+
+This module computes and holds the report (config, inputs, sections, the JSON-ready dict);
+`avsim.evaluation.report_html` draws its figures and page.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 import math
 import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,8 +39,14 @@ from avsim.evaluation.bootstrap import Interval, bootstrap_many, resample_counts
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
 
+if TYPE_CHECKING:
+    from avsim.evaluation.features import FeatureCache
+
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
+# the lane numbers the report compares (keys of `LaneEvaluation.result()`)
+LANE_METRICS = ("f_score", "precision", "recall", "category_accuracy", "x_error_near_m", "x_error_far_m",
+                "z_error_near_m", "z_error_far_m")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -219,13 +225,12 @@ def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfi
 def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) -> dict[str, Any]:
     ev_r, ev_g = evaluate_lanes(gt, real), evaluate_lanes(gt, gen)
     union, ia, ib = _shared_weights(ev_r.frame_keys, ev_g.frame_keys)
-    names = ("f_score", "precision", "recall", "category_accuracy", "x_error_near_m", "x_error_far_m", "z_error_near_m", "z_error_far_m")
 
     def stats(w: np.ndarray | None) -> dict[str, float]:
         ra = ev_r.result(None if w is None else w[ia])
         rb = ev_g.result(None if w is None else w[ib])
         out = {}
-        for n in names:
+        for n in LANE_METRICS:
             out[f"{n}/real"], out[f"{n}/generated"], out[f"{n}/gap"] = ra[n], rb[n], ra[n] - rb[n]
         return out
 
@@ -239,13 +244,32 @@ def _flatten_clips(clips: dict[str, dict[str, Path]]) -> list[Path]:
     return [p for views in clips.values() for p in views.values()]
 
 
+def _clip_features(kind: str, rc: list[Path], gc: list[Path], cfg: ReportConfig,
+                   cache: FeatureCache) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, Any]]:  # fmt: skip
+    """Per-clip feature rows of each side for "fid" (Inception frames) or "fvd" (I3D windows),
+    and the extractor's description."""
+    from avsim.evaluation.features import fid_clip_features, fvd_clip_features
+
+    if kind == "fid":
+        from avsim.evaluation.inception import describe as describe_inception
+        from avsim.evaluation.inception import load_fid_inception
+
+        inception, src = load_fid_inception(cfg.inception_weights)
+        fr = fid_clip_features(rc, inception, src, max_frames=cfg.max_frames, cache=cache)
+        fg = fid_clip_features(gc, inception, src, max_frames=cfg.max_frames, cache=cache)
+        return fr, fg, describe_inception(src, "pytorch_fid")
+    from avsim.evaluation.i3d import describe as describe_i3d
+    from avsim.evaluation.i3d import load_i3d
+
+    i3d, src = load_i3d(cfg.i3d_weights)
+    fr = fvd_clip_features(rc, i3d, src, max_windows=cfg.fvd_max_windows, cache=cache)
+    fg = fvd_clip_features(gc, i3d, src, max_windows=cfg.fvd_max_windows, cache=cache)
+    return fr, fg, describe_i3d(src)
+
+
 def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
     """FID (frames pooled) and FVD (16-frame windows), both covariance normalisers named."""
-    from avsim.evaluation.features import (
-        FeatureCache,
-        fid_clip_features,
-        fvd_clip_features,
-    )
+    from avsim.evaluation.features import FeatureCache
     from avsim.evaluation.frechet import frechet_distance_features
 
     out: dict[str, Any] = {}
@@ -253,20 +277,7 @@ def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Pat
     rc, gc = _flatten_clips(real), _flatten_clips(gen)
     for kind in ("fid", "fvd"):
         try:
-            if kind == "fid":
-                from avsim.evaluation.inception import describe, load_fid_inception
-
-                model, src = load_fid_inception(cfg.inception_weights)
-                fr = fid_clip_features(rc, model, src, max_frames=cfg.max_frames, cache=cache)
-                fg = fid_clip_features(gc, model, src, max_frames=cfg.max_frames, cache=cache)
-                desc = describe(src, "pytorch_fid")
-            else:
-                from avsim.evaluation.i3d import describe, load_i3d
-
-                model, src = load_i3d(cfg.i3d_weights)
-                fr = fvd_clip_features(rc, model, src, max_windows=cfg.fvd_max_windows, cache=cache)
-                fg = fvd_clip_features(gc, model, src, max_windows=cfg.fvd_max_windows, cache=cache)
-                desc = describe(src)
+            fr, fg, desc = _clip_features(kind, rc, gc, cfg, cache)
         except AvsimInputError as exc:
             out[kind] = {"skipped": str(exc)}
             continue
@@ -400,221 +411,6 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
     return {"scorer": scorer_name, "clips": common, **res.as_dict()}
 
 
-# --------------------------------------------------------------------------- figures
-
-
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _bars(labels: list[str], series: dict[str, list[tuple[float, float, float]]], title: str, ylabel: str) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    x = np.arange(len(labels))
-    width = 0.8 / max(len(series), 1)
-    colors = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5"]
-    for i, (name, vals) in enumerate(series.items()):
-        est = np.array([v[0] for v in vals], dtype=float)
-        lo = np.array([v[1] for v in vals], dtype=float)
-        hi = np.array([v[2] for v in vals], dtype=float)
-        err = np.vstack([np.nan_to_num(est - lo), np.nan_to_num(hi - est)]).clip(0)
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(est), width, yerr=err, capsize=3, label=name, color=colors[i % 4])
-    ax.set_xticks(x, labels)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return _png(fig)
-
-
-def figures(result: dict[str, Any]) -> dict[str, str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figs: dict[str, str] = {}
-    det = result.get("detection")
-    if det and "classes" in det:
-        iv = det["intervals"]
-        cls = det["classes"]
-        s = {side: [(iv[f"{c}/ap/{side}"]["estimate"], iv[f"{c}/ap/{side}"]["ci_low"], iv[f"{c}/ap/{side}"]["ci_high"]) for c in cls]
-             for side in ("real", "generated")}
-        figs["let_ap_per_class"] = _bars(cls, s, "LET-3D-AP per class (95% bootstrap CI)", "LET-3D-AP")
-        labels, real_v, gen_v = [], [], []
-        for c in cls:
-            for rng_name, v in det["per_range"].get(c, {}).items():
-                if rng_name == "all":
-                    continue
-                labels.append(f"{c}\n{rng_name}")
-                for side, dst in (("real", real_v), ("generated", gen_v)):
-                    d = iv.get(f"{c}/range {rng_name}/ap/{side}")
-                    dst.append((d["estimate"], d["ci_low"], d["ci_high"]) if d else (v[f"ap_{side}"],) * 3)
-        if labels:
-            figs["let_ap_per_range"] = _bars(labels, {"real": real_v, "generated": gen_v}, "LET-3D-AP per range bin (95% CI)", "LET-3D-AP")
-    lanes = result.get("lanes")
-    if lanes and "intervals" in lanes:
-        iv = lanes["intervals"]
-        s = {side: [(iv[f"{m}/{side}"]["estimate"], iv[f"{m}/{side}"]["ci_low"], iv[f"{m}/{side}"]["ci_high"])
-                    for m in ("f_score", "precision", "recall")] for side in ("real", "generated")}
-        figs["lane_f1"] = _bars(["F1", "precision", "recall"], s, "Lane metrics (OpenLane) real vs generated", "value")
-    samp = result.get("sampson")
-    if samp and "per_video" in samp:
-        fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
-        for ax, kind in zip(axes, ("tse", "cse")):
-            data, names = [], []
-            for side in ("real", "generated"):
-                vals = [v["median_of_frame_medians_px"] for v in samp["per_video"][side][kind].values()]
-                vals = [v for v in vals if v is not None and math.isfinite(v)]
-                if vals:
-                    data.append(vals)
-                    names.append(side)
-            if data:
-                ax.boxplot(data, tick_labels=names)
-            else:
-                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-            ax.set_title(f"{kind.upper()} per-video median (px)")
-            ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        figs["sampson"] = _png(fig)
-    rnds = result.get("rnds")
-    if rnds and "curve" in rnds:
-        fig, ax = plt.subplots(figsize=(6, 3.4))
-        c = np.arange(1, len(rnds["curve"]) + 1)
-        ax.plot(c, rnds["curve"], marker="o", color="#2b6cb0", label="mean RNDS")
-        ax.fill_between(c, rnds["band_low"], rnds["band_high"], alpha=0.25, color="#2b6cb0", label="95% band")
-        ax.axhline(1.0, color="gray", lw=0.8)
-        ax.set_xticks(c)
-        ax.set_xlabel("chunk")
-        ax.set_ylabel("RNDS")
-        ax.set_title(f"RNDS ({rnds['scorer']})")
-        ax.legend()
-        fig.tight_layout()
-        figs["rnds"] = _png(fig)
-    return figs
-
-
-# --------------------------------------------------------------------------- html
-
-
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return "n/a" if not math.isfinite(x) else f"{x:.4g}"
-    return html.escape(str(x))
-
-
-def _ci(d: dict[str, Any]) -> str:
-    return f"{_fmt(d['estimate'])} <span class=ci>[{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]</span>"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def render_html(result: dict[str, Any], figs: dict[str, str]) -> str:
-    parts = ["<h1>avsim detection-gap report</h1>",
-             f"<p>Real: <code>{html.escape(result['inputs']['real'])}</code> &middot; Generated: "
-             f"<code>{html.escape(result['inputs']['generated'])}</code> &middot; Ground truth: "
-             f"<code>{html.escape(str(result['inputs'].get('ground_truth')))}</code></p>",
-             f"<p class=note>Intervals: {int(result['settings']['level'] * 100)}% percentile bootstrap, "
-             f"{result['settings']['n_resamples']} resamples, seed {result['settings']['seed']}; unit stated per section.</p>"]
-
-    def img(key: str, alt: str) -> str:
-        return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{figs[key]}">' if key in figs else ""
-
-    det = result.get("detection")
-    parts.append("<h2>Detection (LET-3D-AP, Waymo camera-only)</h2>")
-    if det and "classes" in det:
-        iv = det["intervals"]
-        rows = []
-        for c in ["mean"] + det["classes"]:
-            for m in ("ap", "apl", "aph"):
-                rows.append([html.escape(c), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]), _ci(iv[f"{c}/{m}/gap"])])
-        parts.append(_table(["class", "metric", "real", "generated", "gap (real - gen)"], rows))
-        parts.append(f"<p class=note>Resampling unit: frame ({det['frames']} frames), paired across real and generated.</p>")
-        rrows = []
-        for c in det["classes"]:
-            for rng_name, v in det["per_range"].get(c, {}).items():
-                k = f"{c}/range {rng_name}/ap"
-                if rng_name == "all" or f"{k}/real" not in iv:
-                    continue
-                rrows.append([html.escape(c), html.escape(rng_name), str(v["num_gt"]), _ci(iv[f"{k}/real"]),
-                              _ci(iv[f"{k}/generated"]), _ci(iv[f"{k}/gap"])])
-        if rrows:
-            parts.append(_table(["class", "range (m)", "#GT", "AP real", "AP generated", "gap"], rrows))
-        parts.append(img("let_ap_per_class", "LET-AP per class"))
-        parts.append(img("let_ap_per_range", "LET-AP per range bin"))
-    else:
-        parts.append(f"<p class=skip>Skipped: {html.escape(str((det or {}).get('skipped', 'no inputs')))}</p>")
-
-    lanes = result.get("lanes")
-    parts.append("<h2>Lanes (OpenLane 3-D lane metrics)</h2>")
-    if lanes and "intervals" in lanes:
-        iv = lanes["intervals"]
-        names = ("f_score", "precision", "recall", "category_accuracy", "x_error_near_m", "x_error_far_m", "z_error_near_m", "z_error_far_m")
-        parts.append(_table(["metric", "real", "generated", "gap"], [[n, _ci(iv[f"{n}/real"]), _ci(iv[f"{n}/generated"]), _ci(iv[f"{n}/gap"])] for n in names]))
-        parts.append(img("lane_f1", "lane F1"))
-    else:
-        parts.append(f"<p class=skip>Skipped: {html.escape(str((lanes or {}).get('skipped', 'no inputs')))}</p>")
-
-    vid = result.get("video", {})
-    parts.append("<h2>Video fidelity (FID, FVD)</h2>")
-    rows = []
-    for kind in ("fid", "fvd"):
-        d = vid.get(kind)
-        if not d:
-            continue
-        if "skipped" in d:
-            rows.append([kind.upper(), f"<span class=skip>skipped: {html.escape(d['skipped'])}</span>", "", ""])
-        else:
-            rows.append([html.escape(d["name"]), _ci(d["unbiased_n_minus_1"]), _ci(d["biased_n"]), html.escape(d["features"]["weights"])])
-    parts.append(_table(["metric", "covariance N-1 (original)", "covariance /N (StyleGAN-V)", "weights"], rows) if rows else "<p class=skip>Skipped: no videos</p>")
-
-    samp = result.get("sampson")
-    parts.append("<h2>Geometric consistency (Sampson error, px)</h2>")
-    if samp and "per_video" in samp:
-        rows = []
-        for key in ("tse/real", "tse/generated", "cse/real", "cse/generated"):
-            if key in samp:
-                d = samp[key]
-                rows.append([key.upper(), _ci(d["mean_of_video_medians"]), _fmt(d["median_px"]), str(d["videos"])])
-        parts.append(_table(["metric / side", "mean of per-video medians", "median of per-video medians", "videos"], rows))
-        parts.append(img("sampson", "Sampson error distributions"))
-    else:
-        parts.append("<p class=skip>Skipped: no videos</p>")
-
-    rnds = result.get("rnds")
-    parts.append("<h2>Long-horizon drift (RNDS)</h2>")
-    if rnds and "curve" in rnds:
-        parts.append(f"<p>Mean RNDS over chunks 2..C: {_ci(rnds['mean_over_chunks_2_to_C'])}; scorer: {html.escape(rnds['scorer'])}</p>")
-        parts.append(img("rnds", "RNDS curve"))
-    else:
-        parts.append(f"<p class=skip>Skipped: {html.escape(str((rnds or {}).get('skipped', 'no chunk scores and no scorer')))}</p>")
-
-    prov = result["provenance"]
-    parts.append("<h2>Provenance</h2>" + _table(["item", "value"], [[html.escape(k), html.escape(str(v))] for k, v in prov.items()]))
-    css = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#1a202c}"
-           "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #cbd5e0;padding:4px 8px;text-align:left}"
-           "th{background:#edf2f7}.ci{color:#4a5568;font-size:0.9em}.skip{color:#a0aec0}.note{color:#4a5568;font-size:0.9em}"
-           "img{display:block;max-width:100%;margin:0.5em 0 1.5em}")
-    return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>avsim detection-gap report</title>"
-            f"<style>{css}</style></head><body>" + "\n".join(p for p in parts if p) + "</body></html>\n")
-
-
 # --------------------------------------------------------------------------- driver
 
 
@@ -670,6 +466,8 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
 
 def write_report(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
     """Write report.json and report.html into `out_dir` (atomically, as one folder)."""
+    from avsim.evaluation.report_html import figures, render_html
+
     figs = figures(result)
     with atomic_output_path(out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)

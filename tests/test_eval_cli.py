@@ -130,14 +130,14 @@ def test_eval_sampson_calibrated_needs_camera_names(shared_data, tmp_path, capsy
 
 def test_frechet_both_needs_two_rows_per_side_and_gives_both_normalisers(tmp_path) -> None:
     from avsim.core.errors import AvsimInputError
-    from avsim.evaluation.cli import _frechet_both
     from avsim.evaluation.frechet import frechet_distance_features
+    from avsim.evaluation.jobs import frechet_both
 
     rng = np.random.default_rng(0)
     xr, xg = rng.normal(size=(5, 3)), rng.normal(1.0, 1.0, size=(4, 3))
-    nr, ng, res = _frechet_both(tmp_path / "r", tmp_path / "g", [xr[:2], xr[2:]], [xg], "frames")
+    nr, ng, res = frechet_both(tmp_path / "r", tmp_path / "g", [xr[:2], xr[2:]], [xg], "frames")
     assert (nr, ng) == (5, 4)
     assert res == {n: frechet_distance_features(xr, xg, n) for n in ("unbiased_n_minus_1", "biased_n")}
     with pytest.raises(AvsimInputError, match="two frames") as e:
-        _frechet_both(tmp_path / "r", tmp_path / "g", [xr], [xg[:1]], "frames")
+        frechet_both(tmp_path / "r", tmp_path / "g", [xr], [xg[:1]], "frames")
     assert e.value.path == str(tmp_path / "g") and e.value.field == "clips"

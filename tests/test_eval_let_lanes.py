@@ -117,7 +117,9 @@ def _random_scene(rng, n_frames, n_gt, n_fp, cls=("vehicle", "pedestrian")):
             c = cls[rng.integers(len(cls))]
             size = CAR if c == "vehicle" else [0.8, 0.8, 1.8]
             ang, r = rng.uniform(-np.pi, np.pi), rng.uniform(3, 60)
-            f.append(fr); lab.append(c); box.append([r * np.cos(ang), r * np.sin(ang), size[2] / 2, *size, rng.uniform(-3, 3)])
+            f.append(fr)
+            lab.append(c)
+            box.append([r * np.cos(ang), r * np.sin(ang), size[2] / 2, *size, rng.uniform(-3, 3)])
     gb = np.array(box).reshape(-1, 7)
     pb = gb.copy()
     pb[:, :2] *= (1 + rng.normal(0, 0.05, len(gb)))[:, None]
@@ -257,14 +259,20 @@ def _random_lanes(rng, n_frames):
             m = int(rng.integers(2, 25))
             y = np.sort(rng.uniform(-5, 120, m))
             lane = np.column_stack([rng.uniform(-12, 12) + rng.normal(0, 0.02) * y, y, 0.01 * y + rng.normal(0, 0.1, m)])
-            frames.append(f); lanes.append(lane); cats.append(int(rng.integers(1, 4))); vis.append(rng.random(m) > 0.1)
+            frames.append(f)
+            lanes.append(lane)
+            cats.append(int(rng.integers(1, 4)))
+            vis.append(rng.random(m) > 0.1)
             if rng.random() < 0.8:
-                pf.append(f); pc.append(int(rng.integers(1, 4)))
+                pf.append(f)
+                pc.append(int(rng.integers(1, 4)))
                 pl.append(lane + np.array([rng.normal(0, 0.6), 0.0, rng.normal(0, 0.3)]))
         for _ in range(rng.integers(0, 2)):
             m = int(rng.integers(2, 10))
             y = np.sort(rng.uniform(0, 100, m))
-            pf.append(f); pc.append(1); pl.append(np.column_stack([rng.uniform(-9, 9, m), y, np.zeros(m)]))
+            pf.append(f)
+            pc.append(1)
+            pl.append(np.column_stack([rng.uniform(-9, 9, m), y, np.zeros(m)]))
     return frames, lanes, cats, vis, pf, pl, pc
 
 

@@ -86,7 +86,10 @@ def lane_frame_reference(gt_lanes, gt_cats, gt_vis, pred_lanes, pred_cats):
                 if pc[j] == gc[i] or (pc[j] == 20 and gc[i] == 21):
                     cc += 1
                 a, b, c_, d_ = err[i, j]
-                xn.append(a); zn.append(c_); xf.append(b); zf.append(d_)
+                xn.append(a)
+                zn.append(c_)
+                xf.append(b)
+                zf.append(d_)
     return r, pp, cc, len(g), len(p), m, xn, xf, zn, zf
 
 
@@ -98,7 +101,11 @@ def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_bo
     sensor = np.asarray(sensor)
     cutoffs = np.concatenate([np.arange(100) * 0.01, [1.0]]).astype(np.float32)
     frames = sorted(set(gt_frames.tolist()) | set(pd_frames.tolist()))
-    tp = np.zeros(101); la_s = np.zeros(101); ha_s = np.zeros(101); npd = np.zeros(101); ngt = 0
+    tp = np.zeros(101)
+    la_s = np.zeros(101)
+    ha_s = np.zeros(101)
+    npd = np.zeros(101)
+    ngt = 0
     for f in frames:
         g = gt_boxes[(gt_frames == f) & (gt_labels == cls)].copy()
         pm = (pd_frames == f) & (pd_labels == cls)
@@ -114,7 +121,8 @@ def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_bo
                 continue
             W = np.zeros((len(g), len(p)), dtype=np.int64)
             ok = np.zeros((len(g), len(p)), bool)
-            LA = np.zeros((len(g), len(p))); HA = np.zeros((len(g), len(p)))
+            LA = np.zeros((len(g), len(p)))
+            HA = np.zeros((len(g), len(p)))
             for i in range(len(g)):
                 for j in range(len(p)):
                     G, P = g[i, :3], p[j, :3]
@@ -133,7 +141,9 @@ def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_bo
             r, c = linear_sum_assignment(W, maximize=True)
             for i, j in zip(r, c):
                 if ok[i, j] and W[i, j] > 0:
-                    tp[k] += 1; la_s[k] += LA[i, j]; ha_s[k] += HA[i, j]
+                    tp[k] += 1
+                    la_s[k] += LA[i, j]
+                    ha_s[k] += HA[i, j]
     rec = tp / ngt if ngt else np.zeros(101)
     prec = [np.where(npd > 0, v / np.maximum(npd, 1), 0.0) for v in (tp, la_s, ha_s)]
     prec = [np.where(rec == 0, 1.0, pr) for pr in prec]

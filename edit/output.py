@@ -1,0 +1,75 @@
+"""What `avsim edit` writes: one scenario folder per variant and a deterministic manifest.
+
+`check_edit_output` refuses to replace anything but an empty folder or an earlier `avsim edit`
+output; `write_edit_output` writes every variant and `manifest.json` atomically (a failing run
+leaves nothing, or the previous output, behind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.scenario import Scenario
+
+from .editfile import EditFile, VariantResult
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "avsim-edit-manifest"
+
+
+def check_edit_output(out: Path) -> None:
+    """Refuse to replace anything but an empty folder or an earlier `avsim edit` output."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise AvsimInputError(out, "output", "exists and is not a folder; refusing to replace it")
+    if not any(out.iterdir()):
+        return
+    try:
+        doc = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT:  # valid JSON need not be an object
+        return
+    raise AvsimInputError(out, "output", "exists, is not empty and is not an avsim edit output; refusing to replace it")
+
+
+def manifest_document(source: Scenario, edit: EditFile, results: Sequence[VariantResult]) -> dict[str, Any]:
+    """The manifest written beside the variant folders (deterministic: no paths, no clock)."""
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": 1,
+        "source_scenario_id": source.scenario_id,
+        "edit_file": edit.path.name,
+        "edit_file_sha256": edit.sha256,
+        "variants": [
+            {
+                "name": r.name,
+                "folder": r.name,
+                "scenario_id": r.scenario.scenario_id,
+                "params": r.params,
+                "findings": [{"op_index": i, **f.to_dict()} for i, f in r.new_findings],
+            }
+            for r in results
+        ],
+    }
+
+
+def write_edit_output(
+    out: str | os.PathLike[str], source: Scenario, edit: EditFile, results: Sequence[VariantResult]
+) -> None:
+    """Write `OUT/<variant>/` for every result and `OUT/manifest.json`, as one atomic folder."""
+    from avsim.scenario.io import save_scenario
+
+    doc = manifest_document(source, edit, results)
+    allow_empty = source.map.is_empty()
+    with atomic_output_path(out, is_dir=True) as tmp:
+        for r in results:
+            save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
+        (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")

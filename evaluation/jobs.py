@@ -1,0 +1,258 @@
+"""One function per `avsim eval` command: read the inputs, compute the metric, and return what
+the command prints and writes (`MetricTable`). The CLI (`avsim.evaluation.cli`) only parses
+options, calls these, prints the table and writes the JSON with `write_json`.
+
+Bad inputs raise `AvsimInputError` (one line); missing weights name the command that gets them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.evaluation.lanes import LaneSet
+from avsim.evaluation.let_ap import Boxes3D
+
+if TYPE_CHECKING:
+    from avsim.evaluation.frechet import CovarianceNorm
+
+FRECHET_NORMS: tuple[CovarianceNorm, ...] = ("unbiased_n_minus_1", "biased_n")
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    """A command's result: the table it prints (`title`, `header`, `rows`) and the JSON `document`."""
+
+    title: str
+    header: list[str]
+    rows: list[list[Any]]
+    document: dict[str, Any]
+
+
+def write_json(data: dict[str, Any], out: Path) -> None:
+    """`data` as strict JSON (numpy values converted, non-finite floats as null), atomically."""
+    from avsim.evaluation.report import json_ready
+
+    with atomic_output_path(out) as tmp:
+        tmp.write_text(json.dumps(json_ready(data), indent=1, allow_nan=False) + "\n")
+
+
+# --------------------------------------------------------------------------- fid / fvd
+
+
+def frechet_both(
+    real: Path, generated: Path, fr: list[np.ndarray], fg: list[np.ndarray], rows: str
+) -> tuple[int, int, dict[str, float]]:
+    """Pooled feature rows per side and the Frechet distance under both covariance normalisers."""
+    from avsim.evaluation.frechet import frechet_distance_features
+
+    xr, xg = np.concatenate(fr), np.concatenate(fg)
+    if len(xr) < 2 or len(xg) < 2:
+        raise AvsimInputError(real if len(xr) < 2 else generated, "clips", f"need at least two {rows} per side")
+    return len(xr), len(xg), {n: frechet_distance_features(xr, xg, n) for n in FRECHET_NORMS}
+
+
+def run_fid(real: Path, generated: Path, weights: Path | None = None, max_frames: int | None = None,
+            batch_size: int = 16, normalization: str = "pytorch_fid", cache: Path | None = None,
+            device: str = "cpu") -> MetricTable:  # fmt: skip
+    """FID between two sets of clips (Inception pool3 features, frames pooled)."""
+    from avsim.evaluation.features import FeatureCache, fid_clip_features
+    from avsim.evaluation.inception import describe, load_fid_inception
+    from avsim.evaluation.video_frames import list_clips
+
+    model, src = load_fid_inception(weights, device)
+    fc = FeatureCache(cache)
+    fr = fid_clip_features(list_clips(real), model, src, batch_size, max_frames, normalization, fc)
+    fg = fid_clip_features(list_clips(generated), model, src, batch_size, max_frames, normalization, fc)
+    nr, ng, res = frechet_both(real, generated, fr, fg, "frames")
+    return MetricTable("FID", ["covariance", "FID", "frames real", "frames gen"], [[n, v, nr, ng] for n, v in res.items()],
+                       {"metric": "FID", "fid": res, "frames": {"real": nr, "generated": ng},
+                        "features": describe(src, normalization)})  # fmt: skip
+
+
+def run_fvd(real: Path, generated: Path, weights: Path | None = None, stride: int = 16,
+            max_windows: int | None = None, cache: Path | None = None, device: str = "cpu") -> MetricTable:  # fmt: skip
+    """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
+    from avsim.evaluation.features import FeatureCache, fvd_clip_features
+    from avsim.evaluation.i3d import describe, load_i3d
+    from avsim.evaluation.video_frames import list_clips
+
+    model, src = load_i3d(weights, device)
+    fc = FeatureCache(cache)
+    fr = fvd_clip_features(list_clips(real), model, src, 16, stride, max_windows, cache=fc)
+    fg = fvd_clip_features(list_clips(generated), model, src, 16, stride, max_windows, cache=fc)
+    nr, ng, res = frechet_both(real, generated, fr, fg, "16-frame windows")
+    return MetricTable("FVD (TF-Hub I3D)", ["covariance", "FVD", "windows real", "windows gen"],
+                       [[n, v, nr, ng] for n, v in res.items()],
+                       {"metric": "FVD (TF-Hub I3D)", "fvd": res, "windows": {"real": nr, "generated": ng},
+                        "covariance_names": {"unbiased_n_minus_1": "original FVD", "biased_n": "StyleGAN-V"},
+                        "features": describe(src)})  # fmt: skip
+
+
+# --------------------------------------------------------------------------- sampson
+
+
+def _rig_camera(name: str | None, frames: np.ndarray) -> Any:
+    """The cosmos-rig camera `name` at the clip's resolution (None: no rectification)."""
+    if name is None:
+        return None
+    from avsim.core.rig import cosmos_rig
+
+    rig = cosmos_rig(frames.shape[2], frames.shape[1])
+    if name not in rig.names:
+        raise AvsimInputError(name, "camera", f"not a cosmos rig camera ({', '.join(rig.names)})")
+    return rig.camera(name)
+
+
+def run_sampson(video: Path, other: Path | None = None, camera: str | None = None, other_camera: str | None = None,
+                max_frames: int | None = None, ratio: float = 0.75, calibrated: bool = False) -> MetricTable:  # fmt: skip
+    """Temporal (TSE, one clip) or cross-camera (CSE, with `other`) Sampson error, in pixels.
+
+    `calibrated` (CSE only) takes F from the cosmos rig calibration of `camera` and
+    `other_camera` (both required) instead of RANSAC.
+    """
+    from avsim.evaluation.sampson import (
+        MatchConfig,
+        calibrated_cross_F,
+        cross_view_sampson,
+        temporal_sampson,
+        video_summary,
+    )
+    from avsim.evaluation.video_frames import read_clip
+
+    cfg = MatchConfig(ratio=ratio)
+    frames = read_clip(video, max_frames)
+    if other is None:
+        summary = video_summary(temporal_sampson(frames, _rig_camera(camera, frames), cfg))
+        kind = "TSE"
+    else:
+        f1 = read_clip(other, max_frames)
+        n = min(len(frames), len(f1))
+        F_cal = None
+        if calibrated:
+            if camera is None or other_camera is None:
+                raise AvsimInputError(video, "cameras", "calibrated F needs both camera names")
+            from avsim.core.rig import cosmos_rig
+
+            rig = cosmos_rig(frames.shape[2], frames.shape[1])
+            _rig_camera(camera, frames), _rig_camera(other_camera, f1)  # validates the names
+            F_cal = calibrated_cross_F(rig.extrinsic(camera), rig.extrinsic(other_camera))
+        errs, _ = cross_view_sampson(frames[:n], f1[:n], _rig_camera(camera, frames), _rig_camera(other_camera, f1), cfg, F_cal)
+        summary = video_summary(errs)
+        kind = "CSE"
+    row = [summary["mean_of_frame_means_px"], summary["median_of_frame_medians_px"], summary["frames"], summary["frames_without_f"]]
+    return MetricTable(f"{kind} (px)", ["mean of frame means", "median of frame medians", "frames", "frames without F"], [row],
+                       {"metric": kind, **summary, "matching": cfg.as_dict(), "rectified": camera is not None,
+                        "f_source": "calibration (cosmos rig)" if (other is not None and calibrated) else "RANSAC"})  # fmt: skip
+
+
+# --------------------------------------------------------------------------- let / lanes
+
+
+def read_gt_boxes(path: Path) -> Boxes3D:
+    """Ground-truth boxes: a box table (parquet/csv) or an avsim scenario folder."""
+    from avsim.evaluation.detections import boxes_from_scenario, read_box_table
+
+    if path.is_dir() and (path / "scenario.json").is_file():
+        from avsim.scenario.io import load_scenario
+
+        return boxes_from_scenario(load_scenario(path))
+    return read_box_table(path, require_score=False)
+
+
+def read_pred_boxes(path: Path) -> Boxes3D:
+    """Predicted boxes: a box table or a nuScenes submission JSON (ego frame)."""
+    from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
+
+    return read_nuscenes_submission(path) if path.suffix.lower() == ".json" else read_box_table(path)
+
+
+def run_let(gt: Path, pred: Path, sensor_location_m: tuple[float, float, float] = (1.43, 0.0, 2.18),
+            tolerance_fraction: float = 0.10, min_tolerance_m: float = 0.5) -> MetricTable:  # fmt: skip
+    """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition)."""
+    from avsim.evaluation.let_ap import LetConfig, evaluate_let
+
+    cfg = LetConfig(sensor_location_m=sensor_location_m, tolerance_fraction=tolerance_fraction, min_tolerance_m=min_tolerance_m)
+    res = evaluate_let(read_gt_boxes(gt), read_pred_boxes(pred), cfg).result()
+    rows: list[list[Any]] = [[c, rng, v.ap, v.apl, v.aph, v.num_gt, v.num_pd] for c, d in res["per_class"].items() for rng, v in d.items()]
+    rows.append(["mean", "all", res["mean"]["ap"], res["mean"]["apl"], res["mean"]["aph"], "", ""])
+    doc = {"metric": "LET-3D-AP", "config": cfg.as_dict(), "mean": res["mean"], "classes_with_gt": res["classes_with_gt"],
+           "per_class": {c: {r: v.as_dict() for r, v in d.items()} for c, d in res["per_class"].items()}}  # fmt: skip
+    return MetricTable("LET-3D-AP", ["class", "range", "AP", "APL", "APH", "#GT", "#pred"], rows, doc)
+
+
+def read_lanes(path: Path, ground_truth: bool) -> LaneSet:
+    """Lanes from a lane table, OpenLane JSON (file or folder) or an avsim scenario folder."""
+    from avsim.evaluation.lane_io import (
+        lanes_from_scenario,
+        read_lane_table,
+        read_openlane_json,
+    )
+
+    if path.is_dir() and (path / "scenario.json").is_file():
+        from avsim.scenario.io import load_scenario
+
+        return lanes_from_scenario(load_scenario(path))
+    if path.is_dir() or path.suffix.lower() == ".json":
+        return read_openlane_json(path, ground_truth)
+    return read_lane_table(path)
+
+
+def run_lanes(gt: Path, pred: Path) -> MetricTable:
+    """OpenLane 3-D lane metrics: F-score, precision, recall, x/z errors, category accuracy."""
+    from avsim.evaluation.lanes import evaluate_lanes
+
+    ev = evaluate_lanes(read_lanes(gt, True), read_lanes(pred, False))
+    r = ev.result()
+    return MetricTable("OpenLane lane metrics", ["metric", "value"], [[k, v] for k, v in r.items()],
+                       {"metric": "OpenLane-V1 3-D lane", "config": ev.config.as_dict(), **r})
+
+
+# --------------------------------------------------------------------------- rnds / report
+
+
+def run_rnds(generated: Path, real: Path, chunk_frames: int = 16, scorer: str = "sharpness", seed: int = 0,
+             n_resamples: int = 1000) -> MetricTable:  # fmt: skip
+    """RNDS curve over chunks: (Q[i]/Q_gt[i]) / (Q[1]/Q_gt[1]) with a bootstrap band over videos."""
+    from avsim.evaluation.rnds import load_scorer, rnds_summary, score_chunks
+    from avsim.evaluation.video_frames import list_clips, read_clip
+
+    fn = load_scorer(scorer)
+    cg, cr = list_clips(generated), list_clips(real)
+    if len(cg) != len(cr):
+        raise AvsimInputError(generated, "clips", f"{len(cg)} generated clips but {len(cr)} real clips")
+    qg = score_chunks([read_clip(c) for c in cg], chunk_frames, fn)
+    qr = score_chunks([read_clip(c) for c in cr], chunk_frames, fn)
+    c = min(qg.shape[1], qr.shape[1])
+    res = rnds_summary(qg[:, :c], qr[:, :c], n_resamples, seed)
+    rows: list[list[Any]] = [[i + 1, float(res.curve[i]), float(res.band_low[i]), float(res.band_high[i])] for i in range(c)]
+    return MetricTable("RNDS", ["chunk", "mean", "band low", "band high"], rows,
+                       {"metric": "RNDS", "scorer": scorer, "chunk_frames": chunk_frames, **res.as_dict()})
+
+
+def _ci_row(name: str, d: dict[str, Any]) -> list[Any]:
+    return [name, d["estimate"], d["ci_low"], d["ci_high"]]
+
+
+def report_headlines(result: dict[str, Any]) -> MetricTable:
+    """The report's headline gaps (LET-AP/APL/APH mean, lane F1, FID/FVD) as a table; the
+    document is the report itself."""
+    rows = []
+    det = result.get("detection", {})
+    if "intervals" in det:
+        for m in ("ap", "apl", "aph"):
+            rows.append(_ci_row(f"LET-3D-{m.upper()} gap (mean)", det["intervals"][f"mean/{m}/gap"]))
+    ln = result.get("lanes", {})
+    if "intervals" in ln:
+        rows.append(_ci_row("lane F1 gap", ln["intervals"]["f_score/gap"]))
+    for kind in ("fid", "fvd"):
+        d = result.get("video", {}).get(kind, {})
+        if "unbiased_n_minus_1" in d:
+            rows.append(_ci_row(f"{kind.upper()} (N-1)", d["unbiased_n_minus_1"]))
+    return MetricTable("detection-gap report", ["headline", "estimate", "95% low", "95% high"], rows, result)
