@@ -11,14 +11,17 @@ their id; the ego is a green box; each panel shows the time on the scenario cloc
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 
 import cv2
 import numpy as np
 
-from avsim.core.agents import box_corners
+from avsim.core.agents import AgentTracks, box_corners
 from avsim.core.transforms import yaw_to_quat
+from avsim.core.typing import NDArrayByte
 from avsim.core.video import MP4Writer
-from avsim.maps import style
+from avsim.maps import HDMap, style
+from avsim.scenario import Scenario
 
 from .common import ego_box
 from .routes import arc_length_m
@@ -54,7 +57,7 @@ class _View:
         return np.round(np.stack([u, v], axis=1) * 4).astype(np.int32)  # 2 fractional bits (cv2 shift=2)
 
 
-def fit_view(scenarios, size_px: int, extent_m: float | None = None, margin_m: float = 25.0) -> _View:
+def fit_view(scenarios: Sequence[Scenario], size_px: int, extent_m: float | None = None, margin_m: float = 25.0) -> _View:
     """A view covering every scenario's ego path plus `margin_m` (or a fixed square extent)."""
     xy = np.concatenate([np.asarray(s.ego.world_SE3_ego.translation)[:, :2] for s in scenarios])
     lo, hi = xy.min(0), xy.max(0)
@@ -97,7 +100,7 @@ def _draw_patterned(img, view: _View, pts: np.ndarray, pattern: style.DashPatter
     cv2.polylines(img, [view.px(r) for r in runs if len(r) >= 1], False, color, thickness, cv2.LINE_AA, shift=2)
 
 
-def draw_static(hdmap, view: _View) -> np.ndarray:
+def draw_static(hdmap: HDMap, view: _View) -> NDArrayByte:
     """The map layer (H, W, 3) uint8 RGB."""
     img = np.full((view.size_px, view.size_px, 3), BACKGROUND, dtype=np.uint8)
     for k in range(len(hdmap.drivable_areas)):
@@ -144,7 +147,7 @@ def _draw_box(img, view: _View, center, size, yaw, color, label: str | None, fon
         cv2.putText(img, label, (int(u) + 4, int(v) - 4), cv2.FONT_HERSHEY_SIMPLEX, font_scale, TEXT_RGB, 1, cv2.LINE_AA)
 
 
-def _light_positions(scenario) -> dict[str, np.ndarray]:
+def _light_positions(scenario: Scenario) -> dict[str, np.ndarray]:
     tl = scenario.map.traffic_lights
     pos = {str(i): np.asarray(c)[:2] for i, c in zip(np.asarray(tl.ids), np.asarray(tl.center_m))}
     for lid, p in (scenario.metadata.get("traffic_light_stop_points_m") or {}).items():
@@ -152,7 +155,8 @@ def _light_positions(scenario) -> dict[str, np.ndarray]:
     return pos
 
 
-def draw_frame(scenario, static: np.ndarray, view: _View, t_ns: int, agents_at, title: str) -> np.ndarray:
+def draw_frame(scenario: Scenario, static: NDArrayByte, view: _View, t_ns: int, agents_at: AgentTracks,
+               title: str) -> NDArrayByte:
     """One panel at absolute time `t_ns`; `agents_at` holds the agents' rows at that time."""
     img = static.copy()
     font = max(0.3, view.size_px / 1600)
@@ -184,7 +188,8 @@ def draw_frame(scenario, static: np.ndarray, view: _View, t_ns: int, agents_at, 
     return img
 
 
-def preview_frames(scenario, before=None, fps: float = 10.0, size_px: int = 640, extent_m: float | None = None):
+def preview_frames(scenario: Scenario, before: Scenario | None = None, fps: float = 10.0, size_px: int = 640,
+                   extent_m: float | None = None) -> Iterator[NDArrayByte]:
     """Yield preview frames (H, W, 3) uint8 RGB: one panel, or before | after."""
     size_px += size_px % 2
     panels = [(before, "before"), (scenario, "after")] if before is not None else [(scenario, scenario.scenario_id)]
@@ -209,7 +214,7 @@ def preview_frames(scenario, before=None, fps: float = 10.0, size_px: int = 640,
         yield frame
 
 
-def write_preview(scenario, out: str | os.PathLike[str], before=None, fps: float = 10.0, size_px: int = 640,
+def write_preview(scenario: Scenario, out: str | os.PathLike[str], before: Scenario | None = None, fps: float = 10.0, size_px: int = 640,
                   extent_m: float | None = None) -> int:  # fmt: skip
     """Write the preview mp4 atomically; returns the number of frames."""
     size_px += size_px % 2
