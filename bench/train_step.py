@@ -22,8 +22,14 @@ import platform
 import statistics
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from avsim.train.config import TrainConfig
+    from avsim.train.flops import StepFlops
+    from avsim.train.loop import Setup
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,19 +51,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _args(argv)
-    if not torch.cuda.is_available() and not args.cpu_smoke:
-        print("bench/train_step.py needs a CUDA GPU (none found); nothing measured. "
-              "Use --cpu-smoke to check the script itself on the CPU.")
-        return 0
+def _config(args: argparse.Namespace) -> TrainConfig:
     from avsim.train.config import ParallelConfig, TrainConfig
-    from avsim.train.flops import dit_flops, peak_flops
-    from avsim.train.loop import setup, train_step
 
-    model = "debug" if args.cpu_smoke else args.model
     cfg = TrainConfig(
-        model=model,
+        model="debug" if args.cpu_smoke else args.model,
         train_mode=args.train_mode,
         parallel=ParallelConfig(
             cp=args.cp,
@@ -67,24 +65,28 @@ def main(argv: list[str] | None = None) -> int:
             cp_min_tokens=0,
         ),
     )
-    cfg = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, warmup_steps=1))
-    s = setup(cfg)
+    return dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, warmup_steps=1))
+
+
+def _random_batch(s: Setup, batch: int, views: int, t_lat: int, h_lat: int, w_lat: int) -> dict[str, torch.Tensor]:
+    """Random video / control latents (B, 16, V*T, h, w) and raw text (B, V*N, C)."""
     mc = s.model_cfg
-    height, width, frames = (mc.height_px, mc.width_px, mc.frames_per_chunk) if args.cpu_smoke else (
-        args.height, args.width, args.frames)
-    views = min(args.views, len(mc.cameras))
-    t_lat, h_lat, w_lat = 1 + (frames - 1) // 4, height // 8, width // 8
     g = torch.Generator().manual_seed(0)
-    shape = (args.batch, mc.dit.latent_channels, views * t_lat, h_lat, w_lat)
-    text_shape = (args.batch, views * mc.dit.text_tokens_per_view, mc.dit.crossattn_proj_in_channels)
-    batch = {
+    shape = (batch, mc.dit.latent_channels, views * t_lat, h_lat, w_lat)
+    text_shape = (batch, views * mc.dit.text_tokens_per_view, mc.dit.crossattn_proj_in_channels)
+    return {
         "video": torch.randn(shape, generator=g).to(s.device),
         "control": torch.randn(shape, generator=g).to(s.device),
         "text": torch.randn(text_shape, generator=g).to(s.device, torch.bfloat16 if s.device.type == "cuda" else torch.float32),
     }
-    flops = dit_flops(mc.dit, views, t_lat, h_lat, w_lat)
+
+
+def _time_steps(s: Setup, cfg: TrainConfig, batch: dict[str, torch.Tensor], views: int, warmup: int, steps: int) -> list[float]:
+    """Wall time of each timed step (after `warmup` untimed ones)."""
+    from avsim.train.loop import train_step
+
     times = []
-    for step in range(args.warmup + args.steps):
+    for step in range(warmup + steps):
         if s.device.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -92,10 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         float(loss)  # waits for the step
         if s.device.type == "cuda":
             torch.cuda.synchronize()
-        if step >= args.warmup:
+        if step >= warmup:
             times.append(time.perf_counter() - t0)
-    if s.rank != 0:
-        return 0
+    return times
+
+
+def _report(s: Setup, args: argparse.Namespace, shape: tuple[int, int, int, int], flops: StepFlops, times: list[float]) -> None:
+    from avsim.train.flops import peak_flops
+
+    views, frames, height, width = shape
     dt = statistics.median(times)
     gpus = s.world_size
     global_batch = args.batch * s.dp_size
@@ -107,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         ("device", f"{gpus} x {name}"),
         ("versions", f"torch {torch.__version__}, python {platform.python_version()}, "
                      f"cuda {torch.version.cuda}"),
-        ("model / mode", f"{model} / {args.train_mode}"),
+        ("model / mode", f"{s.model_cfg.name} / {args.train_mode}"),
         ("shape", f"{views} views x {frames} frames x {height}x{width} -> {flops.tokens} tokens/sample"),
         ("parallel", f"cp {args.cp}, dp {s.dp_size}, AC {args.ac}, attention {args.attention}, "
                      f"compile {args.compile}, batch/rank {args.batch}"),
@@ -121,6 +128,28 @@ def main(argv: list[str] | None = None) -> int:
     width_col = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width_col}}  {v}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    if not torch.cuda.is_available() and not args.cpu_smoke:
+        print("bench/train_step.py needs a CUDA GPU (none found); nothing measured. "
+              "Use --cpu-smoke to check the script itself on the CPU.")
+        return 0
+    from avsim.train.flops import dit_flops
+    from avsim.train.loop import setup
+
+    cfg = _config(args)
+    s = setup(cfg)
+    mc = s.model_cfg
+    height, width, frames = (mc.height_px, mc.width_px, mc.frames_per_chunk) if args.cpu_smoke else (
+        args.height, args.width, args.frames)
+    views = min(args.views, len(mc.cameras))
+    t_lat, h_lat, w_lat = 1 + (frames - 1) // 4, height // 8, width // 8
+    batch = _random_batch(s, args.batch, views, t_lat, h_lat, w_lat)
+    times = _time_steps(s, cfg, batch, views, args.warmup, args.steps)
+    if s.rank == 0:
+        _report(s, args, (views, frames, height, width), dit_flops(mc.dit, views, t_lat, h_lat, w_lat), times)
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     return 0

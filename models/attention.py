@@ -46,7 +46,7 @@ class FlashAttnBackend:
 
     def __init__(self) -> None:
         try:
-            from flash_attn import flash_attn_func  # type: ignore[import-not-found]
+            from flash_attn import flash_attn_func
         except ImportError:
             flash_attn_func = None
         self._flash = flash_attn_func

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from avsim.core.rig import COSMOS_VIEW_NAMES
+from avsim.models.defaults import GENERATION
 
 # Model index order of the seven views (view-embedding index 0..6): the render spec's names.
 MULTIVIEW_CAMERAS: tuple[str, ...] = COSMOS_VIEW_NAMES
@@ -149,9 +150,9 @@ class TransferConfig:
     width_px: int = 1280
     frames_per_chunk: int = 29
     model_fps: float = 10.0
-    default_steps: int = 35
-    default_guidance: float = 3.0
-    sigma_shift: float = 5.0
+    default_steps: int = GENERATION.steps
+    default_guidance: float = GENERATION.guidance
+    sigma_shift: float = GENERATION.shift
 
     def __post_init__(self) -> None:
         q = self.vae.spatial_factor * self.dit.patch_spatial
@@ -197,7 +198,6 @@ def transfer25_2b_single_view() -> TransferConfig:
         dit=dit,
         vae=VAEConfig(),
         cameras=(MULTIVIEW_CAMERAS[0],),
-        default_guidance=3.0,
     )
 
 

@@ -11,13 +11,14 @@ block `control_block_ids[k]` the base stream adds after_proj_k(control stream) *
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from avsim.models.attention import ViewGroups
 from avsim.models.config import DiTConfig
-from avsim.models.dit import Block, DiT, PatchEmbed, _island_dtype
+from avsim.models.dit import Block, DiT, PatchEmbed, TokenStream, _island_dtype
 
 
 class ControlBlock(Block):
@@ -26,14 +27,12 @@ class ControlBlock(Block):
     def __init__(self, cfg: DiTConfig, has_before_proj: bool) -> None:
         super().__init__(cfg)
         d = cfg.model_channels
-        if has_before_proj:
-            self.before_proj = nn.Linear(d, d)
+        self.before_proj: nn.Linear | None = nn.Linear(d, d) if has_before_proj else None
         self.after_proj = nn.Linear(d, d)
         self.zero_init_projections()
 
     def zero_init_projections(self) -> None:
-        for name in ("before_proj", "after_proj"):
-            layer = getattr(self, name, None)
+        for layer in (self.before_proj, self.after_proj):
             if layer is not None and layer.weight.device.type != "meta":
                 nn.init.zeros_(layer.weight)
                 nn.init.zeros_(layer.bias)
@@ -59,11 +58,15 @@ class TransferDiT(DiT):
     @torch.no_grad()
     def init_control_from_base(self) -> None:
         """Control blocks start as copies of base blocks 0..K-1 (projections stay zero)."""
-        for k, block in enumerate(self.control_blocks):
+        for k in range(len(self.control_blocks)):
+            block = self._control_block(k)
             src = self.blocks[k].state_dict()
             missing, unexpected = block.load_state_dict(src, strict=False, assign=False)
             assert not unexpected and all(m.endswith(("before_proj.weight", "before_proj.bias", "after_proj.weight", "after_proj.bias")) for m in missing)
             block.zero_init_projections()
+
+    def _control_block(self, k: int) -> ControlBlock:
+        return cast(ControlBlock, self.control_blocks[k])
 
     def embed_control(
         self,
@@ -74,7 +77,7 @@ class TransferDiT(DiT):
         num_views: int,
         view_indices: Tensor | None,
     ) -> Tensor | None:
-        """(B, 16, V*T, H, W) control latent -> hint tokens (B, L, D); None when disabled."""
+        """(B, 16, V*T, H, W) control latent -> hint tokens (B, L, D) (unsharded); None when disabled."""
         if control_latent is None or float(control_weight) == 0.0:
             return None
         cfg = self.config
@@ -84,32 +87,41 @@ class TransferDiT(DiT):
         inp = self.input_channels(padded, condition_mask, padding_mask, num_views, view_indices)
         return self.input_hint_block(self.control_embedder(inp))
 
-    def run_blocks(
-        self,
-        tokens: Tensor,
-        control: Tensor | None,
-        control_weight: float,
-        emb: Tensor,
-        lora: Tensor,
-        context: Tensor,
-        rope: Tensor,
-        view_groups: ViewGroups,
-    ) -> Tensor:
-        if control is None:
-            return super().run_blocks(tokens, control, control_weight, emb, lora, context, rope, view_groups)
+    def run_control_blocks(self, s: TokenStream, control: Tensor, control_weight: float) -> Tensor:
+        """Base blocks with control residuals; `control` (B, L_local, D) is this rank's hint tokens."""
         hp = _island_dtype(self.param_dtype)
-        x = tokens.to(hp)
+        x = s.tokens.to(hp)
         inject = {block_id: k for k, block_id in enumerate(self.config.control_block_ids)}
-        first = self.control_blocks[0]
-        c = (first.before_proj(control) + tokens).to(hp)
+        first = self._control_block(0)
+        assert first.before_proj is not None
+        c = (first.before_proj(control) + s.tokens).to(hp)
         for i, block in enumerate(self.blocks):
-            x = block(x, emb, lora, context, rope, view_groups)
+            x = block(x, s.emb, s.lora, s.context, s.rope, s.view_groups)
             if i in inject:
-                cblock = self.control_blocks[inject[i]]
-                c = cblock(c, emb, lora, context, rope, view_groups)
+                cblock = self._control_block(inject[i])
+                c = cblock(c, s.emb, s.lora, s.context, s.rope, s.view_groups)
                 residual = cblock.after_proj(c.to(cblock.after_proj.weight.dtype))
                 x = x + residual.to(hp) * float(control_weight)
         return x
+
+    def forward(
+        self,
+        x: Tensor,
+        timesteps: Tensor,
+        text_context: Tensor,
+        condition_mask: Tensor | None = None,
+        num_views: int = 1,
+        view_indices: Tensor | None = None,
+        control_latent: Tensor | None = None,
+        control_weight: float = 1.0,
+        padding_mask: Tensor | None = None,
+    ) -> Tensor:
+        """The base forward (`avsim.models.dit`) with the control stream sharded like the tokens."""
+        s = self.embed(x, timesteps, text_context, condition_mask, padding_mask, num_views, view_indices)
+        control = self.embed_control(control_latent, control_weight, condition_mask, padding_mask, num_views, view_indices)
+        if control is None:
+            return self.head(s, self.run_blocks(s))
+        return self.head(s, self.run_control_blocks(s, self.shard_sequence(control, 1), control_weight))
 
 
 __all__ = ["ControlBlock", "TransferDiT"]

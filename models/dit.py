@@ -16,11 +16,15 @@ Forward contract (also used by `avsim.train`)::
 
 Inside, after patch embedding the forward builds the token sequence (B, L, D) in
 (view, t, h, w) order, the RoPE angle table (L, head_dim) and the per-token view index (L,),
-then calls ``self.shard_sequence(x, rope, token_view)``; after the final layer (before
-unpatchify) it calls ``self.gather_sequence(x)``. Both are identity methods; `avsim.train`
-overrides them on the instance to split the sequence for context parallelism. Everything
-between them is token-local except self-attention, whose backend is swappable
-(`avsim.models.attention.set_attention_backend`).
+then shards each through ``self.shard_sequence(t, dim)``; after the final layer (before
+unpatchify) it calls ``self.gather_sequence(x)``. Both are identity unless a context-parallel
+runtime is installed with ``model.set_sequence_parallel(sp)`` (a :class:`SequenceParallel`,
+e.g. `avsim.train.ulysses.ContextParallel`): the forward then calls ``sp.begin(num_views,
+frames, tokens_per_frame)`` with its own ``num_views`` argument, so the split never depends on
+how the caller passed it. Everything between the shard and gather points is token-local except
+self-attention, whose backend is swappable (`avsim.models.attention.set_attention_backend`).
+The forward is ``embed`` (inputs -> :class:`TokenStream`) -> ``run_blocks`` -> ``head``;
+`TransferDiT` adds the control stream between them.
 
 Precision: parameters may be bf16; the time embedding, AdaLN modulation, the residual stream
 and the final layer run in float32 (float64 if the parameters are float64); sub-layers run in
@@ -30,6 +34,9 @@ the parameter dtype.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +50,11 @@ from avsim.models.attention import (
     group_tokens_by_view,
 )
 from avsim.models.config import DiTConfig
+from avsim.models.layout import frames_per_view, repeat_per_view
 from avsim.models.rope import multiview_rope_angles
+
+CheckpointFn = Callable[..., Tensor]
+"""``checkpoint_fn(fn, *args) -> fn(*args)``, recomputing fn in backward (see `Block`)."""
 
 
 def _island_dtype(param_dtype: torch.dtype) -> torch.dtype:
@@ -105,9 +116,13 @@ class PatchEmbed(nn.Module):
         super().__init__()
         self.proj = nn.Sequential(Patchify(spatial, temporal), nn.Linear(in_features, dim, bias=False))
 
+    @property
+    def proj_weight(self) -> Tensor:
+        """The projection's (D, in) weight."""
+        return cast(nn.Linear, self.proj[1]).weight
+
     def forward(self, x: Tensor) -> Tensor:
-        weight = self.proj[1].weight
-        return self.proj(x.to(weight.dtype))
+        return self.proj(x.to(self.proj_weight.dtype))
 
 
 class MLP(nn.Module):
@@ -127,7 +142,8 @@ def _adaln(dim: int, lora_dim: int, chunks: int) -> nn.Sequential:
 
 def _modulation(adaln: nn.Sequential, emb: Tensor, lora: Tensor) -> Tensor:
     """AdaLN-LoRA modulation in emb's (high) precision: Linear(Linear(SiLU(emb))) + lora."""
-    return _linear_hp(adaln[2], _linear_hp(adaln[1], F.silu(emb))) + lora
+    down, up = cast(nn.Linear, adaln[1]), cast(nn.Linear, adaln[2])
+    return _linear_hp(up, _linear_hp(down, F.silu(emb))) + lora
 
 
 class Block(nn.Module):
@@ -146,8 +162,19 @@ class Block(nn.Module):
         self.adaln_modulation_self_attn = _adaln(d, cfg.adaln_lora_dim, 3)
         self.adaln_modulation_cross_attn = _adaln(d, cfg.adaln_lora_dim, 3)
         self.adaln_modulation_mlp = _adaln(d, cfg.adaln_lora_dim, 3)
+        # activation checkpointing, declared: `checkpoint_fn(fn, *args)` must return fn(*args)
+        # (e.g. torch.utils.checkpoint.checkpoint); None runs `compute` directly
+        self.checkpoint_fn: CheckpointFn | None = None
 
     def forward(
+        self, x: Tensor, emb: Tensor, lora: Tensor, context: Tensor, rope: Tensor, view_groups: ViewGroups
+    ) -> Tensor:
+        """`compute`, through `checkpoint_fn` when one is set (activation checkpointing)."""
+        if self.checkpoint_fn is not None:
+            return self.checkpoint_fn(self.compute, x, emb, lora, context, rope, view_groups)
+        return self.compute(x, emb, lora, context, rope, view_groups)
+
+    def compute(
         self, x: Tensor, emb: Tensor, lora: Tensor, context: Tensor, rope: Tensor, view_groups: ViewGroups
     ) -> Tensor:
         """x (B, L, D) high precision; emb (B, 1, D), lora (B, 1, 3D); context (B, V*N, Dc)."""
@@ -182,6 +209,40 @@ class FinalLayer(nn.Module):
         return _linear_hp(self.linear, self.layer_norm(x) * (1 + scale) + shift)
 
 
+class SequenceParallel(Protocol):
+    """A context-parallel runtime the DiT consults (`avsim.train.ulysses.ContextParallel`).
+
+    The DiT calls `begin` once per forward with the token grid (``num_views`` by name, from
+    the forward's own argument), then `shard` on every full-sequence tensor it builds (tokens
+    (B, L, D) on dim 1; RoPE (L, Dh) and per-token view index (L,) on dim 0; the control
+    stream), and `gather` on the final layer's output (B, L_local, C) -> (B, L, C).
+    """
+
+    def begin(self, num_views: int, frames: int, tokens_per_frame: int) -> None: ...
+
+    def shard(self, x: Tensor, dim: int) -> Tensor: ...
+
+    def gather(self, x: Tensor) -> Tensor: ...
+
+
+@dataclass
+class TokenStream:
+    """The forward's state between patch embedding and the final layer (this rank's tokens).
+
+    tokens (B, L_local, D) in the parameter dtype; rope (L_local, head_dim); emb (B, 1, D) and
+    lora (B, 1, 3D) in high precision; context (B, V*N, Dc) projected text; grid the token
+    grid (t, h, w) of the whole (unsharded) sequence.
+    """
+
+    tokens: Tensor
+    rope: Tensor
+    view_groups: ViewGroups
+    emb: Tensor
+    lora: Tensor
+    context: Tensor
+    grid: tuple[int, int, int]
+
+
 class DiT(nn.Module):
     """Cosmos-Transfer2.5 base network. See the module docstring for the forward contract."""
 
@@ -199,20 +260,25 @@ class DiT(nn.Module):
             self.view_embeddings = nn.Embedding(cfg.num_view_embeddings, cfg.view_condition_dim)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.num_blocks))
         self.final_layer = FinalLayer(cfg)
+        self.sequence_parallel: SequenceParallel | None = None
 
-    # ---- context-parallel hooks (identity here; avsim.train overrides them on the instance) ----
-    def shard_sequence(self, x: Tensor, rope: Tensor, token_view: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Select this rank's tokens: x (B, L, D), rope (L, head_dim), token_view (L,)."""
-        return x, rope, token_view
+    # ---- context parallelism: the declared shard / gather points ----
+    def set_sequence_parallel(self, sp: SequenceParallel | None) -> None:
+        """Run later forwards sequence-sharded through `sp` (None: unsharded, the default)."""
+        self.sequence_parallel = sp
+
+    def shard_sequence(self, x: Tensor, dim: int = 1) -> Tensor:
+        """This rank's tokens of a full-sequence tensor (identity without sequence parallelism)."""
+        return x if self.sequence_parallel is None else self.sequence_parallel.shard(x, dim)
 
     def gather_sequence(self, x: Tensor) -> Tensor:
         """Inverse of `shard_sequence` on (B, L_local, C) -> (B, L, C)."""
-        return x
+        return x if self.sequence_parallel is None else self.sequence_parallel.gather(x)
 
     # ---- pieces of the forward ----
     @property
     def param_dtype(self) -> torch.dtype:
-        return self.x_embedder.proj[1].weight.dtype
+        return self.x_embedder.proj_weight.dtype
 
     def input_channels(
         self,
@@ -232,7 +298,7 @@ class DiT(nn.Module):
             parts.append(pad[:, :, None].expand(b, 1, vt, h, w))
         if self.config.is_multiview:
             emb = self.view_embeddings(self._view_indices(num_views, view_indices, latent.device))  # (V, Cv)
-            per_frame = emb.to(latent.dtype).repeat_interleave(vt // num_views, dim=0)  # (V*T, Cv)
+            per_frame = repeat_per_view(emb.to(latent.dtype), frames_per_view(latent, num_views))  # (V*T, Cv)
             parts.append(per_frame.T[None, :, :, None, None].expand(b, -1, vt, h, w))
         return torch.cat(parts, dim=1)
 
@@ -249,7 +315,7 @@ class DiT(nn.Module):
         """Raw (.., 100352) embeddings -> (.., 1024) through `crossattn_proj`; projected ones pass."""
         cfg = self.config
         if text_context.shape[-1] == cfg.crossattn_proj_in_channels:
-            weight = self.crossattn_proj[0].weight
+            weight = cast(nn.Linear, self.crossattn_proj[0]).weight
             return self.crossattn_proj(text_context.to(weight.dtype))
         if text_context.shape[-1] == cfg.crossattn_emb_channels:
             return text_context.to(self.param_dtype)
@@ -289,6 +355,50 @@ class DiT(nn.Module):
         if text_context.ndim != 3 or text_context.shape[0] != x.shape[0]:
             raise ValueError(f"text_context must be (B, V*N, C), got {tuple(text_context.shape)}")
 
+    def embed(
+        self,
+        x: Tensor,
+        timesteps: Tensor,
+        text_context: Tensor,
+        condition_mask: Tensor | None,
+        padding_mask: Tensor | None,
+        num_views: int,
+        view_indices: Tensor | None,
+    ) -> TokenStream:
+        """Check the inputs, plan the sequence split, patch-embed and shard (see module docstring)."""
+        cfg = self.config
+        self._check_inputs(x, timesteps, text_context, num_views)
+        grid = (x.shape[2] // cfg.patch_temporal, x.shape[3] // cfg.patch_spatial, x.shape[4] // cfg.patch_spatial)
+        frames = grid[0] // num_views
+        if self.sequence_parallel is not None:
+            self.sequence_parallel.begin(num_views, frames, grid[1] * grid[2])
+        tokens = self.x_embedder(self.input_channels(x, condition_mask, padding_mask, num_views, view_indices))
+        rope = multiview_rope_angles(cfg, num_views, frames, grid[1], grid[2], device=x.device)
+        token_view = repeat_per_view(torch.arange(num_views, device=x.device), frames * grid[1] * grid[2])
+        emb, lora = self.time_embedding(timesteps)
+        return TokenStream(
+            tokens=self.shard_sequence(tokens, 1),
+            rope=self.shard_sequence(rope, 0),
+            view_groups=group_tokens_by_view(self.shard_sequence(token_view, 0)),
+            emb=emb,
+            lora=lora,
+            context=self.project_text(text_context),
+            grid=grid,
+        )
+
+    def run_blocks(self, s: TokenStream) -> Tensor:
+        """The residual stream through every base block, (B, L_local, D) high precision."""
+        x = s.tokens.to(_island_dtype(self.param_dtype))
+        for block in self.blocks:
+            x = block(x, s.emb, s.lora, s.context, s.rope, s.view_groups)
+        return x
+
+    def head(self, s: TokenStream, h: Tensor) -> Tensor:
+        """Final layer, gather the sequence, unpatchify: -> (B, 16, V*T, H, W) high precision."""
+        hp = _island_dtype(self.param_dtype)
+        out = self.gather_sequence(self.final_layer(h.to(hp), s.emb, s.lora))
+        return self.unpatchify(out, *s.grid).to(hp)
+
     def forward(
         self,
         x: Tensor,
@@ -301,64 +411,10 @@ class DiT(nn.Module):
         control_weight: float = 1.0,
         padding_mask: Tensor | None = None,
     ) -> Tensor:
-        cfg = self.config
-        self._check_inputs(x, timesteps, text_context, num_views)
-        _b, _, vt, hl, wl = x.shape
-        t_tok, h_tok, w_tok = vt // cfg.patch_temporal, hl // cfg.patch_spatial, wl // cfg.patch_spatial
-        tokens_per_view = (t_tok // num_views) * h_tok * w_tok
-
-        inp = self.input_channels(x, condition_mask, padding_mask, num_views, view_indices)
-        tokens = self.x_embedder(inp)
-        rope = multiview_rope_angles(cfg, num_views, t_tok // num_views, h_tok, w_tok, device=x.device)
-        token_view = torch.arange(num_views, device=x.device).repeat_interleave(tokens_per_view)
-        control = self.embed_control(control_latent, control_weight, condition_mask, padding_mask, num_views, view_indices)
-        if control is not None:
-            control, _, _ = self.shard_sequence(control, rope, token_view)
-        tokens, rope, token_view = self.shard_sequence(tokens, rope, token_view)
-
-        hp = _island_dtype(self.param_dtype)
-        context = self.project_text(text_context)
-        emb, lora = self.time_embedding(timesteps)
-        view_groups = group_tokens_by_view(token_view)
-        h = self.run_blocks(tokens, control, control_weight, emb, lora, context, rope, view_groups)
-        out = self.final_layer(h.to(hp), emb, lora)
-        out = self.gather_sequence(out)
-        return self.unpatchify(out, t_tok, h_tok, w_tok).to(hp)
-
-    def embed_control(
-        self,
-        control_latent: Tensor | None,
-        control_weight: float,
-        condition_mask: Tensor | None,
-        padding_mask: Tensor | None,
-        num_views: int,
-        view_indices: Tensor | None,
-    ) -> Tensor | None:
-        """Control-branch tokens; the base network has no control branch."""
         if control_latent is not None:
             raise ValueError("the base DiT has no control branch; build TransferDiT for control inputs")
-        return None
-
-    def run_blocks(
-        self,
-        tokens: Tensor,
-        control: Tensor | None,
-        control_weight: float,
-        emb: Tensor,
-        lora: Tensor,
-        context: Tensor,
-        rope: Tensor,
-        view_groups: ViewGroups,
-    ) -> Tensor:
-        """The residual stream through every base block (TransferDiT adds control residuals)."""
-        x = tokens.to(_island_dtype(self.param_dtype))
-        for block in self.blocks:
-            x = block(x, emb, lora, context, rope, view_groups)
-        return x
+        s = self.embed(x, timesteps, text_context, condition_mask, padding_mask, num_views, view_indices)
+        return self.head(s, self.run_blocks(s))
 
 
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-__all__ = ["Block", "DiT", "FinalLayer", "PatchEmbed", "count_parameters"]
+__all__ = ["Block", "CheckpointFn", "DiT", "FinalLayer", "PatchEmbed", "SequenceParallel", "TokenStream"]

@@ -1,8 +1,9 @@
 """Rectified-flow samplers: shifted sigma grid, UniPC (bh2, order 2), Euler, CFG, conditioning.
 
-Stateless functions on tensors; no model imports. Convention (Cosmos rectified flow):
-x_sigma = (1 - sigma) x0 + sigma eps, the network predicts v = eps - x0, x0_hat = x - sigma v,
-and is fed the integer timestep t = int(1000 sigma).
+Stateless functions on tensors; no model imports. Convention (Cosmos rectified flow, see
+`avsim.models.flow`, which owns the shift and the sigma -> t map): x_sigma = (1 - sigma) x0 +
+sigma eps, the network predicts v = eps - x0, x0_hat = x - sigma v, and is fed the integer
+timestep t = int(1000 sigma). `timestep_of` / `timesteps_of` are re-exported from there.
 
 A sampler takes ``velocity_fn(x, sigma: float, t: int) -> v`` (same shape as x) and returns
 the final sample. Guidance and conditioning-frame handling wrap a velocity function
@@ -18,10 +19,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from avsim.models.defaults import SAMPLER_NAMES
+from avsim.models.flow import DEFAULT_SIGMA_SHIFT, shift_sigma, timestep_of, timesteps_of
+
 VelocityFn = Callable[[Tensor, float, int], Tensor]
+Sampler = Callable[[VelocityFn, Tensor, Tensor], Tensor]
 
 
-def sigma_grid(num_steps: int, shift: float = 5.0) -> Tensor:
+def sigma_grid(num_steps: int, shift: float = DEFAULT_SIGMA_SHIFT) -> Tensor:
     """Shifted grid of `num_steps + 1` sigmas ending in 0, float32.
 
     base = linspace(0.999, 0, N + 1)[:N] (float64); sigma = s b / (1 + (s - 1) b); then 0.
@@ -29,17 +34,8 @@ def sigma_grid(num_steps: int, shift: float = 5.0) -> Tensor:
     if num_steps < 1:
         raise ValueError("num_steps must be >= 1")
     base = np.linspace(0.999, 0.0, num_steps + 1, dtype=np.float64)[:num_steps]
-    sig = shift * base / (1.0 + (shift - 1.0) * base)
+    sig = shift_sigma(base, shift)
     return torch.from_numpy(np.append(sig, 0.0).astype(np.float32))
-
-
-def timestep_of(sigma: float) -> int:
-    """Integer network timestep t = int(1000 sigma) (truncated)."""
-    return int(1000.0 * float(sigma))
-
-
-def timesteps_of(sigmas: Tensor) -> list[int]:
-    return [timestep_of(s) for s in sigmas.tolist()]
 
 
 def euler_sample(velocity_fn: VelocityFn, x: Tensor, sigmas: Tensor) -> Tensor:
@@ -151,12 +147,14 @@ def conditioned_velocity(
     return fn
 
 
+SAMPLERS: dict[str, Sampler] = {"unipc": unipc_sample, "euler": euler_sample}
+
+
 def sample(method: str, velocity_fn: VelocityFn, x: Tensor, sigmas: Tensor) -> Tensor:
-    if method == "unipc":
-        return unipc_sample(velocity_fn, x, sigmas)
-    if method == "euler":
-        return euler_sample(velocity_fn, x, sigmas)
-    raise ValueError(f"unknown sampler {method!r} (unipc, euler)")
+    """Run the sampler named `method` (one of `SAMPLER_NAMES`)."""
+    if method not in SAMPLERS:
+        raise ValueError(f"unknown sampler {method!r} ({', '.join(SAMPLER_NAMES)})")
+    return SAMPLERS[method](velocity_fn, x, sigmas)
 
 
 def pixel_to_latent_frames(num_pixel_frames: int, temporal_factor: int = 4) -> int:
@@ -182,6 +180,8 @@ def chunk_starts(total_frames: int, chunk_frames: int, overlap: int, num_chunks:
 
 
 __all__ = [
+    "SAMPLERS",
+    "SAMPLER_NAMES",
     "cfg_combine",
     "chunk_starts",
     "conditioned_velocity",

@@ -98,7 +98,8 @@ class TextEncoder:
             raise AvsimInputError(directory, "transformers", "install the 'text' extra: pip install avsim[text]") from exc
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
         model = Qwen2_5_VLForConditionalGeneration.from_pretrained(directory, dtype=dtype, local_files_only=True)
-        model = model.to(device).eval()
+        # transformers wraps `PreTrainedModel.to` in a decorator whose type hides the real signature
+        model = model.to(device).eval()  # type: ignore[arg-type]
         return cls(model, tokenizer, model_identity(directory), cache_dir)
 
     def encode(self, prompts: Sequence[str]) -> Tensor:

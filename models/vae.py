@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from avsim.models.config import VAEConfig
+from avsim.models.layout import pack_views, unpack_views
 
 CACHE_T = 2
 
@@ -56,10 +58,12 @@ def _tail(x: Tensor, previous: Tensor | str | None) -> Tensor:
 class CausalConv3d(nn.Conv3d):
     """Conv3d with symmetric spatial zero padding and causal (front-only, 2x) temporal padding."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        pt, ph, pw = self.padding  # type: ignore[misc]
-        self._pad = (pw, pw, ph, ph, 2 * pt, 0)
+        if isinstance(self.padding, str):
+            raise ValueError("CausalConv3d takes numeric padding")
+        pt, ph, pw = self.padding
+        self._pad: tuple[int, ...] = (pw, pw, ph, ph, 2 * pt, 0)
         self.padding = (0, 0, 0)
 
     def forward(self, x: Tensor, cache_x: Tensor | None = None) -> Tensor:
@@ -345,16 +349,11 @@ class WanVAE(nn.Module):
 
     def encode_views(self, video: Tensor, num_views: int, chunk_frames: int = 4, tile_px: int | None = None) -> Tensor:
         """Views concatenated along time (B, 3, V*T, H, W) -> (B, 16, V*T_lat, h, w), view by view."""
-        if video.shape[2] % num_views:
-            raise ValueError(f"{video.shape[2]} frames not divisible by {num_views} views")
-        views = video.chunk(num_views, dim=2)
-        return torch.cat([self.encode(v, chunk_frames, tile_px) for v in views], dim=2)
+        return pack_views([self.encode(v, chunk_frames, tile_px) for v in unpack_views(video, num_views)])
 
     def decode_views(self, latents: Tensor, num_views: int, tile_latent: int | None = None) -> Tensor:
         """(B, 16, V*T_lat, h, w) -> (B, 3, V*T, H, W), each view decoded on its own."""
-        if latents.shape[2] % num_views:
-            raise ValueError(f"{latents.shape[2]} latent frames not divisible by {num_views} views")
-        return torch.cat([self.decode(z, tile_latent) for z in latents.chunk(num_views, dim=2)], dim=2)
+        return pack_views([self.decode(z, tile_latent) for z in unpack_views(latents, num_views)])
 
 
 def _tile_starts(size: int, tile: int, overlap: int, quantum: int) -> list[int]:
@@ -387,7 +386,8 @@ def _tiled(fn: Callable[[Tensor], Tensor], x: Tensor, tile: int, overlap: int, q
     ys, xs = _tile_starts(h, tile, overlap, quantum), _tile_starts(w, tile, overlap, quantum)
     if len(ys) == 1 and len(xs) == 1:
         return fn(x)
-    out = weight = None
+    out: Tensor | None = None
+    weight: Tensor | None = None
     for y0 in ys:
         for x0 in xs:
             piece = fn(x[..., y0 : y0 + tile, x0 : x0 + tile])
@@ -395,6 +395,7 @@ def _tiled(fn: Callable[[Tensor], Tensor], x: Tensor, tile: int, overlap: int, q
             if out is None:
                 out = piece.new_zeros(*piece.shape[:3], int(h * scale), int(w * scale))
                 weight = piece.new_zeros(int(h * scale), int(w * scale))
+            assert out is not None and weight is not None
             ph, pw = piece.shape[-2:]
             oy, ox = int(y0 * scale), int(x0 * scale)
             ov = int(overlap * scale)

@@ -1,5 +1,5 @@
 """DiT and control branch: control zero-init, RoPE per-view restart, view permutation,
-per-view cross-attention isolation, context-parallel hooks and attention backends."""
+per-view cross-attention isolation, sequence-parallel shard points and attention backends."""
 
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ def test_control_blocks_start_as_copies_of_base_blocks():
             assert torch.equal(dict(block.named_parameters())[name], p)
         assert torch.count_nonzero(block.after_proj.weight) == 0 and torch.count_nonzero(block.after_proj.bias) == 0
     assert torch.count_nonzero(model.control_blocks[0].before_proj.weight) == 0
-    assert not hasattr(model.control_blocks[1], "before_proj")
+    assert model.control_blocks[1].before_proj is None
+    assert not any("before_proj" in k for k in model.control_blocks[1].state_dict())
 
 
 def test_rope_axis_split_and_frequencies_follow_spec():
@@ -168,25 +169,65 @@ def test_cross_attention_isolates_views():
     torch.testing.assert_close(shard, out[:, perm], rtol=1e-12, atol=1e-12)
 
 
+class _PermutingSequenceParallel:
+    """A one-process stand-in for context parallelism: 'shards' by permuting the tokens."""
+
+    def __init__(self, perm: torch.Tensor) -> None:
+        self.perm, self.inverse = perm, torch.argsort(perm)
+        self.begun: list[tuple[int, int, int]] = []
+        self.sharded: list[tuple[int, ...]] = []
+
+    def begin(self, num_views: int, frames: int, tokens_per_frame: int) -> None:
+        self.begun.append((num_views, frames, tokens_per_frame))
+
+    def shard(self, x: torch.Tensor, dim: int) -> torch.Tensor:
+        self.sharded.append(tuple(x.shape))
+        return x.index_select(dim, self.perm)
+
+    def gather(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, self.inverse]
+
+
 @torch.no_grad()
-def test_sequence_hooks_allow_any_token_split():
+def test_sequence_parallel_allows_any_token_split():
     model = _transfer(random_projections=True)
     x, ctx, ctrl, cond = _inputs()
     ref = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl)
-    calls = []
     length = V * T * (H // 2) * (W // 2)
-    perm = torch.randperm(length, generator=torch.Generator().manual_seed(1))
-    inverse = torch.argsort(perm)
-
-    def shard(tokens, rope, token_view):
-        calls.append(tokens.shape)
-        return tokens[:, perm], rope[perm], token_view[perm]
-
-    model.shard_sequence = shard
-    model.gather_sequence = lambda y: y[:, inverse]
+    sp = _PermutingSequenceParallel(torch.randperm(length, generator=torch.Generator().manual_seed(1)))
+    model.set_sequence_parallel(sp)
     out = model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl)
-    assert len(calls) == 2  # the base stream and the control stream
+    assert sp.begun == [(V, T, (H // 2) * (W // 2))]
+    # base tokens, RoPE, per-token view index and the control stream
+    assert sorted(s[1] if len(s) == 3 else s[0] for s in sp.sharded) == [length] * 4
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    model.set_sequence_parallel(None)
+    assert torch.equal(model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl), ref)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("model_cls", [DiT, TransferDiT])
+def test_sequence_parallel_sees_num_views_however_it_is_passed(model_cls):
+    """The pipeline and training call the model with num_views by keyword; positional calls
+    (the forward's parameter order) must reach the split plan just the same."""
+    torch.manual_seed(0)
+    model = model_cls(CFG).double().eval()
+    x, ctx, ctrl, cond = _inputs()
+    length = V * T * (H // 2) * (W // 2)
+    sp = _PermutingSequenceParallel(torch.randperm(length, generator=torch.Generator().manual_seed(2)))
+    model.set_sequence_parallel(sp)
+    vi = torch.arange(V)
+    pad = torch.zeros(1, 1, H, W, dtype=torch.float64)
+    control = ctrl if model_cls is TransferDiT else None
+    positional = model(x, T_STEP, ctx, cond, V, vi, control, 1.0, pad)
+    keyword = model(x, T_STEP, ctx, condition_mask=cond, num_views=V, view_indices=vi, control_latent=control,
+                    control_weight=1.0, padding_mask=pad)
+    everything_by_name = model(x=x, timesteps=T_STEP, text_context=ctx, condition_mask=cond, num_views=V,
+                               view_indices=vi, control_latent=control, padding_mask=pad)
+    assert sp.begun == [(V, T, (H // 2) * (W // 2))] * 3
+    assert torch.equal(positional, keyword) and torch.equal(keyword, everything_by_name)
+    model.set_sequence_parallel(None)
+    torch.testing.assert_close(model(x, T_STEP, ctx, cond, V, vi, control, 1.0, pad), keyword, rtol=1e-10, atol=1e-10)
 
 
 def test_attention_backend_hook_sees_sequence_major_tensors():

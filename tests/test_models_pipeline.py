@@ -152,7 +152,9 @@ def test_model_rate_sampling_and_resize(tmp_path):
     assert frames.shape == (4, 3, 64, 112) and frames.dtype == torch.uint8
     raw = read_video(path)
     # frame k at the model rate is source frame 3k: the bar moves 4 px per source frame
-    col = lambda img: int(np.argmax(img[:, :, 0].astype(int).sum(0)))
+    def col(img: np.ndarray) -> int:
+        return int(np.argmax(img[:, :, 0].astype(int).sum(0)))
+
     assert abs(col(frames[1].permute(1, 2, 0).numpy()) * 128 / 112 - col(raw[3])) <= 2
 
 

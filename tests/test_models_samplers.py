@@ -141,11 +141,38 @@ def test_frame_bookkeeping():
 
 
 def test_samplers_module_imports_no_model_code():
+    """Only the flow-matching convention and the sampler names, never a network."""
     tree = ast.parse(inspect.getsource(samplers))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
-    assert not any(m and m.startswith("avsim") for m in imported), imported
+    allowed = {"avsim.models.flow", "avsim.models.defaults"}
+    assert not any(m and m.startswith("avsim") and m not in allowed for m in imported), imported
+
+
+def test_sampler_table_matches_the_defaults():
+    from avsim.models.defaults import GENERATION, SAMPLER_NAMES
+    from avsim.models.pipeline import SamplingOptions
+
+    assert tuple(samplers.SAMPLERS) == SAMPLER_NAMES and GENERATION.sampler in SAMPLER_NAMES
+    opts = SamplingOptions()
+    assert (opts.steps, opts.guidance, opts.shift, opts.sampler) == (
+        GENERATION.steps, GENERATION.guidance, GENERATION.shift, GENERATION.sampler)
+    with pytest.raises(ValueError, match="unknown sampler"):
+        samplers.sample("ddim", lambda x, s, t: x, torch.zeros(1), sigma_grid(2))
+
+
+def test_sampler_and_training_share_the_flow_convention():
+    from avsim.models import flow
+    from avsim.train import objective
+
+    assert samplers.timestep_of is flow.timestep_of and objective.shift_sigma is flow.shift_sigma
+    sig = sigma_grid(35)
+    assert torch.equal(objective.timestep_of_sigma(sig), torch.tensor(timesteps_of(sig), dtype=torch.float32))
+    base = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)
+    shifted = flow.shift_sigma(base, 5.0)
+    assert torch.equal(shifted, torch.from_numpy(flow.shift_sigma(base.numpy(), 5.0)))
+    assert float(shifted[0]) == 0.0 and float(shifted[-1]) == 1.0
 
 
 def test_unipc_matches_an_independent_reference():

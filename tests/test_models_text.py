@@ -10,7 +10,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from avsim.models.text import (
+from avsim.models.text import (  # noqa: E402 - after the importorskip of the optional extra
     TEXT_TOKENS,
     TextEncoder,
     chat_text,

@@ -213,6 +213,7 @@ def _fwd_bwd(mode: str, batch: dict, nb) -> tuple[float, dict[str, torch.Tensor]
     model = build_model(debug_model(), seed=0)
     set_trainable(model, "full")
     parallelize(model, ParallelConfig(activation_checkpointing=mode), None, torch.device("cpu"))
+    assert not any("forward" in vars(m) for m in model.modules())  # declared, nothing patched
     with PeakTensorMemory() as mem:
         loss = forward_loss(model, batch, nb, num_views=7)
         loss.backward()

@@ -119,6 +119,9 @@ def _model_cp_worker() -> None:
     par.load_state_dict(ref.state_dict())
     cp = ContextParallel(dist.group.WORLD)
     apply_context_parallel(par, cp, SDPABackend())
+    # declared, not patched: no method replaced on an instance, no forward hook
+    assert par.sequence_parallel is cp and not par._forward_pre_hooks
+    assert not any({"forward", "shard_sequence", "gather_sequence"} & set(vars(m)) for m in par.modules())
     for views, frames, h, w in MODEL_CASES:
         g = torch.Generator().manual_seed(frames)
         x = torch.randn(1, 16, views * frames, h, w, generator=g, dtype=torch.float64)
@@ -131,6 +134,11 @@ def _model_cp_worker() -> None:
             out = model(x, t, text, num_views=views, control_latent=ctrl)
             (out * torch.linspace(-1, 1, out.numel(), dtype=torch.float64).view_as(out)).sum().backward()
             outs.append(out)
+        # the way the pipeline / training call it is by keyword; the forward's parameter order
+        # (num_views fifth) must reach the split plan too
+        with torch.no_grad():
+            positional = par(x, t, text, None, views, None, ctrl, 1.0, None)
+        assert torch.equal(positional, outs[1].detach())
         assert cp.active and cp.split is not None
         assert cp.split.mode == ("time" if frames % 2 == 0 else "flat")
         assert cp.split.has_padding == (frames % 2 == 1)

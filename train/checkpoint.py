@@ -48,7 +48,7 @@ class _ModelOptim(Stateful):
         self.model, self.optimizer = model, optimizer
 
     def state_dict(self) -> dict[str, Any]:
-        state = {"model": get_model_state_dict(self.model)}
+        state: dict[str, Any] = {"model": get_model_state_dict(self.model)}
         if self.optimizer is not None:  # None: load the weights only (export)
             state["optim"] = get_optimizer_state_dict(self.model, self.optimizer)
         return state
@@ -194,14 +194,8 @@ class CheckpointManager:
         return meta
 
 
-def full_model_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The unsharded state dict on rank 0 (CPU tensors; empty on the other ranks)."""
-    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(model, options=options)
-
-
 def load_full_model_state_dict(model: nn.Module, state: dict[str, torch.Tensor], *, strict: bool = True) -> None:
     """Load an unsharded state dict held by rank 0 (others pass {}) into a sharded model."""
     distributed = dist.is_initialized() and dist.get_world_size() > 1
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=distributed, strict=strict)
-    set_model_state_dict(model, state, options=options)
+    set_model_state_dict(model, dict(state), options=options)

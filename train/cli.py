@@ -1,15 +1,14 @@
-"""`avsim train ...`: pair, encode, run, export."""
+"""`avsim train ...`: pair, encode, run, export (option parsing; the work is in `avsim.train.jobs`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
-app = typer.Typer(help="Post-train the multi-view Transfer model (FSDP2 + Ulysses CP).", no_args_is_help=True)
+from avsim.train.jobs import STORE_DTYPES, ZeroText
 
-STORE_DTYPES = ("bfloat16", "float32")
+app = typer.Typer(help="Post-train the multi-view Transfer model (FSDP2 + Ulysses CP).", no_args_is_help=True)
 
 
 @app.command()
@@ -21,15 +20,9 @@ def pair(
     clip: str = typer.Option(None, "--clip", help="Clip name (default: the control folder's name)."),
 ) -> None:
     """Add one clip (controls + real videos + caption) to a post-training layout."""
-    from avsim.core.errors import AvsimInputError
-    from avsim.train.data import assemble_layout, find_camera_videos
+    from avsim.train.jobs import pair_clip
 
-    name = clip or controls.name
-    ctrl = find_camera_videos(controls, name)
-    rgb = find_camera_videos(videos, name)
-    if not ctrl:
-        raise AvsimInputError(controls, "videos", f"no {name}.<camera>.mp4 files")
-    assemble_layout(out, name, ctrl, rgb, caption)
+    name = pair_clip(controls, videos, out, caption, clip)
     typer.echo(f"added {name} to {out}")
 
 
@@ -46,49 +39,16 @@ def encode(
     store_dtype: str = typer.Option("bfloat16", "--store-dtype", help="bfloat16 or float32."),
 ) -> None:
     """Cache VAE latents of videos and controls plus text embeddings (safetensors)."""
-    import torch
-
-    from avsim.core.errors import AvsimInputError
-    from avsim.models.config import get_config
-    from avsim.models.pipeline import build_vae
-    from avsim.train.data import ClipSpec
-    from avsim.train.encode import encode_dataset
+    from avsim.train.jobs import encode_cache
 
     if store_dtype not in STORE_DTYPES:
         raise typer.BadParameter(f"--store-dtype must be one of {STORE_DTYPES}")
-    if (text_encoder is None) == (not zero_text):
-        raise AvsimInputError("--text-encoder", "text", "give exactly one of --text-encoder DIR and --zero-text")
-    cfg = get_config(model)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    video_model = build_vae(cfg, vae, dev, dtype)
-    if zero_text:
-        text = ZeroText(cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
-    else:
-        from avsim.models.text import TextEncoder
-
-        text = TextEncoder.from_pretrained(text_encoder, str(dev))
-    spec = ClipSpec(frames=cfg.frames_per_chunk, fps=cfg.model_fps, height_px=cfg.height_px, width_px=cfg.width_px)
-    samples = encode_dataset(
-        raw, cache, video_model, text, spec,
-        max_clips_per_video=max_clips, device=dev, vae_dtype=dtype,
-        store_dtype=getattr(torch, store_dtype),
+    count = encode_cache(
+        raw, cache, model=model, vae=vae, text_encoder=text_encoder, zero_text=zero_text,
+        max_clips_per_video=max_clips, device=device, store_dtype=store_dtype,
         progress=lambda name: typer.echo(f"encoded {name}", err=True),
-        extra_index={"model": model, "vae": str(vae), "text": "zeros" if zero_text else str(text_encoder)},
     )
-    typer.echo(f"{len(samples)} clips in {cache}")
-
-
-class ZeroText:
-    """All-zero text embeddings (what text dropout feeds), for captionless training and tests."""
-
-    def __init__(self, tokens: int, channels: int) -> None:
-        self.tokens, self.channels = tokens, channels
-
-    def encode(self, prompts):  # type: ignore[no-untyped-def]
-        import torch
-
-        return torch.zeros(len(prompts), self.tokens, self.channels)
+    typer.echo(f"{count} clips in {cache}")
 
 
 @app.command()
@@ -101,25 +61,13 @@ def run(
     nproc: int = typer.Option(1, "--nproc", help="CPU processes to launch here (gloo); use torchrun for GPUs."),
 ) -> None:
     """Train (or resume) a run. On GPUs launch with torchrun -m avsim.train instead."""
-    from avsim.train.config import apply_overrides, load_config
+    from avsim.train.jobs import run_config, run_training
 
-    cfg = load_config(config)
-    extra = [f"data.cache_dir={cache}"] if cache else []
-    extra += [f"out_dir={out}"] if out else []
-    extra += [f"steps={steps}"] if steps is not None else []
     try:
-        cfg = apply_overrides(cfg, [*extra, *overrides])
+        cfg = run_config(config, overrides, cache=cache, out=out, steps=steps)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if nproc > 1 and "WORLD_SIZE" not in os.environ:
-        from avsim.train.dist import launch_local
-        from avsim.train.loop import train_entry
-
-        launch_local(train_entry, nproc, cfg)
-    else:
-        from avsim.train.loop import train
-
-        train(cfg)
+    run_training(cfg, nproc)
 
 
 @app.command()
@@ -130,12 +78,9 @@ def export(
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Export the EMA weights (default) or the raw ones."),
 ) -> None:
     """Write a single-file bf16 `net.*` state dict from a checkpoint."""
-    from avsim.train.config import load_run_config
-    from avsim.train.loop import export_net
+    from avsim.train.jobs import export_run
 
-    cfg = load_run_config(run_dir)
-    import dataclasses
+    typer.echo(f"wrote {export_run(run_dir, out, step=step, ema=ema)}")
 
-    cfg = dataclasses.replace(cfg, out_dir=str(run_dir))
-    path = export_net(cfg, out, use_ema=ema, step=step)
-    typer.echo(f"wrote {path}")
+
+__all__ = ["STORE_DTYPES", "ZeroText", "app"]

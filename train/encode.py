@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from avsim.core.atomic import atomic_output_path
+from avsim.models.layout import pack_views
 from avsim.train.data import BLANK_FILE, INDEX_FILE, ClipRecord, ClipSpec, probe_clips, read_clip, scan_layout
 
 
@@ -67,8 +68,8 @@ def encode_views(vae: VideoEncoderLike, paths: Sequence[Path], start: int, strid
     latents = []
     for path in paths:
         pixels = read_clip(path, start, stride, spec)[None].to(device=device, dtype=dtype)
-        latents.append(vae.encode(pixels)[0].float().cpu())
-    return torch.cat(latents, dim=1)
+        latents.append(vae.encode(pixels).float().cpu())
+    return pack_views(latents)[0]
 
 
 def encode_dataset(

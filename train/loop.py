@@ -25,12 +25,13 @@ from torch import Tensor, nn
 
 from avsim.models.config import TransferConfig, get_config
 from avsim.models.control import TransferDiT
+from avsim.models.layout import frames_per_view
 from avsim.train.checkpoint import CheckpointManager, load_full_model_state_dict
 from avsim.train.config import TrainConfig
 from avsim.train.data import LatentClipDataset, make_loader
 from avsim.train.dist import Meshes, build_meshes, init_distributed
 from avsim.train.ema import EMA
-from avsim.train.flops import dit_flops, peak_flops
+from avsim.train.flops import StepFlops, dit_flops, peak_flops
 from avsim.train.objective import NoisedBatch, flow_matching_loss, prepare_batch
 from avsim.train.parallelize import parallelize
 from avsim.train.ulysses import ContextParallel
@@ -240,30 +241,48 @@ def train_step(
     return loss_value, grad_norm
 
 
+def _step_record(
+    s: Setup, cfg: TrainConfig, step: int, loss: Tensor, grad_norm: float, dt: float, flops: StepFlops, peak: float | None
+) -> dict[str, Any]:
+    """The log record of one finished step."""
+    global_batch = cfg.data.batch_size * s.dp_size
+    return {
+        "step": step + 1,
+        "loss": float(loss),
+        "grad_norm": grad_norm,
+        "lr": s.optimizer.param_groups[0]["lr"],
+        "step_time_s": dt,
+        "tokens_per_s": flops.tokens * global_batch / dt,
+        "mfu": (flops.training(cfg.train_mode) * global_batch / dt / (peak * (s.world_size or 1))) if peak else None,
+        "memory_gib": _memory_gib(s.device),
+    }
+
+
+def _resume(ckpt: CheckpointManager, resume_step: int | None, s: Setup) -> tuple[int, int]:
+    """(first step to run, loader batch to start from) after loading the newest checkpoint."""
+    if resume_step is None:
+        return 0, 0
+    meta = ckpt.load(resume_step, s.model, s.optimizer, s.ema)
+    return int(meta["step"]), int(meta["loader_batch"])
+
+
 def train(cfg: TrainConfig, callbacks: Sequence[StepCallback] = ()) -> list[dict[str, Any]]:
     """Run (or resume) `cfg`; returns the records of the steps this call ran."""
     out_dir = Path(cfg.out_dir)
     ckpt = CheckpointManager(out_dir / "checkpoints", keep=cfg.checkpoint.keep)
     resume_step = ckpt.latest()
     s = setup(cfg, init_from=cfg.checkpoint.init_from if resume_step is None else "")
-    model, optimizer, ema, device, rank = s.model, s.optimizer, s.ema, s.device, s.rank
-    dp_rank, dp_size, world_size, model_cfg = s.dp_rank, s.dp_size, s.world_size, s.model_cfg
-    start = 0
-    if resume_step is not None:
-        meta = ckpt.load(resume_step, model, optimizer, ema)
-        start = int(meta["step"])
-        loader_batch = int(meta["loader_batch"])
-    else:
-        loader_batch = 0
+    device = s.device
+    start, loader_batch = _resume(ckpt, resume_step, s)
     dataset = LatentClipDataset(cfg.data.cache_dir)
     num_views = dataset.num_views
     loader = make_loader(
-        dataset, cfg.data.batch_size, dp_rank, dp_size, cfg.seed, start_batch=loader_batch, num_workers=cfg.data.num_workers
+        dataset, cfg.data.batch_size, s.dp_rank, s.dp_size, cfg.seed, start_batch=loader_batch, num_workers=cfg.data.num_workers
     )
     flops = None
     records: list[dict[str, Any]] = []
-    logger = _Logger(out_dir, cfg.steps, start, enabled=rank == 0)
-    if rank == 0:
+    logger = _Logger(out_dir, cfg.steps, start, enabled=s.rank == 0)
+    if s.rank == 0:
         (out_dir / "config.json").write_text(cfg.to_json(), encoding="utf-8")
     peak = peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
     try:
@@ -278,27 +297,15 @@ def train(cfg: TrainConfig, callbacks: Sequence[StepCallback] = ()) -> list[dict
                 torch.cuda.synchronize(device)
             dt = time.perf_counter() - t0
             if flops is None:
-                _, _, vt, h, w = batch["video"].shape
-                flops = dit_flops(model_cfg.dit, num_views, vt // num_views, h, w)
-            global_batch = cfg.data.batch_size * dp_size
-            record = {
-                "step": step + 1,
-                "loss": float(loss_value),
-                "grad_norm": grad_norm,
-                "lr": optimizer.param_groups[0]["lr"],
-                "step_time_s": dt,
-                "tokens_per_s": flops.tokens * global_batch / dt,
-                "mfu": (flops.training(cfg.train_mode) * global_batch / dt / (peak * (world_size or 1)))
-                if peak
-                else None,
-                "memory_gib": _memory_gib(device),
-            }
+                _, _, _, h, w = batch["video"].shape
+                flops = dit_flops(s.model_cfg.dit, num_views, frames_per_view(batch["video"], num_views), h, w)
+            record = _step_record(s, cfg, step, loss_value, grad_norm, dt, flops, peak)
             records.append(record)
             if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
                 logger.log(record)
             done = step + 1
             if done == cfg.steps or (cfg.checkpoint.interval and done % cfg.checkpoint.interval == 0):
-                ckpt.save(done, model, optimizer, ema, {"loader_batch": done, "model": cfg.model})
+                ckpt.save(done, s.model, s.optimizer, s.ema, {"loader_batch": done, "model": cfg.model})
             for callback in callbacks:
                 callback(done, record)
     finally:

@@ -2,7 +2,9 @@
 
 Convention (transfer_model.md sections 7-8): ``x_sigma = (1 - sigma) x0 + sigma eps``, the
 network predicts ``v = eps - x0``, the loss is the MSE between predicted and true velocity.
-Latents are ``(B, C, V*T, H, W)``: views concatenated along time, ``T`` latent frames each.
+Latents are ``(B, C, V*T, H, W)``: views concatenated along time, ``T`` latent frames each
+(`avsim.models.layout`). The sigma shift and the sigma -> timestep map come from
+`avsim.models.flow` (``shift_sigma`` and ``timestep_of_sigma`` are re-exported here).
 
 Every random draw takes an explicit ``torch.Generator`` so a training step is a pure function
 of (seed, step, data-parallel rank): resuming reproduces it bit for bit.
@@ -15,6 +17,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from avsim.models.flow import DEFAULT_SIGMA_SHIFT, shift_sigma
+from avsim.models.flow import timestep_tensor as timestep_of_sigma
+from avsim.models.layout import first_frames_mask, frames_per_view
+
 
 @dataclass(frozen=True)
 class ObjectiveConfig:
@@ -26,7 +32,7 @@ class ObjectiveConfig:
     ``text_dropout``: probability that a sample's text embedding is replaced by zeros.
     """
 
-    sigma_shift: float = 5.0
+    sigma_shift: float = DEFAULT_SIGMA_SHIFT
     logit_mean: float = 0.0
     logit_std: float = 1.0
     high_noise_fraction: float = 0.05
@@ -45,11 +51,6 @@ class ObjectiveConfig:
         probs = self.condition_frame_probs
         if not probs or min(probs) < 0 or min(probs.values()) < 0 or abs(sum(probs.values()) - 1) > 1e-6:
             raise ValueError(f"condition_frame_probs must be a distribution over k >= 0, got {probs}")
-
-
-def shift_sigma(sigma: Tensor, shift: float) -> Tensor:
-    """The resolution shift ``s sigma / (1 + (s - 1) sigma)`` (monotone, fixes 0 and 1)."""
-    return shift * sigma / (1.0 + (shift - 1.0) * sigma)
 
 
 def sample_sigma(batch: int, cfg: ObjectiveConfig, generator: torch.Generator) -> Tensor:
@@ -80,9 +81,7 @@ def condition_mask(num_frames: Tensor, num_views: int, frames: int) -> Tensor:
 
     At most T - 1 frames are clean: a sample always has a frame left to learn from.
     """
-    k = num_frames.clamp(max=frames - 1)
-    t = torch.arange(frames).repeat(num_views)  # latent-frame index within its view
-    return (t[None, :] < k[:, None]).float()[:, None, :, None, None]
+    return first_frames_mask(num_frames.clamp(max=frames - 1), num_views, frames)
 
 
 def noised(x0: Tensor, eps: Tensor, sigma: Tensor, cond: Tensor) -> Tensor:
@@ -138,10 +137,8 @@ def prepare_batch(
     happen on the CPU in a fixed order, then move to x0's device, so a batch is identical on
     CPU and GPU, on every CP rank, and under any data-parallel split.
     """
-    if x0.ndim != 5 or x0.shape[2] % num_views:
-        raise ValueError(f"x0 must be (B, C, V*T, H, W) with V={num_views}, got {tuple(x0.shape)}")
+    frames = frames_per_view(x0, num_views)
     b = x0.shape[0]
-    frames = x0.shape[2] // num_views
     sigma, k, keep, eps = [], [], [], []
     for i in range(b):
         g = sample_generator(seed, step, first_sample + i)
@@ -163,6 +160,17 @@ def prepare_batch(
     )
 
 
-def timestep_of_sigma(sigma: Tensor) -> Tensor:
-    """t = int(1000 sigma), the network's time input (the sampler's convention), float32."""
-    return torch.floor(sigma.double() * 1000.0).float()
+__all__ = [
+    "NoisedBatch",
+    "ObjectiveConfig",
+    "condition_mask",
+    "flow_matching_loss",
+    "noised",
+    "prepare_batch",
+    "sample_condition_frames",
+    "sample_generator",
+    "sample_sigma",
+    "sample_text_keep",
+    "shift_sigma",
+    "timestep_of_sigma",
+]

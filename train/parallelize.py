@@ -1,8 +1,11 @@
 """Parallelism applied from outside the model (torchtitan style), in this order:
 
-1. context parallelism (Ulysses): the DiT's `shard_sequence` / `gather_sequence` hooks are
-   overridden on the instance and every self-attention gets a :class:`UlyssesAttention` backend;
-2. activation checkpointing per block (full, or selective: matmul/attention outputs kept);
+1. context parallelism (Ulysses): the DiT is given the :class:`ContextParallel` runtime
+   (``model.set_sequence_parallel(cp)``), which it consults at its declared shard / gather
+   points with its own ``num_views``, and every self-attention gets a
+   :class:`UlyssesAttention` backend;
+2. activation checkpointing per block (full, or selective: matmul/attention outputs kept),
+   declared through each block's `checkpoint_fn`;
 3. optional ``torch.compile`` per block;
 4. FSDP2 ``fully_shard`` per block, then the root, on the (dp_replicate, dp_shard_cp) mesh with
    bf16 parameters and fp32 gradient reduction.
@@ -15,25 +18,26 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from avsim.models.attention import FlashAttnBackend, SDPABackend, set_attention_backend
+from avsim.models.dit import Block, DiT
 from avsim.train.config import ParallelConfig
 from avsim.train.dist import Meshes
-from avsim.train.ulysses import ContextParallel, UlyssesAttention
+from avsim.train.ulysses import AttentionFn, ContextParallel, UlyssesAttention
 
 
-def iter_blocks(model: nn.Module) -> Iterator[nn.Module]:
+def iter_blocks(model: nn.Module) -> Iterator[Block]:
     """The transformer blocks: base `blocks`, then the control branch's `control_blocks`."""
     for name in ("blocks", "control_blocks"):
         container = getattr(model, name, None)
         if container is not None:
-            yield from container
+            yield from (cast(Block, block) for block in container)
 
 
 def resolve_param_dtype(cfg: ParallelConfig, device: torch.device) -> torch.dtype:
@@ -46,24 +50,16 @@ def resolve_param_dtype(cfg: ParallelConfig, device: torch.device) -> torch.dtyp
 # context parallelism
 
 
-def _record_layout(cp: ContextParallel, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
-    """Forward pre-hook: plan the split from the latent shape before the DiT builds tokens."""
-    cfg = module.config  # type: ignore[attr-defined]
-    x = args[0] if args else kwargs["x"]
-    num_views = kwargs.get("num_views", args[4] if len(args) > 4 else 1)
-    frames = x.shape[2] // cfg.patch_temporal // num_views
-    per_frame = (x.shape[3] // cfg.patch_spatial) * (x.shape[4] // cfg.patch_spatial)
-    cp.begin(num_views, frames, per_frame)
+def apply_context_parallel(model: DiT, cp: ContextParallel, inner: AttentionFn) -> None:
+    """Make `model` run sequence-sharded over `cp`'s group (see module docstring).
 
-
-def apply_context_parallel(model: nn.Module, cp: ContextParallel, inner: Callable) -> None:
-    """Make `model` run sequence-sharded over `cp`'s group (see module docstring)."""
-    heads = model.config.num_heads  # type: ignore[attr-defined]
+    Declared, not patched: the model consults `cp` at its own shard / gather points
+    (`DiT.set_sequence_parallel`) and every self-attention gets a Ulysses backend.
+    """
+    heads = model.config.num_heads
     if heads % cp.size:
         raise ValueError(f"cp={cp.size} must divide the {heads} attention heads")
-    model.shard_sequence = cp.shard_sequence  # type: ignore[method-assign]
-    model.gather_sequence = cp.gather_sequence  # type: ignore[method-assign]
-    model.register_forward_pre_hook(functools.partial(_record_layout, cp), with_kwargs=True)
+    model.set_sequence_parallel(cp)
     set_attention_backend(model, UlyssesAttention(inner, cp), self_attention_only=True)
 
 
@@ -86,23 +82,26 @@ def _selective_policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> Checkpoin
     return CheckpointPolicy.MUST_SAVE if op in _SAVE_OPS else CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def apply_activation_checkpointing(block: nn.Module, mode: str) -> None:
-    """Recompute `block`'s forward in backward: 'full' or 'selective' (op policy above)."""
+def apply_activation_checkpointing(block: Block, mode: str) -> None:
+    """Recompute `block`'s forward in backward: 'full' or 'selective' (op policy above).
+
+    Declared through the block's `checkpoint_fn` (nothing is replaced on the instance).
+    """
     if mode == "none":
+        block.checkpoint_fn = None
         return
     if mode not in ("full", "selective"):
         raise ValueError(f"activation_checkpointing must be none, full or selective, got {mode!r}")
-    inner = block.forward
     context_fn = (
         functools.partial(create_selective_checkpoint_contexts, _selective_policy) if mode == "selective" else None
     )
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
+    def run(fn: Callable[..., Tensor], *args: Any) -> Tensor:
         if context_fn is None:
-            return checkpoint(inner, *args, use_reentrant=False, **kwargs)
-        return checkpoint(inner, *args, use_reentrant=False, context_fn=context_fn, **kwargs)
+            return checkpoint(fn, *args, use_reentrant=False)
+        return checkpoint(fn, *args, use_reentrant=False, context_fn=context_fn)
 
-    block.forward = forward  # type: ignore[method-assign]
+    block.checkpoint_fn = run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,24 +122,23 @@ def apply_fsdp(model: nn.Module, meshes: Meshes, param_dtype: torch.dtype, resha
     # projections have no such logic, so FSDP casts their inputs to the parameter dtype.
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32, cast_forward_inputs=False)
     mp_cast = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32, cast_forward_inputs=True)
-    kw = {"mesh": meshes.fsdp, "mp_policy": mp}
     for block in iter_blocks(model):
         for name in ("before_proj", "after_proj"):
             sub = getattr(block, name, None)
             if sub is not None:
                 fully_shard(sub, mesh=meshes.fsdp, mp_policy=mp_cast, reshard_after_forward=reshard_after_forward)
-        fully_shard(block, reshard_after_forward=reshard_after_forward, **kw)
-    fully_shard(model, reshard_after_forward=False, **kw)
+        fully_shard(block, mesh=meshes.fsdp, mp_policy=mp, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=meshes.fsdp, mp_policy=mp, reshard_after_forward=False)
 
 
 def parallelize(
-    model: nn.Module, cfg: ParallelConfig, meshes: Meshes | None, device: torch.device
+    model: DiT, cfg: ParallelConfig, meshes: Meshes | None, device: torch.device
 ) -> ContextParallel | None:
     """Apply CP, AC, compile and FSDP2 to `model` in place; returns the CP state (or None).
 
     ``meshes`` None: a single process without FSDP (what the equality tests compare against).
     """
-    inner = FlashAttnBackend() if cfg.attention == "flash" else SDPABackend()
+    inner: AttentionFn = FlashAttnBackend() if cfg.attention == "flash" else SDPABackend()
     cp: ContextParallel | None = None
     if meshes is not None and meshes.cp_size > 1:
         cp = ContextParallel(meshes.cp_group, min_tokens=cfg.cp_min_tokens)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 import torch.distributed as dist
@@ -118,7 +118,7 @@ class _AllToAll(torch.autograd.Function):
     """all_to_all_single over dim 0 with equal splits; it is its own inverse, so backward too."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, group: dist.ProcessGroup) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: Tensor, group: dist.ProcessGroup) -> Tensor:
         ctx.group = group
         x = x.contiguous()
         out = torch.empty_like(x)
@@ -126,7 +126,7 @@ class _AllToAll(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         grad = grad.contiguous()
         out = torch.empty_like(grad)
         dist.all_to_all_single(out, grad, group=ctx.group)
@@ -141,7 +141,7 @@ class _GatherReplicated(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: Tensor, group: dist.ProcessGroup) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: Tensor, group: dist.ProcessGroup) -> Tensor:
         ctx.group = group
         ctx.local_len = x.shape[1]
         ctx.rank = dist.get_rank(group)
@@ -150,7 +150,7 @@ class _GatherReplicated(torch.autograd.Function):
         return torch.cat(parts, dim=1)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         n = ctx.local_len
         return grad[:, ctx.rank * n : (ctx.rank + 1) * n].contiguous(), None
 
@@ -195,14 +195,15 @@ def heads_to_sequence(x: Tensor, group: dist.ProcessGroup) -> Tensor:
 
 
 # ---------------------------------------------------------------------------------------------
-# runtime state shared by the model hooks and the attention backends
+# runtime state shared by the model's shard / gather points and the attention backends
 
 
 class ContextParallel:
     """One CP group's runtime state: the split of the current forward, or None when CP is off.
 
-    `shard_sequence` / `gather_sequence` match the DiT's hooks; :class:`UlyssesAttention`
-    reads `split` to know whether (and how) the sequence is sharded.
+    It implements the DiT's `SequenceParallel` protocol (`begin`, `shard`, `gather`; installed
+    with ``model.set_sequence_parallel(cp)``); :class:`UlyssesAttention` reads `split` to know
+    whether (and how) the sequence is sharded.
     ``min_tokens``: sequences shorter than this (images, tiny clips) run unsplit on every rank.
     """
 
@@ -233,29 +234,37 @@ class ContextParallel:
         """Set the split for the forward that is about to run."""
         self.split = self.plan(num_views, frames, tokens_per_frame)
 
+    def shard(self, x: Tensor, dim: int) -> Tensor:
+        """This rank's slice (pads included) of a full-sequence tensor along `dim`.
+
+        The DiT's declared shard point (`avsim.models.dit.SequenceParallel`): tokens (B, L, D)
+        on dim 1, RoPE (L, Dh) and view indices (L,) on dim 0. Identity when CP is off.
+        """
+        split = self.split
+        if split is None:
+            return x
+        if x.shape[dim] != split.num_tokens:
+            raise ValueError(
+                f"sequence of {x.shape[dim]} tokens does not match the planned "
+                f"{split.num_views}x{split.frames}x{split.tokens_per_frame}"
+            )
+        return shard_tokens(x, split, self.rank, dim=dim)
+
+    def gather(self, x: Tensor) -> Tensor:
+        """(B, local_len, D) -> (B, L, D), identical on every CP rank (identity when CP is off)."""
+        if self.split is None:
+            return x
+        return gather_sequence(x, self.split, self.group)
+
     def shard_sequence(
         self, x: Tensor, rope: Tensor, token_view: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
         """x (B, L, D), rope (L, Dh), token_view (L,) -> this rank's slices (pads included)."""
-        split = self.split
-        if split is None:
-            return x, rope, token_view
-        if x.shape[1] != split.num_tokens:
-            raise ValueError(
-                f"sequence of {x.shape[1]} tokens does not match the planned "
-                f"{split.num_views}x{split.frames}x{split.tokens_per_frame}"
-            )
-        return (
-            shard_tokens(x, split, self.rank, dim=1),
-            shard_tokens(rope, split, self.rank, dim=0),
-            shard_tokens(token_view, split, self.rank, dim=0),
-        )
+        return self.shard(x, 1), self.shard(rope, 0), self.shard(token_view, 0)
 
     def gather_sequence(self, x: Tensor) -> Tensor:
-        """(B, local_len, D) -> (B, L, D), identical on every CP rank."""
-        if self.split is None:
-            return x
-        return gather_sequence(x, self.split, self.group)
+        """Same as `gather`."""
+        return self.gather(x)
 
 
 class UlyssesAttention:

@@ -1,0 +1,141 @@
+"""The `avsim train` subcommands as library calls (train/cli.py only parses options).
+
+`pair_clip` adds a clip to a post-training layout, `encode_cache` writes the latent cache,
+`run_config` resolves a recipe with overrides, `run_training` trains (or resumes) it here or in `nproc` local gloo processes, and
+`export_run` writes a `net.*` file from a run's checkpoint. Heavy imports happen inside.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from avsim.train.config import TrainConfig
+
+STORE_DTYPES = ("bfloat16", "float32")
+
+
+class ZeroText:
+    """All-zero text embeddings (what text dropout feeds), for captionless training and tests."""
+
+    def __init__(self, tokens: int, channels: int) -> None:
+        self.tokens, self.channels = tokens, channels
+
+    def encode(self, prompts: Sequence[str]) -> Tensor:
+        import torch
+
+        return torch.zeros(len(prompts), self.tokens, self.channels)
+
+
+def pair_clip(controls: Path, videos: Path, out: Path, caption: str, clip: str | None = None) -> str:
+    """Add one clip (controls + real videos + caption) to the layout at `out`; returns its name."""
+    from avsim.core.errors import AvsimInputError
+    from avsim.train.data import assemble_layout, find_camera_videos
+
+    name = clip or controls.name
+    ctrl = find_camera_videos(controls, name)
+    rgb = find_camera_videos(videos, name)
+    if not ctrl:
+        raise AvsimInputError(controls, "videos", f"no {name}.<camera>.mp4 files")
+    assemble_layout(out, name, ctrl, rgb, caption)
+    return name
+
+
+def encode_cache(
+    raw: Path,
+    cache: Path,
+    *,
+    model: str,
+    vae: Path,
+    text_encoder: Path | None = None,
+    zero_text: bool = False,
+    max_clips_per_video: int | None = None,
+    device: str | None = None,
+    store_dtype: str = "bfloat16",
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Cache VAE latents of videos and controls plus text embeddings; returns the clip count."""
+    import torch
+
+    from avsim.core.errors import AvsimInputError
+    from avsim.models.config import get_config
+    from avsim.models.pipeline import build_vae
+    from avsim.train.data import ClipSpec
+    from avsim.train.encode import TextEncoderLike, encode_dataset
+
+    if store_dtype not in STORE_DTYPES:
+        raise ValueError(f"--store-dtype must be one of {STORE_DTYPES}")
+    if (text_encoder is None) == (not zero_text):
+        raise AvsimInputError("--text-encoder", "text", "give exactly one of --text-encoder DIR and --zero-text")
+    cfg = get_config(model)
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    video_model = build_vae(cfg, vae, dev, dtype)
+    text: TextEncoderLike
+    if text_encoder is None:
+        text = ZeroText(cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
+    else:
+        from avsim.models.text import TextEncoder
+
+        text = TextEncoder.from_pretrained(text_encoder, str(dev))
+    spec = ClipSpec(frames=cfg.frames_per_chunk, fps=cfg.model_fps, height_px=cfg.height_px, width_px=cfg.width_px)
+    samples = encode_dataset(
+        raw, cache, video_model, text, spec,
+        max_clips_per_video=max_clips_per_video, device=dev, vae_dtype=dtype,
+        store_dtype=getattr(torch, store_dtype),
+        progress=progress,
+        extra_index={"model": model, "vae": str(vae), "text": "zeros" if zero_text else str(text_encoder)},
+    )
+    return len(samples)
+
+
+def run_config(
+    config: str,
+    overrides: Sequence[str] = (),
+    *,
+    cache: Path | None = None,
+    out: Path | None = None,
+    steps: int | None = None,
+) -> TrainConfig:
+    """Recipe `config` (name or .py file) with the shortcuts and ``--set`` style overrides.
+
+    Raises ValueError for a bad override.
+    """
+    from avsim.train.config import apply_overrides, load_config
+
+    cfg = load_config(config)
+    extra = [f"data.cache_dir={cache}"] if cache else []
+    extra += [f"out_dir={out}"] if out else []
+    extra += [f"steps={steps}"] if steps is not None else []
+    return apply_overrides(cfg, [*extra, *overrides])
+
+
+def run_training(cfg: TrainConfig, nproc: int = 1) -> None:
+    """Train (or resume) `cfg` here, or in `nproc` local CPU (gloo) processes outside torchrun."""
+    if nproc > 1 and "WORLD_SIZE" not in os.environ:
+        from avsim.train.dist import launch_local
+        from avsim.train.loop import train_entry
+
+        launch_local(train_entry, nproc, cfg)
+    else:
+        from avsim.train.loop import train
+
+        train(cfg)
+
+
+def export_run(run_dir: Path, out: Path, *, step: int | None = None, ema: bool = True) -> Path:
+    """Write a single-file bf16 `net.*` state dict from a checkpoint of the run in `run_dir`."""
+    from avsim.train.config import load_run_config
+    from avsim.train.loop import export_net
+
+    cfg = dataclasses.replace(load_run_config(run_dir), out_dir=str(run_dir))
+    return export_net(cfg, out, use_ema=ema, step=step)
+
+
+__all__ = ["STORE_DTYPES", "ZeroText", "encode_cache", "export_run", "pair_clip", "run_config", "run_training"]
