@@ -83,6 +83,7 @@ def _elements(el: MapElements) -> dict[str, tuple]:
             s = slice(int(lines.offsets[i]), int(lines.offsets[i + 1]))
             attrs += (np.array([el.color[i], el.style[i]]),)
             if el.vertex_color is not None:
+                assert el.vertex_style is not None  # LaneLines requires both or neither
                 attrs += (el.vertex_color[s], el.vertex_style[s])
         out[k] = attrs
     return out

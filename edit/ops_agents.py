@@ -106,11 +106,11 @@ def add_agent_waypoints(
     """
     track_id = _new_track_id(scenario, track_id)
     size = size_for(source_class, size_m)
-    times_s, xy = check_waypoints(scenario, times_s, xy_m)
+    t_wp, xy = check_waypoints(scenario, times_s, xy_m)
     if xy.shape[1] == 2:
         xy = np.concatenate([xy, (_ground_z(scenario, xy) + size[2] / 2)[:, None]], axis=1)
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
-    mask, xyz, yaw = routes.waypoint_path(times_s, xy, t_all)
+    mask, xyz, yaw = routes.waypoint_path(t_wp, xy, t_all)
     if mask.sum() < 1:
         raise AvsimValueError("waypoints: their time span holds no scenario timestamp")
     ts = np.asarray(scenario.ego.timestamps_ns)[mask]

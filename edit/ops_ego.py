@@ -26,11 +26,11 @@ def _ego_from_path(timestamps_ns: np.ndarray, xyz: np.ndarray, yaw: np.ndarray) 
 def replace_ego_waypoints(scenario: Scenario, times_s: Sequence[float], xy_m: np.ndarray) -> Scenario:
     """New ego trajectory through waypoints (K, 2|3) at `times_s` (K,), sampled on the current
     ego timestamps within the waypoints' span (the clip is cropped to that span)."""
-    times_s, xy = check_waypoints(scenario, times_s, xy_m)
+    t_wp, xy = check_waypoints(scenario, times_s, xy_m)
     if xy.shape[1] == 2:
         xy = np.concatenate([xy, _ground_z(scenario, xy)[:, None]], axis=1)
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
-    mask, xyz, yaw = routes.waypoint_path(times_s, xy, t_all)
+    mask, xyz, yaw = routes.waypoint_path(t_wp, xy, t_all)
     if mask.sum() < 2:
         raise AvsimValueError("waypoints: their time span holds fewer than two ego timestamps")
     return scenario.replace(ego=_ego_from_path(np.asarray(scenario.ego.timestamps_ns)[mask], xyz, yaw))

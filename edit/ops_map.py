@@ -9,6 +9,7 @@ keeps the original id, later pieces are named ``<id>@<start>m`` (arc length wher
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -98,8 +99,8 @@ def restyle_lane_lines(
     for k in range(len(ll)):
         sl = slice(int(ll.lines.offsets[k]), int(ll.lines.offsets[k + 1]))
         pts = np.array(ll.lines.points_m[sl])
-        vc = np.array(ll.vertex_color[sl]) if has_vertex else None
-        vs = np.array(ll.vertex_style[sl]) if has_vertex else None
+        vc = np.array(ll.vertex_color[sl]) if ll.vertex_color is not None else None  # i.e. has_vertex
+        vs = np.array(ll.vertex_style[sl]) if ll.vertex_style is not None else None  # set together with vertex_color
         base_id, c0, s0 = str(ll.ids[k]), str(ll.color[k]), str(ll.style[k])
         new_c, new_s = color or c0, style or s0
         if not mask[k]:
@@ -114,12 +115,12 @@ def restyle_lane_lines(
             p, src = _cut(pts, s_nodes, lo, hi)
             pid = base_id if n == 0 else _piece_id(base_id, lo)
             if inside:
-                pvc = (np.full(len(p), color) if color else vc[src]) if has_vertex else None
-                pvs = (np.full(len(p), style) if style else vs[src]) if has_vertex else None
+                pvc = (np.full(len(p), color) if color else vc[src]) if vc is not None else None
+                pvs = (np.full(len(p), style) if style else vs[src]) if vs is not None else None
                 emit(pid, p, new_c, new_s, pvc, pvs)
             else:
                 # untouched pieces keep the line's own (possibly per-vertex) type
-                emit(pid, p, c0, s0, vc[src] if has_vertex else None, vs[src] if has_vertex else None)
+                emit(pid, p, c0, s0, vc[src] if vc is not None else None, vs[src] if vs is not None else None)
     all_ids = out_ids
     if len(set(all_ids)) != len(all_ids):
         raise AvsimValueError("restyle: splitting produced a duplicate lane-line id; restyle a different range")
@@ -127,8 +128,8 @@ def restyle_lane_lines(
         Polylines.from_list(np.array(all_ids, dtype=str), out_pts),
         np.array(out_color, dtype=str),
         np.array(out_style, dtype=str),
-        np.concatenate(out_vc).astype(str) if has_vertex and out_vc else (np.zeros(0, "<U5") if has_vertex else None),
-        np.concatenate(out_vs).astype(str) if has_vertex and out_vs else (np.zeros(0, "<U12") if has_vertex else None),
+        np.concatenate(cast("list[np.ndarray]", out_vc)).astype(str) if has_vertex and out_vc else (np.zeros(0, "<U5") if has_vertex else None),
+        np.concatenate(cast("list[np.ndarray]", out_vs)).astype(str) if has_vertex and out_vs else (np.zeros(0, "<U12") if has_vertex else None),
     )
     return scenario.replace(map=scenario.map.replace(lane_lines=new))
 
@@ -141,7 +142,7 @@ def remove_map_elements(scenario: Scenario, kind: str, mask: np.ndarray) -> Scen
     mask = np.asarray(mask, dtype=bool)
     elements = getattr(scenario.map, kind)
     removed = np.asarray(elements.ids)[mask].astype(str)
-    changes = {"map": scenario.map.replace(**{kind: elements.select(~mask)})}
+    changes: dict[str, Any] = {"map": scenario.map.replace(**{kind: elements.select(~mask)})}
     if kind == "traffic_lights" and len(removed):
         lights = scenario.lights
         keep = ~np.isin(np.asarray(lights.light_id).astype(str), removed)
@@ -163,6 +164,7 @@ def move_map_elements(scenario: Scenario, kind: str, mask: np.ndarray, dx_m: flo
     mask = np.asarray(mask, dtype=bool)
     delta = np.array([dx_m, dy_m, dz_m], dtype=np.float64)
     el = getattr(scenario.map, kind)
+    new: LaneLines | Lanes | Cuboids | Polylines
     if isinstance(el, LaneLines):
         new = LaneLines(_shift_lines(el.lines, mask, delta), np.array(el.color), np.array(el.style),
                         None if el.vertex_color is None else np.array(el.vertex_color),
@@ -216,13 +218,13 @@ def add_map_element(
         c = np.asarray(center, dtype=np.float64)
         if c.shape == (2,):
             c = np.r_[c, _ground_z(scenario, c[None])[0] + (5.0 if kind == "traffic_lights" else 2.5)]
-        new = Cuboids(
+        cuboids = Cuboids(
             np.concatenate([np.asarray(el.ids).astype(str), [element_id]]),
             np.concatenate([np.asarray(el.center_m), c[None]]),
             np.concatenate([np.asarray(el.size_m), size[None]]),
             np.concatenate([np.asarray(el.orientation), yaw_to_quat(np.array([yaw_rad]))]),
         )
-        return scenario.replace(map=scenario.map.replace(**{kind: new}))
+        return scenario.replace(map=scenario.map.replace(**{kind: cuboids}))
     if points is None:
         raise AvsimValueError(f"points: {kind} needs points")
     pts = _xyz(scenario, points)
@@ -233,6 +235,7 @@ def add_map_element(
     arrays = [np.array(lines[k]) for k in range(len(lines))] + [pts]
     ids = np.concatenate([np.asarray(lines.ids).astype(str), [element_id]])
     geometry = cls.from_list(ids, arrays)
+    new: LaneLines | Polylines
     if isinstance(el, LaneLines):
         if color not in LANE_COLORS:
             raise AvsimValueError(f"color: {color!r} is not one of {LANE_COLORS}")

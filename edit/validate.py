@@ -206,8 +206,8 @@ def check_overlaps(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: 
         depth = box_penetration_m(boxes.xy[a], boxes.yaw[a], boxes.lw[a], boxes.xy[b], boxes.yaw[b], boxes.lw[b])
         for ia, ib, d in zip(a, b, depth):
             if d > config.overlap_tolerance_m:
-                key = tuple(sorted((str(boxes.ids[ia]), str(boxes.ids[ib]))))
-                hit_pairs.setdefault(key, []).append((t, float(d)))
+                lo_id, hi_id = sorted((str(boxes.ids[ia]), str(boxes.ids[ib])))
+                hit_pairs.setdefault((lo_id, hi_id), []).append((t, float(d)))
     findings = []
     for (ida, idb), hits in sorted(hit_pairs.items()):
         ti = np.array([h[0] for h in hits])

@@ -9,11 +9,12 @@ report's `build_report` / `write_report`), prints a small table and writes the n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 if TYPE_CHECKING:
+    from avsim.evaluation.inception import Normalization
     from avsim.evaluation.jobs import MetricTable
 
 app = typer.Typer(help="Video-fidelity and detection-gap metrics.", no_args_is_help=True)
@@ -66,7 +67,8 @@ def fid(
     """FID between two sets of clips (Inception pool3 features, frames pooled)."""
     from avsim.evaluation.jobs import run_fid
 
-    _emit(run_fid(real, generated, weights, max_frames, batch_size, normalization, cache, device), out)
+    norm = cast("Normalization", normalization)
+    _emit(run_fid(real, generated, weights, max_frames, batch_size, norm, cache, device), out)
 
 
 @app.command()

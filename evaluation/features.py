@@ -11,8 +11,9 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from avsim.evaluation.video_frames import (
     iter_clip_windows,
     iter_frame_batches,
 )
+
+if TYPE_CHECKING:
+    from avsim.evaluation.inception import Normalization
 
 
 class FeatureCache:
@@ -68,7 +72,7 @@ def _cached(clip: Path, cache: FeatureCache, params: dict[str, Any], compute: Ca
 
 def fid_clip_features(
     clips: Sequence[Path], model: Any, source: str, batch_size: int = 16, max_frames: int | None = None,
-    normalization: str = "pytorch_fid", cache: FeatureCache | None = None,
+    normalization: Normalization = "pytorch_fid", cache: FeatureCache | None = None,
 ) -> list[np.ndarray]:
     """Inception features `(T_i, 2048)` per clip (frames pooled later: FID over frames)."""
     from avsim.evaluation.inception import inception_features
@@ -80,7 +84,7 @@ def fid_clip_features(
         feats = [inception_features(model, b, normalization) for b in iter_frame_batches(clip, batch_size, max_frames)]
         return np.concatenate(feats) if feats else np.zeros((0, 2048))
 
-    return [_cached(c, cache, params, lambda c=c: compute(c)) for c in clips]
+    return [_cached(c, cache, params, partial(compute, c)) for c in clips]
 
 
 def fvd_clip_features(
@@ -104,4 +108,4 @@ def fvd_clip_features(
             out.append(i3d_logits(model, np.stack(buf), batch_size))
         return np.concatenate(out) if out else np.zeros((0, 400))
 
-    return [_cached(c, cache, params, lambda c=c: compute(c)) for c in clips]
+    return [_cached(c, cache, params, partial(compute, c)) for c in clips]

@@ -76,7 +76,7 @@ class Unit3D(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.conv3d(_pad_same(x, self.kernel, self.stride, 0.0), self.weight, None, self.stride)
-        x = F.batch_norm(x, self.running_mean, self.running_var, None, self.beta, False, 0.0, BN_EPS)
+        x = F.batch_norm(x, self.running_mean, self.running_var, None, self.beta, False, 0.0, BN_EPS)  # type: ignore[arg-type]
         return F.relu(x)
 
 

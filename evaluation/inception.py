@@ -53,7 +53,7 @@ class ConvBN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.conv2d(x, self.weight, None, self.stride, self.padding)
-        return F.relu(F.batch_norm(x, self.mean, self.var, None, self.beta, False, 0.0, 1e-3))
+        return F.relu(F.batch_norm(x, self.mean, self.var, None, self.beta, False, 0.0, 1e-3))  # type: ignore[arg-type]
 
 
 def _avg3(x: torch.Tensor) -> torch.Tensor:

@@ -21,6 +21,7 @@ from avsim.evaluation.let_ap import Boxes3D
 
 if TYPE_CHECKING:
     from avsim.evaluation.frechet import CovarianceNorm
+    from avsim.evaluation.inception import Normalization
 
 FRECHET_NORMS: tuple[CovarianceNorm, ...] = ("unbiased_n_minus_1", "biased_n")
 
@@ -59,7 +60,7 @@ def frechet_both(
 
 
 def run_fid(real: Path, generated: Path, weights: Path | None = None, max_frames: int | None = None,
-            batch_size: int = 16, normalization: str = "pytorch_fid", cache: Path | None = None,
+            batch_size: int = 16, normalization: Normalization = "pytorch_fid", cache: Path | None = None,
             device: str = "cpu") -> MetricTable:  # fmt: skip
     """FID between two sets of clips (Inception pool3 features, frames pooled)."""
     from avsim.evaluation.features import FeatureCache, fid_clip_features

@@ -142,6 +142,7 @@ def write_lane_table(lanes: LaneSet, path: str | os.PathLike[str]) -> None:
     from avsim.core.atomic import atomic_output_path
 
     idx = lanes.lane_index
+    assert lanes.visibility is not None  # LaneSet.__post_init__ always sets an array
     df = pl.DataFrame({
         "frame": lanes.frame[idx], "lane": idx, "x_m": lanes.points_m[:, 0], "y_m": lanes.points_m[:, 1],
         "z_m": lanes.points_m[:, 2], "visibility": lanes.visibility.astype(np.float64), "category": lanes.category[idx],
@@ -179,7 +180,7 @@ def lanes_from_scenario(
     ll = scenario.map.lane_lines
     types = ll.lane_types() if len(ll) else np.zeros(0, str)
     cats_all = np.array([LANE_TYPE_TO_OPENLANE.get(t, 0) for t in types], dtype=np.int64)
-    sources = [(ll.lines, cats_all, ll.lines.bounds_xy())]
+    sources: list[tuple[Any, np.ndarray | None, Any]] = [(ll.lines, cats_all, ll.lines.bounds_xy())]
     if include_road_boundaries:
         rb = scenario.map.road_boundaries
         sources.append((rb, None, rb.bounds_xy()))

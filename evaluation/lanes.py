@@ -65,7 +65,7 @@ class LaneSet:
     category: np.ndarray
     points_m: np.ndarray
     offsets: np.ndarray
-    visibility: np.ndarray = field(default=None)  # type: ignore[assignment]
+    visibility: np.ndarray | None = field(default=None)
 
     def __post_init__(self) -> None:
         pts = np.asarray(self.points_m, dtype=np.float64)
@@ -115,6 +115,7 @@ class LaneSet:
 def _keep_points(ls: LaneSet, keep: np.ndarray) -> LaneSet:
     counts = np.bincount(ls.lane_index[keep], minlength=len(ls))
     off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    assert ls.visibility is not None  # __post_init__ always sets an array
     return LaneSet(ls.frame, ls.category, ls.points_m[keep], off, ls.visibility[keep])
 
 
@@ -122,11 +123,13 @@ def _keep_lanes(ls: LaneSet, keep: np.ndarray) -> LaneSet:
     pkeep = keep[ls.lane_index]
     counts = np.diff(ls.offsets)[keep]
     off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    assert ls.visibility is not None  # __post_init__ always sets an array
     return LaneSet(ls.frame[keep], ls.category[keep], ls.points_m[pkeep], off, ls.visibility[pkeep])
 
 
 def _sort_by_y(ls: LaneSet) -> LaneSet:
     order = np.lexsort((ls.points_m[:, 1], ls.lane_index))  # stable within equal y
+    assert ls.visibility is not None  # __post_init__ always sets an array
     return LaneSet(ls.frame, ls.category, ls.points_m[order], ls.offsets, ls.visibility[order])
 
 
@@ -137,6 +140,7 @@ def _count(ls: LaneSet) -> np.ndarray:
 def prune_lanes(ls: LaneSet, cfg: LaneConfig, use_visibility: bool) -> LaneSet:
     """The reference's per-lane pruning before resampling (spec section 2, steps 1-3)."""
     if use_visibility:
+        assert ls.visibility is not None  # __post_init__ always sets an array
         ls = _keep_points(ls, ls.visibility)
     ls = _keep_lanes(ls, _count(ls) >= 2)
     if len(ls):

@@ -147,7 +147,7 @@ class SiftMatcher:
     def __init__(self, config: MatchConfig | None = None) -> None:
         self.config = config or MatchConfig()
         cv2.setRNGSeed(0)
-        self._sift = cv2.SIFT_create(nfeatures=self.config.max_features)
+        self._sift = cv2.SIFT_create(nfeatures=self.config.max_features)  # type: ignore[attr-defined]
         self._bf = cv2.BFMatcher(cv2.NORM_L2)
 
     def detect(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -266,6 +266,7 @@ def temporal_sampson(
     for t in range(len(feats) - 1):
         x0, x1 = matcher.match_features(feats[t], feats[t + 1])
         x0, x1 = _rectify_pair(x0, x1, camera, camera)
+        F: np.ndarray | None
         if calibrated_F is not None:
             F, inl = calibrated_F[t], np.ones(x0.shape[0], bool)
             F = F if x0.shape[0] > 0 else None
@@ -294,6 +295,7 @@ def cross_view_sampson(
         per_frame.append(_rectify_pair(x0, x1, camera0, camera1))
     all0 = np.concatenate([p[0] for p in per_frame]) if per_frame else np.zeros((0, 2))
     all1 = np.concatenate([p[1] for p in per_frame]) if per_frame else np.zeros((0, 2))
+    F: np.ndarray | None
     if calibrated_F is not None:
         F, inl_all = np.asarray(calibrated_F, np.float64), np.ones(all0.shape[0], bool)
     else:
