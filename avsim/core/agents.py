@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
-from avsim.core.trajectory import NS_PER_S, interpolation_weights
+from avsim.core.trajectory import NS_PER_S, check_grouped_times, interpolation_weights
 from avsim.core.transforms import check_unit_quat, quat_normalize, quat_slerp, quat_to_matrix, quat_to_yaw
 
 OBJECT_CLASSES: tuple[str, ...] = ("Car", "Truck", "Pedestrian", "Cyclist", "Others")
@@ -129,10 +129,7 @@ class AgentTracks:
         if n and np.any(arrays["size_m"] <= 0):
             raise AvsimValueError("agents.size_m: box sizes must be > 0")
         check_unit_quat(arrays["orientation"], "agents.orientation")
-        if n > 1:
-            same = ids[1:] == ids[:-1]
-            if np.any(ids[1:] < ids[:-1]) or np.any(same & (ts[1:] <= ts[:-1])):
-                raise AvsimValueError("agents: rows must be sorted by (track_id, timestamp) with unique times per track")
+        check_grouped_times(ids, ts, "agents", "track_id")
         for name, arr in (("track_id", ids), ("source_class", classes), ("timestamps_ns", ts), *arrays.items()):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.trajectory import check_grouped_times
 
 LIGHT_STATES: tuple[str, ...] = ("red", "yellow", "green", "unknown")
 
@@ -37,10 +38,7 @@ class TrafficLightStates:
         if bad.any():
             raise AvsimValueError(f"lights.state: unknown state {state[bad][0]!r}; expected one of {LIGHT_STATES}")
         ts = ts.astype(np.int64)
-        if n > 1:
-            same = ids[1:] == ids[:-1]
-            if np.any(ids[1:] < ids[:-1]) or np.any(same & (ts[1:] <= ts[:-1])):
-                raise AvsimValueError("lights: rows must be sorted by (light_id, timestamp) with unique times per light")
+        check_grouped_times(ids, ts, "lights", "light_id")
         for name, arr in (("light_id", ids), ("timestamps_ns", ts), ("state", state)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)

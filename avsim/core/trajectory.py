@@ -35,6 +35,26 @@ def check_timestamps(timestamps_ns: np.ndarray, name: str = "timestamps_ns") -> 
     return ts
 
 
+def check_grouped_times(ids: np.ndarray, timestamps_ns: np.ndarray, where: str, key: str) -> None:
+    """Check that table rows are sorted by (`key`, timestamp) with unique times per key.
+
+    Args:
+        ids: (N,) string keys (track or light ids), one per row.
+        timestamps_ns: (N,) int64 timestamps, one per row.
+        where: table name for the message (e.g. "agents").
+        key: key column name (e.g. "track_id"); the message names it without "_id".
+
+    Raises:
+        AvsimValueError: when the order is broken or a key repeats a timestamp.
+    """
+    if len(ids) > 1:
+        same = ids[1:] == ids[:-1]
+        if np.any(ids[1:] < ids[:-1]) or np.any(same & (timestamps_ns[1:] <= timestamps_ns[:-1])):
+            raise AvsimValueError(
+                f"{where}: rows must be sorted by ({key}, timestamp) with unique times per {key.removesuffix('_id')}"
+            )
+
+
 def interpolation_weights(source_ns: np.ndarray, target_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Left index i (K,) and fraction alpha (K,) with target = source[i] + alpha * (source[i+1] - source[i]).
 
