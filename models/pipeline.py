@@ -244,18 +244,6 @@ class TransferPipeline:
         return [torch.cat(o, dim=0) for o in outputs]
 
 
-_MOVED_TO_GENERATE = ("NOISE_BANNER", "GenerateRequest", "run_generate")
-
-
-def __getattr__(name: str) -> object:
-    """The file-level layer moved to `avsim.models.generate`; its names stay importable here."""
-    if name in _MOVED_TO_GENERATE:
-        from avsim.models import generate
-
-        return getattr(generate, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "Log",
     "SamplingOptions",
