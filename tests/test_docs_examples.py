@@ -115,13 +115,9 @@ def _workspace(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(REPO)))
 def test_document_examples_run(path: Path, tmp_path: Path) -> None:
     cwd = _workspace(tmp_path)
-    ran = 0
     for block in blocks_of(path):
         if block.lang in RUNNABLE and block.skip is None:
             run_block(block, cwd)
-            ran += 1
-    runnable = [b for b in blocks_of(path) if b.lang in RUNNABLE]
-    assert ran == len([b for b in runnable if b.skip is None])
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(REPO)))
