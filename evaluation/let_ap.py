@@ -6,7 +6,7 @@ frame and score cutoff, precision weighted by longitudinal affinity (APL) or hea
 (APH), and Waymo's recall-envelope AP integration.
 
 Speed: matching is only recomputed where it can change. Candidate pairs (same frame, same
-class, positive matching weight) are split into connected components; a component's matching
+class, able to match: LA > 0 and LET-IoU at the class threshold) are split into connected components; a component's matching
 depends only on which of its predictions are kept, and that set changes only at the score
 cutoffs its own predictions cross. Single-edge components are solved in closed form; larger
 ones run the Hungarian solver once per distinct kept set. Per-cutoff totals are accumulated as
@@ -266,10 +266,12 @@ class BreakdownCounts:
 class _Pairs:
     gi: np.ndarray  # (E,) GT row
     pj: np.ndarray  # (E,) prediction row
-    weight: np.ndarray  # (E,) int64 Hungarian weight round(LET-IoU * LA * 1e6)
-    matchable: np.ndarray  # (E,) bool
+    weight: np.ndarray  # (E,) int64 Hungarian weight round(LET-IoU * LA * 1e6), > 0
     la: np.ndarray
     ha: np.ndarray
+
+
+_PAIR_FIELDS = ("gi", "pj", "weight", "la", "ha")
 
 
 def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,8 +301,13 @@ def _candidate_pairs(
     gt_box: np.ndarray, pd_box: np.ndarray, gi: np.ndarray, pj: np.ndarray, cfg: LetConfig,
     iou_threshold: float, r_gt: np.ndarray, r_pd: np.ndarray,
 ) -> _Pairs:
-    """Filter all-pairs to those with positive weight and compute their measures.
+    """Filter all-pairs to those that can match and compute their measures.
 
+    A pair can match when its longitudinal affinity is positive and its LET-IoU reaches the
+    class threshold (Waymo's `CanMatch`); every other pair has weight 0 in the Hungarian
+    assignment, so it is left out before assigning (never discarded after it). Pairs whose
+    quantised weight rounds to 0 are left out too: with weight 0 the assignment cannot prefer
+    them, and the reference drops a 0-weight assignment only if it cannot match.
     `gt_box`, `pd_box` are sensor-relative; `r_gt`, `r_pd` their clamped centre ranges.
     """
     gc, pc = gt_box[:, :3], pd_box[:, :3]
@@ -323,10 +330,9 @@ def _candidate_pairs(
     moved[:, :3] = shifted
     iou = paired_iou_3d(g, moved)
     weight = np.rint(iou * la * 1e6).astype(np.int64)
-    keep = weight > 0
-    matchable = iou >= iou_threshold
+    keep = (weight > 0) & (iou >= iou_threshold)
     ha = heading_accuracy(g[:, 6], p[:, 6])
-    return _Pairs(gi[keep], pj[keep], weight[keep], matchable[keep], la[keep], ha[keep])
+    return _Pairs(gi[keep], pj[keep], weight[keep], la[keep], ha[keep])
 
 
 def _segment_starts(sorted_keys: np.ndarray) -> np.ndarray:
@@ -352,7 +358,7 @@ def _star_events(pairs: _Pairs, idx: np.ndarray, comp: np.ndarray, pd_frame: np.
     run = np.maximum.accumulate(shifted) - seg * 1000
     prev = np.r_[0, run[:-1]]
     prev[starts] = 0
-    good = (lv > prev) & pairs.matchable[order]
+    good = lv > prev
     o = order[good]
     return _Events(pd_frame[pairs.pj[o]], prev[good], lv[good], np.ones(o.size), pairs.la[o], pairs.ha[o])
 
@@ -360,8 +366,7 @@ def _star_events(pairs: _Pairs, idx: np.ndarray, comp: np.ndarray, pd_frame: np.
 def _fan_events(pairs: _Pairs, idx: np.ndarray, comp: np.ndarray, pd_frame: np.ndarray, pd_levels: np.ndarray) -> _Events:
     """Components with one prediction and several GTs: it goes to its heaviest GT while kept."""
     order = idx[np.lexsort((pairs.gi[idx], -pairs.weight[idx], comp[idx]))]
-    first = order[_segment_starts(comp[order])]
-    o = first[pairs.matchable[first]]
+    o = order[_segment_starts(comp[order])]
     pj = pairs.pj[o]
     return _Events(pd_frame[pj], np.zeros(o.size, np.int64), pd_levels[pj], np.ones(o.size), pairs.la[o], pairs.ha[o])
 
@@ -399,8 +404,6 @@ def _match_component(pairs: _Pairs, idx: np.ndarray, pd_frame: np.ndarray, pd_le
     cols, c_inv = np.unique(pairs.pj[idx], return_inverse=True)
     weight = np.zeros((rows.size, cols.size), np.int64)
     weight[r_inv, c_inv] = pairs.weight[idx]
-    ok = np.zeros((rows.size, cols.size), bool)
-    ok[r_inv, c_inv] = pairs.matchable[idx]
     la = np.zeros((rows.size, cols.size))
     la[r_inv, c_inv] = pairs.la[idx]
     ha = np.zeros((rows.size, cols.size))
@@ -415,7 +418,7 @@ def _match_component(pairs: _Pairs, idx: np.ndarray, pd_frame: np.ndarray, pd_le
         kept = np.flatnonzero(levels >= lvl)
         r, c = linear_sum_assignment(weight[:, kept], maximize=True)
         c = kept[c]
-        good = ok[r, c] & (weight[r, c] > 0)
+        good = weight[r, c] > 0
         if good.any():
             starts.append(prev)
             ends.append(int(lvl))
@@ -443,8 +446,8 @@ def class_pairs(
     ]
     if not parts:
         z = np.zeros(0, np.int64)
-        return _Pairs(z, z, z, np.zeros(0, bool), np.zeros(0), np.zeros(0))
-    return _Pairs(*(np.concatenate([getattr(q, f) for q in parts]) for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
+        return _Pairs(z, z, z, np.zeros(0), np.zeros(0))
+    return _Pairs(*(np.concatenate([getattr(q, f) for q in parts]) for f in _PAIR_FIELDS))
 
 
 def breakdown_counts(
@@ -459,7 +462,7 @@ def breakdown_counts(
     """Match one breakdown (a class's rows selected by `gt_mask`, `pd_mask`) at all cutoffs."""
     pd_levels = np.searchsorted(cutoffs, pd_score.astype(np.float32), side="right").astype(np.int64)
     sel = gt_mask[pairs.gi] & pd_mask[pairs.pj]
-    sub = _Pairs(*(getattr(pairs, f)[sel] for f in ("gi", "pj", "weight", "matchable", "la", "ha")))
+    sub = _Pairs(*(getattr(pairs, f)[sel] for f in _PAIR_FIELDS))
     events = _match_events(sub, gt_frame, pd_frame, pd_levels, gt_frame.shape[0], pd_frame.shape[0])
     return BreakdownCounts(cutoffs.shape[0], gt_frame[gt_mask], pd_frame[pd_mask], pd_levels[pd_mask], events)
 

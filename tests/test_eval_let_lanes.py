@@ -154,6 +154,30 @@ def test_let_matches_dense_per_cutoff_reference(seed: int) -> None:
         assert ours.recall.max() > 0.2 and ours.ap > 0.02  # the scene is not degenerate
 
 
+def _heavier_unmatchable_case() -> tuple[Boxes3D, Boxes3D, LetConfig]:
+    """One prediction, two GT cars: the pair that cannot match (LET-IoU 0.25 < 0.5) has the
+    larger weight (0.25 x LA 0.99 against 1.0 x LA 0.17), the matchable one is behind it."""
+    car = (4.0, 2.0, 1.5)
+    gt = _gt([0, 0], ["vehicle", "vehicle"], [[50.0, 1.2, 0.0, *car, 0.0], [54.5, 0.0, 0.0, *car, 0.0]])
+    pd = _pd([0], ["vehicle"], [[50.0, 0.0, 0.0, *car, 0.0]], [0.9])
+    return gt, pd, LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
+
+
+def test_let_pairs_that_cannot_match_get_weight_zero_before_assignment() -> None:
+    """Waymo's matcher zeroes a below-threshold pair before the Hungarian step, so the heavier
+    unmatchable pair cannot displace the matchable one: one TP (assigning raw weights first
+    and discarding afterwards gives none)."""
+    gt, pd, cfg = _heavier_unmatchable_case()
+    ours = evaluate_let(gt, pd, cfg).result()["per_class"]["vehicle"]["all"]
+    p, pl, ph, rec, _, _ = let_ap_reference(gt.frame, gt.label, gt.boxes, pd.frame, pd.label, pd.boxes, pd.score,
+                                            "vehicle", 0.5, sensor=(0.0, 0.0, 0.0))  # fmt: skip
+    assert rec[0] == pytest.approx(0.5) and rec[90] == pytest.approx(0.5) and rec[91] == 0.0
+    np.testing.assert_allclose(ours.recall, rec, atol=1e-12)
+    np.testing.assert_allclose(ours.precision_l, pl, atol=1e-9)
+    assert 0.1 < pl[0] < 0.25  # the TP is the long-range pair (its LA), not the lateral one
+    assert ours.ap == pytest.approx(average_precision(p, rec), abs=1e-6) and ours.ap > 0.4
+
+
 # --------------------------------------------------------------------------- LET properties
 
 

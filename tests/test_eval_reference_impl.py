@@ -133,14 +133,16 @@ def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_bo
                     shifted = p[j].copy()
                     shifted[:3] = P * (G @ P) / max(P @ P, 1e-6)
                     iou = paired_iou_3d(g[i : i + 1], shifted[None])[0]
-                    W[i, j] = int(np.rint(iou * la * 1e6))
                     ok[i, j] = la > 0 and iou >= iou_thr
+                    # Waymo's HungarianMatcher: an edge is the quantised weight only where the
+                    # pair can match (CanMatch), 0 otherwise, before the assignment is solved
+                    W[i, j] = int(np.rint(iou * la * 1e6)) if ok[i, j] else 0
                     LA[i, j] = la
                     dh = abs((p[j, 6] - g[i, 6] + np.pi) % (2 * np.pi) - np.pi)
                     HA[i, j] = min(max(1 - dh / np.pi, 0.0), 1.0)
             r, c = linear_sum_assignment(W, maximize=True)
             for i, j in zip(r, c):
-                if ok[i, j] and W[i, j] > 0:
+                if ok[i, j]:  # an assigned pair counts when it can match (matcher.cc)
                     tp[k] += 1
                     la_s[k] += LA[i, j]
                     ha_s[k] += HA[i, j]
