@@ -27,13 +27,39 @@ class Interval:
     unit: str
     n_units: int
     seed: int
+    note: str = ""  # why there is no interval (then low and high are NaN)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "estimate": self.estimate, "ci_low": self.low, "ci_high": self.high, "level": self.level,
             "n_resamples": self.n_resamples, "resampling_unit": self.unit, "n_units": self.n_units,
             "seed": self.seed,
         }
+        return {**out, "note": self.note} if self.note else out
+
+
+MIN_UNITS = 2  # fewer resampling units than this give every resample the same value
+
+
+def too_few_units(n_units: int, unit: str) -> str:
+    """The note that replaces an interval drawn from fewer than MIN_UNITS units ("" if enough).
+
+    Args:
+        n_units: resampling units available (clips, frames, videos).
+        unit: their name, singular.
+
+    Returns:
+        e.g. "n/a (1 clip)", or "".
+    """
+    if n_units >= MIN_UNITS:
+        return ""
+    return f"n/a ({n_units} {unit}{'' if n_units == 1 else 's'})"
+
+
+def no_interval(estimate: float, level: float, n_resamples: int, unit: str, n_units: int, seed: int) -> Interval:
+    """An estimate without an interval: too few units to resample."""
+    nan = float("nan")
+    return Interval(estimate, nan, nan, level, n_resamples, unit, n_units, seed, too_few_units(n_units, unit))
 
 
 def resample_counts(n_units: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -71,6 +97,8 @@ def bootstrap_weighted(
     if not 0.0 < level < 1.0:
         raise AvsimValueError(f"level: must be in (0, 1), got {level}")
     est = float(statistic(None))
+    if too_few_units(n_units, unit):
+        return no_interval(est, level, n_resamples, unit, n_units, seed)
     counts = resample_counts(n_units, n_resamples, seed)
     vals = np.array([statistic(w) for w in counts], dtype=np.float64) if n_units else np.zeros(0)
     lo, hi = _percentile_bounds(vals, level)
@@ -119,6 +147,8 @@ def bootstrap_many(
 ) -> dict[str, Interval]:
     """Several statistics from the same resamples (paired: e.g. real, generated and their gap)."""
     est = statistics(None)
+    if too_few_units(n_units, unit):
+        return {k: no_interval(float(v), level, n_resamples, unit, n_units, seed) for k, v in est.items()}
     counts = resample_counts(n_units, n_resamples, seed)
     draws: dict[str, list[float]] = {k: [] for k in est}
     for w in counts:

@@ -1,9 +1,10 @@
 """`avsim eval ...`: fid, fvd, sampson, let, lanes, rnds, report.
 
 Each command parses its options, calls its function in `avsim.evaluation.jobs` (or the
-report's `build_report` / `write_report`), prints a small table and writes the numbers as JSON
-(`--out`, default `<command>.json` in the current folder). Bad inputs raise `AvsimInputError` (one line, exit
-1); missing weights name the exact command that gets them.
+report's `build_report` / `write_report`), prints a small table and any warnings, and writes
+the numbers as JSON only when asked (`--out FILE`, or `--out -` for stdout; nothing lands in the
+current folder by default). Long steps show a progress bar on stderr. Bad inputs raise
+`AvsimInputError` (one line, exit 1); missing weights name the exact command that gets them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Video-fidelity and detection-gap metrics.", no_args_is_help=True)
 
 
-def _print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+def _print_table(title: str, header: list[str], rows: list[list[Any]], stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -29,14 +30,28 @@ def _print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
         t.add_column(h)
     for r in rows:
         t.add_row(*[f"{v:.4g}" if isinstance(v, float) else ("n/a" if v is None else str(v)) for v in r])
-    Console().print(t)
+    Console(stderr=stderr).print(t)
 
 
-def _emit(table: MetricTable, out: Path) -> None:
-    """Print the command's table, then write its JSON document to `out`."""
+OUT_HELP = "Write the JSON document to this file (`-`: stdout; default: not written)."
+
+
+def _emit(table: MetricTable, out: Path | None) -> None:
+    """Print the command's table and warnings, then its JSON document to `out` when given."""
+    import json
+
     from avsim.evaluation.jobs import write_json
+    from avsim.evaluation.report import json_ready
 
-    _print_table(table.title, table.header, table.rows)
+    to_stdout = out is not None and str(out) == "-"  # the JSON alone on stdout, the table on stderr
+    _print_table(table.title, table.header, table.rows, stderr=to_stdout)
+    for line in table.document.get("warnings", []):
+        typer.echo(f"warning: {line}", err=to_stdout)
+    if out is None:
+        return
+    if to_stdout:
+        typer.echo(json.dumps(json_ready(table.document), indent=1, allow_nan=False))
+        return
     write_json(table.document, out)
     typer.echo(f"wrote {out}")
 
@@ -62,13 +77,17 @@ def fid(
     normalization: str = typer.Option("pytorch_fid", help="pytorch_fid (x*2-1) or tf ((x-128)/128)."),
     cache: Path | None = typer.Option(None, help="Feature cache folder (keyed by file content)."),
     device: str = typer.Option("cpu", help="torch device."),
-    out: Path = typer.Option(Path("fid.json"), help="JSON output."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """FID between two sets of clips (Inception pool3 features, frames pooled)."""
     from avsim.evaluation.jobs import run_fid
 
     norm = cast("Normalization", normalization)
-    _emit(run_fid(real, generated, weights, max_frames, batch_size, norm, cache, device), out)
+    from avsim.evaluation.progress import rich_steps
+
+    with rich_steps() as progress:
+        table = run_fid(real, generated, weights, max_frames, batch_size, norm, cache, device, progress)
+    _emit(table, out)
 
 
 @app.command()
@@ -80,34 +99,64 @@ def fvd(
     max_windows: int | None = typer.Option(None, help="Windows per clip (default: all)."),
     cache: Path | None = typer.Option(None, help="Feature cache folder."),
     device: str = typer.Option("cpu", help="torch device."),
-    out: Path = typer.Option(Path("fvd.json"), help="JSON output."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
     from avsim.evaluation.jobs import run_fvd
+    from avsim.evaluation.progress import rich_steps
 
-    _emit(run_fvd(real, generated, weights, stride, max_windows, cache, device), out)
+    with rich_steps() as progress:
+        table = run_fvd(real, generated, weights, stride, max_windows, cache, device, progress)
+    _emit(table, out)
 
 
 # --------------------------------------------------------------------------- sampson
+
+
+def _rect_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError as exc:
+        raise typer.BadParameter("--rect-size must be WxH, e.g. 960x540") from exc
+    return w, h
 
 
 @app.command()
 def sampson(
     video: Path = typer.Argument(..., help="Clip (video or frame folder); TSE, or CSE with --other."),
     other: Path | None = typer.Option(None, help="Second view at the same instants: CSE."),
-    camera: str | None = typer.Option(None, help="Cosmos rig camera name of VIDEO: rectify f-theta keypoints."),
-    other_camera: str | None = typer.Option(None, help="Cosmos rig camera name of --other."),
+    scenario: Path | None = typer.Option(None, help="avsim scenario the clips were rendered from: F from its rig and ego poses."),
+    calibration: Path | None = typer.Option(None, help="Calibration JSON (K or camera model, ego_SE3_camera, world_SE3_ego)."),
+    ransac: bool = typer.Option(False, "--ransac", help="Estimate F with RANSAC from the matches instead of the calibration."),
+    camera: str | None = typer.Option(None, help="Camera of VIDEO (default: from the file name, <clip>.<camera>.mp4)."),
+    other_camera: str | None = typer.Option(None, help="Camera of --other (default: from its file name)."),
+    rig: str = typer.Option("scenario", help="With --scenario: the rig rendered through (as `avsim render --rig`)."),
+    fps: float = typer.Option(30.0, help="With --scenario: the render rate (`avsim render --fps`)."),
+    start_frame: int = typer.Option(0, help="Calibration frame of the clip's first frame (A of `avsim render --frames A:B`)."),
     max_frames: int | None = typer.Option(None, help="Frames to use (default: all)."),
+    frame_gap: int = typer.Option(1, help="TSE: frames t and t + gap."),
+    rectify: str = typer.Option("frames", help="frames (warp, then match), keypoints (match, then rectify points) or none."),
+    rect_size: str = typer.Option("960x540", help="Size WxH of the rectified pinhole view."),
+    rect_fov: float = typer.Option(120.0, help="Horizontal field of view of the rectified pinhole view, degrees."),
     ratio: float = typer.Option(0.75, help="Lowe ratio test."),
-    calibrated: bool = typer.Option(False, help="CSE: F from the cosmos rig calibration instead of RANSAC."),
-    out: Path = typer.Option(Path("sampson.json"), help="JSON output."),
+    keep_ratio: float = typer.Option(1.0, help="Per frame, score only this lowest-error fraction of the matches (1: all)."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels."""
+    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels, on rectified frames."""
     from avsim.evaluation.jobs import run_sampson
+    from avsim.evaluation.progress import rich_steps
+    from avsim.evaluation.rectify import RectifyConfig
+    from avsim.evaluation.sampson import MatchConfig, RectifyMode
+    from avsim.evaluation.sampson_run import SampsonOptions
 
-    if other is not None and calibrated and (camera is None or other_camera is None):
-        raise typer.BadParameter("--calibrated needs --camera and --other-camera")
-    _emit(run_sampson(video, other, camera, other_camera, max_frames, ratio, calibrated), out)
+    w, h = _rect_size(rect_size)
+    opts = SampsonOptions(camera, other_camera, scenario, calibration, rig, fps, start_frame, max_frames, frame_gap, ransac,
+                          cast("RectifyMode", rectify), RectifyConfig(w, h, rect_fov), MatchConfig(ratio=ratio, keep_ratio=keep_ratio))  # fmt: skip
+    with rich_steps() as progress:
+        table = run_sampson(video, other, opts, progress)
+    _emit(table, out)
+    if out is None:
+        typer.echo("nothing written; add --out FILE.json for the JSON document", err=True)
 
 
 # --------------------------------------------------------------------------- let / lanes
@@ -120,19 +169,22 @@ def let(
     sensor: str = typer.Option("1.43,0,2.18", help="Sensor location x,y,z (m) in the vehicle frame."),
     tolerance_fraction: float = typer.Option(0.10, help="Longitudinal tolerance as a fraction of range."),
     min_tolerance: float = typer.Option(0.5, help="Minimum longitudinal tolerance (m)."),
-    out: Path = typer.Option(Path("let.json"), help="JSON output."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition)."""
     from avsim.evaluation.jobs import run_let
+    from avsim.evaluation.progress import rich_steps
 
-    _emit(run_let(gt, pred, _sensor_location(sensor), tolerance_fraction, min_tolerance), out)
+    with rich_steps() as progress:
+        table = run_let(gt, pred, _sensor_location(sensor), tolerance_fraction, min_tolerance, progress)
+    _emit(table, out)
 
 
 @app.command()
 def lanes(
     gt: Path = typer.Option(..., help="Ground truth: lane table, OpenLane GT JSON (file/folder), or scenario folder."),
     pred: Path = typer.Option(..., help="Predictions: lane table or OpenLane-format JSON (ground frame)."),
-    out: Path = typer.Option(Path("lanes.json"), help="JSON output."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """OpenLane 3-D lane metrics: F-score, precision, recall, x/z errors, category accuracy."""
     from avsim.evaluation.jobs import run_lanes
@@ -151,12 +203,15 @@ def rnds(
     scorer: str = typer.Option("sharpness", help="Chunk quality scorer: built-in name or module:function."),
     seed: int = typer.Option(0, help="Bootstrap seed."),
     n_resamples: int = typer.Option(1000, help="Bootstrap resamples."),
-    out: Path = typer.Option(Path("rnds.json"), help="JSON output."),
+    out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """RNDS curve over chunks: (Q[i]/Q_gt[i]) / (Q[1]/Q_gt[1]) with a bootstrap band over videos."""
     from avsim.evaluation.jobs import run_rnds
+    from avsim.evaluation.progress import rich_steps
 
-    _emit(run_rnds(generated, real, chunk_frames, scorer, seed, n_resamples), out)
+    with rich_steps() as progress:
+        table = run_rnds(generated, real, chunk_frames, scorer, seed, n_resamples, progress)
+    _emit(table, out)
 
 
 # --------------------------------------------------------------------------- report
@@ -183,9 +238,14 @@ def report(
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
                        cache_dir=str(cache) if cache else None)
-    result = build_report(real, generated, ground_truth, cfg)
+    from avsim.evaluation.progress import rich_steps
+
+    with rich_steps() as progress:
+        result = build_report(real, generated, ground_truth, cfg, progress)
     table = report_headlines(result)
     _print_table(table.title, table.header, table.rows)
+    for line in result.get("warnings", []):
+        typer.echo(f"warning: {line}")
     json_path, html_path = write_report(result, out)
     typer.echo(f"wrote {json_path} and {html_path}")
 

@@ -1,7 +1,8 @@
 """Detection inputs for LET-AP: ground truth from scenarios, predictions from files.
 
 Everything becomes a `Boxes3D` in the ego/vehicle frame (x forward, y left, z up; box centre)
-with LET class names ("vehicle", "pedestrian", "cyclist"). Frames are keyed by integer
+with LET class names ("vehicle", "pedestrian", "cyclist", "sign"; any other class in a file is
+an error naming the file and the value). Frames are keyed by integer
 timestamps in ns for scenario ground truth; prediction files must use the same keys (the
 `frame` column, or the nuScenes `sample_token` mapped through `token_to_frame`).
 
@@ -22,7 +23,7 @@ import polars as pl
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import quat_to_yaw, wrap_angle
-from avsim.evaluation.let_ap import Boxes3D
+from avsim.evaluation.let_ap import LET_CLASSES, Boxes3D
 
 TABLE_COLUMNS = ("frame", "class", "x_m", "y_m", "z_m", "length_m", "width_m", "height_m", "heading_rad")
 # avsim collapsed classes -> LET classes (Waymo's vehicle / pedestrian / cyclist); Others dropped.
@@ -31,6 +32,8 @@ NUSCENES_TO_LET = {
     "car": "vehicle", "truck": "vehicle", "bus": "vehicle", "trailer": "vehicle", "construction_vehicle": "vehicle",
     "pedestrian": "pedestrian", "bicycle": "cyclist", "motorcycle": "cyclist",
 }
+# nuScenes detection classes that have no LET class: read and left out (documented, not unknown)
+NUSCENES_DROPPED = ("barrier", "traffic_cone")
 
 
 def boxes_from_scenario(
@@ -94,7 +97,16 @@ def read_box_table(path: str | os.PathLike[str], require_score: bool = True) -> 
         raise AvsimInputError(p, "rows", "NaN or infinite box values")
     if (boxes[:, 3:6] <= 0).any():
         raise AvsimInputError(p, "length_m/width_m/height_m", "sizes must be > 0")
-    return Boxes3D(frame, df["class"].cast(pl.String).to_numpy().astype(str), boxes, score)
+    labels = df["class"].cast(pl.String).to_numpy().astype(str)
+    _check_let_classes(p, labels)
+    return Boxes3D(frame, labels, boxes, score)
+
+
+def _check_let_classes(path: Path, labels: np.ndarray) -> None:
+    """Every label is a LET class; the first other value is named in the error."""
+    unknown = sorted(set(labels.tolist()) - set(LET_CLASSES))
+    if unknown:
+        raise AvsimInputError(path, "class", f"unknown class {unknown[0]!r} (LET classes: {', '.join(LET_CLASSES)})")
 
 
 def write_box_table(boxes: Boxes3D, path: str | os.PathLike[str]) -> None:
@@ -107,6 +119,16 @@ def write_box_table(boxes: Boxes3D, path: str | os.PathLike[str]) -> None:
     })
     with atomic_output_path(path) as tmp:
         df.write_parquet(tmp)
+
+
+def _nuscenes_label(path: Path, field: str, name: str, cmap: dict[str, str]) -> str:
+    """The LET class of a nuScenes detection name ("" for a class left out); unknown: error."""
+    if name in cmap:
+        return cmap[name]
+    if name in NUSCENES_DROPPED:
+        return ""
+    known = ", ".join([*cmap, *NUSCENES_DROPPED])
+    raise AvsimInputError(path, field, f"unknown detection class {name!r} (nuScenes classes: {known})")
 
 
 def read_nuscenes_submission(
@@ -136,7 +158,7 @@ def read_nuscenes_submission(
         frame = token_to_frame.get(token, token) if token_to_frame is not None else token
         for i, d in enumerate(dets):
             try:
-                label = cmap.get(str(d["detection_name"]), "")
+                label = _nuscenes_label(p, f"results.{token}[{i}].detection_name", str(d["detection_name"]), cmap)
                 t = np.asarray(d["translation"], np.float64)
                 w, l, h = (float(v) for v in d["size"])
                 yaw_world = float(quat_to_yaw(np.asarray(d["rotation"], np.float64).reshape(1, 4))[0])

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
+from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.video_frames import (
+    clip_frame_count,
     content_hash,
     iter_clip_windows,
     iter_frame_batches,
@@ -70,32 +72,94 @@ def _cached(clip: Path, cache: FeatureCache, params: dict[str, Any], compute: Ca
     return value
 
 
+class _FrameCounter:
+    """Frames done over a list of clips, reported as one progress step."""
+
+    def __init__(self, clips: Sequence[Path], max_frames: int | None, progress: StepProgress | None, step: str) -> None:
+        self.progress, self.step, self.done = progress, step, 0
+        self.total = sum(clip_frame_count(c, max_frames) for c in clips) if progress is not None else 0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        self.total = max(self.total, self.done)
+        report_step(self.progress, self.step, self.done, self.total)
+
+
 def fid_clip_features(
     clips: Sequence[Path], model: Any, source: str, batch_size: int = 16, max_frames: int | None = None,
     normalization: Normalization = "pytorch_fid", cache: FeatureCache | None = None,
+    progress: StepProgress | None = None, step: str = "FID features",
 ) -> list[np.ndarray]:
-    """Inception features `(T_i, 2048)` per clip (frames pooled later: FID over frames)."""
+    """Inception features per clip (frames pooled later: FID over frames).
+
+    Args:
+        clips: video files or frame folders.
+        model, source: the Inception network and where its weights came from (cache key).
+        batch_size: frames per network batch.
+        max_frames: frames per clip (None: all).
+        normalization: input normalisation (see `inception_features`).
+        cache: feature cache (None: no caching).
+        progress: called with `(step, frames done, frames in all clips)`.
+        step: the progress step's name.
+
+    Returns:
+        one `(T_i, 2048)` array per clip.
+    """
     from avsim.evaluation.inception import inception_features
 
     cache = cache or FeatureCache(None)
     params = {"kind": "fid", "weights": source, "norm": normalization, "max_frames": max_frames}
+    counter = _FrameCounter(clips, max_frames, progress, step)
 
     def compute(clip: Path) -> np.ndarray:
-        feats = [inception_features(model, b, normalization) for b in iter_frame_batches(clip, batch_size, max_frames)]
+        feats = []
+        for b in iter_frame_batches(clip, batch_size, max_frames):
+            feats.append(inception_features(model, b, normalization))
+            counter.add(len(b))
         return np.concatenate(feats) if feats else np.zeros((0, 2048))
 
-    return [_cached(c, cache, params, partial(compute, c)) for c in clips]
+    def one(clip: Path) -> np.ndarray:
+        before = counter.done
+        out = _cached(clip, cache, params, partial(compute, clip))
+        if counter.done == before:  # from the cache
+            counter.add(len(out))
+        return out
+
+    return [one(c) for c in clips]
+
+
+def _window_count(frames: int, window: int, stride: int, max_windows: int | None) -> int:
+    n = max(0, (frames - window) // stride + 1)
+    return n if max_windows is None else min(n, max_windows)
 
 
 def fvd_clip_features(
     clips: Sequence[Path], model: Any, source: str, window: int = 16, stride: int = 16,
     max_windows: int | None = None, batch_size: int = 2, cache: FeatureCache | None = None,
+    progress: StepProgress | None = None, step: str = "FVD windows",
 ) -> list[np.ndarray]:
-    """I3D logits `(W_i, 400)` per clip, one row per `window`-frame window."""
+    """I3D logits per clip, one row per `window`-frame window.
+
+    Args:
+        clips: video files or frame folders.
+        model, source: the I3D network and where its weights came from (cache key).
+        window, stride: frames per window and between window starts.
+        max_windows: windows per clip (None: all).
+        batch_size: windows per network batch.
+        cache: feature cache (None: no caching).
+        progress: called with `(step, windows done, windows in all clips)`.
+        step: the progress step's name.
+
+    Returns:
+        one `(W_i, 400)` array per clip.
+    """
     from avsim.evaluation.i3d import i3d_logits
 
     cache = cache or FeatureCache(None)
     params = {"kind": "fvd", "weights": source, "window": window, "stride": stride, "max_windows": max_windows}
+    counter = _FrameCounter([], None, progress, step)
+    if progress is not None:
+        counter.total = sum(_window_count(clip_frame_count(c), window, stride, max_windows) for c in clips)
 
     def compute(clip: Path) -> np.ndarray:
         out, buf = [], []
@@ -103,9 +167,11 @@ def fvd_clip_features(
             buf.append(w)
             if len(buf) == batch_size:
                 out.append(i3d_logits(model, np.stack(buf), batch_size))
+                counter.add(len(buf))
                 buf = []
         if buf:
             out.append(i3d_logits(model, np.stack(buf), batch_size))
+            counter.add(len(buf))
         return np.concatenate(out) if out else np.zeros((0, 400))
 
     return [_cached(c, cache, params, partial(compute, c)) for c in clips]

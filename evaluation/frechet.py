@@ -131,3 +131,25 @@ def frechet_distance_features(
     diff = a.mu - b.mu
     value = float(diff @ diff) + float((c1 * c1).sum()) / d1 + float((c2 * c2).sum()) / d2 - 2.0 * tr_sqrt
     return max(value, 0.0)
+
+
+def rank_warning(metric: str, rows_real: int, rows_generated: int, dim: int) -> str:
+    """A warning when a side has fewer feature rows than the feature dimension ("" otherwise).
+
+    With N rows the covariance has rank at most N - 1 < dim: the distance is then biased by the
+    sample size and cannot be compared with values computed from more rows.
+
+    Args:
+        metric: "FID" or "FVD".
+        rows_real, rows_generated: feature rows (frames, windows) per side.
+        dim: the feature dimension (2048 Inception pool3, 400 I3D logits).
+
+    Returns:
+        the warning sentence, or "".
+    """
+    n = min(rows_real, rows_generated)
+    if n >= dim:
+        return ""
+    return (f"{metric}: {rows_real} real / {rows_generated} generated feature rows, fewer than the feature "
+            f"dimension {dim}; the covariance is rank-deficient and the value is biased by the sample size "
+            "(compare only with values from the same number of rows)")  # fmt: skip

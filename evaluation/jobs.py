@@ -16,12 +16,15 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
+from avsim.evaluation.progress import StepProgress, report_step
 
 if TYPE_CHECKING:
     from avsim.evaluation.frechet import CovarianceNorm
     from avsim.evaluation.inception import Normalization
+    from avsim.evaluation.sampson_run import SampsonOptions
 
 FRECHET_NORMS: tuple[CovarianceNorm, ...] = ("unbiased_n_minus_1", "biased_n")
 
@@ -61,7 +64,7 @@ def frechet_both(
 
 def run_fid(real: Path, generated: Path, weights: Path | None = None, max_frames: int | None = None,
             batch_size: int = 16, normalization: Normalization = "pytorch_fid", cache: Path | None = None,
-            device: str = "cpu") -> MetricTable:  # fmt: skip
+            device: str = "cpu", progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
     """FID between two sets of clips (Inception pool3 features, frames pooled)."""
     from avsim.evaluation.features import FeatureCache, fid_clip_features
     from avsim.evaluation.inception import describe, load_fid_inception
@@ -69,16 +72,18 @@ def run_fid(real: Path, generated: Path, weights: Path | None = None, max_frames
 
     model, src = load_fid_inception(weights, device)
     fc = FeatureCache(cache)
-    fr = fid_clip_features(list_clips(real), model, src, batch_size, max_frames, normalization, fc)
-    fg = fid_clip_features(list_clips(generated), model, src, batch_size, max_frames, normalization, fc)
+    fr = fid_clip_features(list_clips(real), model, src, batch_size, max_frames, normalization, fc, progress, "FID real")
+    fg = fid_clip_features(list_clips(generated), model, src, batch_size, max_frames, normalization, fc, progress, "FID generated")
     nr, ng, res = frechet_both(real, generated, fr, fg, "frames")
+    warnings = [w for w in [rank_warning("FID", nr, ng, 2048)] if w]
     return MetricTable("FID", ["covariance", "FID", "frames real", "frames gen"], [[n, v, nr, ng] for n, v in res.items()],
                        {"metric": "FID", "fid": res, "frames": {"real": nr, "generated": ng},
-                        "features": describe(src, normalization)})  # fmt: skip
+                        "features": describe(src, normalization), "warnings": warnings})  # fmt: skip
 
 
 def run_fvd(real: Path, generated: Path, weights: Path | None = None, stride: int = 16,
-            max_windows: int | None = None, cache: Path | None = None, device: str = "cpu") -> MetricTable:  # fmt: skip
+            max_windows: int | None = None, cache: Path | None = None, device: str = "cpu",
+            progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
     """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
     from avsim.evaluation.features import FeatureCache, fvd_clip_features
     from avsim.evaluation.i3d import describe, load_i3d
@@ -86,106 +91,111 @@ def run_fvd(real: Path, generated: Path, weights: Path | None = None, stride: in
 
     model, src = load_i3d(weights, device)
     fc = FeatureCache(cache)
-    fr = fvd_clip_features(list_clips(real), model, src, 16, stride, max_windows, cache=fc)
-    fg = fvd_clip_features(list_clips(generated), model, src, 16, stride, max_windows, cache=fc)
+    fr = fvd_clip_features(list_clips(real), model, src, 16, stride, max_windows, cache=fc, progress=progress, step="FVD real")
+    fg = fvd_clip_features(list_clips(generated), model, src, 16, stride, max_windows, cache=fc, progress=progress,
+                           step="FVD generated")  # fmt: skip
     nr, ng, res = frechet_both(real, generated, fr, fg, "16-frame windows")
+    warnings = [w for w in [rank_warning("FVD", nr, ng, 400)] if w]
     return MetricTable("FVD (TF-Hub I3D)", ["covariance", "FVD", "windows real", "windows gen"],
                        [[n, v, nr, ng] for n, v in res.items()],
                        {"metric": "FVD (TF-Hub I3D)", "fvd": res, "windows": {"real": nr, "generated": ng},
                         "covariance_names": {"unbiased_n_minus_1": "original FVD", "biased_n": "StyleGAN-V"},
-                        "features": describe(src)})  # fmt: skip
+                        "features": describe(src), "warnings": warnings})  # fmt: skip
 
 
 # --------------------------------------------------------------------------- sampson
 
 
-def _rig_camera(name: str | None, frames: np.ndarray) -> Any:
-    """The cosmos-rig camera `name` at the clip's resolution (None: no rectification)."""
-    if name is None:
-        return None
-    from avsim.core.rig import cosmos_rig
-
-    rig = cosmos_rig(frames.shape[2], frames.shape[1])
-    if name not in rig.names:
-        raise AvsimInputError(name, "camera", f"not a cosmos rig camera ({', '.join(rig.names)})")
-    return rig.camera(name)
-
-
-def run_sampson(video: Path, other: Path | None = None, camera: str | None = None, other_camera: str | None = None,
-                max_frames: int | None = None, ratio: float = 0.75, calibrated: bool = False) -> MetricTable:  # fmt: skip
+def run_sampson(video: Path, other: Path | None = None, options: SampsonOptions | None = None,
+                progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
     """Temporal (TSE, one clip) or cross-camera (CSE, with `other`) Sampson error, in pixels.
 
-    `calibrated` (CSE only) takes F from the cosmos rig calibration of `camera` and
-    `other_camera` (both required) instead of RANSAC.
+    Frames are rectified to the ideal pinhole before matching; F comes from the calibration
+    (`options.scenario` or `options.calibration`) or, with `options.ransac`, from RANSAC.
+    See `avsim.evaluation.sampson_run`.
+
+    Args:
+        video: clip (video file or frame folder).
+        other: the second view at the same instants (CSE), or None (TSE).
+        options: the run's settings (default `SampsonOptions()`, which needs a calibration).
+        progress: step callback (reading + rectifying per frame, matching per pair).
+
+    Returns:
+        The table and the JSON document.
     """
-    from avsim.evaluation.sampson import (
-        MatchConfig,
-        calibrated_cross_F,
-        cross_view_sampson,
-        temporal_sampson,
-        video_summary,
-    )
-    from avsim.evaluation.video_frames import read_clip
+    from avsim.evaluation.sampson_run import SampsonOptions, sampson_table
 
-    cfg = MatchConfig(ratio=ratio)
-    frames = read_clip(video, max_frames)
-    if other is None:
-        summary = video_summary(temporal_sampson(frames, _rig_camera(camera, frames), cfg))
-        kind = "TSE"
-    else:
-        f1 = read_clip(other, max_frames)
-        n = min(len(frames), len(f1))
-        F_cal = None
-        if calibrated:
-            if camera is None or other_camera is None:
-                raise AvsimInputError(video, "cameras", "calibrated F needs both camera names")
-            from avsim.core.rig import cosmos_rig
-
-            rig = cosmos_rig(frames.shape[2], frames.shape[1])
-            _rig_camera(camera, frames), _rig_camera(other_camera, f1)  # validates the names
-            F_cal = calibrated_cross_F(rig.extrinsic(camera), rig.extrinsic(other_camera))
-        errs, _ = cross_view_sampson(frames[:n], f1[:n], _rig_camera(camera, frames), _rig_camera(other_camera, f1), cfg, F_cal)
-        summary = video_summary(errs)
-        kind = "CSE"
-    row = [summary["mean_of_frame_means_px"], summary["median_of_frame_medians_px"], summary["frames"], summary["frames_without_f"]]
-    return MetricTable(f"{kind} (px)", ["mean of frame means", "median of frame medians", "frames", "frames without F"], [row],
-                       {"metric": kind, **summary, "matching": cfg.as_dict(), "rectified": camera is not None,
-                        "f_source": "calibration (cosmos rig)" if (other is not None and calibrated) else "RANSAC"})  # fmt: skip
+    return sampson_table(video, other, options or SampsonOptions(), progress=progress)
 
 
 # --------------------------------------------------------------------------- let / lanes
 
 
-def read_gt_boxes(path: Path) -> Boxes3D:
-    """Ground-truth boxes: a box table (parquet/csv) or an avsim scenario folder."""
+def read_gt_boxes(path: Path) -> tuple[Boxes3D, dict[str, int]]:
+    """Ground-truth boxes and the objects the format's rules leave out (reason -> count).
+
+    A box table (parquet/csv), a Waymo `metrics_pb2.Objects` file (`.bin`) or an avsim
+    scenario folder.
+    """
     from avsim.evaluation.detections import boxes_from_scenario, read_box_table
 
     if path.is_dir() and (path / "scenario.json").is_file():
         from avsim.scenario.io import load_scenario
 
-        return boxes_from_scenario(load_scenario(path))
-    return read_box_table(path, require_score=False)
+        return boxes_from_scenario(load_scenario(path)), {}
+    if path.suffix.lower() == ".bin":
+        from avsim.evaluation.waymo_objects import read_waymo_objects
+
+        read = read_waymo_objects(path, ground_truth=True)
+        if len(read.boxes) == 0 and read.dropped:
+            raise AvsimInputError(path, "objects", f"every object left out by the reference rules: {read.dropped}")
+        return read.boxes, read.dropped
+    return read_box_table(path, require_score=False), {}
 
 
 def read_pred_boxes(path: Path) -> Boxes3D:
-    """Predicted boxes: a box table or a nuScenes submission JSON (ego frame)."""
+    """Predicted boxes: a box table, a nuScenes submission JSON (ego frame) or a Waymo
+    `metrics_pb2.Objects` file (`.bin`)."""
     from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
 
+    if path.suffix.lower() == ".bin":
+        from avsim.evaluation.waymo_objects import read_waymo_objects
+
+        return read_waymo_objects(path, ground_truth=False).boxes
     return read_nuscenes_submission(path) if path.suffix.lower() == ".json" else read_box_table(path)
 
 
 def run_let(gt: Path, pred: Path, sensor_location_m: tuple[float, float, float] = (1.43, 0.0, 2.18),
-            tolerance_fraction: float = 0.10, min_tolerance_m: float = 0.5) -> MetricTable:  # fmt: skip
+            tolerance_fraction: float = 0.10, min_tolerance_m: float = 0.5,
+            progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
     """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition)."""
     from avsim.evaluation.let_ap import LetConfig, evaluate_let
 
     cfg = LetConfig(sensor_location_m=sensor_location_m, tolerance_fraction=tolerance_fraction, min_tolerance_m=min_tolerance_m)
-    res = evaluate_let(read_gt_boxes(gt), read_pred_boxes(pred), cfg).result()
+    gt_boxes, dropped = read_gt_boxes(gt)
+    pred_boxes = read_pred_boxes(pred)
+    _check_frames_overlap(gt, pred, gt_boxes, pred_boxes)
+    evaluation = evaluate_let(gt_boxes, pred_boxes, cfg, progress)
+    res = evaluation.result()
     rows: list[list[Any]] = [[c, rng, v.ap, v.apl, v.aph, v.num_gt, v.num_pd] for c, d in res["per_class"].items() for rng, v in d.items()]
     rows.append(["mean", "all", res["mean"]["ap"], res["mean"]["apl"], res["mean"]["aph"], "", ""])
     doc = {"metric": "LET-3D-AP", "config": cfg.as_dict(), "mean": res["mean"], "classes_with_gt": res["classes_with_gt"],
-           "per_class": {c: {r: v.as_dict() for r, v in d.items()} for c, d in res["per_class"].items()}}  # fmt: skip
+           "per_class": {c: {r: v.as_dict() for r, v in d.items()} for c, d in res["per_class"].items()},
+           "gt_left_out": dropped, "warnings": _let_warnings(dropped)}  # fmt: skip
     return MetricTable("LET-3D-AP", ["class", "range", "AP", "APL", "APH", "#GT", "#pred"], rows, doc)
+
+
+def _let_warnings(dropped: dict[str, int]) -> list[str]:
+    return [f"{n} ground-truth objects left out ({why}), as Waymo's reference tool does" for why, n in dropped.items()]
+
+
+def _check_frames_overlap(gt: Path, pred: Path, gt_boxes: Boxes3D, pred_boxes: Boxes3D) -> None:
+    """Predictions on frames the ground truth never names mean the frame keys disagree."""
+    if len(gt_boxes) and len(pred_boxes):
+        shared = np.intersect1d(np.asarray(gt_boxes.frame).astype(str), np.asarray(pred_boxes.frame).astype(str))
+        if shared.size == 0:
+            raise AvsimInputError(pred, "frame", f"no frame key in common with the ground truth {gt} "
+                                  f"(e.g. {pred_boxes.frame[0]!r} vs {gt_boxes.frame[0]!r})")  # fmt: skip
 
 
 def read_lanes(path: Path, ground_truth: bool) -> LaneSet:
@@ -219,7 +229,7 @@ def run_lanes(gt: Path, pred: Path) -> MetricTable:
 
 
 def run_rnds(generated: Path, real: Path, chunk_frames: int = 16, scorer: str = "sharpness", seed: int = 0,
-             n_resamples: int = 1000) -> MetricTable:  # fmt: skip
+             n_resamples: int = 1000, progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
     """RNDS curve over chunks: (Q[i]/Q_gt[i]) / (Q[1]/Q_gt[1]) with a bootstrap band over videos."""
     from avsim.evaluation.rnds import load_scorer, rnds_summary, score_chunks
     from avsim.evaluation.video_frames import list_clips, read_clip
@@ -228,16 +238,27 @@ def run_rnds(generated: Path, real: Path, chunk_frames: int = 16, scorer: str = 
     cg, cr = list_clips(generated), list_clips(real)
     if len(cg) != len(cr):
         raise AvsimInputError(generated, "clips", f"{len(cg)} generated clips but {len(cr)} real clips")
-    qg = score_chunks([read_clip(c) for c in cg], chunk_frames, fn)
-    qr = score_chunks([read_clip(c) for c in cr], chunk_frames, fn)
+    def scored(clips: list[Path], step: str) -> np.ndarray:
+        rows = []
+        for i, clip in enumerate(clips):
+            rows.append(score_chunks([read_clip(clip)], chunk_frames, fn)[0])
+            report_step(progress, step, i + 1, len(clips))
+        c = min(len(r) for r in rows)  # as score_chunks over all videos: the shortest video's chunks
+        return np.stack([r[:c] for r in rows])
+
+    qg, qr = scored(cg, "RNDS generated"), scored(cr, "RNDS real")
     c = min(qg.shape[1], qr.shape[1])
     res = rnds_summary(qg[:, :c], qr[:, :c], n_resamples, seed)
     rows: list[list[Any]] = [[i + 1, float(res.curve[i]), float(res.band_low[i]), float(res.band_high[i])] for i in range(c)]
+    warnings = [f"band {res.band_note}: one video pair, so there is no spread to resample"] if res.band_note else []
     return MetricTable("RNDS", ["chunk", "mean", "band low", "band high"], rows,
-                       {"metric": "RNDS", "scorer": scorer, "chunk_frames": chunk_frames, **res.as_dict()})
+                       {"metric": "RNDS", "scorer": scorer, "chunk_frames": chunk_frames, **res.as_dict(),
+                        "warnings": warnings})  # fmt: skip
 
 
 def _ci_row(name: str, d: dict[str, Any]) -> list[Any]:
+    if d.get("note"):  # too few units to resample: say so instead of a degenerate interval
+        return [name, d["estimate"], d["note"], ""]
     return [name, d["estimate"], d["ci_low"], d["ci_high"]]
 
 

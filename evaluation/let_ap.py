@@ -29,18 +29,14 @@ from scipy.sparse.csgraph import connected_components
 
 from avsim.core.errors import AvsimValueError
 from avsim.evaluation.box_iou import paired_iou_3d
+from avsim.evaluation.let_pairs import heading_accuracy, let_aligned_centers, quantised_weight
+from avsim.evaluation.progress import StepProgress, report_step
 
 WAYMO_SENSOR_LOCATION_M = (1.43, 0.0, 2.18)
-DEFAULT_IOU_THRESHOLDS = {
-    "vehicle": 0.5,
-    "car": 0.5,
-    "truck": 0.5,
-    "bus": 0.5,
-    "others": 0.5,
-    "pedestrian": 0.3,
-    "cyclist": 0.3,
-    "sign": 0.3,
-}
+# Waymo's reference tool (metrics/tools/compute_detection_let_metrics_main.cc): vehicle 0.5,
+# pedestrian, sign and cyclist 0.3. These four are the LET classes; any other label is refused.
+DEFAULT_IOU_THRESHOLDS = {"vehicle": 0.5, "pedestrian": 0.3, "cyclist": 0.3, "sign": 0.3}
+LET_CLASSES = tuple(DEFAULT_IOU_THRESHOLDS)
 RANGE_BINS_M = ((0.0, 30.0), (30.0, 50.0), (50.0, math.inf))
 _PAIR_BLOCK = 2_000_000  # all-pairs block size before the cheap prefilters
 
@@ -58,12 +54,15 @@ class LetConfig:
     tolerance_fraction: float = 0.10
     min_tolerance_m: float = 0.5
     iou_thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_IOU_THRESHOLDS))
-    default_iou_threshold: float = 0.5
     max_recall_delta: float = 0.05
     range_bins_m: tuple[tuple[float, float], ...] = RANGE_BINS_M
 
     def iou_threshold(self, label: str) -> float:
-        return float(self.iou_thresholds.get(label.lower(), self.default_iou_threshold))
+        """The class's IoU threshold; a label without one is an error (never a silent default)."""
+        if label not in self.iou_thresholds:
+            known = ", ".join(self.iou_thresholds)
+            raise AvsimValueError(f"class {label!r} has no LET IoU threshold (classes: {known})")
+        return float(self.iou_thresholds[label])
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,7 +70,6 @@ class LetConfig:
             "tolerance_fraction": self.tolerance_fraction,
             "min_tolerance_m": self.min_tolerance_m,
             "iou_thresholds": dict(self.iou_thresholds),
-            "default_iou_threshold": self.default_iou_threshold,
             "max_recall_delta": self.max_recall_delta,
             "range_bins_m": [[lo, hi if math.isfinite(hi) else "inf"] for lo, hi in self.range_bins_m],
             "score_cutoffs": "0.00:0.01:1.00 (101, float32)",
@@ -128,40 +126,6 @@ class Boxes3D:
 
     def select(self, mask: np.ndarray) -> Boxes3D:
         return Boxes3D(self.frame[mask], self.label[mask], self.boxes[mask], self.score[mask])
-
-
-# --------------------------------------------------------------------------- pair measures
-
-
-def longitudinal_affinity(
-    gt_center_m: np.ndarray,
-    pd_center_m: np.ndarray,
-    tolerance_fraction: float = 0.10,
-    min_tolerance_m: float = 0.5,
-) -> np.ndarray:
-    """LA in [0, 1] for sensor-relative centres `(..., 3)` (broadcasting) -> `(...)`."""
-    g = np.asarray(gt_center_m, dtype=np.float64)
-    p = np.asarray(pd_center_m, dtype=np.float64)
-    r_gt = np.maximum(np.linalg.norm(g, axis=-1), 1e-6)
-    r_pd = np.maximum(np.linalg.norm(p, axis=-1), 1e-6)
-    cos = (g * p).sum(axis=-1) / (r_gt * r_pd)
-    e_lon = np.abs(r_pd * cos - r_gt)
-    tol = np.maximum(tolerance_fraction * r_gt, min_tolerance_m)
-    return np.clip(1.0 - e_lon / tol, 0.0, 1.0)
-
-
-def let_aligned_centers(gt_center_m: np.ndarray, pd_center_m: np.ndarray) -> np.ndarray:
-    """Prediction centres moved along their line of sight to the point nearest the GT centre."""
-    g = np.asarray(gt_center_m, dtype=np.float64)
-    p = np.asarray(pd_center_m, dtype=np.float64)
-    scale = (g * p).sum(axis=-1) / np.maximum((p * p).sum(axis=-1), 1e-6)
-    return p * scale[..., None]
-
-
-def heading_accuracy(gt_heading_rad: np.ndarray, pd_heading_rad: np.ndarray) -> np.ndarray:
-    """HA = clamp(1 - |dheading|/pi, 0, 1), with the difference folded into [0, pi]."""
-    d = np.abs(np.mod(np.asarray(pd_heading_rad) - np.asarray(gt_heading_rad) + np.pi, 2 * np.pi) - np.pi)
-    return np.clip(1.0 - d / np.pi, 0.0, 1.0)
 
 
 # --------------------------------------------------------------------------- AP integration
@@ -266,7 +230,7 @@ class BreakdownCounts:
 class _Pairs:
     gi: np.ndarray  # (E,) GT row
     pj: np.ndarray  # (E,) prediction row
-    weight: np.ndarray  # (E,) int64 Hungarian weight round(LET-IoU * LA * 1e6), > 0
+    weight: np.ndarray  # (E,) int64 Hungarian weight (`quantised_weight`), > 0
     la: np.ndarray
     ha: np.ndarray
 
@@ -328,9 +292,9 @@ def _candidate_pairs(
     g, p, gi, pj, la, shifted = g[keep], p[keep], gi[keep], pj[keep], la[keep], shifted[keep]
     moved = p.copy()
     moved[:, :3] = shifted
-    iou = paired_iou_3d(g, moved)
-    weight = np.rint(iou * la * 1e6).astype(np.int64)
-    keep = (weight > 0) & (iou >= iou_threshold)
+    iou32, la32 = paired_iou_3d(g, moved).astype(np.float32), la.astype(np.float32)
+    weight = quantised_weight(iou32, la32)
+    keep = (weight > 0) & (la32 > 0) & (iou32 >= np.float32(iou_threshold))
     ha = heading_accuracy(g[:, 6], p[:, 6])
     return _Pairs(gi[keep], pj[keep], weight[keep], la[keep], ha[keep])
 
@@ -552,8 +516,20 @@ def range_bin_name(lo: float, hi: float) -> str:
     return f"[{lo:g}, {'inf' if not math.isfinite(hi) else f'{hi:g}'})"
 
 
-def evaluate_let(gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None) -> LetEvaluation:
-    """Match `pred` against `gt` for every class (and range bin) and score cutoff."""
+def evaluate_let(
+    gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None, progress: StepProgress | None = None
+) -> LetEvaluation:
+    """Match `pred` against `gt` for every class (and range bin) and score cutoff.
+
+    Args:
+        gt: ground-truth boxes (N, 7), vehicle frame.
+        pred: predicted boxes (M, 7) with scores.
+        config: matching parameters (default: the Waymo camera-only challenge's).
+        progress: called as `("LET classes", done, total)` after each class.
+
+    Returns:
+        the per-class, per-range-bin counts at every score cutoff (`.result()` gives AP/APL/APH).
+    """
     cfg = config or LetConfig()
     cutoffs = waymo_score_cutoffs()
     keys, g_code, p_code = frame_codes(gt.frame, pred.frame)
@@ -566,7 +542,7 @@ def evaluate_let(gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None) ->
     p_rng = np.linalg.norm(pred.boxes[:, :3], axis=1)
     classes = tuple(sorted(set(gt.label.tolist()) | set(pred.label.tolist())))
     counts: dict[tuple[str, str], BreakdownCounts] = {}
-    for cls in classes:
+    for k, cls in enumerate(classes):
         g_idx, p_idx = np.flatnonzero(gt.label == cls), np.flatnonzero(pred.label == cls)
         gf, pf = g_code[g_idx], p_code[p_idx]
         pairs = class_pairs(gf, g_box[g_idx], pf, p_box[p_idx], cfg.iou_threshold(cls), cfg)
@@ -575,4 +551,5 @@ def evaluate_let(gt: Boxes3D, pred: Boxes3D, config: LetConfig | None = None) ->
         subsets += [(range_bin_name(lo, hi), (gr >= lo) & (gr < hi), (pr >= lo) & (pr < hi)) for lo, hi in cfg.range_bins_m]
         for name, gsel, psel in subsets:
             counts[(cls, name)] = breakdown_counts(gf, pf, pred.score[p_idx], pairs, gsel, psel, cutoffs)
+        report_step(progress, "LET classes", k + 1, len(classes))
     return LetEvaluation(cfg, keys, classes, counts)

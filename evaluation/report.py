@@ -29,18 +29,17 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
-from avsim.evaluation.bootstrap import Interval, bootstrap_many, resample_counts
+from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
-
-if TYPE_CHECKING:
-    from avsim.evaluation.features import FeatureCache
+from avsim.evaluation.progress import StepProgress
+from avsim.evaluation.report_video import video_section
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -240,75 +239,6 @@ def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) ->
                        "generated": {k: ev_g.result()[k] for k in ("num_gt", "num_pred", "num_matches")}}}
 
 
-def _flatten_clips(clips: dict[str, dict[str, Path]]) -> list[Path]:
-    return [p for views in clips.values() for p in views.values()]
-
-
-def _clip_features(kind: str, rc: list[Path], gc: list[Path], cfg: ReportConfig,
-                   cache: FeatureCache) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, Any]]:  # fmt: skip
-    """Per-clip feature rows of each side for "fid" (Inception frames) or "fvd" (I3D windows),
-    and the extractor's description."""
-    from avsim.evaluation.features import fid_clip_features, fvd_clip_features
-
-    if kind == "fid":
-        from avsim.evaluation.inception import describe as describe_inception
-        from avsim.evaluation.inception import load_fid_inception
-
-        inception, src = load_fid_inception(cfg.inception_weights)
-        fr = fid_clip_features(rc, inception, src, max_frames=cfg.max_frames, cache=cache)
-        fg = fid_clip_features(gc, inception, src, max_frames=cfg.max_frames, cache=cache)
-        return fr, fg, describe_inception(src, "pytorch_fid")
-    from avsim.evaluation.i3d import describe as describe_i3d
-    from avsim.evaluation.i3d import load_i3d
-
-    i3d, src = load_i3d(cfg.i3d_weights)
-    fr = fvd_clip_features(rc, i3d, src, max_windows=cfg.fvd_max_windows, cache=cache)
-    fg = fvd_clip_features(gc, i3d, src, max_windows=cfg.fvd_max_windows, cache=cache)
-    return fr, fg, describe_i3d(src)
-
-
-def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
-    """FID (frames pooled) and FVD (16-frame windows), both covariance normalisers named."""
-    from avsim.evaluation.features import FeatureCache
-    from avsim.evaluation.frechet import frechet_distance_features
-
-    out: dict[str, Any] = {}
-    cache = FeatureCache(cfg.cache_dir)
-    rc, gc = _flatten_clips(real), _flatten_clips(gen)
-    for kind in ("fid", "fvd"):
-        try:
-            fr, fg, desc = _clip_features(kind, rc, gc, cfg, cache)
-        except AvsimInputError as exc:
-            out[kind] = {"skipped": str(exc)}
-            continue
-        xr = np.concatenate([f for f in fr if len(f)]) if any(len(f) for f in fr) else np.zeros((0, 1))
-        xg = np.concatenate([f for f in fg if len(f)]) if any(len(f) for f in fg) else np.zeros((0, 1))
-        if len(xr) < 2 or len(xg) < 2:
-            out[kind] = {"skipped": f"need at least 2 feature rows per side, got {len(xr)} real / {len(xg)} generated"}
-            continue
-        # Resample clips on each side independently (the sides are different sets of clips).
-        owner_r = np.concatenate([np.full(len(f), i) for i, f in enumerate(fr)])
-        owner_g = np.concatenate([np.full(len(f), i) for i, f in enumerate(fg)])
-        res: dict[str, Any] = {"features": desc, "rows": {"real": len(xr), "generated": len(xg)},
-                               "unit": "frame" if kind == "fid" else "16-frame window"}
-        n_boot = min(cfg.n_resamples, 200)  # each draw is an SVD of a rows x rows matrix
-        for norm in ("unbiased_n_minus_1", "biased_n"):
-            value = frechet_distance_features(xr, xg, norm)
-            cr = resample_counts(len(fr), n_boot, cfg.seed)
-            cg = resample_counts(len(fg), n_boot, cfg.seed + 1)
-            draws = []
-            for a, b in zip(cr, cg):
-                ra = np.repeat(np.arange(len(xr)), a[owner_r].astype(int))
-                rb = np.repeat(np.arange(len(xg)), b[owner_g].astype(int))
-                if len(ra) >= 2 and len(rb) >= 2:
-                    draws.append(frechet_distance_features(xr[ra], xg[rb], norm))
-            lo, hi = (np.quantile(draws, [(1 - cfg.level) / 2, 1 - (1 - cfg.level) / 2]) if draws else (math.nan, math.nan))
-            res[norm] = Interval(value, float(lo), float(hi), cfg.level, n_boot, "clip", len(fr) + len(fg), cfg.seed).as_dict()
-        res["name"] = "FID" if kind == "fid" else "FVD (TF-Hub I3D)"
-        out[kind] = res
-    return out
-
-
 def _views_for_sampson(views: dict[str, Path]) -> dict[str, Path]:
     from avsim.evaluation.sampson import TSE_VIEWS
 
@@ -426,9 +356,48 @@ def provenance() -> dict[str, str]:
     return out
 
 
+def collect_warnings(node: Any, where: str = "") -> list[str]:
+    """Every caveat in a report (or a section of one): skipped sections with their reason,
+    intervals and bands replaced by a note, and the sections' own warnings, each prefixed by
+    where it was found (e.g. "video/fid/unbiased_n_minus_1: n/a (1 clip)").
+
+    Args:
+        node: the report dict (or any part of it).
+        where: the path of `node` in the report.
+
+    Returns:
+        the warning lines, in report order.
+    """
+    if not isinstance(node, dict):
+        return []
+    out: list[str] = []
+    prefix = f"{where}: " if where else ""
+    if isinstance(node.get("skipped"), str):
+        out.append(f"{prefix}skipped: {node['skipped']}")
+    for key in ("note", "band_note"):
+        if node.get(key):
+            out.append(f"{prefix}{'interval' if key == 'note' else 'band'} {node[key]}")
+    out += [f"{prefix}{w}" for w in node.get("warnings", []) if isinstance(w, str)]
+    for key, value in node.items():
+        if key not in ("warnings", "provenance", "inputs", "settings"):
+            out += collect_warnings(value, f"{where}/{key}" if where else str(key))
+    return out
+
+
 def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[str],
-                 ground_truth: str | os.PathLike[str] | None, cfg: ReportConfig | None = None) -> dict[str, Any]:
-    """Compute every section that has inputs; returns the report dict (JSON-ready)."""
+                 ground_truth: str | os.PathLike[str] | None, cfg: ReportConfig | None = None,
+                 progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
+    """Compute every section that has inputs; returns the report dict (JSON-ready).
+
+    Args:
+        real_dir, gen_dir: the real and generated folders (layout in the module docstring).
+        ground_truth: GT tables or avsim scenario folders (None: no detection or lane sections).
+        cfg: what to compute.
+        progress: called as `(step, done, total)` by the long steps (features, Sampson).
+
+    Returns:
+        the report; `warnings` lists every caveat (see `collect_warnings`).
+    """
     cfg = cfg or ReportConfig()
     real, gen = Path(real_dir), Path(gen_dir)
     for p in (real, gen):
@@ -455,12 +424,13 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
         result["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
     if clips_r and clips_g and cfg.video_metrics:
-        result["video"] = video_section(clips_r, clips_g, cfg)
+        result["video"] = video_section(clips_r, clips_g, cfg, progress)
         result["sampson"] = sampson_section(clips_r, clips_g, cfg)
     rn = rnds_section(clips_r, clips_g, real, gen, cfg)
     if rn is not None:
         result["rnds"] = rn
     result["provenance"] = provenance()
+    result["warnings"] = collect_warnings(result)
     return json_ready(result)
 
 

@@ -19,7 +19,8 @@ from avsim.evaluation.report import LANE_METRICS
 CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#1a202c}"
        "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #cbd5e0;padding:4px 8px;text-align:left}"
        "th{background:#edf2f7}.ci{color:#4a5568;font-size:0.9em}.skip{color:#a0aec0}.note{color:#4a5568;font-size:0.9em}"
-       "img{display:block;max-width:100%;margin:0.5em 0 1.5em}")  # fmt: skip
+       "img{display:block;max-width:100%;margin:0.5em 0 1.5em}"
+       ".warn{border-left:4px solid #dd6b20;background:#fffaf0;padding:0.2em 1em;margin:1em 0}")  # fmt: skip
 
 Triple = tuple[float, float, float]  # estimate, interval low, interval high
 
@@ -164,7 +165,17 @@ def _fmt(x: Any) -> str:
 
 
 def _ci(d: dict[str, Any]) -> str:
+    if d.get("note"):  # too few units to resample: no interval, and the page says why
+        return f"{_fmt(d['estimate'])} <span class=ci>{html.escape(d['note'])}</span>"
     return f"{_fmt(d['estimate'])} <span class=ci>[{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]</span>"
+
+
+def _warnings_html(result: dict[str, Any]) -> list[str]:
+    lines = result.get("warnings", [])
+    if not lines:
+        return []
+    items = "".join(f"<li>{html.escape(w)}</li>" for w in lines)
+    return [f"<div class=warn><h2>Read these numbers with care</h2><ul>{items}</ul></div>"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -262,6 +273,7 @@ def _rnds_html(rnds: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:
 def render_html(result: dict[str, Any], figs: dict[str, str]) -> str:
     """The report page: every section's tables and the figures from `figures(result)`."""
     parts = _header_html(result)
+    parts += _warnings_html(result)
     parts += _detection_html(result.get("detection"), figs)
     parts += _lanes_html(result.get("lanes"), figs)
     parts += _video_html(result.get("video", {}))

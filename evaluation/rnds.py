@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
-from avsim.evaluation.bootstrap import Interval, bootstrap_mean, resample_counts
+from avsim.evaluation.bootstrap import Interval, bootstrap_mean, resample_counts, too_few_units
 
 ChunkScorer = Callable[[np.ndarray], float]
 
@@ -77,11 +77,14 @@ class RndsResult:
     per_video: np.ndarray  # (V, C)
     mean: Interval  # mean of the curve over chunks 2..C (chunk 1 is 1 by construction)
 
+    band_note: str = ""  # why there is no band (then band_low and band_high are NaN)
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "curve": self.curve.tolist(), "band_low": self.band_low.tolist(), "band_high": self.band_high.tolist(),
             "per_video": self.per_video.tolist(), "mean_over_chunks_2_to_C": self.mean.as_dict(),
         }
+        return {**out, "band_note": self.band_note} if self.band_note else out
 
 
 def rnds_summary(q_generated: np.ndarray, q_real: np.ndarray, n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> RndsResult:
@@ -92,12 +95,17 @@ def rnds_summary(q_generated: np.ndarray, q_real: np.ndarray, n_resamples: int =
     if per_ok.shape[0] == 0:
         raise AvsimValueError("q_real: every video has a zero or non-finite first-chunk ratio")
     curve = per_ok.mean(axis=0)
+    tail = per_ok[:, 1:].mean(axis=1) if per_ok.shape[1] > 1 else np.ones(per_ok.shape[0])
+    mean = bootstrap_mean(tail, "video", n_resamples, level, seed)
+    note = too_few_units(per_ok.shape[0], "video")
+    if note:  # one video: every resample is that video, so a band would be the curve itself
+        nan = np.full_like(curve, np.nan)
+        return RndsResult(curve, nan, nan.copy(), per, mean, note)
     counts = resample_counts(per_ok.shape[0], n_resamples, seed)
     boot = counts @ per_ok / counts.sum(axis=1, keepdims=True)
     a = (1.0 - level) / 2.0
     lo, hi = np.quantile(boot, [a, 1 - a], axis=0)
-    tail = per_ok[:, 1:].mean(axis=1) if per_ok.shape[1] > 1 else np.ones(per_ok.shape[0])
-    return RndsResult(curve, lo, hi, per, bootstrap_mean(tail, "video", n_resamples, level, seed))
+    return RndsResult(curve, lo, hi, per, mean)
 
 
 def score_chunks(videos: Sequence[np.ndarray], chunk_frames: int, scorer: ChunkScorer) -> np.ndarray:

@@ -46,6 +46,26 @@ def list_clips(path: str | os.PathLike[str]) -> list[Path]:
     return clips
 
 
+def clip_frame_count(clip: str | os.PathLike[str], max_frames: int | None = None) -> int:
+    """Frames a clip holds (a video's container count, 0 when it does not say), capped at `max_frames`.
+
+    Args:
+        clip: video file or frame folder.
+        max_frames: cap (None: no cap).
+
+    Returns:
+        the count, for progress totals (decoding decides what is actually read).
+    """
+    from avsim.core.video import video_info
+
+    p = Path(clip)
+    try:
+        n = len(_images_in(p)) if p.is_dir() else int(video_info(p)["frames"])
+    except Exception:  # an unreadable file is reported when it is decoded, with its own error
+        n = 0
+    return n if max_frames is None else min(n, max_frames)
+
+
 def iter_frames(clip: str | os.PathLike[str]) -> Iterator[np.ndarray]:
     """Frames of one clip, decoded one at a time."""
     p = Path(clip)

@@ -86,9 +86,9 @@ def test_eval_sampson_and_rnds_on_real_frames(shared_data, tmp_path, capsys) -> 
     a = _frame_folder(tmp_path / "a", frames)
     b = _frame_folder(tmp_path / "b", np.stack([cv2.GaussianBlur(f, (9, 9), 4) for f in frames]))
     out = tmp_path / "tse.json"
-    assert main(["eval", "sampson", str(a), "--max-frames", "3", "--out", str(out)]) == 0
+    assert main(["eval", "sampson", str(a), "--ransac", "--max-frames", "3", "--out", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["metric"] == "TSE" and d["frames"] == 2 and d["median_of_frame_medians_px"] < 5
+    assert d["metric"] == "TSE" and d["frames"] == 2 and d["median_of_frame_medians_px"] < 5 and d["f_source"] == "RANSAC"
     out = tmp_path / "rnds.json"
     assert main(["eval", "rnds", "--generated", str(b), "--real", str(a), "--chunk-frames", "4",
                  "--n-resamples", "50", "--out", str(out)]) == 0
@@ -119,13 +119,14 @@ def test_eval_fid_on_real_frames(shared_data, tmp_path) -> None:
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
 
 
-def test_eval_sampson_calibrated_needs_camera_names(shared_data, tmp_path, capsys) -> None:
+def test_eval_sampson_needs_a_calibration_or_ransac(shared_data, tmp_path, capsys) -> None:
     from avsim.evaluation.video_frames import read_clip
 
     frames = read_clip(shared_data / "udacity" / "solidWhiteRight.mp4", max_frames=2)[:, ::4, ::4]
     a = _frame_folder(tmp_path / "a", frames)
-    code = main(["eval", "sampson", str(a), "--other", str(a), "--calibrated", "--out", str(tmp_path / "c.json")])
-    assert code == 2 and "--calibrated needs --camera and --other-camera" in capsys.readouterr().err
+    code = main(["eval", "sampson", str(a), "--other", str(a), "--out", str(tmp_path / "c.json")])
+    assert code == 1 and "or --ransac to estimate F from the matches" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
 
 
 def test_frechet_both_needs_two_rows_per_side_and_gives_both_normalisers(tmp_path) -> None:

@@ -16,12 +16,8 @@ from avsim.evaluation.frechet import (
     frechet_distance,
     frechet_distance_features,
 )
-from avsim.evaluation.let_ap import (
-    LetConfig,
-    average_precision,
-    heading_accuracy,
-    longitudinal_affinity,
-)
+from avsim.evaluation.let_ap import LetConfig, average_precision
+from avsim.evaluation.let_pairs import heading_accuracy, longitudinal_affinity
 from avsim.evaluation.sampson import sampson_distance, sampson_error
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))

@@ -93,6 +93,17 @@ def lane_frame_reference(gt_lanes, gt_cats, gt_vis, pred_lanes, pred_cats):
     return r, pp, cc, len(g), len(p), m, xn, xf, zn, zf
 
 
+def _waymo_edge(iou, la, iou_thr):
+    """(CanMatch, edge weight) of one pair as Waymo's HungarianMatcher builds its edges:
+    matcher.h holds IoU, LA and the thresholds as float (compare in float32); a pair that
+    cannot match has edge 0 before the assignment is solved; std::round(float(iou * la) *
+    1000000) rounds halves away from zero."""
+    iou32, la32 = np.float32(iou), np.float32(la)
+    ok = bool(la32 > 0 and iou32 >= np.float32(iou_thr))
+    scaled = float(np.float32(iou32 * la32) * np.float32(1e6))
+    return ok, int(np.floor(scaled + 0.5)) if ok else 0
+
+
 def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_boxes, pd_scores,
                      cls, iou_thr, sensor=(1.43, 0.0, 2.18), tol_frac=0.1, tol_min=0.5):
     """Per-cutoff (P, PL, PH, R) curves of one class by dense per-frame Hungarian matching."""
@@ -133,10 +144,7 @@ def let_ap_reference(gt_frames, gt_labels, gt_boxes, pd_frames, pd_labels, pd_bo
                     shifted = p[j].copy()
                     shifted[:3] = P * (G @ P) / max(P @ P, 1e-6)
                     iou = paired_iou_3d(g[i : i + 1], shifted[None])[0]
-                    ok[i, j] = la > 0 and iou >= iou_thr
-                    # Waymo's HungarianMatcher: an edge is the quantised weight only where the
-                    # pair can match (CanMatch), 0 otherwise, before the assignment is solved
-                    W[i, j] = int(np.rint(iou * la * 1e6)) if ok[i, j] else 0
+                    ok[i, j], W[i, j] = _waymo_edge(iou, la, iou_thr)
                     LA[i, j] = la
                     dh = abs((p[j, 6] - g[i, 6] + np.pi) % (2 * np.pi) - np.pi)
                     HA[i, j] = min(max(1 - dh / np.pi, 0.0), 1.0)

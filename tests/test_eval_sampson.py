@@ -164,3 +164,69 @@ def test_calibrated_f_from_the_rig_and_from_ego_motion() -> None:
     c1 = world_SE3_cam[1].inverse().apply(pts_world)
     u0, u1 = c0 @ K.T, c1 @ K.T
     assert sampson_error(Ft, u0[:, :2] / u0[:, 2:], u1[:, :2] / u1[:, 2:]).max() < 1e-6
+
+
+# --------------------------------------------------------------------------- rectified frames, matcher interface
+
+
+def test_a_rectified_frame_is_what_the_pinhole_sees() -> None:
+    """An f-theta image of a smooth pattern of ray directions, warped, equals the pattern seen by the pinhole."""
+    from avsim.core.rig import cosmos_rig
+    from avsim.evaluation.rectify import PinholeRectifier, RectifyConfig
+
+    cam = cosmos_rig(640, 360).camera("camera_front_wide_120fov")
+    rect = RectifyConfig(480, 270, 120.0)
+
+    def pattern(rays: np.ndarray) -> np.ndarray:  # a function of the pinhole coordinates x/z, y/z
+        return 128 + 80 * np.sin(6.0 * rays[:, 0] / rays[:, 2]) * np.cos(6.0 * rays[:, 1] / rays[:, 2])
+
+    us, vs = np.meshgrid(np.arange(640.0), np.arange(360.0))
+    fisheye = pattern(cam.pixel_to_ray(np.stack([us.ravel(), vs.ravel()], 1))).reshape(360, 640)
+    rectifier = PinholeRectifier(cam, rect)
+    out = rectifier.rectify(np.rint(fisheye).astype(np.uint8)).astype(np.float64)
+    ru, rv = np.meshgrid(np.arange(480.0), np.arange(270.0))
+    K = rect.K
+    expect = pattern(np.stack([(ru - K[0, 2]) / K[0, 0], (rv - K[1, 2]) / K[1, 1], np.ones_like(ru)], -1).reshape(-1, 3)).reshape(270, 480)
+    valid = rectifier.valid
+    assert 0.6 < valid.mean() < 0.95  # the 120 deg pinhole sees past the fisheye's top and bottom
+    assert np.abs(out - expect)[valid].mean() < 0.4  # 0.28 grey levels; a map half a pixel off gives 0.79
+    assert out[0, 240] == 0 and out[269, 240] == 0 and not valid[0, 240]  # the unseen band is black, invalid
+    # the optical axis stays put: the rectified centre is the fisheye's principal point
+    assert abs(out[135, 240] - fisheye[180, 320]) <= 1.0
+
+
+class FixedMatcher:
+    """A plug-in matcher returning given correspondences (any object with match/describe works)."""
+
+    def __init__(self, x0: np.ndarray, x1: np.ndarray) -> None:
+        self.x0, self.x1 = x0, x1
+
+    def match(self, image_a: np.ndarray, image_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.x0, self.x1
+
+    def describe(self) -> dict:
+        return {"keypoints": "fixed"}
+
+
+def test_a_plugged_in_matcher_and_keep_ratio() -> None:
+    from avsim.evaluation.matchers import Matcher
+    from avsim.evaluation.sampson import cross_errors, prepare_view
+
+    K, R, t, x0, x1 = _two_views(np.random.default_rng(5), 100)
+    noisy = x0.copy()
+    noisy[:50] += np.array([0.0, 3.0])  # half the matches off their epipolar lines
+    matcher = FixedMatcher(noisy, x1)
+    assert isinstance(matcher, Matcher)
+    from avsim.core.cameras import PinholeCamera
+
+    cam = PinholeCamera(960, 540, K[0, 0], K[1, 1], K[0, 2], K[1, 2])
+    frame = [np.zeros((540, 960, 3), np.uint8)]
+    view0, view1 = prepare_view(frame, cam, "none"), prepare_view(frame, cam, "none")
+    np.testing.assert_array_equal(view0.K, K)  # an undistorted pinhole needs no rectification for calibrated F
+    F = fundamental_from_calibration(K, K, R, t)
+    (all_,), _ = cross_errors(view0, view1, MatchConfig(), F, matcher)
+    (half,), _ = cross_errors(view0, view1, MatchConfig(keep_ratio=0.5), F, matcher)
+    assert all_.num_matches == half.num_matches == 100 and all_.errors_px.size == 100 and half.errors_px.size == 50
+    assert half.errors_px.max() < 1e-6 < all_.errors_px.max()
+    with pytest.raises(ValueError, match="keep_ratio"):
+        MatchConfig(keep_ratio=0.0)
