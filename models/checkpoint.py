@@ -1,9 +1,13 @@
 """Checkpoint loading and saving with strict key matching.
 
 The released DiT file is one flat dict with keys ``net.<module path>`` (bf16 EMA weights);
-TransformerEngine ``*._extra_state`` entries and RoPE bookkeeping buffers
-(``pos_embedder*.seq`` etc.) carry no learned values and are dropped. The VAE file has no
-prefix. Files are untrusted: ``torch.load(weights_only=True)`` or safetensors only.
+TransformerEngine ``*._extra_state`` entries, RoPE bookkeeping buffers (``pos_embedder*.seq``
+etc.) and the reference network's four training-statistics counters at its top level
+(``accum_video_sample_counter``, ``accum_image_sample_counter``, ``accum_iteration``,
+``accum_train_in_hours``: buffers of ``WeightTrainingStat``, cosmos-transfer2.5
+cosmos_transfer2/_src/predict2/networks/model_weights_stats.py) carry no learned values and are
+dropped; everything else must match. The VAE file has no prefix. Files are untrusted:
+``torch.load(weights_only=True)`` or safetensors only.
 """
 
 from __future__ import annotations
@@ -18,7 +22,18 @@ from torch import Tensor, nn
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 
-_IGNORED = re.compile(r"(^|\.)_extra_state$|^pos_embedder[^.]*(\.[^.]+)*\.(seq|dim_spatial_range|dim_temporal_range)$")
+TRAINING_STAT_BUFFERS = (
+    "accum_video_sample_counter",
+    "accum_image_sample_counter",
+    "accum_iteration",
+    "accum_train_in_hours",
+)
+"""Top-level counters of the reference network's state dict (no learned values; dropped)."""
+
+_IGNORED = re.compile(
+    r"(^|\.)_extra_state$|^pos_embedder[^.]*(\.[^.]+)*\.(seq|dim_spatial_range|dim_temporal_range)$"
+    rf"|^({'|'.join(TRAINING_STAT_BUFFERS)})$"
+)
 
 
 class CheckpointMismatchError(AvsimInputError):
@@ -50,7 +65,7 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Tensor]:
 
 
 def clean_state_dict(state: dict[str, Tensor], prefix: str = "net.") -> dict[str, Tensor]:
-    """Strip `prefix` and drop `_extra_state` and RoPE bookkeeping entries."""
+    """Strip `prefix` and drop `_extra_state`, RoPE bookkeeping and `TRAINING_STAT_BUFFERS` entries."""
     out = {}
     for key, value in state.items():
         if prefix and key.startswith(prefix):
@@ -118,6 +133,7 @@ def save_net_state_dict(model: nn.Module, path: str | os.PathLike[str], dtype: t
 
 
 __all__ = [
+    "TRAINING_STAT_BUFFERS",
     "CheckpointMismatchError",
     "clean_state_dict",
     "describe_mismatch",

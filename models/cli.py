@@ -58,6 +58,10 @@ def generate(
         raise typer.BadParameter("give either --embeddings or --prompt with --text-encoder", param_hint="--embeddings")
     if (prompt is None) != (text_encoder is None):
         raise typer.BadParameter("--prompt and --text-encoder go together", param_hint="--prompt")
+    if random_weights and (checkpoint is not None or vae is not None):
+        given = " and ".join(name for name, value in (("--checkpoint", checkpoint), ("--vae", vae)) if value is not None)
+        raise typer.BadParameter(f"random weights replace the weight files: drop {given} or --random-weights",
+                                 param_hint="--random-weights")
     options = sampling_options(cfg, steps=steps, guidance=guidance, seed=seed, control_weight=control_weight, sampler=sampler,
                                num_conditional_frames=num_conditional_frames, chunks=chunks, overlap=overlap)
     text = {"negative_prompt": negative_prompt} if negative_prompt is not None else {}

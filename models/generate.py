@@ -159,6 +159,9 @@ def _settings_json(req: GenerateRequest, cfg: TransferConfig, clip: str, cameras
 
 
 def _check_request(req: GenerateRequest, log: Log) -> None:
+    if req.random_weights and (req.checkpoint is not None or req.vae is not None):
+        raise AvsimInputError("--random-weights", "weights",
+                              "random weights replace --checkpoint and --vae; give one or the other")
     if req.random_weights:
         log(NOISE_BANNER)
     elif req.checkpoint is None or req.vae is None:

@@ -26,14 +26,20 @@ VelocityFn = Callable[[Tensor, float, int], Tensor]
 Sampler = Callable[[VelocityFn, Tensor, Tensor], Tensor]
 
 
+SIGMA_MAX = float(np.float32(0.999))
+"""First sigma of the unshifted grid: 0.999 rounded to float32 (0.99900001287...), as the
+reference scheduler reads it back from its float32 training sigmas (sigma_max of
+FlowUniPCMultistepScheduler, cosmos-transfer2.5 cosmos_transfer2/_src/predict2/models/fm_solvers_unipc.py)."""
+
+
 def sigma_grid(num_steps: int, shift: float = DEFAULT_SIGMA_SHIFT) -> Tensor:
     """Shifted grid of `num_steps + 1` sigmas ending in 0, float32.
 
-    base = linspace(0.999, 0, N + 1)[:N] (float64); sigma = s b / (1 + (s - 1) b); then 0.
+    base = linspace(SIGMA_MAX, 0, N + 1)[:N] (float64); sigma = s b / (1 + (s - 1) b); then 0.
     """
     if num_steps < 1:
         raise ValueError("num_steps must be >= 1")
-    base = np.linspace(0.999, 0.0, num_steps + 1, dtype=np.float64)[:num_steps]
+    base = np.linspace(SIGMA_MAX, 0.0, num_steps + 1, dtype=np.float64)[:num_steps]
     sig = shift_sigma(base, shift)
     return torch.from_numpy(np.append(sig, 0.0).astype(np.float32))
 
@@ -182,6 +188,7 @@ def chunk_starts(total_frames: int, chunk_frames: int, overlap: int, num_chunks:
 __all__ = [
     "SAMPLERS",
     "SAMPLER_NAMES",
+    "SIGMA_MAX",
     "cfg_combine",
     "chunk_starts",
     "conditioned_velocity",

@@ -6,7 +6,8 @@ Recipe (transfer_model.md section 6):
    tokens or cut to the first 512;
 2. all 512 tokens forwarded with no attention mask (pads get real, prompt-dependent states);
 3. hidden states of layers 1..L (the last after the final norm), each normalised per token
-   over channels, (h - mean) / (std_unbiased + 1e-8), concatenated in layer order.
+   over channels, (h - mean) / (std_unbiased + 1e-8) in the encoder's dtype (bf16),
+   concatenated in layer order.
 
 Embeddings are cached on disk keyed by (prompt, model identity, recipe version) and can be
 precomputed into one safetensors file (`save_prompt_embeddings`), so generation never needs
@@ -31,7 +32,7 @@ from avsim.core.errors import AvsimInputError
 
 SYSTEM_PROMPT = "You are a helpful assistant who will provide prompts to an image generator."
 TEXT_TOKENS = 512
-RECIPE_VERSION = "cosmos-reason1-l1toL-meanstd-v1"
+RECIPE_VERSION = "cosmos-reason1-l1toL-meanstd-v2"  # v2: normalised in the encoder dtype
 # Our own wording of a negative prompt describing the failure modes guidance should avoid.
 DEFAULT_NEGATIVE_PROMPT = (
     "Blurry, low-resolution, grainy and pixelated video with flickering, jittery camera motion, "
@@ -56,9 +57,20 @@ def token_ids(tokenizer: Any, prompt: str, max_tokens: int = TEXT_TOKENS) -> Ten
 
 
 def normalize_hidden(h: Tensor, eps: float = 1e-8) -> Tensor:
-    """Per-token normalisation over channels in float32: (h - mean) / (unbiased std + eps)."""
-    h = h.float()
-    return (h - h.mean(dim=-1, keepdim=True)) / (h.std(dim=-1, keepdim=True, unbiased=True) + eps)
+    """Per-token normalisation over channels, (h - mean) / (unbiased std + eps), in h's dtype.
+
+    Computed in the encoder's own dtype (bf16 for the released encoder), as the reference
+    does (TextEncoder.mean_normalize on the bf16 hidden states, cosmos-transfer2.5
+    cosmos_transfer2/_src/predict2/text_encoders/text_encoder.py); then returned as float32.
+
+    Args:
+        h: hidden states (..., channels), any float dtype.
+        eps: added to the standard deviation.
+
+    Returns:
+        Same shape, float32.
+    """
+    return ((h - h.mean(dim=-1, keepdim=True)) / (h.std(dim=-1, keepdim=True, unbiased=True) + eps)).float()
 
 
 def _backbone(model: Any) -> Any:

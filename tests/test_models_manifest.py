@@ -9,7 +9,9 @@ import pickle
 import pytest
 import torch
 
+from avsim.core.errors import AvsimInputError
 from avsim.models.checkpoint import (
+    TRAINING_STAT_BUFFERS,
     CheckpointMismatchError,
     load_dit_state_dict,
     load_into,
@@ -91,6 +93,49 @@ def test_extra_state_and_rope_buffers_are_ignored(tmp_path):
     state = load_dit_state_dict(tmp_path / "ck.pt")
     assert set(state) == set(model.state_dict())
     load_into(DiT(debug().dit), state)
+
+
+def test_training_stat_counters_are_ignored_and_nothing_else(tmp_path):
+    """The reference network's WeightTrainingStat buffers (net.accum_*) load strictly; the
+    same names anywhere else, or other accum_ names, are still unexpected."""
+    assert TRAINING_STAT_BUFFERS == ("accum_video_sample_counter", "accum_image_sample_counter",
+                                     "accum_iteration", "accum_train_in_hours")
+    model = TransferDiT(debug().dit)
+    raw = {f"net.{k}": v for k, v in model.state_dict().items()}
+    counters = {"accum_video_sample_counter": torch.tensor(123, dtype=torch.int64),
+                "accum_image_sample_counter": torch.tensor(0, dtype=torch.int64),
+                "accum_iteration": torch.tensor(6500, dtype=torch.int64),
+                "accum_train_in_hours": torch.tensor(41.5)}
+    raw.update({f"net.{k}": v for k, v in counters.items()})
+    torch.save(raw, tmp_path / "ck.pt")
+    state = load_dit_state_dict(tmp_path / "ck.pt")
+    assert set(state) == set(model.state_dict())
+    load_into(TransferDiT(debug().dit), state)
+    for extra in ("net.accum_other_counter", "net.blocks.0.accum_iteration", "net.accum_iteration_2"):
+        torch.save({**raw, extra: torch.tensor(1)}, tmp_path / "bad.pt")
+        with pytest.raises(CheckpointMismatchError, match="1 unexpected"):
+            load_into(TransferDiT(debug().dit), load_dit_state_dict(tmp_path / "bad.pt"))
+
+
+def test_random_weights_with_weight_files_is_a_usage_error(tmp_path, capsys):
+    """--random-weights replaces --checkpoint / --vae: both at once is exit 2, nothing written."""
+    from avsim.cli import main
+    from avsim.models.generate import GenerateRequest, run_generate
+    from avsim.models.pipeline import SamplingOptions
+
+    weights = tmp_path / "w.pt"
+    torch.save({}, weights)
+    out = tmp_path / "out"
+    for flags in (["--checkpoint", str(weights)], ["--vae", str(weights)],
+                  ["--checkpoint", str(weights), "--vae", str(weights)]):
+        assert main(["generate", str(tmp_path), str(out), "--config", "debug", "--random-weights", *flags]) == 2
+        assert "--random-weights" in capsys.readouterr().err
+    assert not out.exists()
+    request = GenerateRequest(control_dir=tmp_path, out=out, config="debug", checkpoint=weights, random_weights=True,
+                              options=SamplingOptions())
+    with pytest.raises(AvsimInputError, match="random weights replace"):
+        run_generate(request)
+    assert not out.exists()
 
 
 def test_mismatch_error_lists_missing_unexpected_and_shapes():

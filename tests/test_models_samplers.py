@@ -51,12 +51,25 @@ def _error(sample_fn, steps: int) -> float:
     return float((out - target).abs().max())
 
 
+def _reference_grid(n: int, shift: float = 5.0) -> tuple[np.ndarray, list[int]]:
+    """FlowUniPCMultistepScheduler.set_timesteps of cosmos-transfer2.5 (fm_solvers_unipc.py),
+    restated: sigma_max is 0.999 read back from its float32 training sigmas, the grid is
+    linspace(sigma_max, 0, N + 1)[:-1] in float64, shifted, then stored as float32 with a final
+    0; the timesteps are int64(1000 sigma) of the float64 sigmas."""
+    base = np.linspace(float(np.float32(0.999)), 0.0, n + 1)[:-1]
+    shifted = shift * base / (1 + (shift - 1) * base)
+    return np.concatenate([shifted, [0.0]]).astype(np.float32), (shifted * 1000).astype(np.int64).tolist()
+
+
 def test_sigma_grid_and_integer_timesteps():
+    for n in range(1, 101):
+        sig, ts = _reference_grid(n)
+        assert np.array_equal(sigma_grid(n).numpy(), sig), n
+        assert timesteps_of(sigma_grid(n)[:-1]) == ts, n  # the float32 grid gives the same integers
     sig = sigma_grid(35)
     assert sig.dtype == torch.float32 and sig.shape == (36,)
-    base = np.linspace(0.999, 0, 36, dtype=np.float64)[:35]
-    expected = np.append(5 * base / (1 + 4 * base), 0.0).astype(np.float32)
-    assert np.array_equal(sig.numpy(), expected)
+    old = np.append(5 * (b := np.linspace(0.999, 0, 36)[:35]) / (1 + 4 * b), 0.0).astype(np.float32)
+    assert np.abs(sig.numpy().astype(np.float64) - old).max() <= 2**-24  # the float64-0.999 grid: one ulp
     assert sig[-1] == 0 and bool((sig[:-1] > sig[1:]).all())
     assert sig[0].item() == pytest.approx(5 * 0.999 / (1 + 4 * 0.999), rel=1e-7)
     ts = timesteps_of(sig)

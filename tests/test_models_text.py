@@ -94,6 +94,23 @@ def test_layer_selection_and_normalisation(model, tokenizer):
     assert not torch.allclose(emb[..., :HIDDEN], normalize_hidden(embed), atol=1e-3)
 
 
+def test_normalisation_runs_in_the_encoder_dtype():
+    """bf16 hidden states are normalised in bf16, as the reference's TextEncoder.mean_normalize
+    (restated here) does; float32 ones in float32; the result is float32 either way."""
+    g = torch.Generator().manual_seed(0)
+    h32 = torch.randn(2, 7, 3584, generator=g) * 3 + torch.randn(2, 7, 1, generator=g)
+    h32[..., 5] = 400.0  # the outlier channels of real LLM hidden states
+    h16 = h32.to(torch.bfloat16)
+    ref16 = (h16 - h16.mean(dim=-1, keepdim=True)) / (h16.std(dim=-1, keepdim=True) + 1e-8)
+    got16 = normalize_hidden(h16)
+    assert got16.dtype == torch.float32 and torch.equal(got16, ref16.float())
+    ref32 = (h32 - h32.mean(dim=-1, keepdim=True)) / (h32.std(dim=-1, keepdim=True) + 1e-8)
+    assert torch.equal(normalize_hidden(h32), ref32)
+    # avsim's earlier float32 normalisation of the same bf16 states differs by bf16 rounding only
+    old = normalize_hidden(h16.float())
+    assert 0 < float((got16 - old).abs().max()) <= 2**-7 * float(old.abs().max())
+
+
 def test_pads_are_forwarded_without_mask_and_depend_on_the_prompt(model, tokenizer):
     a = embed_token_ids(model, token_ids(tokenizer, "sunny")[None])
     b = embed_token_ids(model, token_ids(tokenizer, "snowy")[None])

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from avsim.train.checkpoint import CheckpointManager
-from avsim.train.ema import EMA
+from avsim.train.ema import EMA, EMAConfig
 
 
 def _model(seed: int) -> nn.Module:
@@ -30,10 +30,11 @@ def _step(model: nn.Module, opt: torch.optim.Optimizer, ema: EMA | None, x: torc
         ema.update(model)
 
 
-def test_round_trip_continues_bit_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ema_cfg", [EMAConfig(), EMAConfig(kind="constant", decay=0.9)], ids=["power", "constant"])
+def test_round_trip_continues_bit_exactly(tmp_path: Path, ema_cfg: EMAConfig) -> None:
     model = _model(0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    ema = EMA(model, decay=0.9)
+    ema = EMA(model, ema_cfg)
     for _ in range(2):
         _step(model, opt, ema)
     manager = CheckpointManager(tmp_path, keep=2)
@@ -42,10 +43,11 @@ def test_round_trip_continues_bit_exactly(tmp_path: Path) -> None:
 
     other = _model(1)
     other_opt = torch.optim.AdamW(other.parameters(), lr=1e-2)
-    other_ema = EMA(other, decay=0.9)
+    other_ema = EMA(other, ema_cfg)
     _step(other, other_opt, other_ema)  # optimiser state exists and must be overwritten
     meta = manager.load(2, other, other_opt, other_ema)
     assert meta["step"] == 2 and meta["loader_batch"] == 2 and other_ema.step == 2
+    assert other_ema.current_decay() == ema.beta(2)  # the decay follows the restored count
     _step(other, other_opt, other_ema)
     for a, b in zip(model.parameters(), other.parameters(), strict=True):
         assert torch.equal(a, b)

@@ -58,7 +58,8 @@ def synth_cache(root: Path, n: int = 4, seed: int = 0, frames: int | None = None
 
 
 def test_sigma_sampler_distribution() -> None:
-    cfg = ObjectiveConfig()
+    # the high-noise slice (off in the released recipe; tests/test_train_recipe.py checks that)
+    cfg = ObjectiveConfig(high_noise_fraction=0.05)
     g = torch.Generator().manual_seed(0)
     sigma32 = sample_sigma(200_000, cfg, g)
     assert sigma32.dtype == torch.float32
@@ -94,11 +95,14 @@ def test_loss_is_velocity_mse_on_generated_frames_only() -> None:
     x0, eps = torch.randn(2, 4, 6, 3, 3), torch.randn(2, 4, 6, 3, 3)
     cond = condition_mask(torch.tensor([1, 0]), num_views=2, frames=3)
     v = eps - x0
-    assert float(flow_matching_loss(v, x0, eps, cond)) == 0.0
-    v_bad = v + cond * 100.0  # errors only on conditioning frames are ignored
-    assert float(flow_matching_loss(v_bad, x0, eps, cond)) == 0.0
+    for norm in ("all_elements", "generated_elements"):
+        assert float(flow_matching_loss(v, x0, eps, cond, norm)) == 0.0
+        v_bad = v + cond * 100.0  # errors only on conditioning frames are ignored
+        assert float(flow_matching_loss(v_bad, x0, eps, cond, norm)) == 0.0
     v_off = v + 1.0
-    assert abs(float(flow_matching_loss(v_off, x0, eps, cond)) - 1.0) < 1e-6
+    assert abs(float(flow_matching_loss(v_off, x0, eps, cond, "generated_elements")) - 1.0) < 1e-6
+    # all elements: sample 0 has 2 of 6 frames clean, sample 1 none -> (4/6 + 1) / 2
+    assert abs(float(flow_matching_loss(v_off, x0, eps, cond)) - (4 / 6 + 1) / 2) < 1e-6
 
 
 def test_prepare_batch_is_independent_of_the_data_parallel_split() -> None:
@@ -112,7 +116,7 @@ def test_prepare_batch_is_independent_of_the_data_parallel_split() -> None:
     s = whole.sigma.view(-1, 1, 1, 1, 1)
     expected = torch.where(whole.cond.bool(), x0, (1 - s) * x0 + s * whole.eps)
     assert torch.equal(whole.x_sigma, expected)
-    assert torch.equal(whole.timestep, torch.floor(whole.sigma.double() * 1000).float())
+    assert torch.equal(whole.sigma, whole.timestep / 1000)  # t = 1000 sigma, no rounding
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from avsim.core.errors import AvsimInputError
+from avsim.train.ema import EMAConfig
 from avsim.train.objective import ObjectiveConfig
 
 
@@ -31,14 +32,40 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """AdamW with linear warm-up then constant LR; gradient-norm clipping (0 disables)."""
+    """AdamW, a learning-rate schedule (`avsim.train.schedule`) and gradient-norm clipping.
 
+    ``schedule``: ``lambda_linear`` (the released recipe: warm-up from ``lr_start_factor`` to
+    ``lr_max_factor`` over ``warmup_steps``, then linear decay to ``lr_min_factor`` at
+    ``cycle_steps``, then constant) or ``warmup_constant`` (avsim's earlier schedule: linear
+    warm-up to 1 over ``warmup_steps``, then constant; the ``lr_*_factor`` and ``cycle_steps``
+    fields are ignored); ``grad_clip``: max gradient norm (0 disables).
+    """
+
+    # lr, weight_decay, betas, the scheduler factors, warm-up and cycle: values from
+    # cosmos-transfer2.5 cosmos_transfer2/_src/transfer2_multiview/configs/vid2vid_transfer/
+    # experiment/buttercup_reason1_rfupdates_v2_layer4.py (the experiment of the released
+    # auto/multiview checkpoint, packages/cosmos-oss/cosmos_oss/checkpoints_transfer2.py);
+    # lr_start_factor: f_start of cosmos_transfer2/_src/imaginaire/configs/lr_scheduler.py;
+    # eps: cosmos_transfer2/_src/predict2/configs/common/defaults/optimizer.py (fusedadamw)
     lr: float = 8.63e-5
     weight_decay: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+    schedule: Literal["lambda_linear", "warmup_constant"] = "lambda_linear"
     warmup_steps: int = 1000
-    grad_clip: float = 0.1
+    lr_start_factor: float = 1e-6
+    lr_max_factor: float = 0.5
+    lr_min_factor: float = 0.2
+    cycle_steps: int = 100_000
+    grad_clip: float = 0.1  # trainer.callbacks.grad_clip.clip_norm of the same experiment
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0 or self.warmup_steps < 0:
+            raise ValueError("lr must be positive and warmup_steps >= 0")
+        if min(self.lr_start_factor, self.lr_max_factor, self.lr_min_factor) < 0:
+            raise ValueError("the lr_*_factor fields must be >= 0")
+        if self.schedule == "lambda_linear" and self.cycle_steps <= self.warmup_steps:
+            raise ValueError(f"cycle_steps ({self.cycle_steps}) must exceed warmup_steps ({self.warmup_steps})")
 
 
 @dataclass(frozen=True)
@@ -76,7 +103,8 @@ class CheckpointConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run. ``model``: name of an `avsim.models.config` configuration;
-    ``train_mode``: control (base frozen, the released recipe) or full fine-tuning."""
+    ``train_mode``: control (base frozen, the released recipe) or full fine-tuning;
+    ``ema``: the averaged weights that exports use (`avsim.train.ema`)."""
 
     out_dir: str = "runs/posttrain"
     model: str = "transfer25_2b_multiview"
@@ -84,19 +112,24 @@ class TrainConfig:
     steps: int = 10_000
     seed: int = 0
     log_every: int = 10
-    ema_decay: float = 0.9999
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    ema: EMAConfig = field(default_factory=EMAConfig)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True, default=str)
 
 
 def posttrain_2b(cache_dir: str = "", out_dir: str = "runs/posttrain_2b") -> TrainConfig:
-    """The released multi-view post-training recipe (section 8): control branch, 720p, 7 views."""
+    """The released multi-view post-training recipe: control branch, 720p, 7 views.
+
+    Every objective, optimiser, schedule and EMA default follows cosmos-transfer2.5's
+    multi-view training step and experiment config (docs/training.md, "Recipe"); the field
+    comments name the source files.
+    """
     return TrainConfig(out_dir=out_dir, data=DataConfig(cache_dir=cache_dir))
 
 
@@ -107,9 +140,8 @@ def debug(cache_dir: str = "", out_dir: str = "runs/debug") -> TrainConfig:
         model="debug",
         steps=20,
         log_every=1,
-        ema_decay=0.99,
         data=DataConfig(cache_dir=cache_dir, batch_size=1, num_workers=0),
-        optim=OptimConfig(lr=1e-3, warmup_steps=2, grad_clip=1.0),
+        optim=OptimConfig(lr=1e-3, warmup_steps=2, cycle_steps=20, grad_clip=1.0),
         parallel=ParallelConfig(cp_min_tokens=0, activation_checkpointing="none"),
         checkpoint=CheckpointConfig(interval=10, keep=2),
     )

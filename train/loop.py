@@ -32,8 +32,9 @@ from avsim.train.data import LatentClipDataset, make_loader
 from avsim.train.dist import Meshes, build_meshes, init_distributed
 from avsim.train.ema import EMA
 from avsim.train.flops import StepFlops, dit_flops, peak_flops
-from avsim.train.objective import NoisedBatch, flow_matching_loss, prepare_batch
+from avsim.train.objective import LossNormalization, NoisedBatch, flow_matching_loss, prepare_batch
 from avsim.train.parallelize import parallelize
+from avsim.train.schedule import lr_at
 from avsim.train.ulysses import ContextParallel
 
 CONTROL_PREFIXES = ("control_embedder.", "input_hint_block.", "control_blocks.")
@@ -70,11 +71,6 @@ def build_model(model_cfg: TransferConfig, seed: int, on_meta: bool = False) -> 
         with torch.device("meta"):
             return TransferDiT(model_cfg.dit)
     return TransferDiT(model_cfg.dit)
-
-
-def lr_at(step: int, lr: float, warmup: int) -> float:
-    """Linear warm-up over `warmup` steps (step counts from 0), then constant."""
-    return lr * min(1.0, (step + 1) / warmup) if warmup > 0 else lr
 
 
 def _clip_and_norm(params: Sequence[nn.Parameter], max_norm: float) -> float:
@@ -140,9 +136,10 @@ def _logged_step(line: str) -> int:
 
 
 def forward_loss(
-    model: nn.Module, batch: dict[str, Any], nb: NoisedBatch, num_views: int
+    model: nn.Module, batch: dict[str, Any], nb: NoisedBatch, num_views: int,
+    normalization: LossNormalization = "all_elements",
 ) -> Tensor:
-    """The network on a noised batch and the masked velocity MSE."""
+    """The network on a noised batch and the masked velocity MSE (`flow_matching_loss`)."""
     text = batch["text"] * nb.text_keep.to(batch["text"].dtype)[:, None, None]
     b, _, vt, h, w = nb.x_sigma.shape
     velocity = model(
@@ -153,7 +150,7 @@ def forward_loss(
         num_views=num_views,
         control_latent=batch["control"],
     )
-    return flow_matching_loss(velocity, nb.x0, nb.eps, nb.cond)
+    return flow_matching_loss(velocity, nb.x0, nb.eps, nb.cond, normalization)
 
 
 @dataclass
@@ -214,7 +211,7 @@ def setup(cfg: TrainConfig, init_from: str = "") -> Setup:
         foreach=True,
     )
     return Setup(model_cfg, device, rank, world_size, meshes, dp_rank, dp_size, model, cp, trained, optimizer,
-                 EMA(model, cfg.ema_decay))
+                 EMA(model, cfg.ema))
 
 
 def train_step(
@@ -224,13 +221,13 @@ def train_step(
     x0 = batch["video"].float()
     first = s.dp_rank * x0.shape[0]
     nb = prepare_batch(x0, num_views, cfg.objective, seed=cfg.seed, step=step, first_sample=first)
-    loss = forward_loss(s.model, batch, nb, num_views)
+    loss = forward_loss(s.model, batch, nb, num_views, cfg.objective.loss_normalization)
     # Under CP each rank's parameter gradients hold only its tokens' share; FSDP averages over
     # the CP ranks too, so scale them back up to a sum over the sequence.
     scale = s.cp.size if s.cp is not None and s.cp.active else 1
     (loss * scale).backward()
     for group in s.optimizer.param_groups:
-        group["lr"] = lr_at(step, cfg.optim.lr, cfg.optim.warmup_steps)
+        group["lr"] = lr_at(step, cfg.optim)
     grad_norm = _clip_and_norm(s.trained, cfg.optim.grad_clip)
     s.optimizer.step()
     s.optimizer.zero_grad(set_to_none=True)
@@ -341,7 +338,7 @@ def export_net(
     model_cfg = get_config(cfg.model)
     model = build_model(model_cfg, cfg.seed)
     set_trainable(model, cfg.train_mode)
-    ema = EMA(model, cfg.ema_decay)
+    ema = EMA(model, cfg.ema)
     ckpt.load(step, model, None, ema if use_ema else None)
     if use_ema:
         ema.copy_to(model)
