@@ -38,7 +38,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
-from avsim.evaluation.progress import StepProgress
+from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.report_video import video_section
 
 REPORT_JSON = "report.json"
@@ -256,8 +256,9 @@ def _camera_for(name: str, width: int, height: int) -> Any:
     return rig.camera(name) if name in rig.names else None
 
 
-def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
-    """Per-video TSE and CSE (medians of per-frame medians) for one side."""
+def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig, progress: StepProgress | None = None,
+                 step: str = "Sampson") -> dict[str, Any]:  # fmt: skip
+    """Per-video TSE and CSE (medians of per-frame medians) for one side; progress per clip."""
     from avsim.evaluation.sampson import (
         CSE_VIEW_PAIRS,
         cross_view_sampson,
@@ -267,7 +268,7 @@ def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[s
     from avsim.evaluation.video_frames import read_clip
 
     tse, cse = {}, {}
-    for clip, views in clips.items():
+    for i, (clip, views) in enumerate(clips.items()):
         frames = {v: read_clip(p, cfg.max_frames) for v, p in _views_for_sampson(views).items()}
         for cam_a, cam_b in CSE_VIEW_PAIRS:
             if cam_a in views and cam_b in views:
@@ -283,19 +284,32 @@ def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[s
                 fa, fb = frames[cam_a][:n], frames[cam_b][:n]
                 errs, _ = cross_view_sampson(fa, fb, _camera_for(cam_a, fa.shape[2], fa.shape[1]), _camera_for(cam_b, fb.shape[2], fb.shape[1]))
                 cse[f"{clip}/{cam_a}+{cam_b}"] = video_summary(errs)
+        report_step(progress, step, i + 1, len(clips))
     return {"tse": tse, "cse": cse}
 
 
-def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig) -> dict[str, Any]:
+SAMPSON_NO_DATA = {
+    "tse": "no clip is a single video or has a camera_front_wide_120fov / camera_cross_*_120fov view",
+    "cse": "no clip has camera_front_wide_120fov together with camera_cross_right_120fov or "
+           "camera_cross_left_120fov (videos/<clip>/<camera>.mp4)",
+}  # fmt: skip
+
+
+def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig,
+                    progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
+    """TSE and CSE per side: per-video medians, their mean with a video bootstrap; a metric
+    without videos says why (`skipped`). F comes from RANSAC on rectified frames: the report
+    has no calibration (`avsim eval sampson --scenario` has)."""
     from avsim.evaluation.bootstrap import bootstrap_mean
     from avsim.evaluation.sampson import dataset_summary
 
-    sides = {"real": sampson_side(real, cfg), "generated": sampson_side(gen, cfg)}
-    out: dict[str, Any] = {"per_video": sides}
+    sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}") for side, clips in (("real", real), ("generated", gen))}
+    out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)"}
     for kind in ("tse", "cse"):
         for side, d in sides.items():
             meds = np.array([v["median_of_frame_medians_px"] for v in d[kind].values()], dtype=np.float64)
             if meds.size == 0:
+                out[f"{kind}/{side}"] = {"skipped": SAMPSON_NO_DATA[kind]}
                 continue
             out[f"{kind}/{side}"] = {
                 **dataset_summary(meds),
@@ -425,7 +439,7 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
     if clips_r and clips_g and cfg.video_metrics:
         result["video"] = video_section(clips_r, clips_g, cfg, progress)
-        result["sampson"] = sampson_section(clips_r, clips_g, cfg)
+        result["sampson"] = sampson_section(clips_r, clips_g, cfg, progress)
     rn = rnds_section(clips_r, clips_g, real, gen, cfg)
     if rn is not None:
         result["rnds"] = rn

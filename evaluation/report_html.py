@@ -10,6 +10,7 @@ import base64
 import html
 import io
 import math
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -110,8 +111,10 @@ def _sampson_figure(samp: dict[str, Any]) -> str:
                 names.append(side)
         if data:
             ax.boxplot(data, tick_labels=names)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        else:  # say why, wrapped to the panel
+            why = samp.get(f"{kind}/real", {}).get("skipped", "no finite values")
+            ax.text(0.5, 0.5, "no data:\n" + textwrap.fill(why, 38), ha="center", va="center", fontsize=8,
+                    transform=ax.transAxes)  # fmt: skip
         ax.set_title(f"{kind.upper()} per-video median (px)")
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -255,11 +258,14 @@ def _sampson_html(samp: dict[str, Any] | None, figs: dict[str, str]) -> list[str
         return parts + ["<p class=skip>Skipped: no videos</p>"]
     rows = []
     for key in ("tse/real", "tse/generated", "cse/real", "cse/generated"):
-        if key in samp:
-            d = samp[key]
+        d = samp.get(key)
+        if d and "skipped" in d:
+            rows.append([key.upper(), f"<span class=skip>no data: {html.escape(d['skipped'])}</span>", "", ""])
+        elif d:
             rows.append([key.upper(), _ci(d["mean_of_video_medians"]), _fmt(d["median_px"]), str(d["videos"])])
     header = ["metric / side", "mean of per-video medians", "median of per-video medians", "videos"]
-    return parts + [_table(header, rows), _img(figs, "sampson", "Sampson error distributions")]
+    note = f"<p class=note>F: {html.escape(str(samp.get('f_source', 'RANSAC')))}</p>"
+    return parts + [_table(header, rows), note, _img(figs, "sampson", "Sampson error distributions")]
 
 
 def _rnds_html(rnds: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:
