@@ -37,6 +37,7 @@ from torch.distributed.checkpoint.stateful import Stateful
 
 from avsim.core.errors import AvsimInputError
 from avsim.train.ema import EMA
+from avsim.train.safe_dcp import load_dcp
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
 
@@ -186,12 +187,37 @@ class CheckpointManager:
         state: dict[str, Any] = {"app": _ModelOptim(model, optimizer)}
         if ema is not None:
             state["ema"] = _EMAState(ema)
-        dcp.load(state, checkpoint_id=str(path))
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = _read_meta(meta_path)
+        load_dcp(state, path)  # never unpickles what the folder holds (avsim.train.safe_dcp)
         rng_path = path / f"rng_rank{_rank()}.pt"
         if meta.get("world_size") == (dist.get_world_size() if dist.is_initialized() else 1) and rng_path.is_file():
-            set_rng_state(torch.load(rng_path, weights_only=True))
+            set_rng_state(_read_rng(rng_path))
         return meta
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """meta.json of a checkpoint: a JSON object (bounded in size), else a one-line error."""
+    if path.stat().st_size > 16 * 1024**2:
+        raise AvsimInputError(path, "file", "larger than a checkpoint's meta.json can be (16 MiB)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise AvsimInputError(path, "json", f"not valid JSON: {exc}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("step"), int):
+        raise AvsimInputError(path, "step", "meta.json must be an object with an integer step")
+    return meta
+
+
+def _read_rng(path: Path) -> dict[str, torch.Tensor]:
+    """A rank's saved RNG states, weights-only (no code), as a dict of uint8 tensors."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # refused globals, truncated archives: one line naming the file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AvsimInputError(path, "rng", f"not a weights-only RNG state: {first}") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise AvsimInputError(path, "rng", "must hold a dict of tensors")
+    return state
 
 
 def load_full_model_state_dict(model: nn.Module, state: dict[str, torch.Tensor], *, strict: bool = True) -> None:

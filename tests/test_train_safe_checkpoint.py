@@ -1,0 +1,94 @@
+"""Resuming from a checkpoint folder someone else wrote never runs its code: gadgets planted in
+every file of a checkpoint (DCP .metadata, DCP data items, RNG states, meta.json) are refused
+with one line naming the file, and no canary fires."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed.checkpoint as dcp
+from torch import nn
+
+from avsim.core.errors import AvsimInputError
+from avsim.train.checkpoint import CheckpointManager, _EMAState, _ModelOptim
+from avsim.train.ema import EMA, EMAConfig
+from avsim.train.safe_dcp import read_dcp_metadata
+
+
+class Gadget:
+    """Unpickling this creates the canary file (what an attacker's pickle would do)."""
+
+    def __init__(self, canary: Path) -> None:
+        self.canary = canary
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.system, (f"touch {self.canary}",)
+
+
+def _saved(tmp_path: Path) -> tuple[CheckpointManager, nn.Module, torch.optim.Optimizer, EMA, Path]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ema = EMA(model, EMAConfig())
+    model(torch.randn(3, 4)).square().mean().backward()
+    opt.step()
+    ema.update(model)
+    manager = CheckpointManager(tmp_path / "ckpt", keep=2)
+    return manager, model, opt, ema, manager.save(1, model, opt, ema, {})
+
+
+def _load(manager: CheckpointManager, model: nn.Module, opt: torch.optim.Optimizer, ema: EMA) -> None:
+    manager.load(1, model, opt, ema)
+
+
+def test_untouched_checkpoint_loads(tmp_path: Path) -> None:
+    manager, model, opt, ema, path = _saved(tmp_path)
+    _load(manager, model, opt, ema)
+    assert read_dcp_metadata(path / ".metadata").state_dict_metadata
+
+
+def test_gadget_in_dcp_metadata_is_refused(tmp_path: Path) -> None:
+    manager, model, opt, ema, path = _saved(tmp_path)
+    canary = tmp_path / "canary"
+    (path / ".metadata").write_bytes(pickle.dumps(Gadget(canary)))
+    with pytest.raises(AvsimInputError, match=r"\.metadata: global: posix\.system is not part of DCP"):
+        _load(manager, model, opt, ema)
+    assert not canary.exists()
+
+
+def test_gadget_in_a_dcp_data_item_is_refused(tmp_path: Path) -> None:
+    """A non-tensor item (the optimizer's learning rate) replaced by a gadget in the shards."""
+    manager, model, opt, ema, path = _saved(tmp_path)
+    canary = tmp_path / "canary"
+    state = {"app": _ModelOptim(model, opt).state_dict(), "ema": _EMAState(ema).state_dict()}
+    state["app"]["optim"]["param_groups"][0]["lr"] = Gadget(canary)
+    for f in path.glob("*.distcp"):
+        f.unlink()
+    dcp.save(state, checkpoint_id=str(path))  # legitimate metadata, poisoned item
+    assert not canary.exists()  # saving does not run it
+    with pytest.raises(AvsimInputError, match="refused by the weights-only loader"):
+        _load(manager, model, opt, ema)
+    assert not canary.exists()
+
+
+def test_gadget_in_rng_state_and_bad_meta_are_refused(tmp_path: Path) -> None:
+    manager, model, opt, ema, path = _saved(tmp_path)
+    canary = tmp_path / "canary"
+    torch.save(Gadget(canary), path / "rng_rank0.pt")
+    with pytest.raises(AvsimInputError, match=r"rng_rank0\.pt: rng: not a weights-only RNG state"):
+        _load(manager, model, opt, ema)
+    assert not canary.exists()
+    (path / "meta.json").write_text("[" * 100_000)
+    with pytest.raises(AvsimInputError, match=r"meta\.json: json"):
+        _load(manager, model, opt, ema)
+
+
+def test_corrupt_metadata_is_one_line(tmp_path: Path) -> None:
+    manager, model, opt, ema, path = _saved(tmp_path)
+    (path / ".metadata").write_bytes((path / ".metadata").read_bytes()[:40])
+    with pytest.raises(AvsimInputError, match=r"\.metadata: metadata: cannot read DCP metadata"):
+        _load(manager, model, opt, ema)
