@@ -92,3 +92,16 @@ def test_corrupt_metadata_is_one_line(tmp_path: Path) -> None:
     (path / ".metadata").write_bytes((path / ".metadata").read_bytes()[:40])
     with pytest.raises(AvsimInputError, match=r"\.metadata: metadata: cannot read DCP metadata"):
         _load(manager, model, opt, ema)
+
+
+def test_resave_killed_between_renames_keeps_the_step(tmp_path: Path) -> None:
+    """A re-save of step 1 killed after the old copy was moved aside (keep=1, the only
+    checkpoint): the step is found again, complete, and loads."""
+    manager, model, opt, ema, path = _saved(tmp_path)
+    old = path.parent / f".{path.name}.old"
+    os.replace(path, old)  # what a kill between `final -> .old` and `.partial -> final` leaves
+    assert manager.complete_steps() == [1] and path.is_dir() and not old.exists()
+    _load(manager, model, opt, ema)
+    manager.keep = 1
+    manager.save(1, model, opt, ema, {})  # a normal re-save replaces it and leaves no .old
+    assert manager.complete_steps() == [1] and sorted(p.name for p in path.parent.iterdir()) == [path.name]

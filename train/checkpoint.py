@@ -101,6 +101,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_synced(path: Path, text: str) -> None:
+    """Write `text` and fsync it, so a rename after it never publishes an empty file."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 class CheckpointManager:
     """Save, find and load checkpoints of one run (all ranks call every method)."""
 
@@ -111,10 +119,21 @@ class CheckpointManager:
     def path(self, step: int) -> Path:
         return self.folder / f"step_{step:08d}"
 
+    def _recover(self) -> None:
+        """A re-save killed between its two renames left the step only as `.step_X.old`: restore it."""
+        for old in self.folder.glob(".step_*.old"):
+            final = self.folder / old.name[1 : -len(".old")]
+            if final.exists():
+                shutil.rmtree(old, ignore_errors=True)
+            elif (old / "meta.json").is_file() and (old / ".metadata").is_file():
+                os.replace(old, final)
+
     def complete_steps(self) -> list[int]:
         """Steps of the complete checkpoints, oldest first."""
         if not self.folder.is_dir():
             return []
+        if _rank() == 0:
+            self._recover()
         steps = []
         for p in self.folder.iterdir():
             m = STEP_DIR.match(p.name)
@@ -150,14 +169,16 @@ class CheckpointManager:
         _barrier()
         if _rank() == 0:
             meta = {"step": step, "world_size": dist.get_world_size() if dist.is_initialized() else 1, **extra}
-            (partial / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-            if final.exists():  # re-saving a step after a resume: replace it as a whole
-                old = self.folder / f".{final.name}.old"
+            _write_synced(partial / "meta.json", json.dumps(meta, indent=2))
+            _fsync_dir(partial)
+            old = self.folder / f".{final.name}.old"
+            if final.exists():  # re-saving a step after a resume: the old copy stays until the new is in place
                 shutil.rmtree(old, ignore_errors=True)
                 os.replace(final, old)
-                shutil.rmtree(old)
+                _fsync_dir(self.folder)
             os.replace(partial, final)
             _fsync_dir(self.folder)
+            shutil.rmtree(old, ignore_errors=True)
             self._prune()
         _barrier()
         return final
