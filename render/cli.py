@@ -67,6 +67,10 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
 # ---- options -------------------------------------------------------------------------------------
+MAX_SIDE_PX = 8192  # a frame side above 8K is no camera's; bounds memory (a 100000x100000 frame is 149 GiB)
+MAX_FPS = 1000.0  # timestamps are built per frame: 1e9 fps would be 2e10 of them for 20 s
+
+
 def _parse_size(value: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in value.lower().split("x"))
@@ -74,6 +78,8 @@ def _parse_size(value: str) -> tuple[int, int]:
         raise typer.BadParameter(f"--size: expected WxH such as 1280x720, got {value!r}") from None
     if w <= 0 or h <= 0 or w % 2 or h % 2:
         raise typer.BadParameter(f"--size: width and height must be positive and even, got {value!r}")
+    if max(w, h) > MAX_SIDE_PX:
+        raise typer.BadParameter(f"--size: each side at most {MAX_SIDE_PX} px, got {value!r}")
     return w, h
 
 
@@ -84,8 +90,8 @@ def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str,
         raise typer.BadParameter(f"--rig: expected one of {', '.join(RIG_CHOICES)}, got {rig!r}")
     if backend not in ("numba", "torch"):
         raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
-    if not (math.isfinite(fps) and fps > 0):
-        raise typer.BadParameter(f"--fps: must be > 0, got {fps}")
+    if not (math.isfinite(fps) and 0 < fps <= MAX_FPS):
+        raise typer.BadParameter(f"--fps: must be > 0 and at most {MAX_FPS:g}, got {fps}")
     if preset not in X264_PRESETS:
         raise typer.BadParameter(f"--preset: expected one of {', '.join(X264_PRESETS)}, got {preset!r}")
     if workers < 1 or chunk < 0:

@@ -111,6 +111,8 @@ def read_header(path: Path) -> dict[str, Any]:
         raise AvsimInputError(path, "json", f"truncated or invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except ValueError as exc:
         raise AvsimInputError(path, "json", str(exc)) from exc
+    except RecursionError:
+        raise AvsimInputError(path, "json", "nested too deeply") from None
     if not isinstance(doc, dict):
         raise AvsimInputError(path, "json", f"top level must be an object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT_NAME:

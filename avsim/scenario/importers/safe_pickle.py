@@ -87,6 +87,10 @@ def loads_pickle(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> Any
         raise AvsimInputError(source, "pickle", f"refused: {exc}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
         raise AvsimInputError(source, "pickle", f"truncated or corrupt pickle ({type(exc).__name__}: {exc})") from None
+    except MemoryError:  # a length field claiming more bytes than can be held (or the file has)
+        raise AvsimInputError(source, "pickle", f"declares an object larger than memory ({len(data)}-byte file)") from None
+    except RecursionError:
+        raise AvsimInputError(source, "pickle", "nested too deeply") from None
 
 
 def load_pickle(path: str | os.PathLike[str]) -> Any:

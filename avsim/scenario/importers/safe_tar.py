@@ -23,6 +23,9 @@ from avsim.core.errors import AvsimInputError
 
 # A single RDS-HQ member is at most a few MB (lane JSON); this bounds memory on a hostile tar.
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
+# All members read from one tar together: an RDS-HQ sample is tens of MB; this bounds a tar of
+# many members that are each under the member cap (a gzip bomb of several 400 MB members).
+MAX_TOTAL_BYTES = 1024 * 1024 * 1024
 
 
 def check_member_name(name: str, tar_path: str | os.PathLike[str]) -> None:
@@ -39,15 +42,26 @@ def check_member_name(name: str, tar_path: str | os.PathLike[str]) -> None:
 
 
 def read_tar_members(
-    path: str | os.PathLike[str], *, max_member_bytes: int = MAX_MEMBER_BYTES
+    path: str | os.PathLike[str], *, max_member_bytes: int = MAX_MEMBER_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES, suffixes: tuple[str, ...] | None = None,
 ) -> dict[str, bytes]:
-    """Return ``{member name: bytes}`` for every regular member of the tar at `path`.
+    """Return ``{member name: bytes}`` for the regular members of the tar at `path`.
 
-    Directories are skipped; links, devices and FIFOs, unsafe names and duplicate names raise
-    `AvsimInputError`. Nothing is written to disk.
+    Args:
+        path: the tar (plain or compressed).
+        max_member_bytes: the most one member may hold.
+        max_total_bytes: the most all members read may hold together.
+        suffixes: read only members whose names end in one of these (None: all); the others
+            are checked (name, type) but their data is never read.
+
+    Returns:
+        the members' bytes by name. Directories are skipped; links, devices and FIFOs, unsafe
+        names, duplicate names and sizes over the caps raise `AvsimInputError`. Nothing is
+        written to disk.
     """
     path = Path(path)
     members: dict[str, bytes] = {}
+    total = 0
     try:
         with tarfile.open(path, mode="r:*") as tar:
             for info in tar:
@@ -56,8 +70,13 @@ def read_tar_members(
                     continue
                 if not info.isfile():
                     raise AvsimInputError(path, f"member {info.name!r}", "not a regular file (link or device); refused")
+                if suffixes is not None and not info.name.endswith(suffixes):
+                    continue
                 if info.size > max_member_bytes:
                     raise AvsimInputError(path, f"member {info.name!r}", f"{info.size} bytes exceeds {max_member_bytes}")
+                total += info.size
+                if total > max_total_bytes:
+                    raise AvsimInputError(path, "members", f"more than {max_total_bytes} bytes in all (at {info.name!r})")
                 if info.name in members:
                     raise AvsimInputError(path, f"member {info.name!r}", "duplicate member name")
                 handle = tar.extractfile(info)
@@ -101,12 +120,10 @@ def read_sample(path: str | os.PathLike[str], *, suffixes: tuple[str, ...] = (".
 
     Members whose names end in none of `suffixes` are ignored; all keys must share one clip id.
     """
-    members = read_tar_members(path)
+    members = read_tar_members(path, suffixes=suffixes)
     sample: dict[str, Any] = {}
     clip_ids: set[str] = set()
     for name, data in sorted(members.items()):
-        if not name.endswith(suffixes):
-            continue
         clip_id, key = split_sample_key(name)
         clip_ids.add(clip_id)
         sample[key] = decode_member(name, data, path)
