@@ -31,8 +31,12 @@ def folder(good_folder: Path, tmp_path: Path) -> Path:
 
 
 def edit_table(folder: Path, name: str, change: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+    """Rewrite a table by hand and record its new digest (the cases test what the table says)."""
+    from avsim.scenario.io_header import table_digest
+
     path = folder / name
     pl.read_parquet(path).pipe(change).write_parquet(path)
+    edit_header(folder, lambda d: d["tables"][name].update(sha256=table_digest(path)))
 
 
 def edit_header(folder: Path, change: Callable[[dict], None]) -> None:
@@ -296,3 +300,22 @@ def test_empty_map(folder: Path) -> None:
     edit_header(folder, lambda d: d["tables"].update({p.name: {"rows": 0} for p in folder.glob("map_*.parquet")}))
     expect_error(folder, "", "map", "every map_*.parquet table is empty")
     assert load_scenario(folder, allow_empty_map=True).map.is_empty()
+
+
+def test_corrupted_table_bytes_are_caught_by_the_digest(folder: Path) -> None:
+    """Random bytes written into agents.parquet (a read may still succeed): the recorded sha256
+    no longer matches, and the error names the file."""
+    path = folder / "agents.parquet"
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(0)
+    where = rng.integers(len(data) // 4, 3 * len(data) // 4, 2000)
+    data[where.min() : where.min() + 2000] = rng.integers(0, 256, 2000, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+    with pytest.raises(AvsimInputError) as info:
+        load_scenario(folder)
+    assert "agents.parquet" in str(info.value)
+
+
+def test_scenarios_without_digests_still_load(folder: Path) -> None:
+    edit_header(folder, lambda d: [t.pop("sha256") for t in d["tables"].values()])
+    assert len(load_scenario(folder).agents) > 0

@@ -30,7 +30,15 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.maps import HDMap
 from avsim.scenario.compare import scenario_differences
-from avsim.scenario.io_header import header_json, read_header, read_rig, read_table_index
+from avsim.scenario.io_header import (
+    check_table_digest,
+    header_json,
+    read_header,
+    read_rig,
+    read_table_digests,
+    read_table_index,
+    table_digest,
+)
 from avsim.scenario.io_schema import (
     AGENT_COLUMNS,
     AGENTS_FILE,
@@ -82,13 +90,15 @@ def save_scenario(
     if scenario.map.is_empty() and not allow_empty_map:
         raise AvsimValueError(f"map: scenario {scenario.scenario_id!r} has no map elements (an empty map is not a usable scenario)")
     tables = scenario_tables(scenario)
-    header = header_json(scenario, {name: df.height for name, df in tables.items()})  # checks metadata
+    rows = {name: df.height for name, df in tables.items()}
+    header_json(scenario, rows)  # checks the metadata before anything is written
     with atomic_output_path(folder, is_dir=True) as tmp:
         for name, df in tables.items():
             df.write_parquet(tmp / name, compression="zstd", statistics=True)
             if progress is not None:
                 progress(name)
-        (tmp / SCENARIO_JSON).write_text(header, encoding="utf-8")
+        digests = {name: table_digest(tmp / name) for name in tables}
+        (tmp / SCENARIO_JSON).write_text(header_json(scenario, rows, digests), encoding="utf-8")
         if progress is not None:
             progress(SCENARIO_JSON)
     return folder
@@ -115,7 +125,9 @@ def load_scenario(folder: str | Path, *, allow_empty_map: bool = False) -> Scena
     Every problem raises `AvsimInputError(file, field, reason)` with a one-line message: a
     missing or truncated file, a wrong schema version, NaN/inf values, non-unit quaternions,
     non-rotation matrices, timestamps that do not strictly increase, a camera with zero focal
-    length, or (unless `allow_empty_map`) a map without any element.
+    length, (unless `allow_empty_map`) a map without any element, or a table whose bytes differ
+    from the sha256 scenario.json recorded for it (corruption; scenarios written before digests
+    have none and are not checked).
     """
     folder = Path(folder)
     if not folder.exists():
@@ -126,6 +138,7 @@ def load_scenario(folder: str | Path, *, allow_empty_map: bool = False) -> Scena
     header = read_header(header_path)
     rig = read_rig(header_path, header["rig"])
     expected_rows = read_table_index(header_path, header.get("tables"))
+    digests = read_table_digests(header_path, header["tables"])
     frames = {name: read_table(folder / name, expected_rows[name]) for name in TABLE_FILES}
 
     ego = build_checked(folder / EGO_FILE, "EgoTrajectory", lambda: ego_from(folder / EGO_FILE, frames[EGO_FILE]))
@@ -138,6 +151,8 @@ def load_scenario(folder: str | Path, *, allow_empty_map: bool = False) -> Scena
     hd_map = build_checked(folder, "map", lambda: HDMap(**elements))
     if hd_map.is_empty() and not allow_empty_map:
         raise AvsimInputError(folder, "map", "every map_*.parquet table is empty; a scenario needs a map")
+    for name in TABLE_FILES:  # last: a truncated or invalid table has a more telling error above
+        check_table_digest(header_path, folder / name, digests[name])
     return build_checked(
         header_path,
         "scenario",

@@ -28,7 +28,26 @@ from avsim.scenario.types import Scenario
 # ==========================================================================================
 # writing
 # ==========================================================================================
-def header_json(scenario: Scenario, rows: dict[str, int]) -> str:
+def table_digest(path: Path) -> str:
+    """The sha256 of a table file's bytes (hex), as recorded in scenario.json."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_table_digest(header_path: Path, table_path: Path, expected: str | None) -> None:
+    """Raise when a table's bytes differ from the digest scenario.json recorded (None: an older
+    scenario without digests, nothing to check)."""
+    if expected is not None and table_digest(table_path) != expected:
+        raise AvsimInputError(table_path, "sha256", f"content differs from the digest in {header_path.name}: the table "
+                              "was corrupted or changed after avsim wrote it (re-save the scenario to record new content)")  # fmt: skip
+
+
+def header_json(scenario: Scenario, rows: dict[str, int], digests: dict[str, str] | None = None) -> str:
     if not isinstance(scenario.scenario_id, str) or not scenario.scenario_id:
         raise AvsimValueError(f"scenario_id: must be a non-empty string, got {scenario.scenario_id!r}")
     metadata = dict(scenario.metadata)
@@ -39,7 +58,7 @@ def header_json(scenario: Scenario, rows: dict[str, int]) -> str:
         "written_by": f"avsim {avsim.__version__}",
         "scenario_id": scenario.scenario_id,
         "rig": rig_to_json(scenario.rig),
-        "tables": {name: {"rows": n} for name, n in rows.items()},
+        "tables": {name: {"rows": n, **({"sha256": digests[name]} if digests else {})} for name, n in rows.items()},
         "metadata": metadata,
     }
     return _pretty_json(doc) + "\n"
@@ -220,6 +239,17 @@ def read_rig(path: Path, rig: dict[str, Any]) -> CameraRig:
         "rig",
         lambda: CameraRig(tuple(names), tuple(cameras), SE3(np.stack(rotations), np.stack(translations))),
     )
+
+
+def read_table_digests(path: Path, tables: dict[str, Any]) -> dict[str, str | None]:
+    """The recorded sha256 per table (None where scenario.json has none: written before digests)."""
+    out: dict[str, str | None] = {}
+    for name in TABLE_FILES:
+        digest = tables[name].get("sha256")
+        if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+            raise AvsimInputError(path, f"tables.{name}.sha256", f"must be 64 hex digits, got {digest!r}")
+        out[name] = digest
+    return out
 
 
 def read_table_index(path: Path, tables: Any) -> dict[str, int]:
