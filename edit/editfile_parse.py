@@ -49,8 +49,38 @@ class LineList(list[Any]):
         self.lines: list[int] = []
 
 
+MAX_EXPANDED_NODES = 100_000  # an edit file is a few hundred nodes; bounds a "billion laughs" document
+
+
+class _TooLarge(Exception):
+    def __init__(self, line: int, nodes: int) -> None:
+        super().__init__(line)
+        self.line, self.nodes = line, nodes
+
+
+def _expanded_nodes(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Nodes the document has with every alias expanded (linear time: shared nodes memoised)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1  # a recursive alias counts once (PyYAML refuses to construct it anyway)
+    if isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_nodes(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_nodes(k, memo) + _expanded_nodes(v, memo) for k, v in node.value)
+    else:
+        total = 1
+    memo[id(node)] = total
+    return total
+
+
 class _Loader(yaml.SafeLoader):
-    pass
+    """SafeLoader that keeps lines (constructors below) and refuses alias bombs."""
+
+    def construct_document(self, node: yaml.Node) -> object:
+        n = _expanded_nodes(node, {})
+        if n > MAX_EXPANDED_NODES:
+            raise _TooLarge(node.start_mark.line + 1, n)
+        return super().construct_document(node)
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -93,6 +123,10 @@ def read_document(text: str, path: Path) -> LineDict:
     """The edit file's top-level mapping, every value keeping its line (YAML or JSON text)."""
     try:
         doc = yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        _fail(1, "document", "nested too deeply")
+    except _TooLarge as exc:
+        _fail(exc.line, "document", f"{exc.nodes} nodes with its aliases expanded, more than {MAX_EXPANDED_NODES} (a YAML bomb?)")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         if path.suffix.lower() == ".json":

@@ -33,7 +33,7 @@ def check_edit_output(out: Path) -> None:
         return
     try:
         doc = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT:  # valid JSON need not be an object
         return

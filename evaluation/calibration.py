@@ -21,7 +21,6 @@ they name; they are rescaled to the clip's frame size as `avsim render --size` d
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import numpy as np
 
 from avsim.core.cameras import Camera, PinholeCamera, camera_from_dict
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.safe_json import read_json
 
 CALIBRATION_FORMAT = "avsim-sampson-calibration"
 TOP_KEYS = frozenset({"format", "cameras", "world_SE3_ego"})
@@ -217,12 +217,9 @@ def _camera_entry(path: Path, name: str, entry: Any) -> tuple[Camera, np.ndarray
 
 
 def _read_document(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AvsimInputError(path, "calibration", "not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AvsimInputError(path, "json", f"not readable JSON: {exc}") from None
+    if not Path(path).is_file():
+        raise AvsimInputError(path, "calibration", "not found")
+    doc = read_json(path)
     if not isinstance(doc, dict):
         raise AvsimInputError(path, "json", "expected an object at the top level")
     unknown = sorted(set(doc) - TOP_KEYS)

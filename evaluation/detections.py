@@ -13,7 +13,6 @@ Table format (parquet, or csv): one row per box with columns
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_json import read_json
 from avsim.core.transforms import quat_to_yaw, wrap_angle
 from avsim.evaluation.let_ap import LET_CLASSES, Boxes3D
 
@@ -144,10 +144,10 @@ def read_nuscenes_submission(
     already ego-frame. Frames are the sample tokens, or `token_to_frame[token]`.
     """
     p = Path(path)
+    doc = read_json(p)
     try:
-        doc = json.loads(p.read_text())
         results = doc["results"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise AvsimInputError(p, "results", f"not a nuScenes detection submission: {exc}") from exc
     cmap = NUSCENES_TO_LET if class_map is None else class_map
     rows: list[tuple[Any, str, list[float], float]] = []

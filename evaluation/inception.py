@@ -193,9 +193,9 @@ class FIDInceptionV3(nn.Module):
 
 def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+        from avsim.core.safe_tensors import load_safetensors
 
-        return load_file(str(path))
+        return load_safetensors(path)
     if _is_torchscript(path):
         # A TorchScript archive (default_1.pt) holds tensors plus TorchScript code (not
         # pickled Python); only its tensors are used.

@@ -16,7 +16,6 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_json import read_json
 from avsim.evaluation.lanes import LaneSet
 
 # OpenLane categories (white/yellow x single/double x dash/solid, curbs).
@@ -73,10 +73,9 @@ def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> Lane
     """Lanes from one OpenLane JSON file or a folder of them (see module docstring)."""
     frames, lanes, cats, vis = [], [], [], []
     for f in _json_files(Path(path)):
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError) as exc:
-            raise AvsimInputError(f, "json", f"cannot parse: {exc}") from exc
+        doc = read_json(f)
+        if not isinstance(doc, dict):
+            raise AvsimInputError(f, "json", f"top level must be an object, got {type(doc).__name__}")
         key = str(doc.get("file_path", f.stem))
         T = None
         if ground_truth:

@@ -46,9 +46,9 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Tensor]:
     if not path.is_file():
         raise AvsimInputError(path, "file", "checkpoint not found")
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+        from avsim.core.safe_tensors import load_safetensors
 
-        data: object = load_file(str(path))
+        data: object = load_safetensors(path)
     else:
         try:
             try:  # memory-mapped: a 2B checkpoint is not copied into RAM twice

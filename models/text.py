@@ -199,11 +199,15 @@ def load_prompt_embeddings(path: str | os.PathLike[str]) -> dict[str, Tensor]:
     if not path.is_file():
         raise AvsimInputError(path, "file", "embeddings file not found")
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+        from avsim.core.safe_tensors import load_safetensors
 
-        data = load_file(str(path))
+        data = load_safetensors(path)
     else:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            data = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # refused globals or a corrupt archive
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise AvsimInputError(path, "contents", f"cannot read as a weights-only torch file: {first}") from None
     if not isinstance(data, dict) or "prompt" not in data:
         raise AvsimInputError(path, "prompt", "embeddings file needs a 'prompt' tensor")
     for key, value in data.items():

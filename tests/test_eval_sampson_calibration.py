@@ -132,7 +132,7 @@ def test_bad_camera_dict_and_unreadable_files(tmp_path) -> None:
     with pytest.raises(AvsimInputError, match=r"cal\.json: cameras\.front\.camera: camera\.cx_px: missing"):
         load_calibration_json(path)
     path.write_text("{not json")
-    with pytest.raises(AvsimInputError, match=r"cal\.json: json: not readable JSON"):
+    with pytest.raises(AvsimInputError, match=r"cal\.json: json: invalid JSON"):
         load_calibration_json(path)
     with pytest.raises(AvsimInputError, match=r"missing\.json: calibration: not found"):
         load_calibration_json(tmp_path / "missing.json")

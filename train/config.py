@@ -242,4 +242,9 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise AvsimInputError(path, "file", "not a training run folder (no config.json)")
-    return config_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    from avsim.core.safe_json import read_json
+
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise AvsimInputError(path, "json", "top level must be an object")
+    return config_from_dict(doc)

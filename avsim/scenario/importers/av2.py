@@ -25,7 +25,6 @@ file has neither; both facts are recorded in the metadata.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_json import read_json
 from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
@@ -197,10 +197,9 @@ def _boundary_key(points: np.ndarray) -> tuple:
 
 def read_vector_map(map_path: Path) -> MapBuilder:
     """Lane marks, lanes, crosswalks and drivable areas of an AV2 ``log_map_archive_*.json``."""
-    try:
-        data = json.loads(map_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise AvsimInputError(map_path, "file", f"unreadable map JSON: {exc}") from None
+    data = read_json(map_path, "file")
+    if not isinstance(data, dict):
+        raise AvsimInputError(map_path, "file", "map JSON must be an object")
     for key in ("lane_segments", "pedestrian_crossings", "drivable_areas"):
         if not isinstance(data.get(key), dict):
             raise AvsimInputError(map_path, key, "missing or not an object")

@@ -112,6 +112,8 @@ def decode_member(name: str, data: bytes, tar_path: str | os.PathLike[str]) -> A
             return np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, UnicodeDecodeError, EOFError, OSError) as exc:
         raise AvsimInputError(tar_path, f"member {name!r}", f"cannot decode: {exc}") from None
+    except RecursionError:
+        raise AvsimInputError(tar_path, f"member {name!r}", "cannot decode: nested too deeply") from None
     raise AvsimInputError(tar_path, f"member {name!r}", "unsupported member type (expected .json or .npy)")
 
 

@@ -1,0 +1,318 @@
+"""The hostile-input suite: every case a command line, what it is given, and the one-line error.
+
+`tests/test_hostile_inputs.py` runs each case; `docs/hostile_inputs.md` is this table rendered
+by `render_table()` (a test keeps the two equal; regenerate with
+`python tests/hostile_cases.py > docs/hostile_inputs.md`). A case passes when the command exits
+with the stated code, prints no traceback, prints exactly one `error:` line (exit 1) or a usage
+message (exit 2) containing the expected text, runs no planted code, and writes no output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import struct
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class World:
+    """Paths the cases build their inputs in: a sample scenario, a short render, scratch space."""
+
+    root: Path  # scratch folder of one case
+    scenario: Path  # a pristine sample scenario (copy before corrupting)
+    video: Path  # one rendered control video (20 frames, 320x180, cosmos front wide)
+    render: Path  # its render folder
+    canary: Path  # a planted gadget creates this file
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    command: str  # as shown in the docs
+    build: Callable[[World], list[str]]
+    code: int
+    expect: str  # text the error line must contain
+
+
+class Gadget:
+    """Unpickling this would create the canary (what an attacker's file does)."""
+
+    def __init__(self, canary: Path) -> None:
+        self.canary = canary
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.system, (f"touch {self.canary}",)
+
+
+# ----------------------------------------------------------------------------- input builders
+def _write(w: World, name: str, data: bytes | str) -> Path:
+    path = w.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def _scenario(w: World, change: Callable[[Path], None] | None = None) -> Path:
+    import shutil
+
+    dst = w.root / "s"
+    if not dst.exists():
+        shutil.copytree(w.scenario, dst)
+    if change is not None:
+        change(dst)
+    return dst
+
+
+def _header(change: Callable[[dict], object]) -> Callable[[Path], None]:
+    def apply(folder: Path) -> None:
+        doc = json.loads((folder / "scenario.json").read_text())
+        change(doc)
+        (folder / "scenario.json").write_text(json.dumps(doc))
+
+    return apply
+
+
+def _bytes(name: str, change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def apply(folder: Path) -> None:
+        (folder / name).write_bytes(change((folder / name).read_bytes()))
+
+    return apply
+
+
+def _scramble(data: bytes) -> bytes:
+    mid = len(data) // 2
+    return data[:mid] + bytes((b * 7 + 13) % 256 for b in data[mid : mid + 2000]) + data[mid + 2000 :]
+
+
+def _deep(n: int = 200_000) -> str:
+    return "[" * n + "]" * n
+
+
+def _tar(w: World, name: str, members: list[tarfile.TarInfo]) -> Path:
+    path = w.root / name
+    with tarfile.open(path, "w") as tar:
+        for info in members:
+            tar.addfile(info, io.BytesIO(b"{}") if info.isfile() else None)
+    return path
+
+
+def _rdshq(w: World, members: list[tarfile.TarInfo]) -> Path:
+    """An RDS-HQ root whose vehicle_pose tar holds `members`."""
+    (w.root / "rds" / "vehicle_pose").mkdir(parents=True)
+    _tar(w, "rds/vehicle_pose/clip.tar", members)
+    return w.root / "rds"
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.size = 2 if kind == tarfile.REGTYPE else 0
+    if kind == tarfile.SYMTYPE:
+        info.linkname = "/etc/passwd"
+    return info
+
+
+def _yaml_bomb() -> str:
+    lines = ["version: 1", 'a: &a ["l","l","l","l","l","l","l","l","l"]']
+    for prev, cur in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{cur}: &{cur} [{','.join([f'*{prev}'] * 9)}]")
+    return "\n".join([*lines, "ops: *i", ""])
+
+
+def _box_table(w: World, name: str, rows: dict[str, list[object]]) -> Path:
+    import polars as pl
+
+    path = w.root / name
+    pl.DataFrame(rows).write_parquet(path)
+    return path
+
+
+def _boxes(cls: str = "vehicle", size: float = 4.0, frame: int = 0) -> dict[str, list[object]]:
+    return {"frame": [frame], "class": [cls], "x_m": [10.0], "y_m": [0.0], "z_m": [0.8], "length_m": [size],
+            "width_m": [2.0], "height_m": [1.5], "heading_rad": [0.0], "score": [0.9]}  # fmt: skip
+
+
+def _waymo(w: World, name: str, typ: int) -> Path:
+    from waymo_open_dataset.protos import metrics_pb2
+
+    objects = metrics_pb2.Objects()
+    o = objects.objects.add()
+    o.object.type = typ
+    o.object.box.length = o.object.box.width = o.object.box.height = 1.0
+    return _write(w, name, objects.SerializeToString())
+
+
+def _nuscenes(w: World, name: str, detection_name: str) -> Path:
+    det = {"translation": [1, 2, 0], "size": [2, 4, 1.5], "rotation": [1, 0, 0, 0], "detection_score": 0.5,
+           "sample_token": "t", "detection_name": detection_name}  # fmt: skip
+    return _write(w, name, json.dumps({"results": {"t": [det]}}))
+
+
+def _video_clip(w: World, data: bytes, name: str = "bad.mp4") -> Path:
+    return _write(w, name, data)
+
+
+def _pickle_bomb() -> bytes:
+    return b"\x80\x04\x8e" + struct.pack("<Q", 10**12) + b"ab"  # BINBYTES8 claiming 1e12 bytes
+
+
+# ----------------------------------------------------------------------------- the cases
+def _info(name: str, what: str, change: Callable[[Path], None], expect: str) -> Case:
+    return Case(name, f"avsim info S  ({what})", lambda w: ["info", str(_scenario(w, change))], 1, expect)
+
+
+def _render(name: str, opts: list[str], code: int, expect: str) -> Case:
+    return Case(name, "avsim render S OUT " + " ".join(opts), lambda w: ["render", str(_scenario(w)), str(w.root / "out"), *opts], code, expect)
+
+
+SCENARIO_CASES = [
+    Case("missing scenario", "avsim info missing/", lambda w: ["info", str(w.root / "missing")], 1, "scenario: not found"),
+    Case("scenario is a file", "avsim info file.txt", lambda w: ["info", str(_write(w, "f.txt", "x"))], 1, "not a folder"),
+    Case("empty folder", "avsim info empty/", lambda w: ["info", str(_write(w, "e/.keep", "") and w.root / "e")], 1, "scenario.json: file: missing"),
+    _info("truncated header", "scenario.json cut after 40 bytes", _bytes("scenario.json", lambda d: d[:40]), "scenario.json: json: truncated or invalid JSON"),
+    _info("nested header", "scenario.json of 200,000 nested brackets", lambda f: (f / "scenario.json").write_text(_deep()), "scenario.json: json: nested too deeply"),
+    _info("header not an object", "scenario.json is []", lambda f: (f / "scenario.json").write_text("[]"), "top level must be an object"),
+    _info("NaN in header", "scenario.json holds NaN", _bytes("scenario.json", lambda d: d.replace(b'"metadata": {', b'"metadata": {"x": NaN, ', 1)), "NaN is not valid JSON"),
+    _info("schema version string", 'schema_version "1"', _header(lambda d: d.update(schema_version="1")), "schema_version: must be an integer"),
+    _info("wrong format name", 'format "other"', _header(lambda d: d.update(format="other")), "format: expected"),
+    _info("table missing", "agents.parquet deleted", lambda f: (f / "agents.parquet").unlink(), "agents.parquet: file: missing"),
+    _info("table truncated", "ego.parquet cut in half", _bytes("ego.parquet", lambda d: d[: len(d) // 2]), "ego.parquet"),
+    _info("table empty", "lights.parquet zero bytes", _bytes("lights.parquet", lambda d: b""), "lights.parquet"),
+    _info("table is JSON", "map_crosswalks.parquet holds JSON", _bytes("map_crosswalks.parquet", lambda d: b"{}"), "map_crosswalks.parquet"),
+    _info("table corrupted", "2,000 scrambled bytes in agents.parquet", _bytes("agents.parquet", _scramble), "agents.parquet"),
+    _info("digest malformed", "tables.agents.parquet.sha256 is 12", _header(lambda d: d["tables"]["agents.parquet"].update(sha256=12)), "sha256: must be 64 hex digits"),
+    _info("row count lies", "tables.ego.parquet.rows is 3", _header(lambda d: d["tables"]["ego.parquet"].update(rows=3)), "ego.parquet"),
+    _info("unknown table", "tables lists x.parquet", _header(lambda d: d["tables"].update({"x.parquet": {"rows": 0}})), "unknown table 'x.parquet'"),
+    _info("camera size zero", "rig camera width_px 0", _header(lambda d: d["rig"]["cameras"][0].update(width_px=0)), "width_px"),
+    _info("camera model unknown", 'rig camera model "fisheye9"', _header(lambda d: d["rig"]["cameras"][0].update(model="fisheye9")), "model"),
+    Case("validate corrupted", "avsim validate S  (scrambled agents.parquet)", lambda w: ["validate", str(_scenario(w, _bytes("agents.parquet", _scramble)))], 1, "agents.parquet"),
+    Case("diff missing side", "avsim diff S missing/", lambda w: ["diff", str(_scenario(w)), str(w.root / "missing")], 1, "not found"),
+    Case("preview corrupted", "avsim preview S OUT  (truncated ego.parquet)", lambda w: ["preview", str(_scenario(w, _bytes("ego.parquet", lambda d: d[:100]))), str(w.root / "p.mp4")], 1, "ego.parquet"),
+]
+
+RENDER_CASES = [
+    _render("size huge", ["--size", "100000x100000"], 2, "at most 8192"),
+    _render("size odd", ["--size", "641x360"], 2, "even"),
+    _render("size garbage", ["--size", "big"], 2, "expected WxH"),
+    _render("fps huge", ["--fps", "1e9"], 2, "at most 1000"),
+    _render("fps zero", ["--fps", "0"], 2, "--fps"),
+    _render("fps nan", ["--fps", "nan"], 2, "--fps"),
+    _render("frames out of range", ["--frames", "5000:6000"], 2, "no frames selected"),
+    _render("frames garbage", ["--frames", "a:b"], 2, "expected N or A:B"),
+    _render("camera unknown", ["--cameras", "nope"], 1, "nope: no such camera"),
+    _render("workers zero", ["--workers", "0"], 2, "--workers must be >= 1"),
+    _render("layout unknown", ["--layout", "weird"], 2, "--layout"),
+    _render("rig unknown", ["--rig", "weird"], 2, "--rig"),
+    Case("render out is a file", "avsim render S file.txt", lambda w: ["render", str(_scenario(w)), str(_write(w, "o.txt", "x"))], 1, "exists and is not a folder"),
+    Case("render corrupted", "avsim render S OUT  (scrambled agents.parquet)", lambda w: ["render", str(_scenario(w, _bytes("agents.parquet", _scramble))), str(w.root / "out")], 1, "agents.parquet"),
+]
+
+EDIT_CASES = [
+    Case("yaml bomb", "avsim edit S bomb.yaml OUT  (9 levels of 9 aliases)", lambda w: ["edit", str(_scenario(w)), str(_write(w, "b.yaml", _yaml_bomb())), str(w.root / "o")], 1, "YAML bomb"),
+    Case("yaml nested", "avsim edit S deep.yaml OUT  (50,000 nested lists)", lambda w: ["edit", str(_scenario(w)), str(_write(w, "d.yaml", "ops: " + _deep(50_000))), str(w.root / "o")], 1, "nested too deeply"),
+    Case("edit not utf8", "avsim edit S latin1.yaml OUT", lambda w: ["edit", str(_scenario(w)), str(_write(w, "l.yaml", b"version: 1\nname: \xff\xfe\n")), str(w.root / "o")], 1, "l.yaml"),
+    Case("edit unknown op", "avsim edit S ops.yaml OUT  (op: explode)", lambda w: ["edit", str(_scenario(w)), str(_write(w, "u.yaml", "version: 1\nops:\n  - op: explode\n")), str(w.root / "o")], 1, "unknown op 'explode'"),
+    Case("edit file missing", "avsim edit S missing.yaml OUT", lambda w: ["edit", str(_scenario(w)), str(w.root / "missing.yaml"), str(w.root / "o")], 1, "missing.yaml"),
+    Case("edit out is a file", "avsim edit S ok.yaml file.txt", lambda w: ["edit", str(_scenario(w)), str(_write(w, "k.yaml", "version: 1\nops: []\n")), str(_write(w, "o.txt", "x"))], 1, "exists and is not a folder"),
+    Case("edit json invalid", "avsim edit S bad.json OUT", lambda w: ["edit", str(_scenario(w)), str(_write(w, "e.json", '{"version": 1, "ops": [}')), str(w.root / "o")], 1, "e.json"),
+]
+
+CONVERT_CASES = [
+    Case("pickle gadget", "avsim convert gadget.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "g.pkl", pickle.dumps(Gadget(w.canary)))), str(w.root / "o"), "--from", "scenarionet"], 1, "refused: global 'posix.system'"),
+    Case("pickle bomb", "avsim convert bomb.pkl OUT --from scenarionet  (13 bytes claiming 1e12)", lambda w: ["convert", str(_write(w, "b.pkl", _pickle_bomb())), str(w.root / "o"), "--from", "scenarionet"], 1, "b.pkl: pickle"),
+    Case("pickle empty", "avsim convert empty.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "e.pkl", b"")), str(w.root / "o"), "--from", "scenarionet"], 1, "file is empty"),
+    Case("pickle truncated", "avsim convert cut.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "t.pkl", pickle.dumps({"a": list(range(100))})[:30])), str(w.root / "o"), "--from", "scenarionet"], 1, "truncated or corrupt pickle"),
+    Case("pickle not a dict", "avsim convert list.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "l.pkl", pickle.dumps([1, 2]))), str(w.root / "o"), "--from", "scenarionet"], 1, "l.pkl"),
+    Case("waymo junk", "avsim convert junk.tfrecord OUT --from waymo", lambda w: ["convert", str(_write(w, "j.tfrecord", os.urandom(64))), str(w.root / "o"), "--from", "waymo"], 1, "j.tfrecord"),
+    Case("tar traversal", "avsim convert ROOT OUT --from rdshq  (vehicle_pose tar member ../x.json)", lambda w: ["convert", str(_rdshq(w, [_member("../x.json")])), str(w.root / "o"), "--from", "rdshq"], 1, "path traversal"),
+    Case("tar symlink", "avsim convert ROOT OUT --from rdshq  (vehicle_pose tar symlink member)", lambda w: ["convert", str(_rdshq(w, [_member("clip.a.json", tarfile.SYMTYPE)])), str(w.root / "o"), "--from", "rdshq"], 1, "not a regular file"),
+    Case("tar junk", "avsim convert ROOT OUT --from rdshq  (vehicle_pose/clip.tar random bytes)", lambda w: ["convert", str(_write(w, "rds/vehicle_pose/clip.tar", os.urandom(700)).parent.parent), str(w.root / "o"), "--from", "rdshq"], 1, "clip.tar"),
+    Case("rdshq not a root", "avsim convert file.tar OUT --from rdshq", lambda w: ["convert", str(_write(w, "j.tar", os.urandom(700))), str(w.root / "o"), "--from", "rdshq"], 1, "not found or not a folder"),
+    Case("convert unknown source", "avsim convert x OUT --from nope", lambda w: ["convert", str(_write(w, "x", "x")), str(w.root / "o"), "--from", "nope"], 2, "nope"),
+    Case("convert missing input", "avsim convert missing.pkl OUT --from scenarionet", lambda w: ["convert", str(w.root / "missing.pkl"), str(w.root / "o"), "--from", "scenarionet"], 1, "missing.pkl"),
+]
+
+
+def _vid(kind: str) -> Callable[[World], Path]:
+    def make(w: World) -> Path:
+        data = {"zero": b"", "junk": bytes(range(256)) * 20, "cut": w.video.read_bytes()[:3000]}[kind]
+        return _video_clip(w, data, f"{kind}.mp4")
+
+    return make
+
+
+_VIDEO_KINDS = (("zero", "zero-length mp4", "container"), ("junk", "random-bytes mp4", "container"), ("cut", "mp4 cut at 3 kB", "cut.mp4"))
+
+EVAL_VIDEO_CASES = [
+    Case(f"{cmd} {kind}", f"avsim eval {cmd} {kind}.mp4 ...  ({what})", build, 1, expect)
+    for kind, what, expect in _VIDEO_KINDS
+    for cmd, build in (
+        ("fid", lambda w, k=kind: ["eval", "fid", str(_vid(k)(w)), str(w.video)]),
+        ("fvd", lambda w, k=kind: ["eval", "fvd", str(_vid(k)(w)), str(w.video)]),
+        ("sampson", lambda w, k=kind: ["eval", "sampson", str(_vid(k)(w)), "--ransac"]),
+        ("rnds", lambda w, k=kind: ["eval", "rnds", "--generated", str(_vid(k)(w)), "--real", str(w.video)]),
+    )
+]
+
+EVAL_CASES = [
+    Case("fid not a video", "avsim eval fid notes.txt clip.mp4", lambda w: ["eval", "fid", str(_write(w, "n.txt", "x")), str(w.video)], 1, "not a video"),
+    Case("sampson no calibration", "avsim eval sampson clip.mp4", lambda w: ["eval", "sampson", str(w.video)], 1, "--ransac"),
+    Case("sampson calibration nested", "avsim eval sampson clip.mp4 --calibration deep.json", lambda w: ["eval", "sampson", str(w.video), "--calibration", str(_write(w, "d.json", _deep()))], 1, "nested too deeply"),
+    Case("sampson calibration empty object", "avsim eval sampson clip.mp4 --calibration {}.json", lambda w: ["eval", "sampson", str(w.video), "--calibration", str(_write(w, "c.json", "{}"))], 1, "c.json"),
+    Case("sampson scenario corrupted", "avsim eval sampson clip.mp4 --scenario S  (scrambled agents)", lambda w: ["eval", "sampson", str(w.video), "--scenario", str(_scenario(w, _bytes("agents.parquet", _scramble)))], 1, "agents.parquet"),
+    Case("let unknown class", "avsim eval let --gt S --pred boxes.parquet  (class car)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_box_table(w, "b.parquet", _boxes("car")))], 1, "unknown class 'car'"),
+    Case("let missing column", "avsim eval let --gt S --pred boxes.parquet  (no score)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_box_table(w, "b.parquet", {k: v for k, v in _boxes().items() if k != "score"}))], 1, "score: missing column"),
+    Case("let zero size", "avsim eval let --gt S --pred boxes.parquet  (length 0)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_box_table(w, "b.parquet", _boxes(size=0.0)))], 1, "sizes must be > 0"),
+    Case("let frames disjoint", "avsim eval let --gt S --pred boxes.parquet  (frame keys of another clip)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_box_table(w, "b.parquet", _boxes(frame=7)))], 1, "no frame key in common"),
+    Case("let nuscenes class", "avsim eval let --gt S --pred results.json  (detection_name spaceship)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_nuscenes(w, "r.json", "spaceship"))], 1, "unknown detection class 'spaceship'"),
+    Case("let nuscenes nested", "avsim eval let --gt S --pred deep.json", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_write(w, "d.json", '{"results": ' + _deep() + "}"))], 1, "nested too deeply"),
+    Case("let nuscenes not a submission", "avsim eval let --gt S --pred other.json", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_write(w, "o.json", "[1, 2]"))], 1, "not a nuScenes detection submission"),
+    Case("let waymo junk", "avsim eval let --gt S --pred junk.bin", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_write(w, "j.bin", b"\xff" * 40))], 1, "metrics_pb2.Objects"),
+    Case("let waymo unknown type", "avsim eval let --gt S --pred pred.bin  (TYPE_UNKNOWN)", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_waymo(w, "p.bin", 0))], 1, "is not a LET type"),
+    Case("let waymo gt all filtered", "avsim eval let --gt gt.bin --pred pred.bin  (no lidar points)", lambda w: ["eval", "let", "--gt", str(_waymo(w, "g.bin", 1)), "--pred", str(_waymo(w, "p.bin", 1))], 1, "every object left out"),
+    Case("let sensor garbage", "avsim eval let --gt S --pred boxes.parquet --sensor a,b", lambda w: ["eval", "let", "--gt", str(_scenario(w)), "--pred", str(_box_table(w, "b.parquet", _boxes())), "--sensor", "a,b"], 2, "--sensor"),
+    Case("lanes nested", "avsim eval lanes --gt S --pred deep.json", lambda w: ["eval", "lanes", "--gt", str(_scenario(w)), "--pred", str(_write(w, "d.json", _deep()))], 1, "nested too deeply"),
+    Case("lanes junk json", "avsim eval lanes --gt S --pred junk.json", lambda w: ["eval", "lanes", "--gt", str(_scenario(w)), "--pred", str(_write(w, "j.json", "{nope"))], 1, "j.json: json"),
+    Case("lanes not an object", "avsim eval lanes --gt S --pred list.json", lambda w: ["eval", "lanes", "--gt", str(_scenario(w)), "--pred", str(_write(w, "l.json", "[1]"))], 1, "top level must be an object"),
+    Case("rnds clip count", "avsim eval rnds --generated a.mp4 --real two_clips/", lambda w: ["eval", "rnds", "--generated", str(w.video), "--real", str(w.render / w.video.parent.name)], 1, "generated clips but"),
+    Case("report real is a file", "avsim eval report --real file.txt --generated G --out OUT", lambda w: ["eval", "report", "--real", str(_write(w, "f.txt", "x")), "--generated", str(w.render), "--out", str(w.root / "o")], 1, "folder: not found"),
+    Case("report gt corrupted", "avsim eval report --real R --generated G --gt S --out OUT  (scrambled agents)", lambda w: ["eval", "report", "--real", str(w.render), "--generated", str(w.render), "--gt", str(_scenario(w, _bytes("agents.parquet", _scramble))), "--out", str(w.root / "o"), "--no-video-metrics"], 1, "agents.parquet"),
+]
+
+TRAIN_CASES = [
+    Case("export not a run", "avsim train export file.txt net.pt", lambda w: ["train", "export", str(_write(w, "f.txt", "x")), str(w.root / "net.pt")], 1, "f.txt"),
+    Case("export config nested", "avsim train export RUN net.pt  (config.json of 200,000 brackets)", lambda w: ["train", "export", str(_write(w, "run/config.json", _deep()).parent), str(w.root / "net.pt")], 1, "config.json"),
+]
+
+CASES: list[Case] = [*SCENARIO_CASES, *RENDER_CASES, *EDIT_CASES, *CONVERT_CASES, *EVAL_VIDEO_CASES, *EVAL_CASES, *TRAIN_CASES]
+
+
+def render_table() -> str:
+    """docs/hostile_inputs.md: the cases as a Markdown table."""
+    head = [
+        "# Hostile inputs: what each command does with them",
+        "",
+        "Generated from `tests/hostile_cases.py` (`python tests/hostile_cases.py > docs/hostile_inputs.md`);",
+        "`tests/test_hostile_inputs.py` runs every row. Each gives the exit code shown, no traceback, one",
+        "`error: <file>: <field>: <reason>` line (exit 1) or a usage message (exit 2) containing the text",
+        "shown, runs no planted code, and leaves no output behind. Checkpoint gadgets are in",
+        "`tests/test_train_safe_checkpoint.py`, resource bounds in `tests/test_hostile_bounds.py`, format",
+        "errors of every table field in `tests/test_io_bad_input.py`.",
+        "",
+        f"{len(CASES)} cases.",
+        "",
+        "| case | command (input) | exit | error contains |",
+        "|---|---|---|---|",
+    ]
+    rows = [f"| {c.name} | `{c.command}` | {c.code} | `{c.expect}` |" for c in CASES]
+    return "\n".join(head + rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_table(), end="")
