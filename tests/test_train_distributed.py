@@ -123,3 +123,7 @@ def test_kill_and_resume_is_bit_exact(tmp_path: Path) -> None:
     w_ref, w_res = _weights(straight, tmp_path), _weights(broken, tmp_path)
     for name, w in w_ref.items():
         assert torch.equal(w, w_res[name]), name
+    for rank in (0, 1):  # the RNG saved after the resume equals the uninterrupted run's
+        rng = [torch.load(tmp_path / run / "checkpoints" / "step_00000004" / f"rng_rank{rank}.pt", weights_only=True)
+               for run in ("straight", "broken")]  # fmt: skip
+        assert all(torch.equal(rng[0][k], rng[1][k]) for k in rng[0]), rank

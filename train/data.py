@@ -328,4 +328,7 @@ def make_loader(
         collate_fn=collate,
         persistent_workers=False,
         multiprocessing_context="spawn" if num_workers else None,
+        # its own generator: iterating a DataLoader draws a base seed, which from the global RNG
+        # would make a resumed run's RNG (restored before the loader starts) one draw ahead
+        generator=torch.Generator().manual_seed(seed),
     )
