@@ -57,3 +57,62 @@ def test_render_bounds_size_and_fps(tmp_path: Path, capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert "at most" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_stale_temporaries_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    import os
+
+    from avsim.core.atomic import _owner_tag, atomic_output_path
+
+    host = _owner_tag().rsplit(".", 1)[0]
+    dead = tmp_path / f".out.tmp{host}.999999-abc.mp4"  # pid 999999 does not run
+    live = tmp_path / f".out.tmp{host}.{os.getpid()}-def.mp4"  # a writer still running (this one)
+    remote = tmp_path / ".out.tmpotherhost.999999-abc.mp4"  # another machine's writer
+    for p in (dead, live, remote):
+        p.write_text("partial")
+    (tmp_path / f".run.old{host}.999999").mkdir()
+    with atomic_output_path(tmp_path / "out.mp4") as tmp:
+        tmp.write_text("done")
+    with atomic_output_path(tmp_path / "run", is_dir=True) as tmp:
+        (tmp / "a").write_text("1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, remote.name, "out.mp4", "run"])
+
+
+def _killed_then_rerun(args: list[str], cwd: Path, delays_s: tuple[float, ...]) -> None:
+    """Run `avsim ARGS` killed with SIGKILL after each delay, then once to the end."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    avsim = [sys.executable, "-m", "avsim.cli.main"] if shutil.which("avsim") is None else ["avsim"]
+    for delay in delays_s:
+        proc = subprocess.Popen([*avsim, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert subprocess.run([*avsim, *args], cwd=cwd, capture_output=True).returncode == 0
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_killed_edit_and_report_rerun_to_identical_outputs_without_strays(tmp_path: Path) -> None:
+    """SIGKILL at several points, rerun: the same bytes as an uninterrupted run, no stray files."""
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    assert main(["sample", str(tmp_path / "s")]) == 0
+    edit = ["edit", "s", str(examples / "red_longer.yaml")]
+    assert main([*edit[:1], str(tmp_path / "s"), edit[2], str(tmp_path / "clean")]) == 0
+    _killed_then_rerun([*edit, "killed"], tmp_path, (0.8, 1.6, 2.4))
+    assert _tree(tmp_path / "killed") == _tree(tmp_path / "clean")
+    report = ["eval", "report", "--real", "clean", "--generated", "clean", "--gt", "s", "--no-video-metrics", "--n-resamples", "20"]
+    _killed_then_rerun([*report, "--out", "rep"], tmp_path, ())
+    clean = _tree(tmp_path / "rep")
+    _killed_then_rerun([*report, "--out", "rep"], tmp_path, (1.0, 2.0, 3.0, 4.0))
+    assert sorted(clean) == ["report.html", "report.json"] and _tree(tmp_path / "rep") == clean
+    strays = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert strays == [], strays

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +18,9 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
     The temporary lives in the same folder, so the final `os.replace` is atomic on POSIX.
     On any exception the temporary is removed and `path` is left as it was. For folders an
     existing target is replaced as a whole (moved aside, then deleted after the rename).
-    Suffixes are kept (``x.tmp123.mp4``) so writers that pick a format from the name work.
+    Suffixes are kept (``.x.tmp<host>.<pid>-abc.mp4``) so writers that pick a format from the
+    name work. Temporaries a killed process left for the same `path` (same host, a process id
+    that no longer runs) are removed first, so a rerun leaves no stray files.
 
     Args:
         path: the final file or folder.
@@ -29,13 +32,14 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp", suffix=suffix, dir=final.parent))
+    remove_stale_temporaries(final, is_dir=is_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp{_owner_tag()}-", suffix=suffix, dir=final.parent))
     if not is_dir:
         tmp.rmdir()  # the writer creates the file itself
     try:
         yield tmp
         if is_dir and final.exists():
-            old = final.with_name(f".{final.name}.old{os.getpid()}")
+            old = final.with_name(f".{final.name}.old{_owner_tag()}")
             os.replace(final, old)
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
@@ -47,3 +51,53 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
         elif tmp.exists():
             tmp.unlink()
         raise
+
+
+def _owner_tag() -> str:
+    """`<host>.<pid>` of this process, written into temporary names."""
+    return f"{_host()}.{os.getpid()}"
+
+
+def _host() -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in os.uname().nodename)[:40] or "host"
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = False) -> list[Path]:
+    """Remove what a killed writer of `path` left beside it (its temporary, a moved-aside old copy).
+
+    Only leftovers of this host whose process is gone are removed: a writer that still runs,
+    or one on another machine sharing the folder, is never disturbed.
+
+    Args:
+        path: the final file or folder.
+        is_dir: whether it is a folder.
+
+    Returns:
+        the paths removed.
+    """
+    final = Path(path)
+    if not final.parent.is_dir():
+        return []
+    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    host = re.escape(_host())
+    pattern = re.compile(rf"^\.(?:{re.escape(stem)}\.tmp|{re.escape(final.name)}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
+    removed = []
+    for entry in final.parent.iterdir():
+        m = pattern.match(entry.name)
+        if m and not _pid_running(int(m.group(1))):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
