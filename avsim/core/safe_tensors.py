@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from avsim.core.errors import AvsimInputError
 
-if TYPE_CHECKING:
-    from torch import Tensor
 
-
-def load_safetensors(path: str | os.PathLike[str]) -> dict[str, Tensor]:
+def load_safetensors(path: str | os.PathLike[str]) -> dict[str, Any]:
     """All tensors of a `.safetensors` file on the CPU.
 
     Args:
         path: the file.
 
     Returns:
-        name -> tensor.
+        name -> torch.Tensor (typed Any here: the core layer has no torch at import).
     """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
