@@ -15,6 +15,14 @@ from avsim.models.defaults import GENERATION, SAMPLER_NAMES
 app = typer.Typer(add_completion=False)
 
 
+def _check_stand_ins(zero_text_clash: bool, random_vae_clash: bool) -> None:
+    """Usage errors of the debug-chain stand-ins (--zero-text, --random-vae) given with what they replace."""
+    if zero_text_clash:
+        raise typer.BadParameter("give one of --zero-text, --embeddings, --prompt with --text-encoder", param_hint="--zero-text")
+    if random_vae_clash:
+        raise typer.BadParameter("the random VAE replaces --vae (and --random-weights has its own)", param_hint="--random-vae")
+
+
 @app.command("generate")
 def generate(
     control_dir: Annotated[Path, typer.Argument(help="control videos: <dir>/<clip>/<clip>.<camera>.mp4 (avsim render output)")],
@@ -39,6 +47,8 @@ def generate(
     overlap: Annotated[int, typer.Option(min=0, help="pixel frames shared by consecutive chunks")] = GENERATION.overlap,
     config: Annotated[str, typer.Option(help="transfer25_2b_multiview, transfer25_2b_single_view or debug")] = GENERATION.config,
     random_weights: Annotated[bool, typer.Option(help="random DiT and VAE: output is NOISE (smoke tests)")] = False,
+    random_vae: Annotated[bool, typer.Option(help="with --checkpoint: the random VAE of `avsim train encode --random-vae` (output is NOISE; debug chain)")] = False,
+    zero_text: Annotated[bool, typer.Option(help="zero text embeddings (unconditional, as text dropout; no text encoder)")] = False,
     device: Annotated[str | None, typer.Option(help="cuda, cuda:1, cpu (default: cuda if present)")] = None,
     offload: Annotated[bool, typer.Option(help="VAE on the CPU between uses; text encoder on the CPU")] = False,
     vae_tile: Annotated[int | None, typer.Option(help="VAE spatial tile size in pixels (saves memory)")] = None,
@@ -54,6 +64,8 @@ def generate(
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
     if sampler not in SAMPLER_NAMES:
         raise typer.BadParameter(f"choose {' or '.join(SAMPLER_NAMES)}", param_hint="--sampler")
+    _check_stand_ins(zero_text and (embeddings, prompt, text_encoder) != (None, None, None),
+                     random_vae and (vae is not None or random_weights))
     if embeddings is not None and (prompt is not None or text_encoder is not None):
         raise typer.BadParameter("give either --embeddings or --prompt with --text-encoder", param_hint="--embeddings")
     if (prompt is None) != (text_encoder is None):
@@ -68,6 +80,6 @@ def generate(
     run_generate(GenerateRequest(
         control_dir=control_dir, out=out, config=config, checkpoint=checkpoint, vae=vae, prompt=prompt,
         text_encoder=text_encoder, embeddings=embeddings, text_cache_dir=text_cache_dir, views=split_views(views), clip=clip,
-        input_videos=input_videos, random_weights=random_weights, device=device, offload=offload, vae_tile_px=vae_tile,
-        overwrite=overwrite, options=options, **text,
+        input_videos=input_videos, random_weights=random_weights, random_vae=random_vae, zero_text=zero_text,
+        device=device, offload=offload, vae_tile_px=vae_tile, overwrite=overwrite, options=options, **text,
     ))

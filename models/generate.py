@@ -47,6 +47,11 @@ NOISE_BANNER = (
     "!" * 78 + "\n!!  RANDOM WEIGHTS: the generated videos are NOISE, not a model output.      !!\n"
     "!!  Use --checkpoint and --vae with the released weights for real results.  !!\n" + "!" * 78
 )
+RANDOM_VAE_SEED = 0  # `avsim train encode --random-vae` and `avsim generate --random-vae` build the same VAE
+RANDOM_VAE_BANNER = (
+    "!" * 78 + "\n!!  RANDOM VAE (--random-vae): an untrained tokenizer decodes these videos, !!\n"
+    "!!  so they are NOISE. For smoke tests only; use --vae for real results.    !!\n" + "!" * 78
+)
 
 
 @dataclass
@@ -67,6 +72,8 @@ class GenerateRequest:
     clip: str | None = None
     input_videos: Path | None = None
     random_weights: bool = False
+    random_vae: bool = False
+    zero_text: bool = False
     device: str | None = None
     offload: bool = False
     vae_tile_px: int | None = None
@@ -114,6 +121,12 @@ def _embedding_contexts(
     return ctx.float(), None if neg_ctx is None else neg_ctx.float()
 
 
+def _zero_contexts(cfg: TransferConfig, v_count: int) -> tuple[Tensor, Tensor]:
+    """All-zero (V*N, C) conditional and negative contexts (what text dropout feeds)."""
+    zeros = torch.zeros(v_count * cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
+    return zeros, zeros.clone()
+
+
 def _text_contexts(
     req: GenerateRequest, cfg: TransferConfig, cameras: list[str], device: torch.device, log: Log
 ) -> tuple[Tensor, Tensor | None]:
@@ -123,6 +136,8 @@ def _text_contexts(
     prompt_view = cameras.index(front) if front in cameras else 0
     if front not in cameras and v_count > 1:
         log(f"warning: {front} is not among the views; the caption goes to {cameras[0]}")
+    if req.zero_text:
+        return _zero_contexts(cfg, v_count)
     if req.embeddings is not None:
         return _embedding_contexts(req.embeddings, cfg, v_count, prompt_view, req.options.guidance, log)
     if req.prompt is not None and req.text_encoder is not None:
@@ -137,10 +152,8 @@ def _text_contexts(
         return (multiview_context(emb[0], emb[1], v_count, prompt_view),
                 multiview_context(emb[2], emb[1], v_count, prompt_view))
     if req.random_weights:
-        n = cfg.dit.text_tokens_per_view
-        zeros = torch.zeros(v_count * n, cfg.dit.crossattn_proj_in_channels)
-        return zeros, zeros.clone()
-    raise AvsimInputError("--prompt", "text", "give --prompt with --text-encoder, or --embeddings")
+        return _zero_contexts(cfg, v_count)
+    raise AvsimInputError("--prompt", "text", "give --prompt with --text-encoder, --embeddings, or --zero-text")
 
 
 def _settings_json(req: GenerateRequest, cfg: TransferConfig, clip: str, cameras: list[str], frames: int) -> dict[str, Any]:
@@ -149,7 +162,7 @@ def _settings_json(req: GenerateRequest, cfg: TransferConfig, clip: str, cameras
     return {
         "clip": clip,
         "views": cameras,
-        "output_is_noise": req.random_weights,
+        "output_is_noise": req.random_weights or req.random_vae,
         "request": json.loads(json.dumps(req_dict, default=str)),
         "config": cfg.to_dict(),
         "frames_per_view": frames,
@@ -162,10 +175,16 @@ def _check_request(req: GenerateRequest, log: Log) -> None:
     if req.random_weights and (req.checkpoint is not None or req.vae is not None):
         raise AvsimInputError("--random-weights", "weights",
                               "random weights replace --checkpoint and --vae; give one or the other")
+    if req.random_vae and (req.random_weights or req.vae is not None):
+        raise AvsimInputError("--random-vae", "weights", "the random VAE replaces --vae (and --random-weights has its own)")
+    if req.zero_text and (req.embeddings is not None or req.prompt is not None):
+        raise AvsimInputError("--zero-text", "text", "zero text replaces --embeddings and --prompt; give one")
     if req.random_weights:
         log(NOISE_BANNER)
-    elif req.checkpoint is None or req.vae is None:
+    elif req.checkpoint is None or (req.vae is None and not req.random_vae):
         raise AvsimInputError("--checkpoint", "weights", "give --checkpoint and --vae (or --random-weights for a smoke test)")
+    if req.random_vae:
+        log(RANDOM_VAE_BANNER)
     if req.out.exists() and not req.out.is_dir():
         raise AvsimInputError(req.out, "out", "exists and is not a folder")
     if req.out.exists() and any(req.out.iterdir()) and not req.overwrite:
@@ -228,17 +247,20 @@ def run_generate(req: GenerateRequest, log: Log = _stderr) -> dict[str, Any]:
     clip, control, conditioning = _read_videos(req, cfg, cameras, log)
 
     context, negative = _text_contexts(req, cfg, cameras, device, log)
-    vae = build_vae(cfg, req.vae, torch.device("cpu") if req.offload else device, dtype, opts.seed)
+    vae_seed = RANDOM_VAE_SEED if req.random_vae else opts.seed
+    vae = build_vae(cfg, req.vae, torch.device("cpu") if req.offload else device, dtype, vae_seed)
     dit = build_dit(cfg, req.checkpoint, device, dtype, opts.seed)
     pipe = TransferPipeline(cfg, dit, vae, device, offload_vae=req.offload, vae_tile_px=req.vae_tile_px, log=log)
     videos = pipe.generate(control, context, negative, view_indices, opts, conditioning)
 
     settings = _settings_json(req, cfg, clip, cameras, int(videos[0].shape[0]))
     _write_outputs(req.out, clip, cameras, videos, cfg.model_fps, settings)
-    if req.random_weights:
-        log(NOISE_BANNER)
+    if req.random_weights or req.random_vae:
+        log(NOISE_BANNER if req.random_weights else RANDOM_VAE_BANNER)
     log(f"wrote {len(cameras)} views + grid to {req.out} in {time.perf_counter() - start_time:.1f} s")
     return settings
 
 
-__all__ = ["NOISE_BANNER", "GenerateRequest", "run_generate", "sampling_options", "split_views"]
+__all__ = [
+    "NOISE_BANNER", "RANDOM_VAE_BANNER", "RANDOM_VAE_SEED", "GenerateRequest", "run_generate", "sampling_options", "split_views",
+]

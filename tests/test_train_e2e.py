@@ -1,6 +1,7 @@
-"""End to end on the CPU with the debug model: `avsim sample` -> `avsim render` (control videos)
--> `avsim train pair` (with camera videos) -> encode -> 20 training steps -> export ->
-`avsim generate` with the exported weights.
+"""End to end on the CPU with the debug model: `avsim train smoke` runs `avsim sample` ->
+`avsim render` (control videos) -> `avsim train pair` (with camera videos) -> encode (random VAE)
+-> 20 training steps on 2 gloo processes with cp 2 -> export -> `avsim generate` with the
+exported weights.
 
 No real camera recordings of the sample scenario exist, so the "real" videos are synthetic
 (moving colour gradients): the point is the data path, shapes and file formats, not what the
@@ -18,27 +19,15 @@ import torch
 
 from avsim.cli import main as avsim_main
 from avsim.core.rig import COSMOS_VIEW_NAMES
-from avsim.core.video import MP4Writer
 from avsim.models.config import debug as debug_model
+from avsim.train.smoke import write_synthetic_video
 
 FRAMES_30FPS = 13  # 5 model frames at 10 fps: source frames 0, 3, ..., 12
 
 
 def _write_clip_videos(path: Path, seed: int, kind: str, frames: int = FRAMES_30FPS) -> None:
     mc = debug_model()
-    h, w = mc.height_px, mc.width_px
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    rng = np.random.default_rng(seed)
-    base = rng.uniform(0, 255, size=3)
-    with MP4Writer(path, w, h, fps=30.0) as out:
-        for t in range(frames):
-            if kind == "rgb":
-                img = np.stack([(xx * 2 + t * 4 + base[c]) % 256 for c in range(3)], -1)
-            else:
-                img = np.zeros((h, w, 3), np.float32)
-                img[(yy.astype(int) + t) % 16 < 2] = (255, 255, 255)
-                img[:, (int(base[0]) + 3 * t) % w] = (255, 0, 0)
-            out.write(img.astype(np.uint8))
+    write_synthetic_video(path, seed, kind, frames, mc.width_px, mc.height_px)
 
 
 def _cli(*args: str) -> None:
@@ -47,41 +36,41 @@ def _cli(*args: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_encode_train_export_generate(tmp_path: Path) -> None:
+def test_smoke_chain_encode_train_export_generate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`avsim train smoke OUT`: every step's line, its files, nothing outside OUT, a second run refused."""
     from avsim.models.checkpoint import load_dit_state_dict
-    from avsim.models.pipeline import build_dit, build_vae
-    from avsim.models.text import save_prompt_embeddings
+    from avsim.models.pipeline import build_dit
     from avsim.train.data import LatentClipDataset
 
-    raw, cache, run = tmp_path / "layout", tmp_path / "cache", tmp_path / "run"
-    mc = debug_model()
-    _cli("sample", tmp_path / "scenario", "--duration-s", "1.5")
-    size = f"{mc.width_px}x{mc.height_px}"
-    _cli("render", tmp_path / "scenario", tmp_path / "render", "--rig", "cosmos", "--size", size, "--frames", "13")
-    (clip_dir,) = [p for p in (tmp_path / "render").iterdir() if p.is_dir()]
-    clip = clip_dir.name
-    for j, cam in enumerate(COSMOS_VIEW_NAMES):
-        (tmp_path / "real").mkdir(exist_ok=True)
-        _write_clip_videos(tmp_path / "real" / f"{clip}.{cam}.mp4", seed=j, kind="rgb", frames=13)
-    _cli("train", "pair", clip_dir, tmp_path / "real", raw, "--caption", "the sample town")
-    vae_path = tmp_path / "vae.pth"
-    torch.save(build_vae(mc, None, torch.device("cpu"), torch.float32, seed=7).state_dict(), vae_path)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "smoke"
+    _cli("train", "smoke", out)
+    printed = capsys.readouterr().out
+    assert "NOISE" in printed.splitlines()[0]
+    names = ["sample", "render", "real videos", "pair", "encode", "train", "export", "generate"]
+    assert all(f"[{k}/8] {name} (" in printed for k, name in enumerate(names, 1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke"]  # nothing written outside OUT
+    summary = json.loads((out / "smoke.json").read_text())
+    assert [s["name"] for s in summary["steps"]] == names and summary["output_is_noise"] is True
 
-    _cli("train", "encode", raw, cache, "--model", "debug", "--vae", vae_path, "--zero-text", "--store-dtype", "float32")
-    ds = LatentClipDataset(cache)
+    mc = debug_model()
+    index = json.loads((out / "cache" / "index.json").read_text())
+    assert index["random_vae"] is True and "RANDOM" in index["vae"]
+    ds = LatentClipDataset(out / "cache")
     assert len(ds) == 1 and ds.num_views == 7 and ds.latent_frames == 2  # 13 frames at 30 fps = 5 at 10
     item = ds[0]
     assert item["video"].shape == (16, 14, mc.height_px // 8, mc.width_px // 8)
     assert not torch.equal(item["video"], item["control"])
 
-    _cli("train", "run", "debug", "--cache", cache, "--out", run, "--steps", "20")
+    run = out / "run"
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 21))
     assert all(np.isfinite(r["loss"]) and r["tokens_per_s"] > 0 for r in log)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000010", "step_00000020"]
+    config = json.loads((run / "config.json").read_text())
+    assert config["parallel"]["cp"] == 2
 
-    net = tmp_path / "net.pt"
-    _cli("train", "export", run, net)
+    net = out / "net.pt"
     state = load_dit_state_dict(net)
     assert all(v.dtype == torch.bfloat16 for v in state.values())
     dit = build_dit(mc, net, torch.device("cpu"), torch.float32)  # strict key and shape match
@@ -89,17 +78,33 @@ def test_encode_train_export_generate(tmp_path: Path) -> None:
     assert trained_after.abs().max() > 0  # zero-initialised, moved by training
     assert torch.equal(dit.state_dict()["blocks.0.mlp.layer1.weight"], state["blocks.0.mlp.layer1.weight"].float())
 
-    zeros = torch.zeros(mc.dit.text_tokens_per_view, mc.dit.crossattn_proj_in_channels)
-    emb = tmp_path / "emb.safetensors"
-    save_prompt_embeddings(emb, zeros, zeros.clone(), zeros.clone())
-    out = tmp_path / "gen"
-    _cli(
-        "generate", raw, out, "--config", "debug", "--checkpoint", net, "--vae", vae_path,
-        "--embeddings", emb, "--steps", "2", "--device", "cpu",
-        "--views", "front_wide,cross_right",  # two views keep the (CPU-slow) debug VAE short
-    )
-    videos = sorted(p.name for p in out.glob("*.mp4"))
+    videos = sorted(p.name for p in (out / "generate").glob("*.mp4"))
     assert len(videos) == 3  # 2 views + grid
+    settings = json.loads((out / "generate" / "settings.json").read_text())
+    assert settings["output_is_noise"] is True and settings["request"]["random_vae"] is True
+
+    assert avsim_main(["train", "smoke", str(out)]) == 1  # OUT not empty: one line, nothing touched
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_random_vae_and_zero_text_flags_refuse_conflicts(tmp_path: Path, capsys) -> None:
+    """--random-vae replaces --vae (encode and generate); --zero-text replaces --embeddings."""
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(b"")
+    cases = [
+        ["train", "encode", str(tmp_path), str(tmp_path / "c"), "--vae", str(weights), "--random-vae", "--zero-text"],
+        ["generate", str(tmp_path), str(tmp_path / "g"), "--config", "debug", "--checkpoint", str(weights),
+         "--vae", str(weights), "--random-vae", "--zero-text"],
+        ["generate", str(tmp_path), str(tmp_path / "g"), "--config", "debug", "--checkpoint", str(weights),
+         "--random-vae", "--zero-text", "--embeddings", str(weights)],
+    ]
+    for argv in cases:
+        assert avsim_main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "--random-vae" in err or "--zero-text" in err, err
+    assert avsim_main(["train", "encode", str(tmp_path), str(tmp_path / "c"), "--zero-text"]) == 1
+    assert "--random-vae" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists() and not (tmp_path / "g").exists()
 
 
 def test_pair_builds_the_layout_and_scan_reports_gaps(tmp_path: Path) -> None:

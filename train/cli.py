@@ -1,4 +1,4 @@
-"""`avsim train ...`: pair, encode, run, export (option parsing; the work is in `avsim.train.jobs`)."""
+"""`avsim train ...`: pair, encode, run, export, smoke (option parsing; the work is in `avsim.train.jobs`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def encode(
     raw: Path = typer.Argument(..., help="Post-training layout root (videos/, control_input_hdmap_bbox/, captions/)."),
     cache: Path = typer.Argument(..., help="Output latent cache folder."),
     model: str = typer.Option("transfer25_2b_multiview", "--model", help="Model config (sets the VAE and the clip size)."),
-    vae: Path = typer.Option(..., "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
+    vae: Path = typer.Option(None, "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
+    random_vae: bool = typer.Option(False, "--random-vae", help="An untrained VAE instead of --vae (debug chain; what it encodes is noise to any real model)."),
     text_encoder: Path = typer.Option(None, "--text-encoder", help="Local Cosmos-Reason1-7B folder."),
     zero_text: bool = typer.Option(False, "--zero-text", help="Store zero text embeddings (no text encoder; unconditional training, smoke tests)."),
     max_clips: int = typer.Option(None, "--max-clips-per-video", help="Clips (windows of 29 frames at 10 fps) taken per video."),
@@ -39,16 +40,20 @@ def encode(
     store_dtype: str = typer.Option("bfloat16", "--store-dtype", help="bfloat16 or float32."),
 ) -> None:
     """Cache VAE latents of videos and controls plus text embeddings (safetensors)."""
-    from avsim.train.jobs import encode_cache
+    from avsim.train.jobs import RANDOM_VAE_NOTE, encode_cache
 
     if store_dtype not in STORE_DTYPES:
         raise typer.BadParameter(f"--store-dtype must be one of {STORE_DTYPES}")
+    if random_vae and vae is not None:
+        raise typer.BadParameter("give --vae FILE or --random-vae, not both", param_hint="--random-vae")
+    if random_vae:
+        typer.echo(f"warning: {RANDOM_VAE_NOTE}", err=True)
     count = encode_cache(
-        raw, cache, model=model, vae=vae, text_encoder=text_encoder, zero_text=zero_text,
+        raw, cache, model=model, vae=vae, random_vae=random_vae, text_encoder=text_encoder, zero_text=zero_text,
         max_clips_per_video=max_clips, device=device, store_dtype=store_dtype,
         progress=lambda name: typer.echo(f"encoded {name}", err=True),
     )
-    typer.echo(f"{count} clips in {cache}")
+    typer.echo(f"{count} clips in {cache}" + (f" ({RANDOM_VAE_NOTE})" if random_vae else ""))
 
 
 @app.command()
@@ -81,6 +86,19 @@ def export(
     from avsim.train.jobs import export_run
 
     typer.echo(f"wrote {export_run(run_dir, out, step=step, ema=ema)}")
+
+
+@app.command()
+def smoke(
+    out: Path = typer.Argument(..., help="Output folder (absent or empty); every step writes inside it."),
+    steps: int = typer.Option(20, "--steps", min=1, help="Training steps (checkpoints every 10 and at the end)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample scenario, the training run and the sampler."),
+) -> None:
+    """CPU smoke chain, debug model, RANDOM weights (output is noise): sample -> render -> pair -> encode -> train
+    (2 processes, cp 2) -> export -> generate."""
+    from avsim.train.smoke import run_smoke
+
+    run_smoke(out, steps=steps, seed=seed, log=typer.echo, progress=lambda line: typer.echo(line, err=True))
 
 
 __all__ = ["STORE_DTYPES", "ZeroText", "app"]

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from avsim.models.config import TransferConfig
     from avsim.train.config import TrainConfig
+    from avsim.train.encode import TextEncoderLike
 
 STORE_DTYPES = ("bfloat16", "float32")
+RANDOM_VAE_NOTE = "RANDOM VAE (untrained, --random-vae): latents no released model can use; for smoke tests only"
 
 
 class ZeroText:
@@ -47,12 +50,22 @@ def pair_clip(controls: Path, videos: Path, out: Path, caption: str, clip: str |
     return name
 
 
+def _text_encoder(cfg: TransferConfig, folder: Path | None, device: str) -> TextEncoderLike:
+    """Cosmos-Reason1 from `folder`, or zero embeddings when it is None."""
+    if folder is None:
+        return ZeroText(cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
+    from avsim.models.text import TextEncoder
+
+    return TextEncoder.from_pretrained(folder, device)
+
+
 def encode_cache(
     raw: Path,
     cache: Path,
     *,
     model: str,
-    vae: Path,
+    vae: Path | None = None,
+    random_vae: bool = False,
     text_encoder: Path | None = None,
     zero_text: bool = False,
     max_clips_per_video: int | None = None,
@@ -60,37 +73,50 @@ def encode_cache(
     store_dtype: str = "bfloat16",
     progress: Callable[[str], None] | None = None,
 ) -> int:
-    """Cache VAE latents of videos and controls plus text embeddings; returns the clip count."""
+    """Cache VAE latents of videos and controls plus text embeddings.
+
+    Args:
+        raw: post-training layout root.
+        cache: output cache folder (re-running skips finished clips).
+        model: model config name (sets the VAE and the clip size).
+        vae: Wan2.1 VAE weights; exactly one of `vae` and `random_vae`.
+        random_vae: the untrained VAE `avsim generate --random-vae` decodes with (smoke tests; indexed).
+        text_encoder: local Cosmos-Reason1-7B folder; exactly one of it and `zero_text`.
+        zero_text: store zero text embeddings.
+        max_clips_per_video, device, store_dtype, progress: as `avsim train encode`'s options
+            (progress gets each encoded clip's name).
+
+    Returns:
+        The number of clips in the cache.
+    """
     import torch
 
     from avsim.core.errors import AvsimInputError
     from avsim.models.config import get_config
+    from avsim.models.generate import RANDOM_VAE_SEED
     from avsim.models.pipeline import build_vae
     from avsim.train.data import ClipSpec
-    from avsim.train.encode import TextEncoderLike, encode_dataset
+    from avsim.train.encode import encode_dataset
 
     if store_dtype not in STORE_DTYPES:
         raise ValueError(f"--store-dtype must be one of {STORE_DTYPES}")
     if (text_encoder is None) == (not zero_text):
         raise AvsimInputError("--text-encoder", "text", "give exactly one of --text-encoder DIR and --zero-text")
+    if (vae is None) == (not random_vae):
+        raise AvsimInputError("--vae", "weights", "give exactly one of --vae FILE and --random-vae")
     cfg = get_config(model)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    video_model = build_vae(cfg, vae, dev, dtype)
-    text: TextEncoderLike
-    if text_encoder is None:
-        text = ZeroText(cfg.dit.text_tokens_per_view, cfg.dit.crossattn_proj_in_channels)
-    else:
-        from avsim.models.text import TextEncoder
-
-        text = TextEncoder.from_pretrained(text_encoder, str(dev))
+    video_model = build_vae(cfg, vae, dev, dtype, seed=RANDOM_VAE_SEED)
+    text = _text_encoder(cfg, text_encoder, str(dev))
     spec = ClipSpec(frames=cfg.frames_per_chunk, fps=cfg.model_fps, height_px=cfg.height_px, width_px=cfg.width_px)
     samples = encode_dataset(
         raw, cache, video_model, text, spec,
         max_clips_per_video=max_clips_per_video, device=dev, vae_dtype=dtype,
         store_dtype=getattr(torch, store_dtype),
         progress=progress,
-        extra_index={"model": model, "vae": str(vae), "text": "zeros" if zero_text else str(text_encoder)},
+        extra_index={"model": model, "vae": RANDOM_VAE_NOTE if random_vae else str(vae), "random_vae": random_vae,
+                     "text": "zeros" if zero_text else str(text_encoder)},
     )
     return len(samples)
 
@@ -138,4 +164,4 @@ def export_run(run_dir: Path, out: Path, *, step: int | None = None, ema: bool =
     return export_net(cfg, out, use_ema=ema, step=step)
 
 
-__all__ = ["STORE_DTYPES", "ZeroText", "encode_cache", "export_run", "pair_clip", "run_config", "run_training"]
+__all__ = ["RANDOM_VAE_NOTE", "STORE_DTYPES", "ZeroText", "encode_cache", "export_run", "pair_clip", "run_config", "run_training"]
