@@ -11,6 +11,7 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --quick           # 60 raster frames, 4 s clips
     python bench/render.py --cases sample --modes raster
     python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
+    python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
 """
 
 from __future__ import annotations
@@ -77,10 +78,11 @@ def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
         own, children = _peak_mib()
         return {"case": case, "mode": mode, "workers": 1, "camera_frames": cam_frames, "wall_s": wall, "cpu_s": cpu,
                 "cf_per_s": cam_frames / wall, "cf_per_cpu_s": cam_frames / cpu, "peak_main_mib": own, "peak_worker_mib": children}  # fmt: skip
-    workers = int(mode.removeprefix("encode_w"))
+    labels = mode.endswith("_labels")  # encode_w1_labels: the same render with `--labels`
+    workers = int(mode.removeprefix("encode_w").removesuffix("_labels"))
     with tempfile.TemporaryDirectory() as tmp:
         wall, cpu = time.perf_counter(), _cpu_s()
-        summary = run_render(scenario, RenderOptions(out=Path(tmp), workers=workers))
+        summary = run_render(scenario, RenderOptions(out=Path(tmp), workers=workers, labels=labels))
         wall, cpu = time.perf_counter() - wall, _cpu_s() - cpu
     own, children = _peak_mib()
     cam_frames = summary.camera_frames_rendered

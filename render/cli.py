@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from avsim.core.errors import AvsimInputError
 from avsim.render import style, writer
 from avsim.render.runner import (
     EDIT_MANIFEST_FORMAT,
@@ -25,6 +26,7 @@ from avsim.render.runner import (
     RenderOptions,
     RenderSummary,
     Variant,
+    check_cameras,
     is_variants_folder,
     load_scenario_folder,
     plan_jobs,
@@ -176,6 +178,7 @@ def render_command(
     backend: str = typer.Option("numba", "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
     preset: str = typer.Option(writer.DEFAULT_PRESET, "--preset", help="libx264 speed preset (crf 18 always): ultrafast ... veryslow."),
+    labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
 
@@ -190,12 +193,16 @@ def render_command(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
-        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset,
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels,
     )  # fmt: skip
     # bad input fails here, in one line, before the progress bar appears
+    if out.exists() and not out.is_dir():
+        raise AvsimInputError(out, "output", "exists and is not a folder; refusing to write into it")
     variants_mode = is_variants_folder(scenario)
     n_variants = len(read_variants(scenario)) if variants_mode else 0
     scen = None if variants_mode else load_scenario_folder(scenario)
+    if scen is not None and opts.cameras:
+        check_cameras(opts.cameras, resolve_rig(scen, opts.rig))
     console = Console(stderr=True)
     with _progress_bar(console) as bar:
         task = _BarTask(bar, opts)
@@ -208,3 +215,50 @@ def render_command(
             task.plan(scen)
             summaries = [run_render(scen, opts, progress=task.advance)]
     _report(console, summaries, out, variants_mode)
+
+
+# ---- avsim labels -----------------------------------------------------------------------------------
+@app.command("labels")
+def labels_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (avsim native format)."),
+    out: Path = typer.Argument(..., help="Output folder; labels go to OUT/<clip>/labels/ (as `avsim render --labels`)."),
+    cameras: str = typer.Option(None, "--cameras", help="Comma-separated camera names (default: every camera of the rig)."),
+    start: float = typer.Option(None, "--start", help="First time, seconds from the clip start."),
+    end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start (inclusive)."),
+    frames: str = typer.Option(None, "--frames", help="Frames: N (the first N) or A:B (frames A..B-1)."),
+    fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Frame rate (as `avsim render --fps`)."),
+    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Image size WxH."),
+    rig: str = typer.Option("scenario", "--rig", help="Camera rig: scenario, cosmos, nuscenes, av2, waymo."),
+) -> None:
+    """Write labels (COCO 2-D boxes + masks, nuScenes-style 3-D boxes, OpenLane lanes) of a scenario's frames."""
+    from rich.console import Console
+
+    _check_choices("default", rig, "numba", fps, writer.DEFAULT_PRESET, 1, 0)
+    width, height = _parse_size(size)
+    opts = RenderOptions(
+        out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
+        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, rig=rig, labels=True,
+    )  # fmt: skip
+    scen = load_scenario_folder(scenario)
+    first, stop = _selected_frames(scen, opts)
+    n_cams = len(opts.cameras or resolve_rig(scen, rig).names)
+    check_cameras(opts.cameras or (), resolve_rig(scen, rig))
+    _check_output(out)
+    from avsim.render.labels_run import run_labels
+
+    console = Console(stderr=True)
+    with _progress_bar(console) as bar:
+        task = bar.add_task("labels", total=n_cams * (stop - first))
+        folder = run_labels(scen, opts, progress=lambda n: bar.advance(task, n))
+    console.print(f"labelled {stop - first} frames x {n_cams} cameras -> {folder}")
+
+
+def _check_output(out: Path) -> None:
+    """OUT must be a folder we can write (created if missing)."""
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise AvsimInputError(out, "OUT", f"{probe} is not a folder")
+    if not os.access(probe, os.W_OK):
+        raise AvsimInputError(out, "OUT", f"{probe} is not writable")

@@ -23,13 +23,14 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera
 from avsim.core.rig import CameraRig
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import geometry as geo
 from avsim.render import style
 from avsim.render.raster import (
     Primitives,
     planar_row_spans,
     rasterize,
+    rasterize_numba,
     rasterize_torch,
     ray_map,
 )
@@ -126,6 +127,7 @@ class _SegmentGroup:
     rgb: NDArrayFloat  # (S, 3)
     width_px: NDArrayFloat  # (S,)
     zbias: NDArrayFloat  # (S,)
+    obj: NDArrayInt  # (S,) int32 labelled object (box index in the frame), -1 for none
 
 
 @dataclass
@@ -138,21 +140,29 @@ class _PlanarGroup:
     zscale: float
     zbias: float
     edges: tuple[NDArrayFloat, NDArrayFloat, NDArrayInt]  # clipped ring edges a, b, owner
+    obj: NDArrayInt  # (N,) int32 labelled object (box index in the frame), -1 for none
+
+
+def _obj_or_none(obj: NDArrayInt | None, n: int) -> NDArrayInt:
+    return np.full(n, -1, np.int32) if obj is None else np.asarray(obj, np.int32)
 
 
 def _segment_group(
-    cone_rad: float, p0: NDArrayFloat, p1: NDArrayFloat, rgb: npt.ArrayLike, width_px: npt.ArrayLike, zbias: npt.ArrayLike
+    cone_rad: float, p0: NDArrayFloat, p1: NDArrayFloat, rgb: npt.ArrayLike, width_px: npt.ArrayLike, zbias: npt.ArrayLike,
+    obj: NDArrayInt | None = None,
 ) -> _SegmentGroup:
     q0, q1, keep = geo.clip_segments(p0, p1)
     idx = np.flatnonzero(keep)
     if idx.size:
         idx = idx[geo.segment_cone_visible(q0[idx], q1[idx], cone_rad)]
     zb = np.broadcast_to(np.asarray(zbias, float), (len(p0),))
-    return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx])
+    ob = _obj_or_none(obj, len(p0))
+    return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx], ob[idx])
 
 
 def _planar_group(
-    cone_rad: float, verts: NDArrayFloat, rgb4: npt.ArrayLike, is_tri: bool, zscale: float, zbias: float
+    cone_rad: float, verts: NDArrayFloat, rgb4: npt.ArrayLike, is_tri: bool, zscale: float, zbias: float,
+    obj: NDArrayInt | None = None,
 ) -> _PlanarGroup:
     z = verts[..., 2]
     idx = np.flatnonzero((z.max(axis=1) >= style.NEAR_M) & (z.min(axis=1) <= style.MAX_DEPTH_M))
@@ -162,7 +172,8 @@ def _planar_group(
     if idx.size:
         vis = geo.cone_visible(rings, counts, cone_rad)
         idx, rings, counts = idx[vis], rings[vis], counts[vis]
-    return _PlanarGroup(verts[idx], np.asarray(rgb4, float)[idx], is_tri, zscale, zbias, geo.ring_edges(rings, counts))
+    ob = _obj_or_none(obj, len(verts))[idx]
+    return _PlanarGroup(verts[idx], np.asarray(rgb4, float)[idx], is_tri, zscale, zbias, geo.ring_edges(rings, counts), ob)
 
 
 def _capsules(
@@ -186,6 +197,7 @@ def _capsules(
         cap_zscale=np.ones(n),
         cap_zbias=group.zbias[src[on]],
         cap_order=orders.take(n),
+        cap_obj=group.obj[src[on]],
     )  # fmt: skip
 
 
@@ -214,7 +226,7 @@ def _planars(
         pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=v[:, 2 if group.is_tri else 3] - v[:, 0],
         pl_is_tri=np.full(n, group.is_tri), pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
         pl_zscale=np.full(n, group.zscale), pl_zbias=np.full(n, group.zbias), pl_order=orders.take(n),
-        pl_row_start=row_start, pl_row_span=row_span,
+        pl_row_start=row_start, pl_row_span=row_span, pl_obj=group.obj[on],
     )  # fmt: skip
 
 
@@ -247,13 +259,14 @@ def camera_primitives(camera: Camera, cone_rad: float, cam_SE3_world: SE3, objec
     box_cam = geo.to_camera(objects.box_corners, R, t)
     facing = geo.front_facing(box_cam) if len(box_cam) else np.zeros((0, 6), bool)
     corner_rgb = geo.cuboid_corner_colours(objects.box_rgb_front, objects.box_rgb_back) if len(box_cam) else np.zeros((0, 8, 3))
-    faces = _planar_group(cone_rad, box_cam[:, geo.CUBOID_FACES][facing], corner_rgb[:, geo.CUBOID_FACES][facing], False, 1.0, 0.0)
+    faces = _planar_group(cone_rad, box_cam[:, geo.CUBOID_FACES][facing], corner_rgb[:, geo.CUBOID_FACES][facing], False,
+                          1.0, 0.0, np.nonzero(facing)[0])  # fmt: skip
     box_idx, edge_idx = np.nonzero(facing[:, geo.CUBOID_EDGE_FACES].any(axis=2)) if len(box_cam) else (np.zeros(0, int),) * 2
     ends = geo.CUBOID_EDGES[edge_idx]
     edges = _segment_group(
         cone_rad, box_cam[box_idx, ends[:, 0]], box_cam[box_idx, ends[:, 1]],
         np.tile(np.asarray(style.BOX_EDGE_RGB, float), (len(box_idx), 1)), np.full(len(box_idx), style.BOX_EDGE_WIDTH_PX),
-        -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5),
+        -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5), box_idx,
     )  # fmt: skip
     # one batched subdivision of everything
     seg_groups, planar_groups = [lines, edges], [tris, statics, faces]
@@ -304,7 +317,8 @@ class AgentRows:
 
     t (N,) int64 timestamps in ns; corners (N, 8, 3) world-frame box corners in the spec's
     order; front, back (N, 3) float RGB colours A and B of the class; min_size, max_size (N,)
-    smallest and largest box dimension in metres; centre (N, 2) world x, y of the box centre.
+    smallest and largest box dimension in metres; centre (N, 2) world x, y of the box centre;
+    track_id (N,) str (labels name the boxes by it).
     """
 
     t: NDArrayInt
@@ -314,6 +328,7 @@ class AgentRows:
     min_size: NDArrayFloat
     max_size: NDArrayFloat
     centre: NDArrayFloat
+    track_id: npt.NDArray[np.str_]
 
     @classmethod
     def empty(cls) -> AgentRows:
@@ -323,7 +338,7 @@ class AgentRows:
             AgentRows with N = 0.
         """
         return cls(np.zeros(0, np.int64), np.zeros((0, 8, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
-                   np.zeros(0), np.zeros((0, 2)))  # fmt: skip
+                   np.zeros(0), np.zeros((0, 2)), np.zeros(0, str))  # fmt: skip
 
     def rows(self, lo: int, hi: int) -> AgentRows:
         """Rows lo..hi-1 of every field.
@@ -427,6 +442,7 @@ class SceneRenderer:
             min_size=size.min(axis=1),
             max_size=size.max(axis=1),
             centre=agents.center_m[order, :2],
+            track_id=agents.track_id[order],
         )
 
     def frame_objects(self, frame_index: int) -> tuple[SE3, FrameObjects]:
@@ -449,15 +465,54 @@ class SceneRenderer:
         if is_light.any():
             states = self.scenario.lights.state_at(light_ids[is_light], t_ns)
             static_rgb[is_light] = geo.traffic_light_rgb(states)
-        rows = self._agent_rows(frame_index)
-        keep = ~_contains_xy(rows.corners, centre)  # the ego's own box, if a track holds it
-        keep &= np.linalg.norm(rows.centre - centre, axis=-1) <= MAP_REACH_M + rows.max_size
+        rows, keep = self._kept_rows(frame_index, centre)
         objects = FrameObjects(
             s.seg_p0[seg_on], s.seg_p1[seg_on], s.seg_rgb[seg_on], s.seg_width_px[seg_on],
             s.tri[tri_on], s.tri_rgb[tri_on], s.cub_corners[cub_on], static_rgb,
             rows.corners[keep], rows.front[keep], rows.back[keep], rows.min_size[keep],
         )  # fmt: skip
         return world_SE3_ego, objects
+
+    def _kept_rows(self, frame_index: int, centre: NDArrayFloat) -> tuple[AgentRows, NDArrayBool]:
+        """The frame's agent rows and which of them are drawn (not the ego's own box, within reach)."""
+        rows = self._agent_rows(frame_index)
+        keep = ~_contains_xy(rows.corners, centre)  # the ego's own box, if a track holds it
+        keep &= np.linalg.norm(rows.centre - centre, axis=-1) <= MAP_REACH_M + rows.max_size
+        return rows, keep
+
+    def box_track_ids(self, frame_index: int) -> npt.NDArray[np.str_]:
+        """Track ids of the frame's drawn boxes: entry k is the object id k of `render_camera_ids`.
+
+        Args:
+            frame_index: frame at the render rate.
+
+        Returns:
+            (N,) str, in box (track-id) order.
+        """
+        t_ns = int(self.timestamps_ns[frame_index])
+        centre = self.scenario.ego.pose_at(np.array([t_ns]))[0].translation[:2]
+        rows, keep = self._kept_rows(frame_index, centre)
+        return rows.track_id[keep]
+
+    def render_camera_ids(self, frame_index: int, camera: str | int) -> tuple[NDArrayByte, NDArrayInt32, Primitives]:
+        """One camera's image with its per-pixel object ids (numba backend only, whatever `backend` is).
+
+        The image is byte-identical to `render_camera` with the numba backend.
+
+        Args:
+            frame_index: frame at the render rate.
+            camera: camera name or index into the rig.
+
+        Returns:
+            (H, W, 3) uint8 RGB, (H, W) int32 object ids (index into `box_track_ids`, -1: no box)
+            and the primitives they were rasterised from.
+        """
+        i = camera if isinstance(camera, int) else self.rig.index(camera)
+        prims = self.camera_primitives(frame_index, i)
+        cam = self.rig.cameras[i]
+        ids = np.empty((cam.height_px, cam.width_px), np.int32)
+        img = rasterize_numba(prims, self.rays(i), ids_out=ids)
+        return img, ids, prims
 
     def _frame(self, frame_index: int) -> tuple[SE3, FrameObjects]:
         if self._objects is None or self._objects[0] != frame_index:

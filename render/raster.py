@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from avsim.core.cameras import Camera
-from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
+from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
 
 _njit: Any  # numba.njit with the kernels' options, or None without numba
 try:  # numba is the fast CPU path; without it the torch backend still works
@@ -65,7 +66,9 @@ class Primitives:
     ``pl_order (P,)``. Optional row spans (a loop bound only; coverage is decided per pixel):
     ``pl_row_start (P,)`` and ``pl_row_span (R, 2)``: row y of planar p (y0 <= y <= y1 of its
     box) is scanned over x in ``pl_row_span[pl_row_start[p] + y - y0]`` (inclusive); empty
-    ``pl_row_start`` means whole box rows.
+    ``pl_row_start`` means whole box rows. Object ids (labels only): ``cap_obj (S,)``,
+    ``pl_obj (P,)`` int32, the labelled object each primitive belongs to (-1: none); empty when
+    not given (every primitive then counts as -1).
     """
 
     width_px: int
@@ -88,6 +91,8 @@ class Primitives:
     pl_order: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pl_row_start: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pl_row_span: NDArrayInt = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    cap_obj: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    pl_obj: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
     @property
     def n_capsules(self) -> int:
@@ -211,7 +216,7 @@ if _njit is not None:
     @_njit
     def _draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
                        radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
-                       start: int, stop: int, c: float) -> None:  # fmt: skip
+                       start: int, stop: int, c: float, ids: NDArrayInt, obj: NDArrayInt, with_ids: bool) -> None:  # fmt: skip
         # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one
         h, w = zbuf.shape
         for s in range(start, stop):
@@ -256,12 +261,15 @@ if _njit is not None:
                     depth = 1.0 / (i0 + t * (i1 - i0))
                     if _ztest(zbuf, y, x, depth, zs, zb):
                         _put(img, y, x, depth, cr, cg, cb)
+                        if with_ids:
+                            ids[y, x] = obj[s]
 
     @_njit
     def _draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
                       is_tri: NDArrayBool, rgb: NDArrayFloat, bbox: NDArrayInt, zscale: NDArrayFloat,
                       zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
-                      start: int, stop: int, near: float, far: float, eps: float) -> None:  # fmt: skip
+                      start: int, stop: int, near: float, far: float, eps: float,
+                      ids: NDArrayInt, obj: NDArrayInt, with_ids: bool) -> None:  # fmt: skip
         for p in range(start, stop):
             n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
             A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
@@ -295,11 +303,15 @@ if _njit is not None:
                             continue
                         if _ztest(zbuf, y, x, depth, zs, zb):
                             _put(img, y, x, depth, r0, g0, c0)
+                            if with_ids:
+                                ids[y, x] = obj[p]
                     else:
                         if a > 1.0 + eps or b > 1.0 + eps:
                             continue
                         if not _ztest(zbuf, y, x, depth, zs, zb):
                             continue
+                        if with_ids:
+                            ids[y, x] = obj[p]
                         a = min(max(a, 0.0), 1.0)
                         b = min(max(b, 0.0), 1.0)
                         w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
@@ -309,85 +321,27 @@ if _njit is not None:
                         _put(img, y, x, depth, cr, cg, cb)
 
 
-    @_njit
-    def _row_spans(bbox: NDArrayInt, row_start: NDArrayInt, owner: NDArrayInt, uv0: NDArrayFloat, uv1: NDArrayFloat,
-                   exact: NDArrayBool, spans: NDArrayInt, centre: float) -> None:  # fmt: skip
-        # centre: PIXEL_CENTRE_OFFSET (an argument, so the on-disk kernel cache never holds a stale one)
-        # Conservative x-range of each row of each planar from its projected boundary chords:
-        # every row that meets the region meets its boundary within 1.5 px (chord tolerance
-        # 0.25 px), so the chords' x over rows +/- 1.5 px, widened by 1 px, bound the region.
-        for c in range(len(owner)):
-            p = owner[c]
-            if not exact[p]:
-                continue
-            u0, v0, u1, v1 = uv0[c, 0], uv0[c, 1], uv1[c, 0], uv1[c, 1]
-            y0, y1 = bbox[p, 1], bbox[p, 3]
-            # rows whose centre (y + centre) is within 1.5 px of the chord's v range
-            ylo = max(y0, int(np.floor(min(v0, v1) - 1.5 - centre)))
-            yhi = min(y1, int(np.ceil(max(v0, v1) + 1.5 - centre)))
-            dv = v1 - v0
-            for y in range(ylo, yhi + 1):
-                if abs(dv) > 1e-12:
-                    ta = (y + centre - 1.5 - v0) / dv
-                    tb = (y + centre + 1.5 - v0) / dv
-                    if ta > tb:
-                        ta, tb = tb, ta
-                    ta, tb = max(ta, 0.0), min(tb, 1.0)
-                else:
-                    ta, tb = 0.0, 1.0
-                xa, xb = u0 + ta * (u1 - u0), u0 + tb * (u1 - u0)
-                lo = int(np.floor(min(xa, xb) - centre - 1.0))
-                hi = int(np.ceil(max(xa, xb) - centre + 1.0))
-                k = row_start[p] + y - y0
-                spans[k, 0] = min(spans[k, 0], lo)
-                spans[k, 1] = max(spans[k, 1], hi)
-
-
-def planar_row_spans(
-    bbox: NDArrayInt, owner: NDArrayInt, uv0: NDArrayFloat, uv1: NDArrayFloat, exact: NDArrayBool
-) -> tuple[NDArrayInt, NDArrayInt]:
-    """Row spans for planars from their projected boundary chords.
-
-    Planars not `exact` (some chord only approximated) scan whole rows.
-
-    Args:
-        bbox: (P, 4) inclusive pixel boxes of the planars.
-        owner: (C,) planar of each chord.
-        uv0: (C, 2) chord start pixels.
-        uv1: (C, 2) chord end pixels.
-        exact: (P,) bool, every chord of the planar is within tolerance.
-
-    Returns:
-        (row_start (P,), row_span (R, 2)) for `Primitives`, or empty arrays without numba.
-    """
-    n = len(bbox)
-    if _njit is None or n == 0:
-        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
-    heights = np.maximum(bbox[:, 3] - bbox[:, 1] + 1, 0)
-    row_start = np.concatenate([[0], np.cumsum(heights)[:-1]]).astype(np.int64)
-    spans = np.empty((int(heights.sum()), 2), np.int64)
-    spans[:, 0], spans[:, 1] = np.iinfo(np.int64).max // 2, -1
-    rows_of = np.repeat(np.arange(n), heights)
-    inexact_rows = ~np.asarray(exact, bool)[rows_of]
-    spans[inexact_rows, 0] = bbox[rows_of[inexact_rows], 0]
-    spans[inexact_rows, 1] = bbox[rows_of[inexact_rows], 2]
-    _row_spans(np.ascontiguousarray(bbox, np.int64), row_start, np.ascontiguousarray(owner, np.int64),
-               np.ascontiguousarray(uv0, np.float64), np.ascontiguousarray(uv1, np.float64),
-               np.ascontiguousarray(exact, np.bool_), spans, PIXEL_CENTRE_OFFSET)  # fmt: skip
-    return row_start, spans
-
-
 def _f64(a: NDArrayFloat) -> NDArrayFloat:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def rasterize_numba(prims: Primitives, rays: NDArrayFloat32, out: NDArrayByte | None = None) -> NDArrayByte:
+def _obj_ids(obj: NDArrayInt, n: int) -> NDArrayInt:
+    """(n,) int32 object ids, all -1 when none were given."""
+    return np.ascontiguousarray(obj, np.int32) if len(obj) == n else np.full(n, -1, np.int32)
+
+
+def rasterize_numba(
+    prims: Primitives, rays: NDArrayFloat32, out: NDArrayByte | None = None, ids_out: NDArrayInt32 | None = None
+) -> NDArrayByte:
     """Rasterise one image on the CPU with the compiled kernels.
 
     Args:
         prims: the image's primitives.
         rays: (H, W, 2) float32 ray map (`ray_map`).
         out: (H, W, 3) uint8 buffer to draw into (cleared first), or None for a new one.
+        ids_out: (H, W) int32 buffer (or None): filled (after a reset to -1) with the object id
+            (`cap_obj` / `pl_obj`) of the fragment that won each pixel's z-test, -1 where none or
+            background. The colours do not depend on it.
 
     Returns:
         (H, W, 3) uint8 RGB (`out` when given).
@@ -403,6 +357,14 @@ def rasterize_numba(prims: Primitives, rays: NDArrayFloat32, out: NDArrayByte | 
         img = out
         img[...] = 0
     zbuf = np.full((h, w), np.inf, np.float32)
+    with_ids = ids_out is not None
+    if ids_out is not None:
+        if ids_out.shape != (h, w) or ids_out.dtype != np.int32:
+            raise ValueError(f"ids_out must be ({h}, {w}) int32, got {ids_out.shape} {ids_out.dtype}")
+        ids_out[...] = -1
+    ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
+    cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
+    pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
     cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
            _f64(prims.cap_zscale), _f64(prims.cap_zbias))
     use_spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
@@ -412,10 +374,58 @@ def rasterize_numba(prims: Primitives, rays: NDArrayFloat32, out: NDArrayByte | 
           np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans)
     for kind, start, stop in _runs(prims):
         if kind == 0:
-            _draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET)
+            _draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids)
         else:
-            _draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
+            _draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, with_ids)
     return img
+
+
+def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
+    """Pixels each object covers when drawn alone (its own primitives only, the same kernels).
+
+    The primitives of object k are drawn into cleared buffers, counted within the region they can
+    reach, and that region is cleared again, so the cost is the objects' own area.
+
+    Args:
+        prims: the image's primitives with `cap_obj` / `pl_obj`.
+        rays: (H, W, 2) the camera's ray map.
+        n_objects: number of objects N (ids 0..N-1).
+
+    Returns:
+        (N,) int64 pixel counts.
+    """
+    h, w = prims.height_px, prims.width_px
+    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
+    cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
+    cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
+    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
+    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
+    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), _f64(prims.pl_rgb[ps]),
+          np.ascontiguousarray(prims.pl_bbox[ps], np.int64), _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
+          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
+          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
+    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))
+    r, xy = prims.cap_radius_px[cs, None], prims.cap_xy[cs]
+    lo = np.concatenate([np.floor(np.minimum(xy[:, :2], xy[:, 2:]) - r - PIXEL_CENTRE_OFFSET), prims.pl_bbox[ps, :2]])
+    hi = np.concatenate([np.ceil(np.maximum(xy[:, :2], xy[:, 2:]) + r - PIXEL_CENTRE_OFFSET), prims.pl_bbox[ps, 2:]])
+    owner = np.concatenate([cap_obj[cs], pl_obj[ps]])
+    cb, pb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)), np.searchsorted(pl_obj[ps], np.arange(n_objects + 1))
+    img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
+    zeros, out = np.zeros(max(len(cs), len(ps)), np.int32), np.zeros(n_objects, np.int64)
+    for k in np.unique(owner):
+        if pb[k + 1] > pb[k]:
+            _draw_planars(img, zbuf, rays, *pl, pb[k], pb[k + 1], style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, zeros, True)
+        if cb[k + 1] > cb[k]:
+            _draw_capsules(img, zbuf, *cap, cb[k], cb[k + 1], PIXEL_CENTRE_OFFSET, ids, zeros, True)
+        mine = owner == k
+        x0, y0 = max(int(lo[mine, 0].min()), 0), max(int(lo[mine, 1].min()), 0)
+        x1, y1 = min(int(hi[mine, 0].max()), w - 1), min(int(hi[mine, 1].max()), h - 1)
+        if x1 >= x0 and y1 >= y0:
+            region = ids[y0 : y1 + 1, x0 : x1 + 1]
+            out[k] = int((region >= 0).sum())
+            region[...] = -1
+            zbuf[y0 : y1 + 1, x0 : x1 + 1] = np.inf
+    return out
 
 
 # ---- torch backend ---------------------------------------------------------------------------

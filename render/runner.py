@@ -19,7 +19,7 @@ import json
 import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,6 +76,7 @@ class RenderOptions:
     backend: str = "numba"
     overwrite: bool = False
     preset: str = writer.DEFAULT_PRESET
+    labels: bool = False  # also write labels (render/labels_run.py): same pass, numba id buffer
 
 
 @dataclass
@@ -354,7 +355,12 @@ class _Worker:
         renderer, opts = self.renderer, self.opts
         assert renderer is not None and opts is not None, "start() first"
         cam_index = renderer.rig.index(segment.camera)
-        frames = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
+        frames: Iterator[Any] = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
+        if opts.labels:
+            from avsim.render import labels_run
+
+            part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), segment)
+            frames = labels_run.labelled_frames(renderer, segment, part)
         return writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=on_frame, preset=opts.preset)
 
     def run_segment(self, segment: writer.Segment) -> int:
@@ -388,7 +394,7 @@ def _run_pool_segment(segment: writer.Segment) -> int:
     return _process_worker().run_segment(segment)
 
 
-def _check_cameras(cameras: tuple[str, ...], rig: CameraRig) -> None:
+def check_cameras(cameras: tuple[str, ...], rig: CameraRig) -> None:
     for cam in cameras:
         if cam not in rig.names:
             raise AvsimInputError("--cameras", cam, f"no such camera; the rig has {', '.join(rig.names)}")
@@ -408,13 +414,14 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     t0 = time.perf_counter()
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names
-    _check_cameras(cameras, rig)
+    check_cameras(cameras, rig)
     n_total = len(scenario.frame_timestamps(opts.fps))
     first, stop = select_frames(n_total, opts.fps, opts.start_s, opts.end_s, opts.frames)
     clip_id = writer.safe_name(scenario.scenario_id)
     jobs = plan_jobs(clip_id, cameras, first, stop, opts)
-    todo = [j for j in jobs if opts.overwrite or not j.done()]
-    segments = [s for j in todo for s in j.segments() if opts.overwrite or not s.done()]
+    redo = _labels_missing(opts, clip_id)
+    todo = [j for j in jobs if opts.overwrite or not j.done() or any(redo(s) for s in j.segments())]
+    segments = [s for j in todo for s in j.segments() if opts.overwrite or not s.done() or redo(s)]
     total = sum(j.stop - j.start for j in jobs)
     rendered_planned = sum(s.stop - s.start for s in segments)
     if progress is not None and total > rendered_planned:
@@ -424,6 +431,12 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     for job in todo:
         writer.assemble_job(job)
     outputs = [str(p) for j in jobs for p in j.outputs]
+    if opts.labels and (todo or not (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
+        from avsim.render import labels_run
+
+        labels_run.merge_parts(scenario, opts, clip_id, [s for j in jobs for s in j.segments()], first, stop)
+    if opts.labels:
+        outputs.append(str(labels_run_folder(opts.out, clip_id)))
     if opts.mosaic:
         outputs += _write_mosaics(opts, jobs)
     if opts.overlay is not None:
@@ -432,6 +445,20 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     with atomic_output_path(opts.out / clip_id / "render_summary.json") as tmp:
         Path(tmp).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def labels_run_folder(out: Path, clip_id: str) -> Path:
+    """`OUT/<clip>/labels` (see `avsim.render.labels_run`)."""
+    return Path(out) / clip_id / "labels"
+
+
+def _labels_missing(opts: RenderOptions, clip_id: str) -> Callable[[writer.Segment], bool]:
+    """Whether a segment must be (re-)rendered for its labels: asked for, not yet merged, part missing."""
+    if not opts.labels or (not opts.overwrite and (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
+        return lambda s: False
+    from avsim.render.labels_run import part_path
+
+    return lambda s: opts.overwrite or not part_path(opts.out, clip_id, s).is_file()
 
 
 def _render_segments(scenario: Scenario, opts: RenderOptions, segments: list[writer.Segment], progress: Progress | None) -> int:

@@ -18,6 +18,7 @@ from avsim.core.errors import AvsimError
 # (e.g. `avsim render`); merge=False mounts the module's app as a group (e.g. `avsim eval fid`).
 LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "render": ("avsim.render.cli", True),
+    "labels": ("avsim.render.cli", True),
     "generate": ("avsim.models.cli", True),
     "eval": ("avsim.evaluation.cli", False),
     "train": ("avsim.train.cli", False),

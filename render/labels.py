@@ -1,0 +1,349 @@
+"""Labels of rendered frames, from the same projection and z-buffer as the pixels.
+
+Per camera and frame (`camera_frame_labels`): every agent box that covers at least one pixel
+when rendered alone gets its 3-D box in the camera frame, its projected corners and centre
+(the camera model's `project`), the 2-D box of the full projected cuboid, the 2-D box and
+count of its *visible* pixels (the renderer's per-pixel object id, same z-test as the
+colours), the pixels it covers rendered alone (`unoccluded_px`: a second pass over only its
+own primitives, in a crop of the image), `visible_fraction = visible_px / unoccluded_px` and
+`truncation = 1 - area(full box inside the image) / area(full box)`.
+
+Per frame (`frame_boxes_3d`): every agent of the scenario at the frame time (tracks resampled
+by avsim's rules, exactly as `avsim.evaluation.detections.boxes_from_scenario` does), in the
+world and ego frames, with velocity.
+
+Box convention: centre of the box; size (length, width, height) along the object's x
+(heading), y, z axes; `rotation_*_wxyz` is the quaternion frame_R_object; `yaw_ego_rad` is
+the heading about the ego z axis (x forward, y left, z up), counter-clockwise from x.
+Camera frame: avsim's RDF (x right, y down, z forward), metres. Pixels: the centre of pixel
+(i, j) is (i, j) (`geometry.PIXEL_CENTRE_OFFSET`); a pixel box (x0, y0, x1, y1) is inclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from avsim.core.agents import AgentTracks
+from avsim.core.cameras import Camera
+from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angle
+from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.render import geometry as geo
+from avsim.render import style
+from avsim.render.raster import Primitives, object_coverage_px
+from avsim.scenario import Scenario
+
+_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
+try:
+    import numba
+
+    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    _njit = None
+
+VELOCITY_DT_S = 0.05  # velocity: central difference of the resampled track over +/- this
+BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
+EDGE_SAMPLES = 9  # points per cuboid edge for the full projected 2-D box (curved f-theta edges)
+
+
+@dataclass(frozen=True)
+class FrameBoxes3D:
+    """Every agent at one frame time, in track-id order (K boxes).
+
+    track_id, source_class, object_class (K,) str; center_world_m, center_ego_m (K, 3);
+    size_lwh_m (K, 3); rotation_world_wxyz, rotation_ego_wxyz (K, 4) frame_R_object;
+    yaw_ego_rad (K,); velocity_world_mps (K, 3) world-frame velocity; velocity_ego_mps (K, 3)
+    the same vector in ego axes (not relative to the ego).
+    """
+
+    timestamp_ns: int
+    world_SE3_ego: SE3
+    track_id: npt.NDArray[np.str_]
+    source_class: npt.NDArray[np.str_]
+    object_class: npt.NDArray[np.str_]
+    center_world_m: NDArrayFloat
+    center_ego_m: NDArrayFloat
+    size_lwh_m: NDArrayFloat
+    rotation_world_wxyz: NDArrayFloat
+    rotation_ego_wxyz: NDArrayFloat
+    yaw_ego_rad: NDArrayFloat
+    velocity_world_mps: NDArrayFloat
+    velocity_ego_mps: NDArrayFloat
+
+    def __post_init__(self) -> None:
+        k = len(self.track_id)
+        for name in ("center_world_m", "center_ego_m", "size_lwh_m", "velocity_world_mps", "velocity_ego_mps"):
+            if np.shape(getattr(self, name)) != (k, 3):
+                raise ValueError(f"{name}: expected ({k}, 3), got {np.shape(getattr(self, name))}")
+
+    def corners_world_m(self) -> NDArrayFloat:
+        """(K, 8, 3) world-frame corners in the render spec's corner order."""
+        from avsim.core.agents import box_corners
+
+        return box_corners(self.center_world_m, self.size_lwh_m, self.rotation_world_wxyz)
+
+
+_BOXES_CACHE: dict[tuple[int, str, int], FrameBoxes3D] = {}
+
+
+def frame_boxes_3d(scenario: Scenario, timestamp_ns: int, block_ns: NDArrayInt | None = None) -> FrameBoxes3D:
+    """All agents of `scenario` at one time (resampled as the renderer and the LET ground truth do).
+
+    Args:
+        scenario: an avsim Scenario.
+        timestamp_ns: the frame time.
+        block_ns: (B,) other frame times to compute (and cache) in the same resampling pass.
+
+    Returns:
+        The frame's boxes in the world and ego frames.
+    """
+    t = int(timestamp_ns)
+    key = (id(scenario), scenario.scenario_id, t)
+    if key not in _BOXES_CACHE:
+        times = np.unique(np.r_[np.asarray([] if block_ns is None else block_ns, np.int64), t])
+        dt = int(VELOCITY_DT_S * 1e9)
+        agents = scenario.agents
+        table = agents.resample(np.unique(np.r_[times - dt, times, times + dt])) if len(agents) else agents
+        poses = scenario.ego.pose_at(times)
+        for j, tj in enumerate(times.tolist()):
+            if len(_BOXES_CACHE) >= BOXES_CACHE_FRAMES:
+                _BOXES_CACHE.pop(next(iter(_BOXES_CACHE)))
+            _BOXES_CACHE[(id(scenario), scenario.scenario_id, tj)] = _frame_boxes(table, tj, dt, poses[j])
+    return _BOXES_CACHE[key]
+
+
+def _frame_boxes(table: AgentTracks, t: int, dt: int, pose: SE3) -> FrameBoxes3D:
+    """The boxes at time t from tracks resampled at (at least) t - dt, t and t + dt."""
+    from avsim.core.agents import collapse_class
+
+    now = table.select(table.timestamps_ns == t) if len(table) else table
+    order = np.argsort(now.track_id, kind="stable")
+    ids, centre = now.track_id[order], now.center_m[order]
+    vel = np.zeros_like(centre)
+    if len(ids):
+        ends = table.select((table.timestamps_ns == t - dt) | (table.timestamps_ns == t + dt))
+        tids, first, count = np.unique(ends.track_id, return_index=True, return_counts=True)
+        tids, first = tids[count == 2], first[count == 2]
+        rate = (ends.center_m[first + 1] - ends.center_m[first]) / (2 * dt * 1e-9)
+        k = np.minimum(np.searchsorted(tids, ids), max(len(tids) - 1, 0))
+        hit = (tids[k] == ids) if len(tids) else np.zeros(len(ids), bool)
+        vel[hit] = rate[k[hit]]
+    ego_SE3_world = pose.inverse()
+    R_ew = ego_SE3_world.rotation
+    rot_world = now.orientation[order]
+    rot_ego = matrix_to_quat(np.einsum("ij,njk->nik", R_ew, quat_to_matrix(rot_world))) if len(ids) else rot_world
+    return FrameBoxes3D(
+        t, pose, ids, now.source_class[order], np.array([collapse_class(c) for c in now.source_class[order]], dtype=str),
+        centre, ego_SE3_world.apply(centre) if len(ids) else centre, now.size_m[order], rot_world, rot_ego,
+        wrap_angle(now.yaw_rad[order] - pose.yaw_rad) if len(ids) else np.zeros(0),
+        vel, vel @ R_ew.T,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CameraBoxLabels:
+    """The boxes one camera image shows (M boxes: those with unoccluded_px > 0).
+
+    box (M,) int: index into the frame's `FrameBoxes3D`; center_camera_m (M, 3);
+    rotation_camera_wxyz (M, 4) camera_R_object; corners_px (M, 8, 2) `camera.project` of the
+    corners (NaN where a pinhole cannot image them); center_px (M, 2) projected box centre and
+    center_depth_m (M,) its camera z; box2d_full_px (M, 4) x0, y0, x1, y1 of the projected
+    cuboid (not clipped to the image); box2d_visible_px (M, 4) inclusive pixel box of the visible
+    pixels (-1 where none); visible_px, unoccluded_px (M,) int; visible_fraction, truncation (M,).
+    """
+
+    box: NDArrayInt
+    center_camera_m: NDArrayFloat
+    rotation_camera_wxyz: NDArrayFloat
+    corners_px: NDArrayFloat
+    center_px: NDArrayFloat
+    center_depth_m: NDArrayFloat
+    box2d_full_px: NDArrayFloat
+    box2d_visible_px: NDArrayInt
+    visible_px: NDArrayInt
+    unoccluded_px: NDArrayInt
+    visible_fraction: NDArrayFloat
+    truncation: NDArrayFloat
+
+
+if _njit is not None:
+
+    @_njit
+    def _id_boxes(ids: NDArrayInt32, counts: NDArrayInt, boxes: NDArrayInt) -> None:
+        h, w = ids.shape
+        for y in range(h):
+            for x in range(w):
+                k = ids[y, x]
+                if k < 0 or k >= len(counts):
+                    continue
+                if counts[k] == 0:
+                    boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = x, y, x, y
+                else:
+                    boxes[k, 0], boxes[k, 2] = min(boxes[k, 0], x), max(boxes[k, 2], x)
+                    boxes[k, 3] = y
+                counts[k] += 1
+
+
+    @_njit
+    def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
+        more = True
+        while more:
+            c = d & 0x1F
+            d >>= 5
+            more = (d != -1) if (c & 0x10) else (d != 0)
+            out[n] = (c | 0x20 if more else c) + 48
+            n += 1
+        return n
+
+    @_njit
+    def _rle_chars(crop: NDArrayBool, x0: int, y0: int, h: int, out: npt.NDArray[np.uint8], total: int) -> int:
+        # column-major runs of an image-size mask that is `crop` at (x0, y0) and False elsewhere,
+        # in pycocotools' compressed string encoding; returns the number of chars written
+        ch, cw = crop.shape
+        n, k, prev1, prev2, start, value = 0, 0, 0, 0, 0, False
+        for x in range(cw):
+            for y in range(ch):
+                pos = (x0 + x) * h + y0 + y
+                v = crop[y, x]
+                if v == value:
+                    continue
+                run = pos - start
+                n = _emit(out, n, run - prev2 if k > 2 else run)
+                prev2, prev1, k, start, value = prev1, run, k + 1, pos, v
+            pos = (x0 + x) * h + y0 + ch  # the next pixel in memory order: False unless in the crop
+            if value and (y0 + ch < h or y0 > 0 or x == cw - 1) and pos < total:
+                run = pos - start
+                n = _emit(out, n, run - prev2 if k > 2 else run)
+                prev2, prev1, k, start, value = prev1, run, k + 1, pos, False
+        run = total - start
+        n = _emit(out, n, run - prev2 if k > 2 else run)
+        return n
+
+
+def rle_string(crop: NDArrayBool, x0: int, y0: int, height_px: int, width_px: int) -> str:
+    """COCO compressed-RLE `counts` of an image-size mask that is `crop` at (x0, y0), False elsewhere.
+
+    Args:
+        crop: (h, w) bool.
+        x0: column of the crop's first pixel.
+        y0: row of the crop's first pixel.
+        height_px: image height H.
+        width_px: image width W.
+
+    Returns:
+        The `counts` string (pycocotools' encoding of the column-major runs).
+    """
+    out = np.empty(16 * (crop.size + 4), np.uint8)
+    n = _rle_chars(np.ascontiguousarray(crop, np.bool_), x0, y0, height_px, out, height_px * width_px)
+    return out[:n].tobytes().decode("ascii")
+
+
+def visible_boxes(ids: NDArrayInt32, n_objects: int) -> tuple[NDArrayInt, NDArrayInt]:
+    """Pixel counts and inclusive pixel boxes of every object id in an id buffer (one pass).
+
+    Args:
+        ids: (H, W) int32 object ids (-1: none).
+        n_objects: number of objects N (ids 0..N-1).
+
+    Returns:
+        counts (N,) int64 and boxes (N, 4) int64 (x0, y0, x1, y1; -1 where the count is 0).
+    """
+    counts = np.zeros(n_objects, np.int64)
+    boxes = np.full((n_objects, 4), -1, np.int64)
+    _id_boxes(np.ascontiguousarray(ids, np.int32), counts, boxes)
+    return counts, boxes
+
+
+def unoccluded_pixels(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
+    """Pixels each object covers when rendered alone (`raster.object_coverage_px`).
+
+    Args:
+        prims: the image's primitives with `cap_obj` / `pl_obj`.
+        rays: (H, W, 2) the camera's ray map.
+        n_objects: number of objects N.
+
+    Returns:
+        (N,) int64 pixel counts.
+    """
+    return object_coverage_px(prims, rays, n_objects)
+
+
+def projected_boxes(camera: Camera, corners_cam: NDArrayFloat) -> NDArrayFloat:
+    """2-D boxes (x0, y0, x1, y1) of projected cuboids (points along every edge, in front of the camera).
+
+    Args:
+        camera: the camera.
+        corners_cam: (M, 8, 3) camera-frame corners.
+
+    Returns:
+        (M, 4) float boxes, not clipped to the image (NaN for a box wholly behind the camera).
+    """
+    a, b = corners_cam[:, geo.CUBOID_EDGES[:, 0]], corners_cam[:, geo.CUBOID_EDGES[:, 1]]  # (M, 12, 3)
+    t = np.linspace(0.0, 1.0, EDGE_SAMPLES)[None, None, :, None]
+    pts = (a[:, :, None] + t * (b - a)[:, :, None]).reshape(len(corners_cam), -1, 3)
+    uv = camera.project(pts.reshape(-1, 3))[0].reshape(len(corners_cam), -1, 2)
+    uv[pts[..., 2] <= style.NEAR_M] = np.nan
+    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
+        sup.filter(RuntimeWarning)
+        return np.concatenate([np.nanmin(uv, 1), np.nanmax(uv, 1)], 1)
+
+
+def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
+    """1 - (area of each box inside the image) / (its area); the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5].
+
+    Args:
+        box_px: (M, 4) x0, y0, x1, y1.
+        width_px: image width.
+        height_px: image height.
+
+    Returns:
+        (M,) in [0, 1] (1 for a NaN or empty box).
+    """
+    (ix0, ix1), (iy0, iy1) = geo.image_extent_px(width_px), geo.image_extent_px(height_px)
+    w = np.clip(box_px[:, 2], ix0, ix1) - np.clip(box_px[:, 0], ix0, ix1)
+    h = np.clip(box_px[:, 3], iy0, iy1) - np.clip(box_px[:, 1], iy0, iy1)
+    area = (box_px[:, 2] - box_px[:, 0]) * (box_px[:, 3] - box_px[:, 1])
+    with np.errstate(all="ignore"):
+        frac = np.where(area > 0, np.maximum(w, 0) * np.maximum(h, 0) / area, 0.0)
+    return np.clip(1.0 - np.nan_to_num(frac, nan=0.0), 0.0, 1.0)
+
+
+def camera_box_labels(
+    camera: Camera, world_SE3_camera: SE3, boxes: FrameBoxes3D, box_of_object: NDArrayInt, ids: NDArrayInt32,
+    unoccluded_px: NDArrayInt,
+) -> CameraBoxLabels:  # fmt: skip
+    """Labels of the boxes one image shows.
+
+    Args:
+        camera: the camera (at the image size).
+        world_SE3_camera: the camera pose.
+        boxes: the frame's 3-D boxes.
+        box_of_object: (N,) index into `boxes` of each object id of the id buffer.
+        ids: (H, W) int32 object ids of the image.
+        unoccluded_px: (N,) pixels of each object rendered alone (`unoccluded_pixels`).
+
+    Returns:
+        The camera's box labels, for the objects with unoccluded_px > 0, in object order.
+    """
+    n = len(box_of_object)
+    counts, vis_box = visible_boxes(ids, n)
+    on = np.flatnonzero(unoccluded_px > 0)
+    box = np.asarray(box_of_object, np.int64)[on]
+    cam_SE3_world = world_SE3_camera.inverse()
+    centre = cam_SE3_world.apply(boxes.center_world_m[box]) if len(box) else np.zeros((0, 3))
+    R_cw = cam_SE3_world.rotation
+    rot = boxes.rotation_world_wxyz[box]
+    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, quat_to_matrix(rot))) if len(box) else rot
+    corners = boxes.corners_world_m()[box]
+    corners_cam = cam_SE3_world.apply(corners.reshape(-1, 3)).reshape(-1, 8, 3) if len(box) else corners
+    uv = camera.project(corners_cam.reshape(-1, 3))[0].reshape(-1, 8, 2)
+    cuv, depth, _ = camera.project(centre)
+    full = projected_boxes(camera, corners_cam) if len(box) else np.zeros((0, 4))
+    vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
+    return CameraBoxLabels(
+        box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,
+        np.minimum(vis / np.maximum(unocc, 1), 1.0), truncation(full, camera.width_px, camera.height_px),
+    )  # fmt: skip

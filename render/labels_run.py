@@ -1,0 +1,183 @@
+"""Labels in the render pass (`avsim render --labels`) and on their own (`avsim labels`).
+
+With `--labels` each render segment rasterises its frames with the per-pixel object id
+(numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
+camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json`;
+once every segment is done the clip's label files are written (`labels_io.write_labels`) and
+the parts dropped. `avsim labels` computes the same records without encoding any video.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.typing import NDArrayByte
+from avsim.render import labels_io, writer
+
+if TYPE_CHECKING:
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.runner import RenderOptions
+    from avsim.scenario import Scenario
+
+LABELS_FOLDER = "labels"
+BOXES_BLOCK_FRAMES = 64  # frames whose agents are resampled together
+
+
+def labels_folder(out: Path, clip_id: str) -> Path:
+    """`OUT/<clip>/labels`, beside the clip's control videos.
+
+    Args:
+        out: the render output folder.
+        clip_id: the file-safe clip name (without chunk suffix).
+
+    Returns:
+        The folder.
+    """
+    return Path(out) / clip_id / LABELS_FOLDER
+
+
+def part_path(out: Path, clip_id: str, segment: writer.Segment) -> Path:
+    """The label part file of one render segment.
+
+    Args:
+        out: the render output folder.
+        clip_id: the clip name (without chunk suffix).
+        segment: the segment.
+
+    Returns:
+        `OUT/<clip>/labels/.parts/<camera>.<start:06d>.json`.
+    """
+    return labels_folder(out, clip_id) / ".parts" / f"{segment.camera}.{segment.start:06d}.json"
+
+
+def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -> tuple[NDArrayByte, dict[str, Any]]:
+    """One camera image and its labels, from one rasterisation with object ids.
+
+    Args:
+        renderer: the scene renderer.
+        frame_index: frame at the render rate.
+        camera_index: index into the renderer's rig.
+
+    Returns:
+        (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
+    """
+    from avsim.render.labels import frame_boxes_3d
+
+    img, ids, prims = renderer.render_camera_ids(frame_index, camera_index)
+    block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
+    boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
+    rig = renderer.rig
+    rec = labels_io.camera_frame_record(
+        renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
+        rig.ego_SE3_camera[camera_index], frame_index, ids, prims, renderer.rays(camera_index),
+    )  # fmt: skip
+    return img, rec
+
+
+def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path) -> Iterator[NDArrayByte]:
+    """The segment's images; once the last is taken, its records are written to `part`.
+
+    Args:
+        renderer: the scene renderer.
+        segment: the render segment.
+        part: its label part file.
+
+    Returns:
+        An iterator of (H, W, 3) uint8 RGB frames.
+    """
+    i = renderer.rig.index(segment.camera)
+    records = []
+    for f in range(segment.start, segment.stop):
+        img, rec = frame_record(renderer, f, i)
+        records.append(rec)
+        yield img
+    labels_io.write_part(part, records)
+
+
+def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[int, tuple[str, int]]:
+    """Frame index -> (video clip id, frame within that video) of a render.
+
+    Args:
+        clip_id: the clip name.
+        first: first rendered frame.
+        stop: one past the last.
+        chunk_frames: `--chunk` (0: one video).
+
+    Returns:
+        The mapping.
+    """
+    ranges = writer.chunk_ranges(stop - first, chunk_frames)
+    out = {}
+    for k, (a, b) in enumerate(ranges):
+        cid = writer.chunk_clip_id(clip_id, k, len(ranges))
+        for j in range(a, b):
+            out[first + j] = (cid, j - a)
+    return out
+
+
+def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments: list[writer.Segment],
+                first: int, stop: int) -> list[Path]:  # fmt: skip
+    """Write the clip's label files from its segments' parts, then drop the parts.
+
+    Args:
+        scenario: the scenario.
+        opts: the render options (cameras resolved).
+        clip_id: the clip name.
+        segments: every segment of the clip.
+        first: first rendered frame.
+        stop: one past the last.
+
+    Returns:
+        The label files written.
+    """
+    parts = [part_path(opts.out, clip_id, s) for s in segments]
+    records = [r for p in parts for r in json.loads(p.read_text(encoding="utf-8"))]
+    assert opts.cameras is not None
+    folder = labels_folder(opts.out, clip_id)
+    written = labels_io.write_labels(scenario, folder, records, tuple(opts.cameras), opts.fps,
+                                     video_map(clip_id, first, stop, opts.chunk_frames),
+                                     (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+    for p in parts:
+        p.unlink(missing_ok=True)
+    (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
+    return written
+
+
+def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int], None] | None = None) -> Path:
+    """`avsim labels`: the labels of the frames and cameras `avsim render` with `opts` would draw.
+
+    Nothing is encoded; the label folder `OUT/<clip>/labels` is written as a whole (atomic).
+
+    Args:
+        scenario: the scenario.
+        opts: render options (cameras, frames, fps, size, rig).
+        progress: called with 1 per finished camera-frame.
+
+    Returns:
+        The label folder.
+    """
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.runner import check_cameras, resolve_rig, select_frames
+
+    rig = resolve_rig(scenario, opts.rig)
+    cameras = tuple(opts.cameras) if opts.cameras else rig.names
+    check_cameras(cameras, rig)
+    first, stop = select_frames(len(scenario.frame_timestamps(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
+    clip_id = writer.safe_name(scenario.scenario_id)
+    folder = labels_folder(opts.out, clip_id)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps)
+    records = []
+    for f in range(first, stop):
+        for i in range(len(cameras)):
+            records.append(frame_record(renderer, f, i)[1])
+            if progress is not None:
+                progress(1)
+    with atomic_output_path(folder, is_dir=True) as tmp:
+        labels_io.write_labels(scenario, Path(tmp), records, cameras, opts.fps, video_map(clip_id, first, stop, opts.chunk_frames),
+                               (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+    return folder

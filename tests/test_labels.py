@@ -1,0 +1,199 @@
+"""Labels out (issue 13): labels from the renderer's projection and id buffer, scored by avsim's evaluators."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from avsim.cli import main
+from avsim.core.agents import box_corners
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import cosmos_rig
+from avsim.core.transforms import SE3, matrix_to_quat
+from avsim.render import geometry as geo
+from avsim.render.frame import FrameObjects, camera_primitives
+from avsim.render.labels import FrameBoxes3D, camera_box_labels, unoccluded_pixels, visible_boxes
+from avsim.render.labels_io import LANE_TYPE_TO_OPENLANE, rle_decode
+from avsim.render.raster import rasterize_numba, ray_map
+
+FRONT = "camera_front_wide_120fov"
+CLIP = "avsim_sample_seed0"
+
+
+@pytest.fixture(scope="module")
+def sample_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("labels") / "s"
+    assert main(["sample", str(folder), "--duration-s", "1"]) == 0
+    return folder
+
+
+# ---- synthetic scenes -----------------------------------------------------------------------------
+def _boxes(center: np.ndarray, size: np.ndarray, quat: np.ndarray | None = None) -> FrameBoxes3D:
+    """World-frame boxes with the world = ego frame."""
+    n = len(center)
+    q = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)) if quat is None else quat
+    ids = np.array([f"t{i}" for i in range(n)])
+    cls = np.array(["Car"] * n)
+    z = np.zeros((n, 3))
+    return FrameBoxes3D(0, SE3.identity(), ids, cls, cls, center, center, size, q, q, np.zeros(n), z, z)
+
+
+def _label(camera, boxes: FrameBoxes3D, cam_SE3_world: SE3 | None = None):
+    pose = SE3.identity() if cam_SE3_world is None else cam_SE3_world
+    objects = FrameObjects.build(boxes=(boxes.corners_world_m(), list(boxes.object_class)))
+    prims = camera_primitives(camera, geo.cone_half_angle_rad(camera), pose, objects)
+    rays = ray_map(camera)
+    ids = np.empty((camera.height_px, camera.width_px), np.int32)
+    img = rasterize_numba(prims, rays, ids_out=ids)
+    n = len(boxes.track_id)
+    unocc = unoccluded_pixels(prims, rays, n)
+    return img, ids, camera_box_labels(camera, pose.inverse(), boxes, np.arange(n), ids, unocc)
+
+
+PIN = PinholeCamera(320, 240, 200.0, 200.0, 159.5, 119.5)
+
+
+def test_ids_leave_the_pixels_unchanged_and_visible_boxes_match_the_id_buffer() -> None:
+    boxes = _boxes(np.array([[0.0, 0.0, 10.0], [3.0, 0.5, 20.0]]), np.array([[2.0, 2.0, 2.0], [4.0, 2.0, 1.5]]))
+    img, ids, lab = _label(PIN, boxes)
+    objects = FrameObjects.build(boxes=(boxes.corners_world_m(), ["Car", "Car"]))
+    prims = camera_primitives(PIN, geo.cone_half_angle_rad(PIN), SE3.identity(), objects)
+    np.testing.assert_array_equal(img, rasterize_numba(prims, ray_map(PIN)))
+    assert ((ids >= 0) == img.any(-1)).all()  # every drawn pixel is a box here
+    for m, k in enumerate(lab.box):
+        ys, xs = np.nonzero(ids == k)
+        assert lab.visible_px[m] == len(xs)
+        assert lab.box2d_visible_px[m].tolist() == [xs.min(), ys.min(), xs.max(), ys.max()]
+    counts, vb = visible_boxes(ids, 2)
+    assert counts.tolist() == lab.visible_px.tolist() and (vb == lab.box2d_visible_px).all()
+
+
+def test_a_box_hidden_behind_another_has_visible_fraction_zero() -> None:
+    boxes = _boxes(np.array([[0.0, 0.0, 8.0], [0.0, 0.0, 30.0]]), np.array([[4.0, 4.0, 4.0], [1.0, 1.0, 1.0]]))
+    _, ids, lab = _label(PIN, boxes)
+    far = int(np.flatnonzero(lab.box == 1)[0])
+    assert lab.unoccluded_px[far] > 0
+    assert lab.visible_px[far] == 0 and lab.visible_fraction[far] == 0.0
+    assert (lab.box2d_visible_px[far] == -1).all()
+    near = int(np.flatnonzero(lab.box == 0)[0])
+    assert lab.visible_fraction[near] == 1.0 and lab.truncation[near] == 0.0
+
+
+def test_a_box_cut_by_the_image_border_has_its_truncation() -> None:
+    # 4 m wide box at 10 m whose centre sits on the right image border: half of it is outside
+    x = (PIN.width_px - 0.5 - PIN.cx_px) * 10.0 / PIN.fx_px
+    boxes = _boxes(np.array([[x, 0.0, 10.0]]), np.array([[4.0, 2.0, 0.02]]))  # thin along z (forward): the front face only
+    _, _, lab = _label(PIN, boxes)
+    assert lab.truncation[0] == pytest.approx(0.5, abs=0.01)
+    assert 0 < lab.visible_fraction[0] <= 1.0
+
+
+@pytest.mark.parametrize("model", ["pinhole", "ftheta"])
+def test_projected_corners_are_the_camera_models_projection(model: str) -> None:
+    camera = PIN if model == "pinhole" else cosmos_rig().resize(320, 180).cameras[0]
+    assert camera.model == model
+    rot = matrix_to_quat(np.array([[np.cos(0.3), 0, np.sin(0.3)], [0, 1, 0], [-np.sin(0.3), 0, np.cos(0.3)]]))[None]
+    boxes = _boxes(np.array([[1.0, 0.5, 12.0]]), np.array([[4.5, 1.8, 1.6]]), rot)
+    pose = SE3.from_matrix(np.diag([1.0, 1.0, 1.0, 1.0]))
+    _, _, lab = _label(camera, boxes, pose)
+    corners_cam = box_corners(boxes.center_world_m, boxes.size_lwh_m, boxes.rotation_world_wxyz)[0]
+    np.testing.assert_allclose(lab.corners_px[0], camera.project(corners_cam)[0], atol=1e-9)
+    np.testing.assert_allclose(lab.center_px[0], camera.project(boxes.center_world_m)[0][0], atol=1e-9)
+
+
+def test_openlane_categories_match_the_evaluator() -> None:
+    from avsim.evaluation.lane_io import LANE_TYPE_TO_OPENLANE as EVAL_TABLE
+
+    assert LANE_TYPE_TO_OPENLANE == EVAL_TABLE
+
+
+# ---- the sample scenario, end to end ----------------------------------------------------------------
+def test_exported_labels_score_perfectly_against_the_scenario(sample_dir: Path, tmp_path: Path) -> None:
+    from avsim.evaluation.jobs import run_lanes, run_let
+
+    out = tmp_path / "lab"
+    assert main(["labels", str(sample_dir), str(out), "--fps", "10", "--size", "320x180", "--cameras", FRONT]) == 0
+    folder = out / CLIP / "labels"
+    let = run_let(sample_dir, folder / "boxes3d.json").document["mean"]
+    assert let["ap"] == pytest.approx(1.0) and let["apl"] == pytest.approx(1.0) and let["aph"] == pytest.approx(1.0)
+    lanes = run_lanes(folder / "openlane" / FRONT, sample_dir).document
+    assert lanes["f_score"] == pytest.approx(1.0) and lanes["category_accuracy"] == pytest.approx(1.0)
+    for key in ("x_error_near_m", "x_error_far_m", "z_error_near_m", "z_error_far_m"):
+        assert abs(lanes[key]) < 1e-5
+
+
+def test_render_labels_writes_videos_and_label_files(sample_dir: Path, tmp_path: Path) -> None:
+    from pycocotools.coco import COCO
+
+    args = [str(sample_dir), "--frames", "3", "--size", "320x180", "--cameras", FRONT]
+    assert main(["render", args[0], str(tmp_path / "a"), *args[1:]]) == 0
+    assert main(["render", args[0], str(tmp_path / "b"), *args[1:], "--labels"]) == 0
+    video = f"{CLIP}/{CLIP}.{FRONT}.mp4"
+    assert (tmp_path / "a" / video).read_bytes() == (tmp_path / "b" / video).read_bytes()
+    folder = tmp_path / "b" / CLIP / "labels"
+    index = json.loads((folder / "index.json").read_text())
+    assert [f["video_frame"] for f in index["frames"]] == [0, 1, 2]
+    coco = COCO(str(folder / "coco" / f"{FRONT}.json"))
+    assert sorted(coco.getImgIds()) == [0, 1, 2] and coco.getAnnIds()
+    for ann in coco.loadAnns(coco.getAnnIds()):
+        mask = coco.annToMask(ann)
+        assert int(mask.sum()) == ann["area"] == ann["visible_px"]
+        assert (rle_decode(ann["segmentation"]) == mask.astype(bool)).all()
+    assert len(list((folder / "openlane" / FRONT).glob("*.json"))) == 3
+    assert not (folder / ".parts").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "rc"), [(["--cameras", "no_such_camera"], 1), (["--frames", "500:600"], 2)]
+)
+def test_bad_input_writes_nothing(sample_dir: Path, tmp_path: Path, extra: list[str], rc: int) -> None:
+    out = tmp_path / "out"
+    assert main(["labels", str(sample_dir), str(out), *extra]) == rc
+    assert not out.exists()
+
+
+def test_unwritable_output_is_one_line_error(sample_dir: Path, tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert main(["labels", str(sample_dir), str(blocker / "out"), "--frames", "1"]) == 1
+    assert blocker.read_text() == "not a folder"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0]
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        try:
+            assert main(["labels", str(sample_dir), str(locked / "out"), "--frames", "1"]) == 1
+            assert not (locked / "out").exists()
+        finally:
+            locked.chmod(0o700)
+
+
+# ---- real nuScenes calibration -------------------------------------------------------------------
+@pytest.mark.realdata
+def test_centres_match_the_official_mmdet3d_center2d(shared_data: Path) -> None:
+    """nuScenes mono3d COCO infos (mmdetection3d test data): place the real CAM_BACK_LEFT on the real
+    ego pose, put each ground-truth box in the world, and compare the exported centre pixels."""
+    doc = json.loads((shared_data / "nuscenes-mmdet3d" / "nus_infos_mono3d.coco.json").read_text())
+    img = doc["images"][0]
+    anns = [a for a in doc["annotations"] if a["image_id"] == img["id"]]
+    assert len(anns) == 5
+    K = np.asarray(img["cam_intrinsic"])
+    camera = PinholeCamera(img["width"], img["height"], K[0, 0], K[1, 1], K[0, 2], K[1, 2])
+    ego_SE3_cam = SE3.from_quat(np.asarray(img["cam2ego_rotation"]), np.asarray(img["cam2ego_translation"]))
+    world_SE3_ego = SE3.from_quat(np.asarray(img["ego2global_rotation"]), np.asarray(img["ego2global_translation"]))
+    world_SE3_cam = world_SE3_ego.compose(ego_SE3_cam)
+    centre_cam = np.array([a["bbox_cam3d"][:3] for a in anns])
+    lhw = np.array([a["bbox_cam3d"][3:6] for a in anns])
+    boxes = _boxes(world_SE3_cam.apply(centre_cam), lhw[:, [0, 2, 1]])
+    _, _, lab = _label(camera, boxes, world_SE3_cam.inverse())
+    expected = np.array([a["center2d"] for a in anns])
+    for m, k in enumerate(lab.box):
+        np.testing.assert_allclose(lab.center_px[m], expected[k, :2], atol=0.5)
+        assert lab.center_depth_m[m] == pytest.approx(expected[k, 2], abs=1e-6)
+    assert len(lab.box) >= 4  # the boxes in view (one may be cut off entirely)
