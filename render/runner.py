@@ -420,6 +420,8 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     clip_id = writer.safe_name(scenario.scenario_id)
     jobs = plan_jobs(clip_id, cameras, first, stop, opts)
     redo = _labels_missing(opts, clip_id)
+    for job in jobs:  # leftovers of a killed run (dead writers' temporaries, empty .parts)
+        writer.sweep_job(job)
     todo = [j for j in jobs if opts.overwrite or not j.done() or any(redo(s) for s in j.segments())]
     segments = [s for j in todo for s in j.segments() if opts.overwrite or not s.done() or redo(s)]
     total = sum(j.stop - j.start for j in jobs)

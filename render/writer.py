@@ -26,7 +26,7 @@ import av
 import cv2
 import numpy as np
 
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
 from avsim.core.errors import AvsimInputError
 from avsim.core.rig import MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
@@ -259,6 +259,18 @@ def assemble_job(job: CameraJob) -> None:
             shutil.copyfile(job.outputs[0], tmp)
     for part in parts:
         part.unlink(missing_ok=True)
+    sweep_job(job)
+
+
+def sweep_job(job: CameraJob) -> None:
+    """Remove what killed runs left of `job`: temporaries of its outputs and parts whose process
+    is gone, and the `.parts` folder once it is empty.
+
+    Args:
+        job: any job (finished or not); a running writer's temporaries are never touched.
+    """
+    for path in [*job.outputs, *(s.part for s in job.segments())]:
+        remove_stale_temporaries(path)
     with contextlib.suppress(OSError):  # other cameras' parts are still there
         job.parts_dir.rmdir()
 

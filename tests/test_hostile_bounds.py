@@ -116,3 +116,17 @@ def test_killed_edit_and_report_rerun_to_identical_outputs_without_strays(tmp_pa
     assert sorted(clean) == ["report.html", "report.json"] and _tree(tmp_path / "rep") == clean
     strays = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert strays == [], strays
+
+
+@pytest.mark.slow
+def test_killed_render_reruns_to_identical_videos_without_strays(tmp_path: Path) -> None:
+    """SIGKILL of a chunked render at several points, rerun (resume): the same videos as an
+    uninterrupted render, and no temporary or .parts folder left."""
+    assert main(["sample", str(tmp_path / "s")]) == 0
+    args = ["render", "s", "--frames", "60", "--size", "320x180", "--chunk", "30"]
+    _killed_then_rerun([*args[:2], "clean", *args[2:]], tmp_path, ())
+    _killed_then_rerun([*args[:2], "killed", *args[2:]], tmp_path, (2.0, 4.0, 6.0))
+    videos = {k: v for k, v in _tree(tmp_path / "clean").items() if k.endswith(".mp4")}
+    assert videos and {k: v for k, v in _tree(tmp_path / "killed").items() if k.endswith(".mp4")} == videos
+    strays = [str(p.relative_to(tmp_path)) for p in (tmp_path / "killed").rglob(".*")]
+    assert strays == [], strays
