@@ -105,3 +105,28 @@ def test_resave_killed_between_renames_keeps_the_step(tmp_path: Path) -> None:
     manager.keep = 1
     manager.save(1, model, opt, ema, {})  # a normal re-save replaces it and leaves no .old
     assert manager.complete_steps() == [1] and sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+@pytest.mark.parametrize("loader", ["dit", "vae", "net", "embeddings"])
+@pytest.mark.parametrize("kind", ["gadget.pt", "junk.safetensors", "empty.pt", "list.pt"])
+def test_weight_files_for_generate_and_export_never_run_code(tmp_path: Path, loader: str, kind: str) -> None:
+    """What `generate --checkpoint/--vae/--embeddings` and `train run --set checkpoint.init_from`
+    read: a gadget, a corrupt safetensors header, an empty file, a non-dict: one line, no code."""
+    from avsim.models.checkpoint import load_dit_state_dict, load_vae_state_dict
+    from avsim.models.text import load_prompt_embeddings
+    from avsim.train.loop import load_net_file
+
+    canary = tmp_path / "canary"
+    path = tmp_path / kind
+    if kind == "gadget.pt":
+        torch.save(Gadget(canary), path)
+    elif kind == "junk.safetensors":
+        path.write_bytes(b"\xff" * 100)
+    elif kind == "empty.pt":
+        path.write_bytes(b"")
+    else:
+        torch.save([1, 2, 3], path)
+    load = {"dit": load_dit_state_dict, "vae": load_vae_state_dict, "net": load_net_file, "embeddings": load_prompt_embeddings}[loader]
+    with pytest.raises(AvsimInputError, match=kind.replace(".", r"\.")):
+        load(path)
+    assert not canary.exists()
