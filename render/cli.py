@@ -103,7 +103,7 @@ def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str,
 def _selected_frames(scenario: Scenario, opts: RenderOptions) -> tuple[int, int]:
     """`select_frames` for the command line: a bad selection is a usage error."""
     try:
-        return select_frames(len(scenario.frame_timestamps(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
+        return select_frames(len(scenario.frame_times(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
     except FrameSelectionError as exc:
         raise typer.BadParameter(str(exc)) from None
 

@@ -377,7 +377,7 @@ class SceneRenderer:
         self.rig = rig.resize(int(size[0]), int(size[1]))
         self.fps = float(fps)
         self.backend = backend
-        self.timestamps_ns = scenario.frame_timestamps(self.fps)
+        self.timestamps_ns = scenario.frame_times(self.fps)  # lazy: only the frames rendered are made
         self.static = build_static_world(scenario.map)
         self._rays: dict[int, NDArrayFloat32] = {}
         self._cones = [geo.cone_half_angle_rad(c) for c in self.rig.cameras]

@@ -166,7 +166,7 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names
     check_cameras(cameras, rig)
-    first, stop = select_frames(len(scenario.frame_timestamps(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
+    first, stop = select_frames(len(scenario.frame_times(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
     clip_id = writer.safe_name(scenario.scenario_id)
     folder = labels_folder(opts.out, clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)

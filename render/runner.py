@@ -415,7 +415,7 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names
     check_cameras(cameras, rig)
-    n_total = len(scenario.frame_timestamps(opts.fps))
+    n_total = len(scenario.frame_times(opts.fps))
     first, stop = select_frames(n_total, opts.fps, opts.start_s, opts.end_s, opts.frames)
     clip_id = writer.safe_name(scenario.scenario_id)
     jobs = plan_jobs(clip_id, cameras, first, stop, opts)

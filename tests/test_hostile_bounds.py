@@ -130,3 +130,20 @@ def test_killed_render_reruns_to_identical_videos_without_strays(tmp_path: Path)
     assert videos and {k: v for k, v in _tree(tmp_path / "killed").items() if k.endswith(".mp4")} == videos
     strays = [str(p.relative_to(tmp_path)) for p in (tmp_path / "killed").rglob(".*")]
     assert strays == [], strays
+
+
+def test_lazy_frame_times_equal_the_array_and_cost_nothing_up_front() -> None:
+    import numpy as np
+
+    from avsim.core.trajectory import UniformTimes, uniform_timestamps
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        start, span, rate = int(rng.integers(0, 10**12)), int(rng.integers(0, 60 * 10**9)), float(rng.uniform(0.5, 1000))
+        lazy, full = UniformTimes(start, start + span, rate), uniform_timestamps(start, start + span, rate)
+        assert len(lazy) == len(full)
+        a, b = sorted(rng.integers(0, len(full) + 1, 2))
+        np.testing.assert_array_equal(lazy[a:b], full[a:b])
+        assert lazy[-1] == full[-1] and lazy[0] == full[0]
+    huge = UniformTimes(0, 3600 * 10**9, 1e9)  # an hour at 1 GHz: 3.6e12 frames, none made
+    assert len(huge) == 3_600_000_000_001 and huge[10**12] == 10**12

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -91,6 +92,39 @@ def uniform_timestamps(start_ns: int, end_ns: int, rate_hz: float) -> np.ndarray
     return start_ns + np.round(np.arange(count) * (NS_PER_S / rate_hz)).astype(np.int64)
 
 
+class UniformTimes:
+    """`uniform_timestamps(start_ns, end_ns, rate_hz)` without building the array: its length is
+    computed, and an index or slice gives exactly the values the array would hold (only the
+    frames asked for are ever made, whatever the rate).
+
+    Args:
+        start_ns: first timestamp.
+        end_ns: last admissible timestamp.
+        rate_hz: rate in Hz (> 0).
+    """
+
+    def __init__(self, start_ns: int, end_ns: int, rate_hz: float) -> None:
+        if rate_hz <= 0:
+            raise AvsimValueError(f"rate_hz: must be > 0, got {rate_hz}")
+        self.start_ns, self.rate_hz = int(start_ns), float(rate_hz)
+        self.count = int(np.floor((end_ns - start_ns) * rate_hz / NS_PER_S + 1e-6)) + 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _at(self, index: np.ndarray) -> np.ndarray:
+        return self.start_ns + np.round(index * (NS_PER_S / self.rate_hz)).astype(np.int64)
+
+    def __getitem__(self, key: int | slice) -> Any:
+        """One timestamp (np.int64) for an int, an (n,) int64 array for a slice."""
+        if isinstance(key, slice):
+            return self._at(np.arange(*key.indices(self.count)))
+        i = int(key) + (self.count if int(key) < 0 else 0)
+        if not 0 <= i < self.count:
+            raise IndexError(f"frame {key} out of range ({self.count} frames)")
+        return self._at(np.array([i]))[0]
+
+
 @dataclass(frozen=True, eq=False)
 class EgoTrajectory:
     """Ego poses over time: timestamps_ns (T,) int64 strictly increasing, world_SE3_ego (T,)."""
@@ -148,6 +182,17 @@ class EgoTrajectory:
             (K,) int64 timestamps from the first pose to at most the last.
         """
         return uniform_timestamps(int(self.timestamps_ns[0]), int(self.timestamps_ns[-1]), rate_hz)
+
+    def uniform_times(self, rate_hz: float) -> UniformTimes:
+        """`uniform_timestamps` of the span, lazily (length and requested frames only).
+
+        Args:
+            rate_hz: rate in Hz.
+
+        Returns:
+            the lazy sequence of (K,) int64 timestamps.
+        """
+        return UniformTimes(int(self.timestamps_ns[0]), int(self.timestamps_ns[-1]), rate_hz)
 
     def pose_at(self, timestamps_ns: np.ndarray) -> SE3:
         """Poses (K,) at arbitrary times: linear position, SLERP rotation, constant-velocity

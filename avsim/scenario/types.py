@@ -12,7 +12,7 @@ from avsim.core.agents import AgentTracks
 from avsim.core.errors import AvsimValueError
 from avsim.core.lights import TrafficLightStates
 from avsim.core.rig import CameraRig
-from avsim.core.trajectory import EgoTrajectory
+from avsim.core.trajectory import EgoTrajectory, UniformTimes
 from avsim.maps import HDMap
 
 
@@ -56,6 +56,10 @@ class Scenario:
     def frame_timestamps(self, rate_hz: float) -> np.ndarray:
         """Render timestamps (K,) over the ego span at `rate_hz`."""
         return self.ego.uniform_timestamps(rate_hz)
+
+    def frame_times(self, rate_hz: float) -> UniformTimes:
+        """`frame_timestamps`, lazily: `len()` without building them, frames made when indexed."""
+        return self.ego.uniform_times(rate_hz)
 
     def replace(self, **changes: Any) -> Scenario:
         """A copy with the given fields replaced (validated like a new Scenario)."""
