@@ -26,15 +26,8 @@ import polars as pl
 from avsim.core.errors import AvsimInputError
 from avsim.core.safe_json import read_json
 from avsim.evaluation.lanes import LaneSet
+from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 
-# OpenLane categories (white/yellow x single/double x dash/solid, curbs).
-LANE_TYPE_TO_OPENLANE = {
-    "WHITE LONG_DASHED_SINGLE": 1, "WHITE SHORT_DASHED_SINGLE": 1, "WHITE DOT_DASHED_SINGLE": 1,
-    "WHITE SOLID_SINGLE": 2, "WHITE SOLID_GROUP": 4, "WHITE DASHED_SOLID": 5, "WHITE SOLID_DASHED": 6,
-    "YELLOW LONG_DASHED_SINGLE": 7, "YELLOW SHORT_DASHED_SINGLE": 7, "YELLOW DOT_DASHED_SINGLE": 7,
-    "YELLOW DOT_SOLID_SINGLE": 7, "YELLOW SOLID_SINGLE": 8, "YELLOW DOT_SOLID_GROUP": 9,
-    "YELLOW SOLID_GROUP": 10, "YELLOW DASHED_SOLID": 11, "YELLOW SOLID_DASHED": 12,
-}
 LEFT_CURB, RIGHT_CURB = 20, 21
 _R_VG = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 _R_GC = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])

@@ -154,3 +154,13 @@ def lane_style(lane_type: str) -> LaneStyle:
     """
     key = " ".join(str(lane_type).upper().split()) or DEFAULT_LANE_TYPE
     return LANE_STYLES.get(key, OTHER_LANE_STYLE)
+
+# OpenLane lane categories of lane-line types (white/yellow x single/double x dash/solid):
+# the labels writer and the lane metrics' scenario ground truth share this table.
+LANE_TYPE_TO_OPENLANE = {
+    "WHITE LONG_DASHED_SINGLE": 1, "WHITE SHORT_DASHED_SINGLE": 1, "WHITE DOT_DASHED_SINGLE": 1,
+    "WHITE SOLID_SINGLE": 2, "WHITE SOLID_GROUP": 4, "WHITE DASHED_SOLID": 5, "WHITE SOLID_DASHED": 6,
+    "YELLOW LONG_DASHED_SINGLE": 7, "YELLOW SHORT_DASHED_SINGLE": 7, "YELLOW DOT_DASHED_SINGLE": 7,
+    "YELLOW DOT_SOLID_SINGLE": 7, "YELLOW SOLID_SINGLE": 8, "YELLOW DOT_SOLID_GROUP": 9,
+    "YELLOW SOLID_GROUP": 10, "YELLOW DASHED_SOLID": 11, "YELLOW SOLID_DASHED": 12,
+}  # fmt: skip

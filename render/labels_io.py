@@ -11,7 +11,7 @@ as one part file, and `write_labels` turns every record of a clip into the final
 - `openlane/<camera>/<frame:06d>.json`: OpenLane per-frame GT (xyz (3, N) camera frame).
 
 render sits below evaluation in the layering, so the OpenLane category table is restated here
-(tests check it equals `avsim.evaluation.lane_io.LANE_TYPE_TO_OPENLANE`).
+(one table, `avsim.maps.style.LANE_TYPE_TO_OPENLANE`, shared with the lane metrics).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.labels import FrameBoxes3D, camera_box_labels, frame_boxes_3d, rle_string, unoccluded_pixels
 from avsim.render.raster import Primitives
@@ -33,13 +34,6 @@ from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
-LANE_TYPE_TO_OPENLANE = {
-    "WHITE LONG_DASHED_SINGLE": 1, "WHITE SHORT_DASHED_SINGLE": 1, "WHITE DOT_DASHED_SINGLE": 1,
-    "WHITE SOLID_SINGLE": 2, "WHITE SOLID_GROUP": 4, "WHITE DASHED_SOLID": 5, "WHITE SOLID_DASHED": 6,
-    "YELLOW LONG_DASHED_SINGLE": 7, "YELLOW SHORT_DASHED_SINGLE": 7, "YELLOW DOT_DASHED_SINGLE": 7,
-    "YELLOW DOT_SOLID_SINGLE": 7, "YELLOW SOLID_SINGLE": 8, "YELLOW DOT_SOLID_GROUP": 9,
-    "YELLOW SOLID_GROUP": 10, "YELLOW DASHED_SOLID": 11, "YELLOW SOLID_DASHED": 12,
-}  # fmt: skip
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
 NUSCENES_NAME = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle", "Others": "barrier"}
 COCO_CATEGORIES = ("Car", "Truck", "Pedestrian", "Cyclist", "Others")
