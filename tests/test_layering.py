@@ -9,9 +9,10 @@ Layers, lowest first; a module may import only the layers listed for it:
     render/           render      core, maps, scenario, render
     evaluation/       evaluation  core, maps, scenario, render, evaluation
     edit/             edit        core, maps, scenario, render, edit
+    view/             view        core, maps, scenario, render, edit, view (rerun only inside functions)
     models/           models      core, models (+ torch)
     train/            train       every library layer
-    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest only inside
+    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view too) only inside
                                   functions or through importlib (command groups mount lazily)
     avsim/devtools/   devtools    nothing from avsim (maintainer scripts)
     bench/            bench       every library layer, never the CLI
@@ -46,6 +47,7 @@ FOLDERS = {
     "edit": "avsim.edit",
     "models": "avsim.models",
     "train": "avsim.train",
+    "view": "avsim.view",
     "bench": "bench",
 }
 # package prefix -> layer; the longest matching prefix decides
@@ -59,6 +61,7 @@ PACKAGE_LAYERS = {
     "avsim.edit": "edit",
     "avsim.models": "models",
     "avsim.train": "train",
+    "avsim.view": "view",
     "avsim.cli": "cli",
     "avsim.devtools": "devtools",
     "bench": "bench",
@@ -74,7 +77,8 @@ ALLOWED: dict[str, set[str]] = {
     "edit": {"core", "maps", "scenario", "render", "edit"},
     "models": {"core", "models"},
     "train": LIBRARY,
-    "cli": LIBRARY | {"cli"},  # module level: CLI_EAGER only
+    "view": {"core", "maps", "scenario", "render", "edit", "view"},
+    "cli": LIBRARY | {"cli", "view"},  # module level: CLI_EAGER only
     "devtools": {"devtools"},
     "bench": LIBRARY | {"bench"},
     "compat": {"core", "scenario"},

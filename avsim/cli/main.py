@@ -26,6 +26,7 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "diff": ("avsim.edit.cli", True),
     "preview": ("avsim.edit.cli", True),
     "validate": ("avsim.edit.cli", True),
+    "view": ("avsim.view.cli", True),
 }
 CORE_MODULE = "avsim.cli.scenario"
 

@@ -20,6 +20,7 @@ PACKAGE_DIRS: dict[str, str] = {
     "avsim.evaluation": "evaluation",
     "avsim.train": "train",
     "avsim.edit": "edit",
+    "avsim.view": "view",
 }
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

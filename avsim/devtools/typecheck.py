@@ -21,7 +21,7 @@ from avsim.devtools.layout import REPO_ROOT, installed_tree, source_path
 # the packages held to zero errors (docs/core_api.md, "Static checks")
 CHECKED = (
     "avsim.core", "avsim.maps", "avsim.scenario", "avsim.render", "avsim.models",
-    "avsim.evaluation", "avsim.edit", "avsim.train", "avsim.cli", "avsim.devtools",
+    "avsim.evaluation", "avsim.edit", "avsim.train", "avsim.cli", "avsim.devtools", "avsim.view",
 )
 _LOCATION = re.compile(r"^(?P<path>[^:\s]+\.py)(?P<rest>:.*)$")
 
