@@ -227,7 +227,7 @@ def report(
     seed: int = typer.Option(0, help="Bootstrap seed."),
     max_frames: int | None = typer.Option(64, help="Frames per clip for FID and Sampson."),
     fvd_windows: int | None = typer.Option(4, help="16-frame windows per clip for FVD."),
-    no_video_metrics: bool = typer.Option(False, help="Skip FID/FVD/Sampson."),
+    no_video_metrics: bool = typer.Option(False, "--no-video-metrics", help="Skip FID/FVD/Sampson."),
     rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
     cache: Path | None = typer.Option(None, help="Feature cache folder."),
 ) -> None:

@@ -22,7 +22,7 @@ from rich.table import Table
 import avsim
 from avsim.scenario import Scenario
 from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
-from avsim.scenario.summary import scenario_summary
+from avsim.scenario.summary import scenario_summary, summary_pose_lines
 
 # typer >= 0.2x vendors click, so `click.UsageError` no longer matches what typer raises; find
 # the class typer really uses (BadParameter derives from it in every typer version).
@@ -50,6 +50,9 @@ app = _AvsimTyper(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: full option names at 80 columns, no `<bool>` on flags (typer's rich
+    # panels truncate both); every mounted group inherits it
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -190,6 +193,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     for c in s["cameras"]:
         cams.add_row(c["name"], c["model"], f"{c['width_px']}x{c['height_px']}", f"{c['horizontal_fov_deg']:.1f} deg")
     console.print(cams)
+    for line in summary_pose_lines(s):
+        console.print(line, markup=False, highlight=False)
     agents = s["agents"]
     console.print(f"agents: {agents['tracks']} tracks, {agents['observations']} boxes")
     console.print(_count_table("class", "tracks", agents["tracks_per_class"]))
