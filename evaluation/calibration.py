@@ -127,7 +127,7 @@ def calibration_from_scenario(folder: Path, fps: float, start_frame: int = 0, ri
     Returns:
         The calibration, with world_SE3_ego for every frame from `start_frame` on.
     """
-    from avsim.core.rig import named_rig
+    from avsim.core.rig import named_rig, world_SE3_camera_at
     from avsim.scenario.io import load_scenario
 
     if not (np.isfinite(fps) and fps > 0):
@@ -141,10 +141,15 @@ def calibration_from_scenario(folder: Path, fps: float, start_frame: int = 0, ri
     if not 0 <= start_frame < len(timestamps_ns):
         raise AvsimInputError(folder, "--start-frame", f"{start_frame} is outside the {len(timestamps_ns)} frames at {fps:g} fps")
     mounts = camera_rig.ego_SE3_camera.as_matrix()
+    times = timestamps_ns[start_frame:]
+    at_capture = {  # cameras that fire away from the frame time: their own pose at their capture time
+        n: np.stack([world_SE3_camera_at(scenario, camera_rig, int(t), i).as_matrix() for t in times])
+        for i, n in enumerate(camera_rig.names) if camera_rig.capture_offset_ns[i] != 0
+    }  # fmt: skip
     return SampsonCalibration(
         f"scenario {folder}", Path(folder), dict(zip(camera_rig.names, camera_rig.cameras)),
         {n: mounts[i] for i, n in enumerate(camera_rig.names)},
-        scenario.ego.pose_at(timestamps_ns[start_frame:]).as_matrix(),
+        scenario.ego.pose_at(times).as_matrix(), at_capture,
     )  # fmt: skip
 
 

@@ -3,7 +3,8 @@
 `SceneRenderer` prepares everything that does not change over a clip once (map elements cut
 into painted segments and triangles by `avsim.render.static_world`, per-camera ray maps and
 view cones) and then, for each
-frame, places the rig on the ego pose, gathers the map elements within reach, the agents and
+frame, places each camera on the ego pose at its capture time (frame time + the rig's
+`capture_offset_ns`; see `avsim.core.rig.world_SE3_camera_at`), gathers the map elements within reach, the agents and
 the traffic-light states at that time, turns them into camera-space primitives
 (`Primitives`) and rasterises them.
 
@@ -21,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.cameras import Camera
-from avsim.core.rig import CameraRig
+from avsim.core.rig import CameraRig, world_SE3_camera_at
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import geometry as geo
@@ -530,9 +531,24 @@ class SceneRenderer:
             The primitives in draw order.
         """
         world_SE3_ego, objects = self._frame(frame_index)
-        world_SE3_cam = world_SE3_ego.compose(self.rig.ego_SE3_camera[camera_index])
+        if self.rig.has_capture_offsets:  # each camera at its own capture time; objects stay at the frame time
+            world_SE3_cam = self.world_SE3_camera(frame_index, camera_index)
+        else:
+            world_SE3_cam = world_SE3_ego.compose(self.rig.ego_SE3_camera[camera_index])
         camera = self.rig.cameras[camera_index]
         return camera_primitives(camera, self._cones[camera_index], world_SE3_cam.inverse(), objects)
+
+    def world_SE3_camera(self, frame_index: int, camera_index: int) -> SE3:
+        """Where camera `camera_index` is when it images frame `frame_index` (its capture time).
+
+        Args:
+            frame_index: frame at the render rate.
+            camera_index: index into the rig.
+
+        Returns:
+            Unbatched SE3 camera -> world (`avsim.core.rig.world_SE3_camera_at`).
+        """
+        return world_SE3_camera_at(self.scenario.ego, self.rig, int(self.timestamps_ns[frame_index]), camera_index)
 
     def primitives(self, frame_index: int) -> list[Primitives]:
         """Camera-space primitives of every camera of one frame.

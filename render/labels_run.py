@@ -71,9 +71,12 @@ def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
     boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
     rig = renderer.rig
+    ego_SE3_camera = rig.ego_SE3_camera[camera_index]
+    if rig.has_capture_offsets:  # the camera at its capture time, in the ego frame of the frame time
+        ego_SE3_camera = boxes.world_SE3_ego.inverse().compose(renderer.world_SE3_camera(frame_index, camera_index))
     rec = labels_io.camera_frame_record(
         renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
-        rig.ego_SE3_camera[camera_index], frame_index, ids, prims, renderer.rays(camera_index),
+        ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index),
     )  # fmt: skip
     return img, rec
 

@@ -283,9 +283,12 @@ def test_nuscenes_imports_real_calibration_and_boxes(nuscenes_root):
     assert detect_format(root) == "nuscenes"
     sc = convert(root, "nuscenes")
     samples = fixture["samples"]
-    # ego: the two real ego poses, z = 0, at the keyframe times
-    assert len(sc.ego.timestamps_ns) == 2
-    np.testing.assert_allclose(sc.ego.world_SE3_ego.translation, [np.array(s["ego2global"])[:3, 3] for s in samples], atol=1e-9)
+    # ego: the two real ego poses, z = 0, at the keyframe times (plus the camera sample_data poses
+    # between them, see tests/test_capture_time.py)
+    keyframe_ns = [round(s["timestamp"] * 1e6) * 1000 for s in samples]
+    at_keyframes = np.isin(sc.ego.timestamps_ns, keyframe_ns)
+    assert at_keyframes.sum() == 2 and at_keyframes[0] and at_keyframes[-1]
+    np.testing.assert_allclose(sc.ego.world_SE3_ego.translation[at_keyframes], [np.array(s["ego2global"])[:3, 3] for s in samples], atol=1e-9)
     assert sc.ego.timestamps_ns[0] == round(samples[0]["timestamp"] * 1e6) * 1000
     # rig: six real calibrated cameras, OpenCV frame; CAM_FRONT looks along ego +x
     assert set(sc.rig.names) == set(CAMS)

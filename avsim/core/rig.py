@@ -7,13 +7,18 @@ calibration; importers attach the real calibration whenever the data has it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
 from avsim.core.errors import AvsimValueError
+from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.transforms import SE3
+from avsim.core.typing import NDArrayInt
+
+MAX_CAPTURE_OFFSET_NS = NS_PER_S  # |capture time - frame time| of any camera, at most 1 s
 
 # The seven views of the multi-view model, in model (view-embedding) index order.
 COSMOS_VIEW_NAMES: tuple[str, ...] = (
@@ -73,11 +78,17 @@ def camera_mount(
 
 @dataclass(frozen=True, eq=False)
 class CameraRig:
-    """Named cameras; `ego_SE3_camera` has batch shape (V,) in the order of `names`."""
+    """Named cameras; `ego_SE3_camera` has batch shape (V,) in the order of `names`.
+
+    `capture_offset_ns` (V,) int64 is each camera's capture time minus the frame time (ns):
+    camera i images the world at `t + capture_offset_ns[i]` (e.g. nuScenes cameras fire as
+    the lidar sweeps past them). All zeros (the default) = every camera at the frame time.
+    """
 
     names: tuple[str, ...]
     cameras: tuple[Camera, ...]
     ego_SE3_camera: SE3
+    capture_offset_ns: NDArrayInt = field(default=None, kw_only=True)  # type: ignore[arg-type]  # None -> zeros
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)
@@ -97,6 +108,12 @@ class CameraRig:
                 raise AvsimValueError(f"rig.cameras[{name}]: not a camera model: {type(cam).__name__}")
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "cameras", cameras)
+        object.__setattr__(self, "capture_offset_ns", _check_capture_offsets(self.capture_offset_ns, len(names)))
+
+    @property
+    def has_capture_offsets(self) -> bool:
+        """Whether any camera fires away from the frame time (some offset is non-zero)."""
+        return bool(np.any(self.capture_offset_ns))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -150,7 +167,11 @@ class CameraRig:
             CameraRig with those cameras.
         """
         idx = [self.index(n) for n in names]
-        return CameraRig(tuple(self.names[i] for i in idx), tuple(self.cameras[i] for i in idx), self.ego_SE3_camera[idx])
+        offsets = self.capture_offset_ns[idx]
+        return CameraRig(
+            tuple(self.names[i] for i in idx), tuple(self.cameras[i] for i in idx), self.ego_SE3_camera[idx],
+            capture_offset_ns=offsets,
+        )
 
     def resize(self, width_px: int, height_px: int) -> CameraRig:
         """Every camera re-imaged at `width_px` x `height_px` (same lens, same mounting).
@@ -162,7 +183,8 @@ class CameraRig:
         Returns:
             CameraRig with the resized cameras.
         """
-        return CameraRig(self.names, tuple(c.resize(width_px, height_px) for c in self.cameras), self.ego_SE3_camera)
+        cameras = tuple(c.resize(width_px, height_px) for c in self.cameras)
+        return CameraRig(self.names, cameras, self.ego_SE3_camera, capture_offset_ns=self.capture_offset_ns)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CameraRig):
@@ -171,7 +193,72 @@ class CameraRig:
             self.names == other.names
             and self.cameras == other.cameras
             and np.array_equal(self.ego_SE3_camera.as_matrix(), other.ego_SE3_camera.as_matrix())
+            and np.array_equal(self.capture_offset_ns, other.capture_offset_ns)
         )
+
+
+def _check_capture_offsets(offsets: Any, n_cameras: int) -> NDArrayInt:
+    """(V,) read-only int64 capture offsets (zeros for None), or AvsimValueError naming the field."""
+    if offsets is None:
+        out = np.zeros(n_cameras, np.int64)
+    else:
+        arr = np.asarray(offsets)
+        if arr.shape != (n_cameras,):
+            raise AvsimValueError(f"rig.capture_offset_ns: expected shape ({n_cameras},), got {arr.shape}")
+        if arr.size and not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
+            raise AvsimValueError(f"rig.capture_offset_ns: expected integer nanoseconds, got {arr.dtype}")
+        if np.issubdtype(arr.dtype, np.unsignedinteger) and np.any(arr > MAX_CAPTURE_OFFSET_NS):
+            raise AvsimValueError(f"rig.capture_offset_ns: |offset| must be <= {MAX_CAPTURE_OFFSET_NS} ns (1 s)")
+        out = arr.astype(np.int64)
+        bad = np.flatnonzero(np.abs(out) > MAX_CAPTURE_OFFSET_NS)
+        if bad.size:
+            raise AvsimValueError(
+                f"rig.capture_offset_ns: |offset| must be <= {MAX_CAPTURE_OFFSET_NS} ns (1 s), got {out[bad[0]]} at camera {bad[0]}"
+            )
+    out = out.copy()
+    out.setflags(write=False)
+    return out
+
+
+def capture_times_ns(rig: CameraRig, timestamp_ns: int) -> NDArrayInt:
+    """When each camera of the rig images frame time `timestamp_ns`.
+
+    Args:
+        rig: the camera rig (its `capture_offset_ns`).
+        timestamp_ns: the frame time (ns).
+
+    Returns:
+        (V,) int64 capture times, `timestamp_ns + capture_offset_ns`.
+    """
+    return np.int64(timestamp_ns) + rig.capture_offset_ns
+
+
+def world_SE3_camera_at(scenario_or_ego: Any, rig: CameraRig, timestamp_ns: int, camera_index: int | None = None) -> SE3:
+    """Camera poses in the world frame at frame time `timestamp_ns`, each camera at its own capture time.
+
+    Camera i sits at `ego.pose_at(t + capture_offset_ns[i]) . ego_SE3_camera[i]` (the ego pose
+    interpolated, or extrapolated outside the trajectory, exactly as `EgoTrajectory.pose_at`).
+    With all-zero offsets this is the single ego pose at t composed with each mounting.
+
+    Args:
+        scenario_or_ego: an EgoTrajectory, or anything with one as `.ego` (a Scenario).
+        rig: the camera rig.
+        timestamp_ns: the frame time (ns).
+        camera_index: one camera (index into the rig); None for all.
+
+    Returns:
+        SE3 camera -> world: batch shape (V,) for all cameras, unbatched for one.
+    """
+    ego = scenario_or_ego if isinstance(scenario_or_ego, EgoTrajectory) else scenario_or_ego.ego
+    indices = range(len(rig)) if camera_index is None else [int(camera_index)]
+    if rig.has_capture_offsets:
+        offsets = rig.capture_offset_ns[list(indices)]
+        world_SE3_ego = ego.pose_at(np.int64(timestamp_ns) + offsets)
+        poses = [world_SE3_ego[k].compose(rig.ego_SE3_camera[i]) for k, i in enumerate(indices)]
+    else:  # one ego pose for every camera: the frame-time path
+        pose = ego.pose_at(np.array([timestamp_ns], np.int64))[0]
+        poses = [pose.compose(rig.ego_SE3_camera[i]) for i in indices]
+    return poses[0] if camera_index is not None else SE3.stack(poses)
 
 
 def _rig(entries: list[tuple[str, Camera, SE3]]) -> CameraRig:

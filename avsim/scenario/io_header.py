@@ -18,7 +18,7 @@ import numpy as np
 import avsim
 from avsim.core.cameras import camera_from_dict
 from avsim.core.errors import AvsimInputError, AvsimValueError
-from avsim.core.rig import CameraRig
+from avsim.core.rig import MAX_CAPTURE_OFFSET_NS, CameraRig
 from avsim.core.transforms import SE3
 from avsim.scenario.io_checks import check_rotations
 from avsim.scenario.io_schema import FORMAT_NAME, SCHEMA_VERSION, TABLE_FILES, build_checked
@@ -108,8 +108,17 @@ def rig_to_json(rig: CameraRig) -> dict[str, Any]:
             "rotation": [[float(v) for v in row] for row in np.asarray(pose.rotation)],
             "translation_m": [float(v) for v in np.asarray(pose.translation)],
         }
+        if rig.has_capture_offsets:  # written only when some camera fires away from the frame time
+            entry["capture_offset_ns"] = int(rig.capture_offset_ns[k])
         cameras.append(entry)
     return {"cameras": cameras}
+
+
+def _read_capture_offset(path: Path, where: str, value: Any) -> int:
+    """One camera's `capture_offset_ns` (the caller passes 0 when the key is absent: the frame time)."""
+    if type(value) is not int or abs(value) > MAX_CAPTURE_OFFSET_NS:
+        raise AvsimInputError(path, where, f"must be an integer of at most {MAX_CAPTURE_OFFSET_NS} ns in magnitude, got {value!r}")
+    return value
 
 
 # ==========================================================================================
@@ -217,7 +226,7 @@ def read_rig(path: Path, rig: dict[str, Any]) -> CameraRig:
     cameras_json = rig.get("cameras")
     if not isinstance(cameras_json, list) or not cameras_json:
         raise AvsimInputError(path, "rig.cameras", "must be a non-empty list of cameras")
-    names, cameras, rotations, translations = [], [], [], []
+    names, cameras, rotations, translations, offsets = [], [], [], [], []
     for k, entry in enumerate(cameras_json):
         where = f"rig.cameras[{k}]"
         if not isinstance(entry, dict):
@@ -231,13 +240,17 @@ def read_rig(path: Path, rig: dict[str, Any]) -> CameraRig:
         camera_dict = _read_camera(path, where, entry)
         cameras.append(build_checked(path, where, partial(camera_from_dict, camera_dict)))
         pose = _read_pose(path, f"{where}.ego_SE3_camera", entry.get("ego_SE3_camera"))
+        offsets.append(_read_capture_offset(path, f"{where}.capture_offset_ns", entry.get("capture_offset_ns", 0)))
         names.append(name)
         rotations.append(pose.rotation)
         translations.append(pose.translation)
     return build_checked(
         path,
         "rig",
-        lambda: CameraRig(tuple(names), tuple(cameras), SE3(np.stack(rotations), np.stack(translations))),
+        lambda: CameraRig(
+            tuple(names), tuple(cameras), SE3(np.stack(rotations), np.stack(translations)),
+            capture_offset_ns=np.array(offsets, np.int64),
+        ),
     )
 
 

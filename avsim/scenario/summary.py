@@ -41,6 +41,20 @@ def _tracks_per_class(scenario: Scenario) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _ego_orientation(scenario: Scenario) -> str | None:
+    """metadata["ego_orientation"] as the importer recorded it ("full", "yaw_only"), else None."""
+    value = scenario.metadata.get("ego_orientation")
+    return value if isinstance(value, str) else None
+
+
+def _capture_offsets_ms(scenario: Scenario) -> dict[str, float]:
+    """Camera name -> capture offset (ms), or {} when every offset is zero."""
+    rig = scenario.rig
+    if not rig.has_capture_offsets:
+        return {}
+    return {name: float(ns) / 1e6 for name, ns in zip(rig.names, rig.capture_offset_ns.tolist())}
+
+
 def scenario_summary(scenario: Scenario) -> dict[str, Any]:
     """The facts `avsim info` prints, as plain JSON-able values.
 
@@ -51,7 +65,10 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
         scenario_id, duration_s, ego_rate_hz (None for a single pose), ego_poses, start/end
         timestamps (ns), cameras (name, model, size, horizontal FOV), agents (tracks,
         observations, tracks per class), map element counts, traffic-light state counts,
-        extent (xy bounding box of ego path, agents and map, m) and the metadata.
+        extent (xy bounding box of ego path, agents and map, m), ego_orientation ("full",
+        "yaw_only" or None when the source did not say), capture_offsets_ms (camera name -> its
+        capture time minus the frame time in ms; empty when every camera fires at the frame
+        time) and the metadata.
     """
     ego = scenario.ego
     lights = scenario.lights
@@ -85,11 +102,29 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
             "states": dict(sorted(Counter(str(s) for s in np.asarray(lights.state)).items())),
         },
         "extent": _extent(scenario),
+        "ego_orientation": _ego_orientation(scenario),
+        "capture_offsets_ms": _capture_offsets_ms(scenario),
         "metadata": scenario.metadata,
     }
 
 
+def summary_pose_lines(summary: dict[str, Any]) -> list[str]:
+    """The `avsim info` lines about the ego orientation and the cameras' capture times.
+
+    Args:
+        summary: a `scenario_summary` dict.
+
+    Returns:
+        0 to 2 lines: one when the ego pose has yaw only, one when some camera has a non-zero
+        capture offset (each camera's offset in ms).
+    """
+    lines = []
+    if summary.get("ego_orientation") == "yaw_only":
+        lines.append("ego pose: yaw only (roll/pitch unknown: the source holds a heading per pose)")
+    offsets = summary.get("capture_offsets_ms") or {}
+    if offsets:
+        lines.append("camera capture offsets: " + ", ".join(f"{name} {ms:+.1f} ms" for name, ms in offsets.items()))
+    return lines
 
 
-
-__all__ = ["scenario_summary"]
+__all__ = ["scenario_summary", "summary_pose_lines"]

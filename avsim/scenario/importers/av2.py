@@ -274,6 +274,7 @@ def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = Non
         "source_rate_hz": 10.0,
         "rig": rig_name or ("av2 calibration" if has_calibration else "av2"),
         "rig_source": "named default" if rig_name or not has_calibration else "calibration/*.feather (7 ring cameras)",
+        "ego_orientation": "full",  # city_SE3_egovehicle quaternions, roll and pitch kept
     }
     return build_scenario(
         log, scenario_id=log.name, rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
@@ -332,6 +333,7 @@ def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = No
         "rig_source": "named default (forecasting scenarios have no calibration)",
         "box_sizes": "nominal per object_type (the file has none)",
         "z": "nearest lane-boundary vertex height (the file is 2-D)",
+        "ego_orientation": "yaw_only",  # the file has heading only: roll and pitch unknown (zero)
     }
     return build_scenario(
         pq, scenario_id=scenario_id, rig=named_rig(rig_name), ego_timestamps_ns=ego_t, world_SE3_ego=ego_pose,

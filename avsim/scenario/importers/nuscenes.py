@@ -3,10 +3,14 @@
 Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expansion/*.json``;
 ``DATAROOT::scene-name`` picks a scene (required when the tables hold several).
 
-- ego: the ego poses of every LIDAR_TOP sample_data of the scene (keyframes and sweeps, about
-  20 Hz in full nuScenes); nuScenes ego poses have z = 0 by convention;
+- ego: the full (quaternion) ego poses of every LIDAR_TOP sample_data of the scene (keyframes
+  and sweeps, about 20 Hz in full nuScenes), merged with the ego poses of the CAM_* sample_data
+  inside that span (each has its own, at its capture time; equal times keep the LIDAR_TOP one);
+  nuScenes ego poses have z = 0 by convention;
 - rig: the six CAM_* channels' calibrated sensors (intrinsic K, sensor-to-ego pose; the
-  nuScenes camera frame is OpenCV RDF) and the image size of their sample_data;
+  nuScenes camera frame is OpenCV RDF), the image size of their sample_data and their capture
+  offsets (median over the keyframes of camera sample_data time - sample time: the cameras
+  fire as the lidar sweeps past them, e.g. CAM_FRONT about -36 ms);
 - agents: the 2 Hz keyframe ``sample_annotation`` boxes as they are, one track per
   ``instance_token``, source class = ``category_name``; resampling to the render rate is
   `AgentTracks.resample`'s job;
@@ -118,22 +122,67 @@ def _channel_chain(nusc: Any, samples: list[dict], channel: str) -> list[dict]:
     return records
 
 
-def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3]:
+def _chain_poses(nusc: Any, chain: list[dict], where: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(timestamps ns (N,), unit quaternions wxyz (N, 4), translations (N, 3)) of the records' ego poses."""
+    poses = [nusc.get("ego_pose", sd["ego_pose_token"]) for sd in chain]
+    t_ns = np.array([p["timestamp"] for p in poses], dtype=np.int64).reshape(-1) * 1000
+    q = check_finite(np.array([p["rotation"] for p in poses], dtype=np.float64).reshape(-1, 4), where, "ego_pose.rotation")
+    t = check_finite(np.array([p["translation"] for p in poses], dtype=np.float64).reshape(-1, 3), where, "ego_pose.translation")
+    norm = np.linalg.norm(q, axis=1)
+    if np.any(np.abs(norm - 1) > 1e-3):
+        raise AvsimInputError(where, "ego_pose.rotation", f"non-unit quaternion (norm {norm[np.argmax(np.abs(norm - 1))]:.4f})")
+    return t_ns, q / norm[:, None], t
+
+
+def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3, int]:
+    """The scene's ego poses: every LIDAR_TOP (else CAM_FRONT) sample_data pose, plus the poses of
+    the CAM_* sample_data inside that span (each camera record has its own ego pose, at its own
+    capture time). Returns (timestamps ns, world_SE3_ego, number of camera poses added)."""
     from avsim.core.transforms import SE3
 
     chain = _channel_chain(nusc, samples, "LIDAR_TOP") or _channel_chain(nusc, samples, "CAM_FRONT")
     if len(chain) < 2:
         raise AvsimInputError(where, "ego_pose", "the scene needs at least 2 ego poses (LIDAR_TOP or CAM_FRONT sample_data)")
-    poses = [nusc.get("ego_pose", sd["ego_pose_token"]) for sd in chain]
-    t_ns = np.array([p["timestamp"] for p in poses], dtype=np.int64) * 1000
-    q = check_finite(np.array([p["rotation"] for p in poses], dtype=np.float64), where, "ego_pose.rotation")
-    t = check_finite(np.array([p["translation"] for p in poses], dtype=np.float64), where, "ego_pose.translation")
-    norm = np.linalg.norm(q, axis=1)
-    if np.any(np.abs(norm - 1) > 1e-3):
-        raise AvsimInputError(where, "ego_pose.rotation", f"non-unit quaternion (norm {norm[np.argmax(np.abs(norm - 1))]:.4f})")
-    order = np.argsort(t_ns, kind="stable")
-    t_ns = check_increasing(t_ns[order], where, "ego_pose.timestamp")
-    return t_ns, SE3.from_quat(q[order] / norm[order, None], t[order])
+    t_ns, q, t = _chain_poses(nusc, chain, where)
+    check_increasing(np.sort(t_ns, kind="stable"), where, "ego_pose.timestamp")  # the reference chain itself must not repeat a time
+    lo, hi = t_ns.min(), t_ns.max()
+    parts = [(t_ns, q, t)]
+    for channel in CAMERA_CHANNELS:
+        ct, cq, cp = _chain_poses(nusc, _channel_chain(nusc, samples, channel), where)
+        inside = (ct >= lo) & (ct <= hi)  # the span (and so the frame times) stays the LIDAR_TOP one
+        parts.append((ct[inside], cq[inside], cp[inside]))
+    all_t = np.concatenate([p[0] for p in parts])
+    order = np.argsort(all_t, kind="stable")  # the LIDAR_TOP pose comes first among equal times ...
+    keep = np.r_[True, all_t[order][1:] != all_t[order][:-1]]  # ... and is the one kept
+    order = order[keep]
+    times = check_increasing(all_t[order], where, "ego_pose.timestamp")
+    quats, positions = np.concatenate([p[1] for p in parts])[order], np.concatenate([p[2] for p in parts])[order]
+    added = len(times) - len(t_ns)
+    return times, SE3.from_quat(quats, positions), int(added)
+
+
+def _source_rate_hz(nusc: Any, samples: list[dict]) -> float:
+    """Median rate of the LIDAR_TOP (else CAM_FRONT) sample_data chain."""
+    chain = _channel_chain(nusc, samples, "LIDAR_TOP") or _channel_chain(nusc, samples, "CAM_FRONT")
+    t_ns = np.unique(np.array([int(sd["timestamp"]) for sd in chain], dtype=np.int64)) * 1000
+    return round(float(1e9 / np.median(np.diff(t_ns))), 3) if len(t_ns) > 1 else 0.0
+
+
+def _capture_offsets_ns(nusc: Any, samples: list[dict], channels: tuple[str, ...], where: Path) -> np.ndarray:
+    """(V,) int64: per camera, the median over the keyframes of (camera sample_data time - sample time)."""
+    from avsim.core.rig import MAX_CAPTURE_OFFSET_NS
+
+    out = []
+    for channel in channels:
+        d_ns = [
+            (int(nusc.get("sample_data", s["data"][channel])["timestamp"]) - int(s["timestamp"])) * 1000
+            for s in samples if channel in s["data"]
+        ]  # fmt: skip
+        offset = int(np.round(np.median(np.array(d_ns, dtype=np.float64)))) if d_ns else 0
+        if abs(offset) > MAX_CAPTURE_OFFSET_NS:
+            raise AvsimInputError(where, f"sample_data[{channel}].timestamp", f"{offset / 1e6:.1f} ms from the sample time (more than 1 s)")
+        out.append(offset)
+    return np.array(out, dtype=np.int64)
 
 
 def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
@@ -162,7 +211,8 @@ def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
         names.append(channel)
     if not names:
         raise AvsimInputError(where, "calibrated_sensor", "no CAM_* channel in the scene's first sample")
-    return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses))
+    offsets = _capture_offsets_ns(nusc, samples, tuple(names), where)
+    return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses), capture_offset_ns=offsets)
 
 
 def _agents(nusc: Any, samples: list[dict], where: Path) -> AgentTracks:
@@ -298,7 +348,7 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     where = dataroot / version
     scene = _pick_scene(nusc, scene_name, where)
     samples = _scene_samples(nusc, scene)
-    ego_t, world_SE3_ego = _ego(nusc, samples, where)
+    ego_t, world_SE3_ego, camera_poses = _ego(nusc, samples, where)
     rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where)
     agents = _agents(nusc, samples, where)
     log = nusc.get("log", scene["log_token"])
@@ -312,10 +362,14 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
         "scene_token": scene["token"],
         "log": log.get("logfile", ""),
         "map_name": log["location"],
-        "source_rate_hz": round(float(1e9 / np.median(np.diff(ego_t))), 3),
+        "source_rate_hz": _source_rate_hz(nusc, samples),
         "agents_rate_hz": 2.0,
         "rig": rig_name or "nuscenes calibration",
         "rig_source": "named default" if rig_name else "calibrated_sensor (CAM_*)",
+        "ego_orientation": "full",
+        "ego_pose_source": f"LIDAR_TOP sample_data ego poses, plus {camera_poses} CAM_* sample_data ego poses inside that span",
+        "capture_offset_source": "named rig: none" if rig_name else
+        "per camera, median over the keyframes of (camera sample_data timestamp - sample timestamp)",
     }
     return build_scenario(
         where, scenario_id=scene["name"], rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,

@@ -380,7 +380,8 @@ def load_rdshq(src: str | os.PathLike[str], rig_name: str | None = None) -> Scen
     present = {f: _tar(root, f, clip_id).exists() for f in
                ("pose", "all_object_info", "ftheta_intrinsic", "pinhole_intrinsic", "3d_traffic_lights_status",
                 *(f"3d_{m}" for m in MAP_FIELDS))}  # fmt: skip
-    metadata: dict[str, Any] = {"source_format": "rdshq", "clip_id": clip_id, "source_rate_hz": POSE_RATE_HZ}
+    metadata: dict[str, Any] = {"source_format": "rdshq", "clip_id": clip_id, "source_rate_hz": POSE_RATE_HZ,
+                                "ego_orientation": "full"}  # vehicle_pose is a full rigid transform
     rig = _clip_rig(root, clip_id, rig_name, frame_idx, world_SE3_rig, present, metadata)
     agents = read_objects(_tar(root, "all_object_info", clip_id), start_us) if present["all_object_info"] else None
     mb, light_ids = MapBuilder(), []

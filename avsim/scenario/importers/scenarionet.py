@@ -313,6 +313,7 @@ def convert_description(scenario: dict, path: Path, *, rig_name: str | None, sou
         "rig_source": "named default (the source has no camera calibration)",
         "traffic_light_stop_points_m": stop_points,
         "skipped_map_features": skipped,
+        "ego_orientation": "yaw_only",  # tracks hold a heading only: roll and pitch unknown (zero)
     }
     return build_scenario(
         path,
