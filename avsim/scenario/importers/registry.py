@@ -55,6 +55,18 @@ def _load_waymo(src: str, rig_name: str | None) -> Scenario:
     return load_waymo(path, rig_name, index=int(selector or 0))
 
 
+def _load_mmdet3d(src: str, rig_name: str | None) -> Scenario:
+    from avsim.scenario.importers.mmdet3d import load_mmdet3d
+
+    return load_mmdet3d(src, rig_name)
+
+
+def _load_waymo_frame(src: Path, rig_name: str | None) -> Scenario:
+    from avsim.scenario.importers.waymo_frame import load_waymo_frames
+
+    return load_waymo_frames(src, rig_name)
+
+
 def _load_rdshq(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.rdshq import load_rdshq
 
@@ -79,11 +91,35 @@ FORMATS: dict[str, ImporterInfo] = {
         _load_waymo, "a Waymo Open Motion Scenario TFRecord file; FILE::k picks the k-th record (default 0)",
         "named default: waymo",
     ),
+    "waymo-frame": ImporterInfo(
+        _load_waymo_frame, "a Waymo Open perception Frame TFRecord (one segment: poses, calibrated cameras, laser labels)",
+        "the calibrated cameras of context.camera_calibrations",
+    ),
     "rdshq": ImporterInfo(
         _load_rdshq, "an RDS-HQ clip root (folders of <clip_id>.tar webdataset samples); one clip: ROOT or ROOT::clip_id",
         "the 7 f-theta cameras (intrinsics + per-camera poses)",
     ),
+    "mmdet3d": ImporterInfo(
+        _load_mmdet3d,
+        "an mmdetection3d nuScenes info .pkl (FILE::LOG picks a log), a mono3d .coco.json (FILE::TOKEN picks a sample), or a folder holding one",
+        "the info's cameras (cam2img, cam2ego)",
+    ),
 }  # fmt: skip
+
+
+def _is_mmdet3d_file(path: Path) -> bool:
+    from avsim.scenario.importers.mmdet3d import looks_like_info
+
+    return path.name.endswith(".coco.json") or (path.suffix == ".pkl" and looks_like_info(path))
+
+
+def _is_waymo_frame_file(path: Path) -> bool:
+    from avsim.scenario.importers.waymo_frame import first_record_is_frame
+
+    try:
+        return first_record_is_frame(path)
+    except AvsimInputError:  # the Waymo protobuf classes are not installed
+        return False
 
 
 def detect_format(src: str | os.PathLike[str]) -> str:
@@ -92,17 +128,19 @@ def detect_format(src: str | os.PathLike[str]) -> str:
     if not path.exists():
         raise AvsimInputError(path, "source", "not found")
     if path.is_file():
+        if _is_mmdet3d_file(path):
+            return "mmdet3d"
         if path.suffix == ".pkl":
             return "scenarionet"
         if ".tfrecord" in path.name or path.suffix in (".tfrecord", ".tfrec"):
-            return "waymo"
+            return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"
         with path.open("rb") as fh:
             head = fh.read(12)
         if len(head) == 12:
             from avsim.scenario.importers.waymo import masked_crc32c
 
             if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
-                return "waymo"
+                return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"
         raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl or a Waymo TFRecord)")
     if (path / "city_SE3_egovehicle.feather").exists() or any(path.glob("scenario_*.parquet")):
         return "av2"
@@ -110,6 +148,8 @@ def detect_format(src: str | os.PathLike[str]) -> str:
         return "nuscenes"
     if (path / "vehicle_pose").is_dir() or (path / "3d_lanelines").is_dir() or (path / "pose").is_dir():
         return "rdshq"
+    if any(_is_mmdet3d_file(p) for p in path.iterdir() if p.is_file()):
+        return "mmdet3d"
     raise AvsimInputError(path, "source", f"cannot detect the format; pass one of: {', '.join(FORMATS)}")
 
 
@@ -128,7 +168,7 @@ def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: 
         if rig_name not in NAMED_RIGS:
             raise AvsimInputError(src_path, "rig", f"unknown rig {rig_name!r}; choose one of {', '.join(NAMED_RIGS)}")
     loader = FORMATS[fmt].load
-    if fmt in ("nuscenes", "rdshq", "waymo"):
+    if fmt in ("nuscenes", "rdshq", "waymo", "mmdet3d"):
         return loader(os.fspath(src_path), rig_name)  # keeps a ::selector
     path, _ = split_selector(src_path)
     if not path.exists():

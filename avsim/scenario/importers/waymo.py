@@ -123,6 +123,10 @@ def parse_scenarios(path: str | os.PathLike[str]) -> list:
         try:
             msg.ParseFromString(payload)
         except DecodeError as exc:
+            from avsim.scenario.importers.waymo_frame import payload_is_frame
+
+            if payload_is_frame(payload):
+                raise AvsimInputError(path, f"record {k}", "a Waymo perception Frame, not a motion Scenario: use --from waymo-frame") from None
             raise AvsimInputError(path, f"record {k}", f"not a Waymo Scenario protobuf: {exc}") from None
         out.append(msg)
     if not out:
