@@ -1,8 +1,11 @@
 """What changed between two scenarios: agents, map elements, light timelines, ego, time span.
 
-Tracks and light timelines are compared where both clips have data (a cropped clip does not
-show every later light change as a difference). `diff_scenarios` returns a JSON-ready dict (times in seconds from A's start, distances in
-metres); `format_diff` renders it for people.
+Every track, map element and light present in only one of A and B is listed as added or
+removed, over its whole span (so a crop or time change that drops a track shows it, with the
+span it had). Values of tracks and light timelines present in both are compared where both
+clips have data (a cropped clip does not show every later light change as a difference).
+`diff_scenarios` returns a JSON-ready dict (times in seconds from A's start, distances in
+metres); `format_diff` renders it for people, in full or as counts per kind (`diff_summary`).
 """
 
 from __future__ import annotations
@@ -26,16 +29,20 @@ def _r(x: float) -> float:
     return round(float(x), 3)
 
 
-def _tracks(agents: AgentTracks, lo: int, hi: int) -> dict[str, dict]:
-    """Each track's rows within [lo, hi] ns (tracks with none there are left out)."""
+def _tracks(agents: AgentTracks) -> dict[str, dict]:
+    """Each track's rows (columns by name), by track id."""
     cols = columns(agents)
-    out = {}
-    for tid, rows in agents.track_slices():
-        track = {k: v[rows] for k, v in cols.items()}
-        keep = (track["timestamps_ns"] >= lo) & (track["timestamps_ns"] <= hi)
-        if keep.any():
-            out[tid] = {k: v[keep] for k, v in track.items()}
-    return out
+    return {tid: {k: v[rows] for k, v in cols.items()} for tid, rows in agents.track_slices()}
+
+
+def _within(track: dict, lo: int, hi: int) -> dict:
+    """The rows of a track within [lo, hi] ns (the whole track when none lie there)."""
+    keep = (track["timestamps_ns"] >= lo) & (track["timestamps_ns"] <= hi)
+    return {k: v[keep] for k, v in track.items()} if keep.any() else track
+
+
+def _span_s(track: dict, t0: int) -> list[float]:
+    return [_r((int(track["timestamps_ns"][0]) - t0) / 1e9), _r((int(track["timestamps_ns"][-1]) - t0) / 1e9)]
 
 
 def _track_diff(ta: dict, tb: dict, t0: int) -> dict | None:
@@ -146,12 +153,13 @@ def diff_scenarios(a: Scenario, b: Scenario) -> dict[str, Any]:
     ego_disp = 0.0
     if len(grid):
         ego_disp = float(np.linalg.norm(ego_a.pose_at(grid).translation - ego_b.pose_at(grid).translation, axis=1).max())
-    tracks_a, tracks_b = _tracks(a.agents, lo, hi), _tracks(b.agents, lo, hi)
+    tracks_a, tracks_b = _tracks(a.agents), _tracks(b.agents)
     changed = []
     for tid in sorted(set(tracks_a) & set(tracks_b)):
-        d = _track_diff(tracks_a[tid], tracks_b[tid], t0)
+        d = _track_diff(_within(tracks_a[tid], lo, hi), _within(tracks_b[tid], lo, hi), t0)
         if d is not None:
             changed.append({"id": tid, **d})
+    added, removed = sorted(set(tracks_b) - set(tracks_a)), sorted(set(tracks_a) - set(tracks_b))
     return {
         "a": a.scenario_id,
         "b": b.scenario_id,
@@ -163,8 +171,9 @@ def diff_scenarios(a: Scenario, b: Scenario) -> dict[str, Any]:
         },
         "ego": {"max_displacement_m": _r(ego_disp), "poses": [len(ego_a), len(ego_b)]},
         "agents": {
-            "added": sorted(set(tracks_b) - set(tracks_a)),
-            "removed": sorted(set(tracks_a) - set(tracks_b)),
+            "added": added,
+            "removed": removed,
+            "spans_s": {tid: _span_s((tracks_b if tid in tracks_b else tracks_a)[tid], t0) for tid in added + removed},
             "changed": changed,
             "unchanged": len(set(tracks_a) & set(tracks_b)) - len(changed),
         },
@@ -186,11 +195,72 @@ def is_identical(d: dict[str, Any]) -> bool:
 
 
 def _added_removed(label: str, entry: dict) -> list[str]:
-    return [f"{label} + {k}" for k in entry["added"]] + [f"{label} - {k}" for k in entry["removed"]]
+    spans = entry.get("spans_s", {})
+
+    def span(k: str) -> str:
+        return f" ({spans[k][0]:.2f}..{spans[k][1]:.2f} s)" if k in spans else ""
+
+    return [f"{label} + {k}{span(k)}" for k in entry["added"]] + [f"{label} - {k}{span(k)}" for k in entry["removed"]]
 
 
-def format_diff(d: dict[str, Any]) -> str:
-    """Human-readable report of a diff dict."""
+def diff_summary(d: dict[str, Any]) -> dict[str, Any]:
+    """Counts per kind of a diff dict (`avsim diff --summary`).
+
+    Args:
+        d: a `diff_scenarios` result.
+
+    Returns:
+        {"a", "b", "time_changed", "ego_max_displacement_m", "agents": {added, removed, changed,
+        unchanged}, "map": {element type: {added, removed, changed}}, "lights": {added, removed,
+        changed}, "metadata_changed": count}.
+    """
+    t = d["time"]
+    ag, li = d["agents"], d["lights"]
+    return {
+        "a": d["a"],
+        "b": d["b"],
+        "time_changed": t["a_span_s"] != t["b_span_s"] or t["a_rate_hz"] != t["b_rate_hz"],
+        "ego_max_displacement_m": d["ego"]["max_displacement_m"],
+        "agents": {"added": len(ag["added"]), "removed": len(ag["removed"]), "changed": len(ag["changed"]), "unchanged": ag["unchanged"]},
+        "map": {kind: {k: len(e[k]) for k in ("added", "removed", "changed")} for kind, e in d["map"].items()},
+        "lights": {k: len(li[k]) for k in ("added", "removed", "changed")},
+        "metadata_changed": len(d["metadata_changed"]),
+    }
+
+
+def _format_summary(d: dict[str, Any]) -> str:
+    c = diff_summary(d)
+    t = d["time"]
+    lines = [f"{d['a']} -> {d['b']}"]
+    if c["time_changed"]:
+        lines.append(f"time: {t['a_span_s'][0]:g}..{t['a_span_s'][1]:g} s -> {t['b_span_s'][0]:g}..{t['b_span_s'][1]:g} s")
+    lines.append(f"ego: moved up to {c['ego_max_displacement_m']:.2f} m")
+    ag = c["agents"]
+    lines.append(f"agents: +{ag['added']} -{ag['removed']} ~{ag['changed']} ({ag['unchanged']} unchanged)")
+    for kind, e in c["map"].items():
+        lines.append(f"map {kind}: +{e['added']} -{e['removed']} ~{e['changed']}")
+    li = c["lights"]
+    lines.append(f"lights: +{li['added']} -{li['removed']} ~{li['changed']}")
+    if c["metadata_changed"]:
+        lines.append(f"metadata: {c['metadata_changed']} key(s) changed")
+    if is_identical(d):
+        lines.append("no differences")
+    return "\n".join(lines)
+
+
+def format_diff(d: dict[str, Any], summary: bool = False) -> str:
+    """Human-readable report of a diff dict.
+
+    Args:
+        d: a `diff_scenarios` result.
+        summary: counts per kind only (agents, each map element type, lights) instead of one
+            line per added, removed and changed item.
+
+    Returns:
+        The report, one item per line.
+    """
+    if summary:
+        return _format_summary(d)
     lines = [f"{d['a']} -> {d['b']}"]
     t = d["time"]
     if t["a_span_s"] != t["b_span_s"] or t["a_rate_hz"] != t["b_rate_hz"]:

@@ -19,50 +19,57 @@ Checks (each finding carries the edit-clock time, the ids involved and a short r
   `light_assoc_lateral_m` to the side. Two lights conflict when their lanes, each extended
   `light_assoc_radius_m` straight on past its end, intersect at 45 to 135 degrees (crossing
   traffic; opposing approaches run parallel and never conflict).
+
+Traffic rules (`avsim.edit.rules`, documented there; thresholds here, `rule_checks` picks which
+run): `red_light` (a vehicle's front passes a controlled lane's stop point, from `light_lanes`,
+while its light is red; yellow does not count), `wrong_way`, `speed_limit` (lane limits from
+`metadata['lane_speed_limits_mps']`), `solid_line_crossing`, `stop_line` and `jaywalking`. Their
+findings have ids (road user, map element) and a time span (`Finding.end_s`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import shapely
 
+from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.transforms import wrap_angle
 from avsim.maps import HDMap
 from avsim.scenario import Scenario
 
 from .common import ego_box, start_ns
+from .findings import EGO_ID, Finding, time_runs
+from .rules import RULE_KINDS, check_traffic_rules
 
-EGO_ID = "ego"
+__all__ = ["EGO_ID", "Finding", "ValidationConfig", "drivable_area", "findings_document", "light_lanes", "scenario_folders",
+           "validate_scenario"]
 
 SPEED_LIMITS_MPS = {"Car": 70.0, "Truck": 45.0, "Pedestrian": 10.0, "Cyclist": 25.0, "Others": 70.0}
 ACCEL_LIMITS_MPS2 = {"Car": 12.0, "Truck": 8.0, "Pedestrian": 8.0, "Cyclist": 8.0, "Others": 15.0}
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem: `kind`, edit-clock `time_s`, the `ids` involved, a one-line `reason`."""
+def scenario_folders(paths: list[Path]) -> list[Path]:
+    """The scenario folders among `avsim validate` arguments: an edit output's manifest is skipped.
 
-    kind: str
-    time_s: float
-    ids: tuple[str, ...]
-    reason: str
+    Args:
+        paths: the command-line paths (e.g. the expansion of `OUT/*`).
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ids"] = list(self.ids)
-        d["time_s"] = round(self.time_s, 3)
-        return d
+    Returns:
+        The paths in order, without files named like the edit output manifest.
 
-    def __str__(self) -> str:
-        return f"{self.time_s:8.2f} s  {self.kind:<14} {', '.join(self.ids)}: {self.reason}"
+    Raises:
+        AvsimInputError: when nothing but manifests is left.
+    """
+    from .output import MANIFEST_NAME
 
-    @property
-    def key(self) -> tuple[str, tuple[str, ...]]:
-        """What the finding is about, without when (to compare findings before and after an edit)."""
-        return self.kind, self.ids
+    folders = [p for p in paths if not (p.name == MANIFEST_NAME and p.is_file())]
+    if not folders:
+        raise AvsimInputError(paths[0] if paths else Path("."), "scenario", "no scenario folder given (only edit manifests)")
+    return folders
 
 
 def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, Any]:
@@ -90,6 +97,30 @@ class ValidationConfig:
     min_gap_s: float = 0.35
     light_assoc_radius_m: float = 40.0
     light_assoc_lateral_m: float = 1.5
+    # traffic rules (avsim.edit.rules)
+    rule_checks: tuple[str, ...] = RULE_KINDS
+    rule_vehicle_classes: tuple[str, ...] = ("Car", "Truck")
+    red_light_classes: tuple[str, ...] = ("Cyclist",)
+    red_light_heading_deg: float = 60.0
+    red_light_right_turn_after_stop: bool = True  # right on red after a stop (lanes turning right > 45 degrees)
+    red_light_stop_lookback_s: float = 5.0
+    solid_line_max_angle_deg: float = 30.0
+    wrong_way_angle_deg: float = 135.0
+    wrong_way_min_s: float = 1.0
+    wrong_way_min_speed_mps: float = 2.0
+    speed_limit_tolerance_mps: float = 1.0
+    speed_limit_min_s: float = 1.0
+    stop_speed_mps: float = 0.3
+    stop_line_tolerance_m: float = 0.5
+    stop_line_min_s: float = 1.0
+    jaywalk_margin_m: float = 0.5
+    crosswalk_margin_m: float = 1.0
+    jaywalk_min_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.rule_checks) - set(RULE_KINDS)
+        if unknown:
+            raise AvsimValueError(f"ValidationConfig.rule_checks: unknown rules {sorted(unknown)} (known: {list(RULE_KINDS)})")
 
 
 def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None) -> list[Finding]:
@@ -103,6 +134,9 @@ def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None
     findings += check_kinematics(scenario, boxes, grid, config)
     findings += check_gaps(scenario, config)
     findings += check_light_conflicts(scenario, config)
+    if config.rule_checks:
+        road = ego_road(scenario, boxes, config)
+        findings += check_traffic_rules(scenario, boxes, grid, config, light_lanes(scenario, config), road)
     return sorted(findings, key=lambda f: (round(f.time_s, 6), f.kind, f.ids))
 
 
@@ -148,16 +182,6 @@ def _boxes_on_grid(scenario: Scenario, grid: np.ndarray, config: ValidationConfi
 
 def _t_s(scenario: Scenario, grid: np.ndarray, ti) -> float:
     return float((int(grid[ti]) - start_ns(scenario)) / 1e9)
-
-
-def _runs(ti: np.ndarray) -> list[tuple[int, int]]:
-    """Contiguous runs [(start, end)] in a sorted array of time indices."""
-    if not len(ti):
-        return []
-    breaks = np.flatnonzero(np.diff(ti) > 1)
-    starts = np.r_[0, breaks + 1]
-    ends = np.r_[breaks, len(ti) - 1]
-    return [(int(ti[s]), int(ti[e])) for s, e in zip(starts, ends)]
 
 
 # ----------------------------------------------------------------------------- overlaps
@@ -212,7 +236,7 @@ def check_overlaps(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: 
     for (ida, idb), hits in sorted(hit_pairs.items()):
         ti = np.array([h[0] for h in hits])
         depth = np.array([h[1] for h in hits])
-        for s, e in _runs(ti):
+        for s, e in time_runs(ti):
             sel = (ti >= s) & (ti <= e)
             reason = (f"boxes overlap by up to {depth[sel].max():.2f} m from {_t_s(scenario, grid, s):.2f} "
                       f"to {_t_s(scenario, grid, e):.2f} s")  # fmt: skip
@@ -230,17 +254,36 @@ def drivable_area(hdmap: HDMap) -> shapely.Geometry | None:
     return shapely.union_all(polys)
 
 
-def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def ego_road(scenario: Scenario, boxes: _Boxes, config: ValidationConfig) -> shapely.Geometry | None:
+    """The map's drivable area when it describes the road the ego drives on, else None.
+
+    Args:
+        scenario: the scenario.
+        boxes: the validation boxes.
+        config: `min_ego_coverage` (and `offroad_tolerance_m` for the coverage test).
+
+    Returns:
+        The union of the drivable areas (not buffered), or None when the map has none or they
+        hold the ego's centre less than `min_ego_coverage` of the time (partial maps).
+    """
     area = drivable_area(scenario.map)
+    if area is None:
+        return None
+    ego_rows = boxes.ids == EGO_ID
+    if ego_rows.any():
+        grown = area.buffer(config.offroad_tolerance_m)
+        if shapely.contains_xy(grown, boxes.xy[ego_rows, 0], boxes.xy[ego_rows, 1]).mean() < config.min_ego_coverage:
+            return None
+    return area
+
+
+def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+    area = ego_road(scenario, boxes, config)
     if area is None or not len(boxes.ids):
         return []
     area = area.buffer(config.offroad_tolerance_m)
     shapely.prepare(area)
     ego_rows = boxes.ids == EGO_ID
-    if ego_rows.any():
-        ego_in = shapely.contains_xy(area, boxes.xy[ego_rows, 0], boxes.xy[ego_rows, 1]).mean()
-        if ego_in < config.min_ego_coverage:
-            return []  # the polygons do not describe the road the ego drives on (partial map)
     vehicle = np.isin(boxes.cls, config.offroad_classes) | ego_rows
     rows = np.flatnonzero(vehicle)
     inside = shapely.contains_xy(area, boxes.xy[rows, 0], boxes.xy[rows, 1])
@@ -249,7 +292,7 @@ def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: 
     for tid in sorted(set(boxes.ids[out].tolist())):
         ti = np.sort(boxes.ti[out][boxes.ids[out] == tid])
         ever_in = bool(inside[boxes.ids[rows] == tid].any())
-        for s, e in _runs(ti):
+        for s, e in time_runs(ti):
             verb = "leaves" if ever_in else "is outside"
             reason = f"{verb} the drivable area from {_t_s(scenario, grid, s):.2f} to {_t_s(scenario, grid, e):.2f} s"
             findings.append(Finding("off_road", _t_s(scenario, grid, s), (tid,), reason))

@@ -176,6 +176,13 @@ def test_other_examples_apply_cleanly(sample, name, count):
         for r in results:
             assert r.params["factor"] > 1 or r.new_findings == [], r.name
             assert {f.kind for _, f in r.new_findings} <= {"speed", "acceleration"}, r.name
+    elif name in ("red_longer", "pedestrian_stepout"):
+        # the variants break a traffic rule on purpose: the ego runs the held red light; the
+        # pedestrian steps out between queued cars, away from the crosswalk (tests/test_rules.py)
+        expected = [("red_light", ("ego", "S_in_0"))] if name == "red_longer" else [("jaywalking", "stepping_ped")]
+        for r in results:
+            got = [(f.kind, f.ids) if name == "red_longer" else (f.kind, f.ids[0]) for _, f in r.new_findings]
+            assert got == expected, (r.name, [str(f) for _, f in r.new_findings])
     else:
         assert all(r.new_findings == [] for r in results), [(r.name, [str(f) for _, f in r.new_findings]) for r in results]
     if name == "ten_speeds":

@@ -25,8 +25,10 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "edit": ("avsim.edit.cli", True),
     "diff": ("avsim.edit.cli", True),
     "preview": ("avsim.edit.cli", True),
+    "export-scene": ("avsim.edit.cli", True),
     "validate": ("avsim.edit.cli", True),
     "view": ("avsim.view.cli", True),
+    "check-projection": ("avsim.cli.projection", True),
 }
 CORE_MODULE = "avsim.cli.scenario"
 
