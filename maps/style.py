@@ -16,6 +16,8 @@ import numpy as np
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat
 
+DEFAULT_FPS = 30.0  # the render rate (`avsim render --fps` default); `avsim info` reports frames at it
+
 RGB = tuple[int, int, int]
 
 # ---- static map elements (spec table "Static map elements") ------------------------------

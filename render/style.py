@@ -14,6 +14,7 @@ from avsim.maps.style import (
     BOX_EDGE_WIDTH_PX,
     BOX_RGB,
     CROSSWALK_RGB,
+    DEFAULT_FPS,
     DEFAULT_LANE_TYPE,
     DOT_DASH,
     DOTTED,
@@ -84,7 +85,6 @@ __all__ = [
 # ---- frame ------------------------------------------------------------------------------
 DEFAULT_WIDTH_PX = 1280
 DEFAULT_HEIGHT_PX = 720
-DEFAULT_FPS = 30.0
 MAX_DEPTH_M = 200.0  # visible range (0, 200] m; colour and width fade linearly to 0 here
 NEAR_M = 0.1  # exact clipping plane for segments and polygons (camera z)
 MIN_LINE_RADIUS_PX = 0.5  # a faded line never gets thinner than one pixel (keeps it connected)

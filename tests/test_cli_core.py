@@ -210,3 +210,15 @@ def test_console_script_is_installed_and_runs(scenario_folder: Path, tmp_path: P
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "scenario: not found" in bad.stderr
     usage = subprocess.run([CONSOLE_SCRIPT, "info"], capture_output=True, text=True, timeout=120)
     assert usage.returncode == 2 and "Missing argument" in usage.stderr
+
+
+def test_info_reports_native_rates_and_the_render_frames(scenario_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = make_scenario(11)
+    rc, out, _ = run(["info", scenario_folder, "--json"], capsys)
+    assert rc == 0
+    info = json.loads(out)
+    assert info["render"] == {"fps": 30.0, "frames": len(s.frame_times(30.0))}
+    steps = np.concatenate([np.diff(s.agents.timestamps_ns[rows]) for _, rows in s.agents.track_slices()])
+    assert info["agent_rate_hz"] == pytest.approx(1e9 / np.median(steps[steps > 0]))
+    rc, out, _ = run(["info", scenario_folder], capsys)
+    assert "native rates: ego" in out and f"render: {len(s.frame_times(30.0))} frames at 30 fps" in out

@@ -180,7 +180,11 @@ def _count_table(key_column: str, count_column: str, counts: dict[str, int]) -> 
 def _print_summary(s: dict[str, Any]) -> None:
     console = Console()
     rate = f"{s['ego_rate_hz']:.2f} Hz" if s["ego_rate_hz"] else "n/a"
-    console.print(f"[bold]{s['scenario_id']}[/bold]  {s['duration_s']:.2f} s  ego {rate} ({s['ego_poses']} poses)")
+    boxes = f", agent boxes {s['agent_rate_hz']:.2f} Hz" if s["agent_rate_hz"] else ""
+    console.print(f"[bold]{s['scenario_id']}[/bold]  {s['duration_s']:.2f} s")
+    console.print(f"native rates: ego {rate} ({s['ego_poses']} poses){boxes}")
+    render = s["render"]
+    console.print(f"render: {render['frames']} frames at {render['fps']:g} fps (poses, boxes interpolated)")
     ext = s["extent"]
     console.print(
         f"extent x [{ext['x_min_m']:.1f}, {ext['x_max_m']:.1f}] m, y [{ext['y_min_m']:.1f}, {ext['y_max_m']:.1f}] m "
@@ -214,7 +218,9 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
 ) -> None:
     """Summarise a scenario: duration, rate, cameras, agents per class, map elements, extent."""
-    summary = scenario_summary(load_scenario(scenario))
+    from avsim.maps.style import DEFAULT_FPS
+
+    summary = scenario_summary(load_scenario(scenario), render_fps=DEFAULT_FPS)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
     else:

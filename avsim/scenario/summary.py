@@ -55,14 +55,27 @@ def _capture_offsets_ms(scenario: Scenario) -> dict[str, float]:
     return {name: float(ns) / 1e6 for name, ns in zip(rig.names, rig.capture_offset_ns.tolist())}
 
 
-def scenario_summary(scenario: Scenario) -> dict[str, Any]:
+def _agent_rate_hz(scenario: Scenario) -> float | None:
+    """Median observation rate of the agent tracks (Hz), None when no track has two boxes."""
+    agents = scenario.agents
+    steps = [np.diff(agents.timestamps_ns[rows]) for _, rows in agents.track_slices()]
+    dt_ns = np.concatenate([d for d in steps if len(d)] or [np.zeros(0, np.int64)])
+    dt_ns = dt_ns[dt_ns > 0]
+    return float(1e9 / np.median(dt_ns)) if len(dt_ns) else None
+
+
+def scenario_summary(scenario: Scenario, render_fps: float = 30.0) -> dict[str, Any]:
     """The facts `avsim info` prints, as plain JSON-able values.
 
     Args:
         scenario: the scenario to describe.
+        render_fps: the render rate to report frames for (`avsim render`'s default).
 
     Returns:
-        scenario_id, duration_s, ego_rate_hz (None for a single pose), ego_poses, start/end
+        scenario_id, duration_s, ego_rate_hz (the source's native pose rate; None for a single
+        pose), ego_poses, agent_rate_hz (median box rate of the tracks; None without two boxes
+        in a track), render (fps: `render_fps`, frames: how many a render at it makes; poses and
+        boxes are interpolated to those frames), start/end
         timestamps (ns), cameras (name, model, size, horizontal FOV), agents (tracks,
         observations, tracks per class), map element counts, traffic-light state counts,
         extent (xy bounding box of ego path, agents and map, m), ego_orientation ("full",
@@ -87,6 +100,8 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
         "duration_s": float(ego.duration_s),
         "ego_rate_hz": float(ego.rate_hz) if len(ego) > 1 else None,
         "ego_poses": len(ego),
+        "agent_rate_hz": _agent_rate_hz(scenario),
+        "render": {"fps": float(render_fps), "frames": len(scenario.frame_times(render_fps))},
         "start_timestamp_ns": int(ego.timestamps_ns[0]),
         "end_timestamp_ns": int(ego.timestamps_ns[-1]),
         "cameras": cameras,
