@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -278,9 +279,26 @@ def _bind_op(raw: Any, at: At, index: int) -> BoundOp:
     return BoundOp(index, name, args, raw.line, dict(body.lines))
 
 
-def _variant_name(template: str | None, params: dict[str, Any], index: int, at: At) -> str:
+def _ops_digest(ops_sub: Any) -> str:
+    """8 hex digits of the variant's ops after substitution (canonical JSON): its content id."""
+    canonical = json.dumps(ops_sub, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:8]
+
+
+def _default_name(params: dict[str, Any], stem: str, ops_sub: Any) -> str:
+    """`<param-value_...>-<ops digest>` for a sweep point, `<edit file stem>-<ops digest>` without a sweep.
+
+    The 8 hex digits of the variant's ops (`_ops_digest`) make two different edits' variants
+    differ in id and output folder even when their files share a stem or their sweeps share values.
+    """
+    base = "_".join(f"{k}-{_fmt(v)}" for k, v in params.items()) if params else stem
+    return f"{base}-{_ops_digest(ops_sub)}"
+
+
+def _variant_name(template: str | None, params: dict[str, Any], index: int, at: At, default: str) -> str:
+    """The variant's name: the `name` template filled in, else `default` (made filesystem-safe)."""
     if template is None:
-        raw = "_".join(f"{k}-{_fmt(v)}" for k, v in params.items()) if params else "edited"
+        raw = default
     else:
         try:
             raw = template.format(**{k: _fmt(v) for k, v in params.items()})
@@ -304,8 +322,12 @@ def _check_sweep(doc: LineDict, root: At) -> dict[Any, Any]:
     return sweep
 
 
-def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, Any], root: At) -> tuple[Variant, ...]:
-    """One variant per point of the sweep's cartesian product, its ops substituted and bound."""
+def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, Any], root: At,
+                    stem: str = "edited") -> tuple[Variant, ...]:  # fmt: skip
+    """One variant per point of the sweep's cartesian product, its ops substituted and bound.
+
+    `stem` (the edit file's name without suffix) starts the default name of a sweep-less edit.
+    """
     ops_raw = doc["ops"]
     ops_at = root.child("ops", doc)
     if not isinstance(ops_raw, list) or not ops_raw:
@@ -318,7 +340,8 @@ def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, A
         params = dict(zip(keys, combo))
         ops_sub = _substitute(ops_raw, params, ops_at)
         bound = tuple(_bind_op(raw, ops_at.child(i, ops_sub), i) for i, raw in enumerate(ops_sub))
-        name = _variant_name(name_template, params, vi, root.child("name", doc))
+        default = _default_name(params, stem, ops_sub)
+        name = _variant_name(name_template, params, vi, root.child("name", doc), default)
         if name in names:
             _fail(root.child("name", doc).line, "name", f"variants {names[name]} and {vi} are both named {name!r}; put every sweep parameter in the name")
         names[name] = vi
@@ -336,7 +359,7 @@ def parse_edit_text(text: str, path: Path) -> EditFile:
         if top["version"] not in SUPPORTED_VERSIONS:
             at = root.child("version", doc)
             _fail(at.line, at.path, f"unsupported edit-file version {top['version']} (supported: {SUPPORTED_VERSIONS})")
-        variants = expand_variants(doc, top.get("name"), _check_sweep(doc, root), root)
+        variants = expand_variants(doc, top.get("name"), _check_sweep(doc, root), root, path.stem)
     except _EditError as exc:
         raise AvsimInputError(path, f"line {exc.line}: {exc.field}", exc.reason) from None
     return EditFile(path, top["version"], variants, hashlib.sha256(text.encode()).hexdigest())
@@ -379,7 +402,7 @@ def apply_op(scenario: Scenario, op: BoundOp, path: Path, variant: str) -> Scena
         line = op.field_lines.get(fld, op.line) if fld else op.line
         where = f"ops[{op.index}].{fld}" if fld else f"ops[{op.index}] ({op.name})"
         reason = msg.split(":", 1)[1].strip() if fld and ":" in msg else msg
-        prefix = f"variant {variant}: " if variant != "edited" else ""
+        prefix = f"variant {variant}: " if variant else ""
         raise AvsimInputError(path, f"line {line}: {where}", prefix + reason) from None
 
 
@@ -395,7 +418,7 @@ def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate
     before = {f.key for f in (base_findings or [])} if validate else set()
     current = scenario
     for op in variant.ops:
-        current = apply_op(current, op, edit.path, variant.name)
+        current = apply_op(current, op, edit.path, variant.name if variant.params else "")
         if validate:
             found = validate_scenario(current, config)
             for f in found:
@@ -412,8 +435,7 @@ def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate
         "params": dict(variant.params),
         "ops": [op.name for op in variant.ops],
     }]  # fmt: skip
-    new_id = scenario.scenario_id if variant.name == "edited" else f"{scenario.scenario_id}__{variant.name}"
-    result.scenario = current.replace(scenario_id=new_id, metadata=meta)
+    result.scenario = current.replace(scenario_id=f"{scenario.scenario_id}__{variant.name}", metadata=meta)
     return result
 
 

@@ -147,3 +147,21 @@ def test_preview_command(road_dir, tmp_path, capsys):
     assert main(["preview", str(road_dir), str(tmp_path / "ba.mp4"), "--before", str(road_dir), "--fps", "2", "--size", "96"]) == 0
     assert video_info(tmp_path / "ba.mp4")["width_px"] == 192
     assert main(["preview", str(road_dir), str(tmp_path / "p.avi")]) == 2
+
+
+def test_nameless_edit_renders_beside_its_source(road_dir, tmp_path, capsys):
+    """Issue 14 item 4: a variant without a name template never takes its source's id or folder."""
+    edit = tmp_path / "shift.yaml"
+    edit.write_text("version: 1\nops:\n  - op: shift_agents\n    track_id: lead\n    dx_m: 2.5\n")
+    out = tmp_path / "out"
+    tiny = ["--frames", "0:2", "--size", "160x90", "--cameras", "camera_front_wide_120fov"]
+    assert main(["render", str(road_dir), str(out), *tiny]) == 0
+    assert main(["edit", str(road_dir), str(edit), str(tmp_path / "v")]) == 0
+    capsys.readouterr()
+    assert main(["render", str(tmp_path / "v"), str(out), *tiny]) == 0
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "2 camera-frames rendered, 0 kept" in said, said
+    (variant,) = json.loads((tmp_path / "v" / "manifest.json").read_text())["variants"]
+    assert variant["scenario_id"].startswith("road__shift-") and (out / variant["scenario_id"]).is_dir()
+    assert (out / "road").is_dir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _write(tmp_path: Path, text: str, name: str = "edits.yaml") -> Path:
     p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(textwrap.dedent(text).lstrip("\n"))
     return p
 
@@ -50,7 +52,20 @@ def test_sweep_3x4_gives_12_named_variants(tmp_path):
 def test_default_variant_names_list_every_parameter(tmp_path):
     text = CUTIN.replace('name: "cut_g{gap_m}_d{duration_s}"\n', "")
     names = [v.name for v in load_edit_file(_write(tmp_path, text)).variants]
-    assert names[:2] == ["gap_m-2_duration_s-1.5", "gap_m-2_duration_s-2"]
+    assert [n.rsplit("-", 1)[0] for n in names[:2]] == ["gap_m-2_duration_s-1.5", "gap_m-2_duration_s-2"]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", n.rsplit("-", 1)[1]) for n in names) and len(set(names)) == 12
+
+
+def test_default_names_are_content_ids(tmp_path):
+    """No template: the same ops give the same name however written; other ops another name."""
+    one = "version: 1\nops:\n  - op: shift_agents\n    track_id: lead\n    dx_m: 2.5\n"
+    same = "# a comment\nversion: 1\nops:\n  - {op: shift_agents, track_id: lead, dx_m: 2.5}\n"
+    other = one.replace("2.5", "3.0")
+    paths = [_write(tmp_path, t, f"{d}/e.yaml") for d, t in (("a", one), ("b", same), ("c", other))]
+    (a,), (b,), (c,) = (load_edit_file(p).variants for p in paths)
+    assert a.name == b.name != c.name and a.name.startswith("e-")
+    (r,) = apply_edit_file(road_scenario(), paths[2])
+    assert r.scenario.scenario_id == f"road__{c.name}" != "road"
 
 
 def test_variants_apply_and_pass_validation(tmp_path):
@@ -71,7 +86,7 @@ def test_json_edit_file(tmp_path):
     p = tmp_path / "e.json"
     p.write_text(json.dumps(doc, indent=2))
     (r,) = apply_edit_file(road_scenario(), p)
-    assert r.name == "edited" and r.scenario.scenario_id == "road"
+    assert r.name.startswith("e-") and r.scenario.scenario_id == f"road__{r.name}"
 
 
 def test_overlap_introduced_by_edit_is_reported_with_op(tmp_path):
@@ -117,7 +132,7 @@ def test_bad_edit_files_name_the_line(tmp_path, text, where, reason):
 
 def test_unknown_sweep_id_names_variant(tmp_path):
     text = "version: 1\nsweep:\n  who: [lead, ghost]\nops:\n  - op: remove_agents\n    track_id: $who\n"
-    with pytest.raises(AvsimInputError, match=r"line 6: ops\[0\].track_id: variant who-ghost: unknown track id 'ghost'"):
+    with pytest.raises(AvsimInputError, match=r"line 6: ops\[0\].track_id: variant who-ghost-[0-9a-f]{8}: unknown track id 'ghost'"):
         apply_edit_file(road_scenario(), _write(tmp_path, text))
 
 
