@@ -18,9 +18,8 @@ track and time) and vectorises over all rows at once; each finding has ids (road
   centre-line tangent of every lane it is in, for at least `wrong_way_min_s`.
 - `speed_limit`: faster than the limit of the lane it is in plus `speed_limit_tolerance_mps`
   for at least `speed_limit_min_s`. Limits come from `metadata['lane_speed_limits_mps']`
-  ({lane_id: m/s}); the map model has no speed-limit attribute and no importer fills that key
-  yet (Waymo and ScenarioNet lanes carry `speed_limit_mph`), so on converted data the check
-  does nothing until one does.
+  ({lane_id: m/s}), which the ScenarioNet and Waymo motion importers fill from their lanes'
+  `speed_limit_mph`; maps without limits (nuScenes, AV2, the sample) are not checked.
 - `solid_line_crossing`: a vehicle's centre crosses a lane line whose pattern on the side it
   comes from is solid (`avsim.maps.style.lane_style`; for double lines the first pattern is the
   left copy, so `YELLOW DASHED_SOLID` may be crossed from its dashed side only). One finding per

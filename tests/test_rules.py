@@ -172,15 +172,14 @@ def test_real_waymo_speed_limits_from_the_source_lanes(shared_data):
     from avsim.scenario.importers.safe_pickle import load_pickle
 
     s = _convert(shared_data, SN_WAYMO, "scenarionet", "waymo")
-    # the importer does not carry the lanes' speed_limit_mph yet: take them from the source file
+    # the importer carries the lanes' speed_limit_mph (exact mph -> m/s) into the metadata
     features = load_pickle(shared_data / SN_WAYMO)["map_features"]
     limits = {str(k): float(f["speed_limit_mph"]) * 0.44704 for k, f in features.items() if f.get("speed_limit_mph")}
-    assert len(set(limits) & set(np.asarray(s.map.lanes.ids).astype(str))) > 90
-    limited = dataclasses.replace(s, metadata={**s.metadata, "lane_speed_limits_mps": limits})
+    assert len(limits) > 90 and s.metadata["lane_speed_limits_mps"] == pytest.approx(limits, rel=1e-12)
     # recorded: agent 43 drives up to 22.7 m/s (51 mph) in 40 mph lane 193 from 12.7 to 17.3 s
-    (f,) = _rule(limited, "speed_limit")
+    (f,) = _rule(s, "speed_limit")
     assert f.ids == ("43", "193") and f.time_s == pytest.approx(12.7, abs=0.05) and f.end_s == pytest.approx(17.3, abs=0.05)
-    assert _rule(ops_agents.scale_speed(limited, ["43"], 0.5), "speed_limit") == []
+    assert _rule(ops_agents.scale_speed(s, ["43"], 0.5), "speed_limit") == []
 
 
 def test_real_waymo_wrong_way_and_jaywalking(shared_data):

@@ -193,6 +193,35 @@ def _half_widths_from_polygon(centre: np.ndarray, polygon_xy: np.ndarray) -> np.
     return np.clip(widths, 0.1, MAX_HALF_WIDTH_M)
 
 
+MPS_PER_MPH = 0.44704  # exact: 1 mile = 1609.344 m
+
+
+def lane_speed_limits_mps(features: dict, path: Path) -> dict[str, float]:
+    """{lane id: limit in m/s} from the lanes' `speed_limit_mph` (Waymo, ScenarioNet).
+
+    A lane without the field, or with 0 (Waymo's "unknown"), has no limit; a negative or
+    non-finite value is bad input.
+
+    Args:
+        features: ScenarioNet ``map_features`` (id -> feature dict).
+        path: the source file, for error messages.
+
+    Returns:
+        Limits of the lanes that have one (m/s), by lane id.
+    """
+    limits: dict[str, float] = {}
+    for fid, feat in features.items():
+        mph = feat.get("speed_limit_mph") if str(feat.get("type", "")).upper().startswith("LANE") else None
+        if mph is None:
+            continue
+        value = float(mph)
+        if not np.isfinite(value) or value < 0:
+            raise AvsimInputError(path, f"map_features[{fid}].speed_limit_mph", f"expected a limit >= 0, got {mph!r}")
+        if value > 0:
+            limits[str(fid)] = value * MPS_PER_MPH
+    return limits
+
+
 def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
     from avsim.core.transforms import yaw_to_quat
 
@@ -312,6 +341,7 @@ def convert_description(scenario: dict, path: Path, *, rig_name: str | None, sou
         "rig": rig_name,
         "rig_source": "named default (the source has no camera calibration)",
         "traffic_light_stop_points_m": stop_points,
+        "lane_speed_limits_mps": lane_speed_limits_mps(scenario["map_features"], path),
         "skipped_map_features": skipped,
         "ego_orientation": "yaw_only",  # tracks hold a heading only: roll and pitch unknown (zero)
     }

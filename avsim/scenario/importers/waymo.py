@@ -200,7 +200,8 @@ def _map_features(msg: Any, map_pb2: Any) -> dict[str, Any]:
             name = map_pb2.RoadEdge.RoadEdgeType.Name(f.road_edge.type).replace("TYPE_ROAD_EDGE_", "ROAD_EDGE_", 1)
             features[fid] = {"type": name, "polyline": _points(f.road_edge.polyline)}
         elif kind == "lane":
-            features[fid] = {"type": "LANE_" + map_pb2.LaneCenter.LaneType.Name(f.lane.type).replace("TYPE_", ""), "polyline": _points(f.lane.polyline)}
+            features[fid] = {"type": "LANE_" + map_pb2.LaneCenter.LaneType.Name(f.lane.type).replace("TYPE_", ""),
+                             "polyline": _points(f.lane.polyline), "speed_limit_mph": float(f.lane.speed_limit_mph)}  # fmt: skip
         elif kind in ("crosswalk", "speed_bump", "driveway"):
             features[fid] = {"type": kind.upper(), "polygon": _points(getattr(f, kind).polygon)}
         elif kind == "stop_sign":
