@@ -50,7 +50,8 @@ def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
 
     Args:
         path: an mmdet3d info .pkl / mono3d .coco.json / folder (``::`` selectors allowed), or a
-            source `avsim.scenario.importers.waymo_frame.reference_source` reads.
+            source `avsim.scenario.importers.waymo_frame.reference_source` reads. A folder
+            whose info .pkl has no 2-D labels is checked against its one .coco.json.
 
     Returns:
         The `ReferenceSource`.
@@ -65,7 +66,11 @@ def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
     if not base.exists():
         raise AvsimInputError(base, "source", "not found")
     if _is_mmdet3d(base):
-        return mmdet3d_source(path)
+        source = mmdet3d_source(path)
+        coco = sorted(base.glob("*.coco.json")) if base.is_dir() and base == Path(path) and not source.labels else []
+        # a folder whose info .pkl has no cam_instances (nuScenes infos without 2-D labels) and
+        # one mono3d COCO file beside it: check against the COCO file, which carries the labels
+        return mmdet3d_source(coco[0]) if len(coco) == 1 else source
     if importlib.util.find_spec(WAYMO_FRAME_MODULE) is not None:
         return _as_reference_source(importlib.import_module(WAYMO_FRAME_MODULE).reference_source(path), base)
     raise AvsimInputError(base, "source", "no reader with reference labels recognises it (mmdet3d info .pkl / .coco.json, Waymo frames)")

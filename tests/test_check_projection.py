@@ -110,11 +110,13 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not (tmp_path / "ov").exists()
 
 
-def test_real_mono3d_cli(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("as_folder", [False, True], ids=["coco_json", "folder"])
+def test_real_mono3d_cli(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], as_folder: bool) -> None:
+    """The COCO file, or the folder holding it beside an info .pkl without 2-D labels."""
     src = shared_data / MONO3D
     if not src.exists():
         pytest.skip(f"{src} not found")
-    rc, out, err = run(["check-projection", src, "--overlay-dir", tmp_path / "ov", "--out", tmp_path / "r.json"], capsys)
+    rc, out, err = run(["check-projection", src.parent if as_folder else src, "--overlay-dir", tmp_path / "ov", "--out", tmp_path / "r.json"], capsys)
     assert rc == 0, err
     doc = json.loads((tmp_path / "r.json").read_text())
     cams = {c["camera"]: c for c in doc["cameras"]}
