@@ -9,6 +9,13 @@ compared with the source's labels: the projected centre against the source's cen
 axis-aligned rectangle of the 8 projected corners against the source's 2-D rectangle where
 that was not clipped to the image (and no corner is behind the camera). The box of a track is
 its observation nearest in time to the label (a source projects the box of its annotation).
+
+Shutter: a source whose images carry rolling-shutter timing (``ReferenceSource.captures``: Waymo
+perception frames) is projected by default with Waymo's rolling-shutter camera model
+(`avsim.scenario.importers.waymo_camera.project_points`: each point at the time its readout line
+is exposed, the ego moving with the image velocity); ``shutter="global"`` projects every camera
+at its capture time as the renderer does. Cameras whose readout is GLOBAL_SHUTTER (or UNKNOWN)
+are projected global either way. The report names what each camera used.
 """
 
 from __future__ import annotations
@@ -26,14 +33,16 @@ from avsim.core.errors import AvsimInputError
 from avsim.scenario.reference import ReferenceLabel, ReferenceSource
 
 if TYPE_CHECKING:
+    from avsim.scenario.importers.waymo_camera import RollingShutterCapture
     from avsim.scenario.types import Scenario
 
 __all__ = [
-    "CameraStats", "ProjectedBox", "ProjectionReport", "ReferenceLabel", "ReferenceSource", "check_projection",
-    "project_label", "reference_source", "report_lines", "write_overlays",
+    "SHUTTERS", "CameraStats", "ProjectedBox", "ProjectionReport", "ReferenceLabel", "ReferenceSource", "check_projection",
+    "project_label", "reference_source", "report_lines", "resolve_shutter", "write_overlays",
 ]  # fmt: skip
 
 WAYMO_FRAME_MODULE = "avsim.scenario.importers.waymo_frame"
+SHUTTERS = ("global", "rolling")
 EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5), (2, 6), (3, 7))
 
 
@@ -85,7 +94,8 @@ def _as_reference_source(source: object, where: Path) -> ReferenceSource:
             ReferenceLabel(lb.camera, lb.time_ns, lb.track_id, lb.center_px, lb.box_px, lb.clipped)
             for lb in source.labels  # type: ignore[attr-defined]
         )
-        return ReferenceSource(source.scenario, labels, dict(source.images))  # type: ignore[attr-defined]
+        captures = dict(getattr(source, "captures", {}))
+        return ReferenceSource(source.scenario, labels, dict(source.images), captures)  # type: ignore[attr-defined]
     except (AttributeError, TypeError, ValueError) as exc:
         raise AvsimInputError(where, "source", f"the reader returned no usable reference labels: {exc}") from None
 
@@ -105,12 +115,16 @@ class ProjectedBox:
     rect_px: np.ndarray
 
 
-def project_label(scenario: Scenario, label: ReferenceLabel) -> ProjectedBox | None:
+def project_label(scenario: Scenario, label: ReferenceLabel, capture: RollingShutterCapture | None = None) -> ProjectedBox | None:
     """Project the box of `label.track_id` into `label.camera` at `label.time_ns`.
 
     Args:
         scenario: the imported scenario.
         label: which box, camera and capture time.
+        capture: the image's rolling-shutter timing: with a rolling readout the points are
+            projected by Waymo's rolling-shutter model around the ego pose at `label.time_ns`
+            (NaN where that model calls the projection invalid); None or a global readout:
+            global shutter at `label.time_ns`.
 
     Returns:
         The projection, or None when the scenario has no such track or camera.
@@ -124,9 +138,19 @@ def project_label(scenario: Scenario, label: ReferenceLabel) -> ProjectedBox | N
         return None
     row = int(np.argmin(np.abs(track.timestamps_ns - label.time_ns)))
     world = np.concatenate([track.center_m[row][None], box_corners(track.center_m[row : row + 1], track.size_m[row : row + 1], track.orientation[row : row + 1])[0]])
-    world_SE3_camera = scenario.ego.pose_at(np.array([label.time_ns]))[0].compose(scenario.rig.extrinsic(label.camera))
-    uv, depth, _ = scenario.rig.camera(label.camera).project(world_SE3_camera.inverse().apply(world))
-    uv = np.where((depth > 0)[:, None], uv, np.nan)
+    world_SE3_ego = scenario.ego.pose_at(np.array([label.time_ns]))[0]
+    camera, ego_SE3_camera = scenario.rig.camera(label.camera), scenario.rig.extrinsic(label.camera)
+    if capture is not None and capture.is_rolling:
+        from avsim.core.cameras import PinholeCamera
+        from avsim.scenario.importers.waymo_camera import project_points
+
+        if not isinstance(camera, PinholeCamera):
+            raise AvsimInputError(label.camera, "camera", f"the rolling-shutter model needs a pinhole camera, got {camera.model}")
+        rolling = project_points(world, camera, world_SE3_ego, ego_SE3_camera, capture)
+        uv = np.where(rolling.valid[:, None], rolling.uv_px, np.nan)
+    else:
+        uv, depth, _ = camera.project(world_SE3_ego.compose(ego_SE3_camera).inverse().apply(world))
+        uv = np.where((depth > 0)[:, None], uv, np.nan)
     corners = uv[1:]
     rect = np.array([corners[:, 0].min(), corners[:, 1].min(), corners[:, 0].max(), corners[:, 1].max()])
     return ProjectedBox(uv[0], corners, rect)
@@ -146,6 +170,7 @@ class CameraStats:
     corner_median_px: float
     skipped_clipped: int
     missing: int  # labels whose track or camera the scenario lacks
+    shutter: str = "global"  # what was projected: "global", "rolling <READOUT>", or both joined by ", "
 
 
 @dataclass(frozen=True)
@@ -155,9 +180,10 @@ class ProjectionReport:
     source: str
     cameras: tuple[CameraStats, ...]
     labels: int
+    shutter: str = "global"  # the mode asked for: "global" or "rolling"
 
 
-def _stats(camera: str, pairs: list[tuple[ReferenceLabel, ProjectedBox | None]]) -> CameraStats:
+def _stats(camera: str, pairs: list[tuple[ReferenceLabel, ProjectedBox | None]], shutter: str) -> CameraStats:
     centre, corner, clipped, missing = [], [], 0, 0
     for label, proj in pairs:
         if proj is None:
@@ -176,23 +202,58 @@ def _stats(camera: str, pairs: list[tuple[ReferenceLabel, ProjectedBox | None]])
         return float(f(v)) if v else float("nan")  # type: ignore[operator]
 
     return CameraStats(camera, len(pairs), len(centre), agg(centre, np.max), agg(centre, np.median),
-                       len(corner), agg(corner, np.max), agg(corner, np.median), clipped, missing)  # fmt: skip
+                       len(corner), agg(corner, np.max), agg(corner, np.median), clipped, missing, shutter)  # fmt: skip
 
 
-def check_projection(source: ReferenceSource, name: str = "") -> ProjectionReport:
+def resolve_shutter(source: ReferenceSource, shutter: str | None, name: str = "") -> str:
+    """The shutter mode to project with: `shutter`, or by default "rolling" when the source has timing.
+
+    Args:
+        source: the imported source.
+        shutter: "global", "rolling" or None (rolling if any image has a rolling readout).
+        name: the source's name, for errors.
+
+    Returns:
+        "global" or "rolling".
+
+    Raises:
+        AvsimInputError: an unknown mode, or "rolling" for a source without shutter timing.
+    """
+    has_rolling = any(c.is_rolling for c in source.captures.values())
+    if shutter is None:
+        return "rolling" if has_rolling else "global"
+    if shutter not in SHUTTERS:
+        raise AvsimInputError(name or "source", "--shutter", f"expected one of {', '.join(SHUTTERS)}, got {shutter!r}")
+    if shutter == "rolling" and not has_rolling:
+        raise AvsimInputError(name or "source", "--shutter", "rolling: the source carries no rolling-shutter image timing (Waymo perception frames do)")
+    return shutter
+
+
+def _capture(source: ReferenceSource, label: ReferenceLabel, mode: str) -> RollingShutterCapture | None:
+    capture = source.captures.get((label.camera, label.time_ns)) if mode == "rolling" else None
+    return capture if capture is not None and capture.is_rolling else None
+
+
+def check_projection(source: ReferenceSource, name: str = "", shutter: str | None = None) -> ProjectionReport:
     """Compare every reference label with the imported scenario's projection of its box.
 
     Args:
         source: the imported source with its labels.
         name: the source's name for the report.
+        shutter: "global", "rolling" or None (`resolve_shutter`: rolling where the source has timing).
 
     Returns:
         `ProjectionReport`, one `CameraStats` per rig camera (rig order).
     """
+    mode = resolve_shutter(source, shutter, name)
     per_cam: dict[str, list[tuple[ReferenceLabel, ProjectedBox | None]]] = {c: [] for c in source.scenario.rig.names}
+    used: dict[str, set[str]] = {}
     for label in source.labels:
-        per_cam.setdefault(label.camera, []).append((label, project_label(source.scenario, label)))
-    return ProjectionReport(name, tuple(_stats(c, pairs) for c, pairs in per_cam.items()), len(source.labels))
+        capture = _capture(source, label, mode)
+        used.setdefault(label.camera, set()).add(f"rolling {capture.readout}" if capture is not None else "global")
+        per_cam.setdefault(label.camera, []).append((label, project_label(source.scenario, label, capture)))
+    stats = tuple(_stats(c, pairs, ", ".join(sorted(used.get(c, {"global"})))) for c, pairs in per_cam.items())
+    return ProjectionReport(name, stats, len(source.labels), mode)
 
 
 def report_lines(report: ProjectionReport) -> list[str]:
@@ -208,6 +269,7 @@ def report_lines(report: ProjectionReport) -> list[str]:
             f"({s.centres_compared} compared); corner (bbox) error px max {px(s.corner_max_px)} median {px(s.corner_median_px)} "
             f"({s.corners_compared} compared, {s.skipped_clipped} skipped: clipped by the image border)"
             + (f"; {s.missing} labels without a box" if s.missing else "")
+            + f"; shutter {s.shutter}"
         )
     none = " (the source carries no 2-D labels, e.g. an info without cam_instances)" if not report.labels else ""
     lines.append(f"{report.labels} reference labels in {report.source or 'the source'}{none}")
@@ -223,6 +285,7 @@ def report_document(report: ProjectionReport) -> dict:
     return {
         "source": report.source,
         "labels": report.labels,
+        "shutter": report.shutter,
         "cameras": [{k: clean(v) for k, v in vars(s).items()} for s in report.cameras],
     }
 
@@ -247,7 +310,7 @@ def _draw_box(canvas: np.ndarray, proj: ProjectedBox, label: ReferenceLabel) -> 
             cv2.circle(canvas, (int(round(centre[0])), int(round(centre[1]))), 4, color, -1, cv2.LINE_AA)
 
 
-def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str]) -> list[Path]:
+def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str], shutter: str | None = None) -> list[Path]:
     """One PNG per labelled camera image: the real image (else black) with the projected boxes.
 
     Projected box edges and centres are green; the source's own rectangles and centres red.
@@ -255,6 +318,7 @@ def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str]) -> 
     Args:
         source: the imported source with its labels.
         out_dir: folder for ``<camera>_<time_ns>.png`` (created).
+        shutter: as for `check_projection`.
 
     Returns:
         The files written, sorted.
@@ -263,6 +327,7 @@ def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str]) -> 
 
     from avsim.core.atomic import atomic_output_path
 
+    mode = resolve_shutter(source, shutter)
     groups: dict[tuple[str, int], list[ReferenceLabel]] = {}
     for label in source.labels:
         groups.setdefault((label.camera, label.time_ns), []).append(label)
@@ -276,7 +341,7 @@ def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str]) -> 
         if canvas is None:
             canvas = np.zeros((cam.height_px, cam.width_px, 3), dtype=np.uint8)
         for label in labels:
-            proj = project_label(source.scenario, label)
+            proj = project_label(source.scenario, label, _capture(source, label, mode))
             if proj is not None:
                 _draw_box(canvas, proj, label)
         target = Path(out_dir) / f"{camera}_{time_ns}.png"

@@ -306,3 +306,109 @@ def test_matches_waymos_compiled_op(tmp_path: Path) -> None:
     out = np.load(tmp_path / "out.npz")
     for k, c in enumerate(cases):
         _compare(c, out[f"out{k}"])
+
+
+# ---- through the importer and avsim check-projection ---------------------------------------------
+
+FRAME_T0_US = 1_553_735_853_462_203
+
+
+def _frame_case() -> dict:
+    """One FRONT camera reading out left to right while the ego drives at 10 m/s and turns at 0.25 rad/s."""
+    pose_t = FRAME_T0_US * 1e-6 + 0.05
+    extrinsic = _transform(_rotation(0.02, 0.01, 0.0), [1.5, -0.1, 2.0])
+    return {"width": 1920, "height": 1280, "intrinsic": [2050.0, 2050.0, 950.0, 633.0, 0.04, -0.33, 0.001, -0.0015, 0.0],
+            "extrinsic": extrinsic, "pose": _transform(_rotation(0.5, 0.0, 0.0), [10.0 * math.cos(0.5) * 0.05, 10.0 * math.sin(0.5) * 0.05, 0.0]),
+            "velocity": [float(np.float32(10.0 * math.cos(0.5))), float(np.float32(10.0 * math.sin(0.5))), 0.0, 0.0, 0.0, 0.25],
+            "times": [pose_t, 0.003, pose_t - 0.025, pose_t + 0.02], "direction": "LEFT_TO_RIGHT"}  # fmt: skip
+
+
+def write_rolling_frame(path: Path) -> Path:
+    """A one-frame segment whose projected_lidar_labels come from `waymo_reference` (rolling shutter)."""
+    dataset_pb2 = pytest.importorskip("waymo_open_dataset.dataset_pb2", reason="the `waymo` extra is not installed")
+    from test_waymo_frame import _corners, write_tfrecord
+
+    case = _frame_case()
+    frame = dataset_pb2.Frame(timestamp_micros=FRAME_T0_US)
+    frame.context.name = "rolling_segment"
+    frame_pose = _transform(_rotation(0.5 - 0.25 * 0.05, 0.0, 0.0), [0.0, 0.0, 0.0])  # 50 ms before the image pose
+    frame.pose.transform.extend(frame_pose.reshape(-1))  # the laser labels' frame
+    calib = frame.context.camera_calibrations.add(name=dataset_pb2.CameraName.FRONT, width=case["width"], height=case["height"])
+    calib.intrinsic.extend(case["intrinsic"])
+    calib.extrinsic.transform.extend(case["extrinsic"].reshape(-1))
+    calib.rolling_shutter_direction = dataset_pb2.CameraCalibration.LEFT_TO_RIGHT
+    pose_t, shutter, trigger, done = case["times"]
+    image = frame.images.add(name=dataset_pb2.CameraName.FRONT, pose_timestamp=pose_t, shutter=shutter, camera_trigger_time=trigger, camera_readout_done_time=done)
+    image.pose.transform.extend(case["pose"].reshape(-1))
+    v = image.velocity
+    v.v_x, v.v_y, v.v_z, v.w_x, v.w_y, v.w_z = case["velocity"]
+    projected = frame.projected_lidar_labels.add(name=dataset_pb2.CameraName.FRONT)
+    for box_id, box in (("near", (14.0, 1.0, 0.8, 4.0, 2.0, 1.6, 0.3)), ("far", (30.0, -4.0, 1.0, 4.5, 2.0, 1.5, -0.2)), ("ped", (16.0, 4.0, 0.9, 0.8, 0.8, 1.8, 1.0))):
+        lb = frame.laser_labels.add(id=box_id, type=1)
+        b = lb.box
+        b.center_x, b.center_y, b.center_z, b.length, b.width, b.height, b.heading = box
+        uv = np.array(waymo_reference(case | {"points": _corners(box) @ frame_pose[:3, :3].T + frame_pose[:3, 3]}))
+        assert np.all(uv[:, 3] > 0) and np.all((uv[:, 0] > 1) & (uv[:, 0] < 1919) & (uv[:, 1] > 1) & (uv[:, 1] < 1279))
+        (x0, y0), (x1, y1) = uv[:, :2].min(0), uv[:, :2].max(0)
+        p = projected.labels.add(id=f"{box_id}_FRONT", type=1)
+        p.box.center_x, p.box.center_y, p.box.length, p.box.width = (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0
+    return write_tfrecord(path, [frame.SerializeToString()])
+
+
+def _cli(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from avsim.cli import main
+
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_check_projection_uses_the_rolling_shutter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the reader's image cache folder
+    src = write_rolling_frame(tmp_path / "segment.tfrecord")
+    docs = {}
+    for mode in (None, "rolling", "global"):
+        extra = [] if mode is None else ["--shutter", mode]
+        rc, out, err = _cli(["check-projection", src, "--out", tmp_path / f"{mode}.json", *extra], capsys)
+        assert rc == 0, err
+        docs[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
+    (front,) = docs[None]["cameras"]
+    assert docs[None]["shutter"] == "rolling" and front["shutter"] == "rolling LEFT_TO_RIGHT"
+    assert front["corners_compared"] == 3 and front["corner_max_px"] < 1e-6
+    assert docs["rolling"] == docs[None]
+    (glob,) = docs["global"]["cameras"]
+    assert docs["global"]["shutter"] == "global" and glob["shutter"] == "global" and glob["corner_max_px"] > 2.0
+    assert "; shutter global" in out
+
+
+@pytest.mark.parametrize(("value", "needle"), [("rolling", "no rolling-shutter image timing"), ("sideways", "expected one of global, rolling")])
+def test_shutter_option_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, needle: str) -> None:
+    import mmdet3d_synth as synth
+
+    rc, out, err = _cli(["check-projection", synth.write_info(tmp_path), "--shutter", value], capsys)
+    assert rc == 1 and err.startswith("error: ") and err.count("\n") == 1 and needle in err and "--shutter" in err, err
+
+
+REAL_FRAME = os.environ.get("AVSIM_WAYMO_FRAME", "")
+
+
+@pytest.mark.skipif(not REAL_FRAME or not Path(REAL_FRAME).is_file(),
+                    reason="set AVSIM_WAYMO_FRAME to waymo-open-dataset's utils/testdata/pvps_data_one_frame.tfrecord")  # fmt: skip
+def test_real_frame_labels_are_rolling_shutter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pvps_data_one_frame: standing ego, but its 0.003 rad/s yaw rate is what the last 0.2 px were."""
+    import tempfile
+
+    from avsim.render.projection_check import check_projection
+    from avsim.scenario.importers.waymo_frame import reference_source
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    source = reference_source(REAL_FRAME)
+    assert len(source.captures) == 5 and {c.readout for c in source.captures.values()} == {"LEFT_TO_RIGHT"}
+    rolling, glob = check_projection(source, "pvps"), check_projection(source, "pvps", "global")
+    assert rolling.shutter == "rolling" and sum(s.corners_compared for s in rolling.cameras) == 45
+    assert max(s.corner_max_px for s in rolling.cameras) < 0.01  # measured 0.00013 px
+    assert 0.1 < max(s.corner_max_px for s in glob.cameras) < 0.2  # measured 0.198 px

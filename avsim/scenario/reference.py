@@ -19,6 +19,7 @@ import numpy as np
 from avsim.core.errors import AvsimValueError
 
 if TYPE_CHECKING:
+    from avsim.scenario.importers.waymo_camera import RollingShutterCapture
     from avsim.scenario.types import Scenario
 
 
@@ -70,11 +71,14 @@ class ReferenceSource:
         scenario: the scenario as the normal importer builds it.
         labels: the source's 2-D labels.
         images: (camera, time_ns) -> the real image file, where the source has it on disk.
+        captures: (camera, time_ns) -> the image's rolling-shutter timing and ego velocity, where
+            the source has them (Waymo perception frames); check-projection's rolling shutter.
     """
 
     scenario: Scenario
     labels: tuple[ReferenceLabel, ...]
     images: dict[tuple[str, int], Path] = field(default_factory=dict)
+    captures: dict[tuple[str, int], RollingShutterCapture] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         labels = tuple(self.labels)
@@ -83,3 +87,11 @@ class ReferenceSource:
                 raise AvsimValueError(f"ReferenceSource.labels: not a ReferenceLabel: {type(label).__name__}")
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "images", {(str(c), int(t)): Path(p) for (c, t), p in dict(self.images).items()})
+        captures = {(str(c), int(t)): v for (c, t), v in dict(self.captures).items()}
+        if captures:
+            from avsim.scenario.importers.waymo_camera import RollingShutterCapture
+
+            for value in captures.values():
+                if not isinstance(value, RollingShutterCapture):
+                    raise AvsimValueError(f"ReferenceSource.captures: not a RollingShutterCapture: {type(value).__name__}")
+        object.__setattr__(self, "captures", captures)

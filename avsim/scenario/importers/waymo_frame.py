@@ -12,8 +12,10 @@ Records are framed and CRC-checked by `avsim.scenario.importers.waymo.iter_tfrec
   as OpenCV; extrinsic vehicle_SE3_camera). Waymo's camera frame is x forward, y left, z up;
   avsim's is RDF (x right, y down, z forward), so ego_SE3_camera = vehicle_SE3_waymo_camera @
   waymo_camera_R_rdf. ``capture_offset_ns`` per camera = median over frames of (image
-  pose_timestamp - frame timestamp). Rolling shutter is not modelled (the direction is kept in
-  the metadata); avsim projects with a global shutter at the image pose time.
+  pose_timestamp - frame timestamp). The scenario (and the renderer) is global-shutter at the
+  image pose time; the direction is kept in the metadata, and `reference_source` keeps each
+  image's rolling-shutter timing and velocity (`capture_of`) for check-projection, which projects
+  with Waymo's rolling-shutter model (`avsim.scenario.importers.waymo_camera`).
 - agents: ``laser_labels`` (upright boxes in the frame-pose vehicle frame: centre = box centre,
   length along the box x axis, heading = yaw of the box x axis about vehicle +z, counter-clockwise)
   moved to the world with ``Frame.pose``, at ``timestamp_micros``; track id = label id; class =
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
     from avsim.maps import HDMap
+    from avsim.scenario.importers.waymo_camera import RollingShutterCapture
     from avsim.scenario.reference import ReferenceLabel, ReferenceSource
     from avsim.scenario.types import Scenario
 
@@ -346,7 +349,8 @@ def _scenario_of(frames: list, path: Path, rig_name: str | None) -> Scenario:
         "rig": rig_name or "waymo calibration",
         "rig_source": "named default" if rig_name else "context.camera_calibrations",
         "rolling_shutter_direction": dict(sorted(shutters.items())),
-        "camera_model_note": "global shutter at the image pose_timestamp; Waymo's own projection is rolling shutter",
+        "camera_model_note": "rendered as a global shutter at the image pose_timestamp; Waymo's own projection is "
+        "rolling shutter (avsim check-projection models it from each image's timing and velocity)",
     }
     return build_scenario(
         path, scenario_id=frames[0].context.name or path.stem, rig=rig, ego_timestamps_ns=t_ns,
@@ -413,12 +417,54 @@ def _labels_of(frame: Any, images: dict[str, Any], sizes: dict[str, tuple[int, i
     return labels
 
 
+def capture_of(image: Any, readout: str) -> RollingShutterCapture | None:
+    """An image's rolling-shutter timing and ego velocity, or None when it carries no timing.
+
+    Args:
+        image: a ``CameraImage``.
+        readout: its camera's ``rolling_shutter_direction`` name.
+
+    Returns:
+        The `RollingShutterCapture` (velocity v_x, v_y, v_z in the world frame; w_x, w_y, w_z in
+        the vehicle frame, as Waymo's camera model reads them), or None without trigger and
+        readout-done times.
+    """
+    from avsim.scenario.importers.waymo_camera import RollingShutterCapture
+
+    if not (image.HasField("camera_trigger_time") and image.HasField("camera_readout_done_time")):
+        return None
+    v = image.velocity
+    return RollingShutterCapture(readout, image.pose_timestamp, image.camera_trigger_time, image.camera_readout_done_time,
+                                 image.shutter, (v.v_x, v.v_y, v.v_z), (v.w_x, v.w_y, v.w_z))  # fmt: skip
+
+
+def _captures(frames: list, path: Path) -> dict[tuple[str, int], RollingShutterCapture]:
+    """(camera, image time_ns) -> the image's `RollingShutterCapture`, for every image with timing."""
+    dataset_pb2 = _dataset_pb2()
+    readout = {camera_name(dataset_pb2, c.name): dataset_pb2.CameraCalibration.RollingShutterReadOutDirection.Name(
+        c.rolling_shutter_direction) for c in frames[0].context.camera_calibrations}  # fmt: skip
+    captures = {}
+    for k, frame in enumerate(frames):
+        for image in frame.images:
+            name = camera_name(dataset_pb2, image.name)
+            if name not in readout:
+                continue
+            try:
+                capture = capture_of(image, readout[name])
+            except AvsimValueError as exc:
+                raise AvsimInputError(path, f"record {k}.images[{name}]", str(exc)) from None
+            if capture is not None:
+                captures[(name, image_time_us(image) * 1000)] = capture
+    return captures
+
+
 def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
     """The scenario of a perception TFRecord with its ``projected_lidar_labels`` as reference labels.
 
     Each camera image's projected labels become `ReferenceLabel`s at the image pose time; the
     label id's ``_<CAMERA>`` suffix is stripped to the laser label id; the centre is NaN (Waymo
-    stores only the rectangle); `clipped` = the rectangle touches the image border. The JPEGs are
+    stores only the rectangle); `clipped` = the rectangle touches the image border. Each image's
+    shutter timing and velocity become ``captures`` (`capture_of`). The JPEGs are
     written to ``<tmp>/avsim_waymo_frame_<sha256 of the file>/`` (one folder per source, replaced
     on each call, so repeated checks do not pile up copies).
 
@@ -444,7 +490,7 @@ def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
     for frame in frames:
         images = {camera_name(dataset_pb2, im.name): im for im in frame.images}
         labels.extend(_labels_of(frame, images, sizes))
-    return ReferenceSource(scenario, tuple(labels), _cached_images(frames, path))
+    return ReferenceSource(scenario, tuple(labels), _cached_images(frames, path), _captures(frames, path))
 
 
 def _cached_images(frames: list, path: Path) -> dict[tuple[str, int], Path]:
