@@ -385,6 +385,26 @@ def test_check_projection_uses_the_rolling_shutter(tmp_path: Path, monkeypatch: 
     assert "; shutter global" in out
 
 
+def test_reader_keeps_each_images_timing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    import json
+    import tempfile
+
+    from avsim.scenario.importers.waymo_frame import reference_source
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    source = reference_source(write_rolling_frame(tmp_path / "segment.tfrecord"))
+    case = _frame_case()
+    ((key, capture),) = source.captures.items()
+    assert key == ("FRONT", round(case["times"][0] * 1e6) * 1000) == (source.labels[0].camera, source.labels[0].time_ns)
+    pose_t, shutter, trigger, done = case["times"]
+    assert (capture.readout, capture.pose_time_s, capture.shutter_s, capture.trigger_time_s, capture.readout_done_time_s) == (
+        "LEFT_TO_RIGHT", pose_t, shutter, trigger, done)  # fmt: skip
+    assert capture.velocity_mps + capture.angular_velocity_radps == tuple(case["velocity"])
+    doc = json.loads(json.dumps(dataclasses.asdict(capture)))  # JSON-safe numbers
+    assert type(source.captures[key])(**doc) == capture
+
+
 @pytest.mark.parametrize(("value", "needle"), [("rolling", "no rolling-shutter image timing"), ("sideways", "expected one of global, rolling")])
 def test_shutter_option_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, needle: str) -> None:
     import mmdet3d_synth as synth

@@ -304,6 +304,8 @@ def project_points(
     velocity = np.zeros_like(points) if points_velocity_mps is None else np.asarray(points_velocity_mps, dtype=np.float64)
     if velocity.shape != points.shape:
         raise AvsimValueError(f"points_velocity_mps: expected shape {points.shape}, got {velocity.shape}")
+    if np.shape(world_SE3_ego.rotation) != (3, 3) or np.shape(ego_SE3_camera.rotation) != (3, 3):
+        raise AvsimValueError("world_SE3_ego, ego_SE3_camera: expected single (unbatched) transforms")
     if capture.readout == "UNKNOWN":
         raise AvsimValueError("readout UNKNOWN: Waymo's camera model aborts on it; project with a global shutter")
     if capture.is_rolling:
