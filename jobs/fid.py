@@ -1,0 +1,157 @@
+"""FID over a dataset in tasks: per-clip Inception features in the tasks, Gaussian statistics
+merged on the driver.
+
+Each eval item is one clip; its task runs the existing extractor
+(`avsim.evaluation.features.fid_clip_features` with `load_fid_inception`) and writes the clip's
+feature rows `features.npy (T, 2048)` float64. The driver folds the clips one at a time into
+a `RunningGaussian` per side (count, mean, centred scatter, float64, merged with Chan's
+pairwise update, which avoids the cancellation of "sum of outer products minus n mu mu^T"), so
+memory is O(D^2) whatever the number of clips. While a side has fewer rows than dimensions its
+rows are kept too (then they take less memory than the scatter): the one-process code computes
+that case in sample space and the merged result must equal it.
+
+The distance is `avsim.evaluation.frechet` code on the merged statistics: equal to
+`avsim eval fid` on the same clips to ~1e-12 relative (tests/test_jobs.py checks 1e-9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, get_args
+
+import numpy as np
+
+from avsim.core.errors import AvsimInputError
+
+FEATURES_NPY = "features.npy"
+FID_DIM = 2048
+
+
+class RunningGaussian:
+    """Count, mean `(D,)` and centred scatter `(D, D)` of feature rows added in blocks, float64."""
+
+    def __init__(self, dim: int) -> None:
+        """Args:
+        dim: the feature dimension D.
+        """
+        self.dim = dim
+        self.count = 0
+        self.mean = np.zeros(dim, np.float64)
+        self.scatter = np.zeros((dim, dim), np.float64)
+        self.rows: list[np.ndarray] | None = []  # kept while count < dim
+
+    def add(self, block: np.ndarray) -> None:
+        """Fold feature rows `block (T, D)` in (Chan et al.'s pairwise update).
+
+        Args:
+            block: the rows of one clip.
+        """
+        x = np.asarray(block, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise AvsimInputError("features", "shape", f"expected (T, {self.dim}), got {x.shape}")
+        n_b = x.shape[0]
+        if n_b == 0:
+            return
+        mean_b = x.mean(axis=0)
+        centred = x - mean_b
+        scatter_b = centred.T @ centred
+        n_a, n = self.count, self.count + n_b
+        delta = mean_b - self.mean
+        self.mean = self.mean + delta * (n_b / n)
+        self.scatter = self.scatter + scatter_b + np.outer(delta, delta) * (n_a * n_b / n)
+        self.count = n
+        if self.rows is not None:
+            self.rows.append(x)
+            if self.count >= self.dim:
+                self.rows = None
+
+    def stats(self, covariance_norm: str) -> Any:
+        """The fitted Gaussian under a covariance normaliser.
+
+        Args:
+            covariance_norm: "unbiased_n_minus_1" or "biased_n".
+
+        Returns:
+            An `avsim.evaluation.frechet.GaussianStats`.
+        """
+        from avsim.evaluation.frechet import GaussianStats
+
+        ddof = 1 if covariance_norm == "unbiased_n_minus_1" else 0
+        return GaussianStats(self.mean, self.scatter / (self.count - ddof), self.count, covariance_norm)
+
+
+def merged_frechet(a: RunningGaussian, b: RunningGaussian, covariance_norm: str) -> float:
+    """The Frechet distance of two merged sides, as `frechet_distance_features` of their rows gives it.
+
+    Args:
+        a, b: the two sides (at least 2 rows each).
+        covariance_norm: the covariance normaliser.
+
+    Returns:
+        The distance.
+    """
+    from avsim.evaluation.frechet import frechet_distance_features, frechet_distance_stats
+
+    if a.rows is not None and b.rows is not None:  # both below D rows: the sample-space form, as one process
+        return frechet_distance_features(np.concatenate(a.rows), np.concatenate(b.rows), covariance_norm)  # type: ignore[arg-type]
+    return frechet_distance_stats(a.stats(covariance_norm), b.stats(covariance_norm))
+
+
+def write_clip_features(clip: Path, out: Path, options: Mapping[str, Any]) -> None:
+    """Compute one clip's FID features with the existing extractor and write `out/features.npy`.
+
+    Args:
+        clip: a video file or a frame folder.
+        out: the item's (temporary) output folder.
+        options: `weights` (Inception file; None: the installed one), `max_frames`, `batch_size`.
+    """
+    from avsim.evaluation.features import fid_clip_features
+    from avsim.evaluation.inception import load_fid_inception
+
+    model, source = load_fid_inception(options.get("weights"))
+    (features,) = fid_clip_features([clip], model, source, int(options.get("batch_size", 16)), options.get("max_frames"))
+    with (out / FEATURES_NPY).open("wb") as stream:
+        np.save(stream, np.ascontiguousarray(features, dtype=np.float64), allow_pickle=False)
+
+
+def fold_side(folders: list[Path]) -> RunningGaussian:
+    """Merge the features of one side's clips, one clip in memory at a time.
+
+    Args:
+        folders: the item folders (each holding `features.npy`), in clip order.
+
+    Returns:
+        The side's running Gaussian.
+    """
+    side = RunningGaussian(FID_DIM)
+    for folder in folders:
+        side.add(np.load(folder / FEATURES_NPY, allow_pickle=False))
+    return side
+
+
+def fid_document(real: list[Path], generated: list[Path], weights: str | None) -> dict[str, Any]:
+    """The FID result over two sides' item folders (the document `avsim eval fid` writes).
+
+    Args:
+        real, generated: the item folders of each side.
+        weights: the Inception weights the features came from (for the description).
+
+    Returns:
+        JSON-ready: metric, fid (both normalisers), frames, clips, features, warnings.
+    """
+    from avsim.evaluation.frechet import CovarianceNorm, rank_warning
+    from avsim.evaluation.inception import describe
+    from avsim.evaluation.weights import find_inception_torchscript
+
+    a, b = fold_side(real), fold_side(generated)
+    for side, acc in (("real", a), ("generated", b)):
+        if acc.count < 2:
+            raise AvsimInputError(side, "clips", "need at least two frames per side")
+    fid = {norm: merged_frechet(a, b, norm) for norm in get_args(CovarianceNorm)}
+    warnings = [w for w in [rank_warning("FID", a.count, b.count, FID_DIM)] if w]
+    source = weights or str(find_inception_torchscript())
+    return {"metric": "FID", "fid": fid, "frames": {"real": a.count, "generated": b.count},
+            "clips": {"real": len(real), "generated": len(generated)},
+            "features": describe(source, "pytorch_fid"), "merge": "per-clip features in tasks; count, mean, "
+            "centred scatter merged on the driver (float64)", "warnings": warnings}  # fmt: skip
