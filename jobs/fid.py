@@ -11,7 +11,10 @@ rows are kept too (then they take less memory than the scatter): the one-process
 that case in sample space and the merged result must equal it.
 
 The distance is `avsim.evaluation.frechet` code on the merged statistics: equal to
-`avsim eval fid` on the same clips to ~1e-12 relative (tests/test_jobs.py checks 1e-9).
+`avsim eval fid` on the same clips to ~1e-12 relative (tests/test_jobs.py checks 1e-9). One case
+is ill-conditioned for any method: one side below D rows, the other at or above D; the square
+root of the rank-deficient covariance's near-zero eigenvalues then magnifies rounding, and the
+two computations agree only to ~1e-8 (the result carries the rank warning anyway).
 """
 
 from __future__ import annotations

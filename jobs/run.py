@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.jobs.dataset import read_items
-from avsim.jobs.engines import EngineConfig, run_tasks
+from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
 from avsim.jobs.items import ItemResult, ItemTask
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
 
@@ -153,6 +153,8 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     """
     if out.exists() and not out.is_dir():
         raise AvsimInputError(out, "OUT", "exists and is not a folder")
+    if config.engine == "ray":
+        import_ray()  # a missing extra fails here, in one line, before anything is written
     if kind == "eval":
         if real is None:
             raise AvsimInputError(dataset, "--real", "`avsim run eval` needs the real clips (--real)")
