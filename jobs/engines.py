@@ -114,7 +114,8 @@ def _start_ray(ray: Any, config: EngineConfig) -> bool:
     if config.address:
         ray.init(address=config.address, **common)
     else:
-        ray.init(num_cpus=config.workers or os.cpu_count() or 1, include_dashboard=False, **common)
+        # "local": a new instance even when another one runs on this machine (None would join that one)
+        ray.init(address="local", num_cpus=config.workers or os.cpu_count() or 1, include_dashboard=False, **common)
     return True
 
 

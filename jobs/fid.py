@@ -107,13 +107,15 @@ def write_clip_features(clip: Path, out: Path, options: Mapping[str, Any]) -> No
     Args:
         clip: a video file or a frame folder.
         out: the item's (temporary) output folder.
-        options: `weights` (Inception file; None: the installed one), `max_frames`, `batch_size`.
+        options: `weights` (Inception file; None: the installed one), `max_frames`, `batch_size`,
+            `cache` (the feature cache folder `avsim eval fid --cache` uses; None: none).
     """
-    from avsim.evaluation.features import fid_clip_features
+    from avsim.evaluation.features import FeatureCache, fid_clip_features
     from avsim.evaluation.inception import load_fid_inception
 
     model, source = load_fid_inception(options.get("weights"))
-    (features,) = fid_clip_features([clip], model, source, int(options.get("batch_size", 16)), options.get("max_frames"))
+    cache = FeatureCache(options.get("cache"))
+    (features,) = fid_clip_features([clip], model, source, int(options.get("batch_size", 16)), options.get("max_frames"), cache=cache)
     with (out / FEATURES_NPY).open("wb") as stream:
         np.save(stream, np.ascontiguousarray(features, dtype=np.float64), allow_pickle=False)
 

@@ -71,7 +71,14 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
 
 
 def _progress(console: Console, kind: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(TextColumn(f"[bold]run {kind}"), BarColumn(), MofNCompleteColumn(), TextColumn("items"),
                     TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console)  # fmt: skip

@@ -51,7 +51,7 @@ def ray_hang_dir(tmp_path_factory: pytest.TempPathFactory):
     hang = tmp_path_factory.mktemp("hang")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(HANG_ENV, str(hang))  # the raylet, hence every worker, inherits it
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
         try:
             yield hang
         finally:
@@ -202,16 +202,18 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
 
     rng = np.random.default_rng(1)
     base = rng.integers(0, 256, size=(1, 48, 64, 3))
-    for side, shift in (("real", 0), ("gen", 40)):
-        for k in range(2):
-            frames = np.clip(base + rng.integers(-30, 30, size=(2, 48, 64, 3)) + shift, 0, 255).astype(np.uint8)
+    for side, shift, n_clips, n_frames in (("real", 0, 2, 1), ("gen", 40, 1, 2)):  # 2 rows per side, 3 tasks
+        for k in range(n_clips):
+            frames = np.clip(base + rng.integers(-30, 30, size=(n_frames, 48, 64, 3)) + shift, 0, 255).astype(np.uint8)
             _clip_folder(tmp_path / side / f"clip{k}", frames)
-    # one Inception frame per clip keeps this CPU test short (each frame is ~1 s here)
-    one = run_fid(tmp_path / "real", tmp_path / "gen", max_frames=1).document["fid"]
-    report = run_job("eval", tmp_path / "gen", tmp_path / "out", {"max_frames": 1}, EngineConfig("local", workers=1),
-                     real=tmp_path / "real")  # fmt: skip
-    assert not report.failed and report.fid is not None
-    assert report.fid["frames"] == {"real": 2, "generated": 2} and report.fid["clips"] == {"real": 2, "generated": 2}
+    # Few Inception frames keep this CPU test short (a frame takes seconds on 2 busy cores); the
+    # one-process FID reads the features the tasks wrote to the shared cache (the merge is tested).
+    cache = tmp_path / "cache"
+    options = {"cache": str(cache)}
+    report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real")
+    assert not report.failed and report.fid is not None and len(list(cache.glob("*.npy"))) == 3
+    one = run_fid(tmp_path / "real", tmp_path / "gen", cache=cache).document["fid"]
+    assert report.fid["frames"] == {"real": 2, "generated": 2} and report.fid["clips"] == {"real": 2, "generated": 1}
     for norm, value in one.items():
         assert report.fid["fid"][norm] == pytest.approx(value, rel=1e-9, abs=0)
     assert json.loads((tmp_path / "out" / "fid.json").read_text())["fid"] == pytest.approx(one, rel=1e-9)
