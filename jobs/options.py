@@ -22,7 +22,7 @@ OPTION_TYPES: dict[str, dict[str, type]] = {
     "render": _RENDER_TYPES,
     "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig")},
     "convert": {"format": str, "rig": str},
-    "eval": {"max_frames": int, "batch_size": int, "weights": str, "cache": str},
+    "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 

@@ -5,7 +5,7 @@ to exit 1.
 
 `eval` runs FID feature tasks for the clips of both sides (`OUT/generated/<clip>/`,
 `OUT/real/<clip>/`) and, when every clip succeeded, merges them on the driver into
-`OUT/fid.json` (avsim.jobs.fid).
+`OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid).
 """
 
 from __future__ import annotations
@@ -27,17 +27,16 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 JOB_REPORT_JSON = "job_report.json"
-FID_JSON = "fid.json"
 LISTED_ITEMS = 30  # the final table lists every item up to this many, else only the failed ones
 
 
 @dataclass(frozen=True)
 class JobReport:
-    """What a job did: its results in item order and, for eval, the FID document."""
+    """What a job did: its results in item order and, for eval, the FID / FVD document."""
 
     kind: str
     results: list[ItemResult]
-    fid: dict[str, Any] | None = None
+    frechet: dict[str, Any] | None = None
 
     def count(self, status: str) -> int:
         """Items that ended with `status` ("done", "skipped", "failed")."""
@@ -64,6 +63,8 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
     base = coerce_options(kind, options, "options")
     if kind in ("render", "labels"):
         render_options(base, out, labels_only=kind == "labels")  # bad options fail here, once
+    if kind == "eval" and base.get("metric", "fid") not in ("fid", "fvd"):
+        raise AvsimInputError("options", "metric", f"expected fid or fvd, got {base['metric']!r}")
     items = read_items(dataset, kind, tuple(OPTION_TYPES[kind]))
     root = out.resolve()
     return [ItemTask(kind, item.name, item.path.resolve(), root / item.name,
@@ -172,11 +173,11 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     report = JobReport(kind, execute(kind, tasks, config, console))
     if kind == "eval" and not report.failed:
         from avsim.evaluation.jobs import write_json
-        from avsim.jobs.fid import fid_document
+        from avsim.jobs.fid import frechet_document
 
         folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
-        doc = fid_document(folders["real"], folders["generated"], tasks[0].options.get("weights"))
-        write_json(doc, out / FID_JSON)
+        doc = frechet_document(folders["real"], folders["generated"], tasks[0].options)
+        write_json(doc, out / f"{tasks[0].options.get('metric', 'fid')}.json")
         report = JobReport(kind, report.results, doc)
     write_job_report(out, kind, dataset, config, report)
     if console is not None:

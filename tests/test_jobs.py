@@ -211,11 +211,11 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     options = {"cache": str(cache)}
     report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real")
-    assert not report.failed and report.fid is not None and len(list(cache.glob("*.npy"))) == 3
+    assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
     one = run_fid(tmp_path / "real", tmp_path / "gen", cache=cache).document["fid"]
-    assert report.fid["frames"] == {"real": 2, "generated": 2} and report.fid["clips"] == {"real": 2, "generated": 1}
+    assert report.frechet["frames"] == {"real": 2, "generated": 2} and report.frechet["clips"] == {"real": 2, "generated": 1}
     for norm, value in one.items():
-        assert report.fid["fid"][norm] == pytest.approx(value, rel=1e-9, abs=0)
+        assert report.frechet["fid"][norm] == pytest.approx(value, rel=1e-9, abs=0)
     assert json.loads((tmp_path / "out" / "fid.json").read_text())["fid"] == pytest.approx(one, rel=1e-9)
 
 
