@@ -19,7 +19,7 @@ two computations agree only to ~1e-8 (the result carries the rank warning anyway
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
@@ -130,12 +130,13 @@ def write_clip_features(clip: Path, out: Path, options: Mapping[str, Any]) -> No
         np.save(stream, np.ascontiguousarray(features, dtype=np.float64), allow_pickle=False)
 
 
-def fold_side(folders: list[Path], dim: int) -> RunningGaussian:
+def fold_side(folders: list[Path], dim: int, on_clip: Callable[[], None] | None = None) -> RunningGaussian:
     """Merge the features of one side's clips, one clip in memory at a time.
 
     Args:
         folders: the item folders (each holding `features.npy`), in clip order.
         dim: the feature dimension (2048 FID, 400 FVD).
+        on_clip: called after each clip (progress).
 
     Returns:
         The side's running Gaussian.
@@ -143,6 +144,8 @@ def fold_side(folders: list[Path], dim: int) -> RunningGaussian:
     side = RunningGaussian(dim)
     for folder in folders:
         side.add(np.load(folder / FEATURES_NPY, allow_pickle=False))
+        if on_clip is not None:
+            on_clip()
     return side
 
 
@@ -158,12 +161,14 @@ def _describe(metric: str, weights: str | None) -> dict[str, Any]:
     return describe_inception(weights or str(find_inception_torchscript()), "pytorch_fid")
 
 
-def frechet_document(real: list[Path], generated: list[Path], options: Mapping[str, Any]) -> dict[str, Any]:
+def frechet_document(real: list[Path], generated: list[Path], options: Mapping[str, Any],
+                     on_clip: Callable[[], None] | None = None) -> dict[str, Any]:  # fmt: skip
     """The FID (or FVD) over two sides' item folders, shaped as `avsim eval fid|fvd` writes it.
 
     Args:
         real, generated: the item folders of each side.
         options: the eval options (`metric`, `weights`).
+        on_clip: called after each clip is merged (progress).
 
     Returns:
         JSON-ready: metric, fid|fvd (both normalisers), frames|windows, clips, features, warnings.
@@ -172,7 +177,7 @@ def frechet_document(real: list[Path], generated: list[Path], options: Mapping[s
 
     metric = str(options.get("metric", "fid"))
     dim, rows = (FVD_DIM, "windows") if metric == "fvd" else (FID_DIM, "frames")
-    a, b = fold_side(real, dim), fold_side(generated, dim)
+    a, b = fold_side(real, dim, on_clip), fold_side(generated, dim, on_clip)
     for side, acc in (("real", a), ("generated", b)):
         if acc.count < 2:
             raise AvsimInputError(side, "clips", f"need at least two {rows} per side, got {acc.count}")

@@ -171,15 +171,35 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     else:
         tasks = plan_tasks(kind, dataset, out, options)
     report = JobReport(kind, execute(kind, tasks, config, console))
-    if kind == "eval" and not report.failed:
-        from avsim.evaluation.jobs import write_json
-        from avsim.jobs.fid import frechet_document
-
-        folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
-        doc = frechet_document(folders["real"], folders["generated"], tasks[0].options)
-        write_json(doc, out / f"{tasks[0].options.get('metric', 'fid')}.json")
-        report = JobReport(kind, report.results, doc)
     write_job_report(out, kind, dataset, config, report)
     if console is not None:
         print_table(console, report)
+    if kind == "eval" and not report.failed:
+        report = JobReport(kind, report.results, merge_eval(out, tasks, console))
     return report
+
+
+def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None) -> dict[str, Any]:
+    """Merge the eval tasks' per-clip features on the driver and write `out/fid.json` (`fvd.json`).
+
+    Args:
+        out: the job's output folder.
+        tasks: the eval tasks (all done or skipped).
+        console: where the merge's progress bar goes (None: none).
+
+    Returns:
+        The FID / FVD document.
+    """
+    from avsim.evaluation.jobs import write_json
+    from avsim.jobs.fid import frechet_document
+
+    folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
+    metric = str(tasks[0].options.get("metric", "fid"))
+    if console is None:
+        doc = frechet_document(folders["real"], folders["generated"], tasks[0].options)
+    else:
+        with _progress(console, f"eval: merge {metric} statistics") as bar:
+            task = bar.add_task("", total=len(tasks))
+            doc = frechet_document(folders["real"], folders["generated"], tasks[0].options, lambda: bar.advance(task))
+    write_json(doc, out / f"{metric}.json")
+    return doc
