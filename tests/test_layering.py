@@ -12,7 +12,8 @@ Layers, lowest first; a module may import only the layers listed for it:
     view/             view        core, maps, scenario, render, edit, view (rerun only inside functions)
     models/           models      core, models (+ torch)
     train/            train       every library layer
-    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view too) only inside
+    jobs/             jobs        every library layer, jobs (dataset-scale runs: the top layer)
+    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view, jobs too) only inside
                                   functions or through importlib (command groups mount lazily)
     avsim/devtools/   devtools    nothing from avsim (maintainer scripts)
     bench/            bench       every library layer, never the CLI
@@ -48,6 +49,7 @@ FOLDERS = {
     "models": "avsim.models",
     "train": "avsim.train",
     "view": "avsim.view",
+    "jobs": "avsim.jobs",
     "bench": "bench",
 }
 # package prefix -> layer; the longest matching prefix decides
@@ -62,6 +64,7 @@ PACKAGE_LAYERS = {
     "avsim.models": "models",
     "avsim.train": "train",
     "avsim.view": "view",
+    "avsim.jobs": "jobs",
     "avsim.cli": "cli",
     "avsim.devtools": "devtools",
     "bench": "bench",
@@ -78,7 +81,8 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"core", "models"},
     "train": LIBRARY,
     "view": {"core", "maps", "scenario", "render", "edit", "view"},
-    "cli": LIBRARY | {"cli", "view"},  # module level: CLI_EAGER only
+    "jobs": LIBRARY | {"jobs"},
+    "cli": LIBRARY | {"cli", "view", "jobs"},  # module level: CLI_EAGER only
     "devtools": {"devtools"},
     "bench": LIBRARY | {"bench"},
     "compat": {"core", "scenario"},

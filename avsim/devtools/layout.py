@@ -21,6 +21,7 @@ PACKAGE_DIRS: dict[str, str] = {
     "avsim.train": "train",
     "avsim.edit": "edit",
     "avsim.view": "view",
+    "avsim.jobs": "jobs",
 }
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

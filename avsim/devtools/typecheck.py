@@ -22,6 +22,7 @@ from avsim.devtools.layout import REPO_ROOT, installed_tree, source_path
 CHECKED = (
     "avsim.core", "avsim.maps", "avsim.scenario", "avsim.render", "avsim.models",
     "avsim.evaluation", "avsim.edit", "avsim.train", "avsim.cli", "avsim.devtools", "avsim.view",
+    "avsim.jobs",
 )
 _LOCATION = re.compile(r"^(?P<path>[^:\s]+\.py)(?P<rest>:.*)$")
 

@@ -1,0 +1,142 @@
+"""A dataset job's items: what DATASET (a folder or a manifest) holds, one item per task.
+
+DATASET is one of
+- a folder of scenario folders (render, labels) or of `avsim edit` variants folders (render),
+- a folder of source files or folders (convert: one scene each, format detected per item),
+- a folder of clips, video files or frame folders (eval),
+- a manifest, `.csv` or `.parquet`, with a column `path` (relative paths are taken relative to
+  the manifest's folder), an optional column `name` (default: the path's name, without the
+  suffix for files) and optional per-item option columns that override the command's options.
+
+Items are sorted by name; names must be unique and plain (no `/`, not hidden), because each
+item writes the folder `OUT/<name>/`.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from avsim.core.errors import AvsimInputError
+
+MANIFEST_SUFFIXES = (".csv", ".parquet")
+KINDS = ("render", "labels", "convert", "eval")
+SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
+
+
+@dataclass(frozen=True)
+class Item:
+    """One input of a dataset job: its output name, its path and its own option overrides."""
+
+    name: str
+    path: Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or "\\" in self.name or self.name.startswith(".") or self.name in ("..",):
+            raise AvsimInputError(self.path, "name", f"{self.name!r} is not a plain folder name")
+        object.__setattr__(self, "options", dict(self.options))
+
+
+def item_name(path: Path) -> str:
+    """The default item name of `path`: a folder's name, a file's name without its suffix.
+
+    Args:
+        path: an input file or folder.
+
+    Returns:
+        The name.
+    """
+    return path.stem if path.is_file() else path.name
+
+
+def _folder_items(dataset: Path, kind: str) -> list[Item]:
+    """Items of a dataset folder for `kind` (see the module docstring)."""
+    if kind in ("render", "labels"):
+        if any((dataset / m).is_file() for m in SCENARIO_MARKERS):
+            raise AvsimInputError(dataset, "DATASET", f"is one scenario, not a folder of them; use `avsim {kind}`")
+        paths = [p for p in dataset.iterdir() if p.is_dir() and any((p / m).is_file() for m in SCENARIO_MARKERS)]
+    elif kind == "eval":
+        from avsim.evaluation.video_frames import list_clips
+
+        paths = list_clips(dataset)
+    else:
+        paths = [p for p in dataset.iterdir() if not p.name.startswith(".")]
+    return [Item(item_name(p), p) for p in paths]
+
+
+def _manifest_rows(manifest: Path) -> list[dict[str, Any]]:
+    """The rows of a CSV or parquet manifest as dicts (polars when installed, else `csv`)."""
+    try:
+        import polars as pl
+    except ImportError:
+        pl = None  # type: ignore[assignment]
+    if manifest.suffix == ".parquet":
+        if pl is None:
+            raise AvsimInputError(manifest, "manifest", "reading parquet needs polars (pip install polars), or use CSV")
+        try:
+            return pl.read_parquet(manifest).to_dicts()
+        except Exception as exc:
+            raise AvsimInputError(manifest, "manifest", f"cannot read parquet: {exc}") from exc
+    try:
+        with manifest.open(newline="", encoding="utf-8") as stream:
+            return [dict(row) for row in csv.DictReader(stream)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise AvsimInputError(manifest, "manifest", f"cannot read CSV: {exc}") from exc
+
+
+def _manifest_items(manifest: Path, option_names: tuple[str, ...]) -> list[Item]:
+    rows = _manifest_rows(manifest)
+    if rows and "path" not in rows[0]:
+        raise AvsimInputError(manifest, "path", "the manifest needs a column `path`")
+    items = []
+    for i, row in enumerate(rows):
+        raw = row.get("path")
+        if raw is None or str(raw).strip() == "":
+            raise AvsimInputError(manifest, f"row {i + 1}: path", "empty")
+        path = Path(str(raw).strip())
+        path = path if path.is_absolute() else manifest.parent / path
+        if not path.exists():
+            raise AvsimInputError(manifest, f"row {i + 1}: path", f"{path} does not exist")
+        options = {}
+        for key, value in row.items():
+            if key in ("path", "name") or value is None or str(value).strip() == "":
+                continue
+            if key not in option_names:
+                raise AvsimInputError(manifest, key, f"unknown option column; expected path, name or one of {', '.join(option_names)}")
+            options[key] = value
+        name = str(row.get("name") or "").strip() or item_name(path)
+        items.append(Item(name, path, options))
+    return items
+
+
+def read_items(dataset: Path, kind: str, option_names: tuple[str, ...]) -> list[Item]:
+    """The items of `dataset` for a job of `kind`, sorted by name.
+
+    Args:
+        dataset: a dataset folder or a `.csv` / `.parquet` manifest (see the module docstring).
+        kind: one of `KINDS`.
+        option_names: the option columns a manifest may hold for this kind.
+
+    Returns:
+        The items (at least one).
+    """
+    if kind not in KINDS:
+        raise AvsimInputError(dataset, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    if dataset.is_file() and dataset.suffix.lower() in MANIFEST_SUFFIXES:
+        items = _manifest_items(dataset, option_names)
+    elif dataset.is_dir():
+        items = _folder_items(dataset, kind)
+    else:
+        raise AvsimInputError(dataset, "DATASET", f"expected a folder or a manifest ({', '.join(MANIFEST_SUFFIXES)})")
+    if not items:
+        raise AvsimInputError(dataset, "DATASET", f"no items to {kind}")
+    seen: dict[str, Path] = {}
+    for item in items:
+        if item.name in seen:
+            raise AvsimInputError(dataset, "name", f"two items are named {item.name!r} ({seen[item.name]}, {item.path}); give them names")
+        seen[item.name] = item.path
+    return sorted(items, key=lambda item: item.name)

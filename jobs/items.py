@@ -1,0 +1,191 @@
+"""One dataset item run as one task: skip it when current, else run the library function of its
+kind into a temporary folder and rename that onto `OUT/<name>/` (avsim.core.atomic).
+
+Each finished item holds `job.json`: kind, source, options and the input digest
+(`avsim.core.digest` of the item's files and options) plus its outputs relative to the item
+folder. A rerun skips the item when `job.json` records the digest it would record now and
+every listed output exists; a changed input or option re-runs it as a whole.
+
+A task never raises: a bad item comes back as `failed` with a one-line reason, so the other
+items go on. The worker's death (killed, out of memory) is the engine's business (retries).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.digest import folder_digest, folder_files, input_digest
+from avsim.core.errors import AvsimError
+from avsim.jobs.options import render_options
+
+JOB_JSON = "job.json"
+JOB_FORMAT = "avsim-job-item-v1"
+# test-only: a folder; a task whose `<folder>/<item>.hang` exists claims it (renames it to
+# `<item>.pid`, holding the worker's pid) and sleeps with its outputs half-written
+HANG_ENV = "AVSIM_JOBS_TEST_HANG_DIR"
+REASON_CHARS = 300
+
+
+@dataclass(frozen=True)
+class ItemTask:
+    """What a worker needs for one item: kind, name, input path, item output folder, options."""
+
+    kind: str
+    name: str
+    source: Path
+    out_dir: Path
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """How one item ended: `done`, `skipped` (current) or `failed` (with a one-line `reason`)."""
+
+    name: str
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+    digest: str = ""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: avsim errors as they print, others prefixed by their type.
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        At most `REASON_CHARS` characters, no newline.
+    """
+    text = str(exc) if isinstance(exc, AvsimError) else f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+def task_digest(task: ItemTask) -> str:
+    """The input digest of `task`: its source's files (a folder's, or the one file) and options.
+
+    Args:
+        task: the item task.
+
+    Returns:
+        64 hex characters.
+    """
+    options = {"kind": task.kind, **task.options}
+    if task.source.is_dir():
+        return folder_digest(task.source, options)
+    return input_digest([task.source], task.source.parent, options)
+
+
+def is_current(out_dir: Path, digest: str) -> bool:
+    """Whether `out_dir/job.json` records `digest` and every output it lists exists.
+
+    Args:
+        out_dir: an item output folder.
+        digest: the digest a run would record now.
+
+    Returns:
+        True when the item can be skipped.
+    """
+    from avsim.core.safe_json import read_json
+
+    record = out_dir / JOB_JSON
+    if not record.is_file():
+        return False
+    try:
+        doc = read_json(record, "job")
+    except AvsimError:
+        return False
+    if not isinstance(doc, dict) or doc.get("input_digest") != digest or not isinstance(doc.get("outputs"), list):
+        return False
+    return all((out_dir / str(rel)).exists() for rel in doc["outputs"])
+
+
+def _render(task: ItemTask, tmp: Path) -> None:
+    from avsim.render.runner import is_variants_folder, load_scenario_folder, run_render, run_render_variants
+
+    opts = render_options(task.options, tmp, source=task.source)
+    if is_variants_folder(task.source):
+        run_render_variants(task.source, opts)
+    else:
+        run_render(load_scenario_folder(task.source), opts)
+
+
+def _labels(task: ItemTask, tmp: Path) -> None:
+    from avsim.render.labels_run import run_labels
+    from avsim.render.runner import load_scenario_folder
+
+    run_labels(load_scenario_folder(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
+
+
+def _convert(task: ItemTask, tmp: Path) -> None:
+    from avsim.scenario.workflows import convert_to_folder
+
+    convert_to_folder(task.source, tmp, fmt=task.options.get("format"), rig_name=task.options.get("rig"))
+
+
+def _eval(task: ItemTask, tmp: Path) -> None:
+    from avsim.jobs.fid import write_clip_features
+
+    write_clip_features(task.source, tmp, task.options)
+
+
+def _relocate_summaries(tmp: Path, final: Path) -> None:
+    """Point the paths `run_render` wrote into its summaries at the final folder, not the temporary."""
+    old, new = json.dumps(str(tmp))[1:-1], json.dumps(str(final))[1:-1]
+    for summary in sorted(tmp.rglob("render_summary.json")):
+        text = summary.read_text(encoding="utf-8")
+        if old in text:
+            summary.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _hang_for_test(name: str) -> None:
+    folder = os.environ.get(HANG_ENV)
+    if not folder:
+        return
+    claim, pid_file = Path(folder) / f"{name}.hang", Path(folder) / f"{name}.pid"
+    try:
+        os.replace(claim, pid_file)
+    except FileNotFoundError:
+        return  # not asked, or claimed by an earlier attempt
+    pid_file.write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def _run(task: ItemTask, digest: str) -> None:
+    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval}[task.kind]
+    with atomic_output_path(task.out_dir, is_dir=True) as tmp:
+        tmp.mkdir(parents=True, exist_ok=True)
+        runner(task, tmp)
+        _relocate_summaries(tmp, task.out_dir)
+        _hang_for_test(task.name)
+        outputs = [p.relative_to(tmp).as_posix() for p in folder_files(tmp)]
+        record = {"format": JOB_FORMAT, "kind": task.kind, "item": task.name, "source": str(task.source),
+                  "options": task.options, "input_digest": digest, "outputs": outputs}  # fmt: skip
+        (tmp / JOB_JSON).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def run_item(task: ItemTask) -> ItemResult:
+    """Run one item (the engines' task function): skip when current, else run it atomically.
+
+    Args:
+        task: the item.
+
+    Returns:
+        Its result; never raises for a bad item (status `failed`, one-line reason).
+    """
+    t0 = time.perf_counter()
+    try:
+        digest = task_digest(task)
+        if is_current(task.out_dir, digest):
+            return ItemResult(task.name, "skipped", seconds=time.perf_counter() - t0, digest=digest)
+        _run(task, digest)
+    except Exception as exc:  # one bad item must not stop the others
+        return ItemResult(task.name, "failed", one_line(exc), time.perf_counter() - t0)
+    return ItemResult(task.name, "done", seconds=time.perf_counter() - t0, digest=digest)

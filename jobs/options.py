@@ -1,0 +1,128 @@
+"""The options a dataset job passes to each item, per kind: names, types, and the library objects
+they become (`RenderOptions` for render and labels, keyword arguments for convert and eval).
+
+Options travel as a plain dict of JSON values (they are digested and pickled to workers); a
+manifest's option columns are strings and are coerced here to the option's type.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from avsim.core.errors import AvsimInputError
+
+_RENDER_TYPES: dict[str, type] = {
+    "cameras": str, "start": float, "end": float, "frames": str, "fps": float, "size": str, "chunk": int,
+    "rig": str, "backend": str, "preset": str, "layout": str, "labels": bool, "mosaic": bool, "png": bool,
+}  # fmt: skip
+OPTION_TYPES: dict[str, dict[str, type]] = {
+    "render": _RENDER_TYPES,
+    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig")},
+    "convert": {"format": str, "rig": str},
+    "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def _coerce(value: Any, kind: type, source: object, key: str) -> Any:
+    """`value` (a manifest string or a typed value) as `kind`."""
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text not in _TRUE + _FALSE:
+                raise ValueError(f"expected true or false, got {value!r}")
+            return text in _TRUE
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(f"expected an integer, got {value!r}")
+            return int(value)
+        if kind is float:
+            number = float(value)
+            if not math.isfinite(number):
+                raise ValueError(f"expected a finite number, got {value!r}")
+            return number
+        return str(value).strip()
+    except ValueError as exc:
+        raise AvsimInputError(source, key, str(exc)) from None
+
+
+def coerce_options(kind: str, options: Mapping[str, Any], source: object) -> dict[str, Any]:
+    """`options` with each value of the type its name has for `kind`; `None` values dropped.
+
+    Args:
+        kind: the job kind (a key of `OPTION_TYPES`).
+        options: option name -> value (strings from a manifest, or typed values).
+        source: what the options came from (named in an error).
+
+    Returns:
+        The typed options, sorted by name.
+    """
+    types = OPTION_TYPES[kind]
+    out = {}
+    for key in sorted(options):
+        if options[key] is None:
+            continue
+        if key not in types:
+            raise AvsimInputError(source, key, f"not an option of `avsim run {kind}` (expected {', '.join(types)})")
+        out[key] = _coerce(options[key], types[key], source, key)
+    return out
+
+
+def parse_size(value: str, source: object) -> tuple[int, int]:
+    """`WxH` -> (width_px, height_px), both positive and even.
+
+    Args:
+        value: e.g. "1280x720".
+        source: named in an error.
+
+    Returns:
+        (width_px, height_px).
+    """
+    try:
+        width_px, height_px = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise AvsimInputError(source, "size", f"expected WxH such as 1280x720, got {value!r}") from None
+    if width_px <= 0 or height_px <= 0 or width_px % 2 or height_px % 2 or max(width_px, height_px) > 8192:
+        raise AvsimInputError(source, "size", f"width and height must be positive, even and at most 8192, got {value!r}")
+    return width_px, height_px
+
+
+def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool = False, source: object = "options") -> Any:
+    """The `RenderOptions` of one render (or labels) item, rendering into `out` with one worker.
+
+    Args:
+        options: typed options (see `coerce_options`).
+        out: the output folder given to `run_render` / `run_labels`.
+        labels_only: a labels item (`labels=True`, nothing encoded).
+        source: named in an error.
+
+    Returns:
+        An `avsim.render.runner.RenderOptions`.
+    """
+    from avsim.render import style, writer
+    from avsim.render.runner import RIG_CHOICES, X264_PRESETS, RenderOptions
+
+    width_px, height_px = parse_size(str(options.get("size", f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}")), source)
+    checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch")}
+    for key, allowed in checks.items():
+        if key in options and options[key] not in allowed:
+            raise AvsimInputError(source, key, f"expected one of {', '.join(allowed)}, got {options[key]!r}")
+    fps = float(options.get("fps", style.DEFAULT_FPS))
+    if not 0 < fps <= 1000:
+        raise AvsimInputError(source, "fps", f"must be > 0 and at most 1000, got {fps}")
+    if int(options.get("chunk", 0)) < 0:
+        raise AvsimInputError(source, "chunk", "must be >= 0")
+    cameras = tuple(c.strip() for c in str(options["cameras"]).split(",") if c.strip()) if options.get("cameras") else None
+    return RenderOptions(
+        out=out, cameras=cameras, start_s=options.get("start"), end_s=options.get("end"), frames=options.get("frames"),
+        fps=fps, width_px=width_px, height_px=height_px, chunk_frames=int(options.get("chunk", 0)), workers=1,
+        rig=str(options.get("rig", "scenario")), backend=str(options.get("backend", "numba")),
+        preset=str(options.get("preset", writer.DEFAULT_PRESET)), layout=str(options.get("layout", "default")),
+        labels=True if labels_only else bool(options.get("labels", False)), mosaic=bool(options.get("mosaic", False)),
+        png=bool(options.get("png", False)),
+    )  # fmt: skip
