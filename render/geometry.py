@@ -20,6 +20,7 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
+from avsim.render.geometry_kernels import owner_min_max, project_px
 from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
 
 __all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
@@ -319,9 +320,7 @@ def project_points(camera: Camera, points_cam: NDArrayFloat) -> NDArrayFloat:
     Returns:
         (N, 2) pixels.
     """
-    if len(points_cam) == 0:
-        return np.zeros((0, 2))
-    return camera.project(points_cam)[0]
+    return project_px(camera, points_cam)  # == camera.project(points_cam)[0], compiled for f-theta
 
 
 # chords being subdivided: ends a, b (M, 3), pixels ua, ub (M, 2), source (M,), key along it (M,), width (M,)
@@ -464,14 +463,7 @@ def pixel_bounds(n: int, owner: NDArrayInt, uv: NDArrayFloat, width_px: int, hei
     Returns:
         (n, 4) int64 boxes [x0, y0, x1, y1]; empty boxes are (0, 0, -1, -1).
     """
-    lo = np.full((n, 2), np.inf)
-    hi = np.full((n, 2), -np.inf)
-    if len(owner):
-        order = np.argsort(owner, kind="stable")
-        owner, uv = owner[order], uv[order]
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        lo[owner[starts]] = np.minimum.reduceat(uv, starts, axis=0)
-        hi[owner[starts]] = np.maximum.reduceat(uv, starts, axis=0)
+    lo, hi = owner_min_max(n, owner, uv)
     # pixel i has its centre at i + PIXEL_CENTRE_OFFSET
     c = PIXEL_CENTRE_OFFSET
     with np.errstate(invalid="ignore"):
