@@ -120,17 +120,18 @@ class _SegmentGroup:
     width_px: NDArrayFloat  # (S,)
     zbias: NDArrayFloat  # (S,)
     obj: NDArrayInt  # (S,) int32 labelled object (box index in the frame), -1 for none
+    src: NDArrayInt  # (S,) index of each kept segment in the group's input
 
 
 @dataclass
 class _PlanarGroup:
-    """Camera-frame planar primitives that survived clipping and culling."""
+    """Camera-frame planar primitives that survived clipping and culling (triangles padded to 4 corners)."""
 
-    verts: NDArrayFloat  # (N, 3 | 4, 3) unclipped corners
+    verts: NDArrayFloat  # (N, 4, 3) unclipped corners (a triangle repeats its third)
     rgb4: NDArrayFloat  # (N, 4, 3)
-    is_tri: bool
-    zscale: float
-    zbias: float
+    is_tri: NDArrayBool  # (N,)
+    zscale: NDArrayFloat  # (N,)
+    zbias: NDArrayFloat  # (N,)
     edges: tuple[NDArrayFloat, NDArrayFloat, NDArrayInt]  # clipped ring edges a, b, owner
     obj: NDArrayInt  # (N,) int32 labelled object (box index in the frame), -1 for none
 
@@ -149,23 +150,24 @@ def _segment_group(
         idx = idx[geo.segment_cone_visible(q0[idx], q1[idx], cone_rad)]
     zb = np.broadcast_to(np.asarray(zbias, float), (len(p0),))
     ob = _obj_or_none(obj, len(p0))
-    return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx], ob[idx])
+    return _SegmentGroup(q0[idx], q1[idx], np.asarray(rgb, float)[idx], np.asarray(width_px, float)[idx], zb[idx], ob[idx], idx)
 
 
 def _planar_group(
-    cone_rad: float, verts: NDArrayFloat, rgb4: npt.ArrayLike, is_tri: bool, zscale: float, zbias: float,
-    obj: NDArrayInt | None = None,
+    cone_rad: float, verts: NDArrayFloat, rgb4: NDArrayFloat, is_tri: NDArrayBool, zscale: NDArrayFloat, zbias: NDArrayFloat,
+    obj: NDArrayInt,
 ) -> _PlanarGroup:
+    """Clip and cull planars (verts (N, 4, 3); rows with `is_tri` are triangles padded with their third corner)."""
     z = verts[..., 2]
     idx = np.flatnonzero((z.max(axis=1) >= style.NEAR_M) & (z.min(axis=1) <= style.MAX_DEPTH_M))
-    rings, counts = geo.clip_polygons(verts[idx])
+    rings, counts = geo.clip_polygons(verts[idx], counts=np.where(is_tri[idx], 3, 4))
     live = counts >= 3
     idx, rings, counts = idx[live], rings[live], counts[live]
     if idx.size:
         vis = geo.cone_visible(rings, counts, cone_rad)
         idx, rings, counts = idx[vis], rings[vis], counts[vis]
-    ob = _obj_or_none(obj, len(verts))[idx]
-    return _PlanarGroup(verts[idx], np.asarray(rgb4, float)[idx], is_tri, zscale, zbias, geo.ring_edges(rings, counts), ob)
+    edges = geo.ring_edges(rings, counts)
+    return _PlanarGroup(verts[idx], rgb4[idx], is_tri[idx], zscale[idx], zbias[idx], edges, obj[idx].astype(np.int32))
 
 
 def _capsules(
@@ -215,9 +217,9 @@ def _planars(
     n = len(v)
     return Primitives(
         w, h,
-        pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=v[:, 2 if group.is_tri else 3] - v[:, 0],
-        pl_is_tri=np.full(n, group.is_tri), pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
-        pl_zscale=np.full(n, group.zscale), pl_zbias=np.full(n, group.zbias), pl_order=orders.take(n),
+        pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=np.where(group.is_tri[on][:, None], v[:, 2], v[:, 3]) - v[:, 0],
+        pl_is_tri=group.is_tri[on], pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
+        pl_zscale=group.zscale[on], pl_zbias=group.zbias[on], pl_order=orders.take(n),
         pl_row_start=row_start, pl_row_span=row_span, pl_obj=group.obj[on],
     )  # fmt: skip
 
@@ -240,53 +242,70 @@ def camera_primitives(
         The camera-space primitives.
     """
     R, t = cam_SE3_world.rotation, cam_SE3_world.translation
-    # map lines
-    lines = _segment_group(cone_rad, geo.to_camera(objects.seg_p0, R, t), geo.to_camera(objects.seg_p1, R, t),
-                           objects.seg_rgb, objects.seg_width_px, 0.0)  # fmt: skip
-    # map polygons (their triangles: a true concave fill)
+    box_cam = geo.to_camera(objects.box_corners, R, t)
+    box_obj = np.arange(len(box_cam)) if box_obj is None else np.asarray(box_obj)
+    facing = geo.front_facing(box_cam) if len(box_cam) else np.zeros((0, 6), bool)
+    segments, n_lines = _line_and_edge_group(cone_rad, objects, R, t, box_cam, facing, box_obj)
+    planars = _planar_group(cone_rad, *_planar_inputs(objects, R, t, box_cam, facing, box_obj))
+    # one batched subdivision of everything: map lines, box edges, polygon boundaries
+    n_seg = len(segments.p0)
+    a, b, ua, ub, src, approx = geo.subdivide_segments(
+        camera, np.concatenate([segments.p0, planars.edges[0]]), np.concatenate([segments.p1, planars.edges[1]]),
+        cone_rad=cone_rad, keep_outside=np.arange(n_seg + len(planars.edges[0])) >= n_seg, return_approx=True,
+    )  # fmt: skip
+    lo, mid = np.searchsorted(src, [n_lines, n_seg])
+    line_s, edge_s, planar_s = slice(0, lo), slice(lo, mid), slice(mid, len(src))
+    orders = _OrderCounter()
+    parts = [
+        _capsules(camera, segments, a[line_s], b[line_s], ua[line_s], ub[line_s], src[line_s], orders),
+        _planars(camera, planars, planars.edges[2][src[planar_s] - n_seg], ua[planar_s], ub[planar_s], approx[planar_s], orders),
+        _capsules(camera, segments, a[edge_s], b[edge_s], ua[edge_s], ub[edge_s], src[edge_s], orders),
+    ]  # fmt: skip
+    return Primitives.concat(camera.width_px, camera.height_px, parts)
+
+
+def _line_and_edge_group(
+    cone_rad: float, objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, box_cam: NDArrayFloat, facing: NDArrayBool,
+    box_obj: NDArrayInt,
+) -> tuple[_SegmentGroup, int]:  # fmt: skip
+    """Map lines then the edges of the boxes' front-facing faces, clipped and culled as one group
+    (with the number of map lines kept: they come first)."""
+    box_idx, edge_idx = np.nonzero(facing[:, geo.CUBOID_EDGE_FACES].any(axis=2)) if len(box_cam) else (np.zeros(0, int),) * 2
+    ends = geo.CUBOID_EDGES[edge_idx]
+    n_map, n_edges = len(objects.seg_p0), len(box_idx)
+    group = _segment_group(
+        cone_rad,
+        np.concatenate([geo.to_camera(objects.seg_p0, R, t), box_cam[box_idx, ends[:, 0]]]),
+        np.concatenate([geo.to_camera(objects.seg_p1, R, t), box_cam[box_idx, ends[:, 1]]]),
+        np.concatenate([objects.seg_rgb, np.tile(np.asarray(style.BOX_EDGE_RGB, float), (n_edges, 1))]),
+        np.concatenate([objects.seg_width_px, np.full(n_edges, style.BOX_EDGE_WIDTH_PX)]),
+        np.concatenate([np.zeros(n_map), -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5)]),
+        np.concatenate([np.full(n_map, -1), box_obj[box_idx]]),
+    )  # fmt: skip
+    return group, int(np.searchsorted(group.src, n_map))
+
+
+def _planar_inputs(
+    objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, box_cam: NDArrayFloat, facing: NDArrayBool, box_obj: NDArrayInt
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool, NDArrayFloat, NDArrayFloat, NDArrayInt]:
+    """Map triangles (padded to 4 corners), front faces of signs and lights (flat colour), front
+    faces of the boxes (A -> B gradient), in draw order: corners, colours, is_tri, zscale, zbias, object."""
+    tri = geo.to_camera(objects.tri, R, t)
+    tri4 = np.concatenate([tri, tri[:, 2:3]], axis=1)
     tri_rgb4 = np.repeat(objects.tri_rgb[:, None], 4, axis=1)
-    tris = _planar_group(cone_rad, geo.to_camera(objects.tri, R, t), tri_rgb4, True, SURFACE_ZSCALE, SURFACE_ZBIAS_M)
-    # traffic lights and signs: front-facing faces, flat colour
     static_cam = geo.to_camera(objects.static_corners, R, t)
     static_facing = geo.front_facing(static_cam) if len(static_cam) else np.zeros((0, 6), bool)
     static_rgb4 = np.repeat(objects.static_rgb[:, None], 6 * 4, axis=1).reshape(-1, 6, 4, 3)[static_facing]
-    statics = _planar_group(cone_rad, static_cam[:, geo.CUBOID_FACES][static_facing], static_rgb4, False, 1.0, 0.0)
-    # dynamic boxes: front-facing faces with the A -> B gradient, then the edges of those faces
-    box_cam = geo.to_camera(objects.box_corners, R, t)
-    facing = geo.front_facing(box_cam) if len(box_cam) else np.zeros((0, 6), bool)
     corner_rgb = geo.cuboid_corner_colours(objects.box_rgb_front, objects.box_rgb_back) if len(box_cam) else np.zeros((0, 8, 3))
-    box_obj = np.arange(len(box_cam)) if box_obj is None else np.asarray(box_obj)
-    faces = _planar_group(cone_rad, box_cam[:, geo.CUBOID_FACES][facing], corner_rgb[:, geo.CUBOID_FACES][facing], False,
-                          1.0, 0.0, box_obj[np.nonzero(facing)[0]])  # fmt: skip
-    box_idx, edge_idx = np.nonzero(facing[:, geo.CUBOID_EDGE_FACES].any(axis=2)) if len(box_cam) else (np.zeros(0, int),) * 2
-    ends = geo.CUBOID_EDGES[edge_idx]
-    edges = _segment_group(
-        cone_rad, box_cam[box_idx, ends[:, 0]], box_cam[box_idx, ends[:, 1]],
-        np.tile(np.asarray(style.BOX_EDGE_RGB, float), (len(box_idx), 1)), np.full(len(box_idx), style.BOX_EDGE_WIDTH_PX),
-        -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5), box_obj[box_idx],
+    verts = [tri4, static_cam[:, geo.CUBOID_FACES][static_facing], box_cam[:, geo.CUBOID_FACES][facing]]
+    rgb4 = [tri_rgb4, static_rgb4, corner_rgb[:, geo.CUBOID_FACES][facing]]
+    n_tri, n_quad = len(tri4), len(verts[1]) + len(verts[2])
+    return (
+        np.concatenate(verts), np.concatenate(rgb4), np.arange(n_tri + n_quad) < n_tri,
+        np.concatenate([np.full(n_tri, SURFACE_ZSCALE), np.ones(n_quad)]),
+        np.concatenate([np.full(n_tri, SURFACE_ZBIAS_M), np.zeros(n_quad)]),
+        np.concatenate([np.full(n_tri + len(verts[1]), -1), box_obj[np.nonzero(facing)[0]]]),
     )  # fmt: skip
-    # one batched subdivision of everything
-    seg_groups, planar_groups = [lines, edges], [tris, statics, faces]
-    starts = np.cumsum([0] + [len(g.p0) for g in seg_groups] + [len(g.edges[0]) for g in planar_groups])
-    keep_outside = np.arange(starts[-1]) >= starts[len(seg_groups)]  # polygon boundaries stay conservative
-    a, b, ua, ub, src, approx = geo.subdivide_segments(
-        camera,
-        np.concatenate([g.p0 for g in seg_groups] + [g.edges[0] for g in planar_groups]),
-        np.concatenate([g.p1 for g in seg_groups] + [g.edges[1] for g in planar_groups]),
-        cone_rad=cone_rad,
-        keep_outside=keep_outside,
-        return_approx=True,
-    )
-    bounds = np.searchsorted(src, starts)
-    piece = [slice(bounds[i], bounds[i + 1]) for i in range(len(starts) - 1)]
-    orders = _OrderCounter()
-    parts = [_capsules(camera, lines, a[piece[0]], b[piece[0]], ua[piece[0]], ub[piece[0]], src[piece[0]] - starts[0], orders)]
-    for k, group in enumerate(planar_groups):
-        s = piece[2 + k]
-        owner = group.edges[2][src[s] - starts[2 + k]]
-        parts.append(_planars(camera, group, owner, ua[s], ub[s], approx[s], orders))
-    parts.append(_capsules(camera, edges, a[piece[1]], b[piece[1]], ua[piece[1]], ub[piece[1]], src[piece[1]] - starts[1], orders))
-    return Primitives.concat(camera.width_px, camera.height_px, parts)
 
 
 def render_objects(camera: Camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba") -> NDArrayByte:

@@ -170,7 +170,7 @@ def _clip_segments_halfspace(
 
 
 def clip_polygons(
-    vertices: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+    vertices: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M, counts: NDArrayInt | None = None
 ) -> tuple[NDArrayFloat, NDArrayInt]:
     """Sutherland-Hodgman clip of convex camera-frame polygons to near <= z <= far.
 
@@ -178,6 +178,8 @@ def clip_polygons(
         vertices: (N, K, 3) convex rings.
         near_m: near plane (camera z).
         far_m: far plane (camera z).
+        counts: (N,) vertices of each ring (default: all K); padding rows must repeat a vertex of
+            the ring (they take part in the depth range test only).
 
     Returns:
         Vertices (N, K + 2, 3) and their counts (N,): the first `count` rows of each polygon
@@ -186,7 +188,7 @@ def clip_polygons(
     n, k, _ = vertices.shape
     ring = np.zeros((n, k + 2, 3))
     ring[:, :k] = vertices
-    count = np.full(n, k, dtype=np.int64)
+    count = np.full(n, k, dtype=np.int64) if counts is None else np.array(counts, dtype=np.int64)
     z = vertices[..., 2]
     cut = np.flatnonzero((z.min(axis=1) < near_m) | (z.max(axis=1) > far_m))  # most need no clipping
     if cut.size:
