@@ -55,7 +55,8 @@ class _FrameWork:
     frame_index: int
     world_SE3_ego: SE3
     objects: FrameObjects
-    spheres: tuple[cull.Spheres, cull.Spheres, cull.Spheres, cull.Spheres]  # segments, triangles, cuboids, boxes
+    spheres: cull.Spheres  # of the segments, triangles, cuboids, then boxes of `objects`
+    starts: tuple[int, ...]  # (5,): where each of those four parts starts in `spheres`, then the end
 
 
 class SceneRenderer:
@@ -166,8 +167,10 @@ class SceneRenderer:
             rows.corners[keep], rows.front[keep], rows.back[keep], rows.min_size[keep],
         )  # fmt: skip
         seg_sph, tri_sph, cub_sph = self._static_spheres
-        spheres = (seg_sph.take(seg_on), tri_sph.take(tri_on), cub_sph.take(cub_on), cull.bounding_spheres(objects.box_corners))
-        self._work = _FrameWork(frame_index, world_SE3_ego, objects, spheres)
+        parts = [seg_sph.take(seg_on), tri_sph.take(tri_on), cub_sph.take(cub_on), cull.bounding_spheres(objects.box_corners)]
+        starts = np.cumsum([0] + [len(p.radius_m) for p in parts])
+        spheres = cull.Spheres(np.concatenate([p.centre_m for p in parts]), np.concatenate([p.radius_m for p in parts]))
+        self._work = _FrameWork(frame_index, world_SE3_ego, objects, spheres, tuple(int(x) for x in starts))
         return self._work
 
     def box_track_ids(self, frame_index: int) -> npt.NDArray[np.str_]:
@@ -220,7 +223,9 @@ class SceneRenderer:
         else:
             world_SE3_cam = work.world_SE3_ego.compose(self.rig.ego_SE3_camera[camera_index])
         cone = self._cones[camera_index]
-        seg, tri, cub, box = (np.flatnonzero(cull.sphere_in_view(sph, world_SE3_cam, cone)) for sph in work.spheres)
+        kept = np.flatnonzero(cull.sphere_in_view(work.spheres, world_SE3_cam, cone))
+        cut = np.searchsorted(kept, work.starts)
+        seg, tri, cub, box = (kept[cut[k] : cut[k + 1]] - work.starts[k] for k in range(4))
         objects = work.objects.take(seg, tri, cub, box)
         return camera_primitives(self.rig.cameras[camera_index], cone, world_SE3_cam.inverse(), objects, box)
 

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
-from avsim.render.geometry_kernels import owner_min_max, project_px
+from avsim.render.geometry_kernels import Projector, owner_min_max, project_px
 from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
 
 __all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
@@ -366,7 +366,8 @@ def subdivide_segments(
         index source (M,) of the input segment each came from [, approx (M,) bool].
     """
     n = len(p0)
-    uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
+    project = Projector(camera)  # == project_points(camera, .), prepared once
+    uv0, uv1 = project(p0), project(p1)
     if n == 0 or is_straight_projection(camera):
         return (p0, p1, uv0, uv1, np.arange(n)) + ((np.zeros(n, bool),) if return_approx else ())
     keep = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
@@ -383,7 +384,7 @@ def subdivide_segments(
                     break
         a, b, ua, ub = chords[:4]
         m = 0.5 * (a + b)
-        um = project_points(camera, m)
+        um = project(m)
         ok = (_midpoint_error_px(ua, ub, um) <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
         done.append(_take(chords, ok, False))
         if ok.all():

@@ -20,7 +20,7 @@ import numpy as np
 from avsim.core.cameras import Camera, FThetaCamera
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "owner_min_max", "project_px"]
+__all__ = ["HAVE_NUMBA", "Projector", "owner_min_max", "project_px"]
 
 _njit: Any
 try:
@@ -64,17 +64,37 @@ def project_px(camera: Camera, points_cam: NDArrayFloat) -> NDArrayFloat:
     Returns:
         (N, 2) float64 pixels.
     """
-    pts = np.asarray(points_cam, dtype=np.float64)
-    if _njit is None or not isinstance(camera, FThetaCamera) or not len(pts):
-        uv: NDArrayFloat = camera.project(pts)[0] if len(pts) else np.zeros((0, 2))
-        return uv
-    x, y, z = (np.ascontiguousarray(pts[:, k]) for k in range(3))  # contiguous: no alignment-dependent SIMD peel
-    xy_norm = np.hypot(x, y)
-    theta = np.arctan2(xy_norm, z)
-    fw, bw, dbw, scalars = _ftheta_params(camera)
-    out = np.empty((len(pts), 2))
-    _ftheta_pixels(np.ascontiguousarray(pts), xy_norm, theta, fw, bw, dbw, scalars, out)
-    return out
+    return Projector(camera)(points_cam)
+
+
+class Projector:
+    """`project_px` for one camera, its polynomial coefficients prepared once (for repeated calls)."""
+
+    def __init__(self, camera: Camera) -> None:
+        self.camera = camera
+        self.params = _ftheta_params(camera) if _njit is not None and isinstance(camera, FThetaCamera) else None
+
+    def __call__(self, points_cam: NDArrayFloat) -> NDArrayFloat:
+        """Pixels of camera-frame points (see `project_px`).
+
+        Args:
+            points_cam: (N, 3) camera-frame points.
+
+        Returns:
+            (N, 2) float64 pixels.
+        """
+        pts = np.asarray(points_cam, dtype=np.float64)
+        if not len(pts):
+            return np.zeros((0, 2))
+        if self.params is None:
+            uv: NDArrayFloat = self.camera.project(pts)[0]
+            return uv
+        x, y, z = (np.ascontiguousarray(pts[:, k]) for k in range(3))  # contiguous: no alignment-dependent SIMD peel
+        xy_norm = np.hypot(x, y)
+        theta = np.arctan2(xy_norm, z)
+        out = np.empty((len(pts), 2))
+        _ftheta_pixels(np.ascontiguousarray(pts), xy_norm, theta, *self.params, out)
+        return out
 
 
 def owner_min_max(n: int, owner: NDArrayInt, uv: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
