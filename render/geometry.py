@@ -20,7 +20,7 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, owner_min_max, project_px
+from avsim.render.geometry_kernels import Projector, owner_min_max, project_px, subdivide_ftheta
 from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
 
 __all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
@@ -371,6 +371,9 @@ def subdivide_segments(
     if n == 0 or is_straight_projection(camera):
         return (p0, p1, uv0, uv1, np.arange(n)) + ((np.zeros(n, bool),) if return_approx else ())
     keep = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
+    compiled = subdivide_ftheta(project, p0, p1, uv0, uv1, keep, tol_px, cone_rad, MAX_SUBDIVISION_LEVELS)
+    if compiled is not None:  # f-theta with numba: one compiled depth-first pass, same chords
+        return compiled if return_approx else compiled[:5]
     # (source, position key) let us restore along-segment order after the level loop
     chords: _Chords = (p0, p1, uv0, uv1, np.arange(n), np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.float64))
     done: list[_Done] = []

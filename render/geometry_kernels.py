@@ -13,14 +13,15 @@ Without numba both fall back to the numpy paths.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from avsim.core.cameras import Camera, FThetaCamera
-from avsim.core.typing import NDArrayFloat, NDArrayInt
+from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "owner_min_max", "project_px"]
+__all__ = ["HAVE_NUMBA", "Projector", "owner_min_max", "project_px", "subdivide_ftheta"]
 
 _njit: Any
 try:
@@ -162,3 +163,130 @@ if _njit is not None:
                     lo[k, j] = v
                 if v > hi[k, j] or v != v:
                     hi[k, j] = v
+
+
+def subdivide_ftheta(
+    projector: Projector, p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, keep: NDArrayBool,
+    tol_px: float, cone_rad: float | None, max_levels: int,
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt, NDArrayBool] | None:  # fmt: skip
+    """`geometry.subdivide_segments` for an f-theta camera in one compiled pass (None: not available).
+
+    Depth first per segment, so chords come out by source segment then along it with no sort;
+    the same chords as the level-by-level numpy loop, whose decisions (midpoint within
+    `tol_px`, chord outside the cone) are taken here per chord in the same order. The midpoint
+    ray angles use libm's atan2, numpy's SIMD one may differ in the last bit (1e-13 px).
+
+    Args:
+        projector: the camera's projector (f-theta, with numba).
+        p0: (N, 3) camera-frame segment starts.
+        p1: (N, 3) segment ends.
+        uv0: (N, 2) their pixels.
+        uv1: (N, 2).
+        keep: (N,) bool, keep a chord found outside the cone (flagged approx) instead of dropping it.
+        tol_px: chord tolerance in pixels.
+        cone_rad: the cone half-angle, or None (no culling).
+        max_levels: at most this many halvings.
+
+    Returns:
+        q0, q1 (M, 3), uv0, uv1 (M, 2), source (M,), approx (M,), or None without numba / f-theta.
+    """
+    if projector.params is None:
+        return None
+    n = len(p0)
+    cone = -1.0 if cone_rad is None else float(cone_rad) + float(np.radians(1.0))
+    capacity = 4 * n + 64
+    args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, uv0, uv1)]
+    while True:
+        out_p = np.empty((capacity, 2, 3))
+        out_uv = np.empty((capacity, 2, 2))
+        out_src = np.empty(capacity, np.int64)
+        out_approx = np.empty(capacity, np.bool_)
+        m = _subdivide(*args, np.ascontiguousarray(keep, np.bool_), *projector.params, tol_px, cone, max_levels,
+                       out_p, out_uv, out_src, out_approx)  # fmt: skip
+        if m >= 0:
+            break
+        capacity *= 4
+    return (out_p[:m, 0], out_p[:m, 1], out_uv[:m, 0], out_uv[:m, 1], out_src[:m], out_approx[:m])
+
+
+if _njit is not None:
+    _njit_np = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+
+    @_njit_np
+    def _ftheta_pixel(
+        x: float, y: float, z: float, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat
+    ) -> tuple[float, float]:
+        theta_max, r_end, slope, c, d, e, cx, cy, backward = scalars
+        n = math.hypot(x, y)
+        th = math.atan2(n, z)
+        r = _polyval(fw, th)
+        if backward != 0.0:
+            for _ in range(_NEWTON_STEPS):
+                deriv = _polyval(dbw, r)
+                r = r - (_polyval(bw, r) - th) / (deriv if abs(deriv) > 1e-12 else 1e-12)
+        if th > theta_max:
+            r = r_end + slope * (th - theta_max)
+        ox, oy = (0.0, 0.0) if n == 0 else (x / n * r, y / n * r)
+        return c * ox + d * oy + cx, e * ox + oy + cy
+
+    @_njit_np
+    def _outside_cone(a0: float, a1: float, a2: float, b0: float, b1: float, b2: float, cone: float) -> bool:
+        """`geometry.segment_cone_visible` negated (cone: half-angle + its one-degree margin)."""
+        l0 = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        l1 = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)
+        t0 = math.acos(min(max(a2 / l0, -1.0), 1.0))
+        t1 = math.acos(min(max(b2 / l1, -1.0), 1.0))
+        span = math.acos(min(max((a0 * b0 + a1 * b1 + a2 * b2) / (l0 * l1), -1.0), 1.0))
+        if not math.isfinite(span):
+            return False
+        return not (min(t0, t1) - span <= cone)
+
+    @_njit_np
+    def _midpoint_error(ua0: float, ua1: float, ub0: float, ub1: float, um0: float, um1: float) -> float:
+        c0, c1 = ub0 - ua0, ub1 - ua1
+        length = math.hypot(c0, c1)
+        r0, r1 = um0 - ua0, um1 - ua1
+        if length > 1e-9:
+            return abs(c0 * r1 - c1 * r0) / max(length, 1e-12)
+        return math.hypot(r0, r1)
+
+    @_njit_np
+    def _subdivide(
+        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
+        bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat, tol: float, cone: float, max_levels: int,
+        out_p: NDArrayFloat, out_uv: NDArrayFloat, out_src: NDArrayInt, out_approx: NDArrayBool,
+    ) -> int:  # fmt: skip
+        """Chords into the out_* buffers; returns their number, or -1 when the buffers are too small.
+        A stack row holds a chord: ends a (3), b (3), pixels ua (2), ub (2), then its level."""
+        st = np.empty((max_levels + 2, 11))
+        m = 0
+        for i in range(len(p0)):
+            st[0, 0:3], st[0, 3:6], st[0, 6:8], st[0, 8:10], st[0, 10] = p0[i], p1[i], uv0[i], uv1[i], 0.0
+            top = 1
+            while top > 0:
+                top -= 1
+                a0, a1, a2, b0, b1, b2 = st[top, 0], st[top, 1], st[top, 2], st[top, 3], st[top, 4], st[top, 5]
+                ua0, ua1, ub0, ub1, level = st[top, 6], st[top, 7], st[top, 8], st[top, 9], int(st[top, 10])
+                outside = cone >= 0.0 and level > 0 and _outside_cone(a0, a1, a2, b0, b1, b2, cone)
+                if outside and not keep[i]:
+                    continue
+                done = outside
+                if not outside:
+                    m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
+                    um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
+                    done = _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels
+                if done:
+                    if m >= len(out_src):
+                        return -1
+                    out_p[m, 0, 0], out_p[m, 0, 1], out_p[m, 0, 2], out_p[m, 1, 0], out_p[m, 1, 1], out_p[m, 1, 2] = a0, a1, a2, b0, b1, b2
+                    out_uv[m, 0, 0], out_uv[m, 0, 1], out_uv[m, 1, 0], out_uv[m, 1, 1] = ua0, ua1, ub0, ub1
+                    out_src[m], out_approx[m] = i, outside
+                    m += 1
+                    continue
+                # second half below, first half on top (popped first: along-segment order)
+                st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
+                t = top + 1
+                st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
+                st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
+                top += 2
+        return m
