@@ -204,3 +204,31 @@ def test_owner_min_max_equals_reduce():
             continue
         assert np.array_equal(lo[k], mine.min(axis=0), equal_nan=True)
         assert np.array_equal(hi[k], mine.max(axis=0), equal_nan=True)
+
+
+def test_compiled_subdivision_matches_the_numpy_levels(sample, monkeypatch):
+    """Same chords, sources, approx flags and order as the numpy level loop; pixels within 1e-9 px
+    (midpoint angles from libm's atan2); and the same frames."""
+    renderer = SceneRenderer(sample, size=SIZE)
+    calls = []
+    real = geo.subdivide_segments
+
+    def record(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(geo, "subdivide_segments", record)
+    compiled = [renderer.render_camera(40, i) for i in (0, 3)]
+    monkeypatch.setattr(geo, "subdivide_segments", real)
+    monkeypatch.setattr(geo, "subdivide_ftheta", lambda *args: None)
+    renderer._work = None
+    assert all(np.array_equal(img, renderer.render_camera(40, i)) for img, i in zip(compiled, (0, 3)))
+    for args, kwargs in calls:
+        ref = geo.subdivide_segments(*args, **kwargs)
+        monkeypatch.undo()
+        new = geo.subdivide_segments(*args, **kwargs)
+        monkeypatch.setattr(geo, "subdivide_ftheta", lambda *args: None)
+        assert len(new[0]) == len(ref[0]) > 100
+        assert np.array_equal(new[4], ref[4]) and np.array_equal(new[5], ref[5])
+        for k in range(4):
+            assert np.abs(new[k] - ref[k]).max() < 1e-9
