@@ -242,11 +242,13 @@ def camera_primitives(
         The camera-space primitives.
     """
     R, t = cam_SE3_world.rotation, cam_SE3_world.translation
-    box_cam = geo.to_camera(objects.box_corners, R, t)
+    static_cam, box_cam = geo.to_camera(objects.static_corners, R, t), geo.to_camera(objects.box_corners, R, t)
     box_obj = np.arange(len(box_cam)) if box_obj is None else np.asarray(box_obj)
-    facing = geo.front_facing(box_cam) if len(box_cam) else np.zeros((0, 6), bool)
+    both = np.concatenate([static_cam, box_cam])
+    both_facing = geo.front_facing(both) if len(both) else np.zeros((0, 6), bool)  # signs and lights, then boxes
+    static_facing, facing = both_facing[: len(static_cam)], both_facing[len(static_cam) :]
     segments, n_lines = _line_and_edge_group(cone_rad, objects, R, t, box_cam, facing, box_obj)
-    planars = _planar_group(cone_rad, *_planar_inputs(objects, R, t, box_cam, facing, box_obj))
+    planars = _planar_group(cone_rad, *_planar_inputs(objects, R, t, (static_cam, static_facing), (box_cam, facing), box_obj))
     # one batched subdivision of everything: map lines, box edges, polygon boundaries
     n_seg = len(segments.p0)
     a, b, ua, ub, src, approx = geo.subdivide_segments(
@@ -286,15 +288,15 @@ def _line_and_edge_group(
 
 
 def _planar_inputs(
-    objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, box_cam: NDArrayFloat, facing: NDArrayBool, box_obj: NDArrayInt
-) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool, NDArrayFloat, NDArrayFloat, NDArrayInt]:
+    objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, statics: tuple[NDArrayFloat, NDArrayBool],
+    boxes: tuple[NDArrayFloat, NDArrayBool], box_obj: NDArrayInt,
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool, NDArrayFloat, NDArrayFloat, NDArrayInt]:  # fmt: skip
     """Map triangles (padded to 4 corners), front faces of signs and lights (flat colour), front
     faces of the boxes (A -> B gradient), in draw order: corners, colours, is_tri, zscale, zbias, object."""
     tri = geo.to_camera(objects.tri, R, t)
     tri4 = np.concatenate([tri, tri[:, 2:3]], axis=1)
     tri_rgb4 = np.repeat(objects.tri_rgb[:, None], 4, axis=1)
-    static_cam = geo.to_camera(objects.static_corners, R, t)
-    static_facing = geo.front_facing(static_cam) if len(static_cam) else np.zeros((0, 6), bool)
+    (static_cam, static_facing), (box_cam, facing) = statics, boxes
     static_rgb4 = np.repeat(objects.static_rgb[:, None], 6 * 4, axis=1).reshape(-1, 6, 4, 3)[static_facing]
     corner_rgb = geo.cuboid_corner_colours(objects.box_rgb_front, objects.box_rgb_back) if len(box_cam) else np.zeros((0, 8, 3))
     verts = [tri4, static_cam[:, geo.CUBOID_FACES][static_facing], box_cam[:, geo.CUBOID_FACES][facing]]

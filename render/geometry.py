@@ -113,11 +113,20 @@ def front_facing(corners_cam: NDArrayFloat) -> NDArrayBool:
         (N, 6) bool per face of CUBOID_FACES.
     """
     quads = corners_cam[:, CUBOID_FACES]  # (N, 6, 4, 3)
-    normal = np.cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
+    normal = _cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
     centre = corners_cam.mean(axis=1)[:, None, :]
     face_centre = quads.mean(axis=2)
     outward = np.sign(np.einsum("nfk,nfk->nf", normal, face_centre - centre))
     return np.einsum("nfk,nfk->nf", normal * outward[..., None], quads[:, :, 0]) < 0
+
+
+def _cross(a: NDArrayFloat, b: NDArrayFloat) -> NDArrayFloat:
+    """np.cross of (..., 3) vectors (the same products and differences, without its axis handling)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 # ---- transforms, clipping and culling -----------------------------------------------------
@@ -374,6 +383,16 @@ def subdivide_segments(
     compiled = subdivide_ftheta(project, p0, p1, uv0, uv1, keep, tol_px, cone_rad, MAX_SUBDIVISION_LEVELS)
     if compiled is not None:  # f-theta with numba: one compiled depth-first pass, same chords
         return compiled if return_approx else compiled[:5]
+    return _subdivide_levels(project, (p0, p1, uv0, uv1), keep, tol_px, cone_rad, return_approx)
+
+
+def _subdivide_levels(
+    project: Projector, ends: tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat], keep: NDArrayBool,
+    tol_px: float, cone_rad: float | None, return_approx: bool,
+) -> tuple[NDArrayAny, ...]:  # fmt: skip
+    """`subdivide_segments` level by level in numpy (every camera model; the reference of the compiled pass)."""
+    p0, p1, uv0, uv1 = ends
+    n = len(p0)
     # (source, position key) let us restore along-segment order after the level loop
     chords: _Chords = (p0, p1, uv0, uv1, np.arange(n), np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.float64))
     done: list[_Done] = []
