@@ -20,6 +20,7 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.render import geometry as geo
 from avsim.render import style
+from avsim.render.geometry_kernels import clip_cull_planars
 from avsim.render.raster import Primitives, planar_row_spans, rasterize, ray_map
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
@@ -158,6 +159,10 @@ def _planar_group(
     obj: NDArrayInt,
 ) -> _PlanarGroup:
     """Clip and cull planars (verts (N, 4, 3); rows with `is_tri` are triangles padded with their third corner)."""
+    compiled = clip_cull_planars(verts, np.where(is_tri, 3, 4), cone_rad, style.NEAR_M, style.MAX_DEPTH_M)
+    if compiled is not None:
+        idx, edges = compiled[0], compiled[1:]
+        return _PlanarGroup(verts[idx], rgb4[idx], is_tri[idx], zscale[idx], zbias[idx], edges, obj[idx].astype(np.int32))
     z = verts[..., 2]
     idx = np.flatnonzero((z.max(axis=1) >= style.NEAR_M) & (z.min(axis=1) <= style.MAX_DEPTH_M))
     rings, counts = geo.clip_polygons(verts[idx], counts=np.where(is_tri[idx], 3, 4))

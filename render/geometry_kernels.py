@@ -23,13 +23,15 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
 __all__ = ["HAVE_NUMBA", "Projector", "owner_min_max", "project_px", "subdivide_ftheta"]
 
-_njit: Any
+_njit: Any  # numba.njit with the raster kernels' options, or None without numba
+_njit_np: Any  # the same with numpy's float error model (x / 0 -> inf or nan, no exception)
 try:
     import numba
 
     _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+    _njit_np = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
+    _njit = _njit_np = None
 
 HAVE_NUMBA = _njit is not None
 _NEWTON_STEPS = 3  # avsim.core.cameras.NEWTON_STEPS
@@ -210,7 +212,6 @@ def subdivide_ftheta(
 
 
 if _njit is not None:
-    _njit_np = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 
     @_njit_np
     def _ftheta_pixel(
@@ -290,3 +291,103 @@ if _njit is not None:
                 st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
                 top += 2
         return m
+
+
+def clip_cull_planars(
+    verts: NDArrayFloat, counts: NDArrayInt, cone_rad: float, near_m: float, far_m: float
+) -> tuple[NDArrayInt, NDArrayFloat, NDArrayFloat, NDArrayInt] | None:
+    """Depth test, near/far clip, cone cull and ring edges of convex planars in one compiled pass
+    (None without numba).
+
+    The steps of `camera_geometry._planar_group` in numpy (`geometry.clip_polygons`,
+    `geometry.cone_visible`, `geometry.ring_edges`), per planar: clipped vertices come from the
+    same operations in the same order; the cone decision uses libm's atan2 / acos (numpy's SIMD
+    ones may differ in the last bit, which only matters on the cone's boundary, 1 degree outside
+    the image).
+
+    Args:
+        verts: (N, K, 3) camera-frame rings (padding rows repeat a vertex).
+        counts: (N,) vertices of each ring.
+        cone_rad: the camera's cone half-angle.
+        near_m: near plane.
+        far_m: far plane.
+
+    Returns:
+        Kept planar indices (P,), edge starts (E, 3), ends (E, 3), owner (E,) in [0, P).
+    """
+    if _njit is None:  # pragma: no cover - exercised only where numba is missing
+        return None
+    n, k, _ = verts.shape
+    kept = np.empty(n, np.int64)
+    edge_a, edge_b = np.empty((n * (k + 2), 3)), np.empty((n * (k + 2), 3))
+    owner = np.empty(n * (k + 2), np.int64)
+    p, e = _clip_cull(np.ascontiguousarray(verts, np.float64), np.ascontiguousarray(counts, np.int64),
+                      float(cone_rad) + float(np.radians(1.0)), near_m, far_m, kept, edge_a, edge_b, owner)  # fmt: skip
+    return kept[:p], edge_a[:e], edge_b[:e], owner[:e]
+
+
+if _njit is not None:
+
+    @_njit_np
+    def _clip_half(ring: NDArrayFloat, count: int, plane: float, sign: float, out: NDArrayFloat) -> int:
+        """`geometry._clip_ring_halfspace` for one ring: keep sign * (z - plane) >= 0; returns the new count."""
+        m = 0
+        for i in range(count):
+            j = i + 1 if i + 1 < count else 0
+            da, db = sign * (ring[i, 2] - plane), sign * (ring[j, 2] - plane)
+            t = da / (da - db)
+            t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
+            if da >= 0:
+                out[m, 0], out[m, 1], out[m, 2] = ring[i, 0], ring[i, 1], ring[i, 2]
+                m += 1
+            if (da >= 0) != (db >= 0):
+                for c in range(3):
+                    out[m, c] = ring[i, c] + (ring[j, c] - ring[i, c]) * t
+                m += 1
+        return m
+
+    @_njit_np
+    def _ring_visible(ring: NDArrayFloat, count: int, cone: float) -> bool:
+        """`geometry.cone_visible` for one ring (cone: half-angle + its one-degree margin)."""
+        u = np.empty((count, 3))
+        theta_min = math.inf
+        for i in range(count):
+            norm = max(math.sqrt(ring[i, 0] * ring[i, 0] + ring[i, 1] * ring[i, 1] + ring[i, 2] * ring[i, 2]), 1e-300)
+            for c in range(3):
+                u[i, c] = ring[i, c] / norm
+            theta_min = min(theta_min, math.atan2(math.hypot(u[i, 0], u[i, 1]), u[i, 2]))
+        span = 0.0
+        for i in range(count):
+            for j in range(count):
+                cos = u[i, 0] * u[j, 0] + u[i, 1] * u[j, 1] + u[i, 2] * u[j, 2]
+                span = max(span, math.acos(min(max(cos, -1.0), 1.0)))
+        return theta_min - span <= cone
+
+    @_njit_np
+    def _clip_cull(
+        verts: NDArrayFloat, counts: NDArrayInt, cone: float, near: float, far: float, kept: NDArrayInt,
+        edge_a: NDArrayFloat, edge_b: NDArrayFloat, owner: NDArrayInt,
+    ) -> tuple[int, int]:  # fmt: skip
+        k = verts.shape[1]
+        ring, tmp = np.empty((2 * k + 4, 3)), np.empty((2 * k + 4, 3))
+        p = e = 0
+        for i in range(len(verts)):
+            zmin, zmax = math.inf, -math.inf
+            for j in range(k):
+                zmin, zmax = min(zmin, verts[i, j, 2]), max(zmax, verts[i, j, 2])
+            if not (zmax >= near and zmin <= far):
+                continue
+            count = counts[i]
+            ring[:count] = verts[i, :count]
+            if zmin < near or zmax > far:
+                count = _clip_half(ring, count, near, 1.0, tmp)
+                count = _clip_half(tmp, count, far, -1.0, ring)
+            if count < 3 or not _ring_visible(ring, count, cone):
+                continue
+            for j in range(count):
+                nxt = j + 1 if j + 1 < count else 0
+                edge_a[e], edge_b[e], owner[e] = ring[j], ring[nxt], p
+                e += 1
+            kept[p] = i
+            p += 1
+        return p, e

@@ -16,6 +16,7 @@ import pytest
 from avsim.core.agents import AgentTracks
 from avsim.core.rig import cosmos_rig
 from avsim.render import geometry as geo
+from avsim.render import style
 from avsim.render.agents_geometry import resample_rows
 from avsim.render.camera_geometry import render_objects
 from avsim.render.frame import AGENT_BLOCK_FRAMES, SceneRenderer
@@ -232,3 +233,31 @@ def test_compiled_subdivision_matches_the_numpy_levels(sample, monkeypatch):
         assert np.array_equal(new[4], ref[4]) and np.array_equal(new[5], ref[5])
         for k in range(4):
             assert np.abs(new[k] - ref[k]).max() < 1e-9
+
+
+def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
+    """The compiled planar pass keeps the same planars and the same clipped ring edges, bit for bit."""
+    import avsim.render.camera_geometry as cg
+
+    calls = []
+    real = cg._planar_group
+
+    def record(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(cg, "_planar_group", record)
+    renderer = SceneRenderer(sample_tenfold, size=SIZE)
+    for i in range(len(renderer.rig)):
+        renderer.camera_primitives(20, i)
+    monkeypatch.setattr(cg, "_planar_group", real)
+    clipped = 0
+    for args in calls:
+        new = real(*args)
+        monkeypatch.setattr(cg, "clip_cull_planars", lambda *a: None)
+        ref = real(*args)
+        monkeypatch.undo()
+        assert np.array_equal(new.verts, ref.verts) and np.array_equal(new.obj, ref.obj)
+        assert all(np.array_equal(x, y) for x, y in zip(new.edges, ref.edges))
+        clipped += int((args[1][..., 2].min(axis=1) < style.NEAR_M).sum())
+    assert clipped > 0  # some planars crossed the near plane
