@@ -1,4 +1,4 @@
-"""Geometry stage of the renderer: pure, vectorised numpy.
+"""Geometry stage of the renderer: vectorised numpy, with compiled f-theta paths (`geometry_kernels`).
 
 World -> camera transforms, exact clipping of segments and convex polygons against the near
 (z = NEAR_M) and far (z = MAX_DEPTH_M) planes, conservative view-cone culling, adaptive
