@@ -12,6 +12,12 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --cases sample --modes raster
     python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
     python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
+    python bench/render.py --rows raster,agents,memory --raster-frames 30   # main (before) / this checkout (after)
+
+The `--rows` table runs main's code (/work/main with its own interpreter) and this checkout's in
+the same run, interleaved: raster only split into geometry and raster-kernel CPU time (sample and
+AV2), the cost of 10x the agents (the sample's tracks and nine offset copies), and the peak RSS
+of a 4 s and a 20 s clip at 1920x1080.
 """
 
 from __future__ import annotations
@@ -54,6 +60,57 @@ def _peak_mib() -> tuple[float, float]:
     return own, children
 
 
+def tenfold_agents(scenario):
+    """The scenario with ten times the agents: its tracks and nine copies offset in x, y (new ids)."""
+    import numpy as np
+
+    from avsim.core.agents import AgentTracks
+
+    agents = scenario.agents
+    offsets = [(dx, dy) for dx in (-24.0, 0.0, 24.0) for dy in (-12.0, 0.0, 12.0) if (dx, dy) != (0.0, 0.0)] + [(48.0, 0.0)]
+    parts = [agents] + [
+        AgentTracks(np.char.add(agents.track_id, f"~{k}"), agents.source_class, agents.timestamps_ns,
+                    agents.center_m + np.array([dx, dy, 0.0]), agents.size_m, agents.orientation)
+        for k, (dx, dy) in enumerate(offsets)
+    ]  # fmt: skip
+    return scenario.replace(agents=AgentTracks.concat(parts))
+
+
+def run_geometry_split(case: str, clip_s: float, raster_frames: int, tenfold: bool, size: tuple[int, int]) -> dict:
+    """Raster only, one process: CPU time of the geometry (primitives) and of the raster kernels apart."""
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.raster import rasterize
+
+    scenario = load_case(case, clip_s)
+    scenario = tenfold_agents(scenario) if tenfold else scenario
+    renderer = SceneRenderer(scenario, size=size)
+    renderer.render_frame(0)
+    n = min(raster_frames, renderer.n_frames - 1)
+    step = max(1, (renderer.n_frames - 1) // max(n, 1))
+    geo_s = ras_s = 0.0
+    for f in [1 + i * step for i in range(n)]:
+        for i in range(len(renderer.rig)):
+            t0 = time.process_time()
+            prims = renderer.camera_primitives(f, i)
+            t1 = time.process_time()
+            rasterize(prims, renderer.rays(i), "numba")
+            geo_s, ras_s = geo_s + t1 - t0, ras_s + time.process_time() - t1
+    cf = n * len(renderer.rig)
+    return {"case": case, "tenfold": tenfold, "camera_frames": cf, "geometry_ms": 1e3 * geo_s / cf, "raster_ms": 1e3 * ras_s / cf,
+            "cf_per_cpu_s": cf / (geo_s + ras_s), "boxes": len(scenario.agents.track_ids)}  # fmt: skip
+
+
+def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int) -> dict:
+    """Every `stride`-th frame of the whole clip, all cameras (the renderer's memory over a clip)."""
+    from avsim.render.frame import SceneRenderer
+
+    renderer = SceneRenderer(load_case(case, clip_s), size=size)
+    for f in range(0, renderer.n_frames, stride):
+        renderer.render_frame(f)
+    own, _ = _peak_mib()
+    return {"case": case, "clip_s": clip_s, "frames": renderer.n_frames, "peak_main_mib": own}
+
+
 def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     """One measurement (runs inside its own process)."""
     from avsim.render.frame import SceneRenderer
@@ -90,6 +147,85 @@ def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
             "cf_per_s": cam_frames / wall, "cf_per_cpu_s": cam_frames / cpu, "peak_main_mib": own, "peak_worker_mib": children}  # fmt: skip
 
 
+MAIN = Path("/work/main")  # "before": main's checkout and interpreter, read only
+MAIN_PYTHON = MAIN / ".venv" / "bin" / "python"
+
+
+def _child(argv: list[str], before: bool) -> dict:
+    """Run this file's hidden measurement `argv` in a fresh process, on main's code or on this checkout's."""
+    python, cwd = (str(MAIN_PYTHON), MAIN) if before else (sys.executable, REPO)
+    out = subprocess.run([python, __file__, *argv], capture_output=True, text=True, cwd=cwd, check=False)
+    if out.returncode:
+        raise SystemExit(out.stderr[-2000:])
+    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _pairs(argv: list[str], repeats: int) -> tuple[list[dict], list[dict]]:
+    """`repeats` before/after measurements, interleaved so the machine's load hits both alike."""
+    before, after = [], []
+    for _ in range(repeats):
+        before.append(_child(argv, True))
+        after.append(_child(argv, False))
+    return before, after
+
+
+def raster_row(case: str, frames: int, repeats: int) -> str:
+    """Raster only (geometry + kernels, no encode) at 1280x720, camera-frames per CPU-second, before/after."""
+    before, after = _pairs(["--split", case, "0", "1280", "720", str(frames)], repeats)
+    b, a = (max(r["cf_per_cpu_s"] for r in rows) for rows in (before, after))
+    gb, ga = (min(r["geometry_ms"] for r in rows) for rows in (before, after))
+    kb, ka = (min(r["raster_ms"] for r in rows) for rows in (before, after))
+    return (f"| raster only, {case}, 1280x720 | {b:.1f} cf/CPU-s (geometry {gb:.2f} + kernels {kb:.2f} ms) | "
+            f"{a:.1f} cf/CPU-s (geometry {ga:.2f} + kernels {ka:.2f} ms) | {a / b:.2f}x (geometry {gb / ga:.2f}x faster) |")  # fmt: skip
+
+
+def agents_row(frames: int, repeats: int) -> str:
+    """Cost per camera-frame of 10x the agents over the sample's own, before/after (same run)."""
+    out = {}
+    for tenfold in ("0", "1"):
+        out[tenfold] = _pairs(["--split", "sample", tenfold, "1280", "720", str(frames)], repeats)
+
+    def ratio(k: int, key: str) -> float:
+        one = min(r[key] for r in out["0"][k])
+        ten = min(r[key] for r in out["1"][k])
+        return ten / one
+
+    def total(k: int, tenfold: str) -> float:
+        return min(r["geometry_ms"] + r["raster_ms"] for r in out[tenfold][k])
+
+    cells = [f"{total(k, '1') / total(k, '0'):.2f}x (geometry {ratio(k, 'geometry_ms'):.2f}x, kernels {ratio(k, 'raster_ms'):.2f}x)"
+             for k in (0, 1)]  # fmt: skip
+    return f"| 10x agents / 1x, sample, per camera-frame | {cells[0]} | {cells[1]} | |"
+
+
+def memory_row(stride: int) -> str:
+    """Peak RSS of the renderer over a 4 s and a 20 s sample clip, 7 cameras at 1920x1080, before/after."""
+    cells = []
+    for before in (True, False):
+        short, long_ = (_child(["--memory", "sample", str(c), "1920", "1080", str(stride)], before) for c in (4.0, 20.0))
+        cells.append(f"{short['peak_main_mib']:.0f} / {long_['peak_main_mib']:.0f} MiB")
+    return f"| peak RSS, 4 s / 20 s clip, 7 cameras 1920x1080 (every {stride}th frame) | {cells[0]} | {cells[1]} | |"
+
+
+def compare(rows: list[str], frames: int, repeats: int, stride: int) -> None:
+    """Print the before (main) / after (this checkout) table of the chosen rows, all measured in this run."""
+    print("| row | main | this branch | ratio |\n|---|---|---|---|")
+    for row in rows:
+        if row == "raster":
+            print(raster_row("sample", frames, repeats), flush=True)
+            if AV2_LOG.is_dir():
+                print(raster_row("av2", frames, repeats), flush=True)
+        elif row == "agents":
+            print(agents_row(frames, repeats), flush=True)
+        elif row == "memory":
+            print(memory_row(stride), flush=True)
+        else:
+            raise SystemExit(f"unknown row {row!r}")
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.1f} at the end; {os.cpu_count()} CPUs; {_versions()}")
+
+
 def _cpu_s() -> float:
     """User + system CPU seconds of this process and its finished children (the workers)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -117,9 +253,25 @@ def main() -> None:
     parser.add_argument("--raster-frames", type=int, default=150, help="frames (x all cameras) for raster only")
     parser.add_argument("--quick", action="store_true", help="60 raster frames, 4 s clips")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--rows", help="before (main) / after rows instead: raster,agents,memory")
+    parser.add_argument("--repeats", type=int, default=2, help="before/after pairs per row")
+    parser.add_argument("--stride", type=int, default=5, help="frame stride of the memory row")
+    parser.add_argument("--split", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--memory", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.split:
+        case, tenfold, w, h, n = args.split
+        print(json.dumps(run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))))
+        return
+    if args.memory:
+        case, clip, w, h, stride = args.memory
+        print(json.dumps(run_clip_memory(case, float(clip), (int(w), int(h)), int(stride))))
+        return
     if args.quick:
         args.clip_s, args.raster_frames = 4.0, 60
+    if args.rows:
+        compare(args.rows.split(","), args.raster_frames, args.repeats, args.stride)
+        return
     if args.one:
         print(json.dumps(run_one(args.one[0], args.one[1], args.clip_s, args.raster_frames)))
         return

@@ -1,4 +1,4 @@
-"""Geometry stage of the renderer: pure, vectorised numpy.
+"""Geometry stage of the renderer: vectorised numpy, with compiled f-theta paths (`geometry_kernels`).
 
 World -> camera transforms, exact clipping of segments and convex polygons against the near
 (z = NEAR_M) and far (z = MAX_DEPTH_M) planes, conservative view-cone culling, adaptive
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
+from avsim.render.geometry_kernels import Projector, owner_min_max, project_px, subdivide_ftheta
 from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
 
 __all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
@@ -112,11 +113,20 @@ def front_facing(corners_cam: NDArrayFloat) -> NDArrayBool:
         (N, 6) bool per face of CUBOID_FACES.
     """
     quads = corners_cam[:, CUBOID_FACES]  # (N, 6, 4, 3)
-    normal = np.cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
+    normal = _cross(quads[:, :, 1] - quads[:, :, 0], quads[:, :, 3] - quads[:, :, 0])
     centre = corners_cam.mean(axis=1)[:, None, :]
     face_centre = quads.mean(axis=2)
     outward = np.sign(np.einsum("nfk,nfk->nf", normal, face_centre - centre))
     return np.einsum("nfk,nfk->nf", normal * outward[..., None], quads[:, :, 0]) < 0
+
+
+def _cross(a: NDArrayFloat, b: NDArrayFloat) -> NDArrayFloat:
+    """np.cross of (..., 3) vectors (the same products and differences, without its axis handling)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 # ---- transforms, clipping and culling -----------------------------------------------------
@@ -169,7 +179,7 @@ def _clip_segments_halfspace(
 
 
 def clip_polygons(
-    vertices: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M
+    vertices: NDArrayFloat, near_m: float = style.NEAR_M, far_m: float = style.MAX_DEPTH_M, counts: NDArrayInt | None = None
 ) -> tuple[NDArrayFloat, NDArrayInt]:
     """Sutherland-Hodgman clip of convex camera-frame polygons to near <= z <= far.
 
@@ -177,6 +187,8 @@ def clip_polygons(
         vertices: (N, K, 3) convex rings.
         near_m: near plane (camera z).
         far_m: far plane (camera z).
+        counts: (N,) vertices of each ring (default: all K); padding rows must repeat a vertex of
+            the ring (they take part in the depth range test only).
 
     Returns:
         Vertices (N, K + 2, 3) and their counts (N,): the first `count` rows of each polygon
@@ -185,7 +197,7 @@ def clip_polygons(
     n, k, _ = vertices.shape
     ring = np.zeros((n, k + 2, 3))
     ring[:, :k] = vertices
-    count = np.full(n, k, dtype=np.int64)
+    count = np.full(n, k, dtype=np.int64) if counts is None else np.array(counts, dtype=np.int64)
     z = vertices[..., 2]
     cut = np.flatnonzero((z.min(axis=1) < near_m) | (z.max(axis=1) > far_m))  # most need no clipping
     if cut.size:
@@ -319,9 +331,7 @@ def project_points(camera: Camera, points_cam: NDArrayFloat) -> NDArrayFloat:
     Returns:
         (N, 2) pixels.
     """
-    if len(points_cam) == 0:
-        return np.zeros((0, 2))
-    return camera.project(points_cam)[0]
+    return project_px(camera, points_cam)  # == camera.project(points_cam)[0], compiled for f-theta
 
 
 # chords being subdivided: ends a, b (M, 3), pixels ua, ub (M, 2), source (M,), key along it (M,), width (M,)
@@ -365,10 +375,24 @@ def subdivide_segments(
         index source (M,) of the input segment each came from [, approx (M,) bool].
     """
     n = len(p0)
-    uv0, uv1 = project_points(camera, p0), project_points(camera, p1)
+    project = Projector(camera)  # == project_points(camera, .), prepared once
+    uv0, uv1 = project(p0), project(p1)
     if n == 0 or is_straight_projection(camera):
         return (p0, p1, uv0, uv1, np.arange(n)) + ((np.zeros(n, bool),) if return_approx else ())
     keep = np.ones(n, bool) if keep_outside is None else np.asarray(keep_outside, bool)
+    compiled = subdivide_ftheta(project, p0, p1, uv0, uv1, keep, tol_px, cone_rad, MAX_SUBDIVISION_LEVELS)
+    if compiled is not None:  # f-theta with numba: one compiled depth-first pass, same chords
+        return compiled if return_approx else compiled[:5]
+    return _subdivide_levels(project, (p0, p1, uv0, uv1), keep, tol_px, cone_rad, return_approx)
+
+
+def _subdivide_levels(
+    project: Projector, ends: tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat], keep: NDArrayBool,
+    tol_px: float, cone_rad: float | None, return_approx: bool,
+) -> tuple[NDArrayAny, ...]:  # fmt: skip
+    """`subdivide_segments` level by level in numpy (every camera model; the reference of the compiled pass)."""
+    p0, p1, uv0, uv1 = ends
+    n = len(p0)
     # (source, position key) let us restore along-segment order after the level loop
     chords: _Chords = (p0, p1, uv0, uv1, np.arange(n), np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.float64))
     done: list[_Done] = []
@@ -382,7 +406,7 @@ def subdivide_segments(
                     break
         a, b, ua, ub = chords[:4]
         m = 0.5 * (a + b)
-        um = project_points(camera, m)
+        um = project(m)
         ok = (_midpoint_error_px(ua, ub, um) <= tol_px) | (level == MAX_SUBDIVISION_LEVELS)
         done.append(_take(chords, ok, False))
         if ok.all():
@@ -464,14 +488,7 @@ def pixel_bounds(n: int, owner: NDArrayInt, uv: NDArrayFloat, width_px: int, hei
     Returns:
         (n, 4) int64 boxes [x0, y0, x1, y1]; empty boxes are (0, 0, -1, -1).
     """
-    lo = np.full((n, 2), np.inf)
-    hi = np.full((n, 2), -np.inf)
-    if len(owner):
-        order = np.argsort(owner, kind="stable")
-        owner, uv = owner[order], uv[order]
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        lo[owner[starts]] = np.minimum.reduceat(uv, starts, axis=0)
-        hi[owner[starts]] = np.maximum.reduceat(uv, starts, axis=0)
+    lo, hi = owner_min_max(n, owner, uv)
     # pixel i has its centre at i + PIXEL_CENTRE_OFFSET
     c = PIXEL_CENTRE_OFFSET
     with np.errstate(invalid="ignore"):
