@@ -1,0 +1,344 @@
+"""Torch raster backend: fragments generated per bounding box and resolved with a scatter-min on
+the packed 64-bit (key, order); runs batched over many images on any device. Split out of
+`avsim.render.raster` (which re-exports `rasterize_torch`); the edge-adaptive 4x MSAA is the
+twin of `avsim.render.raster_aa` (same edge pixels, sub-samples, shading and resolve).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from avsim.core.typing import NDArrayByte, NDArrayFloat32
+from avsim.render import style
+from avsim.render.geometry import PIXEL_CENTRE_OFFSET
+from avsim.render.raster_kernels import INV_MAX_DEPTH, KEY_OFFSET, PARAM_EPS, plane_params
+
+if TYPE_CHECKING:
+    from avsim.render.raster import Primitives
+
+
+def _bbox_fragments(torch: Any, boxes: Any, max_fragments: int) -> Iterator[tuple[Any, Any, Any]]:
+    """Yield (prim index, y, x) tensors for all pixels of the inclusive boxes (P, 4), in chunks."""
+    widths = (boxes[:, 2] - boxes[:, 0] + 1).clamp(min=0)
+    heights = (boxes[:, 3] - boxes[:, 1] + 1).clamp(min=0)
+    counts = widths * heights
+    start = 0
+    n = len(boxes)
+    while start < n:
+        csum = torch.cumsum(counts[start:], 0)
+        stop = start + max(1, int(torch.searchsorted(csum, torch.tensor(max_fragments, device=csum.device)).item()))
+        stop = min(stop, n)
+        c = counts[start:stop]
+        total = int(c.sum().item())
+        if total:
+            prim = torch.repeat_interleave(torch.arange(start, stop, device=boxes.device), c)
+            first = torch.cumsum(c, 0) - c
+            local = torch.arange(total, device=boxes.device) - torch.repeat_interleave(first, c)
+            wid = widths[prim]
+            yield prim, boxes[prim, 1] + local // wid, boxes[prim, 0] + local % wid
+        start = stop
+
+
+def _capsule_boxes(torch: Any, xy: Any, radius: Any, w: int, h: int) -> Any:
+    c = PIXEL_CENTRE_OFFSET
+    lo_x = torch.floor(torch.minimum(xy[:, 0], xy[:, 2]) - radius - c).clamp(min=0)
+    lo_y = torch.floor(torch.minimum(xy[:, 1], xy[:, 3]) - radius - c).clamp(min=0)
+    hi_x = torch.ceil(torch.maximum(xy[:, 0], xy[:, 2]) + radius - c).clamp(max=w - 1)
+    hi_y = torch.ceil(torch.maximum(xy[:, 1], xy[:, 3]) + radius - c).clamp(max=h - 1)
+    return torch.stack([lo_x, lo_y, hi_x, hi_y], -1).long()
+
+
+def _pack_keys(torch: Any, key32: Any, order: Any) -> Any:
+    # key32 > 0: its IEEE bits are monotone as int32; the order (< 2^31) breaks ties
+    bits = key32.view(torch.int32).to(torch.int64)
+    return (bits << 32) | order
+
+
+class _TorchTarget:
+    """The z-buffer (packed (key, order) per pixel) and colours of a batch of B images on one device."""
+
+    def __init__(self, torch: Any, n_images: int, n_pix: int, device: Any) -> None:
+        self.torch = torch
+        self.best = torch.full((n_images * n_pix,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=device)
+        self.colour = torch.zeros((n_images * n_pix, 3), dtype=torch.uint8, device=device)
+
+    def resolve(self, flat_pix: Any, depth: Any, zscale: Any, zbias: Any, order: Any, rgb: Any) -> None:
+        """Scatter-min fragments (F,) at flat pixel indices; the winners write their faded colour (F, 3)."""
+        torch = self.torch
+        key32 = (zscale * depth + zbias + KEY_OFFSET).to(torch.float32)
+        packed = _pack_keys(torch, key32, order)
+        self.best.scatter_reduce_(0, flat_pix, packed, reduce="amin")
+        win = self.best[flat_pix] == packed
+        f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
+        col = torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
+        self.colour[flat_pix[win]] = col[win]
+
+
+def _torch_capsules(torch: Any, target: _TorchTarget, prims: Primitives, base: int, dev: Any, max_fragments: int) -> None:
+    f64 = torch.float64
+    w, h = prims.width_px, prims.height_px
+    xy = torch.as_tensor(prims.cap_xy, device=dev, dtype=f64)
+    inv = torch.as_tensor(prims.cap_inv_depth, device=dev, dtype=f64)
+    rad = torch.as_tensor(prims.cap_radius_px, device=dev, dtype=f64)
+    rgb = torch.as_tensor(prims.cap_rgb, device=dev, dtype=f64)
+    zs = torch.as_tensor(prims.cap_zscale, device=dev, dtype=f64)
+    zb = torch.as_tensor(prims.cap_zbias, device=dev, dtype=f64)
+    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
+    boxes = _capsule_boxes(torch, xy, rad, w, h)
+    for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
+        ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+        dx, dy = bx - ax, by - ay
+        l2 = dx * dx + dy * dy
+        t = torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0)
+        t = t.clamp(0.0, 1.0)
+        qx, qy = ax + t * dx - px, ay + t * dy - py
+        inside = qx * qx + qy * qy <= rad[s] * rad[s]
+        s, y, x, t = s[inside], y[inside], x[inside], t[inside]
+        i0, i1 = inv[s, 0], inv[s, 1]
+        depth = 1.0 / (i0 + t * (i1 - i0))
+        target.resolve(base + y * w + x, depth, zs[s], zb[s], order[s], rgb[s])
+
+
+def _torch_planars(torch: Any, target: _TorchTarget, prims: Primitives, rays: Any, base: int, dev: Any, max_fragments: int) -> None:
+    f64 = torch.float64
+    w = prims.width_px
+    plane = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)
+    is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
+    prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
+    zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
+    zb = torch.as_tensor(prims.pl_zbias, device=dev, dtype=f64)
+    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
+    boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
+    for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        rx, ry = rays[y, x, 0], rays[y, x, 1]
+        q = plane[p]
+        den = q[:, 0] * rx + q[:, 1] * ry + q[:, 2]
+        depth = q[:, 3] / torch.where(den != 0, den, 1.0)
+        ok = (den != 0) & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
+        a = depth * (q[:, 4] * rx + q[:, 5] * ry + q[:, 6]) - q[:, 7]
+        bb = depth * (q[:, 8] * rx + q[:, 9] * ry + q[:, 10]) - q[:, 11]
+        tri = is_tri[p]
+        ok &= (a >= -PARAM_EPS) & (bb >= -PARAM_EPS)
+        ok &= torch.where(tri, a + bb <= 1.0 + PARAM_EPS, (a <= 1.0 + PARAM_EPS) & (bb <= 1.0 + PARAM_EPS))
+        p, y, x, depth, a, bb, tri = p[ok], y[ok], x[ok], depth[ok], a[ok], bb[ok], tri[ok]
+        a, bb = a.clamp(0.0, 1.0), bb.clamp(0.0, 1.0)
+        c = prgb[p]
+        w0, w1, w2, w3 = (1 - a) * (1 - bb), a * (1 - bb), a * bb, (1 - a) * bb
+        quad = w0[:, None] * c[:, 0] + w1[:, None] * c[:, 1] + w2[:, None] * c[:, 2] + w3[:, None] * c[:, 3]
+        rgb = torch.where(tri[:, None], c[:, 0], quad)
+        target.resolve(base + y * w + x, depth, zs[p], zb[p], order[p], rgb)
+
+
+def rasterize_torch(
+    prims_batch: list[Primitives],
+    rays_batch: Sequence[NDArrayFloat32],
+    device: str | None = None,
+    max_fragments: int = 1 << 21,
+    antialias: bool = False,
+) -> NDArrayByte:
+    """Rasterise a batch of images with torch (any device).
+
+    All images must share one size. Fragments are generated per primitive bounding box in
+    chunks of at most `max_fragments` and resolved by a deterministic scatter-min on the packed
+    (float32 key, draw order) pair, so the result does not depend on the device or chunking.
+
+    Args:
+        prims_batch: B primitive sets, one per image.
+        rays_batch: B ray maps (H, W, 2) float32 (`ray_map`).
+        device: torch device (default: cuda when available, else cpu).
+        max_fragments: fragments generated at a time.
+        antialias: 4x MSAA on edge pixels, as the numba backend (`avsim.render.raster_aa`).
+
+    Returns:
+        (B, H, W, 3) uint8 RGB.
+    """
+    import torch
+
+    if not prims_batch:
+        raise ValueError("empty batch")
+    h, w = prims_batch[0].height_px, prims_batch[0].width_px
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    n_pix = h * w
+    target = _TorchTarget(torch, len(prims_batch), n_pix, dev)
+    rays_all = []
+    for b, (prims, rays_np) in enumerate(zip(prims_batch, rays_batch)):
+        if (prims.height_px, prims.width_px) != (h, w):
+            raise ValueError("all images of a batch must have the same size")
+        base = b * n_pix
+        rays = torch.as_tensor(np.asarray(rays_np), device=dev).to(torch.float64)
+        rays_all.append(rays)
+        if prims.n_capsules:
+            _torch_capsules(torch, target, prims, base, dev, max_fragments)
+        if prims.n_planars:
+            _torch_planars(torch, target, prims, rays, base, dev, max_fragments)
+    if antialias:
+        _torch_antialias(torch, target, prims_batch, torch.stack(rays_all), max_fragments)
+    out: NDArrayByte = target.colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
+    return out
+
+
+# ---- edge-adaptive 4x MSAA (the twin of avsim.render.raster_aa) --------------------------------
+def _edge_flags(torch: Any, win: Any) -> Any:
+    """(B, H, W) bool: pixels with an 8-neighbour won by another primitive (win (B, H, W) int64)."""
+    _, h, w = win.shape
+    flag = torch.zeros(win.shape, dtype=torch.bool, device=win.device)
+    for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        y0, y1 = slice(0, h - dy), slice(dy, h)
+        x0, x1 = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
+        d = win[:, y0, x0] != win[:, y1, x1]
+        flag[:, y0, x0] |= d
+        flag[:, y1, x1] |= d
+    return flag
+
+
+def _torch_sample_rays(torch: Any, rays: Any, b: Any, y: Any, x: Any) -> Any:
+    """(E, 4, 2) sub-sample rays of the edge pixels (image b, row y, column x), as `_sample_rays`."""
+    from avsim.render.raster_aa import SAMPLES_XY_PX
+
+    _, h, w, _ = rays.shape
+    out = []
+    for ox, oy in SAMPLES_XY_PX:
+        sx0, sy0 = 1 if ox > 0 else -1, 1 if oy > 0 else -1
+        sx = torch.where((x + sx0 >= 0) & (x + sx0 < w), sx0, torch.where((x - sx0 >= 0) & (x - sx0 < w), -sx0, 0))
+        sy = torch.where((y + sy0 >= 0) & (y + sy0 < h), sy0, torch.where((y - sy0 >= 0) & (y - sy0 < h), -sy0, 0))
+        fx, fy = (ox * sx.to(torch.float64))[:, None], (oy * sy.to(torch.float64))[:, None]
+        r00, r10, r01, r11 = rays[b, y, x], rays[b, y, x + sx], rays[b, y + sy, x], rays[b, y + sy, x + sx]
+        out.append(r00 + fx * (r10 - r00) + fy * (r01 - r00) + fx * fy * (r11 - r10 - r01 + r00))
+    return torch.stack(out, 1)
+
+
+class _TorchSamples:
+    """Per edge-pixel sub-sample z-buffer (packed (key, order)) and colours."""
+
+    def __init__(self, torch: Any, n_slots: int, device: Any) -> None:
+        self.torch = torch
+        self.best = torch.full((n_slots,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=device)
+        self.colour = torch.zeros((n_slots, 3), dtype=torch.uint8, device=device)
+
+    def resolve(self, slot: Any, key32: Any, order: Any, col: Any) -> None:
+        """Scatter-min fragments at sub-sample slots (F,); the winners write their colour (F, 3) uint8."""
+        packed = _pack_keys(self.torch, key32, order)
+        self.best.scatter_reduce_(0, slot, packed, reduce="amin")
+        win = self.best[slot] == packed
+        self.colour[slot[win]] = col[win]
+
+
+def _faded(torch: Any, rgb: Any, depth: Any) -> Any:
+    """(F, 3) uint8 colour rgb (F, 3) faded at depth (F,), rounded as the centre pass."""
+    f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
+    return torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
+
+
+def _torch_antialias(torch: Any, target: _TorchTarget, prims_batch: list[Primitives], rays: Any, max_fragments: int) -> None:
+    """Re-resolve the edge pixels of every image of the batch from 4 sub-samples (rays (B, H, W, 2) float64)."""
+    n_img, h, w, _ = rays.shape
+    none = torch.iinfo(torch.int64).max
+    win = torch.where(target.best == none, -1, target.best & 0xFFFFFFFF).view(n_img, h, w)
+    edges = torch.nonzero(_edge_flags(torch, win).view(-1)).squeeze(1)
+    if not len(edges):
+        return
+    edge_of = torch.full((n_img * h * w,), -1, dtype=torch.int64, device=rays.device)
+    edge_of[edges] = torch.arange(len(edges), device=rays.device)
+    b, rem = edges // (h * w), edges % (h * w)
+    srays = _torch_sample_rays(torch, rays, b, rem // w, rem % w)
+    samples = _TorchSamples(torch, len(edges) * srays.shape[1], rays.device)
+    for i, prims in enumerate(prims_batch):
+        if prims.n_capsules:
+            _torch_aa_capsules(torch, samples, edge_of, prims, i * h * w, max_fragments)
+        if prims.n_planars:
+            _torch_aa_planars(torch, samples, edge_of, prims, rays[i], srays, i * h * w, max_fragments)
+    total = samples.colour.view(len(edges), -1, 3).to(torch.int64).sum(1)
+    n = srays.shape[1]
+    target.colour[edges] = torch.div(total + n // 2, n, rounding_mode="floor").to(torch.uint8)
+
+
+def _capsule_t(torch: Any, px: Any, py: Any, ax: Any, ay: Any, dx: Any, dy: Any, l2: Any) -> Any:
+    """Clamped parameter of the centre-line point nearest (px, py)."""
+    return torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0).clamp(0.0, 1.0)
+
+
+def _torch_aa_capsules(torch: Any, samples: _TorchSamples, edge_of: Any, prims: Primitives, base: int, max_fragments: int) -> None:
+    from avsim.render.raster_aa import SAMPLE_REACH_PX, SAMPLES_XY_PX
+
+    f64, dev, w, h = torch.float64, edge_of.device, prims.width_px, prims.height_px
+    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64) for f in
+                                 ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))  # fmt: skip
+    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
+    boxes = _capsule_boxes(torch, xy, rad + SAMPLE_REACH_PX, w, h)
+    n = len(SAMPLES_XY_PX)
+    for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        e = edge_of[base + y * w + x]
+        keep = e >= 0
+        s, y, x, e = s[keep], y[keep], x[keep], e[keep]
+        px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
+        ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+        dx, dy = bx - ax, by - ay
+        l2 = dx * dx + dy * dy
+        i0, i1 = inv[s, 0], inv[s, 1]
+        t = _capsule_t(torch, px, py, ax, ay, dx, dy, l2)
+        col = _faded(torch, rgb[s], 1.0 / (i0 + t * (i1 - i0)))
+        for j, (ox, oy) in enumerate(SAMPLES_XY_PX):
+            sx, sy = px + ox, py + oy
+            t = _capsule_t(torch, sx, sy, ax, ay, dx, dy, l2)
+            qx, qy = ax + t * dx - sx, ay + t * dy - sy
+            ok = qx * qx + qy * qy <= rad[s] * rad[s]
+            depth = 1.0 / (i0 + t * (i1 - i0))
+            key32 = (zs[s] * depth + zb[s] + KEY_OFFSET).to(torch.float32)
+            samples.resolve((e * n + j)[ok], key32[ok], order[s][ok], col[ok])
+
+
+def _torch_plane_at(q: Any, rx: Any, ry: Any) -> tuple[Any, Any, Any, Any]:
+    """(n . r, depth, a, b) along rays (rx, ry, 1) for plane rows q (F, 12) (`plane_params`)."""
+    den = q[:, 0] * rx + q[:, 1] * ry + q[:, 2]
+    depth = q[:, 3] / den.where(den != 0, 1.0)
+    a = depth * (q[:, 4] * rx + q[:, 5] * ry + q[:, 6]) - q[:, 7]
+    b = depth * (q[:, 8] * rx + q[:, 9] * ry + q[:, 10]) - q[:, 11]
+    return den, depth, a, b
+
+
+def _torch_plane_colour(torch: Any, c: Any, tri: Any, depth: Any, a: Any, b: Any) -> Any:
+    """(F, 3) uint8 centre-pass colour of planars with corner colours c (F, 4, 3) at (depth, a, b)."""
+    a, b = a.clamp(0.0, 1.0), b.clamp(0.0, 1.0)
+    w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
+    quad = w0[:, None] * c[:, 0] + w1[:, None] * c[:, 1] + w2[:, None] * c[:, 2] + w3[:, None] * c[:, 3]
+    return _faded(torch, torch.where(tri[:, None], c[:, 0], quad), depth)
+
+
+def _torch_aa_planars(torch: Any, samples: _TorchSamples, edge_of: Any, prims: Primitives, rays: Any, srays: Any,
+                      base: int, max_fragments: int) -> None:  # fmt: skip
+    f64, dev, w, h = torch.float64, edge_of.device, prims.width_px, prims.height_px
+    near, far, eps = style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS
+    plane = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)
+    is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
+    prgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64) for f in ("pl_rgb", "pl_zscale", "pl_zbias"))
+    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
+    boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
+    empty = (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1])
+    grown = torch.stack([(boxes[:, 0] - 1).clamp(min=0), (boxes[:, 1] - 1).clamp(min=0),
+                         (boxes[:, 2] + 1).clamp(max=w - 1), (boxes[:, 3] + 1).clamp(max=h - 1)], -1)  # fmt: skip
+    boxes = torch.where(empty[:, None], boxes, grown)
+    n = srays.shape[1]
+    for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
+        e = edge_of[base + y * w + x]
+        keep = e >= 0
+        p, y, x, e = p[keep], y[keep], x[keep], e[keep]
+        q, tri, c = plane[p], is_tri[p], prgb[p]
+        den, depth, a, b = _torch_plane_at(q, rays[y, x, 0], rays[y, x, 1])
+        have = (den != 0) & (depth > near) & (depth <= far)
+        col = _torch_plane_colour(torch, c, tri, depth, a, b)
+        hits = []
+        for j in range(n):
+            den, depth, a, b = _torch_plane_at(q, srays[e, j, 0], srays[e, j, 1])
+            ok = (den != 0) & (depth > near) & (depth <= far) & (a >= -eps) & (b >= -eps)
+            ok &= torch.where(tri, a + b <= 1.0 + eps, (a <= 1.0 + eps) & (b <= 1.0 + eps))
+            fill = ok & ~have  # centre ray out of range: shade at the first covered sub-sample
+            col[fill] = _torch_plane_colour(torch, c[fill], tri[fill], depth[fill], a[fill], b[fill])
+            have |= ok
+            hits.append((ok, depth))
+        for j, (ok, depth) in enumerate(hits):
+            key32 = (zs[p] * depth + zb[p] + KEY_OFFSET).to(torch.float32)
+            samples.resolve((e * n + j)[ok], key32[ok], order[p][ok], col[ok])
