@@ -229,17 +229,18 @@ def rasterize_numba(
     cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
     pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
-    cap_ord, pl_ord = (np.ascontiguousarray(o, np.int32) for o in (prims.cap_order, prims.pl_order))
+    n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
+    cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
     cap, pl = _kernel_args(prims)
-    runs = _runs(prims)
-    for kind, start, stop in runs:
+    for kind, start, stop in _runs(prims):
         if kind == 0:
-            draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win, cap_ord, antialias)
+            draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win, cap_code, antialias)
         else:
             draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
-                         with_ids, win, pl_ord, antialias)  # fmt: skip
+                         with_ids, win, pl_code, antialias)  # fmt: skip
     if antialias:
-        antialias_numba(img, win, rays, cap, pl, runs)
+        order = np.concatenate([prims.cap_order, prims.pl_order]).astype(np.int64)
+        antialias_numba(img, win, rays, order, cap, pl)
     return img
 
 

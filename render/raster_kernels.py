@@ -16,12 +16,14 @@ if TYPE_CHECKING:
     from avsim.render.raster import Primitives
 
 _njit: Any  # numba.njit with the kernels' options, or None without numba
+_njit_inline: Any  # the same for small helpers inlined into their callers
 try:  # numba is the fast CPU path; without it the torch backend still works
     import numba
 
     _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+    _njit_inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, inline="always")
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
+    _njit = _njit_inline = None
 
 INV_MAX_DEPTH = 1.0 / style.MAX_DEPTH_M  # fade = 1 - depth * INV_MAX_DEPTH in both backends
 KEY_OFFSET = 1.0  # keeps every comparison key positive (packed float32 bits sort as ints)

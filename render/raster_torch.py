@@ -176,84 +176,73 @@ def rasterize_torch(
         if prims.n_planars:
             _torch_planars(torch, target, prims, rays, base, dev, max_fragments)
     if antialias:
-        _torch_antialias(torch, target, prims_batch, torch.stack(rays_all), max_fragments)
+        _torch_antialias(torch, target, prims_batch, torch.stack(rays_all))
     out: NDArrayByte = target.colour.reshape(len(prims_batch), h, w, 3).cpu().numpy()
     return out
 
 
 # ---- edge-adaptive 4x MSAA (the twin of avsim.render.raster_aa) --------------------------------
-def _edge_flags(torch: Any, win: Any) -> Any:
-    """(B, H, W) bool: pixels with an 8-neighbour won by another primitive (win (B, H, W) int64)."""
-    _, h, w = win.shape
-    flag = torch.zeros(win.shape, dtype=torch.bool, device=win.device)
-    for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        y0, y1 = slice(0, h - dy), slice(dy, h)
-        x0, x1 = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
-        d = win[:, y0, x0] != win[:, y1, x1]
-        flag[:, y0, x0] |= d
-        flag[:, y1, x1] |= d
-    return flag
-
-
-def _torch_sample_rays(torch: Any, rays: Any, b: Any, y: Any, x: Any) -> Any:
-    """(E, 4, 2) sub-sample rays of the edge pixels (image b, row y, column x), as `_sample_rays`."""
-    from avsim.render.raster_aa import SAMPLES_XY_PX
-
-    _, h, w, _ = rays.shape
-    out = []
-    for ox, oy in SAMPLES_XY_PX:
-        sx0, sy0 = 1 if ox > 0 else -1, 1 if oy > 0 else -1
-        sx = torch.where((x + sx0 >= 0) & (x + sx0 < w), sx0, torch.where((x - sx0 >= 0) & (x - sx0 < w), -sx0, 0))
-        sy = torch.where((y + sy0 >= 0) & (y + sy0 < h), sy0, torch.where((y - sy0 >= 0) & (y - sy0 < h), -sy0, 0))
-        fx, fy = (ox * sx.to(torch.float64))[:, None], (oy * sy.to(torch.float64))[:, None]
-        r00, r10, r01, r11 = rays[b, y, x], rays[b, y, x + sx], rays[b, y + sy, x], rays[b, y + sy, x + sx]
-        out.append(r00 + fx * (r10 - r00) + fy * (r01 - r00) + fx * fy * (r11 - r10 - r01 + r00))
-    return torch.stack(out, 1)
-
-
-class _TorchSamples:
-    """Per edge-pixel sub-sample z-buffer (packed (key, order)) and colours."""
-
-    def __init__(self, torch: Any, n_slots: int, device: Any) -> None:
-        self.torch = torch
-        self.best = torch.full((n_slots,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=device)
-        self.colour = torch.zeros((n_slots, 3), dtype=torch.uint8, device=device)
-
-    def resolve(self, slot: Any, key32: Any, order: Any, col: Any) -> None:
-        """Scatter-min fragments at sub-sample slots (F,); the winners write their colour (F, 3) uint8."""
-        packed = _pack_keys(self.torch, key32, order)
-        self.best.scatter_reduce_(0, slot, packed, reduce="amin")
-        win = self.best[slot] == packed
-        self.colour[slot[win]] = col[win]
-
-
 def _faded(torch: Any, rgb: Any, depth: Any) -> Any:
     """(F, 3) uint8 colour rgb (F, 3) faded at depth (F,), rounded as the centre pass."""
     f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
     return torch.floor(rgb * f[:, None] + 0.5).to(torch.uint8)
 
 
-def _torch_antialias(torch: Any, target: _TorchTarget, prims_batch: list[Primitives], rays: Any, max_fragments: int) -> None:
+def _winner_codes(torch: Any, best: Any, prims: Primitives) -> Any:
+    """(N,) int64 code (capsule s, or n_capsules + planar p) of the fragment that won each pixel, -1 none."""
+    orders = torch.as_tensor(np.concatenate([prims.cap_order, prims.pl_order]), device=best.device, dtype=torch.int64)
+    sorted_orders, codes = torch.sort(orders)
+    won = best != torch.iinfo(torch.int64).max
+    at = torch.searchsorted(sorted_orders, best & 0xFFFFFFFF).clamp(max=max(len(orders) - 1, 0))
+    return torch.where(won, codes[at] if len(orders) else -1, -1)
+
+
+def _candidates(torch: Any, win: Any) -> tuple[Any, Any, Any]:
+    """Edge pixels of one image (win (H, W)): rows y, columns x (E,) and candidate codes (E, 5), -1 unused."""
+    h, w = win.shape
+    pad = torch.nn.functional.pad(win[None, None].to(torch.float64), (1, 1, 1, 1), value=float("nan"))[0, 0]
+    around = [pad[1:-1, 1:-1], pad[1:-1, :-2], pad[1:-1, 2:], pad[:-2, 1:-1], pad[2:, 1:-1]]  # self, left, right, up, down
+    centre = around[0]
+    edge = torch.zeros((h, w), dtype=torch.bool, device=win.device)
+    for n in around[1:]:
+        edge |= ~torch.isnan(n) & (n != centre)
+    y, x = torch.nonzero(edge, as_tuple=True)
+    cand = torch.stack([torch.nan_to_num(n[y, x], nan=-1.0) for n in around], 1).to(torch.int64)
+    for k in range(1, 5):  # keep the first of equal codes
+        dup = (cand[:, :k] == cand[:, k : k + 1]).any(1)
+        cand[:, k] = torch.where(dup, -1, cand[:, k])
+    return y, x, cand
+
+
+def _torch_antialias(torch: Any, target: _TorchTarget, prims_batch: list[Primitives], rays: Any) -> None:
     """Re-resolve the edge pixels of every image of the batch from 4 sub-samples (rays (B, H, W, 2) float64)."""
+    from avsim.render.raster_aa import SAMPLES_XY_PX
+
     n_img, h, w, _ = rays.shape
     none = torch.iinfo(torch.int64).max
-    win = torch.where(target.best == none, -1, target.best & 0xFFFFFFFF).view(n_img, h, w)
-    edges = torch.nonzero(_edge_flags(torch, win).view(-1)).squeeze(1)
-    if not len(edges):
-        return
-    edge_of = torch.full((n_img * h * w,), -1, dtype=torch.int64, device=rays.device)
-    edge_of[edges] = torch.arange(len(edges), device=rays.device)
-    b, rem = edges // (h * w), edges % (h * w)
-    srays = _torch_sample_rays(torch, rays, b, rem // w, rem % w)
-    samples = _TorchSamples(torch, len(edges) * srays.shape[1], rays.device)
     for i, prims in enumerate(prims_batch):
-        if prims.n_capsules:
-            _torch_aa_capsules(torch, samples, edge_of, prims, i * h * w, max_fragments)
-        if prims.n_planars:
-            _torch_aa_planars(torch, samples, edge_of, prims, rays[i], srays, i * h * w, max_fragments)
-    total = samples.colour.view(len(edges), -1, 3).to(torch.int64).sum(1)
-    n = srays.shape[1]
-    target.colour[edges] = torch.div(total + n // 2, n, rounding_mode="floor").to(torch.uint8)
+        base = i * h * w
+        win = _winner_codes(torch, target.best[base : base + h * w], prims).view(h, w)
+        y, x, cand = _candidates(torch, win)
+        if not len(y):
+            continue
+        keys = torch.full((len(y), 5, len(SAMPLES_XY_PX)), none, dtype=torch.int64, device=rays.device)
+        cols = torch.zeros((len(y), 5, 3), dtype=torch.uint8, device=rays.device)
+        n_caps = prims.n_capsules
+        for k in range(5):
+            code = cand[:, k]
+            rows = torch.nonzero((code >= 0) & (code < n_caps)).squeeze(1)
+            if len(rows):
+                keys[rows, k], cols[rows, k] = _torch_capsule_eval(torch, prims, code[rows], y[rows], x[rows])
+            rows = torch.nonzero(code >= n_caps).squeeze(1)
+            if len(rows):
+                keys[rows, k], cols[rows, k] = _torch_planar_eval(torch, prims, code[rows] - n_caps, y[rows], x[rows], rays[i])
+        best = keys.argmin(1)  # (E, 4): the candidate each sub-sample shows (packed keys: ties to the lower order)
+        covered = keys.gather(1, best[:, None]).squeeze(1) != none
+        picked = cols.gather(1, best[..., None].expand(-1, -1, 3)).to(torch.int64) * covered[..., None]
+        n = len(SAMPLES_XY_PX)
+        colour = torch.div(picked.sum(1) + n // 2, n, rounding_mode="floor").to(torch.uint8)
+        target.colour[base + y * w + x] = colour
 
 
 def _capsule_t(torch: Any, px: Any, py: Any, ax: Any, ay: Any, dx: Any, dy: Any, l2: Any) -> Any:
@@ -261,34 +250,31 @@ def _capsule_t(torch: Any, px: Any, py: Any, ax: Any, ay: Any, dx: Any, dy: Any,
     return torch.where(l2 > 0, ((px - ax) * dx + (py - ay) * dy) / torch.where(l2 > 0, l2, 1.0), 0.0).clamp(0.0, 1.0)
 
 
-def _torch_aa_capsules(torch: Any, samples: _TorchSamples, edge_of: Any, prims: Primitives, base: int, max_fragments: int) -> None:
-    from avsim.render.raster_aa import SAMPLE_REACH_PX, SAMPLES_XY_PX
+def _torch_capsule_eval(torch: Any, prims: Primitives, s: Any, y: Any, x: Any) -> tuple[Any, Any]:
+    """Capsules s (R,) at the sub-samples of pixels (y, x): packed keys (R, 4) (int64 max: not covered), colours (R, 3)."""
+    from avsim.render.raster_aa import SAMPLES_XY_PX
 
-    f64, dev, w, h = torch.float64, edge_of.device, prims.width_px, prims.height_px
-    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64) for f in
+    f64, dev = torch.float64, s.device
+    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64)[s] for f in
                                  ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))  # fmt: skip
-    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
-    boxes = _capsule_boxes(torch, xy, rad + SAMPLE_REACH_PX, w, h)
-    n = len(SAMPLES_XY_PX)
-    for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
-        e = edge_of[base + y * w + x]
-        keep = e >= 0
-        s, y, x, e = s[keep], y[keep], x[keep], e[keep]
-        px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
-        ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
-        dx, dy = bx - ax, by - ay
-        l2 = dx * dx + dy * dy
-        i0, i1 = inv[s, 0], inv[s, 1]
-        t = _capsule_t(torch, px, py, ax, ay, dx, dy, l2)
-        col = _faded(torch, rgb[s], 1.0 / (i0 + t * (i1 - i0)))
-        for j, (ox, oy) in enumerate(SAMPLES_XY_PX):
-            sx, sy = px + ox, py + oy
-            t = _capsule_t(torch, sx, sy, ax, ay, dx, dy, l2)
-            qx, qy = ax + t * dx - sx, ay + t * dy - sy
-            ok = qx * qx + qy * qy <= rad[s] * rad[s]
-            depth = 1.0 / (i0 + t * (i1 - i0))
-            key32 = (zs[s] * depth + zb[s] + KEY_OFFSET).to(torch.float32)
-            samples.resolve((e * n + j)[ok], key32[ok], order[s][ok], col[ok])
+    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)[s]
+    px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
+    ax, ay, bx, by = xy[:, 0], xy[:, 1], xy[:, 2], xy[:, 3]
+    dx, dy = bx - ax, by - ay
+    l2 = dx * dx + dy * dy
+    i0, i1 = inv[:, 0], inv[:, 1]
+    t = _capsule_t(torch, px, py, ax, ay, dx, dy, l2)
+    col = _faded(torch, rgb, 1.0 / (i0 + t * (i1 - i0)))
+    keys = []
+    for ox, oy in SAMPLES_XY_PX:
+        sx, sy = px + ox, py + oy
+        t = _capsule_t(torch, sx, sy, ax, ay, dx, dy, l2)
+        qx, qy = ax + t * dx - sx, ay + t * dy - sy
+        ok = qx * qx + qy * qy <= rad * rad
+        depth = 1.0 / (i0 + t * (i1 - i0))
+        packed = _pack_keys(torch, (zs * depth + zb + KEY_OFFSET).to(torch.float32), order)
+        keys.append(torch.where(ok, packed, torch.iinfo(torch.int64).max))
+    return torch.stack(keys, 1), col
 
 
 def _torch_plane_at(q: Any, rx: Any, ry: Any) -> tuple[Any, Any, Any, Any]:
@@ -308,37 +294,40 @@ def _torch_plane_colour(torch: Any, c: Any, tri: Any, depth: Any, a: Any, b: Any
     return _faded(torch, torch.where(tri[:, None], c[:, 0], quad), depth)
 
 
-def _torch_aa_planars(torch: Any, samples: _TorchSamples, edge_of: Any, prims: Primitives, rays: Any, srays: Any,
-                      base: int, max_fragments: int) -> None:  # fmt: skip
-    f64, dev, w, h = torch.float64, edge_of.device, prims.width_px, prims.height_px
+def _ray_jacobian(torch: Any, rays: Any, y: Any, x: Any) -> tuple[Any, Any, Any, Any]:
+    """d(ray)/dx and d(ray)/dy at pixels (y, x) of rays (H, W, 2) by central (border: one-sided) differences."""
+    h, w = rays.shape[0], rays.shape[1]
+    xa, xb, ya, yb = (x - 1).clamp(min=0), (x + 1).clamp(max=w - 1), (y - 1).clamp(min=0), (y + 1).clamp(max=h - 1)
+    sx = torch.where(xb > xa, 1.0 / (xb - xa).clamp(min=1).to(torch.float64), 0.0)
+    sy = torch.where(yb > ya, 1.0 / (yb - ya).clamp(min=1).to(torch.float64), 0.0)
+    jx, jy = (rays[y, xb] - rays[y, xa]) * sx[:, None], (rays[yb, x] - rays[ya, x]) * sy[:, None]
+    return jx[:, 0], jx[:, 1], jy[:, 0], jy[:, 1]
+
+
+def _torch_planar_eval(torch: Any, prims: Primitives, p: Any, y: Any, x: Any, rays: Any) -> tuple[Any, Any]:
+    """Planars p (R,) at the sub-samples of pixels (y, x): packed keys (R, 4), colours (R, 3) uint8."""
+    from avsim.render.raster_aa import SAMPLES_XY_PX
+
+    f64, dev = torch.float64, p.device
     near, far, eps = style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS
-    plane = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)
-    is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
-    prgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64) for f in ("pl_rgb", "pl_zscale", "pl_zbias"))
-    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
-    boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
-    empty = (boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1])
-    grown = torch.stack([(boxes[:, 0] - 1).clamp(min=0), (boxes[:, 1] - 1).clamp(min=0),
-                         (boxes[:, 2] + 1).clamp(max=w - 1), (boxes[:, 3] + 1).clamp(max=h - 1)], -1)  # fmt: skip
-    boxes = torch.where(empty[:, None], boxes, grown)
-    n = srays.shape[1]
-    for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
-        e = edge_of[base + y * w + x]
-        keep = e >= 0
-        p, y, x, e = p[keep], y[keep], x[keep], e[keep]
-        q, tri, c = plane[p], is_tri[p], prgb[p]
-        den, depth, a, b = _torch_plane_at(q, rays[y, x, 0], rays[y, x, 1])
-        have = (den != 0) & (depth > near) & (depth <= far)
-        col = _torch_plane_colour(torch, c, tri, depth, a, b)
-        hits = []
-        for j in range(n):
-            den, depth, a, b = _torch_plane_at(q, srays[e, j, 0], srays[e, j, 1])
-            ok = (den != 0) & (depth > near) & (depth <= far) & (a >= -eps) & (b >= -eps)
-            ok &= torch.where(tri, a + b <= 1.0 + eps, (a <= 1.0 + eps) & (b <= 1.0 + eps))
-            fill = ok & ~have  # centre ray out of range: shade at the first covered sub-sample
-            col[fill] = _torch_plane_colour(torch, c[fill], tri[fill], depth[fill], a[fill], b[fill])
-            have |= ok
-            hits.append((ok, depth))
-        for j, (ok, depth) in enumerate(hits):
-            key32 = (zs[p] * depth + zb[p] + KEY_OFFSET).to(torch.float32)
-            samples.resolve((e * n + j)[ok], key32[ok], order[p][ok], col[ok])
+    q = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)[p]
+    tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)[p]
+    c = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)[p]
+    zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64)[p] for f in ("pl_zscale", "pl_zbias"))
+    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)[p]
+    rx, ry = rays[y, x, 0], rays[y, x, 1]
+    jx0, jx1, jy0, jy1 = _ray_jacobian(torch, rays, y, x)
+    den, depth, a, b = _torch_plane_at(q, rx, ry)
+    have = (den != 0) & (depth > near) & (depth <= far)
+    col = _torch_plane_colour(torch, c, tri, depth, a, b)
+    keys = []
+    for ox, oy in SAMPLES_XY_PX:
+        den, depth, a, b = _torch_plane_at(q, rx + ox * jx0 + oy * jy0, ry + ox * jx1 + oy * jy1)
+        ok = (den != 0) & (depth > near) & (depth <= far) & (a >= -eps) & (b >= -eps)
+        ok &= torch.where(tri, a + b <= 1.0 + eps, (a <= 1.0 + eps) & (b <= 1.0 + eps))
+        fill = ok & ~have  # the centre ray misses the plane's range: shade at the first covered sub-sample
+        col[fill] = _torch_plane_colour(torch, c[fill], tri[fill], depth[fill], a[fill], b[fill])
+        have |= ok
+        packed = _pack_keys(torch, (zs * depth + zb + KEY_OFFSET).to(torch.float32), order)
+        keys.append(torch.where(ok, packed, torch.iinfo(torch.int64).max))
+    return torch.stack(keys, 1), col
