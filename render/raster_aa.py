@@ -120,50 +120,70 @@ if _njit is not None:
             keys[i, j] = np.float32(zscale[p] * depth + zbias[p] + 1.0)
 
     @_njit_inline
-    def _candidates(win: NDArrayInt32, y: int, x: int, order: NDArrayInt, cand: NDArrayInt) -> int:
-        # distinct winners of the pixel and its 4 neighbours, in draw order, into cand; returns how many
+    def _candidates(win: NDArrayInt32, y: int, x: int, cand: NDArrayInt) -> int:
+        # distinct winners (not background) of the pixel and its 4 neighbours into cand; returns how many
         h, w = win.shape
-        n = _add_candidate(win[y, x], order, cand, 0)
-        if x > 0:
-            n = _add_candidate(win[y, x - 1], order, cand, n)
-        if x + 1 < w:
-            n = _add_candidate(win[y, x + 1], order, cand, n)
-        if y > 0:
-            n = _add_candidate(win[y - 1, x], order, cand, n)
-        if y + 1 < h:
-            n = _add_candidate(win[y + 1, x], order, cand, n)
+        v0 = win[y, x]
+        n = 0
+        if v0 >= 0:
+            cand[0] = v0
+            n = 1
+        for k in range(4):
+            if k == 0:
+                if x == 0:
+                    continue
+                v = win[y, x - 1]
+            elif k == 1:
+                if x + 1 >= w:
+                    continue
+                v = win[y, x + 1]
+            elif k == 2:
+                if y == 0:
+                    continue
+                v = win[y - 1, x]
+            else:
+                if y + 1 >= h:
+                    continue
+                v = win[y + 1, x]
+            if v < 0:
+                continue
+            dup = False
+            for m in range(n):
+                dup = dup or cand[m] == v
+            if not dup:
+                cand[n] = v
+                n += 1
         return n
 
     @_njit_inline
-    def _add_candidate(v: int, order: NDArrayInt, cand: NDArrayInt, n: int) -> int:
-        # insert winner code v (skipping background and duplicates) into cand[:n], kept in draw order
-        if v < 0:
-            return n
-        for m in range(n):
-            if cand[m] == v:
-                return n
-        m = n
-        while m > 0 and order[cand[m - 1]] > order[v]:
-            cand[m] = cand[m - 1]
-            m -= 1
-        cand[m] = v
-        return n + 1
-
-    @_njit_inline
-    def _resolve_pixel(img: NDArrayByte, y: int, x: int, n: int, keys: NDArrayFloat32, cols: NDArrayInt) -> None:
-        # each sub-sample takes the first (draw order) candidate with the smallest key; mean of the 4
+    def _resolve_pixel(img: NDArrayByte, y: int, x: int, n: int, keys: NDArrayFloat32, cols: NDArrayInt,
+                       cand: NDArrayInt, order: NDArrayInt) -> None:  # fmt: skip
+        # each sub-sample shows the candidate with the smallest (key, draw order); the pixel is the mean of the 4
         m = keys.shape[1]
         t0, t1, t2 = 0, 0, 0
         for j in range(m):
-            best, bi = np.float32(np.inf), -1
+            best, best_order, bi = np.float32(np.inf), 0, -1
             for i in range(n):
-                if keys[i, j] < best:
-                    best, bi = keys[i, j], i
+                k = keys[i, j]
+                if k < best or (k == best and bi >= 0 and order[cand[i]] < best_order):
+                    best, best_order, bi = k, order[cand[i]], i
             if bi >= 0:
                 t0, t1, t2 = t0 + cols[bi, 0], t1 + cols[bi, 1], t2 + cols[bi, 2]
         img[y, x, 0] = np.uint8((t0 + m // 2) // m)
         img[y, x, 1] = np.uint8((t1 + m // 2) // m)
         img[y, x, 2] = np.uint8((t2 + m // 2) // m)
+
+    @_njit_inline
+    def _edge_row(win: NDArrayInt32, y: int, flags: NDArrayByte) -> None:
+        # flags[x] = 1 where pixel (y, x) has a 4-neighbour won by another primitive (branch-free: vectorised)
+        h, w = win.shape
+        row, up, dn = win[y], win[max(y - 1, 0)], win[min(y + 1, h - 1)]
+        for x in range(1, w - 1):
+            v = row[x]
+            flags[x] = (row[x - 1] != v) | (row[x + 1] != v) | (up[x] != v) | (dn[x] != v)
+        for x in (0, w - 1):
+            v = row[x]
+            flags[x] = (row[max(x - 1, 0)] != v) | (row[min(x + 1, w - 1)] != v) | (up[x] != v) | (dn[x] != v)
 
     @_njit
     def _aa_image(img: NDArrayByte, win: NDArrayInt32, rays: NDArrayFloat32, order: NDArrayInt, n_caps: int,
@@ -175,25 +195,28 @@ if _njit is not None:
         cand = np.empty(5, np.int64)
         keys = np.empty((5, len(offs)), np.float32)
         cols = np.zeros((5, 3), np.int64)
+        flags = np.zeros(((w + 7) // 8) * 8, np.uint8)
+        words = flags.view(np.uint64)  # 8 flags at a time: most words are 0
         n_edge = 0
         for y in range(h):
-            for x in range(w):
-                v = win[y, x]
-                if not ((x > 0 and win[y, x - 1] != v) or (x + 1 < w and win[y, x + 1] != v)
-                        or (y > 0 and win[y - 1, x] != v) or (y + 1 < h and win[y + 1, x] != v)):  # fmt: skip
+            _edge_row(win, y, flags)
+            for word in range(len(words)):
+                if words[word] == 0:
                     continue
-                n_edge += 1
-                n = _candidates(win, y, x, order, cand)
-                rx, ry = np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1])
-                jac = _ray_jacobian(rays, y, x)
-                for i in range(n):
-                    k = cand[i]
-                    if k < n_caps:
-                        _capsule_eval(k, x + c, y + c, xy, inv_depth, radius, crgb, czscale, czbias, offs, keys, cols, i)
-                    else:
-                        _planar_eval(k - n_caps, rx, ry, jac, plane, is_tri, prgb, pzscale, pzbias, offs, near, far, eps,
-                                     keys, cols, i)  # fmt: skip
-                _resolve_pixel(img, y, x, n, keys, cols)
+                for x in range(word * 8, min(word * 8 + 8, w)):
+                    if flags[x] == 0:
+                        continue
+                    n_edge += 1
+                    n = _candidates(win, y, x, cand)
+                    for i in range(n):
+                        k = cand[i]
+                        if k < n_caps:
+                            _capsule_eval(k, x + c, y + c, xy, inv_depth, radius, crgb, czscale, czbias, offs, keys, cols, i)
+                        else:
+                            rx, ry = np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1])
+                            _planar_eval(k - n_caps, rx, ry, _ray_jacobian(rays, y, x), plane, is_tri, prgb, pzscale,
+                                         pzbias, offs, near, far, eps, keys, cols, i)  # fmt: skip
+                    _resolve_pixel(img, y, x, n, keys, cols, cand, order)
         return n_edge
 
 
