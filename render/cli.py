@@ -196,8 +196,7 @@ def render_command(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
-        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels,
-        antialias=aa == "on",
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa == "on",
     )  # fmt: skip
     # bad input fails here, in one line, before the progress bar appears
     if out.exists() and not out.is_dir():

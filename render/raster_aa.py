@@ -8,8 +8,9 @@ sub-sample is at most 0.40 px from the centre, a 4-neighbour at least 0.71 px al
 direction). Only edge pixels get sub-samples: 4 in the rotated-grid pattern `SAMPLES_XY_PX`
 (the standard D3D / OpenGL 4x MSAA positions). The candidates of an edge pixel are the
 primitives that won its centre and its 4 neighbours' centres; each is tested at every
-sub-sample (own coverage and depth, the centre pass's key and draw-order rule for the z-test)
-and, as in MSAA, shaded once at the pixel centre (depth fade and cuboid-side gradient there; a
+sub-sample (own coverage; own depth for planars, the centre-line depth at the pixel centre for
+capsules, which are screen-space strokes; the centre pass's key and draw-order rule for the
+z-test) and, as in MSAA, shaded once at the pixel centre (depth fade and cuboid-side gradient there; a
 planar whose plane the centre ray does not meet in range is shaded at its first covered
 sub-sample). The pixel is the mean of its 4 sub-sample colours, ``(sum + 2) // 4`` per
 channel, black where no candidate covers a sub-sample. So a pixel whose sub-samples are all
@@ -31,7 +32,7 @@ from avsim.render.raster_kernels import INV_MAX_DEPTH, PARAM_EPS, _njit, _njit_i
 
 # 4x rotated grid, offsets (dx, dy) in px from the pixel centre (multiples of 1/8: exact in float)
 SAMPLES_XY_PX: tuple[tuple[float, float], ...] = ((-0.125, -0.375), (0.375, -0.125), (-0.375, 0.125), (0.125, 0.375))
-MAX_CANDIDATES = 5  # the pixel and its 4 neighbours
+SAFE_REACH_PX = 0.396  # > the farthest sub-sample from the centre (0.3953 px), with float slack
 
 if _njit is not None:
 
@@ -53,25 +54,33 @@ if _njit is not None:
     def _capsule_eval(s: int, px: float, py: float, xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat,
                       rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat, offs: NDArrayFloat,
                       keys: NDArrayFloat32, cols: NDArrayInt, i: int) -> None:  # fmt: skip
-        # capsule s at the sub-samples of the pixel centred at (px, py): keys[i, j] (inf: not covered), cols[i]
+        # capsule s at the sub-samples of the pixel centred at (px, py): keys[i, j] (inf: not covered), cols[i];
+        # one depth per fragment (the centre line's at the pixel centre), coverage per sub-sample
         ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
         dx, dy = bx - ax, by - ay
         l2 = dx * dx + dy * dy
-        i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
-        r2 = radius[s] * radius[s]
+        r = radius[s]
         t = min(max(((px - ax) * dx + (py - ay) * dy) / l2, 0.0), 1.0) if l2 > 0.0 else 0.0
-        depth = 1.0 / (i0 + t * (i1 - i0))
+        depth = 1.0 / (inv_depth[s, 0] + t * (inv_depth[s, 1] - inv_depth[s, 0]))
         f = max(1.0 - depth * INV_MAX_DEPTH, 0.0)
         for ch in range(3):
             cols[i, ch] = int(rgb[s, ch] * f + 0.5)
+        key = np.float32(zscale[s] * depth + zbias[s] + 1.0)
+        qx, qy = ax + t * dx - px, ay + t * dy - py
+        d2 = qx * qx + qy * qy  # distance to the centre line is 1-Lipschitz: far inside / outside decide all 4
+        r_in, r_out = r - SAFE_REACH_PX, r + SAFE_REACH_PX
+        inside, outside = r_in > 0.0 and d2 <= r_in * r_in, d2 >= r_out * r_out
+        for j in range(len(offs)):
+            keys[i, j] = key if inside else np.inf
+        if inside or outside:
+            return
+        inv_l2 = 1.0 / l2 if l2 > 0.0 else 0.0
         for j in range(len(offs)):
             sx, sy = px + offs[j, 0], py + offs[j, 1]
-            t = min(max(((sx - ax) * dx + (sy - ay) * dy) / l2, 0.0), 1.0) if l2 > 0.0 else 0.0
+            t = min(max(((sx - ax) * dx + (sy - ay) * dy) * inv_l2, 0.0), 1.0)
             qx, qy = ax + t * dx - sx, ay + t * dy - sy
-            keys[i, j] = np.inf
-            if qx * qx + qy * qy <= r2:
-                depth = 1.0 / (i0 + t * (i1 - i0))
-                keys[i, j] = np.float32(zscale[s] * depth + zbias[s] + 1.0)
+            if qx * qx + qy * qy <= r * r:
+                keys[i, j] = key
 
     @_njit_inline
     def _plane_at(plane: NDArrayFloat, p: int, rx: float, ry: float) -> tuple[float, float, float, float]:
@@ -169,9 +178,9 @@ if _njit is not None:
                     best, best_order, bi = k, order[cand[i]], i
             if bi >= 0:
                 t0, t1, t2 = t0 + cols[bi, 0], t1 + cols[bi, 1], t2 + cols[bi, 2]
-        img[y, x, 0] = np.uint8((t0 + m // 2) // m)
-        img[y, x, 1] = np.uint8((t1 + m // 2) // m)
-        img[y, x, 2] = np.uint8((t2 + m // 2) // m)
+        img[y, x, 0] = np.uint8((t0 + 2) >> 2)  # m = 4: (sum + 2) // 4
+        img[y, x, 1] = np.uint8((t1 + 2) >> 2)
+        img[y, x, 2] = np.uint8((t2 + 2) >> 2)
 
     @_njit_inline
     def _edge_row(win: NDArrayInt32, y: int, flags: NDArrayByte) -> None:

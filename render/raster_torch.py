@@ -264,15 +264,16 @@ def _torch_capsule_eval(torch: Any, prims: Primitives, s: Any, y: Any, x: Any) -
     l2 = dx * dx + dy * dy
     i0, i1 = inv[:, 0], inv[:, 1]
     t = _capsule_t(torch, px, py, ax, ay, dx, dy, l2)
-    col = _faded(torch, rgb, 1.0 / (i0 + t * (i1 - i0)))
+    depth = 1.0 / (i0 + t * (i1 - i0))  # one depth per fragment, coverage per sub-sample
+    col = _faded(torch, rgb, depth)
+    packed = _pack_keys(torch, (zs * depth + zb + KEY_OFFSET).to(torch.float32), order)
+    inv_l2 = torch.where(l2 > 0, 1.0 / torch.where(l2 > 0, l2, 1.0), 0.0)
     keys = []
     for ox, oy in SAMPLES_XY_PX:
         sx, sy = px + ox, py + oy
-        t = _capsule_t(torch, sx, sy, ax, ay, dx, dy, l2)
+        t = (((sx - ax) * dx + (sy - ay) * dy) * inv_l2).clamp(0.0, 1.0)
         qx, qy = ax + t * dx - sx, ay + t * dy - sy
         ok = qx * qx + qy * qy <= rad * rad
-        depth = 1.0 / (i0 + t * (i1 - i0))
-        packed = _pack_keys(torch, (zs * depth + zb + KEY_OFFSET).to(torch.float32), order)
         keys.append(torch.where(ok, packed, torch.iinfo(torch.int64).max))
     return torch.stack(keys, 1), col
 
