@@ -48,7 +48,7 @@ if _njit is not None:
         jx1 = (np.float64(rays[y, xb, 1]) - np.float64(rays[y, xa, 1])) * sx
         jy0 = (np.float64(rays[yb, x, 0]) - np.float64(rays[ya, x, 0])) * sy
         jy1 = (np.float64(rays[yb, x, 1]) - np.float64(rays[ya, x, 1])) * sy
-        return jx0, jx1, jy0, jy1
+        return float(jx0), float(jx1), float(jy0), float(jy1)
 
     @_njit_inline
     def _capsule_eval(s: int, px: float, py: float, xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat,
