@@ -61,18 +61,22 @@ if _njit is not None:
         l2 = dx * dx + dy * dy
         r = radius[s]
         t = min(max(((px - ax) * dx + (py - ay) * dy) / l2, 0.0), 1.0) if l2 > 0.0 else 0.0
+        qx, qy = ax + t * dx - px, ay + t * dy - py
+        d2 = qx * qx + qy * qy  # distance to the centre line is 1-Lipschitz: far inside / outside decide all 4
+        r_in, r_out = r - SAFE_REACH_PX, r + SAFE_REACH_PX
+        inside, outside = r_in > 0.0 and d2 <= r_in * r_in, d2 >= r_out * r_out
+        if outside:  # no sub-sample covered: the colour is never used
+            for j in range(len(offs)):
+                keys[i, j] = np.inf
+            return
         depth = 1.0 / (inv_depth[s, 0] + t * (inv_depth[s, 1] - inv_depth[s, 0]))
         f = max(1.0 - depth * INV_MAX_DEPTH, 0.0)
         for ch in range(3):
             cols[i, ch] = int(rgb[s, ch] * f + 0.5)
         key = np.float32(zscale[s] * depth + zbias[s] + 1.0)
-        qx, qy = ax + t * dx - px, ay + t * dy - py
-        d2 = qx * qx + qy * qy  # distance to the centre line is 1-Lipschitz: far inside / outside decide all 4
-        r_in, r_out = r - SAFE_REACH_PX, r + SAFE_REACH_PX
-        inside, outside = r_in > 0.0 and d2 <= r_in * r_in, d2 >= r_out * r_out
         for j in range(len(offs)):
             keys[i, j] = key if inside else np.inf
-        if inside or outside:
+        if inside:
             return
         inv_l2 = 1.0 / l2 if l2 > 0.0 else 0.0
         for j in range(len(offs)):
