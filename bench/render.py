@@ -11,6 +11,7 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --quick           # 60 raster frames, 4 s clips
     python bench/render.py --cases sample --modes raster
     python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
+    python bench/render.py --cases sample --modes raster_aa --raster-frames 30   # anti-aliasing on vs off
     python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
     python bench/render.py --rows raster,agents,memory --raster-frames 30   # main (before) / this checkout (after)
 
@@ -116,6 +117,8 @@ def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     from avsim.render.frame import SceneRenderer
     from avsim.render.runner import RenderOptions, run_render
 
+    if mode == "raster_aa":
+        return run_raster_aa(case, clip_s, raster_frames)
     scenario = load_case(case, clip_s)
     if mode in ("raster", "raster_torch"):
         renderer = SceneRenderer(scenario, backend="torch" if mode == "raster_torch" else "numba")
@@ -226,6 +229,48 @@ def compare(rows: list[str], frames: int, repeats: int, stride: int) -> None:
     print(f"\nload average {load[0]:.1f} at the end; {os.cpu_count()} CPUs; {_versions()}")
 
 
+def run_raster_aa(case: str, clip_s: float, raster_frames: int) -> dict:
+    """Raster only (geometry + rasterisation, numba, 1 process) with anti-aliasing off and on, interleaved
+    camera by camera on the same frames so that both see the same machine load; also the rasteriser
+    alone (the same primitives, AA off vs on). Row cf_* numbers are AA on; aa_* fields compare."""
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.raster import rasterize_numba
+
+    scenario = load_case(case, clip_s)
+    renderers = {aa: SceneRenderer(scenario, antialias=aa) for aa in (False, True)}
+    for r in renderers.values():
+        r.render_frame(0)  # JIT cache load, ray maps: one-off costs
+    n_frames = renderers[True].n_frames
+    n = min(raster_frames, n_frames - 1)
+    step = max(1, (n_frames - 1) // max(n, 1))
+    cpu, wall, raster_cpu = {False: 0.0, True: 0.0}, {False: 0.0, True: 0.0}, {False: 0.0, True: 0.0}
+    n_cams = len(renderers[True].rig)
+    for f in [1 + i * step for i in range(n)]:
+        for i in range(n_cams):
+            for aa, r in renderers.items():
+                w0, c0 = time.perf_counter(), _cpu_s()
+                r.render_camera(f, i)
+                wall[aa], cpu[aa] = wall[aa] + time.perf_counter() - w0, cpu[aa] + _cpu_s() - c0
+            prims, rays = renderers[True].camera_primitives(f, i), renderers[True].rays(i)
+            for aa in (False, True):
+                c0 = _cpu_s()
+                rasterize_numba(prims, rays, antialias=aa)
+                raster_cpu[aa] += _cpu_s() - c0
+    cam_frames = n * n_cams
+    own, children = _peak_mib()
+    return {"case": case, "mode": "raster_aa", "workers": 1, "camera_frames": cam_frames, "wall_s": wall[True], "cpu_s": cpu[True],
+            "cf_per_s": cam_frames / wall[True], "cf_per_cpu_s": cam_frames / cpu[True], "peak_main_mib": own, "peak_worker_mib": children,
+            "aa_off_cf_per_cpu_s": cam_frames / cpu[False], "aa_cost_ratio": cpu[True] / cpu[False],
+            "raster_alone_aa_cost_ratio": raster_cpu[True] / raster_cpu[False]}  # fmt: skip
+
+
+def _print_aa_rows(rows: list[dict]) -> None:
+    """The AA on / off comparison of the raster_aa rows (ratios measured in the same process)."""
+    for r in (r for r in rows if r["mode"] == "raster_aa"):
+        print(f"\n{r['case']} raster_aa: AA on {r['cf_per_cpu_s']:.1f} / AA off {r['aa_off_cf_per_cpu_s']:.1f} camera-frames "
+              f"per CPU-second (geometry + raster); AA on costs x{r['aa_cost_ratio']:.2f} (rasteriser alone x{r['raster_alone_aa_cost_ratio']:.2f})")  # fmt: skip
+
+
 def _cpu_s() -> float:
     """User + system CPU seconds of this process and its finished children (the workers)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -295,6 +340,7 @@ def main() -> None:
         per_cpu = f"{r['cf_per_cpu_s']:.1f}"
         print(f"| {r['case']} | {r['mode']} | {r['workers']} | {r['camera_frames']} | {r['wall_s']:.1f} | "
               f"{r['cf_per_s']:.1f} | {per_cpu} | {r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f} |")  # fmt: skip
+    _print_aa_rows(rows)
 
 
 if __name__ == "__main__":

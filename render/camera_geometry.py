@@ -315,7 +315,7 @@ def _planar_inputs(
     )  # fmt: skip
 
 
-def render_objects(camera: Camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba") -> NDArrayByte:
+def render_objects(camera: Camera, world_SE3_camera: SE3, objects: FrameObjects, backend: str = "numba", antialias: bool = False) -> NDArrayByte:
     """Render world-frame objects through one camera.
 
     For one-off images (tests, previews); `SceneRenderer` caches the ray map across frames.
@@ -324,11 +324,11 @@ def render_objects(camera: Camera, world_SE3_camera: SE3, objects: FrameObjects,
         camera: the camera.
         world_SE3_camera: the camera pose (one SE3).
         objects: world-frame objects.
-        backend: "numba" or "torch".
+        backend: "numba" or "torch"; antialias: 4x MSAA on edges (default off: the exact palette).
 
     Returns:
         (H, W, 3) uint8 RGB.
     """
     prims = camera_primitives(camera, geo.cone_half_angle_rad(camera), world_SE3_camera.inverse(), objects)
-    return rasterize(prims, ray_map(camera), backend)
+    return rasterize(prims, ray_map(camera), backend, antialias)
 

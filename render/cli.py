@@ -178,6 +178,7 @@ def render_command(
     backend: str = typer.Option("numba", "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
     preset: str = typer.Option(writer.DEFAULT_PRESET, "--preset", help="libx264 speed preset (crf 18 always): ultrafast ... veryslow."),
+    aa: str = typer.Option("on", "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
@@ -188,12 +189,14 @@ def render_command(
     from rich.console import Console
 
     _check_choices(layout, rig, backend, fps, preset, workers, chunk)
+    if aa not in ("on", "off"):
+        raise typer.BadParameter(f"--aa: expected on or off, got {aa!r}")
     width, height = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
-        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels,
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa == "on",
     )  # fmt: skip
     # bad input fails here, in one line, before the progress bar appears
     if out.exists() and not out.is_dir():

@@ -64,7 +64,7 @@ class SceneRenderer:
 
     rig: the scenario's own rig by default, or any other (e.g. `cosmos_rig()`) placed on the
     same ego; cameras: a subset of its names (default all); size: (width, height) every camera
-    is re-imaged to; fps: render rate over the ego span; backend: ``numba`` or ``torch``.
+    is re-imaged to; fps: render rate over the ego span; backend: ``numba`` or ``torch``; antialias: 4x MSAA on edges.
     """
 
     def __init__(
@@ -74,7 +74,7 @@ class SceneRenderer:
         cameras: list[str] | tuple[str, ...] | None = None,
         size: tuple[int, int] = (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX),
         fps: float = style.DEFAULT_FPS,
-        backend: str = "numba",
+        backend: str = "numba", antialias: bool = True,
     ) -> None:
         rig = scenario.rig if rig is None else rig
         if cameras is not None:
@@ -82,7 +82,7 @@ class SceneRenderer:
         self.scenario = scenario
         self.rig = rig.resize(int(size[0]), int(size[1]))
         self.fps = float(fps)
-        self.backend = backend
+        self.backend, self.antialias = backend, antialias
         self.timestamps_ns = scenario.frame_times(self.fps)  # lazy: only the frames rendered are made
         self.static = build_static_world(scenario.map)
         s = self.static
@@ -204,7 +204,7 @@ class SceneRenderer:
         prims = self.camera_primitives(frame_index, i)
         cam = self.rig.cameras[i]
         ids = np.empty((cam.height_px, cam.width_px), np.int32)
-        img = rasterize_numba(prims, self.rays(i), ids_out=ids)
+        img = rasterize_numba(prims, self.rays(i), ids_out=ids, antialias=self.antialias)
         return img, ids, prims
 
     def camera_primitives(self, frame_index: int, camera_index: int) -> Primitives:
@@ -263,7 +263,7 @@ class SceneRenderer:
             (H, W, 3) uint8 RGB.
         """
         i = camera if isinstance(camera, int) else self.rig.index(camera)
-        return rasterize(self.camera_primitives(frame_index, i), self.rays(i), self.backend)
+        return rasterize(self.camera_primitives(frame_index, i), self.rays(i), self.backend, self.antialias)
 
     def render_frame(self, frame_index: int) -> dict[str, NDArrayByte]:
         """Every camera's image at one frame, the frame's world-space work done once for all of them
@@ -277,9 +277,9 @@ class SceneRenderer:
         """
         prims = self.primitives(frame_index)
         if self.backend == "torch":
-            images = rasterize_torch(prims, [self.rays(i) for i in range(len(self.rig))])
+            images = rasterize_torch(prims, [self.rays(i) for i in range(len(self.rig))], antialias=self.antialias)
             return dict(zip(self.rig.names, images))
-        return {name: rasterize(p, self.rays(i), self.backend) for i, (name, p) in enumerate(zip(self.rig.names, prims))}
+        return {name: rasterize(p, self.rays(i), self.backend, self.antialias) for i, (name, p) in enumerate(zip(self.rig.names, prims))}
 
     def render_frame_all(self, frame_index: int) -> dict[str, NDArrayByte]:
         """`render_frame` by the name the render pipeline's issue gives it (one frame, all cameras).

@@ -173,7 +173,7 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     clip_id = writer.safe_name(scenario.scenario_id)
     folder = labels_folder(opts.out, clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps)
+    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
     records = []
     for f in range(first, stop):
         for i in range(len(cameras)):

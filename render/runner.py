@@ -77,6 +77,7 @@ class RenderOptions:
     overwrite: bool = False
     preset: str = writer.DEFAULT_PRESET
     labels: bool = False  # also write labels (render/labels_run.py): same pass, numba id buffer
+    antialias: bool = True  # 4x MSAA on edge pixels (render/raster_aa.py); False (`--aa off`): the exact single-sample frames
 
 
 @dataclass
@@ -345,7 +346,7 @@ class _Worker:
 
         self.renderer = SceneRenderer(
             scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
-            fps=opts.fps, backend=opts.backend,
+            fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
         )  # fmt: skip
         self.opts = opts
         self.queue = queue

@@ -1,4 +1,9 @@
-"""Raster stage: exact pixels, clipping, occlusion, heading gradient, fill, fade, backends."""
+"""Raster stage: exact pixels, clipping, occlusion, heading gradient, fill, fade, backends.
+
+Exact-palette checks run with anti-aliasing off (`render_objects` and `rasterize*` default to
+``antialias=False``, one sample per pixel); the backend agreement runs with it off and on, and
+tests/test_antialias.py covers the anti-aliased look.
+"""
 
 from __future__ import annotations
 
@@ -267,13 +272,14 @@ def small_renderer() -> SceneRenderer:
     return SceneRenderer(scenario, cameras=cams, size=(320, 180))
 
 
-def test_numba_and_torch_backends_agree(small_renderer):
+@pytest.mark.parametrize("antialias", [False, True])
+def test_numba_and_torch_backends_agree(small_renderer, antialias):
     prims = small_renderer.primitives(5)
     from avsim.render.raster import rasterize_numba, rasterize_torch
 
     rays = [small_renderer.rays(i) for i in range(len(prims))]
-    a = np.stack([rasterize_numba(p, r) for p, r in zip(prims, rays)])
-    b = rasterize_torch(prims, rays, device="cpu", max_fragments=50_000)  # several chunks
+    a = np.stack([rasterize_numba(p, r, antialias=antialias) for p, r in zip(prims, rays)])
+    b = rasterize_torch(prims, rays, device="cpu", max_fragments=50_000, antialias=antialias)  # several chunks
     assert a.any(axis=-1).mean() > 0.05
     differs = (a != b).any(axis=-1)
     assert differs.mean() < 1e-3

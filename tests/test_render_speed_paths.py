@@ -115,23 +115,23 @@ def _check_pinned(renderer: SceneRenderer, pinned: dict[str, str]) -> None:
 
 
 def test_sample_frames_are_pinned(sample):
-    _check_pinned(SceneRenderer(sample, size=SIZE), SAMPLE_PINNED)
+    _check_pinned(SceneRenderer(sample, size=SIZE, antialias=False), SAMPLE_PINNED)
 
 
 def test_tenfold_agent_frames_are_pinned(sample_tenfold):
-    _check_pinned(SceneRenderer(sample_tenfold, size=SIZE), TENFOLD_PINNED)
+    _check_pinned(SceneRenderer(sample_tenfold, size=SIZE, antialias=False), TENFOLD_PINNED)
 
 
 def test_real_av2_frames_are_pinned(shared_data):
     from avsim.scenario.importers.registry import convert
 
     scenario = convert(str(shared_data / AV2_LOG))
-    _check_pinned(SceneRenderer(scenario, size=SIZE), AV2_PINNED)
+    _check_pinned(SceneRenderer(scenario, size=SIZE, antialias=False), AV2_PINNED)
 
 
 def test_all_cameras_per_frame_equal_per_camera_renders(sample):
-    together = SceneRenderer(sample, size=SIZE).render_frame_all(61)
-    alone = SceneRenderer(sample, size=SIZE)
+    together = SceneRenderer(sample, size=SIZE, antialias=False).render_frame_all(61)
+    alone = SceneRenderer(sample, size=SIZE, antialias=False)
     for i, name in enumerate(alone.camera_names):
         alone._work = None  # no shared frame work: each camera from scratch
         assert np.array_equal(together[name], alone.render_camera(61, i)), name
@@ -140,7 +140,7 @@ def test_all_cameras_per_frame_equal_per_camera_renders(sample):
 def test_many_agents_render_like_the_uncull_reference(sample_tenfold):
     """Per-camera culling keeps every pixel: the frame equals `render_objects` of all its objects,
     and a few boxes rendered alone equal the reference of those boxes alone."""
-    renderer = SceneRenderer(sample_tenfold, size=SIZE)
+    renderer = SceneRenderer(sample_tenfold, size=SIZE, antialias=False)
     frame = 33
     world_SE3_ego, objects = renderer.frame_objects(frame)
     assert len(objects.box_corners) > 300
@@ -164,7 +164,7 @@ def test_many_agents_render_like_the_uncull_reference(sample_tenfold):
 
 def test_vectorised_resampling_equals_agent_tracks_resample(sample_tenfold):
     agents = sample_tenfold.agents
-    ts = SceneRenderer(sample_tenfold, size=SIZE).timestamps_ns[AGENT_BLOCK_FRAMES : 2 * AGENT_BLOCK_FRAMES]
+    ts = SceneRenderer(sample_tenfold, size=SIZE, antialias=False).timestamps_ns[AGENT_BLOCK_FRAMES : 2 * AGENT_BLOCK_FRAMES]
     rows = resample_rows(agents, ts)
     ref = agents.resample(ts)
     order = np.lexsort((ref.track_id, ref.timestamps_ns))
@@ -179,17 +179,18 @@ def test_vectorised_resampling_equals_agent_tracks_resample(sample_tenfold):
 
 
 def test_compiled_projection_equals_the_camera_model():
-    """Bit-equal to `camera.project` (numpy's own result can differ in the last bit between calls on
-    strided input, so it is compared with the value most of three calls agree on)."""
+    """Equal to `camera.project` within 1e-9 px, NaN where it is NaN. numpy's own result differs in
+    the last bits between calls on strided input (about 1e-12 px), so bit equality is not a stable
+    claim here; the pinned frame digests above are the byte-identity check."""
     rng = np.random.default_rng(3)
     for camera in cosmos_rig().resize(*SIZE).cameras + cosmos_rig().cameras[:2]:
         pts = rng.normal(size=(4000, 3)) * rng.uniform(0.01, 300.0, (4000, 1))
         pts[:5] = 0.0
         pts[5:10, :2] = 0.0
-        runs = [camera.project(pts)[0] for _ in range(3)]
-        ref = runs[0] if np.array_equal(runs[0], runs[1]) else runs[2]
-        assert np.array_equal(project_px(camera, pts), ref)
-        assert np.array_equal(geo.project_points(camera, pts), ref)
+        ref = camera.project(pts)[0]
+        for mine in (project_px(camera, pts), geo.project_points(camera, pts)):
+            assert np.array_equal(np.isnan(mine), np.isnan(ref))
+            np.testing.assert_allclose(mine, ref, rtol=0, atol=1e-9, equal_nan=True)
 
 
 def test_owner_min_max_equals_reduce():
@@ -210,7 +211,7 @@ def test_owner_min_max_equals_reduce():
 def test_compiled_subdivision_matches_the_numpy_levels(sample, monkeypatch):
     """Same chords, sources, approx flags and order as the numpy level loop; pixels within 1e-9 px
     (midpoint angles from libm's atan2); and the same frames."""
-    renderer = SceneRenderer(sample, size=SIZE)
+    renderer = SceneRenderer(sample, size=SIZE, antialias=False)
     calls = []
     real = geo.subdivide_segments
 
@@ -247,7 +248,7 @@ def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(cg, "_planar_group", record)
-    renderer = SceneRenderer(sample_tenfold, size=SIZE)
+    renderer = SceneRenderer(sample_tenfold, size=SIZE, antialias=False)
     for i in range(len(renderer.rig)):
         renderer.camera_primitives(20, i)
     monkeypatch.setattr(cg, "_planar_group", real)

@@ -1,0 +1,192 @@
+"""Numba kernels of the single-sample raster pass (one sample per pixel, at its centre) and the
+plane parameters both backends share. Split out of `avsim.render.raster` (see its docstring for
+the occlusion and colour rules); `avsim.render.raster_aa` adds the sub-samples of edge pixels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
+from avsim.render import style
+
+if TYPE_CHECKING:
+    from avsim.render.raster import Primitives
+
+_njit: Any  # numba.njit with the kernels' options, or None without numba
+_njit_inline: Any  # the same for small helpers inlined into their callers
+try:  # numba is the fast CPU path; without it the torch backend still works
+    import numba
+
+    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+    _njit_inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, inline="always")
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    _njit = _njit_inline = None
+
+INV_MAX_DEPTH = 1.0 / style.MAX_DEPTH_M  # fade = 1 - depth * INV_MAX_DEPTH in both backends
+KEY_OFFSET = 1.0  # keeps every comparison key positive (packed float32 bits sort as ints)
+PARAM_EPS = 1e-9  # barycentric slack so shared edges leave no cracks
+
+
+def plane_params(prims: Primitives) -> NDArrayFloat:
+    """Plane and barycentric parameters of every planar primitive.
+
+    For the camera ray r = (x/z, y/z, 1) hitting the plane at depth d = (n . c0) / (n . r) the
+    barycentric coordinates are a = d (A . r) - a0, b = d (B . r) - b0.
+
+    Args:
+        prims: the primitives (uses `pl_origin`, `pl_e1`, `pl_e2`).
+
+    Returns:
+        (P, 12) float64: normal n (3), n . c0, A (3), a0, B (3), b0 (non-finite values zeroed).
+    """
+    o, e1, e2 = prims.pl_origin, prims.pl_e1, prims.pl_e2
+    normal = np.cross(e1, e2)
+    nd = np.einsum("pk,pk->p", normal, o)
+    g00, g01, g11 = (e1 * e1).sum(-1), (e1 * e2).sum(-1), (e2 * e2).sum(-1)
+    det = g00 * g11 - g01 * g01
+    with np.errstate(divide="ignore", invalid="ignore"):
+        i00, i01, i11 = g11 / det, -g01 / det, g00 / det
+    A = i00[:, None] * e1 + i01[:, None] * e2
+    B = i01[:, None] * e1 + i11[:, None] * e2
+    a0 = np.einsum("pk,pk->p", A, o)
+    b0 = np.einsum("pk,pk->p", B, o)
+    out = np.concatenate([normal, nd[:, None], A, a0[:, None], B, b0[:, None]], axis=1)
+    return np.ascontiguousarray(np.where(np.isfinite(out), out, 0.0))
+
+
+if _njit is not None:
+
+    @_njit
+    def _ztest(zbuf: NDArrayFloat32, y: int, x: int, depth: float, zscale: float, zbias: float) -> bool:
+        # strict: among equal keys the primitive drawn first (lower order) wins
+        key = np.float32(zscale * depth + zbias + 1.0)
+        if key < zbuf[y, x]:
+            zbuf[y, x] = key
+            return True
+        return False
+
+    @_njit
+    def _put(img: NDArrayByte, y: int, x: int, depth: float, r: float, g: float, b: float) -> None:
+        f = 1.0 - depth * INV_MAX_DEPTH
+        f = max(f, 0.0)
+        img[y, x, 0] = np.uint8(int(r * f + 0.5))
+        img[y, x, 1] = np.uint8(int(g * f + 0.5))
+        img[y, x, 2] = np.uint8(int(b * f + 0.5))
+
+    @_njit
+    def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
+                       radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
+                       start: int, stop: int, c: float, ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
+                       win: NDArrayInt, order: NDArrayInt, with_win: bool) -> None:  # fmt: skip
+        # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one
+        h, w = zbuf.shape
+        for s in range(start, stop):
+            ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+            r = radius[s]
+            r2 = r * r
+            dx, dy = bx - ax, by - ay
+            l2 = dx * dx + dy * dy
+            i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
+            zs, zb = zscale[s], zbias[s]
+            cr, cg, cb = rgb[s, 0], rgb[s, 1], rgb[s, 2]
+            ylo = max(0, int(np.floor(min(ay, by) - r - c)))
+            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
+            for y in range(ylo, yhi + 1):
+                py = y + c
+                # conservative x-interval of this row: centre-line points within r of the row
+                if abs(dy) > 1e-12:
+                    ta = (py - r - ay) / dy
+                    tb = (py + r - ay) / dy
+                    if ta > tb:
+                        ta, tb = tb, ta
+                    ta = max(ta, 0.0)
+                    tb = min(tb, 1.0)
+                    if ta > tb:
+                        continue
+                    xa, xb = ax + ta * dx, ax + tb * dx
+                    xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
+                else:
+                    xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
+                x0 = max(0, int(np.floor(xlo - c)))
+                x1 = min(w - 1, int(np.ceil(xhi - c)))
+                for x in range(x0, x1 + 1):
+                    px = x + c
+                    t = 0.0
+                    if l2 > 0.0:
+                        t = ((px - ax) * dx + (py - ay) * dy) / l2
+                        t = min(max(t, 0.0), 1.0)
+                    qx = ax + t * dx - px
+                    qy = ay + t * dy - py
+                    if qx * qx + qy * qy > r2:
+                        continue
+                    depth = 1.0 / (i0 + t * (i1 - i0))
+                    if _ztest(zbuf, y, x, depth, zs, zb):
+                        _put(img, y, x, depth, cr, cg, cb)
+                        if with_ids:
+                            ids[y, x] = obj[s]
+                        if with_win:
+                            win[y, x] = order[s]
+
+    @_njit
+    def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
+                      is_tri: NDArrayBool, rgb: NDArrayFloat, bbox: NDArrayInt, zscale: NDArrayFloat,
+                      zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
+                      start: int, stop: int, near: float, far: float, eps: float,
+                      ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
+                      win: NDArrayInt, order: NDArrayInt, with_win: bool) -> None:  # fmt: skip
+        for p in range(start, stop):
+            n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
+            A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
+            B0, B1, B2, b0 = plane[p, 8], plane[p, 9], plane[p, 10], plane[p, 11]
+            tri = is_tri[p]
+            zs, zb = zscale[p], zbias[p]
+            r0, g0, c0 = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
+            r1, g1, c1 = rgb[p, 1, 0], rgb[p, 1, 1], rgb[p, 1, 2]
+            r2, g2, c2 = rgb[p, 2, 0], rgb[p, 2, 1], rgb[p, 2, 2]
+            r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
+            for y in range(bbox[p, 1], bbox[p, 3] + 1):
+                xs, xe = bbox[p, 0], bbox[p, 2]
+                if use_spans:
+                    k = row_start[p] + y - bbox[p, 1]
+                    xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
+                for x in range(xs, xe + 1):
+                    rx = np.float64(rays[y, x, 0])
+                    ry = np.float64(rays[y, x, 1])
+                    den = n0 * rx + n1 * ry + n2
+                    if den == 0.0:
+                        continue
+                    depth = nd / den
+                    if not (depth > near and depth <= far):
+                        continue
+                    a = depth * (A0 * rx + A1 * ry + A2) - a0
+                    b = depth * (B0 * rx + B1 * ry + B2) - b0
+                    if a < -eps or b < -eps:
+                        continue
+                    if tri:
+                        if a + b > 1.0 + eps:
+                            continue
+                        if _ztest(zbuf, y, x, depth, zs, zb):
+                            _put(img, y, x, depth, r0, g0, c0)
+                            if with_ids:
+                                ids[y, x] = obj[p]
+                            if with_win:
+                                win[y, x] = order[p]
+                    else:
+                        if a > 1.0 + eps or b > 1.0 + eps:
+                            continue
+                        if not _ztest(zbuf, y, x, depth, zs, zb):
+                            continue
+                        if with_ids:
+                            ids[y, x] = obj[p]
+                        if with_win:
+                            win[y, x] = order[p]
+                        a = min(max(a, 0.0), 1.0)
+                        b = min(max(b, 0.0), 1.0)
+                        w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
+                        cr = w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3
+                        cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
+                        cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
+                        _put(img, y, x, depth, cr, cg, cb)
