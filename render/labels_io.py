@@ -17,6 +17,7 @@ render sits below evaluation in the layering, so the OpenLane category table is 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +262,31 @@ def write_json(path: Path, doc: Any) -> None:
         Path(tmp).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
+def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
+    """Write many small JSON files into `folder`: into one temporary folder beside them, then each renamed into place.
+
+    One `atomic_output_path` per call instead of per file (its stale-temporary scan lists the
+    folder, which made per-file writes quadratic in the number of frames); every file appears
+    complete (renamed), and a killed writer's temporary is removed by the next run.
+
+    Args:
+        folder: the destination folder (made if missing).
+        docs: file name -> JSON-ready document.
+
+    Returns:
+        The files written, in `docs` order.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder / ".staging"
+    with atomic_output_path(staging, is_dir=True) as tmp:
+        for name, doc in docs.items():
+            (Path(tmp) / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+        for name in docs:
+            os.replace(Path(tmp) / name, folder / name)
+    staging.rmdir()  # emptied by the renames
+    return [folder / name for name in docs]
+
+
 def _box3d_entry(boxes: FrameBoxes3D, k: int, token: str, cameras: list[str]) -> dict[str, Any]:
     length, width, height = boxes.size_lwh_m[k]
     return {
@@ -325,8 +351,9 @@ def write_labels(
         for r in recs:
             for b in r["boxes"]:
                 seen[r["frame_index"]].setdefault(b["track_id"], []).append(cam)
-            if "openlane" in r:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
-                write_json(openlane_path(folder, cam, r["frame_index"]), r["openlane"])
+        lanes = {openlane_path(folder, cam, r["frame_index"]).name: r["openlane"] for r in recs if "openlane" in r}
+        if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
+            write_json_files(folder / "openlane" / cam, lanes)
         p = folder / "coco" / f"{cam}.json"
         write_json(p, _coco(cam, video, recs, size))
         written += [p, folder / "openlane" / cam]

@@ -103,8 +103,8 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
         records.append(rec)
         yield img
     folder = part.parent.parent
-    for f, doc in lanes:
-        labels_io.write_json(labels_io.openlane_path(folder, segment.camera, f), doc)
+    labels_io.write_json_files(folder / "openlane" / segment.camera,
+                               {labels_io.openlane_path(folder, segment.camera, f).name: doc for f, doc in lanes})  # fmt: skip
     labels_io.write_part(part, records)
 
 
