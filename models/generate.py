@@ -27,6 +27,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
 from avsim.models.defaults import GENERATION
+from avsim.models.labels_pairing import LabelsPairing, check_pairing, find_control_labels, place_labels
 from avsim.models.pipeline import (
     Log,
     SamplingOptions,
@@ -42,7 +43,6 @@ from avsim.models.text import (
     load_prompt_embeddings,
     multiview_context,
 )
-from avsim.models.labels_pairing import LabelsPairing, check_pairing, find_control_labels, place_labels
 from avsim.models.video_io import find_view_videos, grid_frames, read_model_frames, resolve_camera, write_video
 
 NOISE_BANNER = (

@@ -128,5 +128,5 @@ def place_labels(pairing: LabelsPairing, tmp_out: Path, final_out: Path, generat
         "folder": LABELS_FOLDER, "placed_as": how, "control_labels": str(src), "control_clip": pairing.video_clip,
         "frame_mapping": "identical", "frames": pairing.frames, "fps": pairing.fps,
         "width_px": pairing.width_px, "height_px": pairing.height_px,
-        "note": "labels/index.json frame k: generated video <clip>.<camera>.mp4 in this folder, frame video_frame",
+        "note": "each labels/index.json frame is frame video_frame of <video_clip>.<camera>.mp4 in this folder",
     }  # fmt: skip

@@ -30,7 +30,12 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayIn
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.labels import (
-    FrameBoxes3D, camera_box_labels, frame_boxes_3d, object_region_px, rle_string, unoccluded_pixels,
+    FrameBoxes3D,
+    camera_box_labels,
+    frame_boxes_3d,
+    object_region_px,
+    rle_string,
+    unoccluded_pixels,
 )  # fmt: skip
 from avsim.render.raster import Primitives
 from avsim.scenario import Scenario

@@ -17,7 +17,7 @@ CAM = "camera_front_wide_120fov"
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pair")
-    assert main(["sample", str(root / "s")]) == 0
+    assert main(["sample", str(root / "s"), "--duration-s", "1"]) == 0
     return root / "s"
 
 
@@ -33,7 +33,7 @@ def test_generate_writes_the_control_labels_beside_the_generated_clip(sample, tm
     cfg = debug()
     control = _render(sample, tmp_path / "control", cfg.model_fps, cfg.frames_per_chunk)
     out = tmp_path / "gen"
-    assert main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM]) == 0
+    assert main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"]) == 0
     settings = json.loads((out / "settings.json").read_text())
     rec = settings["labels"]
     assert rec["frame_mapping"] == "identical" and rec["placed_as"] in ("symlink", "copy")
@@ -53,7 +53,7 @@ def test_generate_refuses_labels_whose_frames_it_cannot_keep(sample, tmp_path, c
     cfg = debug()
     control = _render(sample, tmp_path / "control30", 30.0, 3 * cfg.frames_per_chunk)  # 30 fps: the model takes every 3rd
     out = tmp_path / "gen"
-    code = main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM])
+    code = main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and not out.exists()
     assert "index.json" in err[-1] and "--fps 10" in err[-1] and "Traceback" not in "\n".join(err)
