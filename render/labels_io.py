@@ -161,8 +161,8 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         bounds = np.cumsum([0] + [len(q) for q in pts])
         xyz_t, vis_l = xyz_all.T.tolist(), vis_all.astype(int).tolist()
         for j, k in enumerate(idx.tolist()):
-            a, b = int(bounds[j]), int(bounds[j + 1])
-            lanes.append({"xyz": [row[a:b] for row in xyz_t], "visibility": [1] * (b - a), "visible_in_image": vis_l[a:b],
+            lo, hi = int(bounds[j]), int(bounds[j + 1])
+            lanes.append({"xyz": [row[lo:hi] for row in xyz_t], "visibility": [1] * (hi - lo), "visible_in_image": vis_l[lo:hi],
                           "category": int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0)), "track_id": int(k)})  # fmt: skip
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
