@@ -51,14 +51,16 @@ def find_control_labels(control_dir: Path, clip: str) -> Path | None:
     """The `labels/` folder whose index lists frames of control video clip `clip`, or None.
 
     Args:
-        control_dir: the folder given to `avsim generate` (an `avsim render` output).
+        control_dir: the folder given to `avsim generate`: an `avsim render` output
+            (`<dir>/<clip>/labels`) or one clip folder of it (`<dir>/labels`).
         clip: the clip id `avsim generate` found (`<clip>` or `<clip>_<k>` with `--chunk`).
 
     Returns:
-        `control_dir/<render clip>/labels`, or None when the render wrote no labels.
+        The labels folder, or None when the render wrote no labels.
     """
     root = Path(control_dir)
-    for index in sorted(root.glob(f"*/{LABELS_FOLDER}/index.json")):
+    own = [root / LABELS_FOLDER / "index.json"] if (root / LABELS_FOLDER / "index.json").is_file() else []
+    for index in [*own, *sorted(root.glob(f"*/{LABELS_FOLDER}/index.json"))]:
         doc = read_json(index, "labels index")
         frames = doc.get("frames", []) if isinstance(doc, dict) else []
         if any(isinstance(f, dict) and f.get("video_clip") == clip for f in frames):

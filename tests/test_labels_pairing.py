@@ -66,6 +66,10 @@ def test_train_pair_carries_the_labels(sample, tmp_path):
     control = _render(sample, tmp_path / "control", cfg.model_fps, 2)
     clip = next(p.name for p in control.iterdir() if p.is_dir())
     clip_dir = control / clip
+    from avsim.models.labels_pairing import find_control_labels
+
+    assert find_control_labels(control, clip) == find_control_labels(clip_dir, clip) == clip_dir / "labels"
+    assert find_control_labels(control, "other_clip") is None
     for view in COSMOS_VIEW_NAMES:  # every model view needs a control and a real video: reuse the one render
         src = clip_dir / f"{clip}.{CAM}.mp4"
         if view != CAM:
