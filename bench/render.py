@@ -341,6 +341,33 @@ def main() -> None:
         print(f"| {r['case']} | {r['mode']} | {r['workers']} | {r['camera_frames']} | {r['wall_s']:.1f} | "
               f"{r['cf_per_s']:.1f} | {per_cpu} | {r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f} |")  # fmt: skip
     _print_aa_rows(rows)
+    overhead = labels_overhead(rows)
+    if overhead:
+        print("\n| case | labels overhead | workers | wall per camera-frame | CPU per camera-frame |")
+        print("|---|---|---|---|---|")
+        print("\n".join(overhead))
+
+
+def labels_overhead(rows: list[dict]) -> list[str]:
+    """One line per case that ran both `encode_wN` and `encode_wN_labels`: labels' extra wall and CPU time in %.
+
+    Args:
+        rows: the measurements of this run (`run_one` dicts).
+
+    Returns:
+        Markdown table rows `| case | labels overhead | workers | wall % | CPU % |`.
+    """
+    out = []
+    for r in rows:
+        if not r["mode"].endswith("_labels"):
+            continue
+        base = next((b for b in rows if b["case"] == r["case"] and b["mode"] == r["mode"].removesuffix("_labels")), None)
+        if base is None:
+            continue
+        wall = 100.0 * (r["wall_s"] / r["camera_frames"]) / (base["wall_s"] / base["camera_frames"]) - 100.0
+        cpu = 100.0 * (r["cpu_s"] / r["camera_frames"]) / (base["cpu_s"] / base["camera_frames"]) - 100.0
+        out.append(f"| {r['case']} | labels overhead ({r['mode']} vs {base['mode']}) | {r['workers']} | {wall:+.1f} % | {cpu:+.1f} % |")
+    return out
 
 
 if __name__ == "__main__":

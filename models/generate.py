@@ -2,7 +2,8 @@
 
 `run_generate(GenerateRequest)` resolves the views, reads the control (and conditioning)
 videos, builds the text contexts, the VAE and the DiT, runs `TransferPipeline.generate` and
-writes one mp4 per view, a grid mp4 and settings.json into the output folder (atomically).
+writes one mp4 per view, a grid mp4 and settings.json into the output folder (atomically);
+when the control render wrote labels, they go beside the videos (`avsim.models.labels_pairing`).
 `sampling_options` applies a model config's defaults to options left unset; `split_views`
 parses repeated / comma-separated view lists. models/cli.py only parses options into these.
 """
@@ -26,6 +27,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
 from avsim.models.defaults import GENERATION
+from avsim.models.labels_pairing import LabelsPairing, check_pairing, find_control_labels, place_labels
 from avsim.models.pipeline import (
     Log,
     SamplingOptions,
@@ -221,14 +223,28 @@ def _read_videos(
     return clip, control, conditioning
 
 
-def _write_outputs(out: Path, clip: str, cameras: list[str], videos: list[Tensor], fps: float, settings: dict[str, Any]) -> None:
-    """One mp4 per view, the grid mp4 and settings.json, written atomically into `out`."""
+def _labels_pairing(req: GenerateRequest, cfg: TransferConfig, clip: str, cameras: list[str]) -> LabelsPairing | None:
+    """The control render's labels when it wrote some, checked to index the generated frames unchanged."""
+    folder = find_control_labels(req.control_dir, clip)
+    if folder is None:
+        return None
+    _, paths = find_view_videos(req.control_dir, cameras[:1], clip, kind="control")
+    span = cfg.frames_per_chunk + (req.options.chunks - 1) * (cfg.frames_per_chunk - req.options.overlap)
+    return check_pairing(folder, clip, paths[cameras[0]], span, cfg.model_fps, (cfg.width_px, cfg.height_px))
+
+
+def _write_outputs(out: Path, clip: str, cameras: list[str], videos: list[Tensor], fps: float, settings: dict[str, Any],
+                   pairing: LabelsPairing | None = None) -> dict[str, Any]:  # fmt: skip
+    """One mp4 per view, the grid mp4, the control labels (if any) and settings.json, written atomically into `out`."""
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.chmod(0o755)  # mkdtemp makes it private; the output folder is an ordinary one
         for cam, video in zip(cameras, videos, strict=True):
             write_video(tmp / f"{clip}.{cam}.mp4", video, fps)
         write_video(tmp / f"{clip}.grid.mp4", grid_frames(dict(zip(cameras, videos, strict=True))), fps)
+        if pairing is not None:
+            settings = {**settings, "labels": place_labels(pairing, tmp, out, int(videos[0].shape[0]))}
         (tmp / "settings.json").write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    return settings
 
 
 def _stderr(message: str) -> None:
@@ -245,6 +261,7 @@ def run_generate(req: GenerateRequest, log: Log = _stderr) -> dict[str, Any]:
     device = torch.device(req.device) if req.device else default_device()
     dtype = default_dtype(device)
     clip, control, conditioning = _read_videos(req, cfg, cameras, log)
+    pairing = _labels_pairing(req, cfg, clip, cameras)  # before any weights are loaded: a mismatch fails fast
 
     context, negative = _text_contexts(req, cfg, cameras, device, log)
     vae_seed = RANDOM_VAE_SEED if req.random_vae else opts.seed
@@ -254,7 +271,7 @@ def run_generate(req: GenerateRequest, log: Log = _stderr) -> dict[str, Any]:
     videos = pipe.generate(control, context, negative, view_indices, opts, conditioning)
 
     settings = _settings_json(req, cfg, clip, cameras, int(videos[0].shape[0]))
-    _write_outputs(req.out, clip, cameras, videos, cfg.model_fps, settings)
+    settings = _write_outputs(req.out, clip, cameras, videos, cfg.model_fps, settings, pairing)
     if req.random_weights or req.random_vae:
         log(NOISE_BANNER if req.random_weights else RANDOM_VAE_BANNER)
     log(f"wrote {len(cameras)} views + grid to {req.out} in {time.perf_counter() - start_time:.1f} s")

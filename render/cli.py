@@ -201,6 +201,7 @@ def render_command(
     # bad input fails here, in one line, before the progress bar appears
     if out.exists() and not out.is_dir():
         raise AvsimInputError(out, "output", "exists and is not a folder; refusing to write into it")
+    _check_output(out)  # a file or an unwritable folder above OUT: one line too, not a traceback mid-render
     variants_mode = is_variants_folder(scenario)
     n_variants = len(read_variants(scenario)) if variants_mode else 0
     scen = None if variants_mode else load_scenario_folder(scenario)

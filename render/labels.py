@@ -22,6 +22,7 @@ Camera frame: avsim's RDF (x right, y down, z forward), metres. Pixels: the cent
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,11 @@ class FrameBoxes3D:
 
     def corners_world_m(self) -> NDArrayFloat:
         """(K, 8, 3) world-frame corners in the render spec's corner order."""
+        return self._corners_world_m
+
+    @cached_property
+    def _corners_world_m(self) -> NDArrayFloat:
+        """The corners, computed once (every camera of the frame reads them)."""
         from avsim.core.agents import box_corners
 
         return box_corners(self.center_world_m, self.size_lwh_m, self.rotation_world_wxyz)
@@ -241,19 +247,28 @@ def rle_string(crop: NDArrayBool, x0: int, y0: int, height_px: int, width_px: in
     return out[:n].tobytes().decode("ascii")
 
 
-def visible_boxes(ids: NDArrayInt32, n_objects: int) -> tuple[NDArrayInt, NDArrayInt]:
+def visible_boxes(
+    ids: NDArrayInt32, n_objects: int, region_px: tuple[int, int, int, int] | None = None
+) -> tuple[NDArrayInt, NDArrayInt]:
     """Pixel counts and inclusive pixel boxes of every object id in an id buffer (one pass).
 
     Args:
         ids: (H, W) int32 object ids (-1: none).
         n_objects: number of objects N (ids 0..N-1).
+        region_px: optional inclusive (x0, y0, x1, y1): only this crop is scanned (the caller
+            knows no object id lies outside it).
 
     Returns:
         counts (N,) int64 and boxes (N, 4) int64 (x0, y0, x1, y1; -1 where the count is 0).
     """
     counts = np.zeros(n_objects, np.int64)
     boxes = np.full((n_objects, 4), -1, np.int64)
-    _id_boxes(np.ascontiguousarray(ids, np.int32), counts, boxes)
+    x0, y0, x1, y1 = region_px if region_px is not None else (0, 0, ids.shape[1] - 1, ids.shape[0] - 1)
+    if x1 < x0 or y1 < y0 or not n_objects:
+        return counts, boxes
+    _id_boxes(np.ascontiguousarray(ids[y0 : y1 + 1, x0 : x1 + 1], np.int32), counts, boxes)
+    on = counts > 0
+    boxes[on] += np.array([x0, y0, x0, y0])
     return counts, boxes
 
 
@@ -271,6 +286,22 @@ def unoccluded_pixels(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -
     return object_coverage_px(prims, rays, n_objects)
 
 
+def _edge_points(corners_cam: NDArrayFloat) -> NDArrayFloat:
+    """(M, 12 * EDGE_SAMPLES, 3) points along the 12 edges of each cuboid (M, 8, 3)."""
+    a, b = corners_cam[:, geo.CUBOID_EDGES[:, 0]], corners_cam[:, geo.CUBOID_EDGES[:, 1]]  # (M, 12, 3)
+    t = np.linspace(0.0, 1.0, EDGE_SAMPLES)[None, None, :, None]
+    return (a[:, :, None] + t * (b - a)[:, :, None]).reshape(len(corners_cam), 12 * EDGE_SAMPLES, 3)
+
+
+def _edge_box(uv: NDArrayFloat, pts: NDArrayFloat) -> NDArrayFloat:
+    """(M, 4) bounds of projected edge points uv (M, P, 2), ignoring points pts (M, P, 3) not in front."""
+    uv = uv.copy()
+    uv[pts[..., 2] <= style.NEAR_M] = np.nan
+    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
+        sup.filter(RuntimeWarning)
+        return np.concatenate([np.nanmin(uv, 1), np.nanmax(uv, 1)], 1)
+
+
 def projected_boxes(camera: Camera, corners_cam: NDArrayFloat) -> NDArrayFloat:
     """2-D boxes (x0, y0, x1, y1) of projected cuboids (points along every edge, in front of the camera).
 
@@ -281,14 +312,9 @@ def projected_boxes(camera: Camera, corners_cam: NDArrayFloat) -> NDArrayFloat:
     Returns:
         (M, 4) float boxes, not clipped to the image (NaN for a box wholly behind the camera).
     """
-    a, b = corners_cam[:, geo.CUBOID_EDGES[:, 0]], corners_cam[:, geo.CUBOID_EDGES[:, 1]]  # (M, 12, 3)
-    t = np.linspace(0.0, 1.0, EDGE_SAMPLES)[None, None, :, None]
-    pts = (a[:, :, None] + t * (b - a)[:, :, None]).reshape(len(corners_cam), -1, 3)
+    pts = _edge_points(corners_cam)
     uv = camera.project(pts.reshape(-1, 3))[0].reshape(len(corners_cam), -1, 2)
-    uv[pts[..., 2] <= style.NEAR_M] = np.nan
-    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
-        sup.filter(RuntimeWarning)
-        return np.concatenate([np.nanmin(uv, 1), np.nanmax(uv, 1)], 1)
+    return _edge_box(uv, pts)
 
 
 def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
@@ -313,7 +339,7 @@ def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFl
 
 def camera_box_labels(
     camera: Camera, world_SE3_camera: SE3, boxes: FrameBoxes3D, box_of_object: NDArrayInt, ids: NDArrayInt32,
-    unoccluded_px: NDArrayInt,
+    unoccluded_px: NDArrayInt, region_px: tuple[int, int, int, int] | None = None,
 ) -> CameraBoxLabels:  # fmt: skip
     """Labels of the boxes one image shows.
 
@@ -324,26 +350,53 @@ def camera_box_labels(
         box_of_object: (N,) index into `boxes` of each object id of the id buffer.
         ids: (H, W) int32 object ids of the image.
         unoccluded_px: (N,) pixels of each object rendered alone (`unoccluded_pixels`).
+        region_px: optional inclusive (x0, y0, x1, y1) outside which `ids` has no object
+            (`object_region_px`); only that crop is scanned.
 
     Returns:
         The camera's box labels, for the objects with unoccluded_px > 0, in object order.
     """
     n = len(box_of_object)
-    counts, vis_box = visible_boxes(ids, n)
+    counts, vis_box = visible_boxes(ids, n, region_px)
     on = np.flatnonzero(unoccluded_px > 0)
     box = np.asarray(box_of_object, np.int64)[on]
-    cam_SE3_world = world_SE3_camera.inverse()
-    centre = cam_SE3_world.apply(boxes.center_world_m[box]) if len(box) else np.zeros((0, 3))
-    R_cw = cam_SE3_world.rotation
+    m = len(box)
+    R_cw = np.asarray(world_SE3_camera.rotation).T  # camera <- world, as plain matrices (one SE3 less per image)
+    t_cw = -R_cw @ np.asarray(world_SE3_camera.translation)
+    centre = boxes.center_world_m[box] @ R_cw.T + t_cw
     rot = boxes.rotation_world_wxyz[box]
-    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, quat_to_matrix(rot))) if len(box) else rot
-    corners = boxes.corners_world_m()[box]
-    corners_cam = cam_SE3_world.apply(corners.reshape(-1, 3)).reshape(-1, 8, 3) if len(box) else corners
-    uv = camera.project(corners_cam.reshape(-1, 3))[0].reshape(-1, 8, 2)
-    cuv, depth, _ = camera.project(centre)
-    full = projected_boxes(camera, corners_cam) if len(box) else np.zeros((0, 4))
+    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, quat_to_matrix(rot))) if m else rot
+    corners_cam = boxes.corners_world_m()[box] @ R_cw.T + t_cw  # (M, 8, 3)
+    edges = _edge_points(corners_cam)  # (M, 12 * EDGE_SAMPLES, 3)
+    pts = np.concatenate([corners_cam.reshape(-1, 3), centre, edges.reshape(-1, 3)])  # one projection call
+    uv_all, depth_all, _ = camera.project(pts)
+    uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], depth_all[8 * m : 9 * m]
+    full = _edge_box(uv_all[9 * m :].reshape(m, -1, 2), edges) if m else np.zeros((0, 4))
     vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
     return CameraBoxLabels(
         box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,
         np.minimum(vis / np.maximum(unocc, 1), 1.0), truncation(full, camera.width_px, camera.height_px),
     )  # fmt: skip
+
+
+def object_region_px(prims: Primitives) -> tuple[int, int, int, int] | None:
+    """Inclusive pixel box (x0, y0, x1, y1) that every labelled primitive (object id >= 0) can reach.
+
+    Args:
+        prims: primitives with `cap_obj` / `pl_obj`.
+
+    Returns:
+        The box (clipped to the image), or None when no primitive carries an object id.
+    """
+    w, h = prims.width_px, prims.height_px
+    cap_on = np.flatnonzero(np.asarray(prims.cap_obj) >= 0) if len(prims.cap_obj) == prims.n_capsules else np.zeros(0, int)
+    pl_on = np.flatnonzero(np.asarray(prims.pl_obj) >= 0) if len(prims.pl_obj) == prims.n_planars else np.zeros(0, int)
+    if not len(cap_on) and not len(pl_on):
+        return None
+    xy, r = prims.cap_xy[cap_on], prims.cap_radius_px[cap_on, None]
+    bb = prims.pl_bbox[pl_on]
+    lo = np.concatenate([np.minimum(xy[:, :2], xy[:, 2:]) - r - 2.0, bb[:, :2] - 1.0]).min(0)
+    hi = np.concatenate([np.maximum(xy[:, :2], xy[:, 2:]) + r + 2.0, bb[:, 2:] + 1.0]).max(0)
+    x0, y0 = max(int(np.floor(lo[0])), 0), max(int(np.floor(lo[1])), 0)
+    x1, y1 = min(int(np.ceil(hi[0])), w - 1), min(int(np.ceil(hi[1])), h - 1)
+    return (x0, y0, x1, y1) if x1 >= x0 and y1 >= y0 else (0, 0, -1, -1)

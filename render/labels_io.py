@@ -17,6 +17,7 @@ render sits below evaluation in the layering, so the OpenLane category table is 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,14 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
-from avsim.render.labels import FrameBoxes3D, camera_box_labels, frame_boxes_3d, rle_string, unoccluded_pixels
+from avsim.render.labels import (
+    FrameBoxes3D,
+    camera_box_labels,
+    frame_boxes_3d,
+    object_region_px,
+    rle_string,
+    unoccluded_pixels,
+)  # fmt: skip
 from avsim.render.raster import Primitives
 from avsim.scenario import Scenario
 
@@ -139,20 +147,22 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     b = ll.lines.bounds_xy() if len(ll) else np.zeros((0, 4))
     r = LANE_RADIUS_M
     near = (b[:, 0] - r <= centre[0]) & (b[:, 2] + r >= centre[0]) & (b[:, 1] - r <= centre[1]) & (b[:, 3] + r >= centre[1])
-    cam_SE3_world = world_SE3_ego.compose(ego_SE3_camera).inverse()
+    R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
+    R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
+    t_cw = -R_cw @ (R_we @ np.asarray(ego_SE3_camera.translation) + np.asarray(world_SE3_ego.translation))
     idx = np.flatnonzero(near)
     pts = [np.asarray(ll.lines[k], np.float64) for k in idx]
     lanes = []
     if pts:
-        p_all = cam_SE3_world.apply(np.concatenate(pts))
+        p_all = np.concatenate(pts) @ R_cw.T + t_cw
         _, depth, inside = camera.project(p_all)
         vis_all = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-        xyz_all = p_all @ CV_TO_OPENLANE_CAM.T
+        xyz_all = np.round(p_all @ CV_TO_OPENLANE_CAM.T, 6)  # map points are finite: one rounding, one tolist
         bounds = np.cumsum([0] + [len(q) for q in pts])
-        for j, k in enumerate(idx):
-            sl = slice(bounds[j], bounds[j + 1])
-            lanes.append({"xyz": _f(xyz_all[sl].T, 6), "visibility": [1] * (sl.stop - sl.start),
-                          "visible_in_image": vis_all[sl].astype(int).tolist(),
+        xyz_t, vis_l = xyz_all.T.tolist(), vis_all.astype(int).tolist()
+        for j, k in enumerate(idx.tolist()):
+            lo, hi = int(bounds[j]), int(bounds[j + 1])
+            lanes.append({"xyz": [row[lo:hi] for row in xyz_t], "visibility": [1] * (hi - lo), "visible_in_image": vis_l[lo:hi],
                           "category": int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0)), "track_id": int(k)})  # fmt: skip
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
@@ -191,7 +201,7 @@ def camera_frame_record(
     unocc = unoccluded_pixels(prims, rays, len(box_of_object))
     unocc[box_of_object < 0] = 0
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
-    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc)
+    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, object_region_px(prims))
     objs = np.flatnonzero(unocc > 0)
     cols = {
         "center_camera_m": _f(lab.center_camera_m), "size_lwh_m": _f(boxes.size_lwh_m[lab.box]),
@@ -231,10 +241,55 @@ def write_part(path: Path, records: list[dict[str, Any]]) -> None:
         Path(tmp).write_text(json.dumps(records, separators=(",", ":")), encoding="utf-8")
 
 
-def _write_json(path: Path, doc: Any) -> None:
+def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
+    """`labels/openlane/<camera>/<frame:06d>.json`.
+
+    Args:
+        folder: the label folder.
+        camera: the camera name.
+        frame_index: frame at the render rate.
+
+    Returns:
+        The path.
+    """
+    return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """Write one compact JSON document (atomic; parent folders made).
+
+    Args:
+        path: the file.
+        doc: a JSON-ready object.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
         Path(tmp).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
+    """Write many small JSON files into `folder`: into one temporary folder beside them, then each renamed into place.
+
+    One `atomic_output_path` per call instead of per file (its stale-temporary scan lists the
+    folder, which made per-file writes quadratic in the number of frames); every file appears
+    complete (renamed), and a killed writer's temporary is removed by the next run.
+
+    Args:
+        folder: the destination folder (made if missing).
+        docs: file name -> JSON-ready document.
+
+    Returns:
+        The files written, in `docs` order.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder / ".staging"
+    with atomic_output_path(staging, is_dir=True) as tmp:
+        for name, doc in docs.items():
+            (Path(tmp) / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+        for name in docs:
+            os.replace(Path(tmp) / name, folder / name)
+    staging.rmdir()  # emptied by the renames
+    return [folder / name for name in docs]
 
 
 def _box3d_entry(boxes: FrameBoxes3D, k: int, token: str, cameras: list[str]) -> dict[str, Any]:
@@ -301,10 +356,11 @@ def write_labels(
         for r in recs:
             for b in r["boxes"]:
                 seen[r["frame_index"]].setdefault(b["track_id"], []).append(cam)
-            p = folder / "openlane" / cam / f"{r['frame_index']:06d}.json"
-            _write_json(p, r["openlane"])
+        lanes = {openlane_path(folder, cam, r["frame_index"]).name: r["openlane"] for r in recs if "openlane" in r}
+        if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
+            write_json_files(folder / "openlane" / cam, lanes)
         p = folder / "coco" / f"{cam}.json"
-        _write_json(p, _coco(cam, video, recs, size))
+        write_json(p, _coco(cam, video, recs, size))
         written += [p, folder / "openlane" / cam]
     results, samples = {}, []
     for f in frames:
@@ -317,9 +373,9 @@ def write_labels(
                         "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
     meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
             "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
-    _write_json(folder / "boxes3d.json", {"meta": meta, "results": results})
+    write_json(folder / "boxes3d.json", {"meta": meta, "results": results})
     index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
              "width_px": size[0], "height_px": size[1], "frames": samples,
              "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip
-    _write_json(folder / "index.json", index)
+    write_json(folder / "index.json", index)
     return [*written, folder / "boxes3d.json", folder / "index.json"]

@@ -84,6 +84,9 @@ def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -
 def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path) -> Iterator[NDArrayByte]:
     """The segment's images; once the last is taken, its records are written to `part`.
 
+    The OpenLane documents are final per camera-frame files: they are written straight to
+    `labels/openlane/<camera>/` (one JSON encoding), the rest of the record goes to the part.
+
     Args:
         renderer: the scene renderer.
         segment: the render segment.
@@ -93,11 +96,15 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
         An iterator of (H, W, 3) uint8 RGB frames.
     """
     i = renderer.rig.index(segment.camera)
-    records = []
+    records, lanes = [], []
     for f in range(segment.start, segment.stop):
         img, rec = frame_record(renderer, f, i)
+        lanes.append((rec["frame_index"], rec.pop("openlane")))  # final files already: not through the part
         records.append(rec)
         yield img
+    folder = part.parent.parent
+    labels_io.write_json_files(folder / "openlane" / segment.camera,
+                               {labels_io.openlane_path(folder, segment.camera, f).name: doc for f, doc in lanes})  # fmt: skip
     labels_io.write_part(part, records)
 
 

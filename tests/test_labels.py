@@ -147,13 +147,32 @@ def test_render_labels_writes_videos_and_label_files(sample_dir: Path, tmp_path:
     assert not (folder / ".parts").exists()
 
 
+@pytest.mark.parametrize("command", [["labels"], ["render", "--labels"]])
 @pytest.mark.parametrize(
-    ("extra", "rc"), [(["--cameras", "no_such_camera"], 1), (["--frames", "500:600"], 2)]
+    ("extra", "rc", "says"),
+    # frames out of range is a usage error (exit 2, click's usage lines), as for every `avsim render` option
+    [(["--cameras", "no_such_camera"], 1, "no_such_camera: no such camera"), (["--frames", "500:600"], 2, "no frames selected")],
 )
-def test_bad_input_writes_nothing(sample_dir: Path, tmp_path: Path, extra: list[str], rc: int) -> None:
+def test_bad_input_writes_nothing(sample_dir: Path, tmp_path: Path, capsys, command: list[str], extra: list[str], rc: int,
+                                  says: str) -> None:  # fmt: skip
     out = tmp_path / "out"
-    assert main(["labels", str(sample_dir), str(out), *extra]) == rc
+    capsys.readouterr()
+    assert main([command[0], str(sample_dir), str(out), *command[1:], "--size", "160x90", *extra]) == rc
     assert not out.exists()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip()]
+    assert says in err[-1] and "Traceback" not in "\n".join(err)
+    if rc == 1:
+        assert len(err) == 1
+
+
+def test_render_labels_into_an_unwritable_output_is_one_line(sample_dir: Path, tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    capsys.readouterr()
+    args = ["--labels", "--frames", "1", "--size", "160x90", "--cameras", FRONT]
+    assert main(["render", str(sample_dir), str(blocker / "out"), *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a_file is not a folder" in err[0] and blocker.read_text() == "not a folder"
 
 
 def test_unwritable_output_is_one_line_error(sample_dir: Path, tmp_path: Path, capsys) -> None:

@@ -203,6 +203,34 @@ def assemble_layout(
         tmp.write_text(json.dumps({"caption": caption}), encoding="utf-8")
 
 
+LABELS_DIR = "labels"  # <root>/labels/<clip>/: the control render's labels (docs/labels.md), when it wrote any
+
+
+def carry_labels(controls: str | os.PathLike[str], out_root: str | os.PathLike[str], name: str) -> Path | None:
+    """Copy a control clip folder's `labels/` (`avsim render --labels`) to `<out_root>/labels/<name>/` (atomic).
+
+    The layout's control videos are byte copies of the render's, so the labels' frame index <->
+    video frame mapping (`index.json`) holds for `control_input_hdmap_bbox/ftheta_<camera>/<name>.mp4`.
+
+    Args:
+        controls: the clip's control folder (`OUT/<clip>` of `avsim render`).
+        out_root: the post-training layout root.
+        name: the clip name in the layout.
+
+    Returns:
+        The copied folder, or None when the render wrote no labels.
+    """
+    src = Path(controls) / LABELS_DIR
+    if not (src / "index.json").is_file():
+        return None
+    dst = Path(out_root) / LABELS_DIR / name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(dst, is_dir=True) as tmp:
+        tmp.chmod(0o755)  # mkdtemp makes it private; the layout's folders are ordinary ones
+        shutil.copytree(src, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".parts"))
+    return dst
+
+
 def find_camera_videos(folder: str | os.PathLike[str], clip: str | None = None) -> dict[str, Path]:
     """Camera -> mp4 in a folder of ``<clip>.<camera>.mp4`` files (the render's per-clip layout)."""
     out: dict[str, Path] = {}

@@ -37,9 +37,9 @@ class ZeroText:
 
 
 def pair_clip(controls: Path, videos: Path, out: Path, caption: str, clip: str | None = None) -> str:
-    """Add one clip (controls + real videos + caption) to the layout at `out`; returns its name."""
+    """Add one clip (controls + real videos + caption, and the render's labels if any) to the layout at `out`; returns its name."""
     from avsim.core.errors import AvsimInputError
-    from avsim.train.data import assemble_layout, find_camera_videos
+    from avsim.train.data import assemble_layout, carry_labels, find_camera_videos
 
     name = clip or controls.name
     ctrl = find_camera_videos(controls, name)
@@ -47,6 +47,7 @@ def pair_clip(controls: Path, videos: Path, out: Path, caption: str, clip: str |
     if not ctrl:
         raise AvsimInputError(controls, "videos", f"no {name}.<camera>.mp4 files")
     assemble_layout(out, name, ctrl, rgb, caption)
+    carry_labels(controls, out, name)  # <out>/labels/<name>/ when the render wrote labels
     return name
 
 
