@@ -152,7 +152,7 @@ def image_times_s(files: list[Path], fps: float | None) -> tuple[list[Path], NDA
 
 
 def nearest_frames(real_times_s: NDArrayFloat, render_times_s: NDArrayFloat) -> NDArrayInt:
-    """Index of the real frame nearest in time to each render time (ties: the earlier frame).
+    """Index of the real frame nearest in time to each render time (compared in whole ns; ties: the earlier frame).
 
     Args:
         real_times_s: (N,) ascending real frame times.
@@ -161,9 +161,11 @@ def nearest_frames(real_times_s: NDArrayFloat, render_times_s: NDArrayFloat) -> 
     Returns:
         (K,) int64 indices into `real_times_s`.
     """
-    right = np.clip(np.searchsorted(real_times_s, render_times_s, side="left"), 0, len(real_times_s) - 1)
-    left = np.clip(right - 1, 0, len(real_times_s) - 1)
-    take_left = np.abs(render_times_s - real_times_s[left]) <= np.abs(real_times_s[right] - render_times_s)
+    real_ns = np.round(np.asarray(real_times_s, np.float64) * 1e9).astype(np.int64)  # exact ties in whole ns
+    render_ns = np.round(np.asarray(render_times_s, np.float64) * 1e9).astype(np.int64)
+    right = np.clip(np.searchsorted(real_ns, render_ns, side="left"), 0, len(real_ns) - 1)
+    left = np.clip(right - 1, 0, len(real_ns) - 1)
+    take_left = np.abs(render_ns - real_ns[left]) <= np.abs(real_ns[right] - render_ns)
     return np.where(take_left, left, right).astype(np.int64)
 
 
