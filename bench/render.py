@@ -12,6 +12,7 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --cases sample --modes raster
     python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
     python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
+    python bench/render.py --main-job        # the README main job (mosaic, 2 workers): /work/main's code vs this one
 """
 
 from __future__ import annotations
@@ -109,6 +110,68 @@ def _versions() -> str:
     return f"python {platform.python_version()}, numpy {numpy.__version__}, numba {nb}, PyAV {av.__version__}"
 
 
+# ---- the README main job: the render pool (mosaic in the pool) vs main's code ---------------------------
+MAIN_CHECKOUT = Path("/work/main")  # the code before the pool (read only: run with its own venv)
+_MAIN_JOB_SCRIPT = """
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from avsim.render.runner import RenderOptions, run_render
+from avsim.scenario.sample import make_sample_scenario
+scenario = make_sample_scenario(seed=0, duration_s=float(sys.argv[1]), fps=30.0)
+with tempfile.TemporaryDirectory() as tmp:
+    t = time.perf_counter()
+    summary = run_render(scenario, RenderOptions(out=Path(tmp), mosaic=True, workers=2))
+    wall = time.perf_counter() - t
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+doc = summary.to_json()
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_main_mib": own.ru_maxrss / 1024, "peak_worker_mib": kids.ru_maxrss / 1024, **{k: doc.get(k) for k in (
+    "camera_frames_rendered", "mosaic_frames_rendered", "render_cpu_s", "encode_cpu_s", "composite_cpu_s", "camera_frames_per_s")}}))
+"""
+
+
+def run_main_job(python: Path, cwd: Path, clip_s: float) -> dict:
+    """One run of the README main job (sample, 7 cameras, 1280x720, `--mosaic --workers 2`) in a fresh process.
+
+    Args:
+        python: the interpreter (its venv decides which avsim runs).
+        cwd: the checkout to run in.
+        clip_s: clip length (20 s: the README job).
+
+    Returns:
+        wall_s, cpu_s (process + workers) and the summary's counts and per-stage CPU seconds (None on main's code).
+    """
+    out = subprocess.run([str(python), "-c", _MAIN_JOB_SCRIPT, str(clip_s)], capture_output=True, text=True, cwd=cwd, check=False)
+    if out.returncode:
+        raise SystemExit(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main_job_rows(clip_s: float, repeats: int) -> None:
+    """Print the main-job table: before (main's checkout) and after (this one), alternated, ratio in one run.
+
+    Args:
+        clip_s: clip length.
+        repeats: before/after pairs.
+    """
+    before_python = MAIN_CHECKOUT / ".venv" / "bin" / "python"
+    rows = []
+    for k in range(repeats):
+        for label, python, cwd in (("before (main)", before_python, MAIN_CHECKOUT), ("after (pool)", Path(sys.executable), REPO)):
+            rows.append((label, run_main_job(python, cwd, clip_s)))
+            print(f"  done {label} {k + 1}/{repeats}: {rows[-1][1]['wall_s']:.1f} s", file=sys.stderr)
+    print(f"\nREADME main job: sample {clip_s:g} s, 7 cameras, 1280x720, --mosaic --workers 2; load {os.getloadavg()[0]:.1f} at the end\n")
+    print("| code | wall s | CPU s | camera-frames/s | render CPU s | encode CPU s | composite CPU s | peak RSS main / worker MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, r in rows:
+        stages = [f"{r[k]:.1f}" if r.get(k) is not None else "-" for k in ("render_cpu_s", "encode_cpu_s", "composite_cpu_s")]
+        rss = f"{r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f}"
+        print(f"| {label} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['camera_frames_per_s']:.1f} | {' | '.join(stages)} | {rss} |")
+    before = [r["wall_s"] for label, r in rows if label.startswith("before")]
+    after = [r["wall_s"] for label, r in rows if label.startswith("after")]
+    print(f"\nwall-time ratio after / before: {sum(after) / sum(before):.2f} (sums over {repeats} pair(s))")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="sample,av2")
@@ -116,10 +179,15 @@ def main() -> None:
     parser.add_argument("--clip-s", type=float, default=20.0, help="clip length for the encode modes")
     parser.add_argument("--raster-frames", type=int, default=150, help="frames (x all cameras) for raster only")
     parser.add_argument("--quick", action="store_true", help="60 raster frames, 4 s clips")
+    parser.add_argument("--main-job", action="store_true", help="the README main job, main's code vs this one")
+    parser.add_argument("--repeats", type=int, default=1, help="before/after pairs for --main-job")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.clip_s, args.raster_frames = 4.0, 60
+    if args.main_job:
+        main_job_rows(args.clip_s, args.repeats)
+        return
     if args.one:
         print(json.dumps(run_one(args.one[0], args.one[1], args.clip_s, args.raster_frames)))
         return

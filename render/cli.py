@@ -165,6 +165,17 @@ def _report(console: Console, summaries: list[RenderSummary], out: Path, variant
         )
 
 
+def _check_scenario(console: Console, scenario: Scenario, opts: RenderOptions) -> None:
+    """Unknown cameras and real frames that do not fit fail here, in one line, before anything is written."""
+    if opts.cameras:
+        check_cameras(opts.cameras, resolve_rig(scenario, opts.rig))
+    if opts.overlay_fps is not None and not (math.isfinite(opts.overlay_fps) and opts.overlay_fps > 0):
+        raise typer.BadParameter(f"--overlay-fps: must be > 0, got {opts.overlay_fps}")
+    for real in plan_overlay(scenario, opts).values():
+        if real.message():
+            console.print(real.message())
+
+
 # ---- the command -------------------------------------------------------------------------------------
 @app.command("render")
 def render_command(
@@ -206,21 +217,15 @@ def render_command(
         layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels,
         overlay_offset_s=overlay_offset, overlay_fps=overlay_fps,
     )  # fmt: skip
-    if overlay_fps is not None and not (math.isfinite(overlay_fps) and overlay_fps > 0):
-        raise typer.BadParameter(f"--overlay-fps: must be > 0, got {overlay_fps}")
     # bad input fails here, in one line, before the progress bar appears
     if out.exists() and not out.is_dir():
         raise AvsimInputError(out, "output", "exists and is not a folder; refusing to write into it")
     variants_mode = is_variants_folder(scenario)
     n_variants = len(read_variants(scenario)) if variants_mode else 0
     scen = None if variants_mode else load_scenario_folder(scenario)
-    if scen is not None and opts.cameras:
-        check_cameras(opts.cameras, resolve_rig(scen, opts.rig))
     console = Console(stderr=True)
-    if scen is not None:  # real frames that do not fit fail here, in one line, before anything is written
-        for real in plan_overlay(scen, opts).values():
-            if real.message():
-                console.print(real.message())
+    if scen is not None:
+        _check_scenario(console, scen, opts)
     with _progress_bar(console) as bar:
         task = _BarTask(bar, opts)
         if scen is None:
