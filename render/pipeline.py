@@ -60,6 +60,10 @@ class TimeSegment:
     stop: int
     parts: tuple[StreamPart, ...]
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.start < self.stop or not self.parts:
+            raise ValueError(f"a time segment needs frames and parts, got [{self.start}, {self.stop}) with {len(self.parts)} parts")
+
     @property
     def n_frames(self) -> int:
         """Frames in the segment."""

@@ -52,6 +52,12 @@ class RealCamera:
     render_size_px: tuple[int, int]
     pick: NDArrayInt
 
+    def __post_init__(self) -> None:
+        if (self.video is None) == (len(self.images) == 0):
+            raise ValueError("a real camera has either a video or images")
+        if len(self.pick) and (int(np.max(self.pick)) >= len(self.times_s) or int(np.min(self.pick)) < 0):
+            raise ValueError("pick indexes past the real frames")
+
     @property
     def resized(self) -> bool:
         """Whether the real frames are resized to the render size."""

@@ -4,7 +4,7 @@ Every output stream (a camera video, the mosaic, an overlay) is a job whose dige
 (`avsim.core.digest.input_digest`) covers the scenario's content, the job's own options (camera,
 frame range, fps, size, rig, backend, preset, paths of its outputs, PNGs, the real frames of an
 overlay, ...) and avsim's version. The digests of finished jobs are recorded in
-`OUT/<clip>/.render_inputs.json`; a rerun keeps a job only when its outputs exist *and* its
+`OUT/<clip>/render_inputs.json`; a rerun keeps a job only when its outputs exist *and* its
 recorded digest equals the one it would record now. `render_summary.json` keeps the record of
 every run (`runs`, newest last) and, per output, the run that wrote it (`written_by_run`).
 """
@@ -24,7 +24,7 @@ from avsim.core.digest import folder_digest, input_digest
 if TYPE_CHECKING:
     from avsim.scenario import Scenario
 
-RECORD_NAME = ".render_inputs.json"
+RECORD_NAME = "render_inputs.json"
 RECORD_FORMAT = "avsim-render-inputs"
 SUMMARY_NAME = "render_summary.json"
 
@@ -64,7 +64,7 @@ def job_digest(scenario_hex: str, options: Mapping[str, Any]) -> str:
 
 
 def record_path(out: Path, clip_id: str) -> Path:
-    """`OUT/<clip>/.render_inputs.json`.
+    """`OUT/<clip>/render_inputs.json`.
 
     Args:
         out: the render output folder.
