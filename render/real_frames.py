@@ -213,7 +213,8 @@ def plan_camera(
         The camera's real frames and their pairing.
     """
     source = find_source(folder, camera, clip_id)
-    video, images = None, ()
+    video: Path | None = None
+    images: tuple[Path, ...] = ()
     if source.is_file():
         video = source
         times_s, size_px = video_times_s(source)
@@ -292,11 +293,11 @@ class RealReader:
         else:
             if self._frames is None or index < self._next_index:
                 self._frames, self._next_index = iter_video_frames(self.real.video), 0
-            img = None
-            while self._next_index <= index:  # the real video is decoded forward, each frame once
+            img = next(self._frames)  # the real video is decoded forward, each frame once
+            self._next_index += 1
+            while self._next_index <= index:
                 img = next(self._frames)
                 self._next_index += 1
-            assert img is not None
         out = fit(img, self.real.render_size_px)
         self._last = (index, out)
         return out

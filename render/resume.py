@@ -127,12 +127,13 @@ def merged_summary(out: Path, clip_id: str, run: dict[str, Any], written: list[s
         previous = json.loads((Path(out) / clip_id / SUMMARY_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         previous = {}
-    runs = previous.get("runs") if isinstance(previous, dict) and isinstance(previous.get("runs"), list) else []
+    old_runs = previous.get("runs") if isinstance(previous, dict) else None
+    runs: list[Any] = list(old_runs) if isinstance(old_runs, list) else []
     by_run = previous.get("written_by_run") if isinstance(previous, dict) else None
     by_run = dict(by_run) if isinstance(by_run, dict) else {}
     entry = {k: v for k, v in run.items() if k != "outputs"}
     entry["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    runs = [*runs, entry]
+    runs.append(entry)
     for path in written:
         by_run[path] = len(runs) - 1
     keys = ("camera_frames_rendered", "mosaic_frames_rendered", "overlay_frames_rendered", "seconds")
