@@ -236,13 +236,19 @@ def assemble_job(job: CameraJob) -> None:
 
 def sweep_job(job: CameraJob) -> None:
     """Remove what killed runs left of `job`: temporaries of its outputs and parts whose process
-    is gone, and the `.parts` folder once it is empty.
+    is gone, finished parts made from other inputs (another digest tag), and the `.parts` folder
+    once it is empty.
 
     Args:
         job: any job (finished or not); a running writer's temporaries are never touched.
     """
-    for path in [*job.outputs, *(s.part for s in job.segments())]:
+    current = {s.part for s in job.segments()}
+    for path in [*job.outputs, *current]:
         remove_stale_temporaries(path)
+    if job.digest and job.parts_dir.is_dir():
+        for part in job.parts_dir.glob(f"{job.clip_id}.{job.camera}.[0-9][0-9][0-9][0-9][0-9][0-9].*.mp4"):
+            if part not in current:
+                part.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # other cameras' parts are still there
         job.parts_dir.rmdir()
 

@@ -100,8 +100,12 @@ def test_resume_skips_unchanged_and_rerenders_changed_and_keeps_the_record(scena
     assert first.camera_frames_rendered == 20
     videos = [tmp_path / CLIP / f"{CLIP}.{c}.mp4" for c in CAMS]
     stamps = [v.stat().st_mtime_ns for v in videos]
+    stale = tmp_path / CLIP / ".parts" / f"{CLIP}.{CAMS[0]}.000000.0123456789ab.mp4"  # a killed run's part, other inputs
+    stale.parent.mkdir()
+    stale.write_bytes(b"old")
     again = run_render(scenario, _opts(tmp_path))
     assert again.camera_frames_rendered == 0 and again.camera_frames_skipped == 20
+    assert not stale.parent.exists()  # swept: never joined, never left behind
     assert [v.stat().st_mtime_ns for v in videos] == stamps
     doc = _summary(tmp_path)  # the first run's record is kept, not overwritten with zeros
     assert [r["camera_frames_rendered"] for r in doc["runs"]] == [20, 0]
