@@ -13,9 +13,10 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --modes raster_torch --raster-frames 30   # torch backend (GPU if present)
     python bench/render.py --cases sample --modes raster_aa --raster-frames 30   # anti-aliasing on vs off
     python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
-    python bench/render.py --rows raster,agents,memory --raster-frames 30   # main (before) / this checkout (after)
+    python bench/render.py --main-job --before ../old   # the README main job (mosaic, 2 workers): an older checkout vs this one
+    python bench/render.py --rows raster,agents,memory --raster-frames 30 --before ../old   # older checkout / this one
 
-The `--rows` table runs main's code (/work/main with its own interpreter) and this checkout's in
+The `--rows` table runs an older checkout's code (`--before DIR`, with its own .venv) and this one's in
 the same run, interleaved: raster only split into geometry and raster-kernel CPU time (sample and
 AV2), the cost of 10x the agents (the sample's tracks and nine offset copies), and the peak RSS
 of a 4 s and a 20 s clip at 1920x1080.
@@ -150,13 +151,18 @@ def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
             "cf_per_s": cam_frames / wall, "cf_per_cpu_s": cam_frames / cpu, "peak_main_mib": own, "peak_worker_mib": children}  # fmt: skip
 
 
-MAIN = Path("/work/main")  # "before": main's checkout and interpreter, read only
-MAIN_PYTHON = MAIN / ".venv" / "bin" / "python"
+def before_checkout() -> tuple[Path, Path]:
+    """The "before" code of the before/after rows: a checkout (`--before DIR`) and its venv's python."""
+    folder = Path(os.environ.get("AVSIM_BENCH_BEFORE", "")).resolve()
+    python = folder / ".venv" / "bin" / "python"
+    if not python.is_file():
+        raise SystemExit("--rows / --main-job need --before DIR: a checkout of the older commit with its own .venv")
+    return python, folder
 
 
 def _child(argv: list[str], before: bool) -> dict:
     """Run this file's hidden measurement `argv` in a fresh process, on main's code or on this checkout's."""
-    python, cwd = (str(MAIN_PYTHON), MAIN) if before else (sys.executable, REPO)
+    python, cwd = before_checkout() if before else (Path(sys.executable), REPO)
     out = subprocess.run([python, __file__, *argv], capture_output=True, text=True, cwd=cwd, check=False)
     if out.returncode:
         raise SystemExit(out.stderr[-2000:])
@@ -290,6 +296,67 @@ def _versions() -> str:
     return f"python {platform.python_version()}, numpy {numpy.__version__}, numba {nb}, PyAV {av.__version__}"
 
 
+# ---- the README main job: the render pool (mosaic in the pool) vs main's code ---------------------------
+_MAIN_JOB_SCRIPT = """
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from avsim.render.runner import RenderOptions, run_render
+from avsim.scenario.sample import make_sample_scenario
+scenario = make_sample_scenario(seed=0, duration_s=float(sys.argv[1]), fps=30.0)
+with tempfile.TemporaryDirectory() as tmp:
+    t = time.perf_counter()
+    summary = run_render(scenario, RenderOptions(out=Path(tmp), mosaic=True, workers=2))
+    wall = time.perf_counter() - t
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+doc = summary.to_json()
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_main_mib": own.ru_maxrss / 1024, "peak_worker_mib": kids.ru_maxrss / 1024, **{k: doc.get(k) for k in (
+    "camera_frames_rendered", "mosaic_frames_rendered", "render_cpu_s", "encode_cpu_s", "composite_cpu_s", "camera_frames_per_s")}}))
+"""
+
+
+def run_main_job(python: Path, cwd: Path, clip_s: float) -> dict:
+    """One run of the README main job (sample, 7 cameras, 1280x720, `--mosaic --workers 2`) in a fresh process.
+
+    Args:
+        python: the interpreter (its venv decides which avsim runs).
+        cwd: the checkout to run in.
+        clip_s: clip length (20 s: the README job).
+
+    Returns:
+        wall_s, cpu_s (process + workers) and the summary's counts and per-stage CPU seconds (None on main's code).
+    """
+    out = subprocess.run([str(python), "-c", _MAIN_JOB_SCRIPT, str(clip_s)], capture_output=True, text=True, cwd=cwd, check=False)
+    if out.returncode:
+        raise SystemExit(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main_job_rows(clip_s: float, repeats: int) -> None:
+    """Print the main-job table: before (main's checkout) and after (this one), alternated, ratio in one run.
+
+    Args:
+        clip_s: clip length.
+        repeats: before/after pairs.
+    """
+    before_python, before_dir = before_checkout()
+    rows = []
+    for k in range(repeats):
+        for label, python, cwd in (("before", before_python, before_dir), ("after", Path(sys.executable), REPO)):
+            rows.append((label, run_main_job(python, cwd, clip_s)))
+            print(f"  done {label} {k + 1}/{repeats}: {rows[-1][1]['wall_s']:.1f} s", file=sys.stderr)
+    print(f"\nREADME main job: sample {clip_s:g} s, 7 cameras, 1280x720, --mosaic --workers 2; load {os.getloadavg()[0]:.1f} at the end\n")
+    print("| code | wall s | CPU s | camera-frames/s | render CPU s | encode CPU s | composite CPU s | peak RSS main / worker MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, r in rows:
+        stages = [f"{r[k]:.1f}" if r.get(k) is not None else "-" for k in ("render_cpu_s", "encode_cpu_s", "composite_cpu_s")]
+        rss = f"{r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f}"
+        print(f"| {label} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['camera_frames_per_s']:.1f} | {' | '.join(stages)} | {rss} |")
+    before = [r["wall_s"] for label, r in rows if label.startswith("before")]
+    after = [r["wall_s"] for label, r in rows if label.startswith("after")]
+    print(f"\nwall-time ratio after / before: {sum(after) / sum(before):.2f} (sums over {repeats} pair(s))")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="sample,av2")
@@ -297,13 +364,17 @@ def main() -> None:
     parser.add_argument("--clip-s", type=float, default=20.0, help="clip length for the encode modes")
     parser.add_argument("--raster-frames", type=int, default=150, help="frames (x all cameras) for raster only")
     parser.add_argument("--quick", action="store_true", help="60 raster frames, 4 s clips")
+    parser.add_argument("--main-job", action="store_true", help="the README main job, main's code vs this one")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "MODE"), help=argparse.SUPPRESS)
     parser.add_argument("--rows", help="before (main) / after rows instead: raster,agents,memory")
-    parser.add_argument("--repeats", type=int, default=2, help="before/after pairs per row")
+    parser.add_argument("--repeats", type=int, default=2, help="before/after pairs per row (--rows, --main-job)")
+    parser.add_argument("--before", help="checkout of the older commit (with its .venv) for --rows / --main-job")
     parser.add_argument("--stride", type=int, default=5, help="frame stride of the memory row")
     parser.add_argument("--split", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--memory", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.before:
+        os.environ["AVSIM_BENCH_BEFORE"] = args.before
     if args.split:
         case, tenfold, w, h, n = args.split
         print(json.dumps(run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))))
@@ -316,6 +387,9 @@ def main() -> None:
         args.clip_s, args.raster_frames = 4.0, 60
     if args.rows:
         compare(args.rows.split(","), args.raster_frames, args.repeats, args.stride)
+        return
+    if args.main_job:
+        main_job_rows(args.clip_s, args.repeats)
         return
     if args.one:
         print(json.dumps(run_one(args.one[0], args.one[1], args.clip_s, args.raster_frames)))
@@ -331,9 +405,14 @@ def main() -> None:
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
             r = rows[-1]
             print(f"  done {case} {mode}: {r['cf_per_s']:.1f} camera-frames/s", file=sys.stderr)
+    _print_table(rows, args.clip_s)
+
+
+def _print_table(rows: list[dict], clip_s: float) -> None:
+    """The measurements of this run as a markdown table, then the AA and labels comparisons."""
     load = os.getloadavg()
     print(f"\nmachine: {platform.platform()}, {os.cpu_count()} CPUs, load average {load[0]:.1f} at the end")
-    print(f"versions: {_versions()}; frame 1280x720; clip {args.clip_s:g} s at 30 fps for the encode modes\n")
+    print(f"versions: {_versions()}; frame 1280x720; clip {clip_s:g} s at 30 fps for the encode modes\n")
     print("| case | mode | workers | camera-frames | wall s | camera-frames/s | per CPU-second | peak RSS main / worker MiB |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

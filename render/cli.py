@@ -30,6 +30,8 @@ from avsim.render.runner import (
     is_variants_folder,
     load_scenario_folder,
     plan_jobs,
+    plan_overlay,
+    progress_units,
     read_variants,
     resolve_rig,
     run_render,
@@ -85,7 +87,9 @@ def _parse_size(value: str) -> tuple[int, int]:
     return w, h
 
 
-def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str, workers: int, chunk: int) -> None:
+def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str, workers: int, chunk: int, aa: str = "on") -> None:
+    if aa not in ("on", "off"):
+        raise typer.BadParameter(f"--aa: expected on or off, got {aa!r}")
     if layout not in writer.LAYOUTS:
         raise typer.BadParameter(f"--layout: expected one of {', '.join(writer.LAYOUTS)}, got {layout!r}")
     if rig not in RIG_CHOICES:
@@ -121,12 +125,12 @@ def _progress_bar(console: Console) -> Progress:
 
     return Progress(
         TextColumn("[bold]render"), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("camera-frames"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+        TextColumn("frames"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
     )  # fmt: skip
 
 
 class _BarTask:
-    """The bar's one task: counts camera-frames of the scenario about to render (of each in turn for variants)."""
+    """The bar's one task: counts stream-frames (camera videos, mosaic, overlays) of the scenario about to render."""
 
     def __init__(self, bar: Progress, opts: RenderOptions) -> None:
         self.bar, self.opts = bar, opts
@@ -138,7 +142,7 @@ class _BarTask:
     def plan(self, scenario: Scenario, description: str = "") -> None:
         n_cams = len(self.opts.cameras or resolve_rig(scenario, self.opts.rig).names)
         first, stop = _selected_frames(scenario, self.opts)
-        self.bar.reset(self.task, total=n_cams * (stop - first), description=description)
+        self.bar.reset(self.task, total=progress_units(n_cams, stop - first, self.opts), description=description)
 
 
 def _report(console: Console, summaries: list[RenderSummary], out: Path, variants_mode: bool) -> None:
@@ -148,6 +152,12 @@ def _report(console: Console, summaries: list[RenderSummary], out: Path, variant
             f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
             f"in {summary.seconds:.1f} s = {summary.camera_frames_per_s:.1f} camera-frames/s -> {out}"
         )
+        extra = [f"{n} {kind} frames" for n, kind in ((summary.mosaic_frames_rendered, "mosaic"), (summary.overlay_frames_rendered, "overlay")) if n]
+        if summary.camera_frames_rendered or extra:
+            console.print(
+                f"  {', '.join(extra) + '; ' if extra else ''}CPU s: render {summary.render_cpu_s:.1f}, "
+                f"encode {summary.encode_cpu_s:.1f}, composite {summary.composite_cpu_s:.1f}"
+            )
     if variants_mode:
         rendered = sum(x.camera_frames_rendered for x in summaries)
         kept = sum(x.camera_frames_skipped for x in summaries)
@@ -155,6 +165,17 @@ def _report(console: Console, summaries: list[RenderSummary], out: Path, variant
             f"rendered {len(summaries)} variants: {rendered} camera-frames rendered, {kept} kept "
             f"in {sum(x.seconds for x in summaries):.1f} s -> {out} (summary: {out / 'render_summary.json'})"
         )
+
+
+def _check_scenario(console: Console, scenario: Scenario, opts: RenderOptions) -> None:
+    """Unknown cameras and real frames that do not fit fail here, in one line, before anything is written."""
+    if opts.cameras:
+        check_cameras(opts.cameras, resolve_rig(scenario, opts.rig))
+    if opts.overlay_fps is not None and not (math.isfinite(opts.overlay_fps) and opts.overlay_fps > 0):
+        raise typer.BadParameter(f"--overlay-fps: must be > 0, got {opts.overlay_fps}")
+    for real in plan_overlay(scenario, opts).values():
+        if real.message():
+            console.print(real.message())
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -169,8 +190,10 @@ def render_command(
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
     size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Output frame size WxH."),
     chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
-    workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of one camera)."),
-    overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control video on."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of every camera, mosaic and overlay)."),
+    overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control frames on (paired by time, docs/render.md)."),
+    overlay_offset: float = typer.Option(0.0, "--overlay-offset", help="Render time t shows real time t + S (real time 0: the first real frame)."),
+    overlay_fps: float = typer.Option(None, "--overlay-fps", help="Rate of an image folder of real frames whose names carry no 16/19-digit timestamp."),
     mosaic: bool = typer.Option(False, "--mosaic", help="Also write a labelled mosaic video of all cameras."),
     png: bool = typer.Option(False, "--png", help="Also write every frame as PNG under OUT/<clip>/png/<camera>/."),
     layout: str = typer.Option("default", "--layout", help="default: OUT/<clip>/<clip>.<camera>.mp4; posttrain: OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4; both."),
@@ -188,26 +211,22 @@ def render_command(
     """
     from rich.console import Console
 
-    _check_choices(layout, rig, backend, fps, preset, workers, chunk)
-    if aa not in ("on", "off"):
-        raise typer.BadParameter(f"--aa: expected on or off, got {aa!r}")
+    _check_choices(layout, rig, backend, fps, preset, workers, chunk, aa)
     width, height = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
         layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa == "on",
+        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps,
     )  # fmt: skip
-    # bad input fails here, in one line, before the progress bar appears
-    if out.exists() and not out.is_dir():
-        raise AvsimInputError(out, "output", "exists and is not a folder; refusing to write into it")
-    _check_output(out)  # a file or an unwritable folder above OUT: one line too, not a traceback mid-render
+    _check_output(out)  # bad input fails here, in one line, before the progress bar appears
     variants_mode = is_variants_folder(scenario)
     n_variants = len(read_variants(scenario)) if variants_mode else 0
     scen = None if variants_mode else load_scenario_folder(scenario)
-    if scen is not None and opts.cameras:
-        check_cameras(opts.cameras, resolve_rig(scen, opts.rig))
     console = Console(stderr=True)
+    if scen is not None:
+        _check_scenario(console, scen, opts)
     with _progress_bar(console) as bar:
         task = _BarTask(bar, opts)
         if scen is None:
@@ -217,7 +236,7 @@ def render_command(
             )  # fmt: skip
         else:
             task.plan(scen)
-            summaries = [run_render(scen, opts, progress=task.advance)]
+            summaries = [run_render(scen, opts, progress=task.advance, source=scenario)]
     _report(console, summaries, out, variants_mode)
 
 
@@ -258,7 +277,9 @@ def labels_command(
 
 
 def _check_output(out: Path) -> None:
-    """OUT must be a folder we can write (created if missing)."""
+    """OUT must be a folder we can write (created if missing); else one line, before any work."""
+    if out.exists() and not out.is_dir():
+        raise AvsimInputError(out, "output", "exists and is not a folder; refusing to write into it")
     probe = out
     while not probe.exists():
         probe = probe.parent

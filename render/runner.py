@@ -14,24 +14,22 @@ same options to `OUT/<scenario_id>/...`, and `OUT/render_summary.json` lists the
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import multiprocessing as mp
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.rig import NAMED_RIGS, CameraRig, named_rig
-from avsim.render import style, writer
+from avsim.render import resume, style, writer
+from avsim.render.pipeline import StageTimes, StreamPart, TimeSegment, render_segments
+from avsim.render.real_frames import RealCamera, plan_camera
 
 if TYPE_CHECKING:
-    from avsim.render.frame import SceneRenderer
     from avsim.scenario import Scenario
 
 RIG_CHOICES = ("scenario", *NAMED_RIGS)
@@ -41,10 +39,9 @@ EDIT_MANIFEST_NAME = "manifest.json"
 EDIT_MANIFEST_FORMAT = "avsim-edit-manifest"
 VARIANTS_SUMMARY_FORMAT = "avsim-render-variants-summary"
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
-PROGRESS_BATCH_FRAMES = 10  # a worker reports finished frames to the main process in batches this size
 
 Progress = Callable[[int], None]
-"""Called with a number of camera-frames that just finished (or were found finished)."""
+"""Called with a number of stream-frames (camera, mosaic, overlay frames) that just finished (or were found finished)."""
 
 
 class FrameSelectionError(ValueError):
@@ -78,6 +75,8 @@ class RenderOptions:
     preset: str = writer.DEFAULT_PRESET
     labels: bool = False  # also write labels (render/labels_run.py): same pass, numba id buffer
     antialias: bool = True  # 4x MSAA on edge pixels (render/raster_aa.py); False (`--aa off`): the exact single-sample frames
+    overlay_offset_s: float = 0.0  # render time t shows real time t + offset (render/real_frames.py)
+    overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
 
 
 @dataclass
@@ -91,10 +90,15 @@ class RenderSummary:
     camera_frames_skipped: int
     seconds: float
     outputs: list[str] = field(default_factory=list)
+    mosaic_frames_rendered: int = 0
+    overlay_frames_rendered: int = 0
+    render_cpu_s: float = 0.0  # CPU seconds of all workers rendering (raster, labels)
+    encode_cpu_s: float = 0.0  # ... encoding every stream (and writing PNGs)
+    composite_cpu_s: float = 0.0  # ... tiling the mosaic, reading real frames, blending overlays
 
     @property
     def camera_frames_per_s(self) -> float:
-        """Rendered camera-frames per wall-clock second (0 for an instant run)."""
+        """Rendered camera-video frames per wall-clock second (mosaic and overlay frames not counted; 0 for an instant run)."""
         return self.camera_frames_rendered / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -103,7 +107,10 @@ class RenderSummary:
         Returns:
             The `render_summary.json` document of one clip.
         """
-        return {**asdict(self), "camera_frames_per_s": round(self.camera_frames_per_s, 2)}
+        doc = asdict(self)
+        for key in ("seconds", "render_cpu_s", "encode_cpu_s", "composite_cpu_s"):
+            doc[key] = round(doc[key], 3)
+        return {**doc, "camera_frames_per_s": round(self.camera_frames_per_s, 2)}
 
 
 @dataclass(frozen=True)
@@ -239,7 +246,7 @@ def run_render_variants(
         clip_owner[clip_id] = variant.name
         if on_variant is not None:
             on_variant(i, variant, scenario)
-        summaries.append(run_render(scenario, opts, progress=progress))
+        summaries.append(run_render(scenario, opts, progress=progress, source=variant.folder))
         del scenario
     doc = variants_summary_document(variants, summaries)
     with atomic_output_path(opts.out / "render_summary.json") as tmp:
@@ -322,136 +329,203 @@ def resolve_rig(scenario: Scenario, name: str) -> CameraRig:
 
 
 # ---- execution -------------------------------------------------------------------------------------
-class _CountQueue(Protocol):
-    """The part of a (manager) queue the workers use to report finished frames."""
-
-    def put(self, item: int) -> None: ...
-
-    def get(self) -> int: ...
-
-    def empty(self) -> bool: ...
-
-
-class _Worker:
-    """One process's renderer and options; `start` fills it (the pool initializer, or inline)."""
-
-    def __init__(self) -> None:
-        self.renderer: SceneRenderer | None = None
-        self.opts: RenderOptions | None = None
-        self.queue: _CountQueue | None = None
-
-    def start(self, scenario: Scenario, opts: RenderOptions, queue: _CountQueue | None) -> None:
-        """Build the renderer of `scenario` per `opts`; finished frames are reported on `queue`."""
-        from avsim.render.frame import SceneRenderer
-
-        self.renderer = SceneRenderer(
-            scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
-            fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
-        )  # fmt: skip
-        self.opts = opts
-        self.queue = queue
-
-    def render_segment(self, segment: writer.Segment, on_frame: Callable[[], None] | None = None) -> int:
-        """Render and encode one segment; returns its number of frames."""
-        renderer, opts = self.renderer, self.opts
-        assert renderer is not None and opts is not None, "start() first"
-        cam_index = renderer.rig.index(segment.camera)
-        frames: Iterator[Any] = (renderer.render_camera(f, cam_index) for f in range(segment.start, segment.stop))
-        if opts.labels:
-            from avsim.render import labels_run
-
-            part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), segment)
-            frames = labels_run.labelled_frames(renderer, segment, part)
-        return writer.write_segment(frames, segment, opts.width_px, opts.height_px, opts.fps, on_frame=on_frame, preset=opts.preset)
-
-    def run_segment(self, segment: writer.Segment) -> int:
-        """`render_segment`, reporting finished frames on the queue in batches."""
-        queue = self.queue
-        pending = [0]
-
-        def tick() -> None:
-            pending[0] += 1
-            if queue is not None and pending[0] >= PROGRESS_BATCH_FRAMES:
-                queue.put(pending[0])
-                pending[0] = 0
-
-        n = self.render_segment(segment, on_frame=tick)
-        if queue is not None and pending[0]:
-            queue.put(pending[0])
-        return n
-
-
-@functools.cache
-def _process_worker() -> _Worker:
-    """This worker process's `_Worker` (one per process: spawned pool processes each make their own)."""
-    return _Worker()
-
-
-def _init_pool_worker(scenario: Scenario, opts: RenderOptions, queue: _CountQueue) -> None:
-    _process_worker().start(scenario, opts, queue)
-
-
-def _run_pool_segment(segment: writer.Segment) -> int:
-    return _process_worker().run_segment(segment)
-
-
 def check_cameras(cameras: tuple[str, ...], rig: CameraRig) -> None:
+    """Every asked-for camera must be in the rig (AvsimInputError naming `--cameras` otherwise).
+
+    Args:
+        cameras: camera names.
+        rig: the rig rendered through.
+    """
     for cam in cameras:
         if cam not in rig.names:
             raise AvsimInputError("--cameras", cam, f"no such camera; the rig has {', '.join(rig.names)}")
 
 
-def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | None = None) -> RenderSummary:
-    """Render `scenario` per `opts` (resuming what exists unless `opts.overwrite`).
+def progress_units(n_cameras: int, n_frames: int, opts: RenderOptions) -> int:
+    """What the progress bar counts to: one unit per frame of every output stream.
+
+    Args:
+        n_cameras: cameras rendered.
+        n_frames: frames rendered.
+        opts: render options (mosaic, overlay).
+
+    Returns:
+        n_frames * (cameras + 1 if mosaic + cameras if overlay).
+    """
+    streams = n_cameras * (2 if opts.overlay is not None else 1) + (1 if opts.mosaic else 0)
+    return n_frames * streams
+
+
+def plan_overlay(scenario: Scenario, opts: RenderOptions, cameras: tuple[str, ...] | None = None) -> dict[str, RealCamera]:
+    """Find, time and size-check the real frames of every camera (before anything is rendered).
+
+    Args:
+        scenario: the scenario.
+        opts: render options (`overlay` set; else nothing is planned).
+        cameras: the cameras (None: per `opts` and the rig).
+
+    Returns:
+        Camera -> its real frames and pairing; AvsimInputError (one line) when they do not fit.
+    """
+    if opts.overlay is None:
+        return {}
+    rig = resolve_rig(scenario, opts.rig)
+    cameras = cameras or (tuple(opts.cameras) if opts.cameras else rig.names)
+    first, stop = select_frames(len(scenario.frame_times(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
+    import numpy as np
+
+    times_s = np.arange(stop - first, dtype=np.float64) / opts.fps + opts.overlay_offset_s
+    clip_id = writer.safe_name(scenario.scenario_id)
+    size = (opts.width_px, opts.height_px)
+    return {cam: plan_camera(Path(opts.overlay), cam, clip_id, times_s, opts.fps, size, opts.overlay_fps) for cam in cameras}
+
+
+def _rel(opts: RenderOptions, path: Path) -> str:
+    try:
+        return path.relative_to(opts.out).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def plan_streams(clip_id: str, cameras: tuple[str, ...], first: int, stop: int, opts: RenderOptions,
+                 scenario_hex: str, reals: dict[str, RealCamera]) -> list[tuple[str, writer.CameraJob]]:  # fmt: skip
+    """Every output job with its digest: camera videos, then per chunk the mosaic, then overlays.
+
+    Args:
+        clip_id: the file-safe clip name.
+        cameras: camera names.
+        first: first frame.
+        stop: one past the last frame.
+        opts: render options.
+        scenario_hex: `resume.scenario_digest` of the scenario.
+        reals: camera -> real frames (overlay), else empty.
+
+    Returns:
+        (kind, job) pairs; a mosaic job's camera is "mosaic", an overlay's "<camera>.overlay".
+    """
+    common = {"fps": opts.fps, "size": [opts.width_px, opts.height_px], "rig": opts.rig, "backend": opts.backend,
+              "antialias": opts.antialias, "segment_frames": writer.SEGMENT_FRAMES}  # fmt: skip
+    real_hex = {cam: r.digest() for cam, r in reals.items()}
+    out: list[tuple[str, writer.CameraJob]] = []
+    for job in plan_jobs(clip_id, cameras, first, stop, opts):
+        opt = {**common, "stream": "camera", "camera": job.camera, "frames": [job.start, job.stop],
+               "preset": opts.preset, "png": opts.png, "outputs": [_rel(opts, p) for p in job.outputs]}  # fmt: skip
+        out.append(("camera", replace(job, digest=resume.job_digest(scenario_hex, opt))))
+    chunks = {j.clip_id: (j.start, j.stop) for _, j in out}
+    for cid, (a, b) in chunks.items():
+        if opts.mosaic:
+            path = writer.mosaic_path(opts.out, cid)
+            opt = {**common, "stream": "mosaic", "cameras": list(cameras), "frames": [a, b], "tile": list(writer.MOSAIC_TILE_PX)}
+            out.append(("mosaic", writer.CameraJob("mosaic", cid, a, b, (path,), None, resume.job_digest(scenario_hex, opt))))
+        for cam in cameras if reals else ():
+            path = writer.overlay_path(opts.out, cid, cam)
+            opt = {**common, "stream": "overlay", "camera": cam, "frames": [a, b], "real": real_hex[cam],
+                   "offset_s": opts.overlay_offset_s, "real_fps": opts.overlay_fps}  # fmt: skip
+            job = writer.CameraJob(f"{cam}.overlay", cid, a, b, (path,), None, resume.job_digest(scenario_hex, opt))
+            out.append(("overlay", job))
+    return out
+
+
+def time_segments(todo: list[tuple[str, writer.CameraJob]], opts: RenderOptions,
+                  redo: Callable[[writer.Segment], bool]) -> list[TimeSegment]:  # fmt: skip
+    """Group the unfinished parts of the jobs to (re)write into time segments.
+
+    Args:
+        todo: (kind, job) pairs to write.
+        opts: render options (`overwrite`).
+        redo: whether a camera part must be rewritten for its labels.
+
+    Returns:
+        One TimeSegment per (clip, start) with the parts that are not done, in time order.
+    """
+    groups: dict[tuple[str, int], list[StreamPart]] = {}
+    stops: dict[tuple[str, int], int] = {}
+    for kind, job in todo:
+        name = job.camera.removesuffix(".overlay") if kind == "overlay" else ("" if kind == "mosaic" else job.camera)
+        for seg in job.segments():
+            if opts.overwrite or not seg.done() or (kind == "camera" and redo(seg)):
+                groups.setdefault((job.clip_id, seg.start), []).append(StreamPart(kind, name, seg))
+                stops[job.clip_id, seg.start] = seg.stop
+    return [TimeSegment(cid, a, stops[cid, a], tuple(parts)) for (cid, a), parts in sorted(groups.items(), key=lambda kv: kv[0][1])]
+
+
+def _current(opts: RenderOptions, record: dict[str, str], job: writer.CameraJob) -> bool:
+    """Whether a job is finished with the inputs it would have now (resume by content)."""
+    return not opts.overwrite and job.done() and all(record.get(_rel(opts, p)) == job.digest for p in job.outputs)
+
+
+def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | None = None, source: Path | None = None) -> RenderSummary:
+    """Render `scenario` per `opts` (keeping outputs whose recorded input digest still matches, unless `opts.overwrite`).
 
     Args:
         scenario: the scenario to render.
         opts: render options.
-        progress: `progress(n)` is called as camera-frames finish (and once for those kept).
+        progress: `progress(n)` is called as stream-frames finish (and once for those kept); the
+            total is `progress_units`.
+        source: the scenario folder it was loaded from (its files are digested), or None (the
+            scenario's serialized form is).
 
     Returns:
-        The run summary, also written to `opts.out/<clip>/render_summary.json`.
+        The run summary, also written (merged with earlier runs') to `opts.out/<clip>/render_summary.json`.
     """
     t0 = time.perf_counter()
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names
     check_cameras(cameras, rig)
-    n_total = len(scenario.frame_times(opts.fps))
-    first, stop = select_frames(n_total, opts.fps, opts.start_s, opts.end_s, opts.frames)
+    first, stop = select_frames(len(scenario.frame_times(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
+    reals = plan_overlay(scenario, opts, cameras)  # bad real frames fail here, before anything is written
     clip_id = writer.safe_name(scenario.scenario_id)
-    jobs = plan_jobs(clip_id, cameras, first, stop, opts)
+    opts = replace(opts, cameras=cameras)
+    jobs = plan_streams(clip_id, cameras, first, stop, opts, resume.scenario_digest(scenario, source), reals)
+    record = resume.read_record(opts.out, clip_id)
     redo = _labels_missing(opts, clip_id)
-    for job in jobs:  # leftovers of a killed run (dead writers' temporaries, empty .parts)
+    for _, job in jobs:  # leftovers of a killed run (dead writers' temporaries, empty .parts)
         writer.sweep_job(job)
-    todo = [j for j in jobs if opts.overwrite or not j.done() or any(redo(s) for s in j.segments())]
-    segments = [s for j in todo for s in j.segments() if opts.overwrite or not s.done() or redo(s)]
-    total = sum(j.stop - j.start for j in jobs)
-    rendered_planned = sum(s.stop - s.start for s in segments)
-    if progress is not None and total > rendered_planned:
-        progress(total - rendered_planned)
-    opts = RenderOptions(**{**asdict(opts), "cameras": cameras})
-    rendered = _render_segments(scenario, opts, segments, progress)
-    for job in todo:
+    todo = [(k, j) for k, j in jobs if not _current(opts, record, j) or (k == "camera" and any(redo(s) for s in j.segments()))]
+    segments = time_segments(todo, opts, redo)
+    total = sum(j.stop - j.start for _, j in jobs)
+    planned = sum(s.n_frames * len(s.parts) for s in segments)
+    if progress is not None and total > planned:
+        progress(total - planned)
+    stats = render_segments(scenario, opts, segments, reals, first, progress)
+    for _, job in todo:
         writer.assemble_job(job)
-    outputs = [str(p) for j in jobs for p in j.outputs]
+        record.update({_rel(opts, p): job.digest for p in job.outputs})
+    if todo:
+        resume.write_record(opts.out, clip_id, record)
+    outputs = [str(p) for k, j in jobs if k == "camera" for p in j.outputs]
     if opts.labels and (todo or not (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
         from avsim.render import labels_run
 
-        labels_run.merge_parts(scenario, opts, clip_id, [s for j in jobs for s in j.segments()], first, stop)
+        labels_run.merge_parts(scenario, opts, clip_id, [s for k, j in jobs if k == "camera" for s in j.segments()], first, stop)
     if opts.labels:
         outputs.append(str(labels_run_folder(opts.out, clip_id)))
-    if opts.mosaic:
-        outputs += _write_mosaics(opts, jobs)
-    if opts.overlay is not None:
-        outputs += _write_overlays(opts, jobs)
-    summary = RenderSummary(clip_id, list(cameras), stop - first, rendered, total - rendered, time.perf_counter() - t0, outputs)
-    with atomic_output_path(opts.out / clip_id / "render_summary.json") as tmp:
-        Path(tmp).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+    outputs += [str(p) for k, j in jobs if k != "camera" for p in j.outputs]
+    written = [str(p) for _, j in todo for p in j.outputs]
+    return _finish(opts, clip_id, cameras, stop - first, stats, time.perf_counter() - t0, outputs, written)
+
+
+def _finish(opts: RenderOptions, clip_id: str, cameras: tuple[str, ...], n_frames: int, stats: StageTimes,
+            seconds: float, outputs: list[str], written: list[str]) -> RenderSummary:  # fmt: skip
+    """The run's summary, merged with the clip's earlier runs into `render_summary.json`."""
+    summary = RenderSummary(
+        clip_id, list(cameras), n_frames, stats.camera_frames, len(cameras) * n_frames - stats.camera_frames, seconds,
+        outputs, stats.mosaic_frames, stats.overlay_frames, stats.render_cpu_s, stats.encode_cpu_s, stats.composite_cpu_s,
+    )  # fmt: skip
+    resume.write_summary(opts.out, clip_id, resume.merged_summary(opts.out, clip_id, summary.to_json(), written))
     return summary
 
 
 def labels_run_folder(out: Path, clip_id: str) -> Path:
-    """`OUT/<clip>/labels` (see `avsim.render.labels_run`)."""
+    """`OUT/<clip>/labels` (see `avsim.render.labels_run`).
+
+    Args:
+        out: the render output folder.
+        clip_id: the clip id.
+
+    Returns:
+        The labels folder.
+    """
     return Path(out) / clip_id / "labels"
 
 
@@ -462,68 +536,3 @@ def _labels_missing(opts: RenderOptions, clip_id: str) -> Callable[[writer.Segme
     from avsim.render.labels_run import part_path
 
     return lambda s: opts.overwrite or not part_path(opts.out, clip_id, s).is_file()
-
-
-def _render_segments(scenario: Scenario, opts: RenderOptions, segments: list[writer.Segment], progress: Progress | None) -> int:
-    """Render `segments` in this process (one worker) or in a pool; returns the frames rendered."""
-    if not segments:
-        return 0
-    if opts.workers > 1:
-        return _run_pool(scenario, opts, segments, progress)
-    worker = _Worker()
-    worker.start(scenario, opts, None)
-    on_frame = (lambda: progress(1)) if progress is not None else None
-    return sum(worker.render_segment(segment, on_frame) for segment in segments)
-
-
-def _run_pool(scenario: Scenario, opts: RenderOptions, segments: list[writer.Segment], progress: Progress | None) -> int:
-    ctx = mp.get_context("spawn")  # no inherited state: safe with numba / torch / encoders
-    manager = ctx.Manager()
-    queue = manager.Queue()
-    rendered = 0
-    try:
-        with ProcessPoolExecutor(opts.workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(scenario, opts, queue)) as pool:
-            # longest first, so the pool's greedy scheduling ends evenly
-            ordered = sorted(segments, key=lambda s: -(s.stop - s.start))
-            pending: set[Future[int]] = {pool.submit(_run_pool_segment, s) for s in ordered}
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for f in done:
-                    rendered += f.result()
-                _drain(queue, progress)
-            _drain(queue, progress)
-    finally:
-        manager.shutdown()
-    return rendered
-
-
-def _drain(queue: _CountQueue, progress: Progress | None) -> None:
-    while not queue.empty():
-        n = queue.get()
-        if progress is not None:
-            progress(n)
-
-
-def _write_mosaics(opts: RenderOptions, jobs: list[writer.CameraJob]) -> list[str]:
-    out = []
-    for clip_id in dict.fromkeys(j.clip_id for j in jobs):
-        videos = {j.camera: j.outputs[0] for j in jobs if j.clip_id == clip_id}
-        path = writer.mosaic_path(opts.out, clip_id)
-        if opts.overwrite or not path.is_file():
-            writer.write_mosaic(videos, path, opts.fps)
-        out.append(str(path))
-    return out
-
-
-def _write_overlays(opts: RenderOptions, jobs: list[writer.CameraJob]) -> list[str]:
-    assert opts.overlay is not None
-    if not opts.overlay.is_dir():
-        raise AvsimInputError(opts.overlay, "--overlay", "not a folder of real camera frames")
-    out = []
-    for job in jobs:
-        path = writer.overlay_path(opts.out, job.clip_id, job.camera)
-        if opts.overwrite or not path.is_file():
-            real = writer.real_frames(opts.overlay, job.camera, job.clip_id)
-            writer.write_overlay(job.outputs[0], real, path, opts.fps)
-        out.append(str(path))
-    return out

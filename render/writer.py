@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,14 +26,11 @@ import cv2
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
-from avsim.core.errors import AvsimInputError
 from avsim.core.rig import MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
-from avsim.core.video import MP4Writer, iter_video_frames, video_info
 
 LAYOUTS = ("default", "posttrain", "both")
 POSTTRAIN_FOLDER = "control_input_hdmap_bbox"
-OVERLAY_ALPHA = 0.5  # weight of the control image where it is not black
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -186,14 +182,20 @@ class CameraJob:
     stop: int
     outputs: tuple[Path, ...]
     png_dir: Path | None
+    digest: str = ""  # `avsim.core.digest.input_digest` of what the outputs are made from ("" : none)
 
     def done(self) -> bool:
-        """Whether the job is finished (a rerun skips it).
+        """Whether the job's files are all there (the runner also compares the recorded digest).
 
         Returns:
             True when every output and every asked-for PNG exist.
         """
         return all(p.is_file() for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
+
+    @property
+    def _part_tag(self) -> str:
+        """Parts carry a digest prefix: a rerun with other inputs never joins a stale part."""
+        return f".{self.digest[:12]}" if self.digest else ""
 
     @property
     def parts_dir(self) -> Path:
@@ -208,42 +210,12 @@ class CameraJob:
         """
         return [
             Segment(self.camera, a, min(a + SEGMENT_FRAMES, self.stop),
-                    self.parts_dir / f"{self.clip_id}.{self.camera}.{a:06d}.mp4", self.png_dir)
+                    self.parts_dir / f"{self.clip_id}.{self.camera}.{a:06d}{self._part_tag}.mp4", self.png_dir)
             for a in range(self.start, self.stop, SEGMENT_FRAMES)
         ]  # fmt: skip
 
 
 DEFAULT_PRESET = "superfast"  # libx264 speed preset: ~30 % less encode time than veryfast at crf 18
-
-
-def write_segment(
-    frames: Iterator[NDArrayByte], segment: Segment, width_px: int, height_px: int, fps: float,
-    on_frame: Callable[[], None] | None = None, preset: str = DEFAULT_PRESET,
-) -> int:
-    """Encode one segment's frames (and PNGs, one atomic file each).
-
-    Args:
-        frames: the segment's (H, W, 3) uint8 RGB frames, in order.
-        segment: the segment (part path, PNG folder, first frame index).
-        width_px: frame width.
-        height_px: frame height.
-        fps: frame rate.
-        on_frame: called after each frame.
-        preset: libx264 speed preset.
-
-    Returns:
-        The number of frames written.
-    """
-    n = 0
-    with MP4Writer(segment.part, width_px, height_px, fps, preset=preset) as writer:
-        for frame in frames:
-            writer.write(frame)
-            if segment.png_dir is not None:
-                write_png(segment.png_dir / f"{segment.start + n:06d}.png", frame)
-            n += 1
-            if on_frame is not None:
-                on_frame()
-    return n
 
 
 def assemble_job(job: CameraJob) -> None:
@@ -264,13 +236,19 @@ def assemble_job(job: CameraJob) -> None:
 
 def sweep_job(job: CameraJob) -> None:
     """Remove what killed runs left of `job`: temporaries of its outputs and parts whose process
-    is gone, and the `.parts` folder once it is empty.
+    is gone, finished parts made from other inputs (another digest tag), and the `.parts` folder
+    once it is empty.
 
     Args:
         job: any job (finished or not); a running writer's temporaries are never touched.
     """
-    for path in [*job.outputs, *(s.part for s in job.segments())]:
+    current = {s.part for s in job.segments()}
+    for path in [*job.outputs, *current]:
         remove_stale_temporaries(path)
+    if job.digest and job.parts_dir.is_dir():
+        for part in job.parts_dir.glob(f"{job.clip_id}.{job.camera}.[0-9][0-9][0-9][0-9][0-9][0-9].*.mp4"):
+            if part not in current:
+                part.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # other cameras' parts are still there
         job.parts_dir.rmdir()
 
@@ -361,106 +339,20 @@ def tile_mosaic(frames: dict[str, NDArrayByte], order: list[str], tile_w: int, t
     return out
 
 
-def write_mosaic(videos: dict[str, Path], path: Path, fps: float, tile_w: int = 640, tile_h: int = 360) -> int:
-    """Mosaic video of per-camera videos (decoded in lock-step; memory stays one frame each).
+MOSAIC_TILE_PX = (640, 360)  # (width, height) of one mosaic tile
+
+
+def mosaic_size(n_cameras: int, tile_w: int = MOSAIC_TILE_PX[0], tile_h: int = MOSAIC_TILE_PX[1]) -> tuple[int, int, int]:
+    """Layout of a mosaic of `n_cameras` tiles.
 
     Args:
-        videos: camera name -> its video.
-        path: the mosaic video.
-        fps: frame rate.
+        n_cameras: number of tiles.
         tile_w: tile width.
         tile_h: tile height.
 
     Returns:
-        Frames written (those every video has).
+        (columns, width_px, height_px): 3 columns (fewer for 1-2 cameras), as many rows as needed.
     """
-    order = mosaic_order(tuple(videos))
-    columns = 3 if len(order) > 2 else len(order)
-    rows = -(-len(order) // columns)
-    iters = {name: iter_video_frames(videos[name]) for name in order}
-    n = 0
-    with MP4Writer(path, columns * tile_w, rows * tile_h, fps) as writer:
-        while True:
-            try:
-                frames = {name: next(it) for name, it in iters.items()}
-            except StopIteration:
-                break
-            writer.write(tile_mosaic(frames, order, tile_w, tile_h, columns))
-            n += 1
-    return n
-
-
-# ---- overlay on real camera frames -----------------------------------------------------------------
-def real_frames(folder: Path, camera: str, clip_id: str) -> Iterator[NDArrayByte]:
-    """Real frames of one camera.
-
-    Args:
-        folder: holds a video `<clip>.<camera>.mp4` or `<camera>.mp4`, or an image folder
-            `<camera>/` (jpg / png, sorted by name).
-        camera: camera name.
-        clip_id: clip id.
-
-    Returns:
-        The (H, W, 3) uint8 RGB frames, lazily.
-    """
-    for candidate in (folder / f"{clip_id}.{camera}.mp4", folder / f"{camera}.mp4"):
-        if candidate.is_file():
-            return iter_video_frames(candidate)
-    image_dir = folder / camera
-    if image_dir.is_dir():
-        files = sorted(p for p in image_dir.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
-        if files:
-            return (_read_image(p) for p in files)
-    raise AvsimInputError(folder, camera, f"no real frames: expected {clip_id}.{camera}.mp4, {camera}.mp4 or {camera}/*.jpg")
-
-
-def _read_image(path: Path) -> NDArrayByte:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    if img is None:
-        raise AvsimInputError(path, "image", "cannot decode image")
-    rgb: NDArrayByte = np.asarray(img, dtype=np.uint8)[..., ::-1]
-    return rgb
-
-
-def blend_overlay(real_rgb: NDArrayByte, control_rgb: NDArrayByte, alpha: float = OVERLAY_ALPHA) -> NDArrayByte:
-    """Alpha-blend the control image over a real frame where it is not black.
-
-    Args:
-        real_rgb: (H', W', 3) uint8 real frame (resized to the control image).
-        control_rgb: (H, W, 3) uint8 control frame.
-        alpha: weight of the control image.
-
-    Returns:
-        (H, W, 3) uint8 RGB.
-    """
-    h, w = control_rgb.shape[:2]
-    if real_rgb.shape[:2] != (h, w):
-        real_rgb = np.asarray(cv2.resize(real_rgb, (w, h), interpolation=cv2.INTER_AREA), dtype=np.uint8)
-    drawn = control_rgb.any(axis=-1, keepdims=True)
-    mixed = np.round((1.0 - alpha) * real_rgb + alpha * control_rgb.astype(np.float64)).astype(np.uint8)
-    return np.where(drawn, mixed, real_rgb)
-
-
-def write_overlay(control_video: Path, real: Iterator[NDArrayByte], path: Path, fps: float) -> int:
-    """Overlay video: control frames blended on real frames, as many as both have.
-
-    Args:
-        control_video: the control video.
-        real: (H, W, 3) uint8 real frames.
-        path: the overlay video.
-        fps: frame rate.
-
-    Returns:
-        Frames written.
-    """
-    n = 0
-    with MP4Writer(path, *_video_size(control_video), fps) as writer:
-        for control, real_frame in zip(iter_video_frames(control_video), real):
-            writer.write(blend_overlay(real_frame, control))
-            n += 1
-    return n
-
-
-def _video_size(path: Path) -> tuple[int, int]:
-    info = video_info(path)
-    return int(info["width_px"]), int(info["height_px"])
+    columns = 3 if n_cameras > 2 else n_cameras
+    rows = -(-n_cameras // columns)
+    return columns, columns * tile_w, rows * tile_h

@@ -146,28 +146,28 @@ def test_bad_options_are_usage_errors(scenario_dir, tmp_path):
 
 
 def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, monkeypatch):
-    from avsim.render import writer
+    from avsim.render import pipeline, writer
     from avsim.render.frame import SceneRenderer
 
     monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)
     scenario = highway_scenario(0.5, rig=cosmos_rig())
     cam = "camera_front_tele_30fov"
     opts = RenderOptions(out=tmp_path, cameras=(cam,), frames="10", width_px=160, height_px=96, png=True)
-    real_write = writer.write_segment
+    real_render = pipeline.SegmentWorker.render_segment
     calls = []
 
-    def failing(frames, segment, *args, **kwargs):
+    def failing(self, seg, *args, **kwargs):
         if len(calls) == 2:
             raise KeyboardInterrupt  # the user stops the run during the third segment
-        calls.append(segment.start)
-        return real_write(frames, segment, *args, **kwargs)
+        calls.append(seg.start)
+        return real_render(self, seg, *args, **kwargs)
 
-    monkeypatch.setattr(writer, "write_segment", failing)
+    monkeypatch.setattr(pipeline.SegmentWorker, "render_segment", failing)
     with pytest.raises(KeyboardInterrupt):
         run_render(scenario, opts)
     video = tmp_path / "synthetic_highway" / f"synthetic_highway.{cam}.mp4"
     assert not video.exists() and len(list((tmp_path / "synthetic_highway" / ".parts").glob("*.mp4"))) == 2
-    monkeypatch.setattr(writer, "write_segment", real_write)
+    monkeypatch.setattr(pipeline.SegmentWorker, "render_segment", real_render)
     summary = run_render(scenario, opts)
     assert summary.camera_frames_rendered == 2 and summary.camera_frames_skipped == 8  # only the last segment
     decoded = read_video(video)
