@@ -57,6 +57,7 @@ class _FrameWork:
     objects: FrameObjects
     spheres: cull.Spheres  # of the segments, triangles, cuboids, then boxes of `objects`
     starts: tuple[int, ...]  # (5,): where each of those four parts starts in `spheres`, then the end
+    box_track_ids: npt.NDArray[np.str_]  # (N,) track ids of the drawn boxes (object ids 0..N-1)
 
 
 class SceneRenderer:
@@ -170,7 +171,8 @@ class SceneRenderer:
         parts = [seg_sph.take(seg_on), tri_sph.take(tri_on), cub_sph.take(cub_on), cull.bounding_spheres(objects.box_corners)]
         starts = np.cumsum([0] + [len(p.radius_m) for p in parts])
         spheres = cull.Spheres(np.concatenate([p.centre_m for p in parts]), np.concatenate([p.radius_m for p in parts]))
-        self._work = _FrameWork(frame_index, world_SE3_ego, objects, spheres, tuple(int(x) for x in starts))
+        starts_t = tuple(int(x) for x in starts)
+        self._work = _FrameWork(frame_index, world_SE3_ego, objects, spheres, starts_t, rows.track_id[keep])
         return self._work
 
     def box_track_ids(self, frame_index: int) -> npt.NDArray[np.str_]:
@@ -180,12 +182,9 @@ class SceneRenderer:
             frame_index: frame at the render rate.
 
         Returns:
-            (N,) str, in box (track-id) order.
+            (N,) str, in box (track-id) order (kept with the frame's shared world work).
         """
-        t_ns = int(self.timestamps_ns[frame_index])
-        centre = self.scenario.ego.pose_at(np.array([t_ns]))[0].translation[:2]
-        rows = self._agent_rows(frame_index)
-        return rows.track_id[drawn_rows(rows, centre, MAP_REACH_M)]
+        return self._frame_work(frame_index).box_track_ids
 
     def render_camera_ids(self, frame_index: int, camera: str | int) -> tuple[NDArrayByte, NDArrayInt32, Primitives]:
         """One camera's image with its per-pixel object ids (numba backend only, whatever `backend` is).

@@ -4,8 +4,8 @@ Per camera and frame (`camera_frame_labels`): every agent box that covers at lea
 when rendered alone gets its 3-D box in the camera frame, its projected corners and centre
 (the camera model's `project`), the 2-D box of the full projected cuboid, the 2-D box and
 count of its *visible* pixels (the renderer's per-pixel object id, same z-test as the
-colours), the pixels it covers rendered alone (`unoccluded_px`: a second pass over only its
-own primitives, in a crop of the image), `visible_fraction = visible_px / unoccluded_px` and
+colours), the pixels it covers rendered alone (`unoccluded_px`: the union of its own primitives'
+coverage, `raster.object_coverage_px`), `visible_fraction = visible_px / unoccluded_px` and
 `truncation = 1 - area(full box inside the image) / area(full box)`.
 
 Per frame (`frame_boxes_3d`): every agent of the scenario at the frame time (tracks resampled

@@ -211,13 +211,15 @@ def camera_frame_record(
         "visible_fraction": _f(lab.visible_fraction), "truncation": _f(lab.truncation),
     }  # fmt: skip
     out = []
-    for m, (obj, k) in enumerate(zip(objs, lab.box)):
-        seen = lab.visible_px[m] > 0
+    names, rows = tuple(cols), zip(*cols.values())  # one row of the columns per box, keys in `cols` order
+    vis_px, vis_box = lab.visible_px.tolist(), lab.box2d_visible_px.tolist()
+    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
+    for m, (obj, k, row) in enumerate(zip(objs.tolist(), lab.box.tolist(), rows)):
+        seen = vis_px[m] > 0
         out.append({
-            "track_id": str(boxes.track_id[k]), "class": str(boxes.object_class[k]), "source_class": str(boxes.source_class[k]),
-            **{name: col[m] for name, col in cols.items()},
-            "box2d_visible_px": lab.box2d_visible_px[m].tolist() if seen else None,
-            "mask_rle": _mask_rle(ids, int(obj), lab.box2d_visible_px[m]) if seen else None,
+            "track_id": str(tids[k]), "class": str(cls[k]), "source_class": str(src[k]), **dict(zip(names, row)),
+            "box2d_visible_px": vis_box[m] if seen else None,
+            "mask_rle": _mask_rle(ids, obj, lab.box2d_visible_px[m]) if seen else None,
         })  # fmt: skip
     openlane = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns)
     return {"frame_index": int(frame_index), "camera": camera_name, "timestamp_ns": int(boxes.timestamp_ns),

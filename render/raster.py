@@ -37,7 +37,7 @@ from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.raster_aa import antialias_numba
 from avsim.render.raster_kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
 from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
-from avsim.render.raster_kernels import PARAM_EPS, _njit, draw_capsules, draw_planars
+from avsim.render.raster_kernels import PARAM_EPS, _njit, draw_capsules, draw_planars, object_coverage
 from avsim.render.raster_kernels import plane_params as _plane_params
 from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
 from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
@@ -245,10 +245,12 @@ def rasterize_numba(
 
 
 def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
-    """Pixels each object covers when drawn alone (its own primitives only, the same kernels).
+    """Pixels each object covers when drawn alone (its own primitives only).
 
-    The primitives of object k are drawn into cleared buffers, counted within the region they can
-    reach, and that region is cleared again, so the cost is the objects' own area.
+    A pixel counts when any of the object's primitives covers its centre with a fragment the
+    kernels would draw into a cleared buffer (the union of its faces' and edges' coverage, so no
+    depth order is needed). One compiled loop over the objects (`raster_kernels.object_coverage`)
+    marks each object's pixels in one scratch mask and clears only the box it marked.
 
     Args:
         prims: the image's primitives with `cap_obj` / `pl_obj`.
@@ -264,32 +266,16 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
     cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
     sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
     spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), _f64(prims.pl_rgb[ps]),
-          np.ascontiguousarray(prims.pl_bbox[ps], np.int64), _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
+    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
+          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
           np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
           np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
-    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))
-    r, xy = prims.cap_radius_px[cs, None], prims.cap_xy[cs]
-    lo = np.concatenate([np.floor(np.minimum(xy[:, :2], xy[:, 2:]) - r - PIXEL_CENTRE_OFFSET), prims.pl_bbox[ps, :2]])
-    hi = np.concatenate([np.ceil(np.maximum(xy[:, :2], xy[:, 2:]) + r - PIXEL_CENTRE_OFFSET), prims.pl_bbox[ps, 2:]])
-    owner = np.concatenate([cap_obj[cs], pl_obj[ps]])
-    cb, pb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)), np.searchsorted(pl_obj[ps], np.arange(n_objects + 1))
-    img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
-    zeros, out = np.zeros(max(len(cs), len(ps)), np.int32), np.zeros(n_objects, np.int64)
-    no_win = (np.zeros((1, 1), np.int32), zeros, False)  # centre samples only: no winner buffer
-    for k in np.unique(owner):
-        if pb[k + 1] > pb[k]:
-            draw_planars(img, zbuf, rays, *pl, pb[k], pb[k + 1], style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, zeros, True, *no_win)
-        if cb[k + 1] > cb[k]:
-            draw_capsules(img, zbuf, *cap, cb[k], cb[k + 1], PIXEL_CENTRE_OFFSET, ids, zeros, True, *no_win)
-        mine = owner == k
-        x0, y0 = max(int(lo[mine, 0].min()), 0), max(int(lo[mine, 1].min()), 0)
-        x1, y1 = min(int(hi[mine, 0].max()), w - 1), min(int(hi[mine, 1].max()), h - 1)
-        if x1 >= x0 and y1 >= y0:
-            region = ids[y0 : y1 + 1, x0 : x1 + 1]
-            out[k] = int((region >= 0).sum())
-            region[...] = -1
-            zbuf[y0 : y1 + 1, x0 : x1 + 1] = np.inf
+    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
+    cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
+    pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
+    out = np.zeros(n_objects, np.int64)
+    mask = np.zeros((h, w), np.uint8)
+    object_coverage(mask, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out)
     return out
 
 

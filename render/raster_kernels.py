@@ -190,3 +190,119 @@ if _njit is not None:
                         cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
                         cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
                         _put(img, y, x, depth, cr, cg, cb)
+
+    @_njit
+    def _cover(mask: NDArrayByte, y: int, x: int, box: NDArrayInt) -> int:
+        # marks pixel (y, x) covered; returns 1 when it was not yet, growing the marked box (x0, y0, x1, y1)
+        if mask[y, x]:
+            return 0
+        mask[y, x] = 1
+        box[0], box[1], box[2], box[3] = min(box[0], x), min(box[1], y), max(box[2], x), max(box[3], y)
+        return 1
+
+    @_njit
+    def _cover_capsules(mask: NDArrayByte, box: NDArrayInt, xy: NDArrayFloat, inv_depth: NDArrayFloat,
+                        radius: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat, start: int, stop: int,
+                        c: float) -> int:  # fmt: skip
+        # the pixels draw_capsules would give a fragment with a finite key (its z-test against a cleared buffer)
+        h, w = mask.shape
+        n = 0
+        for s in range(start, stop):
+            ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
+            r = radius[s]
+            r2 = r * r
+            dx, dy = bx - ax, by - ay
+            l2 = dx * dx + dy * dy
+            i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
+            zs, zb = zscale[s], zbias[s]
+            ylo = max(0, int(np.floor(min(ay, by) - r - c)))
+            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
+            for y in range(ylo, yhi + 1):
+                py = y + c
+                if abs(dy) > 1e-12:
+                    ta = (py - r - ay) / dy
+                    tb = (py + r - ay) / dy
+                    if ta > tb:
+                        ta, tb = tb, ta
+                    ta = max(ta, 0.0)
+                    tb = min(tb, 1.0)
+                    if ta > tb:
+                        continue
+                    xa, xb = ax + ta * dx, ax + tb * dx
+                    xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
+                else:
+                    xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
+                x0 = max(0, int(np.floor(xlo - c)))
+                x1 = min(w - 1, int(np.ceil(xhi - c)))
+                for x in range(x0, x1 + 1):
+                    if mask[y, x]:
+                        continue
+                    px = x + c
+                    t = 0.0
+                    if l2 > 0.0:
+                        t = ((px - ax) * dx + (py - ay) * dy) / l2
+                        t = min(max(t, 0.0), 1.0)
+                    qx = ax + t * dx - px
+                    qy = ay + t * dy - py
+                    if qx * qx + qy * qy > r2:
+                        continue
+                    depth = 1.0 / (i0 + t * (i1 - i0))
+                    if np.float32(zs * depth + zb + 1.0) < np.float32(np.inf):
+                        n += _cover(mask, y, x, box)
+        return n
+
+    @_njit
+    def _cover_planars(mask: NDArrayByte, box: NDArrayInt, rays: NDArrayFloat32, plane: NDArrayFloat,
+                       is_tri: NDArrayBool, bbox: NDArrayInt, zscale: NDArrayFloat, zbias: NDArrayFloat,
+                       use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt, start: int, stop: int,
+                       near: float, far: float, eps: float) -> int:  # fmt: skip
+        # the pixels draw_planars would give a fragment with a finite key (its z-test against a cleared buffer)
+        n = 0
+        for p in range(start, stop):
+            n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
+            A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
+            B0, B1, B2, b0 = plane[p, 8], plane[p, 9], plane[p, 10], plane[p, 11]
+            tri = is_tri[p]
+            zs, zb = zscale[p], zbias[p]
+            for y in range(bbox[p, 1], bbox[p, 3] + 1):
+                xs, xe = bbox[p, 0], bbox[p, 2]
+                if use_spans:
+                    k = row_start[p] + y - bbox[p, 1]
+                    xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
+                for x in range(xs, xe + 1):
+                    if mask[y, x]:
+                        continue
+                    rx = np.float64(rays[y, x, 0])
+                    ry = np.float64(rays[y, x, 1])
+                    den = n0 * rx + n1 * ry + n2
+                    if den == 0.0:
+                        continue
+                    depth = nd / den
+                    if not (depth > near and depth <= far):
+                        continue
+                    a = depth * (A0 * rx + A1 * ry + A2) - a0
+                    b = depth * (B0 * rx + B1 * ry + B2) - b0
+                    if a < -eps or b < -eps:
+                        continue
+                    if tri and a + b > 1.0 + eps:
+                        continue
+                    if not tri and (a > 1.0 + eps or b > 1.0 + eps):
+                        continue
+                    if np.float32(zs * depth + zb + 1.0) < np.float32(np.inf):
+                        n += _cover(mask, y, x, box)
+        return n
+
+    @_njit
+    def object_coverage(mask: NDArrayByte, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt, pl: tuple,
+                        pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
+                        out: NDArrayInt) -> None:  # fmt: skip
+        # out[k] = pixels covered by the primitives cap_start[k]:cap_start[k+1] and pl_start[k]:pl_start[k+1]
+        # (a union: no depth order between an object's own primitives); mask: (H, W) zeros, left zero
+        box = np.zeros(4, np.int64)
+        h, w = mask.shape
+        for k in range(len(out)):
+            box[0], box[1], box[2], box[3] = w, h, -1, -1
+            n = _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
+            n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
+            out[k] = n
+            mask[box[1] : box[3] + 1, box[0] : box[2] + 1] = 0
