@@ -19,8 +19,10 @@ from avsim.render.raster_kernels import PARAM_EPS
 from avsim.scenario.io import load_scenario
 
 CAMERAS = "camera_front_wide_120fov,camera_cross_left_120fov"
+SKIPPED = ("render_summary.json", "render_inputs.json")  # timings; resume digests (version, options)
 # `avsim render s out --labels --size 320x180 --frames 4 --cameras CAMERAS` (s: `avsim sample s
-# --duration-s 1`) on d089305, before the speed work; render_summary.json holds timings: left out
+# --duration-s 1`) on d089305, before the speed work; render_summary.json holds timings and
+# render_inputs.json the resume digests (avsim version, options): both left out
 PINNED_SHA256 = {
     "avsim_sample_seed0.camera_cross_left_120fov.mp4": "7fb9c7f4ea263d37ac146c91111c279bf926e754c43d4177ed70acbc7bdf0b9a",
     "avsim_sample_seed0.camera_front_wide_120fov.mp4": "6a22e9bc2630af476056468daa93f5ab7f61d80313766a9e91efe15a242b6317",
@@ -45,7 +47,7 @@ def test_labelled_render_bytes_are_pinned(tmp_path: Path) -> None:
     args = ["render", str(tmp_path / "s"), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS]
     assert main(args) == 0
     clip = out / "avsim_sample_seed0"
-    got = {p.relative_to(clip).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(clip.rglob("*")) if p.is_file() and p.name != "render_summary.json"}
+    got = {p.relative_to(clip).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(clip.rglob("*")) if p.is_file() and p.name not in SKIPPED}
     assert got == PINNED_SHA256
 
 
