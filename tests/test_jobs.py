@@ -8,15 +8,19 @@ Renders are tiny (3 frames, 160x90, one camera). The Ray tests share one local R
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import logging
+import math
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -198,6 +202,7 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
         pytest.skip(f"FID Inception weights not installed; run: {inception_fetch_command()}")
     from avsim.evaluation.jobs import run_fid
     from avsim.jobs.engines import EngineConfig
+    from avsim.jobs.fid import ClipBootstrap
     from avsim.jobs.run import run_job
 
     rng = np.random.default_rng(1)
@@ -210,13 +215,44 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
     # one-process FID reads the features the tasks wrote to the shared cache (the merge is tested).
     cache = tmp_path / "cache"
     options = {"cache": str(cache)}
-    report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real")
+    boot = ClipBootstrap()
+    report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real",
+                     bootstrap=boot)  # fmt: skip
     assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
+    for interval in report.frechet["bootstrap"].values():  # 1 generated clip: no interval
+        assert interval["note"] == "n/a (1 clip)" and math.isnan(interval["ci_low"]) and interval["resampling_unit"] == "clip"
     one = run_fid(tmp_path / "real", tmp_path / "gen", cache=cache).document["fid"]
     assert report.frechet["frames"] == {"real": 2, "generated": 2} and report.frechet["clips"] == {"real": 2, "generated": 1}
     for norm, value in one.items():
         assert report.frechet["fid"][norm] == pytest.approx(value, rel=1e-9, abs=0)
     assert json.loads((tmp_path / "out" / "fid.json").read_text())["fid"] == pytest.approx(one, rel=1e-9)
+    _check_interval_equals_one_process(tmp_path, cache, boot)
+
+
+def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any) -> None:
+    """2 clips per side from the same frames (feature cache hits, no new Inception frames): the
+    dataset's interval equals `frechet_interval_over_clips` on the one-process features exactly."""
+    from avsim.evaluation.features import FeatureCache, fid_clip_features
+    from avsim.evaluation.inception import load_fid_inception
+    from avsim.evaluation.report import ReportConfig
+    from avsim.evaluation.report_video import frechet_interval_over_clips
+    from avsim.jobs.engines import EngineConfig
+    from avsim.jobs.run import run_job
+
+    defaults = {f.name: f.default for f in dataclasses.fields(ReportConfig)}
+    assert (boot.n_resamples, boot.level, boot.seed) == (defaults["n_resamples"], defaults["level"], defaults["seed"])
+    shutil.copytree(tmp_path / "real" / "clip1", tmp_path / "mix" / "a")
+    shutil.copytree(tmp_path / "gen" / "clip0", tmp_path / "mix" / "b")
+    report = run_job("eval", tmp_path / "mix", tmp_path / "out2", {"cache": str(cache)}, EngineConfig("local", workers=1),
+                     real=tmp_path / "real", bootstrap=boot)  # fmt: skip
+    assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
+    inception, src = load_fid_inception(None)
+    fr, fg = (fid_clip_features(sorted((tmp_path / side).iterdir()), inception, src, cache=FeatureCache(cache)) for side in ("real", "mix"))
+    written = json.loads((tmp_path / "out2" / "fid.json").read_text())["bootstrap"]
+    for norm in ("unbiased_n_minus_1", "biased_n"):
+        expected = frechet_interval_over_clips(fr, fg, norm, 1000, 0.95, 0).as_dict()  # type: ignore[arg-type]
+        assert report.frechet["bootstrap"][norm] == expected and written[norm] == expected
+        assert expected["n_resamples"] == 200 and expected["ci_low"] <= expected["ci_high"] and "note" not in expected
 
 
 @needs_ray
