@@ -215,7 +215,7 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
     # one-process FID reads the features the tasks wrote to the shared cache (the merge is tested).
     cache = tmp_path / "cache"
     options = {"cache": str(cache)}
-    boot = ClipBootstrap()
+    boot = ClipBootstrap(n_resamples=4, seed=3)  # each draw builds two 2048^2 covariances (~0.3 s on 2 busy cores)
     report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real",
                      bootstrap=boot)  # fmt: skip
     assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
@@ -230,8 +230,9 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
 
 
 def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any) -> None:
-    """2 clips per side from the same frames (feature cache hits, no new Inception frames): the
-    dataset's interval equals `frechet_interval_over_clips` on the one-process features exactly."""
+    """2 clips per side from the same frames (feature cache hits, no new Inception frames; in the
+    same OUT, so only the new generated clip is a task): the dataset's interval equals
+    `frechet_interval_over_clips` on the one-process features exactly."""
     from avsim.evaluation.features import FeatureCache, fid_clip_features
     from avsim.evaluation.inception import load_fid_inception
     from avsim.evaluation.report import ReportConfig
@@ -239,20 +240,21 @@ def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any) -
     from avsim.jobs.engines import EngineConfig
     from avsim.jobs.run import run_job
 
-    defaults = {f.name: f.default for f in dataclasses.fields(ReportConfig)}
-    assert (boot.n_resamples, boot.level, boot.seed) == (defaults["n_resamples"], defaults["level"], defaults["seed"])
-    shutil.copytree(tmp_path / "real" / "clip1", tmp_path / "mix" / "a")
-    shutil.copytree(tmp_path / "gen" / "clip0", tmp_path / "mix" / "b")
-    report = run_job("eval", tmp_path / "mix", tmp_path / "out2", {"cache": str(cache)}, EngineConfig("local", workers=1),
+    defaults, ours = {f.name: f.default for f in dataclasses.fields(ReportConfig)}, type(boot)()
+    assert (ours.n_resamples, ours.level, ours.seed) == (defaults["n_resamples"], defaults["level"], defaults["seed"])
+    shutil.copytree(tmp_path / "gen" / "clip0", tmp_path / "mix" / "clip0")
+    shutil.copytree(tmp_path / "real" / "clip1", tmp_path / "mix" / "clip1")
+    report = run_job("eval", tmp_path / "mix", tmp_path / "out", {"cache": str(cache)}, EngineConfig("local", workers=1),
                      real=tmp_path / "real", bootstrap=boot)  # fmt: skip
+    assert (report.count("done"), report.count("skipped")) == (1, 3)  # mix/clip1 is new; the rest resume by content
     assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
     inception, src = load_fid_inception(None)
     fr, fg = (fid_clip_features(sorted((tmp_path / side).iterdir()), inception, src, cache=FeatureCache(cache)) for side in ("real", "mix"))
-    written = json.loads((tmp_path / "out2" / "fid.json").read_text())["bootstrap"]
+    written = json.loads((tmp_path / "out" / "fid.json").read_text())["bootstrap"]
     for norm in ("unbiased_n_minus_1", "biased_n"):
-        expected = frechet_interval_over_clips(fr, fg, norm, 1000, 0.95, 0).as_dict()  # type: ignore[arg-type]
+        expected = frechet_interval_over_clips(fr, fg, norm, 4, 0.95, 3).as_dict()  # type: ignore[arg-type]
         assert report.frechet["bootstrap"][norm] == expected and written[norm] == expected
-        assert expected["n_resamples"] == 200 and expected["ci_low"] <= expected["ci_high"] and "note" not in expected
+        assert expected["n_units"] == 4 and expected["ci_low"] < expected["ci_high"] and "note" not in expected
 
 
 @needs_ray
