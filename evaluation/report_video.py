@@ -58,25 +58,45 @@ def _stack_rows(per_clip: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _frechet_interval(fr: list[np.ndarray], fg: list[np.ndarray], norm: CovarianceNorm, cfg: ReportConfig) -> Interval:
-    """Frechet distance with a bootstrap over clips, each side resampled independently (the
-    sides are different sets of clips); no interval when a side has fewer than 2 clips."""
+    """The report's interval: `frechet_interval_over_clips` with the report's settings."""
+    return frechet_interval_over_clips(fr, fg, norm, cfg.n_resamples, cfg.level, cfg.seed)
+
+
+def frechet_interval_over_clips(fr: list[np.ndarray], fg: list[np.ndarray], norm: CovarianceNorm, n_resamples: int,
+                                level: float, seed: int) -> Interval:  # fmt: skip
+    """Frechet distance with a percentile bootstrap over clips, each side resampled independently
+    (the sides are different sets of clips); no interval when a side has fewer than 2 clips.
+
+    `avsim eval report` and `avsim run eval` both compute their interval here.
+
+    Args:
+        fr, fg: the per-clip feature rows of the real and generated side, each `(T_i, D)`.
+        norm: the covariance normaliser.
+        n_resamples: requested resamples; at most 200 are drawn (each draw is an SVD of a rows x
+            rows matrix).
+        level: the central interval's coverage, e.g. 0.95.
+        seed: the real side's clip counts use `seed`, the generated side's `seed + 1`.
+
+    Returns:
+        The estimate on all rows and its interval (unit "clip").
+    """
     from avsim.evaluation.frechet import frechet_distance_features
 
     (xr, owner_r), (xg, owner_g) = _stack_rows(fr), _stack_rows(fg)
     value = frechet_distance_features(xr, xg, norm)
-    n_boot = min(cfg.n_resamples, 200)  # each draw is an SVD of a rows x rows matrix
+    n_boot = min(n_resamples, 200)
     n_clips = min(len(fr), len(fg))
     if too_few_units(n_clips, "clip"):
-        return no_interval(value, cfg.level, n_boot, "clip", n_clips, cfg.seed)
-    cr, cg = resample_counts(len(fr), n_boot, cfg.seed), resample_counts(len(fg), n_boot, cfg.seed + 1)
+        return no_interval(value, level, n_boot, "clip", n_clips, seed)
+    cr, cg = resample_counts(len(fr), n_boot, seed), resample_counts(len(fg), n_boot, seed + 1)
     draws = []
     for a, b in zip(cr, cg):
         ra = np.repeat(np.arange(len(xr)), a[owner_r].astype(int))
         rb = np.repeat(np.arange(len(xg)), b[owner_g].astype(int))
         if len(ra) >= 2 and len(rb) >= 2:
             draws.append(frechet_distance_features(xr[ra], xg[rb], norm))
-    lo, hi = (np.quantile(draws, [(1 - cfg.level) / 2, 1 - (1 - cfg.level) / 2]) if draws else (math.nan, math.nan))
-    return Interval(value, float(lo), float(hi), cfg.level, n_boot, "clip", len(fr) + len(fg), cfg.seed)
+    lo, hi = (np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2]) if draws else (math.nan, math.nan))
+    return Interval(value, float(lo), float(hi), level, n_boot, "clip", len(fr) + len(fg), seed)
 
 
 def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig,

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from avsim.jobs.engines import EngineConfig
+from avsim.jobs.fid import ClipBootstrap
 
 app = typer.Typer(help="Run a command over a dataset: one task per item, on a local process pool or on Ray.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
@@ -29,16 +30,28 @@ def _engine(engine: str, address: str | None, cpus_per_task: float, workers: int
     return EngineConfig(engine, workers, address, cpus_per_task, 0.0, max_retries)
 
 
-def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None) -> None:
+def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
+    """`12.3 [10.1, 14.5]`, `12.3 [n/a (1 clip)]`, or the bare value without a bootstrap."""
+    if interval is None:
+        return f"{value:.6g}"
+    if interval.get("note"):
+        return f"{value:.6g} [{interval['note']}]"
+    return f"{value:.6g} [{interval['ci_low']:.6g}, {interval['ci_high']:.6g}]"
+
+
+def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None,
+         bootstrap: ClipBootstrap | None = None) -> None:  # fmt: skip
     from rich.console import Console
 
     from avsim.jobs.run import run_job
 
-    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True))
+    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap)
     if report.frechet is not None:
         metric = "fvd" if "fvd" in report.frechet else "fid"
-        value = report.frechet[metric]
-        typer.echo(f"{metric.upper()} {value['unbiased_n_minus_1']:.6g} (N-1), {value['biased_n']:.6g} (/N) -> {out / f'{metric}.json'}")
+        value, ivs = report.frechet[metric], report.frechet.get("bootstrap", {})
+        n_1, by_n = (_with_interval(value[n], ivs.get(n)) for n in ("unbiased_n_minus_1", "biased_n"))
+        how = f"; {bootstrap.level:.0%} interval over clips, {min(bootstrap.n_resamples, 200)} resamples" if bootstrap else ""
+        typer.echo(f"{metric.upper()} {n_1} (N-1), {by_n} (/N){how} -> {out / f'{metric}.json'}")
     if report.failed:
         raise typer.Exit(1)
 
@@ -116,12 +129,18 @@ def evaluate(
     stride: int = typer.Option(None, "--stride", help="fvd: frames between window starts (default 16)."),
     max_windows: int = typer.Option(None, "--max-windows", help="fvd: windows per clip (default: all)."),
     cache: Path = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid|fvd --cache`)."),
+    n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples over clips (at most 200 drawn, as `avsim eval report`)."),
+    level: float = typer.Option(0.95, "--level", help="The bootstrap interval's level."),
+    seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
+    no_bootstrap: bool = typer.Option(False, "--no-bootstrap", help="Skip the bootstrap interval over clips."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
-    """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver."""
+    """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver,
+    and the bootstrap interval over clips that `avsim eval report` gives."""
     if metric not in ("fid", "fvd"):
         raise typer.BadParameter(f"--metric: expected fid or fvd, got {metric!r}")
     options = {"metric": metric, "weights": str(weights.resolve()) if weights else None, "max_frames": max_frames,
                "batch_size": batch_size, "stride": stride, "max_windows": max_windows,
                "cache": str(cache.resolve()) if cache else None}  # fmt: skip
-    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real)
+    bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
+    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap)

@@ -20,6 +20,7 @@ two computations agree only to ~1e-8 (the result carries the rank warning anyway
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
@@ -147,6 +148,48 @@ def fold_side(folders: list[Path], dim: int, on_clip: Callable[[], None] | None 
         if on_clip is not None:
             on_clip()
     return side
+
+
+@dataclass(frozen=True)
+class ClipBootstrap:
+    """The bootstrap over clips of `avsim run eval`: the defaults are `avsim eval report`'s
+    (`avsim.evaluation.report.ReportConfig`)."""
+
+    n_resamples: int = 1000
+    level: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) or self.n_resamples < 1:
+            raise AvsimInputError("options", "--n-resamples", f"expected an integer >= 1, got {self.n_resamples!r}")
+        if not 0.0 < float(self.level) < 1.0:
+            raise AvsimInputError("options", "--level", f"expected a number in (0, 1), got {self.level!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise AvsimInputError("options", "--seed", f"expected an integer >= 0, got {self.seed!r}")
+
+
+def clip_intervals(real: list[Path], generated: list[Path], bootstrap: ClipBootstrap) -> dict[str, dict[str, Any]]:
+    """The Frechet distance's bootstrap interval over clips, as `avsim eval report` computes it.
+
+    The driver holds every clip's feature rows here (2048 float64 per FID frame, 400 per FVD
+    window), never video.
+
+    Args:
+        real, generated: the item folders of each side (each holding `features.npy (T, D)`).
+        bootstrap: resamples, level and seed.
+
+    Returns:
+        Per covariance normaliser, the interval's dict (`estimate`, `ci_low`, `ci_high`, `level`,
+        `n_resamples`, `resampling_unit` "clip", `n_units`, `seed`, `note` when n/a).
+    """
+    from avsim.evaluation.frechet import CovarianceNorm
+    from avsim.evaluation.report_video import frechet_interval_over_clips
+
+    fr = [np.load(folder / FEATURES_NPY, allow_pickle=False) for folder in real]
+    fg = [np.load(folder / FEATURES_NPY, allow_pickle=False) for folder in generated]
+    b = bootstrap
+    return {norm: frechet_interval_over_clips(fr, fg, norm, b.n_resamples, b.level, b.seed).as_dict()
+            for norm in get_args(CovarianceNorm)}  # fmt: skip
 
 
 def _describe(metric: str, weights: str | None) -> dict[str, Any]:

@@ -5,7 +5,8 @@ to exit 1.
 
 `eval` runs FID feature tasks for the clips of both sides (`OUT/generated/<clip>/`,
 `OUT/real/<clip>/`) and, when every clip succeeded, merges them on the driver into
-`OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid).
+`OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid), with the bootstrap interval over clips
+that `avsim eval report` gives (`avsim.jobs.fid.clip_intervals`) unless turned off.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from avsim.jobs.fid import ClipBootstrap
 
 JOB_REPORT_JSON = "job_report.json"
 LISTED_ITEMS = 30  # the final table lists every item up to this many, else only the failed ones
@@ -144,7 +147,8 @@ def print_table(console: Console, report: JobReport) -> None:
 
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
-            real: Path | None = None, console: Console | None = None) -> JobReport:  # fmt: skip
+            real: Path | None = None, console: Console | None = None,
+            bootstrap: ClipBootstrap | None = None) -> JobReport:  # fmt: skip
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
@@ -155,6 +159,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         config: the engine.
         real: eval only: the real clips (a folder of clips or a manifest).
         console: progress bar and table (None: silent).
+        bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -175,23 +180,25 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     if console is not None:
         print_table(console, report)
     if kind == "eval" and not report.failed:
-        report = JobReport(kind, report.results, merge_eval(out, tasks, console))
+        report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
     return report
 
 
-def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None) -> dict[str, Any]:
+def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None,
+               bootstrap: ClipBootstrap | None = None) -> dict[str, Any]:  # fmt: skip
     """Merge the eval tasks' per-clip features on the driver and write `out/fid.json` (`fvd.json`).
 
     Args:
         out: the job's output folder.
         tasks: the eval tasks (all done or skipped).
         console: where the merge's progress bar goes (None: none).
+        bootstrap: the interval over clips, under the document's "bootstrap" (None: none).
 
     Returns:
         The FID / FVD document.
     """
     from avsim.evaluation.jobs import write_json
-    from avsim.jobs.fid import frechet_document
+    from avsim.jobs.fid import clip_intervals, frechet_document
 
     folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
     metric = str(tasks[0].options.get("metric", "fid"))
@@ -201,5 +208,11 @@ def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None) -> dic
         with _progress(console, f"eval: merge {metric} statistics") as bar:
             task = bar.add_task("", total=len(tasks))
             doc = frechet_document(folders["real"], folders["generated"], tasks[0].options, lambda: bar.advance(task))
+    if bootstrap is not None:
+        if console is None:
+            doc["bootstrap"] = clip_intervals(folders["real"], folders["generated"], bootstrap)
+        else:
+            with console.status(f"eval: bootstrap over clips ({min(bootstrap.n_resamples, 200)} resamples)"):
+                doc["bootstrap"] = clip_intervals(folders["real"], folders["generated"], bootstrap)
     write_json(doc, out / f"{metric}.json")
     return doc

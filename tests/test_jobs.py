@@ -1,6 +1,7 @@
 """`avsim run` dataset jobs (avsim.jobs): local and Ray engines give the same bytes, a killed Ray
 worker is retried without stray temporaries, a broken item fails alone, resume by content, CSV
-manifests, and FID merged from per-clip tasks equal to the one-process FID.
+manifests, and FID merged from per-clip tasks equal to the one-process FID (and its bootstrap
+interval over clips equal to the report's function).
 
 Renders are tiny (3 frames, 160x90, one camera). The Ray tests share one local Ray instance with
 2 CPUs (starting one costs ~10 s here) and skip when ray is not installed (`avsim[ray]`).
@@ -8,15 +9,18 @@ Renders are tiny (3 frames, 160x90, one camera). The Ray tests share one local R
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import logging
+import math
 import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -198,25 +202,55 @@ def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
         pytest.skip(f"FID Inception weights not installed; run: {inception_fetch_command()}")
     from avsim.evaluation.jobs import run_fid
     from avsim.jobs.engines import EngineConfig
+    from avsim.jobs.fid import ClipBootstrap
     from avsim.jobs.run import run_job
 
     rng = np.random.default_rng(1)
     base = rng.integers(0, 256, size=(1, 48, 64, 3))
-    for side, shift, n_clips, n_frames in (("real", 0, 2, 1), ("gen", 40, 1, 2)):  # 2 rows per side, 3 tasks
-        for k in range(n_clips):
-            frames = np.clip(base + rng.integers(-30, 30, size=(n_frames, 48, 64, 3)) + shift, 0, 255).astype(np.uint8)
+    for side, shift in (("real", 0), ("gen", 40)):  # 2 clips of 1 frame per side: 2 rows per side, 4 tasks
+        for k in range(2):
+            frames = np.clip(base + rng.integers(-30, 30, size=(1, 48, 64, 3)) + shift, 0, 255).astype(np.uint8)
             _clip_folder(tmp_path / side / f"clip{k}", frames)
     # Few Inception frames keep this CPU test short (a frame takes seconds on 2 busy cores); the
     # one-process FID reads the features the tasks wrote to the shared cache (the merge is tested).
     cache = tmp_path / "cache"
     options = {"cache": str(cache)}
-    report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real")
-    assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 3
+    boot = ClipBootstrap(n_resamples=4, seed=3)  # each draw builds two 2048^2 covariances (~0.3 s on 2 busy cores)
+    report = run_job("eval", tmp_path / "gen", tmp_path / "out", options, EngineConfig("local", workers=1), real=tmp_path / "real",
+                     bootstrap=boot)  # fmt: skip
+    assert not report.failed and report.frechet is not None and len(list(cache.glob("*.npy"))) == 4
     one = run_fid(tmp_path / "real", tmp_path / "gen", cache=cache).document["fid"]
-    assert report.frechet["frames"] == {"real": 2, "generated": 2} and report.frechet["clips"] == {"real": 2, "generated": 1}
+    assert report.frechet["frames"] == {"real": 2, "generated": 2} and report.frechet["clips"] == {"real": 2, "generated": 2}
     for norm, value in one.items():
         assert report.frechet["fid"][norm] == pytest.approx(value, rel=1e-9, abs=0)
     assert json.loads((tmp_path / "out" / "fid.json").read_text())["fid"] == pytest.approx(one, rel=1e-9)
+    _check_interval_equals_one_process(tmp_path, cache, boot, report.frechet["bootstrap"])
+
+
+def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any, intervals: dict[str, Any]) -> None:
+    """The dataset's bootstrap interval equals `frechet_interval_over_clips` on the one-process
+    features (from the feature cache) exactly; with 1 clip on a side it is n/a."""
+    from avsim.evaluation.features import FeatureCache, fid_clip_features
+    from avsim.evaluation.inception import load_fid_inception
+    from avsim.evaluation.report import ReportConfig
+    from avsim.evaluation.report_video import frechet_interval_over_clips
+    from avsim.jobs.fid import clip_intervals
+
+    defaults, ours = {f.name: f.default for f in dataclasses.fields(ReportConfig)}, type(boot)()
+    assert (ours.n_resamples, ours.level, ours.seed) == (defaults["n_resamples"], defaults["level"], defaults["seed"])
+    inception, src = load_fid_inception(None)
+    fr, fg = (fid_clip_features(sorted((tmp_path / side).iterdir()), inception, src, cache=FeatureCache(cache)) for side in ("real", "gen"))
+    written = json.loads((tmp_path / "out" / "fid.json").read_text())["bootstrap"]
+    for norm in ("unbiased_n_minus_1", "biased_n"):
+        expected = frechet_interval_over_clips(fr, fg, norm, 4, 0.95, 3).as_dict()  # type: ignore[arg-type]
+        assert intervals[norm] == expected and written[norm] == expected
+        assert expected["n_units"] == 4 and expected["ci_low"] < expected["ci_high"] and "note" not in expected
+    one_clip = tmp_path / "one_clip"  # an item folder holding one real clip of both real frames
+    one_clip.mkdir()
+    np.save(one_clip / "features.npy", np.concatenate(fr), allow_pickle=False)
+    single = clip_intervals([one_clip], sorted((tmp_path / "out" / "generated").iterdir()), boot)
+    for interval in single.values():  # 1 real clip: no interval
+        assert interval["note"] == "n/a (1 clip)" and math.isnan(interval["ci_low"]) and interval["resampling_unit"] == "clip"
 
 
 @needs_ray
