@@ -170,7 +170,7 @@ def check_render(ctx: Context) -> Iterator[Row]:
     dev = str(ctx.device)
     for i in cams:  # numba kernels from the disk cache (compiled on a machine's first run)
         renderer.render_camera(0, i)
-    rasterize_torch(renderer.primitives(0), rays, device=dev)  # CUDA context and kernels
+    rasterize_torch(renderer.primitives(0), rays, device=dev, antialias=renderer.antialias)  # CUDA context and kernels
     step = max(1, (renderer.n_frames - 1) // n)
     frames = [1 + i * step for i in range(n)]
     ref, numba_s = _timed(ctx, lambda: np.stack([renderer.render_camera(f, i) for f in frames for i in cams]))
@@ -180,7 +180,7 @@ def check_render(ctx: Context) -> Iterator[Row]:
         g0 = time.perf_counter()
         prims = renderer.primitives(f)
         geometry_s += time.perf_counter() - g0
-        parts.append(rasterize_torch(prims, rays, device=dev))
+        parts.append(rasterize_torch(prims, rays, device=dev, antialias=renderer.antialias))
     torch_s = time.perf_counter() - t0
     got = np.concatenate(parts)
     count = len(frames) * len(cams)

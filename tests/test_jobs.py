@@ -66,12 +66,25 @@ def _files(root: Path) -> dict[str, Path]:
     return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+TIMING_KEYS = ("seconds", "camera_frames_per_s", "render_cpu_s", "encode_cpu_s", "composite_cpu_s", "finished_utc")
+
+
+def _without_timings(doc: object) -> object:
+    """`doc` with every timing field (wall, CPU, rates, finish time) removed, at any depth."""
+    if isinstance(doc, dict):
+        return {k: _without_timings(v) for k, v in doc.items() if k not in TIMING_KEYS}
+    if isinstance(doc, list):
+        return [_without_timings(v) for v in doc]
+    return doc
+
+
 def _summary(path: Path, out: Path) -> dict:
     doc = json.loads(path.read_text())
-    for key in ("seconds", "camera_frames_per_s"):
-        doc.pop(key)
     doc["outputs"] = [str(Path(o).relative_to(out)) for o in doc["outputs"]]
-    return doc
+    doc["written_by_run"] = {str(Path(o).relative_to(out)): k for o, k in doc["written_by_run"].items()}
+    clean = _without_timings(doc)
+    assert isinstance(clean, dict)
+    return clean
 
 
 @needs_ray
