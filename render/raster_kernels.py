@@ -77,6 +77,56 @@ if _njit is not None:
         img[y, x, 2] = np.uint8(int(b * f + 0.5))
 
     @_njit
+    def _capsule_columns(ax: float, ay: float, bx: float, dx: float, dy: float, r: float, py: float,
+                         c: float, w: int) -> tuple[int, int]:  # fmt: skip
+        # conservative column range [x0, x1] of row centre py: centre-line points within r of the row
+        # (x0 > x1: the row misses the capsule)
+        if abs(dy) > 1e-12:
+            ta = (py - r - ay) / dy
+            tb = (py + r - ay) / dy
+            if ta > tb:
+                ta, tb = tb, ta
+            ta = max(ta, 0.0)
+            tb = min(tb, 1.0)
+            if ta > tb:
+                return 0, -1
+            xa, xb = ax + ta * dx, ax + tb * dx
+            xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
+        else:
+            xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
+        return max(0, int(np.floor(xlo - c))), min(w - 1, int(np.ceil(xhi - c)))
+
+    @_njit
+    def _capsule_param(ax: float, ay: float, dx: float, dy: float, l2: float, r2: float, px: float, py: float) -> float:
+        # parameter t in [0, 1] of the centre-line point nearest (px, py), or -1 beyond the radius
+        t = 0.0
+        if l2 > 0.0:
+            t = ((px - ax) * dx + (py - ay) * dy) / l2
+            t = min(max(t, 0.0), 1.0)
+        qx = ax + t * dx - px
+        qy = ay + t * dy - py
+        return -1.0 if qx * qx + qy * qy > r2 else t
+
+    @_njit
+    def _planar_hit(plane: NDArrayFloat, p: int, rx: float, ry: float, tri: bool, near: float, far: float,
+                    eps: float) -> tuple[float, float, float]:  # fmt: skip
+        # (depth, a, b) where the pixel ray (rx, ry, 1) meets planar p inside its triangle / quad;
+        # depth -1 when it misses (parallel, outside [near, far] or outside the shape)
+        den = plane[p, 0] * rx + plane[p, 1] * ry + plane[p, 2]
+        if den == 0.0:
+            return -1.0, 0.0, 0.0
+        depth = plane[p, 3] / den
+        if not (depth > near and depth <= far):
+            return -1.0, 0.0, 0.0
+        a = depth * (plane[p, 4] * rx + plane[p, 5] * ry + plane[p, 6]) - plane[p, 7]
+        b = depth * (plane[p, 8] * rx + plane[p, 9] * ry + plane[p, 10]) - plane[p, 11]
+        if a < -eps or b < -eps:
+            return -1.0, a, b
+        if (a + b > 1.0 + eps) if tri else (a > 1.0 + eps or b > 1.0 + eps):
+            return -1.0, a, b
+        return depth, a, b
+
+    @_njit
     def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
                        radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
                        start: int, stop: int, c: float, ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
@@ -96,31 +146,10 @@ if _njit is not None:
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
             for y in range(ylo, yhi + 1):
                 py = y + c
-                # conservative x-interval of this row: centre-line points within r of the row
-                if abs(dy) > 1e-12:
-                    ta = (py - r - ay) / dy
-                    tb = (py + r - ay) / dy
-                    if ta > tb:
-                        ta, tb = tb, ta
-                    ta = max(ta, 0.0)
-                    tb = min(tb, 1.0)
-                    if ta > tb:
-                        continue
-                    xa, xb = ax + ta * dx, ax + tb * dx
-                    xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
-                else:
-                    xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
-                x0 = max(0, int(np.floor(xlo - c)))
-                x1 = min(w - 1, int(np.ceil(xhi - c)))
+                x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
                 for x in range(x0, x1 + 1):
-                    px = x + c
-                    t = 0.0
-                    if l2 > 0.0:
-                        t = ((px - ax) * dx + (py - ay) * dy) / l2
-                        t = min(max(t, 0.0), 1.0)
-                    qx = ax + t * dx - px
-                    qy = ay + t * dy - py
-                    if qx * qx + qy * qy > r2:
+                    t = _capsule_param(ax, ay, dx, dy, l2, r2, x + c, py)
+                    if t < 0.0:
                         continue
                     depth = 1.0 / (i0 + t * (i1 - i0))
                     if _ztest(zbuf, y, x, depth, zs, zb):
@@ -138,9 +167,6 @@ if _njit is not None:
                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
                       win: NDArrayInt, order: NDArrayInt, with_win: bool) -> None:  # fmt: skip
         for p in range(start, stop):
-            n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
-            A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
-            B0, B1, B2, b0 = plane[p, 8], plane[p, 9], plane[p, 10], plane[p, 11]
             tri = is_tri[p]
             zs, zb = zscale[p], zbias[p]
             r0, g0, c0 = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
@@ -153,21 +179,10 @@ if _njit is not None:
                     k = row_start[p] + y - bbox[p, 1]
                     xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
                 for x in range(xs, xe + 1):
-                    rx = np.float64(rays[y, x, 0])
-                    ry = np.float64(rays[y, x, 1])
-                    den = n0 * rx + n1 * ry + n2
-                    if den == 0.0:
-                        continue
-                    depth = nd / den
-                    if not (depth > near and depth <= far):
-                        continue
-                    a = depth * (A0 * rx + A1 * ry + A2) - a0
-                    b = depth * (B0 * rx + B1 * ry + B2) - b0
-                    if a < -eps or b < -eps:
+                    depth, a, b = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)
+                    if depth < 0.0:
                         continue
                     if tri:
-                        if a + b > 1.0 + eps:
-                            continue
                         if _ztest(zbuf, y, x, depth, zs, zb):
                             _put(img, y, x, depth, r0, g0, c0)
                             if with_ids:
@@ -175,8 +190,6 @@ if _njit is not None:
                             if with_win:
                                 win[y, x] = order[p]
                     else:
-                        if a > 1.0 + eps or b > 1.0 + eps:
-                            continue
                         if not _ztest(zbuf, y, x, depth, zs, zb):
                             continue
                         if with_ids:
@@ -219,32 +232,12 @@ if _njit is not None:
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
             for y in range(ylo, yhi + 1):
                 py = y + c
-                if abs(dy) > 1e-12:
-                    ta = (py - r - ay) / dy
-                    tb = (py + r - ay) / dy
-                    if ta > tb:
-                        ta, tb = tb, ta
-                    ta = max(ta, 0.0)
-                    tb = min(tb, 1.0)
-                    if ta > tb:
-                        continue
-                    xa, xb = ax + ta * dx, ax + tb * dx
-                    xlo, xhi = min(xa, xb) - r, max(xa, xb) + r
-                else:
-                    xlo, xhi = min(ax, bx) - r, max(ax, bx) + r
-                x0 = max(0, int(np.floor(xlo - c)))
-                x1 = min(w - 1, int(np.ceil(xhi - c)))
+                x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
                 for x in range(x0, x1 + 1):
                     if mask[y, x]:
                         continue
-                    px = x + c
-                    t = 0.0
-                    if l2 > 0.0:
-                        t = ((px - ax) * dx + (py - ay) * dy) / l2
-                        t = min(max(t, 0.0), 1.0)
-                    qx = ax + t * dx - px
-                    qy = ay + t * dy - py
-                    if qx * qx + qy * qy > r2:
+                    t = _capsule_param(ax, ay, dx, dy, l2, r2, x + c, py)
+                    if t < 0.0:
                         continue
                     depth = 1.0 / (i0 + t * (i1 - i0))
                     if np.float32(zs * depth + zb + 1.0) < np.float32(np.inf):
@@ -259,9 +252,6 @@ if _njit is not None:
         # the pixels draw_planars would give a fragment with a finite key (its z-test against a cleared buffer)
         n = 0
         for p in range(start, stop):
-            n0, n1, n2, nd = plane[p, 0], plane[p, 1], plane[p, 2], plane[p, 3]
-            A0, A1, A2, a0 = plane[p, 4], plane[p, 5], plane[p, 6], plane[p, 7]
-            B0, B1, B2, b0 = plane[p, 8], plane[p, 9], plane[p, 10], plane[p, 11]
             tri = is_tri[p]
             zs, zb = zscale[p], zbias[p]
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
@@ -272,21 +262,8 @@ if _njit is not None:
                 for x in range(xs, xe + 1):
                     if mask[y, x]:
                         continue
-                    rx = np.float64(rays[y, x, 0])
-                    ry = np.float64(rays[y, x, 1])
-                    den = n0 * rx + n1 * ry + n2
-                    if den == 0.0:
-                        continue
-                    depth = nd / den
-                    if not (depth > near and depth <= far):
-                        continue
-                    a = depth * (A0 * rx + A1 * ry + A2) - a0
-                    b = depth * (B0 * rx + B1 * ry + B2) - b0
-                    if a < -eps or b < -eps:
-                        continue
-                    if tri and a + b > 1.0 + eps:
-                        continue
-                    if not tri and (a > 1.0 + eps or b > 1.0 + eps):
+                    depth = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)[0]
+                    if depth < 0.0:
                         continue
                     if np.float32(zs * depth + zb + 1.0) < np.float32(np.inf):
                         n += _cover(mask, y, x, box)
