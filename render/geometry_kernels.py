@@ -133,20 +133,27 @@ if _njit is not None:
         return out
 
     @_njit
+    def _ftheta_radius(th: float, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat) -> float:
+        # image radius (px) of ray angle th: the forward polynomial, or Newton on the backward one,
+        # linear beyond the polynomial's valid angle (scalars as `_ftheta_pixels`)
+        theta_max, r_end, slope, backward = scalars[0], scalars[1], scalars[2], scalars[8]
+        r = _polyval(fw, th)
+        if backward != 0.0:
+            for _ in range(_NEWTON_STEPS):
+                deriv = _polyval(dbw, r)
+                r = r - (_polyval(bw, r) - th) / (deriv if abs(deriv) > 1e-12 else 1e-12)
+        if th > theta_max:
+            r = r_end + slope * (th - theta_max)
+        return r
+
+    @_njit
     def _ftheta_pixels(
         pts: NDArrayFloat, xy_norm: NDArrayFloat, theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat,
         dbw: NDArrayFloat, scalars: NDArrayFloat, out: NDArrayFloat,
     ) -> None:  # fmt: skip
-        theta_max, r_end, slope, c, d, e, cx, cy, backward = scalars
+        c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
         for i in range(len(pts)):
-            th = theta[i]
-            r = _polyval(fw, th)
-            if backward != 0.0:
-                for _ in range(_NEWTON_STEPS):
-                    deriv = _polyval(dbw, r)
-                    r = r - (_polyval(bw, r) - th) / (deriv if abs(deriv) > 1e-12 else 1e-12)
-            if th > theta_max:
-                r = r_end + slope * (th - theta_max)
+            r = _ftheta_radius(theta[i], fw, bw, dbw, scalars)
             n = xy_norm[i]
             if n == 0:
                 ox, oy = 0.0, 0.0
@@ -217,16 +224,9 @@ if _njit is not None:
     def _ftheta_pixel(
         x: float, y: float, z: float, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat
     ) -> tuple[float, float]:
-        theta_max, r_end, slope, c, d, e, cx, cy, backward = scalars
+        c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
         n = math.hypot(x, y)
-        th = math.atan2(n, z)
-        r = _polyval(fw, th)
-        if backward != 0.0:
-            for _ in range(_NEWTON_STEPS):
-                deriv = _polyval(dbw, r)
-                r = r - (_polyval(bw, r) - th) / (deriv if abs(deriv) > 1e-12 else 1e-12)
-        if th > theta_max:
-            r = r_end + slope * (th - theta_max)
+        r = _ftheta_radius(math.atan2(n, z), fw, bw, dbw, scalars)
         ox, oy = (0.0, 0.0) if n == 0 else (x / n * r, y / n * r)
         return c * ox + d * oy + cx, e * ox + oy + cy
 
