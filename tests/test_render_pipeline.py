@@ -6,9 +6,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
+from avsim.core import video as core_video
 from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
 from avsim.render import pipeline, writer
@@ -41,6 +43,10 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _swscale_yuv420p(frame_rgb: np.ndarray) -> np.ndarray:
+    return av.VideoFrame.from_ndarray(np.ascontiguousarray(frame_rgb), format="rgb24").reformat(format="yuv420p").to_ndarray()
+
+
 def _summary(out: Path) -> dict:
     return json.loads((out / CLIP / "render_summary.json").read_text())
 
@@ -55,6 +61,9 @@ def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_
             super().write(frame_rgb)
 
     monkeypatch.setattr(pipeline, "MP4Writer", Spy)
+    # main converted RGB -> YUV with libswscale inside the encoder; with that conversion put back the
+    # pool writes main's bytes (the new converter is tested against swscale in tests/test_core_yuv.py)
+    monkeypatch.setattr(core_video, "rgb_to_yuv420p", _swscale_yuv420p)
     ticks: list[int] = []
     # recorded on main before the pool changed, i.e. before anti-aliasing existed: --aa off
     summary = run_render(scenario, _opts(tmp_path, mosaic=True, antialias=False), progress=ticks.append)

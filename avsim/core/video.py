@@ -18,10 +18,14 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.yuv import rgb_to_yuv420p
 
 
 class MP4Writer:
     """Write RGB frames (H, W, 3) uint8 to a browser-playable H.264 yuv420p mp4 (faststart).
+
+    Frames are converted to YUV 4:2:0 by `avsim.core.yuv.rgb_to_yuv420p` (BT.601 limited range,
+    libswscale's arithmetic: luma identical, chroma within one level).
 
     Use as a context manager; on an exception nothing is left at `path`. The encoder runs
     single-threaded. Reproducible content belongs to the frames, not the file: under heavy CPU
@@ -86,7 +90,8 @@ class MP4Writer:
                 f"got {frame_rgb.shape} {frame_rgb.dtype}"
             )
         assert self._container is not None, "use MP4Writer as a context manager"
-        video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame_rgb), format="rgb24")
+        # converted here (one compiled pass), not by libswscale inside the encoder: see avsim.core.yuv
+        video_frame = av.VideoFrame.from_ndarray(rgb_to_yuv420p(frame_rgb), format="yuv420p")
         for packet in self._stream.encode(video_frame):
             self._container.mux(packet)
         self.frames_written += 1
