@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 PROGRESS_BATCH_UNITS = 10  # a worker reports finished stream-frames to the main process in batches this size
 STREAM_KINDS = ("camera", "mosaic", "overlay")
-MOSAIC_OVERLAY_PRESET = "veryfast"  # libx264 preset of the mosaic and overlay streams (as before the pool)
 
 
 @dataclass(frozen=True)
@@ -223,8 +222,7 @@ class SegmentWorker:
             encoders: dict[tuple[str, str], tuple[MP4Writer, writer.Segment]] = {}
             for p in seg.parts:
                 size = (mosaic_w, mosaic_h) if p.kind == "mosaic" else (opts.width_px, opts.height_px)
-                preset = opts.preset if p.kind == "camera" else MOSAIC_OVERLAY_PRESET
-                encoders[p.kind, p.camera] = (stack.enter_context(MP4Writer(p.segment.part, *size, opts.fps, preset=preset)), p.segment)
+                encoders[p.kind, p.camera] = (stack.enter_context(MP4Writer(p.segment.part, *size, opts.fps, preset=opts.preset)), p.segment)
             streams = {cam: self._frames(seg, cam, clock) for cam in cameras}
             for f in range(seg.start, seg.stop):
                 frames = {cam: next(it) for cam, it in streams.items()}
