@@ -300,6 +300,33 @@ def _run_pool_segment(seg: TimeSegment) -> StageTimes:
     return _process_worker().run_segment(seg)
 
 
+def spread_over_workers(segments: list[TimeSegment], workers: int) -> list[TimeSegment]:
+    """Split time segments by their streams until every worker has one (short clips, few segments).
+
+    The segment with the most parts is halved (the mosaic part, which renders every camera, stays
+    in the first half) while there are fewer segments than workers. Each stream's segment
+    boundaries, hence its bytes, do not change: only which worker writes which part.
+
+    Args:
+        segments: the time segments to write.
+        workers: pool size.
+
+    Returns:
+        The segments, some split; their parts together are `segments`' parts.
+    """
+    out = list(segments)
+    while len(out) < workers:
+        k = max(range(len(out)), key=lambda i: len(out[i].parts), default=-1)
+        if k < 0 or len(out[k].parts) < 2:
+            break
+        seg = out[k]
+        parts = sorted(seg.parts, key=lambda p: p.kind != "mosaic")  # stable: the mosaic first, then rig order
+        half = (len(parts) + 1) // 2
+        out[k : k + 1] = [TimeSegment(seg.clip_id, seg.start, seg.stop, tuple(parts[:half])),
+                          TimeSegment(seg.clip_id, seg.start, seg.stop, tuple(parts[half:]))]  # fmt: skip
+    return out
+
+
 def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[TimeSegment], reals: dict[str, RealCamera],
                     first: int, progress: Callable[[int], None] | None) -> StageTimes:  # fmt: skip
     """Render `segments` in this process (`opts.workers == 1`) or in a pool of `opts.workers` processes.
@@ -318,6 +345,7 @@ def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[Time
     total = StageTimes()
     if not segments:
         return total
+    segments = spread_over_workers(segments, opts.workers)
     if opts.workers > 1 and len(segments) > 1:
         return _run_pool(scenario, opts, segments, reals, first, progress)
     worker = SegmentWorker()

@@ -15,6 +15,7 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
 from avsim.render import pipeline, writer
 from avsim.render.frame import SceneRenderer
+from avsim.render.pipeline import StreamPart, TimeSegment
 from avsim.render.runner import RenderOptions, progress_units, run_render
 from avsim.render.synthetic import highway_scenario
 
@@ -95,14 +96,14 @@ def test_workers_give_identical_bytes(scenario, tmp_path, monkeypatch):
     with MP4Writer(real / f"{CAMS[0]}.mp4", 160, 96, 30) as w:
         for k in range(8):
             w.write(np.full((96, 160, 3), 20 + 10 * k, np.uint8))
-    outs = {n: tmp_path / f"w{n}" for n in (1, 2)}
+    outs = {n: tmp_path / f"w{n}" for n in (1, 3)}  # 3 workers: one of the 2 segments is split by streams
     for n, out in outs.items():
         opts = _opts(out, cameras=(CAMS[0],), frames="8", mosaic=True, overlay=real, workers=n)
         summary = run_render(scenario, opts)
         assert summary.overlay_frames_rendered == 8 and summary.mosaic_frames_rendered == 8
     names = [f"{CLIP}.{CAMS[0]}.mp4", f"{CLIP}.mosaic.mp4", f"{CLIP}.{CAMS[0]}.overlay.mp4"]
     for name in names:
-        assert _sha(outs[1] / CLIP / name) == _sha(outs[2] / CLIP / name), name
+        assert _sha(outs[1] / CLIP / name) == _sha(outs[3] / CLIP / name), name
 
 
 def test_resume_skips_unchanged_and_rerenders_changed_and_keeps_the_record(scenario, tmp_path):
@@ -134,3 +135,20 @@ def test_resume_skips_unchanged_and_rerenders_changed_and_keeps_the_record(scena
     assert run_render(other, _opts(tmp_path, preset="ultrafast")).camera_frames_rendered == 20
     # the anti-aliasing mode changes the frames: --aa off re-renders
     assert run_render(other, _opts(tmp_path, preset="ultrafast", antialias=False)).camera_frames_rendered == 20
+
+
+def _seg(start: int, kinds: str) -> TimeSegment:
+    names = {"c": "camera", "m": "mosaic", "o": "overlay"}
+    parts = [StreamPart(names[k], "" if k == "m" else f"cam{i}", writer.Segment(f"cam{i}", start, start + 4, Path(f"{k}{i}.mp4"), None))
+             for i, k in enumerate(kinds)]  # fmt: skip
+    return TimeSegment(CLIP, start, start + 4, tuple(parts))
+
+
+def test_few_segments_are_split_by_streams_so_every_worker_has_one():
+    one = _seg(0, "ccmcc")
+    halves = pipeline.spread_over_workers([one], 2)
+    assert [[p.kind for p in s.parts] for s in halves] == [["mosaic", "camera", "camera"], ["camera", "camera"]]
+    assert sorted(p.segment.part for s in halves for p in s.parts) == sorted(p.segment.part for p in one.parts)
+    assert len(pipeline.spread_over_workers([one], 8)) == 5  # down to one stream each
+    many = [_seg(0, "cc"), _seg(4, "cc")]
+    assert pipeline.spread_over_workers(many, 2) == many and pipeline.spread_over_workers(many, 1) == many
