@@ -15,10 +15,12 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --cases sample --modes encode_w1,encode_w1_labels --clip-s 4   # labels on vs off
     python bench/render.py --main-job --before ../old   # the README main job (mosaic, 2 workers): an older checkout vs this one
     python bench/render.py --rows raster,agents,memory --raster-frames 30 --before ../old   # older checkout / this one
+    python bench/render.py --rows aa --raster-frames 6 --repeats 3 --before ../old   # raster kernels vs AA pass CPU ms
 
 The `--rows` table runs an older checkout's code (`--before DIR`, with its own .venv) and this one's in
 the same run, interleaved: raster only split into geometry and raster-kernel CPU time (sample and
-AV2), the cost of 10x the agents (the sample's tracks and nine offset copies), and the peak RSS
+AV2), the raster kernels (AA off) and the anti-aliasing pass (AA on minus off) per camera-frame
+(`aa`), the cost of 10x the agents (the sample's tracks and nine offset copies), and the peak RSS
 of a 4 s and a 20 s clip at 1920x1080.
 """
 
@@ -189,6 +191,37 @@ def raster_row(case: str, frames: int, repeats: int) -> str:
             f"{a:.1f} cf/CPU-s (geometry {ga:.2f} + kernels {ka:.2f} ms) | {a / b:.2f}x (geometry {gb / ga:.2f}x faster) |")  # fmt: skip
 
 
+def run_aa_split(case: str, clip_s: float, raster_frames: int, size: tuple[int, int]) -> dict:
+    """Rasteriser alone, one process: CPU time per camera-frame of the centre-pass kernels (AA off) and of
+    the anti-aliasing pass (AA on minus AA off), on the same primitives, interleaved camera by camera."""
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.raster import rasterize_numba
+
+    renderer = SceneRenderer(load_case(case, clip_s), size=size)
+    renderer.render_frame(0)  # JIT cache load, ray maps: one-off costs
+    n = min(raster_frames, renderer.n_frames - 1)
+    step = max(1, (renderer.n_frames - 1) // max(n, 1))
+    cpu = {False: 0.0, True: 0.0}
+    for f in [1 + i * step for i in range(n)]:
+        for i in range(len(renderer.rig)):
+            prims, rays = renderer.camera_primitives(f, i), renderer.rays(i)
+            for aa in (False, True):
+                t0 = time.process_time()
+                rasterize_numba(prims, rays, antialias=aa)
+                cpu[aa] += time.process_time() - t0
+    cf = n * len(renderer.rig)
+    return {"case": case, "camera_frames": cf, "kernels_ms": 1e3 * cpu[False] / cf, "aa_ms": 1e3 * (cpu[True] - cpu[False]) / cf}
+
+
+def aa_split_row(case: str, frames: int, repeats: int) -> str:
+    """Kernels (AA off) and the AA pass (on - off) per camera-frame at 1280x720, before/after (same run)."""
+    before, after = _pairs(["--aa-split", case, "1280", "720", str(frames)], repeats)
+    kb, ka = (min(r["kernels_ms"] for r in rows) for rows in (before, after))
+    ab, aa = (min(r["aa_ms"] for r in rows) for rows in (before, after))
+    return (f"| raster kernels + AA pass, {case}, 1280x720 | kernels {kb:.2f} + AA {ab:.2f} = {kb + ab:.2f} ms | "
+            f"kernels {ka:.2f} + AA {aa:.2f} = {ka + aa:.2f} ms | {(kb + ab) / (ka + aa):.2f}x (kernels {kb / ka:.2f}x, AA {ab / aa:.2f}x) |")  # fmt: skip
+
+
 def agents_row(frames: int, repeats: int) -> str:
     """Cost per camera-frame of 10x the agents over the sample's own, before/after (same run)."""
     out = {}
@@ -225,6 +258,8 @@ def compare(rows: list[str], frames: int, repeats: int, stride: int) -> None:
             print(raster_row("sample", frames, repeats), flush=True)
             if AV2_LOG.is_dir():
                 print(raster_row("av2", frames, repeats), flush=True)
+        elif row == "aa":
+            print(aa_split_row("sample", frames, repeats), flush=True)
         elif row == "agents":
             print(agents_row(frames, repeats), flush=True)
         elif row == "memory":
@@ -384,18 +419,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="60 raster frames, 4 s clips")
     parser.add_argument("--main-job", action="store_true", help="the README main job, main's code vs this one")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "MODE"), help=argparse.SUPPRESS)
-    parser.add_argument("--rows", help="before (main) / after rows instead: raster,agents,memory")
+    parser.add_argument("--rows", help="before (main) / after rows instead: raster,aa,agents,memory")
     parser.add_argument("--repeats", type=int, default=2, help="before/after pairs per row (--rows, --main-job)")
     parser.add_argument("--before", help="checkout of the older commit (with its .venv) for --rows / --main-job")
     parser.add_argument("--stride", type=int, default=5, help="frame stride of the memory row")
     parser.add_argument("--split", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--memory", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--aa-split", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.before:
         os.environ["AVSIM_BENCH_BEFORE"] = args.before
     if args.split:
         case, tenfold, w, h, n = args.split
         print(json.dumps(run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))))
+        return
+    if args.aa_split:
+        case, w, h, n = args.aa_split
+        print(json.dumps(run_aa_split(case, 4.0 if case == "sample" else 20.0, int(n), (int(w), int(h)))))
         return
     if args.memory:
         case, clip, w, h, stride = args.memory

@@ -210,26 +210,30 @@ if _njit is not None:
         cols = np.zeros((5, 3), np.int64)
         flags = np.zeros(((w + 7) // 8) * 8, np.uint8)
         words = flags.view(np.uint64)  # 8 flags at a time: most words are 0
+        xs = np.empty(len(flags), np.int64)  # the flagged columns of the row (flags past w stay 0)
         n_edge = 0
         for y in range(h):
             _edge_row(win, y, flags)
-            for word in range(len(words)):
+            m = 0
+            for word in range(len(words)):  # list the flagged columns, branch-free within a word
                 if words[word] == 0:
                     continue
-                for x in range(word * 8, min(word * 8 + 8, w)):
-                    if flags[x] == 0:
-                        continue
-                    n_edge += 1
-                    n = _candidates(win, y, x, cand)
-                    for i in range(n):
-                        k = cand[i]
-                        if k < n_caps:
-                            _capsule_eval(k, x + c, y + c, xy, inv_depth, radius, crgb, czscale, czbias, offs, keys, cols, i)
-                        else:
-                            rx, ry = np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1])
-                            _planar_eval(k - n_caps, rx, ry, _ray_jacobian(rays, y, x), plane, is_tri, prgb, pzscale,
-                                         pzbias, offs, near, far, eps, keys, cols, i)  # fmt: skip
-                    _resolve_pixel(img, y, x, n, keys, cols, cand, order)
+                for x in range(word * 8, word * 8 + 8):
+                    xs[m] = x
+                    m += flags[x]
+            n_edge += m
+            for e in range(m):
+                x = xs[e]
+                n = _candidates(win, y, x, cand)
+                for i in range(n):
+                    k = cand[i]
+                    if k < n_caps:
+                        _capsule_eval(k, x + c, y + c, xy, inv_depth, radius, crgb, czscale, czbias, offs, keys, cols, i)
+                    else:
+                        rx, ry = np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1])
+                        _planar_eval(k - n_caps, rx, ry, _ray_jacobian(rays, y, x), plane, is_tri, prgb, pzscale,
+                                     pzbias, offs, near, far, eps, keys, cols, i)  # fmt: skip
+                _resolve_pixel(img, y, x, n, keys, cols, cand, order)
         return n_edge
 
 
