@@ -80,6 +80,13 @@ AV2_PINNED = {  # the real AV2 sensor log through its own rig
     "200/ring_side_right": "2f2e23338b402207",
 }
 AV2_LOG = "av2/sensor/adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
+AA_PINNED = {  # anti-aliasing on (the default), pinned before the geometry path was reworked (issue 18)
+    "sample/0/camera_front_wide_120fov": "6a78b5ead43b69ab",
+    "sample/0/camera_rear_tele_30fov": "06b77fd23364be47",
+    "sample/47/camera_rear_left_70fov": "90d430762c30a861",
+    "tenfold/70/camera_front_wide_120fov": "3fd4dabd419b4080",
+    "tenfold/70/camera_rear_tele_30fov": "e7f6003504836dac",
+}
 
 
 def tenfold(agents: AgentTracks) -> AgentTracks:
@@ -120,6 +127,17 @@ def test_sample_frames_are_pinned(sample):
 
 def test_tenfold_agent_frames_are_pinned(sample_tenfold):
     _check_pinned(SceneRenderer(sample_tenfold, size=SIZE, antialias=False), TENFOLD_PINNED)
+
+
+def test_antialiased_frames_are_pinned(sample, sample_tenfold):
+    renderers = {"sample": SceneRenderer(sample, size=SIZE), "tenfold": SceneRenderer(sample_tenfold, size=SIZE)}
+    got = {}
+    for key in AA_PINNED:
+        case, frame, name = key.split("/")
+        renderer = renderers[case]
+        assert renderer.antialias and type(renderer.rig.cameras[renderer.rig.index(name)]).__name__ == "FThetaCamera"
+        got[key] = _digest(renderer.render_camera(int(frame), name))
+    assert got == AA_PINNED
 
 
 def test_real_av2_frames_are_pinned(shared_data):
