@@ -391,3 +391,128 @@ if _njit is not None:
             kept[p] = i
             p += 1
         return p, e
+
+
+def stroke_capsules(
+    projector: Projector, p0: NDArrayFloat, p1: NDArrayFloat, width_px: NDArrayFloat, cone_rad: float,
+    depth_range_m: tuple[float, float], extent_px: tuple[float, float, float, float], radius_rule: tuple[float, float, float],
+    tol_px: float, max_levels: int,
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt] | None:  # fmt: skip
+    """Camera-frame strokes to capsules in one compiled pass (None without numba or for a non f-theta camera).
+
+    Per segment, the steps of `camera_geometry` in numpy: near/far clip (`geometry.clip_segments`,
+    the same operations in the same order), cone cull (`geometry.segment_cone_visible`, with
+    libm's acos), subdivision (`subdivide_ftheta`: chords outside the cone dropped), then the
+    capsule of each chord: radius max(r_min, 0.5 * width * fade(mean depth)), kept where its
+    pixel box meets the image.
+
+    Args:
+        projector: the camera's projector (f-theta, with numba).
+        p0: (S, 3) camera-frame segment starts (unclipped).
+        p1: (S, 3) segment ends.
+        width_px: (S,) stroke widths.
+        cone_rad: the camera's cone half-angle.
+        depth_range_m: (near, far) clip planes.
+        extent_px: (x0, x1, y0, y1) image edges in continuous pixels.
+        radius_rule: (minimum radius px, fade depth m, unused 0.0).
+        tol_px: chord tolerance in pixels.
+        max_levels: at most this many halvings.
+
+    Returns:
+        xy (M, 4) pixel ends, inv_depth (M, 2), radius (M,), source segment (M,), by source then along it.
+    """
+    if projector.params is None:
+        return None
+    cone = float(cone_rad) + float(np.radians(1.0))
+    args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, width_px)]
+    scal = np.array([*depth_range_m, *extent_px, *radius_rule, tol_px, cone], dtype=np.float64)
+    capacity = 2 * len(p0) + 64
+    while True:
+        xy, inv_depth = np.empty((capacity, 4)), np.empty((capacity, 2))
+        radius, src = np.empty(capacity), np.empty(capacity, np.int64)
+        m = _strokes(*args, *projector.params, scal, max_levels, xy, inv_depth, radius, src)
+        if m >= 0:
+            return xy[:m], inv_depth[:m], radius[:m], src[:m]
+        capacity *= 4
+
+
+if _njit is not None:
+
+    @_njit_np
+    def _clip_segment(a: NDArrayFloat, b: NDArrayFloat, plane: float, sign: float) -> bool:
+        """`geometry._clip_segments_halfspace` for one segment, in place (a, b (3,)); False: dropped."""
+        d0, d1 = sign * (a[2] - plane), sign * (b[2] - plane)
+        if not (d0 >= 0 or d1 >= 0):
+            return False
+        t = d0 / (d0 - d1)
+        t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
+        if d0 < 0 or d1 < 0:
+            cut = np.empty(3)
+            for c in range(3):
+                cut[c] = a[c] + (b[c] - a[c]) * t
+            if d0 < 0:
+                a[:] = cut
+            if d1 < 0:
+                b[:] = cut
+        return True
+
+    @_njit_np
+    def _emit_capsule(
+        a2: float, b2: float, ua0: float, ua1: float, ub0: float, ub1: float, width: float, scal: NDArrayFloat,
+        m: int, i: int, xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat, src: NDArrayInt,
+    ) -> int:  # fmt: skip
+        """`camera_geometry._capsules` for one chord: writes row m when its box meets the image; returns the next row."""
+        fade = min(max(1.0 - (0.5 * (a2 + b2)) / scal[7], 0.0), 1.0)
+        r = max(scal[6], 0.5 * width * fade)
+        lo0 = (ua0 if (ua0 < ub0 or ua0 != ua0) else ub0) - r
+        lo1 = (ua1 if (ua1 < ub1 or ua1 != ua1) else ub1) - r
+        hi0 = (ua0 if (ua0 > ub0 or ua0 != ua0) else ub0) + r
+        hi1 = (ua1 if (ua1 > ub1 or ua1 != ua1) else ub1) + r
+        if not (hi0 >= scal[2] and lo0 <= scal[3] and hi1 >= scal[4] and lo1 <= scal[5]):
+            return m
+        if not (math.isfinite(lo0) and math.isfinite(lo1)):
+            return m
+        xy[m, 0], xy[m, 1], xy[m, 2], xy[m, 3] = ua0, ua1, ub0, ub1
+        inv_depth[m, 0], inv_depth[m, 1], radius[m], src[m] = 1.0 / a2, 1.0 / b2, r, i
+        return m + 1
+
+    @_njit_np
+    def _strokes(
+        p0: NDArrayFloat, p1: NDArrayFloat, width: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat,
+        scalars: NDArrayFloat, scal: NDArrayFloat, max_levels: int, xy: NDArrayFloat, inv_depth: NDArrayFloat,
+        radius: NDArrayFloat, src: NDArrayInt,
+    ) -> int:  # fmt: skip
+        """Capsules of every segment into the buffers; their number, or -1 when the buffers are too small.
+        scal: near, far, x0, x1, y0, y1, r_min, fade depth, unused, tol, cone; stack rows as `_subdivide`."""
+        st = np.empty((max_levels + 2, 11))
+        a, b = np.empty(3), np.empty(3)
+        tol, cone, m = scal[9], scal[10], 0
+        for i in range(len(p0)):
+            a[:], b[:] = p0[i], p1[i]
+            if not (_clip_segment(a, b, scal[0], 1.0) and _clip_segment(a, b, scal[1], -1.0)):
+                continue
+            if _outside_cone(a[0], a[1], a[2], b[0], b[1], b[2], cone):
+                continue
+            st[0, 0:3], st[0, 3:6], st[0, 10] = a, b, 0.0
+            st[0, 6], st[0, 7] = _ftheta_pixel(a[0], a[1], a[2], fw, bw, dbw, scalars)
+            st[0, 8], st[0, 9] = _ftheta_pixel(b[0], b[1], b[2], fw, bw, dbw, scalars)
+            top = 1
+            while top > 0:
+                top -= 1
+                a0, a1, a2, b0, b1, b2 = st[top, 0], st[top, 1], st[top, 2], st[top, 3], st[top, 4], st[top, 5]
+                ua0, ua1, ub0, ub1, level = st[top, 6], st[top, 7], st[top, 8], st[top, 9], int(st[top, 10])
+                if level > 0 and _outside_cone(a0, a1, a2, b0, b1, b2, cone):
+                    continue
+                m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
+                um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
+                if _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels:
+                    if m >= len(src):
+                        return -1
+                    m = _emit_capsule(a2, b2, ua0, ua1, ub0, ub1, width[i], scal, m, i, xy, inv_depth, radius, src)
+                    continue
+                st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
+                t = top + 1
+                st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
+                st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
+                top += 2
+        return m
