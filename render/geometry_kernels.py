@@ -147,13 +147,43 @@ if _njit is not None:
         return r
 
     @_njit
+    def _polyval_all(coeffs: NDArrayFloat, x: NDArrayFloat, out: NDArrayFloat) -> None:
+        # `_polyval` of every x, the loop over points innermost (independent chains: vectorised)
+        out[:] = 0.0
+        for k in range(len(coeffs) - 1, -1, -1):
+            c = coeffs[k]
+            for i in range(len(x)):
+                out[i] = out[i] * x[i] + c
+
+    @_njit
+    def _ftheta_radii(theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat,
+                      r: NDArrayFloat) -> None:  # fmt: skip
+        # `_ftheta_radius` of every angle (N,) into r (N,): the same operations per element in the same order
+        theta_max, r_end, slope, backward = scalars[0], scalars[1], scalars[2], scalars[8]
+        n = len(theta)
+        _polyval_all(fw, theta, r)
+        if backward != 0.0:
+            deriv, value = np.empty(n), np.empty(n)
+            for _ in range(_NEWTON_STEPS):
+                _polyval_all(dbw, r, deriv)
+                _polyval_all(bw, r, value)
+                for i in range(n):
+                    d = deriv[i]
+                    r[i] = r[i] - (value[i] - theta[i]) / (d if abs(d) > 1e-12 else 1e-12)
+        for i in range(n):
+            if theta[i] > theta_max:
+                r[i] = r_end + slope * (theta[i] - theta_max)
+
+    @_njit
     def _ftheta_pixels(
         pts: NDArrayFloat, xy_norm: NDArrayFloat, theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat,
         dbw: NDArrayFloat, scalars: NDArrayFloat, out: NDArrayFloat,
     ) -> None:  # fmt: skip
         c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+        radii = np.empty(len(pts))
+        _ftheta_radii(theta, fw, bw, dbw, scalars, radii)
         for i in range(len(pts)):
-            r = _ftheta_radius(theta[i], fw, bw, dbw, scalars)
+            r = radii[i]
             n = xy_norm[i]
             if n == 0:
                 ox, oy = 0.0, 0.0
@@ -426,11 +456,15 @@ def stroke_capsules(
     cone = float(cone_rad) + float(np.radians(1.0))
     args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, width_px)]
     scal = np.array([*depth_range_m, *extent_px, *radius_rule, tol_px, cone], dtype=np.float64)
-    capacity = 2 * len(p0) + 64
+    ends, kept = _clipped_strokes(args[0], args[1], scal)
+    x, y, z = (np.ascontiguousarray(ends[:, k]) for k in range(3))  # ray angles as `Projector` (numpy's own)
+    xy_norm = np.hypot(x, y)
+    theta = np.arctan2(xy_norm, z)
+    capacity = 2 * len(kept) + 64
     while True:
         xy, inv_depth = np.empty((capacity, 4)), np.empty((capacity, 2))
         radius, src = np.empty(capacity), np.empty(capacity, np.int64)
-        m = _strokes(*args, *projector.params, scal, max_levels, xy, inv_depth, radius, src)
+        m = _strokes(ends, xy_norm, theta, kept, args[2], *projector.params, scal, max_levels, xy, inv_depth, radius, src)
         if m >= 0:
             return xy[:m], inv_depth[:m], radius[:m], src[:m]
         capacity *= 4
@@ -439,21 +473,20 @@ def stroke_capsules(
 if _njit is not None:
 
     @_njit_np
-    def _clip_segment(a: NDArrayFloat, b: NDArrayFloat, plane: float, sign: float) -> bool:
-        """`geometry._clip_segments_halfspace` for one segment, in place (a, b (3,)); False: dropped."""
-        d0, d1 = sign * (a[2] - plane), sign * (b[2] - plane)
+    def _clip_segment(ab: NDArrayFloat, n: int, plane: float, sign: float) -> bool:
+        """`geometry._clip_segments_halfspace` for segment row n of ab (K, 6: start, end), in place; False: dropped."""
+        d0, d1 = sign * (ab[n, 2] - plane), sign * (ab[n, 5] - plane)
         if not (d0 >= 0 or d1 >= 0):
             return False
-        t = d0 / (d0 - d1)
-        t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
         if d0 < 0 or d1 < 0:
-            cut = np.empty(3)
+            t = d0 / (d0 - d1)
+            t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
             for c in range(3):
-                cut[c] = a[c] + (b[c] - a[c]) * t
-            if d0 < 0:
-                a[:] = cut
-            if d1 < 0:
-                b[:] = cut
+                cut = ab[n, c] + (ab[n, 3 + c] - ab[n, c]) * t
+                if d0 < 0:
+                    ab[n, c] = cut
+                if d1 < 0:
+                    ab[n, 3 + c] = cut
         return True
 
     @_njit_np
@@ -477,25 +510,46 @@ if _njit is not None:
         return m + 1
 
     @_njit_np
-    def _strokes(
-        p0: NDArrayFloat, p1: NDArrayFloat, width: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat,
-        scalars: NDArrayFloat, scal: NDArrayFloat, max_levels: int, xy: NDArrayFloat, inv_depth: NDArrayFloat,
-        radius: NDArrayFloat, src: NDArrayInt,
-    ) -> int:  # fmt: skip
-        """Capsules of every segment into the buffers; their number, or -1 when the buffers are too small.
-        scal: near, far, x0, x1, y0, y1, r_min, fade depth, unused, tol, cone; stack rows as `_subdivide`."""
-        st = np.empty((max_levels + 2, 11))
-        a, b = np.empty(3), np.empty(3)
-        tol, cone, m = scal[9], scal[10], 0
+    def _clipped_strokes(p0: NDArrayFloat, p1: NDArrayFloat, scal: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayInt]:
+        """Strokes clipped to the depth range and inside the cone: (3K, 3) starts, ends, midpoints; (K,) their index."""
+        ab, kept = np.empty((len(p0), 6)), np.empty(len(p0), np.int64)
+        n = 0
         for i in range(len(p0)):
-            a[:], b[:] = p0[i], p1[i]
-            if not (_clip_segment(a, b, scal[0], 1.0) and _clip_segment(a, b, scal[1], -1.0)):
+            for c in range(3):
+                ab[n, c], ab[n, 3 + c] = p0[i, c], p1[i, c]
+            if not (_clip_segment(ab, n, scal[0], 1.0) and _clip_segment(ab, n, scal[1], -1.0)):
                 continue
-            if _outside_cone(a[0], a[1], a[2], b[0], b[1], b[2], cone):
+            if _outside_cone(ab[n, 0], ab[n, 1], ab[n, 2], ab[n, 3], ab[n, 4], ab[n, 5], scal[10]):
                 continue
-            st[0, 0:3], st[0, 3:6], st[0, 10] = a, b, 0.0
-            st[0, 6], st[0, 7] = _ftheta_pixel(a[0], a[1], a[2], fw, bw, dbw, scalars)
-            st[0, 8], st[0, 9] = _ftheta_pixel(b[0], b[1], b[2], fw, bw, dbw, scalars)
+            kept[n] = i
+            n += 1
+        ends = np.empty((3 * n, 3))
+        for j in range(n):
+            for c in range(3):
+                ends[j, c], ends[n + j, c] = ab[j, c], ab[j, 3 + c]
+                ends[2 * n + j, c] = 0.5 * (ab[j, c] + ab[j, 3 + c])
+        return ends, kept[:n]
+
+    @_njit_np
+    def _strokes(
+        ends: NDArrayFloat, xy_norm: NDArrayFloat, theta: NDArrayFloat, kept: NDArrayInt, width: NDArrayFloat,
+        fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat, scal: NDArrayFloat, max_levels: int,
+        xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat, src: NDArrayInt,
+    ) -> int:  # fmt: skip
+        """Capsules of the clipped strokes (`_clipped_strokes`: ends and level-0 midpoints, with their ray
+        angles) into the buffers; their number, or -1 when the buffers are too small.
+        scal: near, far, x0, x1, y0, y1, r_min, fade depth, unused, tol, cone; stack rows as `_subdivide`."""
+        uv = np.empty((len(ends), 2))
+        _ftheta_pixels(ends, xy_norm, theta, fw, bw, dbw, scalars, uv)  # ends a, b and level-0 midpoints, one batch
+        n = len(kept)
+        st = np.empty((max_levels + 2, 13))
+        tol, cone, m = scal[9], scal[10], 0
+        for j in range(n):
+            i = kept[j]
+            for c in range(3):
+                st[0, c], st[0, 3 + c] = ends[j, c], ends[n + j, c]
+            st[0, 6], st[0, 7], st[0, 8], st[0, 9], st[0, 10] = uv[j, 0], uv[j, 1], uv[n + j, 0], uv[n + j, 1], 0.0
+            st[0, 11], st[0, 12] = uv[2 * n + j, 0], uv[2 * n + j, 1]
             top = 1
             while top > 0:
                 top -= 1
@@ -504,7 +558,10 @@ if _njit is not None:
                 if level > 0 and _outside_cone(a0, a1, a2, b0, b1, b2, cone):
                     continue
                 m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
-                um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
+                if level == 0:
+                    um0, um1 = st[top, 11], st[top, 12]
+                else:
+                    um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
                 if _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels:
                     if m >= len(src):
                         return -1
