@@ -235,6 +235,7 @@ def subdivide_ftheta(
     cone = -1.0 if cone_rad is None else float(cone_rad) + float(np.radians(1.0))
     capacity = 4 * n + 64
     args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, uv0, uv1)]
+    args.append(projector(0.5 * (args[0] + args[1])))  # level-0 midpoints in one batch
     while True:
         out_p = np.empty((capacity, 2, 3))
         out_uv = np.empty((capacity, 2, 2))
@@ -283,7 +284,7 @@ if _njit is not None:
 
     @_njit_np
     def _subdivide(
-        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
+        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, um: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
         bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat, tol: float, cone: float, max_levels: int,
         out_p: NDArrayFloat, out_uv: NDArrayFloat, out_src: NDArrayInt, out_approx: NDArrayBool,
     ) -> int:  # fmt: skip
@@ -292,7 +293,9 @@ if _njit is not None:
         st = np.empty((max_levels + 2, 11))
         m = 0
         for i in range(len(p0)):
-            st[0, 0:3], st[0, 3:6], st[0, 6:8], st[0, 8:10], st[0, 10] = p0[i], p1[i], uv0[i], uv1[i], 0.0
+            for c in range(3):
+                st[0, c], st[0, 3 + c] = p0[i, c], p1[i, c]
+            st[0, 6], st[0, 7], st[0, 8], st[0, 9], st[0, 10] = uv0[i, 0], uv0[i, 1], uv1[i, 0], uv1[i, 1], 0.0
             top = 1
             while top > 0:
                 top -= 1
@@ -304,7 +307,10 @@ if _njit is not None:
                 done = outside
                 if not outside:
                     m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
-                    um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
+                    if level == 0:
+                        um0, um1 = um[i, 0], um[i, 1]
+                    else:
+                        um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
                     done = _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels
                 if done:
                     if m >= len(out_src):
