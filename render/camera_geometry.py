@@ -20,7 +20,7 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, clip_cull_planars, stroke_capsules
+from avsim.render.geometry_kernels import Projector, clip_cull_planars, planar_bounds, stroke_capsules
 from avsim.render.raster import Primitives, planar_row_spans, rasterize, ray_map
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
@@ -172,10 +172,14 @@ def _planars(
     (owner (C,), pixel ends ua, ub (C, 2), approx (C,) = chord kept unsplit outside the cone)."""
     w, h = camera.width_px, camera.height_px
     n_all = len(group.verts)
-    boxes = geo.pixel_bounds(n_all, np.concatenate([owner, owner]), np.concatenate([ua, ub]), w, h)
+    compiled = planar_bounds(n_all, owner, ua, ub, approx, (w, h), geo.PIXEL_CENTRE_OFFSET)
+    if compiled is not None:
+        boxes, exact = compiled
+    else:
+        boxes = geo.pixel_bounds(n_all, np.concatenate([owner, owner]), np.concatenate([ua, ub]), w, h)
+        exact = np.ones(n_all, bool)
+        exact[owner[approx]] = False
     on = (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
-    exact = np.ones(n_all, bool)
-    exact[owner[approx]] = False
     # renumber owners to the kept planars for the row spans
     new_index = np.cumsum(on) - 1
     keep_chord = on[owner]

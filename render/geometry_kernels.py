@@ -579,3 +579,56 @@ if _njit is not None:
                 st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
                 top += 2
         return m
+
+
+def planar_bounds(
+    n: int, owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, size_px: tuple[int, int], centre_px: float
+) -> tuple[NDArrayInt, NDArrayBool] | None:
+    """`geometry.pixel_bounds` of planars from their chords (both ends), and which planars are exact, in one pass.
+
+    Args:
+        n: number of planars.
+        owner: (C,) planar of each chord, in [0, n).
+        ua: (C, 2) chord start pixels.
+        ub: (C, 2) chord end pixels.
+        approx: (C,) chord kept unsplit outside the cone.
+        size_px: (width, height) of the image.
+        centre_px: `geometry.PIXEL_CENTRE_OFFSET`.
+
+    Returns:
+        boxes (n, 4) int64 [x0, y0, x1, y1] (empty: (0, 0, -1, -1)) and exact (n,) bool (no approx
+        chord), or None without numba.
+    """
+    if _njit is None:  # pragma: no cover - exercised only where numba is missing
+        return None
+    boxes, exact = np.empty((n, 4), np.int64), np.ones(n, np.bool_)
+    _planar_bounds(np.ascontiguousarray(owner, np.int64), np.ascontiguousarray(ua, np.float64), np.ascontiguousarray(ub, np.float64),
+                   np.ascontiguousarray(approx, np.bool_), int(size_px[0]), int(size_px[1]), float(centre_px), boxes, exact)  # fmt: skip
+    return boxes, exact
+
+
+if _njit is not None:
+
+    @_njit_np
+    def _box_edge(v: float, c: float, step: float, lo: int, hi: int) -> int:
+        """np.clip(floor(v - c) - 1 (step < 0) or ceil(v - c) + 1 (step > 0), lo, hi), NaN -> -1, as an int."""
+        e = np.floor(v - c) + step if step < 0 else np.ceil(v - c) + step
+        e = min(max(e, float(lo)), float(hi))
+        return -1 if e != e else int(e)
+
+    @_njit_np
+    def _planar_bounds(owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, w: int, h: int, c: float,
+                       boxes: NDArrayInt, exact: NDArrayBool) -> None:  # fmt: skip
+        n = len(boxes)
+        lo, hi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
+        _min_max(owner, ua, lo, hi)
+        _min_max(owner, ub, lo, hi)
+        for k in range(len(owner)):
+            if approx[k]:
+                exact[owner[k]] = False
+        for p in range(n):
+            x0, y0 = _box_edge(lo[p, 0], c, -1.0, 0, w), _box_edge(lo[p, 1], c, -1.0, 0, h)
+            x1, y1 = _box_edge(hi[p, 0], c, 1.0, -1, w - 1), _box_edge(hi[p, 1], c, 1.0, -1, h - 1)
+            if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
+                x0, y0, x1, y1 = 0, 0, -1, -1
+            boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1

@@ -280,3 +280,17 @@ def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
         assert all(np.array_equal(x, y) for x, y in zip(new.edges, ref.edges))
         clipped += int((args[1][..., 2].min(axis=1) < style.NEAR_M).sum())
     assert clipped > 0  # some planars crossed the near plane
+
+
+def test_planar_bounds_equal_pixel_bounds():
+    from avsim.render.geometry_kernels import planar_bounds
+
+    rng = np.random.default_rng(5)
+    owner = rng.integers(0, 40, 600)
+    ua, ub = rng.normal(size=(600, 2)) * 400 + 200, rng.normal(size=(600, 2)) * 400 + 100
+    ua[3], ub[8], ua[11, 0] = np.nan, np.inf, -np.inf
+    approx = rng.random(600) < 0.1
+    boxes, exact = planar_bounds(45, owner, ua, ub, approx, (320, 180), geo.PIXEL_CENTRE_OFFSET)
+    ref = geo.pixel_bounds(45, np.concatenate([owner, owner]), np.concatenate([ua, ub]), 320, 180)
+    assert np.array_equal(boxes, ref) and (ref[:, 2] < 0).sum() > 5 and (ref[:, 2] >= 0).sum() > 5
+    assert np.array_equal(exact, ~np.isin(np.arange(45), owner[approx]))
