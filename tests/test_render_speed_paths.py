@@ -294,3 +294,10 @@ def test_planar_bounds_equal_pixel_bounds():
     ref = geo.pixel_bounds(45, np.concatenate([owner, owner]), np.concatenate([ua, ub]), 320, 180)
     assert np.array_equal(boxes, ref) and (ref[:, 2] < 0).sum() > 5 and (ref[:, 2] >= 0).sum() > 5
     assert np.array_equal(exact, ~np.isin(np.arange(45), owner[approx]))
+
+
+def test_block_ego_poses_equal_pose_at(sample):
+    renderer = SceneRenderer(sample, size=SIZE)
+    for f in range(0, renderer.n_frames, 3):
+        mine, ref = renderer._world_SE3_ego(f), sample.ego.pose_at(renderer.timestamps_ns[f : f + 1])[0]
+        assert np.array_equal(mine.rotation, ref.rotation) and np.array_equal(mine.translation, ref.translation)
