@@ -20,8 +20,9 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, clip_cull_planars, planar_bounds, stroke_capsules
+from avsim.render.geometry_kernels import Projector, clip_cull_planars, planar_bounds
 from avsim.render.raster import Primitives, planar_row_spans, rasterize, ray_map
+from avsim.render.stroke_kernels import stroke_capsules
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
 
