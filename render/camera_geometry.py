@@ -223,13 +223,20 @@ def camera_primitives(
     both_facing = geo.front_facing(both) if len(both) else np.zeros((0, 6), bool)  # signs and lights, then boxes
     static_facing, facing = both_facing[: len(static_cam)], both_facing[len(static_cam) :]
     strokes, n_lines = _line_and_edge_inputs(objects, R, t, box_cam, facing, box_obj)
-    caps = _stroke_capsules(camera, cone_rad, strokes)
+    caps = _compiled_strokes(camera, cone_rad, strokes)
     planars = _planar_group(cone_rad, *_planar_inputs(objects, R, t, (static_cam, static_facing), (box_cam, facing), box_obj))
+    group = _segment_group(cone_rad, strokes.p0, strokes.p1, strokes.rgb, strokes.width_px, strokes.zbias, strokes.obj) \
+        if caps is None else _SegmentGroup(*(np.zeros((0, 3)),) * 2, *(np.zeros(0),) * 3, *(np.zeros(0, np.int64),) * 2)
+    # one batched subdivision of the numpy path's strokes (none with the compiled pass) and the polygon boundaries
+    n_seg = len(group.p0)
     a, b, ua, ub, src, approx = geo.subdivide_segments(
-        camera, planars.edges[0], planars.edges[1], cone_rad=cone_rad, keep_outside=np.ones(len(planars.edges[0]), bool),
-        return_approx=True,
+        camera, np.concatenate([group.p0, planars.edges[0]]), np.concatenate([group.p1, planars.edges[1]]),
+        cone_rad=cone_rad, keep_outside=np.arange(n_seg + len(planars.edges[0])) >= n_seg, return_approx=True,
     )  # fmt: skip
-    pl = _planars(camera, planars, planars.edges[2][src], ua, ub, approx)
+    cut = int(np.searchsorted(src, n_seg))
+    if caps is None:
+        caps = _numpy_capsules(camera, group, a[:cut], b[:cut], ua[:cut], ub[:cut], src[:cut])
+    pl = _planars(camera, planars, planars.edges[2][src[cut:] - n_seg], ua[cut:], ub[cut:], approx[cut:])
     return _assemble(camera, strokes, caps, int(np.searchsorted(caps[3], n_lines)), pl)
 
 
@@ -250,25 +257,26 @@ def _assemble(
     return pl
 
 
-def _stroke_capsules(
+def _compiled_strokes(
     camera: Camera, cone_rad: float, strokes: _SegmentGroup
-) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]:
-    """Capsules of unclipped camera-frame strokes: xy (M, 4), inv_depth (M, 2), radius (M,), stroke index (M,).
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt] | None:
+    """Capsules of unclipped camera-frame strokes in one compiled pass (`stroke_kernels.stroke_capsules`):
+    xy (M, 4), inv_depth (M, 2), radius (M,), stroke index (M,); None where it does not apply
+    (no numba, or not an f-theta camera)."""
+    if geo.is_straight_projection(camera):
+        return None
+    (x0, x1), (y0, y1) = geo.image_extent_px(camera.width_px), geo.image_extent_px(camera.height_px)
+    return stroke_capsules(Projector(camera), strokes.p0, strokes.p1, strokes.width_px, cone_rad, (style.NEAR_M, style.MAX_DEPTH_M),
+                           (x0, x1, y0, y1), (style.MIN_LINE_RADIUS_PX, style.MAX_DEPTH_M, 0.0), geo.SUBDIVISION_TOL_PX,
+                           geo.MAX_SUBDIVISION_LEVELS)  # fmt: skip
 
-    One compiled pass for an f-theta camera (`geometry_kernels.stroke_capsules`), else the numpy
-    steps: clip, cone cull, `geometry.subdivide_segments`, pixel-box test."""
-    w, h = camera.width_px, camera.height_px
-    (x0, x1), (y0, y1) = geo.image_extent_px(w), geo.image_extent_px(h)
-    project = Projector(camera)
-    if not geo.is_straight_projection(camera):
-        compiled = stroke_capsules(project, strokes.p0, strokes.p1, strokes.width_px, cone_rad, (style.NEAR_M, style.MAX_DEPTH_M),
-                                   (x0, x1, y0, y1), (style.MIN_LINE_RADIUS_PX, style.MAX_DEPTH_M, 0.0),
-                                   geo.SUBDIVISION_TOL_PX, geo.MAX_SUBDIVISION_LEVELS)  # fmt: skip
-        if compiled is not None:
-            return compiled
-    group = _segment_group(cone_rad, strokes.p0, strokes.p1, strokes.rgb, strokes.width_px, strokes.zbias, strokes.obj)
-    a, b, ua, ub, sub = geo.subdivide_segments(camera, group.p0, group.p1, cone_rad=cone_rad,
-                                               keep_outside=np.zeros(len(group.p0), bool))  # fmt: skip
+
+def _numpy_capsules(
+    camera: Camera, group: _SegmentGroup, a: NDArrayFloat, b: NDArrayFloat, ua: NDArrayFloat, ub: NDArrayFloat, sub: NDArrayInt
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]:
+    """`_compiled_strokes` from the numpy steps: the subdivided chords (a, b, ua, ub, index `sub` into
+    the clipped and culled `group`) kept where their capsule's pixel box meets the image."""
+    (x0, x1), (y0, y1) = geo.image_extent_px(camera.width_px), geo.image_extent_px(camera.height_px)
     d0, d1 = a[:, 2], b[:, 2]
     radius = np.maximum(style.MIN_LINE_RADIUS_PX, 0.5 * group.width_px[sub] * geo.fade(0.5 * (d0 + d1)))
     lo, hi = np.minimum(ua, ub) - radius[:, None], np.maximum(ua, ub) + radius[:, None]
