@@ -6,7 +6,11 @@
   compiled loop, in the same order of operations (numba without fastmath fuses no
   multiply-add), so the pixels equal `camera.project` bit for bit at a fraction of the
   call cost. Other cameras use their own `project`.
-- `pixel_bounds_kernel`: per-owner min/max of pixels in one pass (exact: comparisons only).
+- `owner_min_max`, `planar_bounds`: per-owner min/max of pixels and the planars' pixel boxes
+  in one pass (exact: comparisons, floor/ceil and clamps only).
+- `subdivide_ftheta`, `clip_cull_planars`: adaptive subdivision and the planar clip/cull pass.
+  The f-theta radii are computed with the loop over points innermost (vectorised; the same
+  operations per element). The stroke pass lives in `avsim.render.stroke_kernels`.
 
 Without numba both fall back to the numpy paths.
 """

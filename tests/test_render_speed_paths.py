@@ -3,7 +3,8 @@
 The pinned digests were computed on main before the geometry path was compiled and the
 per-camera world culling added (first 16 hex digits of the sha256 of the RGB bytes, 320x180):
 the sample's 7 f-theta cameras, the same scene with ten times the agents, and the real
-Argoverse 2 log (7 pinhole ring cameras; skipped without the shared data).
+Argoverse 2 log (7 pinhole ring cameras; skipped without the shared data). `AA_PINNED` holds
+five anti-aliased frames pinned on the commit before the geometry rework of issue 18.
 """
 
 from __future__ import annotations
