@@ -20,8 +20,9 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import clip_cull_planars
+from avsim.render.geometry_kernels import Projector, clip_cull_planars, planar_bounds
 from avsim.render.raster import Primitives, planar_row_spans, rasterize, ray_map
+from avsim.render.stroke_kernels import stroke_capsules
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
 
@@ -101,16 +102,6 @@ class FrameObjects:
         )  # fmt: skip
 
 
-class _OrderCounter:
-    def __init__(self) -> None:
-        self.next = 0
-
-    def take(self, n: int) -> NDArrayInt:
-        out = np.arange(self.next, self.next + n, dtype=np.int64)
-        self.next += n
-        return out
-
-
 @dataclass
 class _SegmentGroup:
     """Camera-frame segments waiting for subdivision, with per-segment draw attributes."""
@@ -175,43 +166,21 @@ def _planar_group(
     return _PlanarGroup(verts[idx], rgb4[idx], is_tri[idx], zscale[idx], zbias[idx], edges, obj[idx].astype(np.int32))
 
 
-def _capsules(
-    camera: Camera, group: _SegmentGroup, a: NDArrayFloat, b: NDArrayFloat, ua: NDArrayFloat, ub: NDArrayFloat,
-    src: NDArrayInt, orders: _OrderCounter,
-) -> Primitives:  # fmt: skip
-    """Stroke primitives from the subdivided chords of one segment group (src indexes the group)."""
-    w, h = camera.width_px, camera.height_px
-    d0, d1 = a[:, 2], b[:, 2]
-    radius = np.maximum(style.MIN_LINE_RADIUS_PX, 0.5 * group.width_px[src] * geo.fade(0.5 * (d0 + d1)))
-    lo, hi = np.minimum(ua, ub) - radius[:, None], np.maximum(ua, ub) + radius[:, None]
-    (x0, x1), (y0, y1) = geo.image_extent_px(w), geo.image_extent_px(h)
-    on = (hi[:, 0] >= x0) & (lo[:, 0] <= x1) & (hi[:, 1] >= y0) & (lo[:, 1] <= y1) & np.isfinite(lo).all(1)
-    n = int(on.sum())
-    return Primitives(
-        w, h,
-        cap_xy=np.concatenate([ua[on], ub[on]], 1),
-        cap_inv_depth=np.stack([1.0 / d0[on], 1.0 / d1[on]], 1),
-        cap_radius_px=radius[on],
-        cap_rgb=group.rgb[src[on]],
-        cap_zscale=np.ones(n),
-        cap_zbias=group.zbias[src[on]],
-        cap_order=orders.take(n),
-        cap_obj=group.obj[src[on]],
-    )  # fmt: skip
-
-
 def _planars(
-    camera: Camera, group: _PlanarGroup, owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool,
-    orders: _OrderCounter,
-) -> Primitives:  # fmt: skip
+    camera: Camera, group: _PlanarGroup, owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool
+) -> Primitives:
     """Planar primitives of one group from the projected (subdivided) boundary chords of each
     (owner (C,), pixel ends ua, ub (C, 2), approx (C,) = chord kept unsplit outside the cone)."""
     w, h = camera.width_px, camera.height_px
     n_all = len(group.verts)
-    boxes = geo.pixel_bounds(n_all, np.concatenate([owner, owner]), np.concatenate([ua, ub]), w, h)
+    compiled = planar_bounds(n_all, owner, ua, ub, approx, (w, h), geo.PIXEL_CENTRE_OFFSET)
+    if compiled is not None:
+        boxes, exact = compiled
+    else:
+        boxes = geo.pixel_bounds(n_all, np.concatenate([owner, owner]), np.concatenate([ua, ub]), w, h)
+        exact = np.ones(n_all, bool)
+        exact[owner[approx]] = False
     on = (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
-    exact = np.ones(n_all, bool)
-    exact[owner[approx]] = False
     # renumber owners to the kept planars for the row spans
     new_index = np.cumsum(on) - 1
     keep_chord = on[owner]
@@ -224,7 +193,7 @@ def _planars(
         w, h,
         pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=np.where(group.is_tri[on][:, None], v[:, 2], v[:, 3]) - v[:, 0],
         pl_is_tri=group.is_tri[on], pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
-        pl_zscale=group.zscale[on], pl_zbias=group.zbias[on], pl_order=orders.take(n),
+        pl_zscale=group.zscale[on], pl_zbias=group.zbias[on], pl_order=np.arange(n, dtype=np.int64),
         pl_row_start=row_start, pl_row_span=row_span, pl_obj=group.obj[on],
     )  # fmt: skip
 
@@ -232,8 +201,9 @@ def _planars(
 def camera_primitives(
     camera: Camera, cone_rad: float, cam_SE3_world: SE3, objects: FrameObjects, box_obj: NDArrayInt | None = None
 ) -> Primitives:
-    """All primitives of one camera image in draw order (see module docstring); every segment and
-    clipped polygon boundary is subdivided in one batched call (few camera-model evaluations).
+    """All primitives of one camera image in draw order (see module docstring): strokes (map lines
+    and box edges) clipped, culled, subdivided and turned into capsules in one pass, clipped
+    polygon boundaries subdivided in one batched call.
 
     Args:
         camera: the camera (already at the output size).
@@ -252,44 +222,87 @@ def camera_primitives(
     both = np.concatenate([static_cam, box_cam])
     both_facing = geo.front_facing(both) if len(both) else np.zeros((0, 6), bool)  # signs and lights, then boxes
     static_facing, facing = both_facing[: len(static_cam)], both_facing[len(static_cam) :]
-    segments, n_lines = _line_and_edge_group(cone_rad, objects, R, t, box_cam, facing, box_obj)
+    strokes, n_lines = _line_and_edge_inputs(objects, R, t, box_cam, facing, box_obj)
+    caps = _compiled_strokes(camera, cone_rad, strokes)
     planars = _planar_group(cone_rad, *_planar_inputs(objects, R, t, (static_cam, static_facing), (box_cam, facing), box_obj))
-    # one batched subdivision of everything: map lines, box edges, polygon boundaries
-    n_seg = len(segments.p0)
+    group = _segment_group(cone_rad, strokes.p0, strokes.p1, strokes.rgb, strokes.width_px, strokes.zbias, strokes.obj) \
+        if caps is None else _SegmentGroup(*(np.zeros((0, 3)),) * 2, *(np.zeros(0),) * 3, *(np.zeros(0, np.int64),) * 2)
+    # one batched subdivision of the numpy path's strokes (none with the compiled pass) and the polygon boundaries
+    n_seg = len(group.p0)
     a, b, ua, ub, src, approx = geo.subdivide_segments(
-        camera, np.concatenate([segments.p0, planars.edges[0]]), np.concatenate([segments.p1, planars.edges[1]]),
+        camera, np.concatenate([group.p0, planars.edges[0]]), np.concatenate([group.p1, planars.edges[1]]),
         cone_rad=cone_rad, keep_outside=np.arange(n_seg + len(planars.edges[0])) >= n_seg, return_approx=True,
     )  # fmt: skip
-    lo, mid = np.searchsorted(src, [n_lines, n_seg])
-    line_s, edge_s, planar_s = slice(0, lo), slice(lo, mid), slice(mid, len(src))
-    orders = _OrderCounter()
-    parts = [
-        _capsules(camera, segments, a[line_s], b[line_s], ua[line_s], ub[line_s], src[line_s], orders),
-        _planars(camera, planars, planars.edges[2][src[planar_s] - n_seg], ua[planar_s], ub[planar_s], approx[planar_s], orders),
-        _capsules(camera, segments, a[edge_s], b[edge_s], ua[edge_s], ub[edge_s], src[edge_s], orders),
-    ]  # fmt: skip
-    return Primitives.concat(camera.width_px, camera.height_px, parts)
+    cut = int(np.searchsorted(src, n_seg))
+    if caps is None:
+        caps = _numpy_capsules(camera, group, a[:cut], b[:cut], ua[:cut], ub[:cut], src[:cut])
+    pl = _planars(camera, planars, planars.edges[2][src[cut:] - n_seg], ua[cut:], ub[cut:], approx[cut:])
+    return _assemble(camera, strokes, caps, int(np.searchsorted(caps[3], n_lines)), pl)
 
 
-def _line_and_edge_group(
-    cone_rad: float, objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, box_cam: NDArrayFloat, facing: NDArrayBool,
-    box_obj: NDArrayInt,
-) -> tuple[_SegmentGroup, int]:  # fmt: skip
-    """Map lines then the edges of the boxes' front-facing faces, clipped and culled as one group
-    (with the number of map lines kept: they come first)."""
+def _assemble(
+    camera: Camera, strokes: _SegmentGroup, caps: tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt], n_lines: int,
+    pl: Primitives,
+) -> Primitives:  # fmt: skip
+    """The primitives in draw order: capsules of the map lines, planars, capsules of the box edges
+    (`caps`: xy, inv_depth, radius, stroke index; the first `n_lines` are map lines)."""
+    xy, inv_depth, radius, src = caps
+    n_caps, n_pl = len(src), pl.n_planars
+    cap_order = np.arange(n_caps + n_pl, dtype=np.int64)
+    cap_order[n_lines:] += n_pl
+    pl.cap_xy, pl.cap_inv_depth, pl.cap_radius_px = xy, inv_depth, radius
+    pl.cap_rgb, pl.cap_zscale, pl.cap_zbias = strokes.rgb[src], np.ones(n_caps), strokes.zbias[src]
+    pl.cap_order, pl.cap_obj = cap_order[:n_caps], strokes.obj[src]
+    pl.pl_order = np.arange(n_lines, n_lines + n_pl, dtype=np.int64)
+    return pl
+
+
+def _compiled_strokes(
+    camera: Camera, cone_rad: float, strokes: _SegmentGroup
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt] | None:
+    """Capsules of unclipped camera-frame strokes in one compiled pass (`stroke_kernels.stroke_capsules`):
+    xy (M, 4), inv_depth (M, 2), radius (M,), stroke index (M,); None where it does not apply
+    (no numba, or not an f-theta camera)."""
+    if geo.is_straight_projection(camera):
+        return None
+    (x0, x1), (y0, y1) = geo.image_extent_px(camera.width_px), geo.image_extent_px(camera.height_px)
+    return stroke_capsules(Projector(camera), strokes.p0, strokes.p1, strokes.width_px, cone_rad, (style.NEAR_M, style.MAX_DEPTH_M),
+                           (x0, x1, y0, y1), (style.MIN_LINE_RADIUS_PX, style.MAX_DEPTH_M, 0.0), geo.SUBDIVISION_TOL_PX,
+                           geo.MAX_SUBDIVISION_LEVELS)  # fmt: skip
+
+
+def _numpy_capsules(
+    camera: Camera, group: _SegmentGroup, a: NDArrayFloat, b: NDArrayFloat, ua: NDArrayFloat, ub: NDArrayFloat, sub: NDArrayInt
+) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]:
+    """`_compiled_strokes` from the numpy steps: the subdivided chords (a, b, ua, ub, index `sub` into
+    the clipped and culled `group`) kept where their capsule's pixel box meets the image."""
+    (x0, x1), (y0, y1) = geo.image_extent_px(camera.width_px), geo.image_extent_px(camera.height_px)
+    d0, d1 = a[:, 2], b[:, 2]
+    radius = np.maximum(style.MIN_LINE_RADIUS_PX, 0.5 * group.width_px[sub] * geo.fade(0.5 * (d0 + d1)))
+    lo, hi = np.minimum(ua, ub) - radius[:, None], np.maximum(ua, ub) + radius[:, None]
+    on = (hi[:, 0] >= x0) & (lo[:, 0] <= x1) & (hi[:, 1] >= y0) & (lo[:, 1] <= y1) & np.isfinite(lo).all(1)
+    return (np.concatenate([ua[on], ub[on]], 1), np.stack([1.0 / d0[on], 1.0 / d1[on]], 1), radius[on],
+            group.src[sub[on]])  # fmt: skip
+
+
+def _line_and_edge_inputs(
+    objects: FrameObjects, R: NDArrayFloat, t: NDArrayFloat, box_cam: NDArrayFloat, facing: NDArrayBool, box_obj: NDArrayInt
+) -> tuple[_SegmentGroup, int]:
+    """Map lines then the edges of the boxes' front-facing faces in the camera frame, unclipped
+    (`src` unused), with the number of map lines (they come first)."""
     box_idx, edge_idx = np.nonzero(facing[:, geo.CUBOID_EDGE_FACES].any(axis=2)) if len(box_cam) else (np.zeros(0, int),) * 2
     ends = geo.CUBOID_EDGES[edge_idx]
     n_map, n_edges = len(objects.seg_p0), len(box_idx)
-    group = _segment_group(
-        cone_rad,
+    group = _SegmentGroup(
         np.concatenate([geo.to_camera(objects.seg_p0, R, t), box_cam[box_idx, ends[:, 0]]]),
         np.concatenate([geo.to_camera(objects.seg_p1, R, t), box_cam[box_idx, ends[:, 1]]]),
         np.concatenate([objects.seg_rgb, np.tile(np.asarray(style.BOX_EDGE_RGB, float), (n_edges, 1))]),
         np.concatenate([objects.seg_width_px, np.full(n_edges, style.BOX_EDGE_WIDTH_PX)]),
         np.concatenate([np.zeros(n_map), -np.clip(0.25 * objects.box_min_size_m[box_idx], 0.05, 0.5)]),
-        np.concatenate([np.full(n_map, -1), box_obj[box_idx]]),
+        np.concatenate([np.full(n_map, -1), box_obj[box_idx]]).astype(np.int32),
+        np.zeros(0, np.int64),
     )  # fmt: skip
-    return group, int(np.searchsorted(group.src, n_map))
+    return group, n_map
 
 
 def _planar_inputs(

@@ -92,6 +92,7 @@ class SceneRenderer:
         self._rays: dict[int, NDArrayFloat32] = {}
         self._cones = [geo.cone_half_angle_rad(c) for c in self.rig.cameras]
         self._agent_block: tuple[int, AgentRows] | None = None
+        self._ego_block: tuple[int, SE3] | None = None
         self._work: _FrameWork | None = None
 
     def rays(self, camera_index: int) -> NDArrayFloat32:
@@ -133,6 +134,15 @@ class SceneRenderer:
         lo, hi = np.searchsorted(rows.t, [t, t + 1])
         return rows.rows(int(lo), int(hi))
 
+    def _world_SE3_ego(self, frame_index: int) -> SE3:
+        """The ego pose at a frame: poses are interpolated AGENT_BLOCK_FRAMES frames at a time (one
+        `pose_at` call per block instead of one per frame; the same values row by row)."""
+        block = frame_index // AGENT_BLOCK_FRAMES
+        if self._ego_block is None or self._ego_block[0] != block:
+            ts = self.timestamps_ns[block * AGENT_BLOCK_FRAMES : (block + 1) * AGENT_BLOCK_FRAMES]
+            self._ego_block = (block, self.scenario.ego.pose_at(np.asarray(ts)))
+        return self._ego_block[1][frame_index - block * AGENT_BLOCK_FRAMES]
+
     def frame_objects(self, frame_index: int) -> tuple[SE3, FrameObjects]:
         """The ego pose and the world-frame objects of one frame (culled to the ego's reach).
 
@@ -150,7 +160,7 @@ class SceneRenderer:
         if self._work is not None and self._work.frame_index == frame_index:
             return self._work
         t_ns = int(self.timestamps_ns[frame_index])
-        world_SE3_ego = self.scenario.ego.pose_at(np.array([t_ns]))[0]
+        world_SE3_ego = self._world_SE3_ego(frame_index)
         centre = world_SE3_ego.translation[:2]
         seg_on, tri_on, cub_on = self.static.near(centre, MAP_REACH_M)
         s = self.static

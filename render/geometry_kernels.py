@@ -6,7 +6,11 @@
   compiled loop, in the same order of operations (numba without fastmath fuses no
   multiply-add), so the pixels equal `camera.project` bit for bit at a fraction of the
   call cost. Other cameras use their own `project`.
-- `pixel_bounds_kernel`: per-owner min/max of pixels in one pass (exact: comparisons only).
+- `owner_min_max`, `planar_bounds`: per-owner min/max of pixels and the planars' pixel boxes
+  in one pass (exact: comparisons, floor/ceil and clamps only).
+- `subdivide_ftheta`, `clip_cull_planars`: adaptive subdivision and the planar clip/cull pass.
+  The f-theta radii are computed with the loop over points innermost (vectorised; the same
+  operations per element). The stroke pass lives in `avsim.render.stroke_kernels`.
 
 Without numba both fall back to the numpy paths.
 """
@@ -21,7 +25,7 @@ import numpy as np
 from avsim.core.cameras import Camera, FThetaCamera
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "owner_min_max", "project_px", "subdivide_ftheta"]
+__all__ = ["HAVE_NUMBA", "Projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "subdivide_ftheta"]
 
 _njit: Any  # numba.njit with the raster kernels' options, or None without numba
 _njit_np: Any  # the same with numpy's float error model (x / 0 -> inf or nan, no exception)
@@ -147,13 +151,43 @@ if _njit is not None:
         return r
 
     @_njit
+    def _polyval_all(coeffs: NDArrayFloat, x: NDArrayFloat, out: NDArrayFloat) -> None:
+        # `_polyval` of every x, the loop over points innermost (independent chains: vectorised)
+        out[:] = 0.0
+        for k in range(len(coeffs) - 1, -1, -1):
+            c = coeffs[k]
+            for i in range(len(x)):
+                out[i] = out[i] * x[i] + c
+
+    @_njit
+    def _ftheta_radii(theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat,
+                      r: NDArrayFloat) -> None:  # fmt: skip
+        # `_ftheta_radius` of every angle (N,) into r (N,): the same operations per element in the same order
+        theta_max, r_end, slope, backward = scalars[0], scalars[1], scalars[2], scalars[8]
+        n = len(theta)
+        _polyval_all(fw, theta, r)
+        if backward != 0.0:
+            deriv, value = np.empty(n), np.empty(n)
+            for _ in range(_NEWTON_STEPS):
+                _polyval_all(dbw, r, deriv)
+                _polyval_all(bw, r, value)
+                for i in range(n):
+                    d = deriv[i]
+                    r[i] = r[i] - (value[i] - theta[i]) / (d if abs(d) > 1e-12 else 1e-12)
+        for i in range(n):
+            if theta[i] > theta_max:
+                r[i] = r_end + slope * (theta[i] - theta_max)
+
+    @_njit
     def _ftheta_pixels(
         pts: NDArrayFloat, xy_norm: NDArrayFloat, theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat,
         dbw: NDArrayFloat, scalars: NDArrayFloat, out: NDArrayFloat,
     ) -> None:  # fmt: skip
         c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+        radii = np.empty(len(pts))
+        _ftheta_radii(theta, fw, bw, dbw, scalars, radii)
         for i in range(len(pts)):
-            r = _ftheta_radius(theta[i], fw, bw, dbw, scalars)
+            r = radii[i]
             n = xy_norm[i]
             if n == 0:
                 ox, oy = 0.0, 0.0
@@ -205,6 +239,7 @@ def subdivide_ftheta(
     cone = -1.0 if cone_rad is None else float(cone_rad) + float(np.radians(1.0))
     capacity = 4 * n + 64
     args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, uv0, uv1)]
+    args.append(projector(0.5 * (args[0] + args[1])))  # level-0 midpoints in one batch
     while True:
         out_p = np.empty((capacity, 2, 3))
         out_uv = np.empty((capacity, 2, 2))
@@ -253,7 +288,7 @@ if _njit is not None:
 
     @_njit_np
     def _subdivide(
-        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
+        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, um: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
         bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat, tol: float, cone: float, max_levels: int,
         out_p: NDArrayFloat, out_uv: NDArrayFloat, out_src: NDArrayInt, out_approx: NDArrayBool,
     ) -> int:  # fmt: skip
@@ -262,7 +297,9 @@ if _njit is not None:
         st = np.empty((max_levels + 2, 11))
         m = 0
         for i in range(len(p0)):
-            st[0, 0:3], st[0, 3:6], st[0, 6:8], st[0, 8:10], st[0, 10] = p0[i], p1[i], uv0[i], uv1[i], 0.0
+            for c in range(3):
+                st[0, c], st[0, 3 + c] = p0[i, c], p1[i, c]
+            st[0, 6], st[0, 7], st[0, 8], st[0, 9], st[0, 10] = uv0[i, 0], uv0[i, 1], uv1[i, 0], uv1[i, 1], 0.0
             top = 1
             while top > 0:
                 top -= 1
@@ -274,7 +311,10 @@ if _njit is not None:
                 done = outside
                 if not outside:
                     m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
-                    um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
+                    if level == 0:
+                        um0, um1 = um[i, 0], um[i, 1]
+                    else:
+                        um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
                     done = _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels
                 if done:
                     if m >= len(out_src):
@@ -391,3 +431,56 @@ if _njit is not None:
             kept[p] = i
             p += 1
         return p, e
+
+
+def planar_bounds(
+    n: int, owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, size_px: tuple[int, int], centre_px: float
+) -> tuple[NDArrayInt, NDArrayBool] | None:
+    """`geometry.pixel_bounds` of planars from their chords (both ends), and which planars are exact, in one pass.
+
+    Args:
+        n: number of planars.
+        owner: (C,) planar of each chord, in [0, n).
+        ua: (C, 2) chord start pixels.
+        ub: (C, 2) chord end pixels.
+        approx: (C,) chord kept unsplit outside the cone.
+        size_px: (width, height) of the image.
+        centre_px: `geometry.PIXEL_CENTRE_OFFSET`.
+
+    Returns:
+        boxes (n, 4) int64 [x0, y0, x1, y1] (empty: (0, 0, -1, -1)) and exact (n,) bool (no approx
+        chord), or None without numba.
+    """
+    if _njit is None:  # pragma: no cover - exercised only where numba is missing
+        return None
+    boxes, exact = np.empty((n, 4), np.int64), np.ones(n, np.bool_)
+    _planar_bounds(np.ascontiguousarray(owner, np.int64), np.ascontiguousarray(ua, np.float64), np.ascontiguousarray(ub, np.float64),
+                   np.ascontiguousarray(approx, np.bool_), int(size_px[0]), int(size_px[1]), float(centre_px), boxes, exact)  # fmt: skip
+    return boxes, exact
+
+
+if _njit is not None:
+
+    @_njit_np
+    def _box_edge(v: float, c: float, step: float, lo: int, hi: int) -> int:
+        """np.clip(floor(v - c) - 1 (step < 0) or ceil(v - c) + 1 (step > 0), lo, hi), NaN -> -1, as an int."""
+        e = np.floor(v - c) + step if step < 0 else np.ceil(v - c) + step
+        e = min(max(e, float(lo)), float(hi))
+        return -1 if e != e else int(e)
+
+    @_njit_np
+    def _planar_bounds(owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, w: int, h: int, c: float,
+                       boxes: NDArrayInt, exact: NDArrayBool) -> None:  # fmt: skip
+        n = len(boxes)
+        lo, hi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
+        _min_max(owner, ua, lo, hi)
+        _min_max(owner, ub, lo, hi)
+        for k in range(len(owner)):
+            if approx[k]:
+                exact[owner[k]] = False
+        for p in range(n):
+            x0, y0 = _box_edge(lo[p, 0], c, -1.0, 0, w), _box_edge(lo[p, 1], c, -1.0, 0, h)
+            x1, y1 = _box_edge(hi[p, 0], c, 1.0, -1, w - 1), _box_edge(hi[p, 1], c, 1.0, -1, h - 1)
+            if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
+                x0, y0, x1, y1 = 0, 0, -1, -1
+            boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1

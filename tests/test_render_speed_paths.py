@@ -3,7 +3,8 @@
 The pinned digests were computed on main before the geometry path was compiled and the
 per-camera world culling added (first 16 hex digits of the sha256 of the RGB bytes, 320x180):
 the sample's 7 f-theta cameras, the same scene with ten times the agents, and the real
-Argoverse 2 log (7 pinhole ring cameras; skipped without the shared data).
+Argoverse 2 log (7 pinhole ring cameras; skipped without the shared data). `AA_PINNED` holds
+five anti-aliased frames pinned on the commit before the geometry rework of issue 18.
 """
 
 from __future__ import annotations
@@ -80,6 +81,13 @@ AV2_PINNED = {  # the real AV2 sensor log through its own rig
     "200/ring_side_right": "2f2e23338b402207",
 }
 AV2_LOG = "av2/sensor/adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
+AA_PINNED = {  # anti-aliasing on (the default), pinned before the geometry path was reworked (issue 18)
+    "sample/0/camera_front_wide_120fov": "6a78b5ead43b69ab",
+    "sample/0/camera_rear_tele_30fov": "06b77fd23364be47",
+    "sample/47/camera_rear_left_70fov": "90d430762c30a861",
+    "tenfold/70/camera_front_wide_120fov": "3fd4dabd419b4080",
+    "tenfold/70/camera_rear_tele_30fov": "e7f6003504836dac",
+}
 
 
 def tenfold(agents: AgentTracks) -> AgentTracks:
@@ -120,6 +128,17 @@ def test_sample_frames_are_pinned(sample):
 
 def test_tenfold_agent_frames_are_pinned(sample_tenfold):
     _check_pinned(SceneRenderer(sample_tenfold, size=SIZE, antialias=False), TENFOLD_PINNED)
+
+
+def test_antialiased_frames_are_pinned(sample, sample_tenfold):
+    renderers = {"sample": SceneRenderer(sample, size=SIZE), "tenfold": SceneRenderer(sample_tenfold, size=SIZE)}
+    got = {}
+    for key in AA_PINNED:
+        case, frame, name = key.split("/")
+        renderer = renderers[case]
+        assert renderer.antialias and type(renderer.rig.cameras[renderer.rig.index(name)]).__name__ == "FThetaCamera"
+        got[key] = _digest(renderer.render_camera(int(frame), name))
+    assert got == AA_PINNED
 
 
 def test_real_av2_frames_are_pinned(shared_data):
@@ -262,3 +281,42 @@ def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
         assert all(np.array_equal(x, y) for x, y in zip(new.edges, ref.edges))
         clipped += int((args[1][..., 2].min(axis=1) < style.NEAR_M).sum())
     assert clipped > 0  # some planars crossed the near plane
+
+
+def test_planar_bounds_equal_pixel_bounds():
+    from avsim.render.geometry_kernels import planar_bounds
+
+    rng = np.random.default_rng(5)
+    owner = rng.integers(0, 40, 600)
+    ua, ub = rng.normal(size=(600, 2)) * 400 + 200, rng.normal(size=(600, 2)) * 400 + 100
+    ua[3], ub[8], ua[11, 0] = np.nan, np.inf, -np.inf
+    approx = rng.random(600) < 0.1
+    boxes, exact = planar_bounds(45, owner, ua, ub, approx, (320, 180), geo.PIXEL_CENTRE_OFFSET)
+    ref = geo.pixel_bounds(45, np.concatenate([owner, owner]), np.concatenate([ua, ub]), 320, 180)
+    assert np.array_equal(boxes, ref) and (ref[:, 2] < 0).sum() > 5 and (ref[:, 2] >= 0).sum() > 5
+    assert np.array_equal(exact, ~np.isin(np.arange(45), owner[approx]))
+
+
+def test_block_ego_poses_equal_pose_at(sample):
+    renderer = SceneRenderer(sample, size=SIZE)
+    for f in range(0, renderer.n_frames, 3):
+        mine, ref = renderer._world_SE3_ego(f), sample.ego.pose_at(renderer.timestamps_ns[f : f + 1])[0]
+        assert np.array_equal(mine.rotation, ref.rotation) and np.array_equal(mine.translation, ref.translation)
+
+
+def test_compiled_strokes_equal_the_numpy_steps(sample_tenfold, monkeypatch):
+    """The one-pass stroke kernel gives the capsules of the numpy steps (clip, cull, subdivide, box
+    test): same count, colours, orders and objects, pixels within 1e-9 px, and the same frames."""
+    import avsim.render.camera_geometry as cg
+
+    renderer = SceneRenderer(sample_tenfold, size=SIZE, antialias=False)
+    for frame, i in ((25, 0), (25, 3), (90, 5)):
+        compiled, img = renderer.camera_primitives(frame, i), renderer.render_camera(frame, i)
+        with monkeypatch.context() as m:
+            m.setattr(cg, "stroke_capsules", lambda *args: None)
+            ref, ref_img = renderer.camera_primitives(frame, i), renderer.render_camera(frame, i)
+        assert compiled.n_capsules == ref.n_capsules > 50 and np.array_equal(img, ref_img)
+        for name in ("cap_rgb", "cap_zbias", "cap_order", "cap_obj", "pl_order", "pl_bbox"):
+            assert np.array_equal(getattr(compiled, name), getattr(ref, name)), name
+        for name in ("cap_xy", "cap_inv_depth", "cap_radius_px"):
+            assert np.abs(getattr(compiled, name) - getattr(ref, name)).max() < 1e-9, name
