@@ -37,6 +37,7 @@ from avsim.render.labels import (
     rle_string,
     unoccluded_pixels,
 )  # fmt: skip
+from avsim.render.labels_json import float_lists_json
 from avsim.render.raster import Primitives
 from avsim.scenario import Scenario
 
@@ -121,15 +122,16 @@ def _f(a: Any, nd: int = 4) -> Any:
     return [_f(x, nd) for x in arr]
 
 
-def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3, timestamp_ns: int) -> dict[str, Any]:
-    """The OpenLane per-frame GT JSON of one camera.
+def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3, timestamp_ns: int) -> str:
+    """The OpenLane per-frame GT JSON of one camera, as its (compact) JSON text.
 
     `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up), `extrinsic` the 4x4
     ego_T_camera in those axes (Waymo convention), so OpenLane's own evaluator (and `avsim eval
     lanes`) bring them into its ground frame. Every lane line of the map within LANE_RADIUS_M of
     the ego is written whole: `visibility` is 1 for every point (the map is the truth, also where
     the image does not show it); `visible_in_image` is 1 where the point is in front of the
-    camera, within the render range and inside the image.
+    camera, within the render range and inside the image. The points' text comes from
+    `labels_json.float_lists_json` (the bytes of `json.dumps` of the document, faster).
 
     Args:
         scenario: the scenario.
@@ -139,7 +141,8 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         timestamp_ns: the frame time (`file_path` is its sample token).
 
     Returns:
-        The OpenLane JSON document.
+        The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
+        file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
     """
     ll = scenario.map.lane_lines
     types = ll.lane_types() if len(ll) else np.zeros(0, str)
@@ -156,23 +159,26 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     if pts:
         p_all = np.concatenate(pts) @ R_cw.T + t_cw
         _, depth, inside = camera.project(p_all)
-        vis_all = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-        xyz_all = np.round(p_all @ CV_TO_OPENLANE_CAM.T, 6)  # map points are finite: one rounding, one tolist
+        vis_l = (inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)).astype(int).tolist()
         bounds = np.cumsum([0] + [len(q) for q in pts])
-        xyz_t, vis_l = xyz_all.T.tolist(), vis_all.astype(int).tolist()
+        n_all, lo_l = len(p_all), bounds[:-1]
+        starts = (lo_l[:, None] + n_all * np.arange(3)[None, :]).reshape(-1)  # (lane, axis) rows of xyz (3, N)
+        rows = float_lists_json((p_all @ CV_TO_OPENLANE_CAM.T).T, starts, starts + np.repeat(np.diff(bounds), 3), 6)
         for j, k in enumerate(idx.tolist()):
             lo, hi = int(bounds[j]), int(bounds[j + 1])
-            lanes.append({"xyz": [row[lo:hi] for row in xyz_t], "visibility": [1] * (hi - lo), "visible_in_image": vis_l[lo:hi],
-                          "category": int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0)), "track_id": int(k)})  # fmt: skip
+            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{",".join(["1"] * (hi - lo))}],'
+                         f'"visible_in_image":{json.dumps(vis_l[lo:hi], separators=(",", ":"))},'
+                         f'"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},"track_id":{int(k)}}}')  # fmt: skip
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
     K = getattr(camera, "K", None)
-    return {
+    head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
         "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
-        "camera_model": camera.to_dict(), "lane_lines": lanes,
+        "camera_model": camera.to_dict(),
     }  # fmt: skip
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + ",".join(lanes) + "]}"
 
 
 def camera_frame_record(
@@ -194,7 +200,7 @@ def camera_frame_record(
         rays: (H, W, 2) its ray map.
 
     Returns:
-        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": {...}}.
+        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": str} (the OpenLane document's JSON text, `lane_record`).
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
@@ -278,7 +284,8 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
 
     Args:
         folder: the destination folder (made if missing).
-        docs: file name -> JSON-ready document.
+        docs: file name -> JSON-ready document, or a str: the document's JSON text already
+            (`lane_record`), written as it is.
 
     Returns:
         The files written, in `docs` order.
@@ -287,7 +294,8 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     staging = folder / ".staging"
     with atomic_output_path(staging, is_dir=True) as tmp:
         for name, doc in docs.items():
-            (Path(tmp) / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+            text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"))
+            (Path(tmp) / name).write_text(text + "\n", encoding="utf-8")
         for name in docs:
             os.replace(Path(tmp) / name, folder / name)
     staging.rmdir()  # emptied by the renames
