@@ -159,16 +159,19 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     if pts:
         p_all = np.concatenate(pts) @ R_cw.T + t_cw
         _, depth, inside = camera.project(p_all)
-        vis_l = (inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)).astype(int).tolist()
+        vis = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
         bounds = np.cumsum([0] + [len(q) for q in pts])
         n_all, lo_l = len(p_all), bounds[:-1]
         starts = (lo_l[:, None] + n_all * np.arange(3)[None, :]).reshape(-1)  # (lane, axis) rows of xyz (3, N)
         rows = float_lists_json((p_all @ CV_TO_OPENLANE_CAM.T).T, starts, starts + np.repeat(np.diff(bounds), 3), 6)
+        chars = np.full(2 * n_all, ord(","), np.uint8)
+        chars[::2] = np.where(vis, ord("1"), ord("0"))
+        vis_s, ones_s = chars.tobytes().decode("ascii"), "1," * n_all  # "v,v,...": point i at 2 i
         for j, k in enumerate(idx.tolist()):
-            lo, hi = int(bounds[j]), int(bounds[j + 1])
-            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{",".join(["1"] * (hi - lo))}],'
-                         f'"visible_in_image":{json.dumps(vis_l[lo:hi], separators=(",", ":"))},'
-                         f'"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},"track_id":{int(k)}}}')  # fmt: skip
+            lo, hi = 2 * int(bounds[j]), 2 * int(bounds[j + 1]) - 1
+            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{ones_s[lo:hi]}],'
+                         f'"visible_in_image":[{vis_s[lo:hi]}],"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},'
+                         f'"track_id":{int(k)}}}')  # fmt: skip
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation

@@ -34,8 +34,10 @@ MAX_DIGITS_Q = 10**15  # |q| below this: at most 15 significant digits, the deci
 if _njit is not None:
 
     @_njit
-    def _put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float) -> tuple[int, bool]:
-        # writes rint(x * p) / p as repr would (fixed notation); returns (new length, written exactly)
+    def _put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
+                    digits: npt.NDArray[np.uint8]) -> tuple[int, bool]:  # fmt: skip
+        # writes rint(x * p) / p as repr would (fixed notation); scale = 10**nd, digits: (20,) scratch;
+        # returns (new length, written exactly)
         if not np.isfinite(x):
             for c in (110, 117, 108, 108):  # null
                 out[n] = c
@@ -50,9 +52,7 @@ if _njit is not None:
         if neg:
             out[n] = 45  # -
             n += 1
-        scale = np.int64(10) ** nd
         ip, fp = q // scale, q % scale
-        digits = np.empty(20, np.uint8)
         k = 0
         while True:
             digits[k] = 48 + ip % 10
@@ -86,6 +86,8 @@ if _njit is not None:
         # "[v,v,...]" of values[starts[s]:stops[s]] for every s, back to back; ends[s]: end offset in out
         p = 10.0**nd
         lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
+        scale = np.int64(10) ** nd
+        digits = np.empty(20, np.uint8)
         n = 0
         for s in range(len(starts)):
             out[n] = 91  # [
@@ -94,7 +96,7 @@ if _njit is not None:
                 if i > starts[s]:
                     out[n] = 44  # ,
                     n += 1
-                n, ok = _put_number(out, n, values[i], p, nd, lo)
+                n, ok = _put_number(out, n, values[i], p, nd, lo, scale, digits)
                 if not ok:
                     exact[s] = False
             out[n] = 93  # ]
