@@ -305,19 +305,30 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     return [folder / name for name in docs]
 
 
-def _box3d_entry(boxes: FrameBoxes3D, k: int, token: str, cameras: list[str]) -> dict[str, Any]:
-    length, width, height = boxes.size_lwh_m[k]
-    return {
-        "sample_token": token, "translation": _f(boxes.center_ego_m[k], 6), "size": _f([width, length, height], 6),
-        "rotation": _f(boxes.rotation_ego_wxyz[k], 9), "velocity": _f(boxes.velocity_ego_mps[k, :2]),
-        "detection_name": NUSCENES_NAME.get(str(boxes.object_class[k]), "barrier"), "detection_score": 1.0,
-        "attribute_name": "", "track_id": str(boxes.track_id[k]), "class": str(boxes.object_class[k]),
-        "source_class": str(boxes.source_class[k]), "center_ego_m": _f(boxes.center_ego_m[k]),
-        "size_lwh_m": _f(boxes.size_lwh_m[k]), "yaw_ego_rad": _f(boxes.yaw_ego_rad[k], 6),
-        "center_world_m": _f(boxes.center_world_m[k]), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz[k], 6),
-        "velocity_ego_mps": _f(boxes.velocity_ego_mps[k]), "velocity_world_mps": _f(boxes.velocity_world_mps[k]),
-        "cameras": cameras,
+def _box3d_entries(boxes: FrameBoxes3D, token: str, cameras: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The nuScenes-layout entries of every box of a frame (each column rounded once for all boxes)."""
+    k = len(boxes.track_id)
+    if not k:
+        return []
+    cols = {
+        "translation": _f(boxes.center_ego_m, 6), "size": _f(boxes.size_lwh_m[:, [1, 0, 2]], 6),
+        "rotation": _f(boxes.rotation_ego_wxyz, 9), "velocity": _f(boxes.velocity_ego_mps[:, :2]),
     }  # fmt: skip
+    rest = {
+        "center_ego_m": _f(boxes.center_ego_m), "size_lwh_m": _f(boxes.size_lwh_m), "yaw_ego_rad": _f(boxes.yaw_ego_rad, 6),
+        "center_world_m": _f(boxes.center_world_m), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz, 6),
+        "velocity_ego_mps": _f(boxes.velocity_ego_mps), "velocity_world_mps": _f(boxes.velocity_world_mps),
+    }  # fmt: skip
+    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
+    out = []
+    for j in range(k):
+        out.append({
+            "sample_token": token, **{n: v[j] for n, v in cols.items()},
+            "detection_name": NUSCENES_NAME.get(str(cls[j]), "barrier"), "detection_score": 1.0,
+            "attribute_name": "", "track_id": str(tids[j]), "class": str(cls[j]),
+            "source_class": str(src[j]), **{n: v[j] for n, v in rest.items()}, "cameras": cameras.get(str(tids[j]), []),
+        })  # fmt: skip
+    return out
 
 
 def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> dict[str, Any]:
@@ -379,7 +390,7 @@ def write_labels(
     for f in frames:
         boxes = frame_boxes_3d(scenario, stamps[f])
         token = sample_token(stamps[f])
-        results[token] = [_box3d_entry(boxes, k, token, seen[f].get(str(t), [])) for k, t in enumerate(boxes.track_id)]
+        results[token] = _box3d_entries(boxes, token, seen[f])
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
         samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": token, "video_clip": video[f][0],
