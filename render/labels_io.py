@@ -33,12 +33,10 @@ from avsim.render.labels import (
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
-    object_region_px,
     rle_string,
-    unoccluded_pixels,
 )  # fmt: skip
 from avsim.render.labels_json import float_lists_json
-from avsim.render.raster import Primitives
+from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
@@ -207,10 +205,10 @@ def camera_frame_record(
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
-    unocc = unoccluded_pixels(prims, rays, len(box_of_object))
+    unocc, vis_n, vis_box = object_coverage_visible_px(prims, rays, len(box_of_object), ids)  # one pass: coverage and id buffer
     unocc[box_of_object < 0] = 0
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
-    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, object_region_px(prims))
+    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, visible=(vis_n, vis_box))
     objs = np.flatnonzero(unocc > 0)
     cols = {
         "center_camera_m": _f(lab.center_camera_m), "size_lwh_m": _f(boxes.size_lwh_m[lab.box]),
