@@ -340,6 +340,7 @@ def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFl
 def camera_box_labels(
     camera: Camera, world_SE3_camera: SE3, boxes: FrameBoxes3D, box_of_object: NDArrayInt, ids: NDArrayInt32,
     unoccluded_px: NDArrayInt, region_px: tuple[int, int, int, int] | None = None,
+    visible: tuple[NDArrayInt, NDArrayInt] | None = None,
 ) -> CameraBoxLabels:  # fmt: skip
     """Labels of the boxes one image shows.
 
@@ -352,12 +353,14 @@ def camera_box_labels(
         unoccluded_px: (N,) pixels of each object rendered alone (`unoccluded_pixels`).
         region_px: optional inclusive (x0, y0, x1, y1) outside which `ids` has no object
             (`object_region_px`); only that crop is scanned.
+        visible: optional (counts (N,), boxes (N, 4)) of `visible_boxes(ids, N)` computed already
+            (`raster.object_coverage_visible_px`); then `ids` is not scanned.
 
     Returns:
         The camera's box labels, for the objects with unoccluded_px > 0, in object order.
     """
     n = len(box_of_object)
-    counts, vis_box = visible_boxes(ids, n, region_px)
+    counts, vis_box = visible_boxes(ids, n, region_px) if visible is None else visible
     on = np.flatnonzero(unoccluded_px > 0)
     box = np.asarray(box_of_object, np.int64)[on]
     m = len(box)

@@ -33,11 +33,10 @@ from avsim.render.labels import (
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
-    object_region_px,
     rle_string,
-    unoccluded_pixels,
 )  # fmt: skip
-from avsim.render.raster import Primitives
+from avsim.render.labels_json import float_lists_json
+from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
@@ -121,15 +120,16 @@ def _f(a: Any, nd: int = 4) -> Any:
     return [_f(x, nd) for x in arr]
 
 
-def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3, timestamp_ns: int) -> dict[str, Any]:
-    """The OpenLane per-frame GT JSON of one camera.
+def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3, timestamp_ns: int) -> str:
+    """The OpenLane per-frame GT JSON of one camera, as its (compact) JSON text.
 
     `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up), `extrinsic` the 4x4
     ego_T_camera in those axes (Waymo convention), so OpenLane's own evaluator (and `avsim eval
     lanes`) bring them into its ground frame. Every lane line of the map within LANE_RADIUS_M of
     the ego is written whole: `visibility` is 1 for every point (the map is the truth, also where
     the image does not show it); `visible_in_image` is 1 where the point is in front of the
-    camera, within the render range and inside the image.
+    camera, within the render range and inside the image. The points' text comes from
+    `labels_json.float_lists_json` (the bytes of `json.dumps` of the document, faster).
 
     Args:
         scenario: the scenario.
@@ -139,7 +139,8 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         timestamp_ns: the frame time (`file_path` is its sample token).
 
     Returns:
-        The OpenLane JSON document.
+        The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
+        file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
     """
     ll = scenario.map.lane_lines
     types = ll.lane_types() if len(ll) else np.zeros(0, str)
@@ -156,23 +157,29 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     if pts:
         p_all = np.concatenate(pts) @ R_cw.T + t_cw
         _, depth, inside = camera.project(p_all)
-        vis_all = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-        xyz_all = np.round(p_all @ CV_TO_OPENLANE_CAM.T, 6)  # map points are finite: one rounding, one tolist
+        vis = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
         bounds = np.cumsum([0] + [len(q) for q in pts])
-        xyz_t, vis_l = xyz_all.T.tolist(), vis_all.astype(int).tolist()
+        n_all, lo_l = len(p_all), bounds[:-1]
+        starts = (lo_l[:, None] + n_all * np.arange(3)[None, :]).reshape(-1)  # (lane, axis) rows of xyz (3, N)
+        rows = float_lists_json((p_all @ CV_TO_OPENLANE_CAM.T).T, starts, starts + np.repeat(np.diff(bounds), 3), 6)
+        chars = np.full(2 * n_all, ord(","), np.uint8)
+        chars[::2] = np.where(vis, ord("1"), ord("0"))
+        vis_s, ones_s = chars.tobytes().decode("ascii"), "1," * n_all  # "v,v,...": point i at 2 i
         for j, k in enumerate(idx.tolist()):
-            lo, hi = int(bounds[j]), int(bounds[j + 1])
-            lanes.append({"xyz": [row[lo:hi] for row in xyz_t], "visibility": [1] * (hi - lo), "visible_in_image": vis_l[lo:hi],
-                          "category": int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0)), "track_id": int(k)})  # fmt: skip
+            lo, hi = 2 * int(bounds[j]), 2 * int(bounds[j + 1]) - 1
+            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{ones_s[lo:hi]}],'
+                         f'"visible_in_image":[{vis_s[lo:hi]}],"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},'
+                         f'"track_id":{int(k)}}}')  # fmt: skip
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
     K = getattr(camera, "K", None)
-    return {
+    head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
         "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
-        "camera_model": camera.to_dict(), "lane_lines": lanes,
+        "camera_model": camera.to_dict(),
     }  # fmt: skip
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + ",".join(lanes) + "]}"
 
 
 def camera_frame_record(
@@ -194,14 +201,14 @@ def camera_frame_record(
         rays: (H, W, 2) its ray map.
 
     Returns:
-        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": {...}}.
+        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": str} (the OpenLane document's JSON text, `lane_record`).
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
-    unocc = unoccluded_pixels(prims, rays, len(box_of_object))
+    unocc, vis_n, vis_box = object_coverage_visible_px(prims, rays, len(box_of_object), ids)  # one pass: coverage and id buffer
     unocc[box_of_object < 0] = 0
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
-    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, object_region_px(prims))
+    lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, visible=(vis_n, vis_box))
     objs = np.flatnonzero(unocc > 0)
     cols = {
         "center_camera_m": _f(lab.center_camera_m), "size_lwh_m": _f(boxes.size_lwh_m[lab.box]),
@@ -278,7 +285,8 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
 
     Args:
         folder: the destination folder (made if missing).
-        docs: file name -> JSON-ready document.
+        docs: file name -> JSON-ready document, or a str: the document's JSON text already
+            (`lane_record`), written as it is.
 
     Returns:
         The files written, in `docs` order.
@@ -287,26 +295,38 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     staging = folder / ".staging"
     with atomic_output_path(staging, is_dir=True) as tmp:
         for name, doc in docs.items():
-            (Path(tmp) / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+            text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"))
+            (Path(tmp) / name).write_text(text + "\n", encoding="utf-8")
         for name in docs:
             os.replace(Path(tmp) / name, folder / name)
     staging.rmdir()  # emptied by the renames
     return [folder / name for name in docs]
 
 
-def _box3d_entry(boxes: FrameBoxes3D, k: int, token: str, cameras: list[str]) -> dict[str, Any]:
-    length, width, height = boxes.size_lwh_m[k]
-    return {
-        "sample_token": token, "translation": _f(boxes.center_ego_m[k], 6), "size": _f([width, length, height], 6),
-        "rotation": _f(boxes.rotation_ego_wxyz[k], 9), "velocity": _f(boxes.velocity_ego_mps[k, :2]),
-        "detection_name": NUSCENES_NAME.get(str(boxes.object_class[k]), "barrier"), "detection_score": 1.0,
-        "attribute_name": "", "track_id": str(boxes.track_id[k]), "class": str(boxes.object_class[k]),
-        "source_class": str(boxes.source_class[k]), "center_ego_m": _f(boxes.center_ego_m[k]),
-        "size_lwh_m": _f(boxes.size_lwh_m[k]), "yaw_ego_rad": _f(boxes.yaw_ego_rad[k], 6),
-        "center_world_m": _f(boxes.center_world_m[k]), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz[k], 6),
-        "velocity_ego_mps": _f(boxes.velocity_ego_mps[k]), "velocity_world_mps": _f(boxes.velocity_world_mps[k]),
-        "cameras": cameras,
+def _box3d_entries(boxes: FrameBoxes3D, token: str, cameras: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The nuScenes-layout entries of every box of a frame (each column rounded once for all boxes)."""
+    k = len(boxes.track_id)
+    if not k:
+        return []
+    cols = {
+        "translation": _f(boxes.center_ego_m, 6), "size": _f(boxes.size_lwh_m[:, [1, 0, 2]], 6),
+        "rotation": _f(boxes.rotation_ego_wxyz, 9), "velocity": _f(boxes.velocity_ego_mps[:, :2]),
     }  # fmt: skip
+    rest = {
+        "center_ego_m": _f(boxes.center_ego_m), "size_lwh_m": _f(boxes.size_lwh_m), "yaw_ego_rad": _f(boxes.yaw_ego_rad, 6),
+        "center_world_m": _f(boxes.center_world_m), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz, 6),
+        "velocity_ego_mps": _f(boxes.velocity_ego_mps), "velocity_world_mps": _f(boxes.velocity_world_mps),
+    }  # fmt: skip
+    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
+    out = []
+    for j in range(k):
+        out.append({
+            "sample_token": token, **{n: v[j] for n, v in cols.items()},
+            "detection_name": NUSCENES_NAME.get(str(cls[j]), "barrier"), "detection_score": 1.0,
+            "attribute_name": "", "track_id": str(tids[j]), "class": str(cls[j]),
+            "source_class": str(src[j]), **{n: v[j] for n, v in rest.items()}, "cameras": cameras.get(str(tids[j]), []),
+        })  # fmt: skip
+    return out
 
 
 def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> dict[str, Any]:
@@ -368,7 +388,7 @@ def write_labels(
     for f in frames:
         boxes = frame_boxes_3d(scenario, stamps[f])
         token = sample_token(stamps[f])
-        results[token] = [_box3d_entry(boxes, k, token, seen[f].get(str(t), [])) for k, t in enumerate(boxes.track_id)]
+        results[token] = _box3d_entries(boxes, token, seen[f])
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
         samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": token, "video_clip": video[f][0],

@@ -279,6 +279,48 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
     return out
 
 
+def object_coverage_visible_px(
+    prims: Primitives, rays: NDArrayFloat32, n_objects: int, ids: NDArrayInt32
+) -> tuple[NDArrayInt, NDArrayInt, NDArrayInt]:
+    """`object_coverage_px` and the visible pixels of each object in the id buffer, in one compiled pass.
+
+    The pixels an object drew (id buffer == k) are pixels its primitives cover, so they lie in the box
+    the coverage marks: each object's box is read once, for its visible count and box, as it is cleared.
+
+    Args:
+        prims: the image's primitives with `cap_obj` / `pl_obj`.
+        rays: (H, W, 2) the camera's ray map.
+        n_objects: number of objects N (ids 0..N-1).
+        ids: (H, W) int32 object ids the image was drawn with (-1: none).
+
+    Returns:
+        unoccluded (N,) int64 pixel counts (as `object_coverage_px`), visible (N,) int64 counts of
+        ids == k and visible boxes (N, 4) int64 inclusive x0, y0, x1, y1 (-1 where none).
+    """
+    from avsim.render.raster_kernels import object_coverage_visible
+
+    h, w = prims.height_px, prims.width_px
+    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
+    cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
+    cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
+    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
+    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
+    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
+          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
+          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
+          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
+    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
+    cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
+    pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
+    out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
+    if ids.shape != (h, w):
+        raise ValueError(f"ids must be ({h}, {w}), got {ids.shape}")
+    mask = np.zeros((h, w), np.uint8)
+    object_coverage_visible(mask, np.ascontiguousarray(ids, np.int32), rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET,
+                            style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box)  # fmt: skip
+    return out, vis, vis_box
+
+
 def rasterize(prims: Primitives, rays: NDArrayFloat32, backend: str = "numba", antialias: bool = False) -> NDArrayByte:
     """Rasterise one image on a black background.
 

@@ -283,3 +283,29 @@ if _njit is not None:
             n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
             out[k] = n
             mask[box[1] : box[3] + 1, box[0] : box[2] + 1] = 0
+
+    @_njit
+    def object_coverage_visible(mask: NDArrayByte, ids: NDArrayInt, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt,
+                                pl: tuple, pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
+                                out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt) -> None:  # fmt: skip
+        # object_coverage, and in the same pass over each object's marked box (which holds every pixel its
+        # primitives drew) the visible pixels of the id buffer: vis[k] = count of ids == k, vis_box[k] their
+        # inclusive box (x0, y0, x1, y1; left at -1 where none); the mask is cleared as it is read
+        box = np.zeros(4, np.int64)
+        h, w = mask.shape
+        for k in range(len(out)):
+            box[0], box[1], box[2], box[3] = w, h, -1, -1
+            n = _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
+            n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
+            out[k] = n
+            for y in range(box[1], box[3] + 1):
+                for x in range(box[0], box[2] + 1):
+                    mask[y, x] = 0
+                    if ids[y, x] != k:
+                        continue
+                    if vis[k] == 0:
+                        vis_box[k, 0], vis_box[k, 1], vis_box[k, 2], vis_box[k, 3] = x, y, x, y
+                    else:
+                        vis_box[k, 0], vis_box[k, 2] = min(vis_box[k, 0], x), max(vis_box[k, 2], x)
+                        vis_box[k, 3] = y
+                    vis[k] += 1

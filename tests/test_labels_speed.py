@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from avsim.cli import main
 from avsim.render import style
@@ -72,9 +73,15 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
     return counts
 
 
-def test_coverage_pass_equals_each_object_drawn_alone(tmp_path: Path) -> None:
-    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
-    renderer = SceneRenderer(load_scenario(tmp_path / "s"), size=(240, 136))
+@pytest.fixture(scope="module")
+def small_renderer(tmp_path_factory: pytest.TempPathFactory) -> SceneRenderer:
+    folder = tmp_path_factory.mktemp("labels_speed") / "s"
+    assert main(["sample", str(folder), "--duration-s", "1"]) == 0
+    return SceneRenderer(load_scenario(folder), size=(240, 136))
+
+
+def test_coverage_pass_equals_each_object_drawn_alone(small_renderer: SceneRenderer) -> None:
+    renderer = small_renderer
     checked = 0
     for i in range(len(renderer.rig)):
         prims = renderer.camera_primitives(3, i)
@@ -83,3 +90,39 @@ def test_coverage_pass_equals_each_object_drawn_alone(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got, _drawn_alone(prims, renderer.rays(i), n))
         checked += int((got > 0).sum())
     assert checked > 20  # the frame shows boxes, partly cut by the image border
+
+
+def test_float_lists_json_is_json_dumps_of_the_rounded_lists() -> None:
+    import json
+
+    from avsim.render.labels_json import float_lists_json, float_rows_json
+
+    rng = np.random.default_rng(0)
+    edge = [0.0, -0.0, 1e-5, -1e-5, 5e-5, 4.9999e-5, 1e-4, 0.5, 1.5, 2.5, -2.5e-4, 1e14, 1e15, 1e16, np.nan, np.inf, -np.inf]
+    values = np.concatenate([rng.normal(0.0, 1.0, 3000) * 10.0 ** rng.integers(-8, 13, 3000), np.arange(-400, 400) / 1600, edge])
+    starts, stops = np.array([0, 7, 3000]), np.array([len(values), 7, len(values)])
+    for decimals in (0, 3, 4, 6, 9):
+        got = float_lists_json(values, starts, stops, decimals)
+        for text, a, b in zip(got, starts, stops):
+            want = [v if np.isfinite(v) else None for v in np.round(values[a:b], decimals).tolist()]
+            assert text == json.dumps(want, separators=(",", ":"))
+    rows = values[:12].reshape(4, 3)
+    assert float_rows_json(rows, 4) == [json.dumps(np.round(r, 4).tolist(), separators=(",", ":")) for r in rows]
+
+
+def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: SceneRenderer) -> None:
+    from avsim.render.labels import visible_boxes
+    from avsim.render.raster import object_coverage_visible_px
+
+    renderer = small_renderer
+    seen = 0
+    for i in range(len(renderer.rig)):
+        _, ids, prims = renderer.render_camera_ids(3, i)
+        n = len(renderer.box_track_ids(3))
+        unocc, vis, vis_box = object_coverage_visible_px(prims, renderer.rays(i), n, ids)
+        np.testing.assert_array_equal(unocc, unoccluded_pixels(prims, renderer.rays(i), n))
+        counts, boxes = visible_boxes(ids, n)
+        np.testing.assert_array_equal(vis, counts)
+        np.testing.assert_array_equal(vis_box, boxes)
+        seen += int((vis > 0).sum())
+    assert seen > 10

@@ -1,0 +1,149 @@
+"""Fast JSON text of rounded float arrays, byte-identical to `json.dumps` of `np.round(a, d).tolist()`.
+
+Label files hold thousands of rounded floats per camera-frame (lane points above all); Python's
+float repr was most of the labels' JSON cost. `float_lists_json` writes the lists in one compiled
+pass: a value rounded to d decimals is the integer q = rint(x * 10**d) over 10**d, and for
+|q| < 10**15 that decimal (trailing zeros dropped) is the shortest string that reads back as
+the double (any two decimals of <= 15 significant digits are distinct doubles), so it is what
+`repr` writes, in fixed notation for 1e-4 <= |value| < 1e16. Values outside that range are
+left to `json.dumps` (the list is redone in Python). Non-finite values are `null` (as the
+labels' `_f` writes NaN).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from avsim.core.typing import NDArrayFloat, NDArrayInt
+
+_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
+try:
+    import numba
+
+    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    _njit = None
+
+MAX_DIGITS_Q = 10**15  # |q| below this: at most 15 significant digits, the decimal is repr's
+
+
+if _njit is not None:
+
+    @_njit
+    def _put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
+                    digits: npt.NDArray[np.uint8]) -> tuple[int, bool]:  # fmt: skip
+        # writes rint(x * p) / p as repr would (fixed notation); scale = 10**nd, digits: (20,) scratch;
+        # returns (new length, written exactly)
+        if not np.isfinite(x):
+            for c in (110, 117, 108, 108):  # null
+                out[n] = c
+                n += 1
+            return n, True
+        qf = np.rint(x * p)
+        neg = qf < 0.0 or (qf == 0.0 and np.copysign(1.0, qf) < 0.0)
+        qa = abs(qf)
+        if qa >= MAX_DIGITS_Q or (qa != 0.0 and qa < lo):
+            return n, False
+        q = np.int64(qa)
+        if neg:
+            out[n] = 45  # -
+            n += 1
+        ip, fp = q // scale, q % scale
+        k = 0
+        while True:
+            digits[k] = 48 + ip % 10
+            ip //= 10
+            k += 1
+            if ip == 0:
+                break
+        for j in range(k - 1, -1, -1):
+            out[n] = digits[j]
+            n += 1
+        out[n] = 46  # .
+        n += 1
+        keep = nd
+        while keep > 1 and fp % 10 == 0:
+            fp //= 10
+            keep -= 1
+        for j in range(keep - 1, -1, -1):
+            digits[j] = 48 + fp % 10
+            fp //= 10
+        for j in range(keep):
+            out[n] = digits[j]
+            n += 1
+        if nd == 0:  # "3.0"
+            out[n] = 48
+            n += 1
+        return n, True
+
+    @_njit
+    def _lists_text(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, nd: int,
+                    out: npt.NDArray[np.uint8], ends: NDArrayInt, exact: npt.NDArray[np.bool_]) -> None:  # fmt: skip
+        # "[v,v,...]" of values[starts[s]:stops[s]] for every s, back to back; ends[s]: end offset in out
+        p = 10.0**nd
+        lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
+        scale = np.int64(10) ** nd
+        digits = np.empty(20, np.uint8)
+        n = 0
+        for s in range(len(starts)):
+            out[n] = 91  # [
+            n += 1
+            for i in range(starts[s], stops[s]):
+                if i > starts[s]:
+                    out[n] = 44  # ,
+                    n += 1
+                n, ok = _put_number(out, n, values[i], p, nd, lo, scale, digits)
+                if not ok:
+                    exact[s] = False
+            out[n] = 93  # ]
+            n += 1
+            ends[s] = n
+
+
+def _slow_list(values: NDArrayFloat, decimals: int) -> str:
+    """`json.dumps` of the rounded list (None for non-finite values)."""
+    r = np.round(values, decimals)
+    return json.dumps([v if np.isfinite(v) else None for v in r.tolist()], separators=(",", ":"))
+
+
+def float_lists_json(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, decimals: int) -> list[str]:
+    """JSON text of the lists values[starts[s]:stops[s]] rounded to `decimals`.
+
+    Args:
+        values: (N,) float values.
+        starts: (S,) first index of each list.
+        stops: (S,) one past the last index of each list.
+        decimals: decimals kept (0..9), as `np.round`.
+
+    Returns:
+        S strings, each `json.dumps(np.round(values[a:b], decimals).tolist(), separators=(",", ":"))`
+        with non-finite values written as null.
+    """
+    v = np.ascontiguousarray(values, np.float64).reshape(-1)
+    a, b = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(stops, np.int64)
+    out = np.empty(int((b - a).sum()) * (decimals + 24) + 2 * len(a) + 16, np.uint8)
+    ends, exact = np.zeros(len(a), np.int64), np.ones(len(a), np.bool_)
+    _lists_text(v, a, b, int(decimals), out, ends, exact)
+    text = out[: int(ends[-1]) if len(a) else 0].tobytes().decode("ascii")
+    begin = np.r_[0, ends[:-1]].tolist()
+    return [text[i:j] if ok else _slow_list(v[s:e], decimals)
+            for i, j, ok, s, e in zip(begin, ends.tolist(), exact.tolist(), a.tolist(), b.tolist())]  # fmt: skip
+
+
+def float_rows_json(values: NDArrayFloat, decimals: int) -> list[str]:
+    """JSON text of every row of a 2-D array, rounded to `decimals` (`float_lists_json` of the rows).
+
+    Args:
+        values: (R, C) float values.
+        decimals: decimals kept.
+
+    Returns:
+        R strings `[v, ...]` (compact).
+    """
+    r, c = np.shape(values)
+    starts = np.arange(r, dtype=np.int64) * c
+    return float_lists_json(np.reshape(values, -1), starts, starts + c, decimals)
