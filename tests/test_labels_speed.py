@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
 from avsim.cli import main
+from avsim.core import video as core_video
 from avsim.render import style
 from avsim.render.frame import SceneRenderer
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
@@ -42,7 +44,9 @@ PINNED_SHA256 = {
 }
 
 
-def test_labelled_render_bytes_are_pinned(tmp_path: Path) -> None:
+def test_labelled_render_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the videos were pinned when libswscale converted RGB -> YUV inside the encoder: put it back for them
+    monkeypatch.setattr(core_video, "rgb_to_yuv420p", _swscale_yuv420p)
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     out = tmp_path / "out"
     args = ["render", str(tmp_path / "s"), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS]
@@ -50,6 +54,10 @@ def test_labelled_render_bytes_are_pinned(tmp_path: Path) -> None:
     clip = out / "avsim_sample_seed0"
     got = {p.relative_to(clip).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(clip.rglob("*")) if p.is_file() and p.name not in SKIPPED}
     assert got == PINNED_SHA256
+
+
+def _swscale_yuv420p(frame_rgb: np.ndarray) -> np.ndarray:
+    return av.VideoFrame.from_ndarray(np.ascontiguousarray(frame_rgb), format="rgb24").reformat(format="yuv420p").to_ndarray()
 
 
 def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndarray:
