@@ -244,6 +244,28 @@ def rasterize_numba(
     return img
 
 
+def _per_object_args(prims: Primitives, n_objects: int) -> tuple[tuple, NDArrayInt, tuple, NDArrayInt]:
+    """The coverage kernels' arguments: each object's capsules and planars grouped by object id.
+
+    Returns:
+        capsule arrays, (N + 1,) capsule bounds per object, planar arrays, (N + 1,) planar bounds.
+    """
+    h, w = prims.height_px, prims.width_px
+    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
+    cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
+    cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
+    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
+    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
+    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
+          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
+          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
+          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
+    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
+    cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
+    pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
+    return cap, cb, pl, pb
+
+
 def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
     """Pixels each object covers when drawn alone (its own primitives only).
 
@@ -261,18 +283,7 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
         (N,) int64 pixel counts.
     """
     h, w = prims.height_px, prims.width_px
-    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
-    cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
-    cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
-    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
-    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
-          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
-          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
-          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
-    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
-    cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
-    pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
+    cap, cb, pl, pb = _per_object_args(prims, n_objects)
     out = np.zeros(n_objects, np.int64)
     mask = np.zeros((h, w), np.uint8)
     object_coverage(mask, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out)
@@ -300,18 +311,7 @@ def object_coverage_visible_px(
     from avsim.render.raster_kernels import object_coverage_visible
 
     h, w = prims.height_px, prims.width_px
-    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
-    cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
-    cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
-    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
-    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
-          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
-          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
-          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
-    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
-    cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
-    pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
+    cap, cb, pl, pb = _per_object_args(prims, n_objects)
     out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
     if ids.shape != (h, w):
         raise ValueError(f"ids must be ({h}, {w}), got {ids.shape}")
