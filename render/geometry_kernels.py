@@ -278,6 +278,17 @@ if _njit is not None:
         return not (min(t0, t1) - span <= cone)
 
     @_njit_np
+    def _push_halves(st: NDArrayFloat, top: int, a0: float, a1: float, a2: float, m0: float, m1: float, m2: float,
+                     ua0: float, ua1: float, um0: float, um1: float, level: int) -> int:  # fmt: skip
+        # replace the popped segment st[top] (end a, midpoint m) by its two halves: the second half (m .. its
+        # end, kept in place) below, the first half (a .. m) on top, popped first; returns the new stack size
+        st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
+        t = top + 1
+        st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
+        st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
+        return top + 2
+
+    @_njit_np
     def _midpoint_error(ua0: float, ua1: float, ub0: float, ub1: float, um0: float, um1: float) -> float:
         c0, c1 = ub0 - ua0, ub1 - ua1
         length = math.hypot(c0, c1)
@@ -325,11 +336,7 @@ if _njit is not None:
                     m += 1
                     continue
                 # second half below, first half on top (popped first: along-segment order)
-                st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
-                t = top + 1
-                st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
-                st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
-                top += 2
+                top = _push_halves(st, top, a0, a1, a2, m0, m1, m2, ua0, ua1, um0, um1, level)
         return m
 
 

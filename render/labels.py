@@ -35,6 +35,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArray
 from avsim.render import geometry as geo
 from avsim.render import style
 from avsim.render.raster import Primitives, object_coverage_px
+from avsim.render.raster_kernels import grow_visible_box
 from avsim.scenario import Scenario
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
@@ -183,14 +184,8 @@ if _njit is not None:
         for y in range(h):
             for x in range(w):
                 k = ids[y, x]
-                if k < 0 or k >= len(counts):
-                    continue
-                if counts[k] == 0:
-                    boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = x, y, x, y
-                else:
-                    boxes[k, 0], boxes[k, 2] = min(boxes[k, 0], x), max(boxes[k, 2], x)
-                    boxes[k, 3] = y
-                counts[k] += 1
+                if 0 <= k < len(counts):
+                    grow_visible_box(counts, boxes, k, y, x)
 
 
     @_njit

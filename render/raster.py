@@ -37,7 +37,7 @@ from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.raster_aa import antialias_numba
 from avsim.render.raster_kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
 from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
-from avsim.render.raster_kernels import PARAM_EPS, _njit, draw_capsules, draw_planars, object_coverage
+from avsim.render.raster_kernels import PARAM_EPS, _njit, draw_capsules, draw_planars, object_coverage_visible
 from avsim.render.raster_kernels import plane_params as _plane_params
 from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
 from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
@@ -271,8 +271,7 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
 
     A pixel counts when any of the object's primitives covers its centre with a fragment the
     kernels would draw into a cleared buffer (the union of its faces' and edges' coverage, so no
-    depth order is needed). One compiled loop over the objects (`raster_kernels.object_coverage`)
-    marks each object's pixels in one scratch mask and clears only the box it marked.
+    depth order is needed): `object_coverage_visible_px` against an id buffer with no object in it.
 
     Args:
         prims: the image's primitives with `cap_obj` / `pl_obj`.
@@ -282,12 +281,8 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
     Returns:
         (N,) int64 pixel counts.
     """
-    h, w = prims.height_px, prims.width_px
-    cap, cb, pl, pb = _per_object_args(prims, n_objects)
-    out = np.zeros(n_objects, np.int64)
-    mask = np.zeros((h, w), np.uint8)
-    object_coverage(mask, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out)
-    return out
+    no_ids = np.full((prims.height_px, prims.width_px), -1, np.int32)
+    return object_coverage_visible_px(prims, rays, n_objects, no_ids)[0]
 
 
 def object_coverage_visible_px(
@@ -305,11 +300,9 @@ def object_coverage_visible_px(
         ids: (H, W) int32 object ids the image was drawn with (-1: none).
 
     Returns:
-        unoccluded (N,) int64 pixel counts (as `object_coverage_px`), visible (N,) int64 counts of
+        unoccluded (N,) int64 pixel counts (`object_coverage_px`), visible (N,) int64 counts of
         ids == k and visible boxes (N, 4) int64 inclusive x0, y0, x1, y1 (-1 where none).
     """
-    from avsim.render.raster_kernels import object_coverage_visible
-
     h, w = prims.height_px, prims.width_px
     cap, cb, pl, pb = _per_object_args(prims, n_objects)
     out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)

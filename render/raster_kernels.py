@@ -269,20 +269,15 @@ if _njit is not None:
                         n += _cover(mask, y, x, box)
         return n
 
-    @_njit
-    def object_coverage(mask: NDArrayByte, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt, pl: tuple,
-                        pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
-                        out: NDArrayInt) -> None:  # fmt: skip
-        # out[k] = pixels covered by the primitives cap_start[k]:cap_start[k+1] and pl_start[k]:pl_start[k+1]
-        # (a union: no depth order between an object's own primitives); mask: (H, W) zeros, left zero
-        box = np.zeros(4, np.int64)
-        h, w = mask.shape
-        for k in range(len(out)):
-            box[0], box[1], box[2], box[3] = w, h, -1, -1
-            n = _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
-            n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
-            out[k] = n
-            mask[box[1] : box[3] + 1, box[0] : box[2] + 1] = 0
+    @_njit_inline
+    def grow_visible_box(counts: NDArrayInt, boxes: NDArrayInt, k: int, y: int, x: int) -> None:
+        # pixel (y, x), met in row-major order, joins object k's visible count and inclusive box (x0, y0, x1, y1)
+        if counts[k] == 0:
+            boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = x, y, x, y
+        else:
+            boxes[k, 0], boxes[k, 2] = min(boxes[k, 0], x), max(boxes[k, 2], x)
+            boxes[k, 3] = y
+        counts[k] += 1
 
     @_njit
     def object_coverage_visible(mask: NDArrayByte, ids: NDArrayInt, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt,
@@ -301,11 +296,5 @@ if _njit is not None:
             for y in range(box[1], box[3] + 1):
                 for x in range(box[0], box[2] + 1):
                     mask[y, x] = 0
-                    if ids[y, x] != k:
-                        continue
-                    if vis[k] == 0:
-                        vis_box[k, 0], vis_box[k, 1], vis_box[k, 2], vis_box[k, 3] = x, y, x, y
-                    else:
-                        vis_box[k, 0], vis_box[k, 2] = min(vis_box[k, 0], x), max(vis_box[k, 2], x)
-                        vis_box[k, 3] = y
-                    vis[k] += 1
+                    if ids[y, x] == k:
+                        grow_visible_box(vis, vis_box, k, y, x)

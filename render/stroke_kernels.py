@@ -18,7 +18,13 @@ from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.render.geometry_kernels import Projector, _njit, _njit_np
 
 if _njit is not None:  # the per-chord pieces exist only with numba
-    from avsim.render.geometry_kernels import _ftheta_pixel, _ftheta_pixels, _midpoint_error, _outside_cone
+    from avsim.render.geometry_kernels import (
+        _ftheta_pixel,
+        _ftheta_pixels,
+        _midpoint_error,
+        _outside_cone,
+        _push_halves,
+    )
 
 __all__ = ["stroke_capsules"]
 
@@ -167,9 +173,5 @@ if _njit is not None:
                         return -1
                     m = _emit_capsule(a2, b2, ua0, ua1, ub0, ub1, width[i], scal, m, i, xy, inv_depth, radius, src)
                     continue
-                st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
-                t = top + 1
-                st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
-                st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
-                top += 2
+                top = _push_halves(st, top, a0, a1, a2, m0, m1, m2, ua0, ua1, um0, um1, level)
         return m
