@@ -24,12 +24,12 @@ import numpy.typing as npt
 
 from avsim.core.rig import CameraRig, world_SE3_camera_at
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayByte, NDArrayFloat32, NDArrayInt32
+from avsim.core.typing import NDArrayByte, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import cull, style
 from avsim.render import geometry as geo
 from avsim.render.agents_geometry import AgentRows, drawn_rows, resample_rows
 from avsim.render.camera_geometry import FrameObjects, camera_primitives, render_objects
-from avsim.render.raster import Primitives, rasterize, rasterize_numba, rasterize_torch, ray_map
+from avsim.render.raster import Primitives, new_id_stats, rasterize, rasterize_numba, rasterize_torch, ray_map
 from avsim.render.static_world import StaticWorld, build_static_world, triangulate_polygon
 from avsim.scenario import Scenario
 
@@ -209,12 +209,29 @@ class SceneRenderer:
             (H, W, 3) uint8 RGB, (H, W) int32 object ids (index into `box_track_ids`, -1: no box)
             and the primitives they were rasterised from.
         """
+        img, ids, prims, _ = self.render_camera_id_stats(frame_index, camera)
+        return img, ids, prims
+
+    def render_camera_id_stats(
+        self, frame_index: int, camera: str | int
+    ) -> tuple[NDArrayByte, NDArrayInt32, Primitives, NDArrayInt]:
+        """`render_camera_ids` and the id statistics of the same rasterisation (what labels read).
+
+        Args:
+            frame_index: frame at the render rate.
+            camera: camera name or index into the rig.
+
+        Returns:
+            As `render_camera_ids`, then (N, 6) int64 `raster.ID_STATS_COLUMNS` per object id
+            (N = len(box_track_ids(frame_index))).
+        """
         i = camera if isinstance(camera, int) else self.rig.index(camera)
         prims = self.camera_primitives(frame_index, i)
         cam = self.rig.cameras[i]
         ids = np.empty((cam.height_px, cam.width_px), np.int32)
-        img = rasterize_numba(prims, self.rays(i), ids_out=ids, antialias=self.antialias)
-        return img, ids, prims
+        stats = new_id_stats(len(self.box_track_ids(frame_index)))
+        img = rasterize_numba(prims, self.rays(i), ids_out=ids, antialias=self.antialias, id_stats_out=stats)
+        return img, ids, prims, stats
 
     def camera_primitives(self, frame_index: int, camera_index: int) -> Primitives:
         """Camera-space primitives of one camera at one frame (the frame's world work is shared).

@@ -67,7 +67,7 @@ def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -
     """
     from avsim.render.labels import frame_boxes_3d
 
-    img, ids, prims = renderer.render_camera_ids(frame_index, camera_index)
+    img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
     boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
     rig = renderer.rig
@@ -76,7 +76,7 @@ def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -
         ego_SE3_camera = boxes.world_SE3_ego.inverse().compose(renderer.world_SE3_camera(frame_index, camera_index))
     rec = labels_io.camera_frame_record(
         renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
-        ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index),
+        ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index), id_stats,
     )  # fmt: skip
     return img, rec
 

@@ -37,12 +37,24 @@ from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.raster_aa import antialias_numba
 from avsim.render.raster_kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
 from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
-from avsim.render.raster_kernels import PARAM_EPS, _njit, draw_capsules, draw_planars, object_coverage_visible
+from avsim.render.raster_kernels import (
+    PARAM_EPS,
+    _njit,
+    count_ids_in_boxes,
+    draw_capsules,
+    draw_planars,
+    object_coverage_visible,
+)
 from avsim.render.raster_kernels import plane_params as _plane_params
 from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
 from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
 
 BACKENDS = ("numba", "torch")
+# per object id, what the centre z-tests of a rasterisation with ids saw (`rasterize_numba(id_stats_out=...)`):
+# 1 when it lost a z-test to another id or was displaced by one (else every pixel it covers is one it holds
+# at the end, so its coverage needs no second pass); 1 when one of its primitives displaced more than one
+# object (those are then found by box overlap); the inclusive box of the pixels it won
+ID_STATS_COLUMNS = ("contested", "displaced_several", "x0", "y0", "x1", "y1")
 
 
 @dataclass
@@ -193,6 +205,7 @@ def rasterize_numba(
     out: NDArrayByte | None = None,
     ids_out: NDArrayInt32 | None = None,
     antialias: bool = False,
+    id_stats_out: NDArrayInt | None = None,
 ) -> NDArrayByte:
     """Rasterise one image on the CPU with the compiled kernels.
 
@@ -205,6 +218,8 @@ def rasterize_numba(
             centre, -1 where none or background (also with `antialias`). The colours do not depend on it.
         antialias: resolve edge pixels from 4 rotated-grid sub-samples (`avsim.render.raster_aa`);
             False: one sample per pixel, the exact-palette frames.
+        id_stats_out: with `ids_out`, an (N, 6) int64 buffer (N > every object id) filled with
+            `ID_STATS_COLUMNS` of each object id (`new_id_stats` makes one).
 
     Returns:
         (H, W, 3) uint8 RGB (`out` when given).
@@ -228,20 +243,77 @@ def rasterize_numba(
     ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
     cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
     pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
+    stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, w, h) if with_ids else np.zeros((0, len(ID_STATS_COLUMNS)), np.int64)
+    cap_track, pl_track = _tracked(prims, cap_obj, pl_obj) if with_ids else (np.zeros(0, np.bool_), np.zeros(0, np.bool_))
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
     n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
     cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
     cap, pl = _kernel_args(prims)
     for kind, start, stop in _runs(prims):
         if kind == 0:
-            draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win, cap_code, antialias)
+            draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win, cap_code, antialias, stats, cap_track)
         else:
             draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
-                         with_ids, win, pl_code, antialias)  # fmt: skip
+                         with_ids, win, pl_code, antialias, stats, pl_track)  # fmt: skip
     if antialias:
         order = np.concatenate([prims.cap_order, prims.pl_order]).astype(np.int64)
         antialias_numba(img, win, rays, order, cap, pl)
     return img
+
+
+def new_id_stats(n_objects: int) -> NDArrayInt:
+    """An empty id-statistics buffer for `rasterize_numba(..., id_stats_out=...)`.
+
+    Args:
+        n_objects: number of objects N (ids 0..N-1).
+
+    Returns:
+        (N, 6) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
+    """
+    return np.zeros((int(n_objects), len(ID_STATS_COLUMNS)), np.int64)
+
+
+def _reset_id_stats(
+    stats: NDArrayInt | None, cap_obj: NDArrayInt | NDArrayInt32, pl_obj: NDArrayInt | NDArrayInt32, w: int, h: int
+) -> NDArrayInt:
+    """The id statistics buffer, checked and reset (or a new one sized by the largest object id)."""
+    top = max(int(cap_obj.max(initial=-1)), int(pl_obj.max(initial=-1)))
+    if stats is None:
+        stats = new_id_stats(top + 1)
+    elif stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
+        raise ValueError(f"id_stats_out must be (N > {top}, {len(ID_STATS_COLUMNS)}) int64, got {stats.shape} {stats.dtype}")
+    stats[:, :2] = 0
+    stats[:, 2:4] = (w, h)
+    stats[:, 4:] = -1
+    return stats
+
+
+def _tracked(
+    prims: Primitives, cap_obj: NDArrayInt | NDArrayInt32, pl_obj: NDArrayInt | NDArrayInt32
+) -> tuple[NDArrayBool, NDArrayBool]:
+    """Primitives whose centre z-tests the id statistics must see: objects', and any drawn after the first object's.
+
+    The others (map and sign primitives drawn before every box) cannot meet an object's pixel, so they
+    only write ids.
+    """
+    orders = np.concatenate([prims.cap_order[cap_obj >= 0], prims.pl_order[pl_obj >= 0]])
+    first = orders.min() if len(orders) else np.iinfo(np.int64).max
+    return ((cap_obj >= 0) | (prims.cap_order > first)), ((pl_obj >= 0) | (prims.pl_order > first))
+
+
+def _contested(id_stats: NDArrayInt) -> NDArrayBool:
+    """(N,) bool: objects whose coverage may exceed their held pixels (`ID_STATS_COLUMNS`).
+
+    An object one of whose primitives displaced several objects makes every object whose won box
+    meets its own contested (the displaced ones are among them).
+    """
+    contested = id_stats[:, 0] != 0
+    box = id_stats[:, 2:]
+    for k in np.flatnonzero(id_stats[:, 1]):
+        meets = (box[:, 0] <= box[k, 2]) & (box[:, 2] >= box[k, 0]) & (box[:, 1] <= box[k, 3]) & (box[:, 3] >= box[k, 1])
+        meets[k] = False
+        contested |= meets
+    return contested
 
 
 def _per_object_args(prims: Primitives, n_objects: int) -> tuple[tuple, NDArrayInt, tuple, NDArrayInt]:
@@ -286,31 +358,46 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
 
 
 def object_coverage_visible_px(
-    prims: Primitives, rays: NDArrayFloat32, n_objects: int, ids: NDArrayInt32
+    prims: Primitives, rays: NDArrayFloat32, n_objects: int, ids: NDArrayInt32, id_stats: NDArrayInt | None = None
 ) -> tuple[NDArrayInt, NDArrayInt, NDArrayInt]:
     """`object_coverage_px` and the visible pixels of each object in the id buffer, in one compiled pass.
 
     The pixels an object drew (id buffer == k) are pixels its primitives cover, so they lie in the box
     the coverage marks: each object's box is read once, for its visible count and box, as it is cleared.
+    With `id_stats` (of the rasterisation that drew `ids`) only contested objects take that pass: an
+    object that never lost a z-test to, nor was displaced by, another id holds every pixel it
+    covers, so its coverage is its visible count and its visible box the box of the pixels it won.
 
     Args:
         prims: the image's primitives with `cap_obj` / `pl_obj`.
         rays: (H, W, 2) the camera's ray map.
         n_objects: number of objects N (ids 0..N-1).
         ids: (H, W) int32 object ids the image was drawn with (-1: none).
+        id_stats: optional (N, 6) int64 `ID_STATS_COLUMNS` from `rasterize_numba(..., id_stats_out=...)`
+            of the same rasterisation.
 
     Returns:
         unoccluded (N,) int64 pixel counts (`object_coverage_px`), visible (N,) int64 counts of
         ids == k and visible boxes (N, 4) int64 inclusive x0, y0, x1, y1 (-1 where none).
     """
     h, w = prims.height_px, prims.width_px
-    cap, cb, pl, pb = _per_object_args(prims, n_objects)
-    out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
     if ids.shape != (h, w):
         raise ValueError(f"ids must be ({h}, {w}), got {ids.shape}")
-    mask = np.zeros((h, w), np.uint8)
-    object_coverage_visible(mask, np.ascontiguousarray(ids, np.int32), rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET,
-                            style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box)  # fmt: skip
+    if id_stats is not None and id_stats.shape != (n_objects, len(ID_STATS_COLUMNS)):
+        raise ValueError(f"id_stats must be ({n_objects}, {len(ID_STATS_COLUMNS)}), got {id_stats.shape}")
+    out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
+    todo = np.arange(n_objects, dtype=np.int64)
+    if id_stats is not None:
+        contested = _contested(id_stats)
+        todo, held = np.flatnonzero(contested), np.flatnonzero(~contested & (id_stats[:, 4] >= id_stats[:, 2]))
+        count_ids_in_boxes(np.ascontiguousarray(ids, np.int32), np.ascontiguousarray(id_stats[:, 2:]), held, vis)
+        out[held] = vis[held]
+        vis_box[held] = id_stats[held, 2:]
+    if len(todo):
+        cap, cb, pl, pb = _per_object_args(prims, n_objects)
+        mask = np.zeros((h, w), np.uint8)
+        object_coverage_visible(mask, np.ascontiguousarray(ids, np.int32), rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET,
+                                style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box, todo)  # fmt: skip
     return out, vis, vis_box
 
 

@@ -126,12 +126,50 @@ if _njit is not None:
             return -1.0, a, b
         return depth, a, b
 
+    @_njit_inline
+    def claim_pixel(ids: NDArrayInt, y: int, x: int, k: int) -> int:
+        # object id k won pixel (y, x): the object id it displaced, or -1 (none, or k itself)
+        old = ids[y, x]
+        ids[y, x] = k
+        return old if old != k else -1
+
+    @_njit_inline
+    def note_displaced(disp: int, many: bool, d: int) -> tuple[int, bool]:
+        # the first object a primitive displaced, and whether it displaced more than one
+        if d >= 0:
+            if disp < 0:
+                disp = d
+            elif d != disp:
+                many = True
+        return disp, many
+
+    @_njit_inline
+    def commit_claims(stats: NDArrayInt, k: int, contested: bool, disp: int, many: bool,
+                      box: tuple[int, int, int, int]) -> None:  # fmt: skip
+        # one primitive's id statistics (stats rows `raster.ID_STATS_COLUMNS`; the kernels' pixel loops keep
+        # them in locals: a store to `stats` in those loops slows them down by half)
+        if disp >= 0:
+            stats[disp, 0] = 1
+        if k < 0:
+            if many:  # a primitive of no object displaced several objects: all are re-covered
+                stats[:, 0] = 1
+            return
+        if contested:
+            stats[k, 0] = 1
+        if many:
+            stats[k, 1] = 1
+        if box[2] >= box[0]:
+            stats[k, 2], stats[k, 3] = min(stats[k, 2], box[0]), min(stats[k, 3], box[1])
+            stats[k, 4], stats[k, 5] = max(stats[k, 4], box[2]), max(stats[k, 5], box[3])
+
     @_njit
     def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
                        radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
                        start: int, stop: int, c: float, ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
-                       win: NDArrayInt, order: NDArrayInt, with_win: bool) -> None:  # fmt: skip
-        # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one
+                       win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
+        # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one;
+        # with_ids: ids follow every centre z-test, and for the `track` primitives the id statistics too
+        # (`claim_pixel`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids
         h, w = zbuf.shape
         for s in range(start, stop):
             ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
@@ -144,6 +182,9 @@ if _njit is not None:
             cr, cg, cb = rgb[s, 0], rgb[s, 1], rgb[s, 2]
             ylo = max(0, int(np.floor(min(ay, by) - r - c)))
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
+            k = obj[s] if with_ids else -1
+            tracked = with_ids and track[s]
+            contested, disp, many, bx0, by0, bx1, by1 = False, -1, False, w, h, -1, -1
             for y in range(ylo, yhi + 1):
                 py = y + c
                 x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
@@ -154,10 +195,17 @@ if _njit is not None:
                     depth = 1.0 / (i0 + t * (i1 - i0))
                     if _ztest(zbuf, y, x, depth, zs, zb):
                         _put(img, y, x, depth, cr, cg, cb)
-                        if with_ids:
-                            ids[y, x] = obj[s]
+                        if tracked:
+                            disp, many = note_displaced(disp, many, claim_pixel(ids, y, x, k))
+                            bx0, by0, bx1, by1 = min(bx0, x), min(by0, y), max(bx1, x), max(by1, y)
+                        elif with_ids:
+                            ids[y, x] = k
                         if with_win:
                             win[y, x] = order[s]
+                    elif tracked and k >= 0 and ids[y, x] != k:
+                        contested = True
+            if tracked:
+                commit_claims(stats, k, contested, disp, many, (bx0, by0, bx1, by1))
 
     @_njit
     def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
@@ -165,7 +213,7 @@ if _njit is not None:
                       zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
                       start: int, stop: int, near: float, far: float, eps: float,
                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
-                      win: NDArrayInt, order: NDArrayInt, with_win: bool) -> None:  # fmt: skip
+                      win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
         for p in range(start, stop):
             tri = is_tri[p]
             zs, zb = zscale[p], zbias[p]
@@ -173,29 +221,32 @@ if _njit is not None:
             r1, g1, c1 = rgb[p, 1, 0], rgb[p, 1, 1], rgb[p, 1, 2]
             r2, g2, c2 = rgb[p, 2, 0], rgb[p, 2, 1], rgb[p, 2, 2]
             r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
+            k = obj[p] if with_ids else -1
+            tracked = with_ids and track[p]
+            contested, disp, many, bx0, by0, bx1, by1 = False, -1, False, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
                 xs, xe = bbox[p, 0], bbox[p, 2]
                 if use_spans:
-                    k = row_start[p] + y - bbox[p, 1]
-                    xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
+                    row = row_start[p] + y - bbox[p, 1]
+                    xs, xe = max(xs, row_span[row, 0]), min(xe, row_span[row, 1])
                 for x in range(xs, xe + 1):
                     depth, a, b = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)
                     if depth < 0.0:
                         continue
+                    if not _ztest(zbuf, y, x, depth, zs, zb):
+                        if tracked and k >= 0 and ids[y, x] != k:
+                            contested = True
+                        continue
+                    if tracked:
+                        disp, many = note_displaced(disp, many, claim_pixel(ids, y, x, k))
+                        bx0, by0, bx1, by1 = min(bx0, x), min(by0, y), max(bx1, x), max(by1, y)
+                    elif with_ids:
+                        ids[y, x] = k
+                    if with_win:
+                        win[y, x] = order[p]
                     if tri:
-                        if _ztest(zbuf, y, x, depth, zs, zb):
-                            _put(img, y, x, depth, r0, g0, c0)
-                            if with_ids:
-                                ids[y, x] = obj[p]
-                            if with_win:
-                                win[y, x] = order[p]
+                        _put(img, y, x, depth, r0, g0, c0)
                     else:
-                        if not _ztest(zbuf, y, x, depth, zs, zb):
-                            continue
-                        if with_ids:
-                            ids[y, x] = obj[p]
-                        if with_win:
-                            win[y, x] = order[p]
                         a = min(max(a, 0.0), 1.0)
                         b = min(max(b, 0.0), 1.0)
                         w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
@@ -203,6 +254,8 @@ if _njit is not None:
                         cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
                         cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
                         _put(img, y, x, depth, cr, cg, cb)
+            if tracked:
+                commit_claims(stats, k, contested, disp, many, (bx0, by0, bx1, by1))
 
     @_njit
     def _cover(mask: NDArrayByte, y: int, x: int, box: NDArrayInt) -> int:
@@ -282,13 +335,14 @@ if _njit is not None:
     @_njit
     def object_coverage_visible(mask: NDArrayByte, ids: NDArrayInt, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt,
                                 pl: tuple, pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
-                                out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt) -> None:  # fmt: skip
-        # object_coverage, and in the same pass over each object's marked box (which holds every pixel its
-        # primitives drew) the visible pixels of the id buffer: vis[k] = count of ids == k, vis_box[k] their
-        # inclusive box (x0, y0, x1, y1; left at -1 where none); the mask is cleared as it is read
+                                out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt, todo: NDArrayInt) -> None:  # fmt: skip
+        # for each object k of `todo`: out[k] its pixels drawn alone (the union of its primitives' coverage), and
+        # in the same pass over its marked box (which holds every pixel its primitives drew) its visible pixels
+        # in the id buffer: vis[k] = count of ids == k, vis_box[k] their inclusive box (x0, y0, x1, y1; left at
+        # -1 where none); the mask is cleared as it is read
         box = np.zeros(4, np.int64)
         h, w = mask.shape
-        for k in range(len(out)):
+        for k in todo:
             box[0], box[1], box[2], box[3] = w, h, -1, -1
             n = _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
             n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
@@ -298,3 +352,13 @@ if _njit is not None:
                     mask[y, x] = 0
                     if ids[y, x] == k:
                         grow_visible_box(vis, vis_box, k, y, x)
+
+    @_njit
+    def count_ids_in_boxes(ids: NDArrayInt, boxes: NDArrayInt, todo: NDArrayInt, counts: NDArrayInt) -> None:
+        # counts[k] = pixels with id k inside boxes[k] (inclusive x0, y0, x1, y1), for each k of `todo`
+        for k in todo:
+            n = 0
+            for y in range(boxes[k, 1], boxes[k, 3] + 1):
+                for x in range(boxes[k, 0], boxes[k, 2] + 1):
+                    n += ids[y, x] == k
+            counts[k] = n

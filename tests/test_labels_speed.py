@@ -17,7 +17,7 @@ from avsim.render import style
 from avsim.render.frame import SceneRenderer
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
 from avsim.render.labels import unoccluded_pixels
-from avsim.render.raster import Primitives, _f64, _obj_ids, _plane_params, draw_capsules, draw_planars
+from avsim.render.raster import Primitives, _f64, _obj_ids, _plane_params, draw_capsules, draw_planars, new_id_stats
 from avsim.render.raster_kernels import PARAM_EPS
 from avsim.scenario.io import load_scenario
 
@@ -70,13 +70,14 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
           _f64(prims.pl_zscale), _f64(prims.pl_zbias), spans, np.ascontiguousarray(prims.pl_row_start, np.int64),
           np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
     cap = tuple(_f64(getattr(prims, f)) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))
-    no_win = (np.zeros((1, 1), np.int32), np.zeros(max(prims.n_capsules, prims.n_planars), np.int32), False)
+    no_win = (np.zeros((1, 1), np.int32), np.zeros(max(prims.n_capsules, prims.n_planars), np.int32), False, new_id_stats(n_objects))
+    track = (np.ones(prims.n_capsules, bool), np.ones(prims.n_planars, bool))
     for k in range(n_objects):
         img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
         for p in np.flatnonzero(pl_obj == k):
-            draw_planars(img, zbuf, rays, *pl, p, p + 1, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win)
+            draw_planars(img, zbuf, rays, *pl, p, p + 1, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1])
         for s in np.flatnonzero(cap_obj == k):
-            draw_capsules(img, zbuf, *cap, s, s + 1, PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win)
+            draw_capsules(img, zbuf, *cap, s, s + 1, PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0])
         counts[k] = int((ids == k).sum())
     return counts
 
@@ -124,13 +125,20 @@ def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: Scen
 
     renderer = small_renderer
     seen = 0
-    for i in range(len(renderer.rig)):
-        _, ids, prims = renderer.render_camera_ids(3, i)
-        n = len(renderer.box_track_ids(3))
+    contested = uncontested = 0
+    for f, i in [(3, i) for i in range(len(renderer.rig))] + [(17, 0), (25, 3)]:
+        _, ids, prims, stats = renderer.render_camera_id_stats(f, i)
+        n = len(renderer.box_track_ids(f))
         unocc, vis, vis_box = object_coverage_visible_px(prims, renderer.rays(i), n, ids)
         np.testing.assert_array_equal(unocc, unoccluded_pixels(prims, renderer.rays(i), n))
         counts, boxes = visible_boxes(ids, n)
         np.testing.assert_array_equal(vis, counts)
         np.testing.assert_array_equal(vis_box, boxes)
+        fast = object_coverage_visible_px(prims, renderer.rays(i), n, ids, stats)  # only contested objects re-covered
+        for a, b in zip(fast, (unocc, vis, vis_box)):
+            np.testing.assert_array_equal(a, b)
+        drawn = unocc > 0
+        contested += int((drawn & (stats[:, 0] == 1)).sum())
+        uncontested += int((drawn & (stats[:, 0] == 0)).sum())
         seen += int((vis > 0).sum())
-    assert seen > 10
+    assert seen > 10 and contested > 5 and uncontested > 5  # both paths of the shortcut ran
