@@ -243,8 +243,12 @@ def rasterize_numba(
     ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
     cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
     pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
-    stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, w, h) if with_ids else np.zeros((0, len(ID_STATS_COLUMNS)), np.int64)
-    cap_track, pl_track = _tracked(prims, cap_obj, pl_obj) if with_ids else (np.zeros(0, np.bool_), np.zeros(0, np.bool_))
+    stats = np.zeros((0, len(ID_STATS_COLUMNS)), np.int64)
+    with_stats = with_ids and id_stats_out is not None  # else the kernels only write ids
+    if with_ids and id_stats_out is not None:
+        stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, w, h)
+    no_track = (np.zeros(prims.n_capsules, np.bool_), np.zeros(prims.n_planars, np.bool_))
+    cap_track, pl_track = _tracked(prims, cap_obj, pl_obj) if with_stats else no_track
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
     n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
     cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
@@ -274,13 +278,11 @@ def new_id_stats(n_objects: int) -> NDArrayInt:
 
 
 def _reset_id_stats(
-    stats: NDArrayInt | None, cap_obj: NDArrayInt | NDArrayInt32, pl_obj: NDArrayInt | NDArrayInt32, w: int, h: int
+    stats: NDArrayInt, cap_obj: NDArrayInt | NDArrayInt32, pl_obj: NDArrayInt | NDArrayInt32, w: int, h: int
 ) -> NDArrayInt:
-    """The id statistics buffer, checked and reset (or a new one sized by the largest object id)."""
+    """The id statistics buffer, checked and reset."""
     top = max(int(cap_obj.max(initial=-1)), int(pl_obj.max(initial=-1)))
-    if stats is None:
-        stats = new_id_stats(top + 1)
-    elif stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
+    if stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
         raise ValueError(f"id_stats_out must be (N > {top}, {len(ID_STATS_COLUMNS)}) int64, got {stats.shape} {stats.dtype}")
     stats[:, :2] = 0
     stats[:, 2:4] = (w, h)
