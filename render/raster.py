@@ -182,7 +182,7 @@ def _f64(a: NDArrayFloat) -> NDArrayFloat:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _obj_ids(obj: NDArrayInt, n: int) -> NDArrayInt:
+def _obj_ids(obj: NDArrayInt, n: int) -> NDArrayInt32:
     """(n,) int32 object ids, all -1 when none were given."""
     return np.ascontiguousarray(obj, np.int32) if len(obj) == n else np.full(n, -1, np.int32)
 
@@ -241,14 +241,7 @@ def rasterize_numba(
             raise ValueError(f"ids_out must be ({h}, {w}) int32, got {ids_out.shape} {ids_out.dtype}")
         ids_out[...] = -1
     ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
-    cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
-    pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
-    stats = np.zeros((0, len(ID_STATS_COLUMNS)), np.int64)
-    with_stats = with_ids and id_stats_out is not None  # else the kernels only write ids
-    if with_ids and id_stats_out is not None:
-        stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, w, h)
-    no_track = (np.zeros(prims.n_capsules, np.bool_), np.zeros(prims.n_planars, np.bool_))
-    cap_track, pl_track = _tracked(prims, cap_obj, pl_obj) if with_stats else no_track
+    cap_obj, pl_obj, stats, cap_track, pl_track = _id_args(prims, with_ids, id_stats_out)
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
     n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
     cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
@@ -275,6 +268,19 @@ def new_id_stats(n_objects: int) -> NDArrayInt:
         (N, 6) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
     """
     return np.zeros((int(n_objects), len(ID_STATS_COLUMNS)), np.int64)
+
+
+def _id_args(
+    prims: Primitives, with_ids: bool, id_stats_out: NDArrayInt | None
+) -> tuple[NDArrayInt32, NDArrayInt32, NDArrayInt, NDArrayBool, NDArrayBool]:
+    """The kernels' id arguments: object ids per capsule / planar, the id statistics and which primitives they track."""
+    cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
+    pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
+    if not with_ids or id_stats_out is None:  # the kernels only write ids (if any)
+        no_track = (np.zeros(prims.n_capsules, np.bool_), np.zeros(prims.n_planars, np.bool_))
+        return cap_obj, pl_obj, np.zeros((0, len(ID_STATS_COLUMNS)), np.int64), *no_track
+    stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, prims.width_px, prims.height_px)
+    return cap_obj, pl_obj, stats, *_tracked(prims, cap_obj, pl_obj)
 
 
 def _reset_id_stats(
