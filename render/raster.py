@@ -374,7 +374,9 @@ def object_coverage_visible_px(
     the coverage marks: each object's box is read once, for its visible count and box, as it is cleared.
     With `id_stats` (of the rasterisation that drew `ids`) only contested objects take that pass: an
     object that never lost a z-test to, nor was displaced by, another id holds every pixel it
-    covers, so its coverage is its visible count and its visible box the box of the pixels it won.
+    covers, so its coverage is its visible count and its visible box the box of the pixels it won;
+    a contested object's held pixels (read in its won box) are marked covered before its primitives
+    are tested, so only the pixels others took are tested again.
 
     Args:
         prims: the image's primitives with `cap_obj` / `pl_obj`.
@@ -394,18 +396,19 @@ def object_coverage_visible_px(
     if id_stats is not None and id_stats.shape != (n_objects, len(ID_STATS_COLUMNS)):
         raise ValueError(f"id_stats must be ({n_objects}, {len(ID_STATS_COLUMNS)}), got {id_stats.shape}")
     out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
-    todo = np.arange(n_objects, dtype=np.int64)
+    todo, won = np.arange(n_objects, dtype=np.int64), np.zeros((0, 4), np.int64)
     if id_stats is not None:
         contested = _contested(id_stats)
         todo, held = np.flatnonzero(contested), np.flatnonzero(~contested & (id_stats[:, 4] >= id_stats[:, 2]))
         count_ids_in_boxes(np.ascontiguousarray(ids, np.int32), np.ascontiguousarray(id_stats[:, 2:]), held, vis)
         out[held] = vis[held]
         vis_box[held] = id_stats[held, 2:]
+        won = np.ascontiguousarray(id_stats[:, 2:])
     if len(todo):
         cap, cb, pl, pb = _per_object_args(prims, n_objects)
         mask = np.zeros((h, w), np.uint8)
         object_coverage_visible(mask, np.ascontiguousarray(ids, np.int32), rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET,
-                                style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box, todo)  # fmt: skip
+                                style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box, todo, won, id_stats is not None)  # fmt: skip
     return out, vis, vis_box
 
 

@@ -335,22 +335,33 @@ if _njit is not None:
     @_njit
     def object_coverage_visible(mask: NDArrayByte, ids: NDArrayInt, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt,
                                 pl: tuple, pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
-                                out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt, todo: NDArrayInt) -> None:  # fmt: skip
-        # for each object k of `todo`: out[k] its pixels drawn alone (the union of its primitives' coverage), and
-        # in the same pass over its marked box (which holds every pixel its primitives drew) its visible pixels
-        # in the id buffer: vis[k] = count of ids == k, vis_box[k] their inclusive box (x0, y0, x1, y1; left at
-        # -1 where none); the mask is cleared as it is read
+                                out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt, todo: NDArrayInt,
+                                won: NDArrayInt, premark: bool) -> None:  # fmt: skip
+        # for each object k of `todo`: out[k] its pixels drawn alone (the union of its primitives' coverage) and its
+        # visible pixels in the id buffer: vis[k] = count of ids == k, vis_box[k] their inclusive box (x0, y0, x1,
+        # y1; left at -1 where none). premark: the pixels k holds (all inside won[k], the box of the pixels it won in
+        # the raster pass) are read first and marked as covered, so only the others are tested; else they are read
+        # in the marked box (which holds every pixel its primitives drew) as the mask is cleared
         box = np.zeros(4, np.int64)
         h, w = mask.shape
         for k in todo:
             box[0], box[1], box[2], box[3] = w, h, -1, -1
-            n = _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
+            n = 0
+            if premark and won[k, 2] >= won[k, 0]:
+                box[0], box[1], box[2], box[3] = won[k, 0], won[k, 1], won[k, 2], won[k, 3]
+                for y in range(box[1], box[3] + 1):
+                    for x in range(box[0], box[2] + 1):
+                        if ids[y, x] == k:
+                            mask[y, x] = 1
+                            n += 1
+                            grow_visible_box(vis, vis_box, k, y, x)
+            n += _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
             n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
             out[k] = n
             for y in range(box[1], box[3] + 1):
                 for x in range(box[0], box[2] + 1):
                     mask[y, x] = 0
-                    if ids[y, x] == k:
+                    if not premark and ids[y, x] == k:
                         grow_visible_box(vis, vis_box, k, y, x)
 
     @_njit
