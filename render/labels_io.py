@@ -25,21 +25,25 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
+from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.labels import (
+    CameraBoxLabels,
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
     rle_string,
+    rle_strings,
 )  # fmt: skip
-from avsim.render.labels_json import float_lists_json
+from avsim.render.labels_json import column_json, float_lists_json
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
+MERGE_BOXES_BLOCK_FRAMES = 64  # frames whose boxes the writer resamples together (where the render's are not cached)
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
 NUSCENES_NAME = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle", "Others": "barrier"}
@@ -210,44 +214,97 @@ def camera_frame_record(
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
     lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, visible=(vis_n, vis_box))
     objs = np.flatnonzero(unocc > 0)
-    cols = {
-        "center_camera_m": _f(lab.center_camera_m), "size_lwh_m": _f(boxes.size_lwh_m[lab.box]),
-        "rotation_camera_wxyz": _f(lab.rotation_camera_wxyz, 6), "center_px": _f(lab.center_px, 3),
-        "center_depth_m": _f(lab.center_depth_m), "corners_px": _f(lab.corners_px, 3), "box2d_full_px": _f(lab.box2d_full_px, 3),
-        "visible_px": lab.visible_px.tolist(), "unoccluded_px": lab.unoccluded_px.tolist(),
-        "visible_fraction": _f(lab.visible_fraction), "truncation": _f(lab.truncation),
-    }  # fmt: skip
-    out = []
-    names, rows = tuple(cols), zip(*cols.values())  # one row of the columns per box, keys in `cols` order
-    vis_px, vis_box = lab.visible_px.tolist(), lab.box2d_visible_px.tolist()
-    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
-    for m, (obj, k, row) in enumerate(zip(objs.tolist(), lab.box.tolist(), rows)):
-        seen = vis_px[m] > 0
-        out.append({
-            "track_id": str(tids[k]), "class": str(cls[k]), "source_class": str(src[k]), **dict(zip(names, row)),
-            "box2d_visible_px": vis_box[m] if seen else None,
-            "mask_rle": _mask_rle(ids, obj, lab.box2d_visible_px[m]) if seen else None,
-        })  # fmt: skip
+    track_ids = [str(t) for t in boxes.track_id[lab.box].tolist()]
+    anns = _annotations(boxes, lab, ids, objs)
     openlane = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns)
     return {"frame_index": int(frame_index), "camera": camera_name, "timestamp_ns": int(boxes.timestamp_ns),
-            "boxes": out, "openlane": openlane}  # fmt: skip
+            "track_ids": track_ids, "annotations": anns, "openlane": openlane}  # fmt: skip
 
 
-def _mask_rle(ids: NDArrayInt32, obj: int, box: NDArrayInt) -> dict[str, Any]:
-    x0, y0, x1, y1 = (int(v) for v in box)
-    return rle_encode(ids[y0 : y1 + 1, x0 : x1 + 1] == obj, (x0, y0, ids.shape[0], ids.shape[1]))
+def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> list[str]:
+    """The COCO annotation text of every visible box, after its `"image_id":..,` (see `camera_frame_record`).
+
+    Built from the columns: the rounded floats by `labels_json.column_json` (the bytes of
+    `json.dumps` of `_f`'s lists), the masks by one compiled RLE pass (`labels.rle_strings`).
+    """
+    seen = np.flatnonzero(lab.visible_px > 0)
+    if not len(seen):
+        return []
+    k = lab.box[seen]
+    vis_box = lab.box2d_visible_px[seen]
+    h, w = ids.shape
+    counts = rle_strings(ids, objs[seen], vis_box)
+    texts = {}  # the JSON text of each distinct string (track ids, classes)
+
+    def js(v: Any) -> str:
+        t = str(v)
+        if t not in texts:
+            texts[t] = json.dumps(t)
+        return texts[t]
+
+    cols = [column_json(c[seen], nd) for c, nd in (
+        (lab.center_camera_m, 4), (boxes.size_lwh_m[lab.box], 4), (lab.rotation_camera_wxyz, 6), (lab.center_px, 3),
+        (lab.center_depth_m, 4), (lab.corners_px, 3), (lab.box2d_full_px, 3))]  # fmt: skip
+    tail = [column_json(c[seen], 4) for c in (lab.visible_fraction, lab.truncation)]
+    tids, cls, src = boxes.track_id[k].tolist(), boxes.object_class[k].tolist(), boxes.source_class[k].tolist()
+    vis_n, unocc_n = lab.visible_px[seen].tolist(), lab.unoccluded_px[seen].tolist()
+    out = []
+    for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
+        c = [col[m] for col in cols]
+        rle = counts[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
+        out.append(f'"category_id":{COCO_CATEGORIES.index(str(cls[m])) + 1},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},'
+                   f'{y1 - y0 + 1}],"area":{vis_n[m]},"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},'
+                   f'"track_id":{js(tids[m])},"class":{js(cls[m])},"source_class":{js(src[m])},"center_camera_m":{c[0]},'
+                   f'"size_lwh_m":{c[1]},"rotation_camera_wxyz":{c[2]},"center_px":{c[3]},"center_depth_m":{c[4]},'
+                   f'"corners_px":{c[5]},"box2d_full_px":{c[6]},"visible_px":{vis_n[m]},"unoccluded_px":{unocc_n[m]},'
+                   f'"visible_fraction":{tail[0][m]},"truncation":{tail[1][m]}}}')  # fmt: skip
+    return out
+
+
+PART_FORMAT = "avsim-labels-part-2"
 
 
 def write_part(path: Path, records: list[dict[str, Any]]) -> None:
-    """Write one segment's records (atomic).
+    """Write one segment's records (atomic), as text the merge concatenates (no JSON round trip of the annotations).
+
+    Line 1: {"format": PART_FORMAT, "records": [record without "annotations" and "openlane", plus
+    "n_annotations"]}; then every record's annotation texts, one a line (compact JSON: no newline).
 
     Args:
         path: the part file.
-        records: camera-frame records.
+        records: camera-frame records (`camera_frame_record`).
     """
+    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": len(r["annotations"])}
+             for r in records]  # fmt: skip
+    lines = [json.dumps({"format": PART_FORMAT, "records": heads}, separators=(",", ":"))]
+    lines += [a for r in records for a in r["annotations"]]
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(records, separators=(",", ":")), encoding="utf-8")
+        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def read_part(path: Path) -> list[dict[str, Any]]:
+    """The records of a part file (`write_part`).
+
+    Args:
+        path: the part file.
+
+    Returns:
+        The camera-frame records (without "openlane").
+
+    Raises:
+        AvsimInputError: the file is not a part of this format (another avsim version's).
+    """
+    lines = path.read_text(encoding="utf-8").split("\n")
+    head = json.loads(lines[0]) if lines[0].startswith("{") else {}
+    if head.get("format") != PART_FORMAT:
+        raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
+    out, at = [], 1
+    for r in head["records"]:
+        n = r.pop("n_annotations")
+        out.append({**r, "annotations": lines[at : at + n]})
+        at += n
+    return out
 
 
 def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
@@ -264,6 +321,18 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a text file (atomic; parent folders made).
+
+    Args:
+        path: the file.
+        text: its content (UTF-8).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+
+
 def write_json(path: Path, doc: Any) -> None:
     """Write one compact JSON document (atomic; parent folders made).
 
@@ -271,9 +340,7 @@ def write_json(path: Path, doc: Any) -> None:
         path: the file.
         doc: a JSON-ready object.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
@@ -303,51 +370,45 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     return [folder / name for name in docs]
 
 
-def _box3d_entries(boxes: FrameBoxes3D, token: str, cameras: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """The nuScenes-layout entries of every box of a frame (each column rounded once for all boxes)."""
-    k = len(boxes.track_id)
-    if not k:
+def _box3d_entries(boxes: FrameBoxes3D, token: str) -> list[str]:
+    """The nuScenes-layout entries of every box of a frame as JSON text up to their "cameras" value (each column rounded once).
+
+    Built from the columns (`labels_json.column_json`): the bytes `json.dumps` writes of the
+    entries' dicts, the closing `,"cameras":[..]}` left to the caller.
+    """
+    if not len(boxes.track_id):
         return []
-    cols = {
-        "translation": _f(boxes.center_ego_m, 6), "size": _f(boxes.size_lwh_m[:, [1, 0, 2]], 6),
-        "rotation": _f(boxes.rotation_ego_wxyz, 9), "velocity": _f(boxes.velocity_ego_mps[:, :2]),
-    }  # fmt: skip
-    rest = {
-        "center_ego_m": _f(boxes.center_ego_m), "size_lwh_m": _f(boxes.size_lwh_m), "yaw_ego_rad": _f(boxes.yaw_ego_rad, 6),
-        "center_world_m": _f(boxes.center_world_m), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz, 6),
-        "velocity_ego_mps": _f(boxes.velocity_ego_mps), "velocity_world_mps": _f(boxes.velocity_world_mps),
-    }  # fmt: skip
-    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
+    cols = [column_json(c, nd) for c, nd in (
+        (boxes.center_ego_m, 6), (boxes.size_lwh_m[:, [1, 0, 2]], 6), (boxes.rotation_ego_wxyz, 9),
+        (boxes.velocity_ego_mps[:, :2], 4), (boxes.center_ego_m, 4), (boxes.size_lwh_m, 4), (boxes.yaw_ego_rad, 6),
+        (boxes.center_world_m, 4), (boxes.rotation_world_wxyz, 6), (boxes.velocity_ego_mps, 4), (boxes.velocity_world_mps, 4))]  # fmt: skip
+    tok = json.dumps(token)
     out = []
-    for j in range(k):
-        out.append({
-            "sample_token": token, **{n: v[j] for n, v in cols.items()},
-            "detection_name": NUSCENES_NAME.get(str(cls[j]), "barrier"), "detection_score": 1.0,
-            "attribute_name": "", "track_id": str(tids[j]), "class": str(cls[j]),
-            "source_class": str(src[j]), **{n: v[j] for n, v in rest.items()}, "cameras": cameras.get(str(tids[j]), []),
-        })  # fmt: skip
+    for j, (tid, cls, src) in enumerate(zip(boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist())):
+        c = [col[j] for col in cols]
+        out.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
+                   f'"detection_name":{json.dumps(NUSCENES_NAME.get(str(cls), "barrier"))},"detection_score":1.0,'
+                   f'"attribute_name":"","track_id":{json.dumps(str(tid))},"class":{json.dumps(str(cls))},'
+                   f'"source_class":{json.dumps(str(src))},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
+                   f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
+                   f'"velocity_world_mps":{c[10]}')  # fmt: skip
     return out
 
 
-def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> dict[str, Any]:
+def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> str:
+    """The COCO document of one camera as its JSON text (`json.dumps` of the dict, compact): the records' annotation texts joined."""
     images: list[dict[str, Any]] = []
-    anns: list[dict[str, Any]] = []
+    anns: list[str] = []
     for r in recs:
         clip, vf = video[r["frame_index"]]
         image_id = int(r["frame_index"])
         images.append({"id": image_id, "file_name": f"{clip}.{camera}.mp4", "video_frame": vf, "frame_index": image_id,
                        "timestamp_ns": r["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
-        for b in r["boxes"]:
-            if b["box2d_visible_px"] is None:
-                continue
-            x0, y0, x1, y1 = b["box2d_visible_px"]
-            extra = {k: v for k, v in b.items() if k not in ("mask_rle", "box2d_visible_px")}
-            anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": COCO_CATEGORIES.index(b["class"]) + 1,
-                         "bbox": [x0 - 0.5, y0 - 0.5, x1 - x0 + 1, y1 - y0 + 1], "area": b["visible_px"], "iscrowd": 0,
-                         "segmentation": b["mask_rle"], **extra})  # fmt: skip
+        anns += [f'{{"id":{len(anns) + i},"image_id":{image_id},{a}' for i, a in enumerate(r["annotations"], 1)]
     cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
-    return {"info": {"format": "COCO instances (avsim labels)", "camera": camera}, "images": images, "annotations": anns,
-            "categories": cats}  # fmt: skip
+    info = {"format": "COCO instances (avsim labels)", "camera": camera}
+    return (f'{{"info":{json.dumps(info, separators=(",", ":"))},"images":{json.dumps(images, separators=(",", ":"))},'
+            f'"annotations":[{",".join(anns)}],"categories":{json.dumps(cats, separators=(",", ":"))}}}')  # fmt: skip
 
 
 def write_labels(
@@ -376,26 +437,29 @@ def write_labels(
     for cam in cameras:
         recs = sorted((r for r in records if r["camera"] == cam), key=lambda r: r["frame_index"])
         for r in recs:
-            for b in r["boxes"]:
-                seen[r["frame_index"]].setdefault(b["track_id"], []).append(cam)
+            for tid in r["track_ids"]:
+                seen[r["frame_index"]].setdefault(tid, []).append(cam)
         lanes = {openlane_path(folder, cam, r["frame_index"]).name: r["openlane"] for r in recs if "openlane" in r}
         if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
             write_json_files(folder / "openlane" / cam, lanes)
         p = folder / "coco" / f"{cam}.json"
-        write_json(p, _coco(cam, video, recs, size))
+        write_text(p, _coco(cam, video, recs, size) + "\n")
         written += [p, folder / "openlane" / cam]
     results, samples = {}, []
-    for f in frames:
-        boxes = frame_boxes_3d(scenario, stamps[f])
+    for j, f in enumerate(frames):
+        block = [stamps[g] for g in frames[j : j + MERGE_BOXES_BLOCK_FRAMES]] if j % MERGE_BOXES_BLOCK_FRAMES == 0 else None
+        boxes = frame_boxes_3d(scenario, stamps[f], None if block is None else np.asarray(block, np.int64))
         token = sample_token(stamps[f])
-        results[token] = _box3d_entries(boxes, token, seen[f])
+        results[token] = [e + ',"cameras":' + json.dumps(seen[f].get(str(t), []), separators=(",", ":")) + "}"
+                          for e, t in zip(_box3d_entries(boxes, token), boxes.track_id.tolist())]  # fmt: skip
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
         samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": token, "video_clip": video[f][0],
                         "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
     meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
             "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
-    write_json(folder / "boxes3d.json", {"meta": meta, "results": results})
+    body = ",".join(f'{json.dumps(t)}:[{",".join(e)}]' for t, e in results.items())
+    write_text(folder / "boxes3d.json", f'{{"meta":{json.dumps(meta, separators=(",", ":"))},"results":{{{body}}}}}\n')
     index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
              "width_px": size[0], "height_px": size[1], "frames": samples,
              "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip

@@ -147,3 +147,29 @@ def float_rows_json(values: NDArrayFloat, decimals: int) -> list[str]:
     r, c = np.shape(values)
     starts = np.arange(r, dtype=np.int64) * c
     return float_lists_json(np.reshape(values, -1), starts, starts + c, decimals)
+
+
+def column_json(values: NDArrayFloat, decimals: int) -> list[str]:
+    """JSON text of every row of an (M, ...) array rounded to `decimals`, as `json.dumps` of the row's `tolist()`.
+
+    A 1-D column gives the scalars' text, a 2-D one each row's list, a 3-D one each row's list
+    of lists (non-finite values: null).
+
+    Args:
+        values: (M,), (M, C) or (M, R, C) float values.
+        decimals: decimals kept.
+
+    Returns:
+        M strings.
+    """
+    a = np.asarray(values, np.float64)
+    m = len(a)
+    if a.ndim == 1:
+        return [t[1:-1] for t in float_rows_json(a.reshape(m, 1), decimals)]
+    rows = float_rows_json(a.reshape(-1, a.shape[-1]), decimals)
+    if a.ndim == 2:
+        return rows
+    r = int(np.prod(a.shape[1:-1]))
+    if a.ndim != 3:
+        raise ValueError(f"column_json takes 1-, 2- or 3-D arrays, got shape {a.shape}")
+    return ["[" + ",".join(rows[i * r : (i + 1) * r]) + "]" for i in range(m)]
