@@ -38,7 +38,7 @@ from avsim.render.labels import (
     rle_string,
     rle_strings,
 )  # fmt: skip
-from avsim.render.labels_json import column_json, float_lists_json
+from avsim.render.labels_json import columns_json, float_lists_json
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
@@ -224,7 +224,7 @@ def camera_frame_record(
 def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> list[str]:
     """The COCO annotation text of every visible box, after its `"image_id":..,` (see `camera_frame_record`).
 
-    Built from the columns: the rounded floats by `labels_json.column_json` (the bytes of
+    Built from the columns: the rounded floats by `labels_json.columns_json` (the bytes of
     `json.dumps` of `_f`'s lists), the masks by one compiled RLE pass (`labels.rle_strings`).
     """
     seen = np.flatnonzero(lab.visible_px > 0)
@@ -234,34 +234,39 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     vis_box = lab.box2d_visible_px[seen]
     h, w = ids.shape
     counts = rle_strings(ids, objs[seen], vis_box)
-    texts = {}  # the JSON text of each distinct string (track ids, classes)
-
-    def js(v: Any) -> str:
-        t = str(v)
-        if t not in texts:
-            texts[t] = json.dumps(t)
-        return texts[t]
-
-    cols = [column_json(c[seen], nd) for c, nd in (
+    cols = columns_json([(c[seen], nd) for c, nd in (
         (lab.center_camera_m, 4), (boxes.size_lwh_m[lab.box], 4), (lab.rotation_camera_wxyz, 6), (lab.center_px, 3),
-        (lab.center_depth_m, 4), (lab.corners_px, 3), (lab.box2d_full_px, 3))]  # fmt: skip
-    tail = [column_json(c[seen], 4) for c in (lab.visible_fraction, lab.truncation)]
-    tids, cls, src = boxes.track_id[k].tolist(), boxes.object_class[k].tolist(), boxes.source_class[k].tolist()
+        (lab.center_depth_m, 4), (lab.corners_px, 3), (lab.box2d_full_px, 3), (lab.visible_fraction, 4), (lab.truncation, 4))])  # fmt: skip
+    tids, cls, src = (_json_strings(a[k]) for a in (boxes.track_id, boxes.object_class, boxes.source_class))
+    cat = [COCO_CATEGORIES.index(str(c)) + 1 for c in boxes.object_class[k].tolist()]
     vis_n, unocc_n = lab.visible_px[seen].tolist(), lab.unoccluded_px[seen].tolist()
     out = []
     for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
         c = [col[m] for col in cols]
         rle = counts[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
-        out.append(f'"category_id":{COCO_CATEGORIES.index(str(cls[m])) + 1},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},'
+        out.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},'
                    f'{y1 - y0 + 1}],"area":{vis_n[m]},"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},'
-                   f'"track_id":{js(tids[m])},"class":{js(cls[m])},"source_class":{js(src[m])},"center_camera_m":{c[0]},'
+                   f'"track_id":{tids[m]},"class":{cls[m]},"source_class":{src[m]},"center_camera_m":{c[0]},'
                    f'"size_lwh_m":{c[1]},"rotation_camera_wxyz":{c[2]},"center_px":{c[3]},"center_depth_m":{c[4]},'
                    f'"corners_px":{c[5]},"box2d_full_px":{c[6]},"visible_px":{vis_n[m]},"unoccluded_px":{unocc_n[m]},'
-                   f'"visible_fraction":{tail[0][m]},"truncation":{tail[1][m]}}}')  # fmt: skip
+                   f'"visible_fraction":{c[7]},"truncation":{c[8]}}}')  # fmt: skip
     return out
 
 
 PART_FORMAT = "avsim-labels-part-2"
+
+
+def _json_strings(values: np.ndarray) -> list[str]:
+    """`json.dumps(str(v))` of every value (each distinct value encoded once).
+
+    Args:
+        values: (M,) values (track ids, class names).
+
+    Returns:
+        M JSON string texts.
+    """
+    texts: dict[str, str] = {}
+    return [texts[t] if t in texts else texts.setdefault(t, json.dumps(t)) for t in map(str, np.asarray(values).tolist())]
 
 
 def write_part(path: Path, records: list[dict[str, Any]]) -> None:
@@ -373,23 +378,24 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
 def _box3d_entries(boxes: FrameBoxes3D, token: str) -> list[str]:
     """The nuScenes-layout entries of every box of a frame as JSON text up to their "cameras" value (each column rounded once).
 
-    Built from the columns (`labels_json.column_json`): the bytes `json.dumps` writes of the
+    Built from the columns (`labels_json.columns_json`): the bytes `json.dumps` writes of the
     entries' dicts, the closing `,"cameras":[..]}` left to the caller.
     """
     if not len(boxes.track_id):
         return []
-    cols = [column_json(c, nd) for c, nd in (
+    cols = columns_json([
         (boxes.center_ego_m, 6), (boxes.size_lwh_m[:, [1, 0, 2]], 6), (boxes.rotation_ego_wxyz, 9),
         (boxes.velocity_ego_mps[:, :2], 4), (boxes.center_ego_m, 4), (boxes.size_lwh_m, 4), (boxes.yaw_ego_rad, 6),
-        (boxes.center_world_m, 4), (boxes.rotation_world_wxyz, 6), (boxes.velocity_ego_mps, 4), (boxes.velocity_world_mps, 4))]  # fmt: skip
+        (boxes.center_world_m, 4), (boxes.rotation_world_wxyz, 6), (boxes.velocity_ego_mps, 4), (boxes.velocity_world_mps, 4)])  # fmt: skip
     tok = json.dumps(token)
+    names = _json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
     out = []
-    for j, (tid, cls, src) in enumerate(zip(boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist())):
+    for j, (tid, cls, src) in enumerate(zip(*(_json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))):
         c = [col[j] for col in cols]
         out.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
-                   f'"detection_name":{json.dumps(NUSCENES_NAME.get(str(cls), "barrier"))},"detection_score":1.0,'
-                   f'"attribute_name":"","track_id":{json.dumps(str(tid))},"class":{json.dumps(str(cls))},'
-                   f'"source_class":{json.dumps(str(src))},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
+                   f'"detection_name":{names[j]},"detection_score":1.0,'
+                   f'"attribute_name":"","track_id":{tid},"class":{cls},'
+                   f'"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
                    f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
                    f'"velocity_world_mps":{c[10]}')  # fmt: skip
     return out
