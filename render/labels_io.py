@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.labels import (
@@ -221,35 +222,96 @@ def camera_frame_record(
             "track_ids": track_ids, "annotations": anns, "openlane": openlane}  # fmt: skip
 
 
-def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> list[str]:
-    """The COCO annotation text of every visible box, after its `"image_id":..,` (see `camera_frame_record`).
+ANNOTATION_FLOATS = ("center_camera_m", "size_lwh_m", "rotation_camera_wxyz", "center_px", "center_depth_m", "corners_px",
+                     "box2d_full_px", "visible_fraction", "truncation")  # fmt: skip
+ANNOTATION_DECIMALS = (4, 4, 6, 3, 4, 3, 3, 4, 4)  # of each float column, as written
 
-    Built from the columns: the rounded floats by `labels_json.columns_json` (the bytes of
-    `json.dumps` of `_f`'s lists), the masks by one compiled RLE pass (`labels.rle_strings`).
+
+@dataclass(frozen=True)
+class ImageAnnotations:
+    """The COCO annotations of one image (M visible boxes) before their float columns are JSON text.
+
+    `annotation_texts` encodes the floats of many images in one compiled pass (a segment's at once).
+
+    head: M texts `"category_id":..,"bbox":[..],"area":..,"iscrowd":0,"segmentation":{..},"track_id":..,
+    "class":..,"source_class":..`; counts: M texts `"visible_px":..,"unoccluded_px":..`; floats: the
+    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written).
     """
+
+    head: tuple[str, ...]
+    counts: tuple[str, ...]
+    floats: tuple[NDArrayFloat, ...]
+
+    def __post_init__(self) -> None:
+        m = len(self.head)
+        if len(self.counts) != m or len(self.floats) != len(ANNOTATION_FLOATS) or any(len(f) != m for f in self.floats):
+            raise ValueError(f"ImageAnnotations: {m} heads, {len(self.counts)} counts, float rows {[len(f) for f in self.floats]}")
+
+
+def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
+    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`labels.rle_strings`)."""
     seen = np.flatnonzero(lab.visible_px > 0)
-    if not len(seen):
-        return []
     k = lab.box[seen]
     vis_box = lab.box2d_visible_px[seen]
     h, w = ids.shape
-    counts = rle_strings(ids, objs[seen], vis_box)
-    cols = columns_json([(c[seen], nd) for c, nd in (
-        (lab.center_camera_m, 4), (boxes.size_lwh_m[lab.box], 4), (lab.rotation_camera_wxyz, 6), (lab.center_px, 3),
-        (lab.center_depth_m, 4), (lab.corners_px, 3), (lab.box2d_full_px, 3), (lab.visible_fraction, 4), (lab.truncation, 4))])  # fmt: skip
+    masks = rle_strings(ids, objs[seen], vis_box)
     tids, cls, src = (_json_strings(a[k]) for a in (boxes.track_id, boxes.object_class, boxes.source_class))
     cat = [COCO_CATEGORIES.index(str(c)) + 1 for c in boxes.object_class[k].tolist()]
     vis_n, unocc_n = lab.visible_px[seen].tolist(), lab.unoccluded_px[seen].tolist()
-    out = []
+    head = []
     for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
-        c = [col[m] for col in cols]
-        rle = counts[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
-        out.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},'
-                   f'{y1 - y0 + 1}],"area":{vis_n[m]},"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},'
-                   f'"track_id":{tids[m]},"class":{cls[m]},"source_class":{src[m]},"center_camera_m":{c[0]},'
-                   f'"size_lwh_m":{c[1]},"rotation_camera_wxyz":{c[2]},"center_px":{c[3]},"center_depth_m":{c[4]},'
-                   f'"corners_px":{c[5]},"box2d_full_px":{c[6]},"visible_px":{vis_n[m]},"unoccluded_px":{unocc_n[m]},'
-                   f'"visible_fraction":{c[7]},"truncation":{c[8]}}}')  # fmt: skip
+        rle = masks[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
+        head.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
+                    f'"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},"track_id":{tids[m]},"class":{cls[m]},'
+                    f'"source_class":{src[m]}')  # fmt: skip
+    floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
+              lab.corners_px, lab.box2d_full_px, lab.visible_fraction, lab.truncation)  # fmt: skip
+    counts = tuple(f'"visible_px":{v},"unoccluded_px":{u}' for v, u in zip(vis_n, unocc_n))
+    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats))
+
+
+def annotation_texts(images: list[ImageAnnotations]) -> list[list[str]]:
+    """The COCO annotation text of every box of every image, after its `"image_id":..,` (one compiled pass for all floats).
+
+    The floats' text is `labels_json.columns_json` (the bytes `json.dumps` writes of the
+    rounded lists); keys in the order the COCO writer always wrote them.
+
+    Args:
+        images: the images' annotations.
+
+    Returns:
+        Per image, its M annotation texts (`"category_id":..,...}`).
+    """
+    if not any(im.head for im in images):
+        return [[] for _ in images]
+    cols = columns_json([(np.concatenate([im.floats[c] for im in images if im.head]), nd) for c, nd in enumerate(ANNOTATION_DECIMALS)])
+    out, at = [], 0
+    for im in images:
+        texts = []
+        for m, (head, counts) in enumerate(zip(im.head, im.counts), at):
+            c = [col[m] for col in cols]
+            texts.append(f'{head},"center_camera_m":{c[0]},"size_lwh_m":{c[1]},"rotation_camera_wxyz":{c[2]},"center_px":{c[3]},'
+                         f'"center_depth_m":{c[4]},"corners_px":{c[5]},"box2d_full_px":{c[6]},{counts},'
+                         f'"visible_fraction":{c[7]},"truncation":{c[8]}}}')  # fmt: skip
+        out.append(texts)
+        at += len(im.head)
+    return out
+
+
+def encoded_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with their "annotations" as texts (`annotation_texts` of all `ImageAnnotations` at once).
+
+    Args:
+        records: camera-frame records; "annotations" an `ImageAnnotations` or its texts already.
+
+    Returns:
+        The records (new dicts where encoded), "annotations" a list of str.
+    """
+    todo = [i for i, r in enumerate(records) if isinstance(r["annotations"], ImageAnnotations)]
+    texts = annotation_texts([records[i]["annotations"] for i in todo])
+    out = list(records)
+    for i, t in zip(todo, texts):
+        out[i] = {**records[i], "annotations": t}
     return out
 
 
@@ -279,6 +341,7 @@ def write_part(path: Path, records: list[dict[str, Any]]) -> None:
         path: the part file.
         records: camera-frame records (`camera_frame_record`).
     """
+    records = encoded_records(records)
     heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": len(r["annotations"])}
              for r in records]  # fmt: skip
     lines = [json.dumps({"format": PART_FORMAT, "records": heads}, separators=(",", ":"))]
@@ -375,29 +438,38 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     return [folder / name for name in docs]
 
 
-def _box3d_entries(boxes: FrameBoxes3D, token: str) -> list[str]:
-    """The nuScenes-layout entries of every box of a frame as JSON text up to their "cameras" value (each column rounded once).
+def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[str]]:
+    """The nuScenes-layout entries of every box of every frame as JSON text up to their "cameras" value.
 
-    Built from the columns (`labels_json.columns_json`): the bytes `json.dumps` writes of the
-    entries' dicts, the closing `,"cameras":[..]}` left to the caller.
+    Built from the columns of all frames at once (`labels_json.columns_json`): the bytes
+    `json.dumps` writes of the entries' dicts, the closing `,"cameras":[..]}` left to the caller.
     """
-    if not len(boxes.track_id):
-        return []
+    if not any(len(b.track_id) for b in frames):
+        return [[] for _ in frames]
+
+    def col(get: Any) -> NDArrayFloat:
+        return np.concatenate([np.asarray(get(b), np.float64) for b in frames if len(b.track_id)])
+
     cols = columns_json([
-        (boxes.center_ego_m, 6), (boxes.size_lwh_m[:, [1, 0, 2]], 6), (boxes.rotation_ego_wxyz, 9),
-        (boxes.velocity_ego_mps[:, :2], 4), (boxes.center_ego_m, 4), (boxes.size_lwh_m, 4), (boxes.yaw_ego_rad, 6),
-        (boxes.center_world_m, 4), (boxes.rotation_world_wxyz, 6), (boxes.velocity_ego_mps, 4), (boxes.velocity_world_mps, 4)])  # fmt: skip
-    tok = json.dumps(token)
-    names = _json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
-    out = []
-    for j, (tid, cls, src) in enumerate(zip(*(_json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))):
-        c = [col[j] for col in cols]
-        out.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
-                   f'"detection_name":{names[j]},"detection_score":1.0,'
-                   f'"attribute_name":"","track_id":{tid},"class":{cls},'
-                   f'"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
-                   f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
-                   f'"velocity_world_mps":{c[10]}')  # fmt: skip
+        (col(lambda b: b.center_ego_m), 6), (col(lambda b: b.size_lwh_m[:, [1, 0, 2]]), 6), (col(lambda b: b.rotation_ego_wxyz), 9),
+        (col(lambda b: b.velocity_ego_mps[:, :2]), 4), (col(lambda b: b.center_ego_m), 4), (col(lambda b: b.size_lwh_m), 4),
+        (col(lambda b: b.yaw_ego_rad), 6), (col(lambda b: b.center_world_m), 4), (col(lambda b: b.rotation_world_wxyz), 6),
+        (col(lambda b: b.velocity_ego_mps), 4), (col(lambda b: b.velocity_world_mps), 4)])  # fmt: skip
+    out, at = [], 0
+    for boxes, token in zip(frames, tokens):
+        tok = json.dumps(token)
+        names = _json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
+        entries = []
+        strings = zip(*(_json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))
+        for j, (tid, cls, src) in enumerate(strings, at):
+            c = [cl[j] for cl in cols]
+            entries.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
+                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":"","track_id":{tid},'
+                           f'"class":{cls},"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
+                           f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
+                           f'"velocity_world_mps":{c[10]}')  # fmt: skip
+        out.append(entries)
+        at += len(boxes.track_id)
     return out
 
 
@@ -436,6 +508,7 @@ def write_labels(
     Returns:
         The files written.
     """
+    records = encoded_records(records)
     frames = sorted({r["frame_index"] for r in records})
     stamps = {r["frame_index"]: r["timestamp_ns"] for r in records}
     seen: dict[int, dict[str, list[str]]] = {f: {} for f in frames}
@@ -451,17 +524,19 @@ def write_labels(
         p = folder / "coco" / f"{cam}.json"
         write_text(p, _coco(cam, video, recs, size) + "\n")
         written += [p, folder / "openlane" / cam]
-    results, samples = {}, []
+    samples, all_boxes = [], []
     for j, f in enumerate(frames):
         block = [stamps[g] for g in frames[j : j + MERGE_BOXES_BLOCK_FRAMES]] if j % MERGE_BOXES_BLOCK_FRAMES == 0 else None
         boxes = frame_boxes_3d(scenario, stamps[f], None if block is None else np.asarray(block, np.int64))
-        token = sample_token(stamps[f])
-        results[token] = [e + ',"cameras":' + json.dumps(seen[f].get(str(t), []), separators=(",", ":")) + "}"
-                          for e, t in zip(_box3d_entries(boxes, token), boxes.track_id.tolist())]  # fmt: skip
+        all_boxes.append(boxes)
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
-        samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": token, "video_clip": video[f][0],
+        samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": sample_token(stamps[f]), "video_clip": video[f][0],
                         "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
+    results = {}
+    for f, boxes, entries in zip(frames, all_boxes, _box3d_entries(all_boxes, [sample_token(stamps[f]) for f in frames])):
+        cams = [json.dumps(seen[f].get(str(t), []), separators=(",", ":")) for t in boxes.track_id.tolist()]
+        results[sample_token(stamps[f])] = [e + ',"cameras":' + c + "}" for e, c in zip(entries, cams)]
     meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
             "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
     body = ",".join(f'{json.dumps(t)}:[{",".join(e)}]' for t, e in results.items())

@@ -88,13 +88,25 @@ def _label_hashes(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path) -> None:
+def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from avsim.render import labels_run
+
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
-    assert main(["render", str(tmp_path / "s"), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]) == 0
-    assert _label_hashes(tmp_path / "out" / "avsim_sample_seed0" / "labels") == PINNED_CHUNKED_SHA256
+    render = ["render", str(tmp_path / "s"), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]
+    with monkeypatch.context() as m:  # a run stopped after its segments, before the merge: the parts stay
+        m.setattr(labels_run, "merge_parts", _stopped)
+        assert main(render) == 130  # interrupted
+    labels = tmp_path / "out" / "avsim_sample_seed0" / "labels"
+    assert len(list((labels / ".parts").glob("*.json"))) == 6 and not (labels / "index.json").exists()
+    assert main(render) == 0  # resumes: merges the kept parts
+    assert _label_hashes(labels) == PINNED_CHUNKED_SHA256
     assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
+
+
+def _stopped(*args: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _swscale_yuv420p(frame_rgb: np.ndarray) -> np.ndarray:
@@ -175,3 +187,31 @@ def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: Scen
         np.testing.assert_array_equal(vis_box, boxes)
         seen += int((vis > 0).sum())
     assert seen > 10
+
+
+def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_path: Path) -> None:
+    import json
+
+    from avsim.core.errors import AvsimInputError
+    from avsim.render.labels import rle_string, rle_strings, visible_boxes
+    from avsim.render.labels_io import _f, read_part
+    from avsim.render.labels_json import columns_json
+
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        h, w = (int(v) for v in rng.integers(1, 30, 2))
+        ids = rng.integers(-1, 4, (h, w)).astype(np.int32)
+        if trial % 4 == 0:
+            ids[:] = 1  # one object over the whole image (full-height columns)
+        counts, boxes = visible_boxes(ids, 4)
+        objs = np.flatnonzero(counts > 0)
+        want = [rle_string(ids[y0 : y1 + 1, x0 : x1 + 1] == o, x0, y0, h, w) for o, (x0, y0, x1, y1) in zip(objs, boxes[objs].tolist())]
+        assert rle_strings(ids, objs, boxes[objs]) == want
+    cols = [(rng.normal(0.0, 50.0, shape), nd) for shape, nd in (((6,), 4), ((6, 3), 6), ((6, 8, 2), 3), ((0, 4), 4), ((2, 4), 9))]
+    cols[0][0][1] = np.nan
+    for (values, nd), got in zip(cols, columns_json(cols)):
+        assert got == [json.dumps(v, separators=(",", ":")) for v in _f(values, nd)]
+    old = tmp_path / "part.json"
+    old.write_text("[]")  # another version's part
+    with pytest.raises(AvsimInputError):
+        read_part(old)
