@@ -1,9 +1,11 @@
 """Label records and writers: COCO (2-D boxes + RLE masks), nuScenes-style 3-D JSON, OpenLane lanes.
 
-A camera-frame *record* (`camera_frame_record`) is a JSON-ready dict computed where the
-frame is rasterised (the same id buffer as the pixels); records of a render segment are kept
-as one part file, and `write_labels` turns every record of a clip into the final files under
-`OUT/<clip>/labels/` (layout in docs/labels.md):
+A camera-frame *record* (`camera_frame_record`) is a dict computed where the frame is
+rasterised (the same id buffer as the pixels), its COCO annotations already text except their
+float columns (`ImageAnnotations`, encoded for a whole segment at once by `annotation_texts`);
+records of a render segment are kept as one part file (`write_part`: the annotation texts one a
+line), and `write_labels` turns every record of a clip into the final files under
+`OUT/<clip>/labels/` by joining texts (layout in docs/labels.md):
 
 - `index.json`: cameras, fps, frame index <-> timestamp <-> video (clip, frame) mapping;
 - `boxes3d.json`: nuScenes detection-results layout (`results[sample_token]`), ego frame;
@@ -191,7 +193,7 @@ def camera_frame_record(
     scenario: Scenario, boxes: FrameBoxes3D, track_of_object: np.ndarray, camera_name: str, camera: Camera,
     ego_SE3_camera: SE3, frame_index: int, ids: NDArrayInt32, prims: Primitives, rays: NDArrayFloat32,
 ) -> dict[str, Any]:  # fmt: skip
-    """The labels of one camera image (JSON-ready), from its id buffer and primitives.
+    """The labels of one camera image, from its id buffer and primitives.
 
     Args:
         scenario: the scenario.
@@ -206,7 +208,9 @@ def camera_frame_record(
         rays: (H, W, 2) its ray map.
 
     Returns:
-        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": str} (the OpenLane document's JSON text, `lane_record`).
+        {"frame_index", "camera", "timestamp_ns", "track_ids": [str, ...] (every box with unoccluded
+        pixels: the boxes3d entries' "cameras"), "annotations": `ImageAnnotations` (the visible
+        boxes' COCO annotations), "openlane": str} (the OpenLane document's JSON text, `lane_record`).
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
