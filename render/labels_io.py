@@ -1,9 +1,11 @@
 """Label records and writers: COCO (2-D boxes + RLE masks), nuScenes-style 3-D JSON, OpenLane lanes.
 
-A camera-frame *record* (`camera_frame_record`) is a JSON-ready dict computed where the
-frame is rasterised (the same id buffer as the pixels); records of a render segment are kept
-as one part file, and `write_labels` turns every record of a clip into the final files under
-`OUT/<clip>/labels/` (layout in docs/labels.md):
+A camera-frame *record* (`camera_frame_record`) is a dict computed where the frame is
+rasterised (the same id buffer as the pixels), its COCO annotations already text except their
+float columns (`ImageAnnotations`, encoded for a whole segment at once by `annotation_texts`);
+records of a render segment are kept as one part file (`write_part`: the annotation texts one a
+line), and `write_labels` turns every record of a clip into the final files under
+`OUT/<clip>/labels/` by joining texts (layout in docs/labels.md):
 
 - `index.json`: cameras, fps, frame index <-> timestamp <-> video (clip, frame) mapping;
 - `boxes3d.json`: nuScenes detection-results layout (`results[sample_token]`), ego frame;
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +28,25 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
+from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.labels import (
+    CameraBoxLabels,
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
     rle_string,
+    rle_strings,
 )  # fmt: skip
-from avsim.render.labels_json import float_lists_json
+from avsim.render.labels_json import columns_json, float_lists_json
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
+MERGE_BOXES_BLOCK_FRAMES = 64  # frames whose boxes the writer resamples together (where the render's are not cached)
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
 NUSCENES_NAME = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle", "Others": "barrier"}
@@ -187,7 +194,7 @@ def camera_frame_record(
     ego_SE3_camera: SE3, frame_index: int, ids: NDArrayInt32, prims: Primitives, rays: NDArrayFloat32,
     id_stats: NDArrayInt | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The labels of one camera image (JSON-ready), from its id buffer and primitives.
+    """The labels of one camera image, from its id buffer and primitives.
 
     Args:
         scenario: the scenario.
@@ -204,7 +211,9 @@ def camera_frame_record(
             coverage is then recomputed only for contested objects (same labels).
 
     Returns:
-        {"frame_index", "camera", "timestamp_ns", "boxes": [...], "openlane": str} (the OpenLane document's JSON text, `lane_record`).
+        {"frame_index", "camera", "timestamp_ns", "track_ids": [str, ...] (every box with unoccluded
+        pixels: the boxes3d entries' "cameras"), "annotations": `ImageAnnotations` (the visible
+        boxes' COCO annotations), "openlane": str} (the OpenLane document's JSON text, `lane_record`).
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
@@ -213,44 +222,164 @@ def camera_frame_record(
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
     lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, visible=(vis_n, vis_box))
     objs = np.flatnonzero(unocc > 0)
-    cols = {
-        "center_camera_m": _f(lab.center_camera_m), "size_lwh_m": _f(boxes.size_lwh_m[lab.box]),
-        "rotation_camera_wxyz": _f(lab.rotation_camera_wxyz, 6), "center_px": _f(lab.center_px, 3),
-        "center_depth_m": _f(lab.center_depth_m), "corners_px": _f(lab.corners_px, 3), "box2d_full_px": _f(lab.box2d_full_px, 3),
-        "visible_px": lab.visible_px.tolist(), "unoccluded_px": lab.unoccluded_px.tolist(),
-        "visible_fraction": _f(lab.visible_fraction), "truncation": _f(lab.truncation),
-    }  # fmt: skip
-    out = []
-    names, rows = tuple(cols), zip(*cols.values())  # one row of the columns per box, keys in `cols` order
-    vis_px, vis_box = lab.visible_px.tolist(), lab.box2d_visible_px.tolist()
-    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
-    for m, (obj, k, row) in enumerate(zip(objs.tolist(), lab.box.tolist(), rows)):
-        seen = vis_px[m] > 0
-        out.append({
-            "track_id": str(tids[k]), "class": str(cls[k]), "source_class": str(src[k]), **dict(zip(names, row)),
-            "box2d_visible_px": vis_box[m] if seen else None,
-            "mask_rle": _mask_rle(ids, obj, lab.box2d_visible_px[m]) if seen else None,
-        })  # fmt: skip
+    track_ids = [str(t) for t in boxes.track_id[lab.box].tolist()]
+    anns = _annotations(boxes, lab, ids, objs)
     openlane = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns)
     return {"frame_index": int(frame_index), "camera": camera_name, "timestamp_ns": int(boxes.timestamp_ns),
-            "boxes": out, "openlane": openlane}  # fmt: skip
+            "track_ids": track_ids, "annotations": anns, "openlane": openlane}  # fmt: skip
 
 
-def _mask_rle(ids: NDArrayInt32, obj: int, box: NDArrayInt) -> dict[str, Any]:
-    x0, y0, x1, y1 = (int(v) for v in box)
-    return rle_encode(ids[y0 : y1 + 1, x0 : x1 + 1] == obj, (x0, y0, ids.shape[0], ids.shape[1]))
+ANNOTATION_FLOATS = ("center_camera_m", "size_lwh_m", "rotation_camera_wxyz", "center_px", "center_depth_m", "corners_px",
+                     "box2d_full_px", "visible_fraction", "truncation")  # fmt: skip
+ANNOTATION_DECIMALS = (4, 4, 6, 3, 4, 3, 3, 4, 4)  # of each float column, as written
+
+
+@dataclass(frozen=True)
+class ImageAnnotations:
+    """The COCO annotations of one image (M visible boxes) before their float columns are JSON text.
+
+    `annotation_texts` encodes the floats of many images in one compiled pass (a segment's at once).
+
+    head: M texts `"category_id":..,"bbox":[..],"area":..,"iscrowd":0,"segmentation":{..},"track_id":..,
+    "class":..,"source_class":..`; counts: M texts `"visible_px":..,"unoccluded_px":..`; floats: the
+    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written).
+    """
+
+    head: tuple[str, ...]
+    counts: tuple[str, ...]
+    floats: tuple[NDArrayFloat, ...]
+
+    def __post_init__(self) -> None:
+        m = len(self.head)
+        if len(self.counts) != m or len(self.floats) != len(ANNOTATION_FLOATS) or any(len(f) != m for f in self.floats):
+            raise ValueError(f"ImageAnnotations: {m} heads, {len(self.counts)} counts, float rows {[len(f) for f in self.floats]}")
+
+
+def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
+    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`labels.rle_strings`)."""
+    seen = np.flatnonzero(lab.visible_px > 0)
+    k = lab.box[seen]
+    vis_box = lab.box2d_visible_px[seen]
+    h, w = ids.shape
+    masks = rle_strings(ids, objs[seen], vis_box)
+    tids, cls, src = (_json_strings(a[k]) for a in (boxes.track_id, boxes.object_class, boxes.source_class))
+    cat = [COCO_CATEGORIES.index(str(c)) + 1 for c in boxes.object_class[k].tolist()]
+    vis_n, unocc_n = lab.visible_px[seen].tolist(), lab.unoccluded_px[seen].tolist()
+    head = []
+    for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
+        rle = masks[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
+        head.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
+                    f'"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},"track_id":{tids[m]},"class":{cls[m]},'
+                    f'"source_class":{src[m]}')  # fmt: skip
+    floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
+              lab.corners_px, lab.box2d_full_px, lab.visible_fraction, lab.truncation)  # fmt: skip
+    counts = tuple(f'"visible_px":{v},"unoccluded_px":{u}' for v, u in zip(vis_n, unocc_n))
+    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats))
+
+
+def annotation_texts(images: list[ImageAnnotations]) -> list[list[str]]:
+    """The COCO annotation text of every box of every image, after its `"image_id":..,` (one compiled pass for all floats).
+
+    The floats' text is `labels_json.columns_json` (the bytes `json.dumps` writes of the
+    rounded lists); keys in the order the COCO writer always wrote them.
+
+    Args:
+        images: the images' annotations.
+
+    Returns:
+        Per image, its M annotation texts (`"category_id":..,...}`).
+    """
+    if not any(im.head for im in images):
+        return [[] for _ in images]
+    cols = columns_json([(np.concatenate([im.floats[c] for im in images if im.head]), nd) for c, nd in enumerate(ANNOTATION_DECIMALS)])
+    out, at = [], 0
+    for im in images:
+        texts = []
+        for m, (head, counts) in enumerate(zip(im.head, im.counts), at):
+            c = [col[m] for col in cols]
+            texts.append(f'{head},"center_camera_m":{c[0]},"size_lwh_m":{c[1]},"rotation_camera_wxyz":{c[2]},"center_px":{c[3]},'
+                         f'"center_depth_m":{c[4]},"corners_px":{c[5]},"box2d_full_px":{c[6]},{counts},'
+                         f'"visible_fraction":{c[7]},"truncation":{c[8]}}}')  # fmt: skip
+        out.append(texts)
+        at += len(im.head)
+    return out
+
+
+def encoded_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with their "annotations" as texts (`annotation_texts` of all `ImageAnnotations` at once).
+
+    Args:
+        records: camera-frame records; "annotations" an `ImageAnnotations` or its texts already.
+
+    Returns:
+        The records (new dicts where encoded), "annotations" a list of str.
+    """
+    todo = [i for i, r in enumerate(records) if isinstance(r["annotations"], ImageAnnotations)]
+    texts = annotation_texts([records[i]["annotations"] for i in todo])
+    out = list(records)
+    for i, t in zip(todo, texts):
+        out[i] = {**records[i], "annotations": t}
+    return out
+
+
+PART_FORMAT = "avsim-labels-part-2"
+
+
+def _json_strings(values: np.ndarray) -> list[str]:
+    """`json.dumps(str(v))` of every value (each distinct value encoded once).
+
+    Args:
+        values: (M,) values (track ids, class names).
+
+    Returns:
+        M JSON string texts.
+    """
+    texts: dict[str, str] = {}
+    return [texts[t] if t in texts else texts.setdefault(t, json.dumps(t)) for t in map(str, np.asarray(values).tolist())]
 
 
 def write_part(path: Path, records: list[dict[str, Any]]) -> None:
-    """Write one segment's records (atomic).
+    """Write one segment's records (atomic), as text the merge concatenates (no JSON round trip of the annotations).
+
+    Line 1: {"format": PART_FORMAT, "records": [record without "annotations" and "openlane", plus
+    "n_annotations"]}; then every record's annotation texts, one a line (compact JSON: no newline).
 
     Args:
         path: the part file.
-        records: camera-frame records.
+        records: camera-frame records (`camera_frame_record`).
     """
+    records = encoded_records(records)
+    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": len(r["annotations"])}
+             for r in records]  # fmt: skip
+    lines = [json.dumps({"format": PART_FORMAT, "records": heads}, separators=(",", ":"))]
+    lines += [a for r in records for a in r["annotations"]]
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(records, separators=(",", ":")), encoding="utf-8")
+        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def read_part(path: Path) -> list[dict[str, Any]]:
+    """The records of a part file (`write_part`).
+
+    Args:
+        path: the part file.
+
+    Returns:
+        The camera-frame records (without "openlane").
+
+    Raises:
+        AvsimInputError: the file is not a part of this format (another avsim version's).
+    """
+    lines = path.read_text(encoding="utf-8").split("\n")
+    head = json.loads(lines[0]) if lines[0].startswith("{") else {}
+    if head.get("format") != PART_FORMAT:
+        raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
+    out, at = [], 1
+    for r in head["records"]:
+        n = r.pop("n_annotations")
+        out.append({**r, "annotations": lines[at : at + n]})
+        at += n
+    return out
 
 
 def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
@@ -267,6 +396,18 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a text file (atomic; parent folders made).
+
+    Args:
+        path: the file.
+        text: its content (UTF-8).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+
+
 def write_json(path: Path, doc: Any) -> None:
     """Write one compact JSON document (atomic; parent folders made).
 
@@ -274,9 +415,7 @@ def write_json(path: Path, doc: Any) -> None:
         path: the file.
         doc: a JSON-ready object.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
@@ -306,51 +445,55 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     return [folder / name for name in docs]
 
 
-def _box3d_entries(boxes: FrameBoxes3D, token: str, cameras: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """The nuScenes-layout entries of every box of a frame (each column rounded once for all boxes)."""
-    k = len(boxes.track_id)
-    if not k:
-        return []
-    cols = {
-        "translation": _f(boxes.center_ego_m, 6), "size": _f(boxes.size_lwh_m[:, [1, 0, 2]], 6),
-        "rotation": _f(boxes.rotation_ego_wxyz, 9), "velocity": _f(boxes.velocity_ego_mps[:, :2]),
-    }  # fmt: skip
-    rest = {
-        "center_ego_m": _f(boxes.center_ego_m), "size_lwh_m": _f(boxes.size_lwh_m), "yaw_ego_rad": _f(boxes.yaw_ego_rad, 6),
-        "center_world_m": _f(boxes.center_world_m), "rotation_world_wxyz": _f(boxes.rotation_world_wxyz, 6),
-        "velocity_ego_mps": _f(boxes.velocity_ego_mps), "velocity_world_mps": _f(boxes.velocity_world_mps),
-    }  # fmt: skip
-    tids, cls, src = boxes.track_id.tolist(), boxes.object_class.tolist(), boxes.source_class.tolist()
-    out = []
-    for j in range(k):
-        out.append({
-            "sample_token": token, **{n: v[j] for n, v in cols.items()},
-            "detection_name": NUSCENES_NAME.get(str(cls[j]), "barrier"), "detection_score": 1.0,
-            "attribute_name": "", "track_id": str(tids[j]), "class": str(cls[j]),
-            "source_class": str(src[j]), **{n: v[j] for n, v in rest.items()}, "cameras": cameras.get(str(tids[j]), []),
-        })  # fmt: skip
+def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[str]]:
+    """The nuScenes-layout entries of every box of every frame as JSON text up to their "cameras" value.
+
+    Built from the columns of all frames at once (`labels_json.columns_json`): the bytes
+    `json.dumps` writes of the entries' dicts, the closing `,"cameras":[..]}` left to the caller.
+    """
+    if not any(len(b.track_id) for b in frames):
+        return [[] for _ in frames]
+
+    def col(get: Any) -> NDArrayFloat:
+        return np.concatenate([np.asarray(get(b), np.float64) for b in frames if len(b.track_id)])
+
+    cols = columns_json([
+        (col(lambda b: b.center_ego_m), 6), (col(lambda b: b.size_lwh_m[:, [1, 0, 2]]), 6), (col(lambda b: b.rotation_ego_wxyz), 9),
+        (col(lambda b: b.velocity_ego_mps[:, :2]), 4), (col(lambda b: b.center_ego_m), 4), (col(lambda b: b.size_lwh_m), 4),
+        (col(lambda b: b.yaw_ego_rad), 6), (col(lambda b: b.center_world_m), 4), (col(lambda b: b.rotation_world_wxyz), 6),
+        (col(lambda b: b.velocity_ego_mps), 4), (col(lambda b: b.velocity_world_mps), 4)])  # fmt: skip
+    out, at = [], 0
+    for boxes, token in zip(frames, tokens):
+        tok = json.dumps(token)
+        names = _json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
+        entries = []
+        strings = zip(*(_json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))
+        for j, (tid, cls, src) in enumerate(strings, at):
+            c = [cl[j] for cl in cols]
+            entries.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
+                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":"","track_id":{tid},'
+                           f'"class":{cls},"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
+                           f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
+                           f'"velocity_world_mps":{c[10]}')  # fmt: skip
+        out.append(entries)
+        at += len(boxes.track_id)
     return out
 
 
-def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> dict[str, Any]:
+def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> str:
+    """The COCO document of one camera as its JSON text (`json.dumps` of the dict, compact): the records' annotation texts joined."""
     images: list[dict[str, Any]] = []
-    anns: list[dict[str, Any]] = []
+    anns: list[str] = []
     for r in recs:
         clip, vf = video[r["frame_index"]]
         image_id = int(r["frame_index"])
         images.append({"id": image_id, "file_name": f"{clip}.{camera}.mp4", "video_frame": vf, "frame_index": image_id,
                        "timestamp_ns": r["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
-        for b in r["boxes"]:
-            if b["box2d_visible_px"] is None:
-                continue
-            x0, y0, x1, y1 = b["box2d_visible_px"]
-            extra = {k: v for k, v in b.items() if k not in ("mask_rle", "box2d_visible_px")}
-            anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": COCO_CATEGORIES.index(b["class"]) + 1,
-                         "bbox": [x0 - 0.5, y0 - 0.5, x1 - x0 + 1, y1 - y0 + 1], "area": b["visible_px"], "iscrowd": 0,
-                         "segmentation": b["mask_rle"], **extra})  # fmt: skip
+        anns += [f'{{"id":{len(anns) + i},"image_id":{image_id},{a}' for i, a in enumerate(r["annotations"], 1)]
     cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
-    return {"info": {"format": "COCO instances (avsim labels)", "camera": camera}, "images": images, "annotations": anns,
-            "categories": cats}  # fmt: skip
+    info = {"format": "COCO instances (avsim labels)", "camera": camera}
+    return (f'{{"info":{json.dumps(info, separators=(",", ":"))},"images":{json.dumps(images, separators=(",", ":"))},'
+            f'"annotations":[{",".join(anns)}],"categories":{json.dumps(cats, separators=(",", ":"))}}}')  # fmt: skip
 
 
 def write_labels(
@@ -372,6 +515,7 @@ def write_labels(
     Returns:
         The files written.
     """
+    records = encoded_records(records)
     frames = sorted({r["frame_index"] for r in records})
     stamps = {r["frame_index"]: r["timestamp_ns"] for r in records}
     seen: dict[int, dict[str, list[str]]] = {f: {} for f in frames}
@@ -379,26 +523,31 @@ def write_labels(
     for cam in cameras:
         recs = sorted((r for r in records if r["camera"] == cam), key=lambda r: r["frame_index"])
         for r in recs:
-            for b in r["boxes"]:
-                seen[r["frame_index"]].setdefault(b["track_id"], []).append(cam)
+            for tid in r["track_ids"]:
+                seen[r["frame_index"]].setdefault(tid, []).append(cam)
         lanes = {openlane_path(folder, cam, r["frame_index"]).name: r["openlane"] for r in recs if "openlane" in r}
         if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
             write_json_files(folder / "openlane" / cam, lanes)
         p = folder / "coco" / f"{cam}.json"
-        write_json(p, _coco(cam, video, recs, size))
+        write_text(p, _coco(cam, video, recs, size) + "\n")
         written += [p, folder / "openlane" / cam]
-    results, samples = {}, []
-    for f in frames:
-        boxes = frame_boxes_3d(scenario, stamps[f])
-        token = sample_token(stamps[f])
-        results[token] = _box3d_entries(boxes, token, seen[f])
+    samples, all_boxes = [], []
+    for j, f in enumerate(frames):
+        block = [stamps[g] for g in frames[j : j + MERGE_BOXES_BLOCK_FRAMES]] if j % MERGE_BOXES_BLOCK_FRAMES == 0 else None
+        boxes = frame_boxes_3d(scenario, stamps[f], None if block is None else np.asarray(block, np.int64))
+        all_boxes.append(boxes)
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
-        samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": token, "video_clip": video[f][0],
+        samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": sample_token(stamps[f]), "video_clip": video[f][0],
                         "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
+    results = {}
+    for f, boxes, entries in zip(frames, all_boxes, _box3d_entries(all_boxes, [sample_token(stamps[f]) for f in frames])):
+        cams = [json.dumps(seen[f].get(str(t), []), separators=(",", ":")) for t in boxes.track_id.tolist()]
+        results[sample_token(stamps[f])] = [e + ',"cameras":' + c + "}" for e, c in zip(entries, cams)]
     meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
             "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
-    write_json(folder / "boxes3d.json", {"meta": meta, "results": results})
+    body = ",".join(f'{json.dumps(t)}:[{",".join(e)}]' for t, e in results.items())
+    write_text(folder / "boxes3d.json", f'{{"meta":{json.dumps(meta, separators=(",", ":"))},"results":{{{body}}}}}\n')
     index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
              "width_px": size[0], "height_px": size[1], "frames": samples,
              "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip

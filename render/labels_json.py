@@ -13,6 +13,7 @@ labels' `_f` writes NaN).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -81,15 +82,17 @@ if _njit is not None:
         return n, True
 
     @_njit
-    def _lists_text(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, nd: int,
+    def _lists_text(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, nds: NDArrayInt,
                     out: npt.NDArray[np.uint8], ends: NDArrayInt, exact: npt.NDArray[np.bool_]) -> None:  # fmt: skip
-        # "[v,v,...]" of values[starts[s]:stops[s]] for every s, back to back; ends[s]: end offset in out
-        p = 10.0**nd
-        lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
-        scale = np.int64(10) ** nd
+        # "[v,v,...]" of values[starts[s]:stops[s]] rounded to nds[s] decimals for every s, back to
+        # back; ends[s]: end offset in out
         digits = np.empty(20, np.uint8)
         n = 0
         for s in range(len(starts)):
+            nd = nds[s]
+            p = 10.0**nd
+            lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
+            scale = np.int64(10) ** nd
             out[n] = 91  # [
             n += 1
             for i in range(starts[s], stops[s]):
@@ -110,14 +113,14 @@ def _slow_list(values: NDArrayFloat, decimals: int) -> str:
     return json.dumps([v if np.isfinite(v) else None for v in r.tolist()], separators=(",", ":"))
 
 
-def float_lists_json(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, decimals: int) -> list[str]:
+def float_lists_json(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, decimals: int | NDArrayInt) -> list[str]:
     """JSON text of the lists values[starts[s]:stops[s]] rounded to `decimals`.
 
     Args:
         values: (N,) float values.
         starts: (S,) first index of each list.
         stops: (S,) one past the last index of each list.
-        decimals: decimals kept (0..9), as `np.round`.
+        decimals: decimals kept (0..9), as `np.round`: one for all lists, or (S,) one per list.
 
     Returns:
         S strings, each `json.dumps(np.round(values[a:b], decimals).tolist(), separators=(",", ":"))`
@@ -125,13 +128,14 @@ def float_lists_json(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt
     """
     v = np.ascontiguousarray(values, np.float64).reshape(-1)
     a, b = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(stops, np.int64)
-    out = np.empty(int((b - a).sum()) * (decimals + 24) + 2 * len(a) + 16, np.uint8)
+    nds = np.ascontiguousarray(np.broadcast_to(np.asarray(decimals, np.int64), a.shape))
+    out = np.empty(int((b - a).sum()) * (int(nds.max(initial=0)) + 24) + 2 * len(a) + 16, np.uint8)
     ends, exact = np.zeros(len(a), np.int64), np.ones(len(a), np.bool_)
-    _lists_text(v, a, b, int(decimals), out, ends, exact)
+    _lists_text(v, a, b, nds, out, ends, exact)
     text = out[: int(ends[-1]) if len(a) else 0].tobytes().decode("ascii")
     begin = np.r_[0, ends[:-1]].tolist()
-    return [text[i:j] if ok else _slow_list(v[s:e], decimals)
-            for i, j, ok, s, e in zip(begin, ends.tolist(), exact.tolist(), a.tolist(), b.tolist())]  # fmt: skip
+    return [text[i:j] if ok else _slow_list(v[s:e], d)
+            for i, j, ok, s, e, d in zip(begin, ends.tolist(), exact.tolist(), a.tolist(), b.tolist(), nds.tolist())]  # fmt: skip
 
 
 def float_rows_json(values: NDArrayFloat, decimals: int) -> list[str]:
@@ -147,3 +151,39 @@ def float_rows_json(values: NDArrayFloat, decimals: int) -> list[str]:
     r, c = np.shape(values)
     starts = np.arange(r, dtype=np.int64) * c
     return float_lists_json(np.reshape(values, -1), starts, starts + c, decimals)
+
+
+def columns_json(columns: Sequence[tuple[NDArrayFloat, int]]) -> list[list[str]]:
+    """JSON text of every row of (M, ...) arrays, each rounded to its decimals, in one compiled pass.
+
+    Row i of a column is `json.dumps` of its rounded `tolist()` (non-finite values: null): a 1-D
+    column gives the scalars' text, a 2-D one each row's list, a 3-D one each row's list of lists.
+
+    Args:
+        columns: (values, decimals) pairs; values (M,), (M, C) or (M, R, C) floats (M may differ).
+
+    Returns:
+        One list of M strings per column.
+    """
+    arrays = [np.asarray(v, np.float64) for v, _ in columns]
+    if any(a.ndim not in (1, 2, 3) for a in arrays):
+        raise ValueError(f"columns_json takes 1-, 2- or 3-D arrays, got shapes {[a.shape for a in arrays]}")
+    flat = [a.reshape(-1, 1) if a.ndim == 1 else a.reshape(-1, a.shape[-1]) for a in arrays]
+    sizes = np.array([f.size for f in flat], np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    starts = np.concatenate([o + np.arange(len(f), dtype=np.int64) * f.shape[1] for o, f in zip(offsets, flat)] + [np.zeros(0, np.int64)])
+    widths = np.concatenate([np.full(len(f), f.shape[1], np.int64) for f in flat] + [np.zeros(0, np.int64)])
+    nds = np.concatenate([np.full(len(f), d, np.int64) for f, (_, d) in zip(flat, columns)] + [np.zeros(0, np.int64)])
+    values = np.concatenate([f.reshape(-1) for f in flat] + [np.zeros(0)])
+    rows = float_lists_json(values, starts, starts + widths, nds)
+    out, at = [], 0
+    for a, f in zip(arrays, flat):
+        mine, at = rows[at : at + len(f)], at + len(f)
+        if a.ndim == 1:
+            out.append([t[1:-1] for t in mine])
+        elif a.ndim == 2:
+            out.append(mine)
+        else:
+            r = a.shape[1]
+            out.append(["[" + ",".join(mine[i * r : (i + 1) * r]) + "]" for i in range(len(a))])
+    return out

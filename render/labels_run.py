@@ -9,7 +9,6 @@ the parts dropped. `avsim labels` computes the same records without encoding any
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,7 +144,7 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
         The label files written.
     """
     parts = [part_path(opts.out, clip_id, s) for s in segments]
-    records = [r for p in parts for r in json.loads(p.read_text(encoding="utf-8"))]
+    records = [r for p in parts for r in labels_io.read_part(p)]
     assert opts.cameras is not None
     folder = labels_folder(opts.out, clip_id)
     written = labels_io.write_labels(scenario, folder, records, tuple(opts.cameras), opts.fps,

@@ -56,6 +56,59 @@ def test_labelled_render_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.Mo
     assert got == PINNED_SHA256
 
 
+# `avsim render s out --labels --size 160x90 --frames 1:6 --chunk 2 --cameras CAMERAS` (three chunks: a
+# merge of three parts per camera, frames not starting at 0) and `avsim labels` of the same frames
+# (one video: its COCO file names and index differ, the rest is the render's), on 1f47cd5
+PINNED_CHUNKED_SHA256 = {
+    "boxes3d.json": "5b99b427e8b73f525b99782cb27353d061a75d9a594edfad70337fa4aecd95fc",
+    "coco/camera_cross_left_120fov.json": "e896e97ac06842c0009313f7d384cda1927a3d1b9ab6cca725e437d207495a44",
+    "coco/camera_front_wide_120fov.json": "f6db683bf75f66ba6cee1b0a06b8c12bda557edcb03223169084715470b7d019",
+    "index.json": "db2ee3cfa792555f3e998bf943f3ec432f9a38dad51e024a35c387497d30b65b",
+    **{f"openlane/camera_cross_left_120fov/{f:06d}.json": h for f, h in enumerate((
+        "7623046c65d6500b33138dde394775903311c4e9e88e6b598c4f26aa607455c7",
+        "0987c091b8d0d0176cf866831c423f3b6b68268bdb94a9ee4c44789bf4e5cd9f",
+        "a84590e9aab512ce5dd809e4f6169a7d8b0222293745b9904193f39bb3368cc7",
+        "96dc7524729c1ee17ea0fd32f19f37ea3bdee509150d18cbb9916041935f607f",
+        "55ae312ae142d5616f3e9e8a0332371d4fc3cda24cab2c621a2e4553ed655061"), 1)},
+    **{f"openlane/camera_front_wide_120fov/{f:06d}.json": h for f, h in enumerate((
+        "c6dd82ac98dcab3e9af6a1c2f304c090f19ef0ef5a6117ad33664d6bf2d5b6be",
+        "4a4eeee4bf43cef60aae8e02a6d23d4b05b3d9977c1b2175590a990219d7581c",
+        "5622c51de8ba52b4f1fbc8c22afa6adb2352cf08aa12a2125e0259a4af76892f",
+        "e93e83015b1269bee05cae879b33a37cd862a510461f5531b92a6de147a05d96",
+        "ed0e862c1d1a77e814bfcd5845137f7127d0b030f4a87d11f6e0ea432bc3d863"), 1)},
+}  # fmt: skip
+PINNED_LABELS_CMD_SHA256 = {
+    "coco/camera_cross_left_120fov.json": "bf3aaecc1877db5ff86cb454773deb76fb8068040f493bcdfab9efa58a558431",
+    "coco/camera_front_wide_120fov.json": "23c301c8f5a72111930f3d49dd298ffdcbe192743c721cbc68f563a0ee64ec35",
+    "index.json": "4fa0c2e8a1449a9135cf6c99f86feb9d6a623b998d266fa68f4bc1ad15e0a67b",
+}
+
+
+def _label_hashes(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from avsim.render import labels_run
+
+    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
+    render = ["render", str(tmp_path / "s"), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]
+    with monkeypatch.context() as m:  # a run stopped after its segments, before the merge: the parts stay
+        m.setattr(labels_run, "merge_parts", _stopped)
+        assert main(render) == 130  # interrupted
+    labels = tmp_path / "out" / "avsim_sample_seed0" / "labels"
+    assert len(list((labels / ".parts").glob("*.json"))) == 6 and not (labels / "index.json").exists()
+    assert main(render) == 0  # resumes: merges the kept parts
+    assert _label_hashes(labels) == PINNED_CHUNKED_SHA256
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
+    assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
+
+
+def _stopped(*args: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _swscale_yuv420p(frame_rgb: np.ndarray) -> np.ndarray:
     return av.VideoFrame.from_ndarray(np.ascontiguousarray(frame_rgb), format="rgb24").reformat(format="yuv420p").to_ndarray()
 
@@ -142,3 +195,31 @@ def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: Scen
         uncontested += int((drawn & (stats[:, 0] == 0)).sum())
         seen += int((vis > 0).sum())
     assert seen > 10 and contested > 5 and uncontested > 5  # both paths of the shortcut ran
+
+
+def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_path: Path) -> None:
+    import json
+
+    from avsim.core.errors import AvsimInputError
+    from avsim.render.labels import rle_string, rle_strings, visible_boxes
+    from avsim.render.labels_io import _f, read_part
+    from avsim.render.labels_json import columns_json
+
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        h, w = (int(v) for v in rng.integers(1, 30, 2))
+        ids = rng.integers(-1, 4, (h, w)).astype(np.int32)
+        if trial % 4 == 0:
+            ids[:] = 1  # one object over the whole image (full-height columns)
+        counts, boxes = visible_boxes(ids, 4)
+        objs = np.flatnonzero(counts > 0)
+        want = [rle_string(ids[y0 : y1 + 1, x0 : x1 + 1] == o, x0, y0, h, w) for o, (x0, y0, x1, y1) in zip(objs, boxes[objs].tolist())]
+        assert rle_strings(ids, objs, boxes[objs]) == want
+    cols = [(rng.normal(0.0, 50.0, shape), nd) for shape, nd in (((6,), 4), ((6, 3), 6), ((6, 8, 2), 3), ((0, 4), 4), ((2, 4), 9))]
+    cols[0][0][1] = np.nan
+    for (values, nd), got in zip(cols, columns_json(cols)):
+        assert got == [json.dumps(v, separators=(",", ":")) for v in _f(values, nd)]
+    old = tmp_path / "part.json"
+    old.write_text("[]")  # another version's part
+    with pytest.raises(AvsimInputError):
+        read_part(old)
