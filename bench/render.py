@@ -486,7 +486,10 @@ def _print_table(rows: list[dict], clip_s: float) -> None:
 
 
 def labels_overhead(rows: list[dict]) -> list[str]:
-    """One line per case that ran both `encode_wN` and `encode_wN_labels`: labels' extra wall and CPU time in %.
+    """Labels' extra wall and CPU time in %: the k-th `encode_wN_labels` run of a case against its k-th `encode_wN` run.
+
+    With several pairs (e.g. `--modes encode_w1,encode_w1_labels,encode_w1,encode_w1_labels`), a last
+    line per case gives the ratio of the sums over all its pairs (steadier on a loaded machine).
 
     Args:
         rows: the measurements of this run (`run_one` dicts).
@@ -495,16 +498,26 @@ def labels_overhead(rows: list[dict]) -> list[str]:
         Markdown table rows `| case | labels overhead | workers | wall % | CPU % |`.
     """
     out = []
-    for r in rows:
-        if not r["mode"].endswith("_labels"):
-            continue
-        base = next((b for b in rows if b["case"] == r["case"] and b["mode"] == r["mode"].removesuffix("_labels")), None)
-        if base is None:
-            continue
-        wall = 100.0 * (r["wall_s"] / r["camera_frames"]) / (base["wall_s"] / base["camera_frames"]) - 100.0
-        cpu = 100.0 * (r["cpu_s"] / r["camera_frames"]) / (base["cpu_s"] / base["camera_frames"]) - 100.0
-        out.append(f"| {r['case']} | labels overhead ({r['mode']} vs {base['mode']}) | {r['workers']} | {wall:+.1f} % | {cpu:+.1f} % |")
+    for case, mode in sorted({(r["case"], r["mode"]) for r in rows if r["mode"].endswith("_labels")}):
+        on = [r for r in rows if r["case"] == case and r["mode"] == mode]
+        off = [r for r in rows if r["case"] == case and r["mode"] == mode.removesuffix("_labels")]
+        pairs = list(zip(on, off))
+        for k, (a, b) in enumerate(pairs):
+            out.append(_overhead_line(f"{case} | labels overhead ({mode} vs {b['mode']}, pair {k + 1})", [a], [b]))
+        if len(pairs) > 1:
+            out.append(_overhead_line(f"{case} | labels overhead, all {len(pairs)} pairs (ratio of sums)", on[: len(pairs)], off[: len(pairs)]))
     return out
+
+
+def _overhead_line(label: str, on: list[dict], off: list[dict]) -> str:
+    """One `| label | workers | wall % | CPU % |` row: per camera-frame time of the `on` runs over the `off` runs."""
+
+    def per_cf(rs: list[dict], key: str) -> float:
+        return sum(r[key] for r in rs) / sum(r["camera_frames"] for r in rs)
+
+    wall = 100.0 * per_cf(on, "wall_s") / per_cf(off, "wall_s") - 100.0
+    cpu = 100.0 * per_cf(on, "cpu_s") / per_cf(off, "cpu_s") - 100.0
+    return f"| {label} | {on[0]['workers']} | {wall:+.1f} % | {cpu:+.1f} % |"
 
 
 if __name__ == "__main__":
