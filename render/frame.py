@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from avsim.core.memory import release_free_heap
 from avsim.core.rig import CameraRig, world_SE3_camera_at
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayByte, NDArrayFloat32, NDArrayInt, NDArrayInt32
@@ -107,6 +108,16 @@ class SceneRenderer:
         if camera_index not in self._rays:
             self._rays[camera_index] = ray_map(self.rig.cameras[camera_index])
         return self._rays[camera_index]
+
+    def prepare_rays(self) -> None:
+        """Build every camera's ray map now and hand their builders' freed temporaries back to the OS.
+
+        A long-lived worker calls this before it opens encoders: the temporaries of a 1080p ray
+        map (30-50 MB arrays) would otherwise stay resident beside them (`avsim.core.memory`).
+        """
+        for i in range(len(self.rig)):
+            self.rays(i)
+        release_free_heap()
 
     @property
     def camera_names(self) -> tuple[str, ...]:

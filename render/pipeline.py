@@ -162,6 +162,7 @@ class SegmentWorker:
             scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
             fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
         )  # fmt: skip
+        self.renderer.prepare_rays()  # before any encoder is open (peak memory)
         self.opts, self.reals, self.first, self.queue = opts, reals, first, queue
         self._readers = {}
 
