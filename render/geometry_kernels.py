@@ -25,7 +25,8 @@ import numpy as np
 from avsim.core.cameras import Camera, FThetaCamera
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "subdivide_ftheta"]
+__all__ = ["HAVE_NUMBA", "Projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "project_xyz_px",
+           "subdivide_ftheta"]
 
 _njit: Any  # numba.njit with the raster kernels' options, or None without numba
 _njit_np: Any  # the same with numpy's float error model (x / 0 -> inf or nan, no exception)
@@ -491,3 +492,24 @@ if _njit is not None:
             if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
                 x0, y0, x1, y1 = 0, 0, -1, -1
             boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1
+
+
+def project_xyz_px(projector: Projector, points_cam: NDArrayFloat, xyz: NDArrayFloat) -> NDArrayFloat:
+    """`projector(points_cam)` for points also given as contiguous coordinate rows (no column copies).
+
+    Args:
+        projector: the camera's `Projector`.
+        points_cam: (N, 3) C-contiguous float64 camera-frame points.
+        xyz: (3, N) C-contiguous float64, the same points' x, y and z rows.
+
+    Returns:
+        (N, 2) float64 pixels, equal to `camera.project(points_cam)[0]` (the same numpy ray
+        angle as `Projector`, then its compiled radial map).
+    """
+    if projector.params is None or not len(points_cam):
+        return projector(points_cam)
+    xy_norm = np.hypot(xyz[0], xyz[1])
+    theta = np.arctan2(xy_norm, xyz[2])
+    out = np.empty((len(points_cam), 2))
+    _ftheta_pixels(points_cam, xy_norm, theta, *projector.params, out)
+    return out

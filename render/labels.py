@@ -22,7 +22,7 @@ Camera frame: avsim's RDF (x right, y down, z forward), metres. Pixels: the cent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angl
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import geometry as geo
 from avsim.render import style
+from avsim.render.geometry_kernels import Projector, project_xyz_px
 from avsim.render.raster import Primitives, object_coverage_px
 from avsim.render.raster_kernels import grow_visible_box
 from avsim.scenario import Scenario
@@ -91,6 +92,15 @@ class FrameBoxes3D:
         from avsim.core.agents import box_corners
 
         return box_corners(self.center_world_m, self.size_lwh_m, self.rotation_world_wxyz)
+
+    def rotation_world_matrices(self) -> NDArrayFloat:
+        """(K, 3, 3) world_R_object of every box (`quat_to_matrix` of `rotation_world_wxyz`, row by row)."""
+        return self._rotation_world_matrices
+
+    @cached_property
+    def _rotation_world_matrices(self) -> NDArrayFloat:
+        """The matrices, computed once (every camera of the frame reads them)."""
+        return quat_to_matrix(self.rotation_world_wxyz) if len(self.track_id) else np.zeros((0, 3, 3))
 
 
 _BOXES_CACHE: dict[tuple[int, str, int], FrameBoxes3D] = {}
@@ -187,6 +197,51 @@ if _njit is not None:
                 if 0 <= k < len(counts):
                     grow_visible_box(counts, boxes, k, y, x)
 
+
+    @_njit
+    def _box_points(corners: NDArrayFloat, centre: NDArrayFloat, edges: NDArrayInt, t: NDArrayFloat,
+                    pts: NDArrayFloat, xyz: NDArrayFloat) -> None:  # fmt: skip
+        # pts (P, 3) and its rows xyz (3, P), P = M (9 + 12 S): the M x 8 corners, the M centres, then
+        # the S points a + t (b - a) of every edge (a, b) of every box (as `_edge_points`)
+        m, s = corners.shape[0], len(t)
+        for b in range(m):
+            for c in range(8):
+                for k in range(3):
+                    pts[8 * b + c, k] = corners[b, c, k]
+            for k in range(3):
+                pts[8 * m + b, k] = centre[b, k]
+        for b in range(m):
+            for e in range(len(edges)):
+                i0, i1 = edges[e, 0], edges[e, 1]
+                for j in range(s):
+                    i = 9 * m + (b * len(edges) + e) * s + j
+                    for k in range(3):
+                        a = corners[b, i0, k]
+                        pts[i, k] = a + t[j] * (corners[b, i1, k] - a)
+        for i in range(len(pts)):
+            for k in range(3):
+                xyz[k, i] = pts[i, k]
+
+    @_njit
+    def _edge_bounds(uv: NDArrayFloat, pts: NDArrayFloat, first: int, per_box: int, near: float, out: NDArrayFloat) -> None:
+        # out (M, 4): per box, nanmin / nanmax of the pixels of its per_box points from row `first` on,
+        # each pixel column on its own, points with z <= near left out (NaN where none is left)
+        for b in range(out.shape[0]):
+            for col in range(2):
+                lo, hi, seen = np.inf, -np.inf, False
+                for j in range(per_box):
+                    i = first + b * per_box + j
+                    if pts[i, 2] <= near:
+                        continue
+                    v = uv[i, col]
+                    if v == v:
+                        seen = True
+                        if v < lo:
+                            lo = v
+                        if v > hi:
+                            hi = v
+                out[b, col] = lo if seen else np.nan
+                out[b, 2 + col] = hi if seen else np.nan
 
     @_njit
     def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
@@ -332,6 +387,32 @@ def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFl
     return np.clip(1.0 - np.nan_to_num(frac, nan=0.0), 0.0, 1.0)
 
 
+@lru_cache(maxsize=32)
+def _projector(camera: Camera) -> Projector:
+    """The camera's `Projector` (its coefficients prepared once per camera value: cameras are frozen and hashable)."""
+    return Projector(camera)
+
+
+def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """Pixels and camera-frame points of the corners, centres and edge points of M boxes.
+
+    Args:
+        camera: the camera.
+        corners_cam: (M, 8, 3) camera-frame corners.
+        centre: (M, 3) camera-frame centres.
+
+    Returns:
+        uv (P, 2) `camera.project` pixels and pts (P, 3), P = M (9 + 12 EDGE_SAMPLES): the
+        corners (box-major), the centres, then `_edge_points(corners_cam)` flattened.
+    """
+    m = len(corners_cam)
+    p = m * (9 + 12 * EDGE_SAMPLES)
+    pts, xyz = np.empty((p, 3)), np.empty((3, p))
+    _box_points(np.ascontiguousarray(corners_cam, np.float64), np.ascontiguousarray(centre, np.float64), geo.CUBOID_EDGES,
+                np.linspace(0.0, 1.0, EDGE_SAMPLES), pts, xyz)  # fmt: skip
+    return project_xyz_px(_projector(camera), pts, xyz), pts
+
+
 def camera_box_labels(
     camera: Camera, world_SE3_camera: SE3, boxes: FrameBoxes3D, box_of_object: NDArrayInt, ids: NDArrayInt32,
     unoccluded_px: NDArrayInt, region_px: tuple[int, int, int, int] | None = None,
@@ -363,13 +444,12 @@ def camera_box_labels(
     t_cw = -R_cw @ np.asarray(world_SE3_camera.translation)
     centre = boxes.center_world_m[box] @ R_cw.T + t_cw
     rot = boxes.rotation_world_wxyz[box]
-    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, quat_to_matrix(rot))) if m else rot
+    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, boxes.rotation_world_matrices()[box])) if m else rot
     corners_cam = boxes.corners_world_m()[box] @ R_cw.T + t_cw  # (M, 8, 3)
-    edges = _edge_points(corners_cam)  # (M, 12 * EDGE_SAMPLES, 3)
-    pts = np.concatenate([corners_cam.reshape(-1, 3), centre, edges.reshape(-1, 3)])  # one projection call
-    uv_all, depth_all, _ = camera.project(pts)
-    uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], depth_all[8 * m : 9 * m]
-    full = _edge_box(uv_all[9 * m :].reshape(m, -1, 2), edges) if m else np.zeros((0, 4))
+    uv_all, pts = _project_box_points(camera, corners_cam, centre)  # corners, centres, edge points: one projection
+    uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], np.ascontiguousarray(pts[8 * m : 9 * m, 2])
+    full = np.empty((m, 4))
+    _edge_bounds(uv_all, pts, 9 * m, 12 * EDGE_SAMPLES, style.NEAR_M, full)  # `_edge_box` of the edge points
     vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
     return CameraBoxLabels(
         box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,

@@ -27,15 +27,14 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayFloat32, NDArrayInt, NDArrayInt32
-from avsim.maps.style import LANE_TYPE_TO_OPENLANE
-from avsim.render import style
+from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
 from avsim.render.labels import (
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
     rle_string,
 )  # fmt: skip
-from avsim.render.labels_json import float_lists_json
+from avsim.render.lane_labels import lane_lines_text, lane_points_camera, lane_table, near_lines
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
@@ -142,34 +141,16 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
         file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
     """
-    ll = scenario.map.lane_lines
-    types = ll.lane_types() if len(ll) else np.zeros(0, str)
-    centre = np.asarray(world_SE3_ego.translation)[:2]
-    b = ll.lines.bounds_xy() if len(ll) else np.zeros((0, 4))
-    r = LANE_RADIUS_M
-    near = (b[:, 0] - r <= centre[0]) & (b[:, 2] + r >= centre[0]) & (b[:, 1] - r <= centre[1]) & (b[:, 3] + r >= centre[1])
+    table = lane_table(scenario.map.lane_lines)
+    idx = near_lines(table, np.asarray(world_SE3_ego.translation)[:2], LANE_RADIUS_M)
     R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
     R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
     t_cw = -R_cw @ (R_we @ np.asarray(ego_SE3_camera.translation) + np.asarray(world_SE3_ego.translation))
-    idx = np.flatnonzero(near)
-    pts = [np.asarray(ll.lines[k], np.float64) for k in idx]
-    lanes = []
-    if pts:
-        p_all = np.concatenate(pts) @ R_cw.T + t_cw
-        _, depth, inside = camera.project(p_all)
-        vis = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-        bounds = np.cumsum([0] + [len(q) for q in pts])
-        n_all, lo_l = len(p_all), bounds[:-1]
-        starts = (lo_l[:, None] + n_all * np.arange(3)[None, :]).reshape(-1)  # (lane, axis) rows of xyz (3, N)
-        rows = float_lists_json((p_all @ CV_TO_OPENLANE_CAM.T).T, starts, starts + np.repeat(np.diff(bounds), 3), 6)
-        chars = np.full(2 * n_all, ord(","), np.uint8)
-        chars[::2] = np.where(vis, ord("1"), ord("0"))
-        vis_s, ones_s = chars.tobytes().decode("ascii"), "1," * n_all  # "v,v,...": point i at 2 i
-        for j, k in enumerate(idx.tolist()):
-            lo, hi = 2 * int(bounds[j]), 2 * int(bounds[j + 1]) - 1
-            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{ones_s[lo:hi]}],'
-                         f'"visible_in_image":[{vis_s[lo:hi]}],"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},'
-                         f'"track_id":{int(k)}}}')  # fmt: skip
+    text = ""
+    if len(idx):
+        p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
+        xyz = (p_all @ CV_TO_OPENLANE_CAM.T).T
+        text = lane_lines_text(xyz, bounds, vis, table.category[idx], idx, 6)
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
@@ -179,7 +160,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
         "camera_model": camera.to_dict(),
     }  # fmt: skip
-    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + ",".join(lanes) + "]}"
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + text + "]}"
 
 
 def camera_frame_record(
