@@ -50,6 +50,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 VELOCITY_DT_S = 0.05  # velocity: central difference of the resampled track over +/- this
 BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
 EDGE_SAMPLES = 9  # points per cuboid edge for the full projected 2-D box (curved f-theta edges)
+_EDGE_T = np.linspace(0.0, 1.0, EDGE_SAMPLES)  # the points' parameters along an edge (as `_edge_points`)
+_EDGE_T.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,70 @@ if _njit is not None:
                 out[b, 2 + col] = hi if seen else np.nan
 
     @_njit
+    def _camera_quats(R_cw: NDArrayFloat, W: NDArrayFloat, out: NDArrayFloat) -> bool:
+        # out (M, 4) = matrix_to_quat(einsum("ij,njk->nik", R_cw, W)) with numpy's operation order (sums
+        # left to right, the largest-diagonal branch, norm of the squares summed in order, canonical sign);
+        # False (out unusable) where a matrix has NaN or a zero-norm branch: the caller takes numpy's path
+        m = np.empty((3, 3))
+        for n in range(W.shape[0]):
+            for i in range(3):
+                for k in range(3):
+                    m[i, k] = R_cw[i, 0] * W[n, 0, k] + R_cw[i, 1] * W[n, 1, k] + R_cw[i, 2] * W[n, 2, k]
+                    if m[i, k] != m[i, k]:
+                        return False
+            trace = m[0, 0] + m[1, 1] + m[2, 2]
+            best, top = 0, trace
+            for j in range(3):
+                if m[j, j] > top:
+                    best, top = j + 1, m[j, j]
+            if best == 0:
+                q = (1 + trace, m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1])
+            elif best == 1:
+                q = (m[2, 1] - m[1, 2], 1 + m[0, 0] - m[1, 1] - m[2, 2], m[0, 1] + m[1, 0], m[0, 2] + m[2, 0])
+            elif best == 2:
+                q = (m[0, 2] - m[2, 0], m[0, 1] + m[1, 0], 1 - m[0, 0] + m[1, 1] - m[2, 2], m[1, 2] + m[2, 1])
+            else:
+                q = (m[1, 0] - m[0, 1], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1], 1 - m[0, 0] - m[1, 1] + m[2, 2])
+            norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+            if norm == 0:
+                return False
+            first = q[0] / norm
+            for j in range(4):
+                if abs(q[j] / norm) > 1e-12:
+                    first = q[j] / norm
+                    break
+            for j in range(4):
+                out[n, j] = -(q[j] / norm) if first < 0 else q[j] / norm
+        return True
+
+    @_njit
+    def _clip(x: float, lo: float, hi: float) -> float:
+        # np.clip of one float (NaN passes through)
+        if x != x:
+            return x
+        y = x if x > lo else lo
+        return y if y < hi else hi
+
+    @_njit
+    def _truncation(box: NDArrayFloat, ix0: float, ix1: float, iy0: float, iy1: float, out: NDArrayFloat) -> None:
+        # `truncation` of every box, the same operations in the same order
+        for b in range(len(box)):
+            x0, y0, x1, y1 = box[b, 0], box[b, 1], box[b, 2], box[b, 3]
+            w = _clip(x1, ix0, ix1) - _clip(x0, ix0, ix1)
+            h = _clip(y1, iy0, iy1) - _clip(y0, iy0, iy1)
+            area = (x1 - x0) * (y1 - y0)
+            frac = 0.0
+            if area > 0:
+                frac = (w if w >= 0 or w != w else 0.0) * (h if h >= 0 or h != h else 0.0) / area
+                if frac != frac:
+                    frac = 0.0
+                elif frac == np.inf:
+                    frac = np.finfo(np.float64).max
+                elif frac == -np.inf:
+                    frac = -np.finfo(np.float64).max
+            out[b] = _clip(1.0 - frac, 0.0, 1.0)
+
+    @_njit
     def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
         more = True
         while more:
@@ -387,6 +453,22 @@ def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFl
     return np.clip(1.0 - np.nan_to_num(frac, nan=0.0), 0.0, 1.0)
 
 
+def _rotations_camera(R_cw: NDArrayFloat, world_R_object: NDArrayFloat) -> NDArrayFloat:
+    """(M, 4) camera_R_object quaternions: `matrix_to_quat(einsum("ij,njk->nik", R_cw, world_R_object))`, compiled."""
+    out = np.empty((len(world_R_object), 4))
+    if _camera_quats(np.ascontiguousarray(R_cw, np.float64), np.ascontiguousarray(world_R_object, np.float64), out):
+        return out
+    return matrix_to_quat(np.einsum("ij,njk->nik", R_cw, world_R_object))
+
+
+def _truncation_of(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
+    """`truncation(box_px, width_px, height_px)` in one compiled pass."""
+    (ix0, ix1), (iy0, iy1) = geo.image_extent_px(width_px), geo.image_extent_px(height_px)
+    out = np.empty(len(box_px))
+    _truncation(np.ascontiguousarray(box_px, np.float64), float(ix0), float(ix1), float(iy0), float(iy1), out)
+    return out
+
+
 @lru_cache(maxsize=32)
 def _projector(camera: Camera) -> Projector:
     """The camera's `Projector` (its coefficients prepared once per camera value: cameras are frozen and hashable)."""
@@ -409,7 +491,7 @@ def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArr
     p = m * (9 + 12 * EDGE_SAMPLES)
     pts, xyz = np.empty((p, 3)), np.empty((3, p))
     _box_points(np.ascontiguousarray(corners_cam, np.float64), np.ascontiguousarray(centre, np.float64), geo.CUBOID_EDGES,
-                np.linspace(0.0, 1.0, EDGE_SAMPLES), pts, xyz)  # fmt: skip
+                _EDGE_T, pts, xyz)  # fmt: skip
     return project_xyz_px(_projector(camera), pts, xyz), pts
 
 
@@ -444,7 +526,7 @@ def camera_box_labels(
     t_cw = -R_cw @ np.asarray(world_SE3_camera.translation)
     centre = boxes.center_world_m[box] @ R_cw.T + t_cw
     rot = boxes.rotation_world_wxyz[box]
-    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, boxes.rotation_world_matrices()[box])) if m else rot
+    rot_cam = _rotations_camera(R_cw, boxes.rotation_world_matrices()[box]) if m else rot
     corners_cam = boxes.corners_world_m()[box] @ R_cw.T + t_cw  # (M, 8, 3)
     uv_all, pts = _project_box_points(camera, corners_cam, centre)  # corners, centres, edge points: one projection
     uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], np.ascontiguousarray(pts[8 * m : 9 * m, 2])
@@ -453,7 +535,7 @@ def camera_box_labels(
     vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
     return CameraBoxLabels(
         box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,
-        np.minimum(vis / np.maximum(unocc, 1), 1.0), truncation(full, camera.width_px, camera.height_px),
+        np.minimum(vis / np.maximum(unocc, 1), 1.0), _truncation_of(full, camera.width_px, camera.height_px),
     )  # fmt: skip
 
 
