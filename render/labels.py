@@ -135,29 +135,33 @@ def frame_boxes_3d(scenario: Scenario, timestamp_ns: int, block_ns: NDArrayInt |
 
 
 def _frame_boxes(table: AgentTracks, t: int, dt: int, pose: SE3) -> FrameBoxes3D:
-    """The boxes at time t from tracks resampled at (at least) t - dt, t and t + dt."""
+    """The boxes at time t from tracks resampled at (at least) t - dt, t and t + dt (rows read by index: no sub-tables)."""
     from avsim.core.agents import collapse_class
+    from avsim.core.transforms import matrix_to_yaw
 
-    now = table.select(table.timestamps_ns == t) if len(table) else table
-    order = np.argsort(now.track_id, kind="stable")
-    ids, centre = now.track_id[order], now.center_m[order]
+    ts = table.timestamps_ns
+    at = np.flatnonzero(ts == t) if len(table) else np.zeros(0, np.int64)
+    rows = at[np.argsort(table.track_id[at], kind="stable")]  # the frame's rows in track-id order
+    ids, centre, src = table.track_id[rows], table.center_m[rows], table.source_class[rows]
     vel = np.zeros_like(centre)
     if len(ids):
-        ends = table.select((table.timestamps_ns == t - dt) | (table.timestamps_ns == t + dt))
-        tids, first, count = np.unique(ends.track_id, return_index=True, return_counts=True)
+        ends = np.flatnonzero((ts == t - dt) | (ts == t + dt))
+        tids, first, count = np.unique(table.track_id[ends], return_index=True, return_counts=True)
         tids, first = tids[count == 2], first[count == 2]
-        rate = (ends.center_m[first + 1] - ends.center_m[first]) / (2 * dt * 1e-9)
+        rate = (table.center_m[ends[first + 1]] - table.center_m[ends[first]]) / (2 * dt * 1e-9)
         k = np.minimum(np.searchsorted(tids, ids), max(len(tids) - 1, 0))
         hit = (tids[k] == ids) if len(tids) else np.zeros(len(ids), bool)
         vel[hit] = rate[k[hit]]
     ego_SE3_world = pose.inverse()
     R_ew = ego_SE3_world.rotation
-    rot_world = now.orientation[order]
-    rot_ego = matrix_to_quat(np.einsum("ij,njk->nik", R_ew, quat_to_matrix(rot_world))) if len(ids) else rot_world
+    rot_world = table.orientation[rows]
+    world_R_object = quat_to_matrix(rot_world) if len(ids) else np.zeros((0, 3, 3))
+    rot_ego = _rotations_camera(R_ew, world_R_object) if len(ids) else rot_world  # ego_R_object
+    names, inverse = np.unique(src, return_inverse=True)  # one class lookup per source class
     return FrameBoxes3D(
-        t, pose, ids, now.source_class[order], np.array([collapse_class(c) for c in now.source_class[order]], dtype=str),
-        centre, ego_SE3_world.apply(centre) if len(ids) else centre, now.size_m[order], rot_world, rot_ego,
-        wrap_angle(now.yaw_rad[order] - pose.yaw_rad) if len(ids) else np.zeros(0),
+        t, pose, ids, src, np.array([collapse_class(c) for c in names.tolist()], dtype=str)[inverse],
+        centre, ego_SE3_world.apply(centre) if len(ids) else centre, table.size_m[rows], rot_world, rot_ego,
+        wrap_angle(matrix_to_yaw(world_R_object) - pose.yaw_rad) if len(ids) else np.zeros(0),  # = quat_to_yaw
         vel, vel @ R_ew.T,
     )  # fmt: skip
 

@@ -34,7 +34,7 @@ from avsim.render.labels import (
     frame_boxes_3d,
     rle_string,
 )  # fmt: skip
-from avsim.render.lane_labels import lane_lines_text, lane_points_camera, lane_table, near_lines
+from avsim.render.lane_labels import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
@@ -158,9 +158,9 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
         "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
-        "camera_model": camera.to_dict(),
     }  # fmt: skip
-    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + text + "]}"
+    # the text json.dumps writes for head + camera_model + lane_lines (the camera's part encoded once per camera)
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"camera_model":' + camera_json(camera) + ',"lane_lines":[' + text + "]}"
 
 
 def camera_frame_record(

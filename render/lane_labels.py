@@ -7,6 +7,7 @@
   the render range and inside the image. Only the points that pass the depth test are
   projected (the rest are not visible whatever their pixel); pixels come from the camera's
   `Projector` (equal to `camera.project`).
+- `camera_json`: the camera model's JSON text, once per camera.
 - `lane_lines_text`: the `lane_lines` list of the document as JSON text in one compiled pass,
   the numbers written by `labels_json`'s formatter (the bytes `json.dumps` writes for the
   rounded values); None when a value is outside its exact range (the caller then takes the
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -84,6 +86,19 @@ def lane_table(lane_lines: LaneLines) -> LaneTable:
 def _projector(camera: Camera) -> Projector:
     """The camera's `Projector` (coefficients prepared once per camera value: cameras are frozen and hashable)."""
     return Projector(camera)
+
+
+@lru_cache(maxsize=32)
+def camera_json(camera: Camera) -> str:
+    """`json.dumps(camera.to_dict(), separators=(",", ":"))`, encoded once per camera value.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        The compact JSON text.
+    """
+    return json.dumps(camera.to_dict(), separators=(",", ":"))
 
 
 def near_lines(table: LaneTable, centre_xy_m: NDArrayFloat, radius_m: float) -> NDArrayInt:
