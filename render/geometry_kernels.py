@@ -18,6 +18,7 @@ Without numba both fall back to the numpy paths.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from avsim.core.cameras import Camera, FThetaCamera
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "project_xyz_px",
+__all__ = ["HAVE_NUMBA", "Projector", "cached_projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "project_xyz_px",
            "subdivide_ftheta"]
 
 _njit: Any  # numba.njit with the raster kernels' options, or None without numba
@@ -492,6 +493,29 @@ if _njit is not None:
             if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
                 x0, y0, x1, y1 = 0, 0, -1, -1
             boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1
+
+
+def cached_projector(camera: Camera) -> Projector:
+    """The camera's `Projector`, its coefficients prepared once per camera value (a bounded cache).
+
+    Cameras are frozen dataclasses hashed by value, so equal cameras share one `Projector`;
+    one that cannot be hashed gets a fresh `Projector`.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        Its projector.
+    """
+    try:
+        return _projector_of(camera)
+    except TypeError:  # unhashable camera
+        return Projector(camera)
+
+
+@lru_cache(maxsize=32)
+def _projector_of(camera: Any) -> Projector:  # Any: the cache needs a hashable camera (checked when called)
+    return Projector(camera)
 
 
 def project_xyz_px(projector: Projector, points_cam: NDArrayFloat, xyz: NDArrayFloat) -> NDArrayFloat:

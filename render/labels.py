@@ -22,7 +22,7 @@ Camera frame: avsim's RDF (x right, y down, z forward), metres. Pixels: the cent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angl
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, project_xyz_px
+from avsim.render.geometry_kernels import cached_projector, project_xyz_px
 from avsim.render.raster import Primitives, object_coverage_px
 from avsim.render.raster_kernels import grow_visible_box
 from avsim.scenario import Scenario
@@ -52,6 +52,7 @@ BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
 EDGE_SAMPLES = 9  # points per cuboid edge for the full projected 2-D box (curved f-theta edges)
 _EDGE_T = np.linspace(0.0, 1.0, EDGE_SAMPLES)  # the points' parameters along an edge (as `_edge_points`)
 _EDGE_T.flags.writeable = False
+_F64_MAX = float(np.finfo(np.float64).max)  # np.nan_to_num's value for +inf
 
 
 @dataclass(frozen=True)
@@ -308,9 +309,9 @@ if _njit is not None:
                 if frac != frac:
                     frac = 0.0
                 elif frac == np.inf:
-                    frac = np.finfo(np.float64).max
+                    frac = _F64_MAX
                 elif frac == -np.inf:
-                    frac = -np.finfo(np.float64).max
+                    frac = -_F64_MAX
             out[b] = _clip(1.0 - frac, 0.0, 1.0)
 
     @_njit
@@ -473,12 +474,6 @@ def _truncation_of(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArr
     return out
 
 
-@lru_cache(maxsize=32)
-def _projector(camera: Camera) -> Projector:
-    """The camera's `Projector` (its coefficients prepared once per camera value: cameras are frozen and hashable)."""
-    return Projector(camera)
-
-
 def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
     """Pixels and camera-frame points of the corners, centres and edge points of M boxes.
 
@@ -496,7 +491,7 @@ def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArr
     pts, xyz = np.empty((p, 3)), np.empty((3, p))
     _box_points(np.ascontiguousarray(corners_cam, np.float64), np.ascontiguousarray(centre, np.float64), geo.CUBOID_EDGES,
                 _EDGE_T, pts, xyz)  # fmt: skip
-    return project_xyz_px(_projector(camera), pts, xyz), pts
+    return project_xyz_px(cached_projector(camera), pts, xyz), pts
 
 
 def camera_box_labels(

@@ -10,8 +10,11 @@
 - `camera_json`: the camera model's JSON text, once per camera.
 - `lane_lines_text`: the `lane_lines` list of the document as JSON text in one compiled pass,
   the numbers written by `labels_json`'s formatter (the bytes `json.dumps` writes for the
-  rounded values); None when a value is outside its exact range (the caller then takes the
-  per-list path).
+  rounded values); where a value is outside the formatter's exact range, list by list through
+  `labels_json.float_lists_json` (which hands such lists to `json.dumps`).
+
+Camera projectors and camera JSON are cached per camera value, lane tables per `LaneLines`
+object (bounded caches of pure functions of frozen inputs).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector
+from avsim.render.geometry_kernels import cached_projector
 from avsim.render.labels_json import _put_number, float_lists_json
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
@@ -82,22 +85,23 @@ def lane_table(lane_lines: LaneLines) -> LaneTable:
     return LaneTable(category, lines.bounds_xy(), np.asarray(lines.offsets, np.int64), np.asarray(lines.points_m, np.float64))
 
 
-@lru_cache(maxsize=32)
-def _projector(camera: Camera) -> Projector:
-    """The camera's `Projector` (coefficients prepared once per camera value: cameras are frozen and hashable)."""
-    return Projector(camera)
-
-
-@lru_cache(maxsize=32)
 def camera_json(camera: Camera) -> str:
-    """`json.dumps(camera.to_dict(), separators=(",", ":"))`, encoded once per camera value.
+    """`json.dumps(camera.to_dict(), separators=(",", ":"))`, encoded once per camera value (a bounded cache).
 
     Args:
-        camera: the camera.
+        camera: the camera (frozen, hashed by value; an unhashable one is encoded each time).
 
     Returns:
         The compact JSON text.
     """
+    try:
+        return _camera_json(camera)
+    except TypeError:  # unhashable camera
+        return json.dumps(camera.to_dict(), separators=(",", ":"))
+
+
+@lru_cache(maxsize=32)
+def _camera_json(camera: Any) -> str:  # Any: the cache needs a hashable camera (checked when called)
     return json.dumps(camera.to_dict(), separators=(",", ":"))
 
 
@@ -139,7 +143,7 @@ def lane_points_camera(
     p_cam = pts @ R_cw.T + t_cw
     depth = p_cam[:, 2]
     cand = np.flatnonzero((depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M))
-    uv = _projector(camera)(np.ascontiguousarray(p_cam[cand]))
+    uv = cached_projector(camera)(np.ascontiguousarray(p_cam[cand]))
     u, v = uv[:, 0] + 0.5, uv[:, 1] + 0.5  # `cameras._in_image`: pixel centres at integers
     visible = np.zeros(len(p_cam), bool)
     visible[cand] = (depth[cand] > 0) & (u >= 0) & (u < camera.width_px) & (v >= 0) & (v < camera.height_px)
@@ -174,7 +178,7 @@ def lane_lines_text(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool,
         hands such lists to `json.dumps`).
     """
     n = xyz.shape[1]
-    out = np.empty(3 * n * (decimals + 24) + 4 * n + 96 * len(category) + 16, np.uint8)
+    out = np.empty(3 * n * (decimals + 24) + 4 * n + 160 * len(category) + 16, np.uint8)  # keys and two int64 per line: < 130
     k = _lane_text(np.ascontiguousarray(xyz, np.float64), np.ascontiguousarray(bounds, np.int64), np.ascontiguousarray(visible, np.bool_),
                    np.ascontiguousarray(category, np.int64), np.ascontiguousarray(track_id, np.int64), int(decimals), out)  # fmt: skip
     if k >= 0:
