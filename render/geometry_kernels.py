@@ -507,14 +507,15 @@ def cached_projector(camera: Camera) -> Projector:
     Returns:
         Its projector.
     """
+    key: Any = camera  # hashed when called (frozen dataclass cameras are)
     try:
-        return _projector_of(camera)
+        return _projector_of(key)
     except TypeError:  # unhashable camera
         return Projector(camera)
 
 
 @lru_cache(maxsize=32)
-def _projector_of(camera: Any) -> Projector:  # Any: the cache needs a hashable camera (checked when called)
+def _projector_of(camera: Camera) -> Projector:
     return Projector(camera)
 
 

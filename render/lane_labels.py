@@ -94,14 +94,15 @@ def camera_json(camera: Camera) -> str:
     Returns:
         The compact JSON text.
     """
+    key: Any = camera  # hashed when called (frozen dataclass cameras are)
     try:
-        return _camera_json(camera)
+        return _camera_json(key)
     except TypeError:  # unhashable camera
         return json.dumps(camera.to_dict(), separators=(",", ":"))
 
 
 @lru_cache(maxsize=32)
-def _camera_json(camera: Any) -> str:  # Any: the cache needs a hashable camera (checked when called)
+def _camera_json(camera: Camera) -> str:
     return json.dumps(camera.to_dict(), separators=(",", ":"))
 
 
