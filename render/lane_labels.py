@@ -20,7 +20,7 @@ object (bounded caches of pure functions of frozen inputs).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -53,18 +53,21 @@ class LaneTable:
     """The lane lines of a map as arrays (K lines, P vertices).
 
     category (K,) int64 OpenLane category of each line's drawn type; bounds_xy (K, 4) min_x,
-    min_y, max_x, max_y; offsets (K + 1,) vertex offsets; points_m (P, 3) float64 world vertices.
+    min_y, max_x, max_y; offsets (K + 1,) vertex offsets; points_m (P, 3) float64 world vertices;
+    counts (K,) vertices per line (`np.diff(offsets)`).
     """
 
     category: NDArrayInt
     bounds_xy: NDArrayFloat
     offsets: NDArrayInt
     points_m: NDArrayFloat
+    counts: NDArrayInt = field(init=False)
 
     def __post_init__(self) -> None:
         k = len(self.category)
         if self.bounds_xy.shape != (k, 4) or self.offsets.shape != (k + 1,) or self.points_m.shape[1:] != (3,):
             raise ValueError(f"LaneTable: inconsistent shapes {self.bounds_xy.shape}, {self.offsets.shape}, {self.points_m.shape}")
+        object.__setattr__(self, "counts", np.diff(self.offsets))
 
 
 @lru_cache(maxsize=8)
@@ -138,9 +141,9 @@ def lane_points_camera(
         bool (depth in (NEAR_M, MAX_DEPTH_M] and inside the image, as `camera.project`'s
         `in_image`), bounds (L + 1,) each line's first vertex in points_cam.
     """
-    counts = np.diff(table.offsets)[idx]
+    counts = table.counts[idx]
     every = len(idx) == len(table.category)
-    pts = table.points_m if every else table.points_m[np.repeat(_line_mask(table, idx), np.diff(table.offsets))]
+    pts = table.points_m if every else table.points_m[np.repeat(_line_mask(table, idx), table.counts)]
     p_cam = pts @ R_cw.T + t_cw
     depth = p_cam[:, 2]
     cand = np.flatnonzero((depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M))
@@ -148,7 +151,9 @@ def lane_points_camera(
     u, v = uv[:, 0] + 0.5, uv[:, 1] + 0.5  # `cameras._in_image`: pixel centres at integers
     visible = np.zeros(len(p_cam), bool)
     visible[cand] = (depth[cand] > 0) & (u >= 0) & (u < camera.width_px) & (v >= 0) & (v < camera.height_px)
-    return p_cam, visible, np.r_[0, np.cumsum(counts)].astype(np.int64)
+    bounds = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return p_cam, visible, bounds
 
 
 def _line_mask(table: LaneTable, idx: NDArrayInt) -> NDArrayBool:
