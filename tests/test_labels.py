@@ -134,6 +134,9 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
     n = len(boxes.track_id)
     lab = camera_box_labels(camera, SE3.identity(), boxes, np.arange(n), np.full((camera.height_px, camera.width_px), -1, np.int32),
                             np.ones(n, np.int64))  # fmt: skip
+    none = camera_box_labels(camera, SE3.identity(), boxes, np.arange(n), np.full((camera.height_px, camera.width_px), -1, np.int32),
+                             np.zeros(n, np.int64))  # fmt: skip
+    assert none.corners_px.shape == (0, 8, 2) and none.box2d_full_px.shape == (0, 4) and none.rotation_camera_wxyz.shape == (0, 4)
     corners = boxes.corners_world_m()
     np.testing.assert_allclose(lab.corners_px, camera.project(corners.reshape(-1, 3))[0].reshape(n, 8, 2), rtol=0, atol=1e-9)
     full = projected_boxes(camera, corners)
