@@ -32,7 +32,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
-from avsim.render.geometry_kernels import cached_projector
+from avsim.render.geometry_kernels import cached_projector, pixels_px
 from avsim.render.labels_json import _put_number, float_lists_json
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
@@ -147,7 +147,7 @@ def lane_points_camera(
     p_cam = pts @ R_cw.T + t_cw
     depth = p_cam[:, 2]
     cand = np.flatnonzero((depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M))
-    uv = cached_projector(camera)(np.ascontiguousarray(p_cam[cand]))
+    uv = pixels_px(cached_projector(camera), np.ascontiguousarray(p_cam[cand]))
     u, v = uv[:, 0] + 0.5, uv[:, 1] + 0.5  # `cameras._in_image`: pixel centres at integers
     visible = np.zeros(len(p_cam), bool)
     visible[cand] = (depth[cand] > 0) & (u >= 0) & (u < camera.width_px) & (v >= 0) & (v < camera.height_px)

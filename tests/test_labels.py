@@ -154,6 +154,18 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
         assert _rotations_camera(R, boxes.rotation_world_matrices()).tobytes() == ref.tobytes()
 
 
+def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
+    from avsim.render.geometry_kernels import Projector, pixels_px
+
+    p = np.random.default_rng(3).normal(size=(500, 3)) * 20
+    p[:3] = [[1.0, 2.0, 0.0], [1.0, 2.0, -0.0], [-0.0, 0.0, 3.0]]  # on the camera plane; the axis
+    for dist in ((0.0,) * 5, (-0.3, 0.1, 0.001, -0.002, -0.02)):
+        cam = PinholeCamera(1600, 900, 1266.4, 1266.4, 816.3, 491.5, dist)
+        ref, got = cam.project(p)[0], pixels_px(Projector(cam), p)
+        assert np.isnan(got).any() and np.array_equal(np.isnan(got), np.isnan(ref))
+        assert got[~np.isnan(got)].tobytes() == ref[~np.isnan(ref)].tobytes()
+
+
 def test_compiled_lane_text_equals_the_per_list_json(sample_dir: Path) -> None:
     from avsim.render import style
     from avsim.render.lane_labels import _lane_entries, lane_lines_text, lane_points_camera, lane_table, near_lines
