@@ -18,14 +18,16 @@ Without numba both fall back to the numpy paths.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from avsim.core.cameras import Camera, FThetaCamera
+from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "clip_cull_planars", "owner_min_max", "planar_bounds", "project_px", "subdivide_ftheta"]
+__all__ = ["HAVE_NUMBA", "Projector", "cached_projector", "clip_cull_planars", "owner_min_max", "pixels_px", "planar_bounds",
+           "project_px", "project_xyz_px", "subdivide_ftheta"]
 
 _njit: Any  # numba.njit with the raster kernels' options, or None without numba
 _njit_np: Any  # the same with numpy's float error model (x / 0 -> inf or nan, no exception)
@@ -491,3 +493,93 @@ if _njit is not None:
             if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
                 x0, y0, x1, y1 = 0, 0, -1, -1
             boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1
+
+
+def cached_projector(camera: Camera) -> Projector:
+    """The camera's `Projector`, its coefficients prepared once per camera value (a bounded cache).
+
+    Cameras are frozen dataclasses hashed by value, so equal cameras share one `Projector`;
+    one that cannot be hashed gets a fresh `Projector`.
+
+    Args:
+        camera: the camera.
+
+    Returns:
+        Its projector.
+    """
+    key: Any = camera  # hashed when called (frozen dataclass cameras are)
+    try:
+        return _projector_of(key)
+    except TypeError:  # unhashable camera
+        return Projector(camera)
+
+
+@lru_cache(maxsize=32)
+def _projector_of(camera: Camera) -> Projector:
+    return Projector(camera)
+
+
+def project_xyz_px(projector: Projector, points_cam: NDArrayFloat, xyz: NDArrayFloat) -> NDArrayFloat:
+    """`projector(points_cam)` for points also given as contiguous coordinate rows (no column copies).
+
+    Args:
+        projector: the camera's `Projector`.
+        points_cam: (N, 3) C-contiguous float64 camera-frame points.
+        xyz: (3, N) C-contiguous float64, the same points' x, y and z rows.
+
+    Returns:
+        (N, 2) float64 pixels, equal to `camera.project(points_cam)[0]` (the same numpy ray
+        angle as `Projector`, then its compiled radial map).
+    """
+    if projector.params is None or not len(points_cam):
+        return pixels_px(projector, points_cam)
+    xy_norm = np.hypot(xyz[0], xyz[1])
+    theta = np.arctan2(xy_norm, xyz[2])
+    out = np.empty((len(points_cam), 2))
+    _ftheta_pixels(points_cam, xy_norm, theta, *projector.params, out)
+    return out
+
+
+def pixels_px(projector: Projector, points_cam: NDArrayFloat) -> NDArrayFloat:
+    """`projector(points_cam)`, with a pinhole camera's pixels from one compiled loop.
+
+    The pinhole loop does `PinholeCamera.project`'s operations in its order (division by z,
+    the OpenCV distortion polynomial, the intrinsics; numba without fastmath fuses no
+    multiply-add), so the pixels are equal, NaN where z <= 0.
+
+    Args:
+        projector: the camera's `Projector`.
+        points_cam: (N, 3) camera-frame points.
+
+    Returns:
+        (N, 2) float64 pixels, equal to `camera.project(points_cam)[0]`.
+    """
+    cam = projector.camera
+    if _njit is None or not isinstance(cam, PinholeCamera) or not len(points_cam):
+        return projector(points_cam)
+    out = np.empty((len(points_cam), 2))
+    _pinhole_pixels(np.ascontiguousarray(points_cam, np.float64), cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px,
+                    *(float(d) for d in cam.distortion), cam.has_distortion, out)  # fmt: skip
+    return out
+
+
+if _njit is not None:
+
+    @_njit
+    def _pinhole_pixels(pts: NDArrayFloat, fx: float, fy: float, cx: float, cy: float, k1: float, k2: float, p1: float,
+                        p2: float, k3: float, distort: bool, out: NDArrayFloat) -> None:  # fmt: skip
+        # `PinholeCamera.project`'s pixels, term by term in numpy's order
+        for i in range(len(pts)):
+            z = pts[i, 2]
+            if not z > 0:
+                out[i, 0], out[i, 1] = np.nan, np.nan
+                continue
+            xn, yn = pts[i, 0] / z, pts[i, 1] / z
+            if distort:
+                r2 = xn * xn + yn * yn
+                radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
+                xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
+                yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
+                xn, yn = xd, yd
+            out[i, 0] = fx * xn + cx
+            out[i, 1] = fy * yn + cy

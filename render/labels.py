@@ -31,9 +31,10 @@ import numpy.typing as npt
 from avsim.core.agents import AgentTracks
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angle
-from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import geometry as geo
 from avsim.render import style
+from avsim.render.geometry_kernels import cached_projector, project_xyz_px
 from avsim.render.raster import Primitives, object_coverage_px
 from avsim.render.raster_kernels import grow_visible_box
 from avsim.scenario import Scenario
@@ -49,6 +50,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 VELOCITY_DT_S = 0.05  # velocity: central difference of the resampled track over +/- this
 BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
 EDGE_SAMPLES = 9  # points per cuboid edge for the full projected 2-D box (curved f-theta edges)
+_EDGE_T = np.linspace(0.0, 1.0, EDGE_SAMPLES)  # the points' parameters along an edge (as `_edge_points`)
+_EDGE_T.flags.writeable = False
+_F64_MAX = float(np.finfo(np.float64).max)  # np.nan_to_num's value for +inf
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,15 @@ class FrameBoxes3D:
 
         return box_corners(self.center_world_m, self.size_lwh_m, self.rotation_world_wxyz)
 
+    def rotation_world_matrices(self) -> NDArrayFloat:
+        """(K, 3, 3) world_R_object of every box (`quat_to_matrix` of `rotation_world_wxyz`, row by row)."""
+        return self._rotation_world_matrices
+
+    @cached_property
+    def _rotation_world_matrices(self) -> NDArrayFloat:
+        """The matrices, computed once (every camera of the frame reads them)."""
+        return quat_to_matrix(self.rotation_world_wxyz) if len(self.track_id) else np.zeros((0, 3, 3))
+
 
 _BOXES_CACHE: dict[tuple[int, str, int], FrameBoxes3D] = {}
 
@@ -123,29 +136,33 @@ def frame_boxes_3d(scenario: Scenario, timestamp_ns: int, block_ns: NDArrayInt |
 
 
 def _frame_boxes(table: AgentTracks, t: int, dt: int, pose: SE3) -> FrameBoxes3D:
-    """The boxes at time t from tracks resampled at (at least) t - dt, t and t + dt."""
+    """The boxes at time t from tracks resampled at (at least) t - dt, t and t + dt (rows read by index: no sub-tables)."""
     from avsim.core.agents import collapse_class
+    from avsim.core.transforms import matrix_to_yaw
 
-    now = table.select(table.timestamps_ns == t) if len(table) else table
-    order = np.argsort(now.track_id, kind="stable")
-    ids, centre = now.track_id[order], now.center_m[order]
+    ts = table.timestamps_ns
+    at = np.flatnonzero(ts == t) if len(table) else np.zeros(0, np.int64)
+    rows = at[np.argsort(table.track_id[at], kind="stable")]  # the frame's rows in track-id order
+    ids, centre, src = table.track_id[rows], table.center_m[rows], table.source_class[rows]
     vel = np.zeros_like(centre)
     if len(ids):
-        ends = table.select((table.timestamps_ns == t - dt) | (table.timestamps_ns == t + dt))
-        tids, first, count = np.unique(ends.track_id, return_index=True, return_counts=True)
+        ends = np.flatnonzero((ts == t - dt) | (ts == t + dt))
+        tids, first, count = np.unique(table.track_id[ends], return_index=True, return_counts=True)
         tids, first = tids[count == 2], first[count == 2]
-        rate = (ends.center_m[first + 1] - ends.center_m[first]) / (2 * dt * 1e-9)
+        rate = (table.center_m[ends[first + 1]] - table.center_m[ends[first]]) / (2 * dt * 1e-9)
         k = np.minimum(np.searchsorted(tids, ids), max(len(tids) - 1, 0))
         hit = (tids[k] == ids) if len(tids) else np.zeros(len(ids), bool)
         vel[hit] = rate[k[hit]]
     ego_SE3_world = pose.inverse()
     R_ew = ego_SE3_world.rotation
-    rot_world = now.orientation[order]
-    rot_ego = matrix_to_quat(np.einsum("ij,njk->nik", R_ew, quat_to_matrix(rot_world))) if len(ids) else rot_world
+    rot_world = table.orientation[rows]
+    world_R_object = quat_to_matrix(rot_world) if len(ids) else np.zeros((0, 3, 3))
+    rot_ego = _rotations_camera(R_ew, world_R_object) if len(ids) else rot_world  # ego_R_object
+    names, inverse = np.unique(src, return_inverse=True)  # one class lookup per source class
     return FrameBoxes3D(
-        t, pose, ids, now.source_class[order], np.array([collapse_class(c) for c in now.source_class[order]], dtype=str),
-        centre, ego_SE3_world.apply(centre) if len(ids) else centre, now.size_m[order], rot_world, rot_ego,
-        wrap_angle(now.yaw_rad[order] - pose.yaw_rad) if len(ids) else np.zeros(0),
+        t, pose, ids, src, np.array([collapse_class(c) for c in names.tolist()], dtype=str)[inverse],
+        centre, ego_SE3_world.apply(centre) if len(ids) else centre, table.size_m[rows], rot_world, rot_ego,
+        wrap_angle(matrix_to_yaw(world_R_object) - pose.yaw_rad) if len(ids) else np.zeros(0),  # = quat_to_yaw
         vel, vel @ R_ew.T,
     )  # fmt: skip
 
@@ -189,99 +206,113 @@ if _njit is not None:
 
 
     @_njit
-    def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
-        more = True
-        while more:
-            c = d & 0x1F
-            d >>= 5
-            more = (d != -1) if (c & 0x10) else (d != 0)
-            out[n] = (c | 0x20 if more else c) + 48
-            n += 1
-        return n
+    def _box_points(corners: NDArrayFloat, centre: NDArrayFloat, edges: NDArrayInt, t: NDArrayFloat,
+                    pts: NDArrayFloat, xyz: NDArrayFloat) -> None:  # fmt: skip
+        # pts (P, 3) and its rows xyz (3, P), P = M (9 + 12 S): the M x 8 corners, the M centres, then
+        # the S points a + t (b - a) of every edge (a, b) of every box (as `_edge_points`)
+        m, s = corners.shape[0], len(t)
+        for b in range(m):
+            for c in range(8):
+                for k in range(3):
+                    pts[8 * b + c, k] = corners[b, c, k]
+            for k in range(3):
+                pts[8 * m + b, k] = centre[b, k]
+        for b in range(m):
+            for e in range(len(edges)):
+                i0, i1 = edges[e, 0], edges[e, 1]
+                for j in range(s):
+                    i = 9 * m + (b * len(edges) + e) * s + j
+                    for k in range(3):
+                        a = corners[b, i0, k]
+                        pts[i, k] = a + t[j] * (corners[b, i1, k] - a)
+        for i in range(len(pts)):
+            for k in range(3):
+                xyz[k, i] = pts[i, k]
 
     @_njit
-    def _rle_runs(a: npt.NDArray[Any], value: Any, ax0: int, ay0: int, ch: int, cw: int, x0: int, y0: int, h: int,
-                  total: int, out: npt.NDArray[np.uint8], n: int) -> int:  # fmt: skip
-        # column-major runs of an image-size mask that is (a[ay0:ay0+ch, ax0:ax0+cw] == value) at
-        # (x0, y0) and False elsewhere, in pycocotools' compressed string encoding, appended to
-        # out[n:]; returns the new length
-        k, prev1, prev2, start, on = 0, 0, 0, 0, False
-        for x in range(cw):
-            for y in range(ch):
-                pos = (x0 + x) * h + y0 + y
-                v = a[ay0 + y, ax0 + x] == value
-                if v == on:
-                    continue
-                run = pos - start
-                n = _emit(out, n, run - prev2 if k > 2 else run)
-                prev2, prev1, k, start, on = prev1, run, k + 1, pos, v
-            pos = (x0 + x) * h + y0 + ch  # the next pixel in memory order: False unless in the crop
-            if on and (y0 + ch < h or y0 > 0 or x == cw - 1) and pos < total:
-                run = pos - start
-                n = _emit(out, n, run - prev2 if k > 2 else run)
-                prev2, prev1, k, start, on = prev1, run, k + 1, pos, False
-        run = total - start
-        return _emit(out, n, run - prev2 if k > 2 else run)
+    def _edge_bounds(uv: NDArrayFloat, pts: NDArrayFloat, first: int, per_box: int, near: float, out: NDArrayFloat) -> None:
+        # out (M, 4): per box, nanmin / nanmax of the pixels of its per_box points from row `first` on,
+        # each pixel column on its own, points with z <= near left out (NaN where none is left)
+        for b in range(out.shape[0]):
+            for col in range(2):
+                lo, hi, seen = np.inf, -np.inf, False
+                for j in range(per_box):
+                    i = first + b * per_box + j
+                    if pts[i, 2] <= near:
+                        continue
+                    v = uv[i, col]
+                    if v == v:
+                        seen = True
+                        if v < lo:
+                            lo = v
+                        if v > hi:
+                            hi = v
+                out[b, col] = lo if seen else np.nan
+                out[b, 2 + col] = hi if seen else np.nan
 
     @_njit
-    def _rle_chars(crop: NDArrayBool, x0: int, y0: int, h: int, out: npt.NDArray[np.uint8], total: int) -> int:
-        # the runs of an image-size mask that is `crop` at (x0, y0); returns the number of chars written
-        return _rle_runs(crop, True, 0, 0, crop.shape[0], crop.shape[1], x0, y0, h, total, out, 0)
+    def _camera_quats(R_cw: NDArrayFloat, W: NDArrayFloat, out: NDArrayFloat) -> bool:
+        # out (M, 4) = matrix_to_quat(einsum("ij,njk->nik", R_cw, W)) with numpy's operation order (sums
+        # left to right, the largest-diagonal branch, norm of the squares summed in order, canonical sign);
+        # False (out unusable) where a matrix has NaN or a zero-norm branch: the caller takes numpy's path
+        m = np.empty((3, 3))
+        for n in range(W.shape[0]):
+            for i in range(3):
+                for k in range(3):
+                    m[i, k] = R_cw[i, 0] * W[n, 0, k] + R_cw[i, 1] * W[n, 1, k] + R_cw[i, 2] * W[n, 2, k]
+                    if m[i, k] != m[i, k]:
+                        return False
+            trace = m[0, 0] + m[1, 1] + m[2, 2]
+            best, top = 0, trace
+            for j in range(3):
+                if m[j, j] > top:
+                    best, top = j + 1, m[j, j]
+            if best == 0:
+                q = (1 + trace, m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1])
+            elif best == 1:
+                q = (m[2, 1] - m[1, 2], 1 + m[0, 0] - m[1, 1] - m[2, 2], m[0, 1] + m[1, 0], m[0, 2] + m[2, 0])
+            elif best == 2:
+                q = (m[0, 2] - m[2, 0], m[0, 1] + m[1, 0], 1 - m[0, 0] + m[1, 1] - m[2, 2], m[1, 2] + m[2, 1])
+            else:
+                q = (m[1, 0] - m[0, 1], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1], 1 - m[0, 0] - m[1, 1] + m[2, 2])
+            norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+            if norm == 0:
+                return False
+            first = q[0] / norm
+            for j in range(4):
+                if abs(q[j] / norm) > 1e-12:
+                    first = q[j] / norm
+                    break
+            for j in range(4):
+                out[n, j] = -(q[j] / norm) if first < 0 else q[j] / norm
+        return True
 
     @_njit
-    def _rle_of_ids(ids: NDArrayInt32, objs: NDArrayInt, boxes: NDArrayInt, out: npt.NDArray[np.uint8], ends: NDArrayInt) -> None:
-        # the runs of (ids == objs[m]) inside boxes[m] (inclusive x0, y0, x1, y1) for every m, back to back
-        h, w = ids.shape
-        n = 0
-        for m in range(len(objs)):
-            x0, y0 = boxes[m, 0], boxes[m, 1]
-            ch, cw = boxes[m, 3] - y0 + 1, boxes[m, 2] - x0 + 1
-            n = _rle_runs(ids, np.int32(objs[m]), x0, y0, ch, cw, x0, y0, h, h * w, out, n)
-            ends[m] = n
+    def _clip(x: float, lo: float, hi: float) -> float:
+        # np.clip of one float (NaN passes through)
+        if x != x:
+            return x
+        y = x if x > lo else lo
+        return y if y < hi else hi
 
-
-def rle_string(crop: NDArrayBool, x0: int, y0: int, height_px: int, width_px: int) -> str:
-    """COCO compressed-RLE `counts` of an image-size mask that is `crop` at (x0, y0), False elsewhere.
-
-    Args:
-        crop: (h, w) bool.
-        x0: column of the crop's first pixel.
-        y0: row of the crop's first pixel.
-        height_px: image height H.
-        width_px: image width W.
-
-    Returns:
-        The `counts` string (pycocotools' encoding of the column-major runs).
-    """
-    out = np.empty(16 * (crop.size + 4), np.uint8)
-    n = _rle_chars(np.ascontiguousarray(crop, np.bool_), x0, y0, height_px, out, height_px * width_px)
-    return out[:n].tobytes().decode("ascii")
-
-
-def rle_strings(ids: NDArrayInt32, objs: NDArrayInt, boxes_px: NDArrayInt) -> list[str]:
-    """COCO compressed-RLE `counts` of the masks `ids == objs[m]` of one image, in one compiled pass.
-
-    Each mask is `rle_string` of the crop `ids[y0:y1+1, x0:x1+1] == objs[m]` at (x0, y0):
-    the object's pixels must lie inside its box (the visible box of the id buffer).
-
-    Args:
-        ids: (H, W) int32 object ids.
-        objs: (M,) object ids.
-        boxes_px: (M, 4) inclusive pixel boxes (x0, y0, x1, y1) inside the image.
-
-    Returns:
-        M `counts` strings.
-    """
-    objs_a = np.ascontiguousarray(objs, np.int64)
-    boxes_a = np.ascontiguousarray(np.reshape(boxes_px, (-1, 4)), np.int64)
-    if not len(objs_a):
-        return []
-    area = (boxes_a[:, 2] - boxes_a[:, 0] + 1) * (boxes_a[:, 3] - boxes_a[:, 1] + 1)
-    out = np.empty(int(16 * (area + 4).sum()), np.uint8)
-    ends = np.zeros(len(objs_a), np.int64)
-    _rle_of_ids(np.ascontiguousarray(ids, np.int32), objs_a, boxes_a, out, ends)
-    text = out[: int(ends[-1])].tobytes().decode("ascii")
-    return [text[a:b] for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist())]
+    @_njit
+    def _truncation(box: NDArrayFloat, ix0: float, ix1: float, iy0: float, iy1: float, out: NDArrayFloat) -> None:
+        # `truncation` of every box, the same operations in the same order
+        for b in range(len(box)):
+            x0, y0, x1, y1 = box[b, 0], box[b, 1], box[b, 2], box[b, 3]
+            w = _clip(x1, ix0, ix1) - _clip(x0, ix0, ix1)
+            h = _clip(y1, iy0, iy1) - _clip(y0, iy0, iy1)
+            area = (x1 - x0) * (y1 - y0)
+            frac = 0.0
+            if area > 0:
+                frac = (w if w >= 0 or w != w else 0.0) * (h if h >= 0 or h != h else 0.0) / area
+                if frac != frac:
+                    frac = 0.0
+                elif frac == np.inf:
+                    frac = _F64_MAX
+                elif frac == -np.inf:
+                    frac = -_F64_MAX
+            out[b] = _clip(1.0 - frac, 0.0, 1.0)
 
 
 def visible_boxes(
@@ -374,6 +405,42 @@ def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFl
     return np.clip(1.0 - np.nan_to_num(frac, nan=0.0), 0.0, 1.0)
 
 
+def _rotations_camera(R_cw: NDArrayFloat, world_R_object: NDArrayFloat) -> NDArrayFloat:
+    """(M, 4) camera_R_object quaternions: `matrix_to_quat(einsum("ij,njk->nik", R_cw, world_R_object))`, compiled."""
+    out = np.empty((len(world_R_object), 4))
+    if _camera_quats(np.ascontiguousarray(R_cw, np.float64), np.ascontiguousarray(world_R_object, np.float64), out):
+        return out
+    return matrix_to_quat(np.einsum("ij,njk->nik", R_cw, world_R_object))
+
+
+def _truncation_of(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
+    """`truncation(box_px, width_px, height_px)` in one compiled pass."""
+    (ix0, ix1), (iy0, iy1) = geo.image_extent_px(width_px), geo.image_extent_px(height_px)
+    out = np.empty(len(box_px))
+    _truncation(np.ascontiguousarray(box_px, np.float64), float(ix0), float(ix1), float(iy0), float(iy1), out)
+    return out
+
+
+def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """Pixels and camera-frame points of the corners, centres and edge points of M boxes.
+
+    Args:
+        camera: the camera.
+        corners_cam: (M, 8, 3) camera-frame corners.
+        centre: (M, 3) camera-frame centres.
+
+    Returns:
+        uv (P, 2) `camera.project` pixels and pts (P, 3), P = M (9 + 12 EDGE_SAMPLES): the
+        corners (box-major), the centres, then `_edge_points(corners_cam)` flattened.
+    """
+    m = len(corners_cam)
+    p = m * (9 + 12 * EDGE_SAMPLES)
+    pts, xyz = np.empty((p, 3)), np.empty((3, p))
+    _box_points(np.ascontiguousarray(corners_cam, np.float64), np.ascontiguousarray(centre, np.float64), geo.CUBOID_EDGES,
+                _EDGE_T, pts, xyz)  # fmt: skip
+    return project_xyz_px(cached_projector(camera), pts, xyz), pts
+
+
 def camera_box_labels(
     camera: Camera, world_SE3_camera: SE3, boxes: FrameBoxes3D, box_of_object: NDArrayInt, ids: NDArrayInt32,
     unoccluded_px: NDArrayInt, region_px: tuple[int, int, int, int] | None = None,
@@ -405,17 +472,16 @@ def camera_box_labels(
     t_cw = -R_cw @ np.asarray(world_SE3_camera.translation)
     centre = boxes.center_world_m[box] @ R_cw.T + t_cw
     rot = boxes.rotation_world_wxyz[box]
-    rot_cam = matrix_to_quat(np.einsum("ij,njk->nik", R_cw, quat_to_matrix(rot))) if m else rot
+    rot_cam = _rotations_camera(R_cw, boxes.rotation_world_matrices()[box]) if m else rot
     corners_cam = boxes.corners_world_m()[box] @ R_cw.T + t_cw  # (M, 8, 3)
-    edges = _edge_points(corners_cam)  # (M, 12 * EDGE_SAMPLES, 3)
-    pts = np.concatenate([corners_cam.reshape(-1, 3), centre, edges.reshape(-1, 3)])  # one projection call
-    uv_all, depth_all, _ = camera.project(pts)
-    uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], depth_all[8 * m : 9 * m]
-    full = _edge_box(uv_all[9 * m :].reshape(m, -1, 2), edges) if m else np.zeros((0, 4))
+    uv_all, pts = _project_box_points(camera, corners_cam, centre)  # corners, centres, edge points: one projection
+    uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], np.ascontiguousarray(pts[8 * m : 9 * m, 2])
+    full = np.empty((m, 4))
+    _edge_bounds(uv_all, pts, 9 * m, 12 * EDGE_SAMPLES, style.NEAR_M, full)  # `_edge_box` of the edge points
     vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
     return CameraBoxLabels(
         box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,
-        np.minimum(vis / np.maximum(unocc, 1), 1.0), truncation(full, camera.width_px, camera.height_px),
+        np.minimum(vis / np.maximum(unocc, 1), 1.0), _truncation_of(full, camera.width_px, camera.height_px),
     )  # fmt: skip
 
 

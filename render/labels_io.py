@@ -31,17 +31,16 @@ from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
-from avsim.maps.style import LANE_TYPE_TO_OPENLANE
-from avsim.render import style
+from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
 from avsim.render.labels import (
     CameraBoxLabels,
     FrameBoxes3D,
     camera_box_labels,
     frame_boxes_3d,
-    rle_string,
-    rle_strings,
 )  # fmt: skip
-from avsim.render.labels_json import columns_json, float_lists_json
+from avsim.render.labels_json import columns_json
+from avsim.render.labels_rle import rle_string, rle_strings
+from avsim.render.lane_labels import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
 from avsim.render.raster import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
@@ -149,34 +148,16 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
         file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
     """
-    ll = scenario.map.lane_lines
-    types = ll.lane_types() if len(ll) else np.zeros(0, str)
-    centre = np.asarray(world_SE3_ego.translation)[:2]
-    b = ll.lines.bounds_xy() if len(ll) else np.zeros((0, 4))
-    r = LANE_RADIUS_M
-    near = (b[:, 0] - r <= centre[0]) & (b[:, 2] + r >= centre[0]) & (b[:, 1] - r <= centre[1]) & (b[:, 3] + r >= centre[1])
+    table = lane_table(scenario.map.lane_lines)
+    idx = near_lines(table, np.asarray(world_SE3_ego.translation)[:2], LANE_RADIUS_M)
     R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
     R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
     t_cw = -R_cw @ (R_we @ np.asarray(ego_SE3_camera.translation) + np.asarray(world_SE3_ego.translation))
-    idx = np.flatnonzero(near)
-    pts = [np.asarray(ll.lines[k], np.float64) for k in idx]
-    lanes = []
-    if pts:
-        p_all = np.concatenate(pts) @ R_cw.T + t_cw
-        _, depth, inside = camera.project(p_all)
-        vis = inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-        bounds = np.cumsum([0] + [len(q) for q in pts])
-        n_all, lo_l = len(p_all), bounds[:-1]
-        starts = (lo_l[:, None] + n_all * np.arange(3)[None, :]).reshape(-1)  # (lane, axis) rows of xyz (3, N)
-        rows = float_lists_json((p_all @ CV_TO_OPENLANE_CAM.T).T, starts, starts + np.repeat(np.diff(bounds), 3), 6)
-        chars = np.full(2 * n_all, ord(","), np.uint8)
-        chars[::2] = np.where(vis, ord("1"), ord("0"))
-        vis_s, ones_s = chars.tobytes().decode("ascii"), "1," * n_all  # "v,v,...": point i at 2 i
-        for j, k in enumerate(idx.tolist()):
-            lo, hi = 2 * int(bounds[j]), 2 * int(bounds[j + 1]) - 1
-            lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{ones_s[lo:hi]}],'
-                         f'"visible_in_image":[{vis_s[lo:hi]}],"category":{int(LANE_TYPE_TO_OPENLANE.get(str(types[k]), 0))},'
-                         f'"track_id":{int(k)}}}')  # fmt: skip
+    text = ""
+    if len(idx):
+        p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
+        xyz = (p_all @ CV_TO_OPENLANE_CAM.T).T
+        text = lane_lines_text(xyz, bounds, vis, table.category[idx], idx, 6)
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
@@ -184,9 +165,9 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
         "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
-        "camera_model": camera.to_dict(),
     }  # fmt: skip
-    return json.dumps(head, separators=(",", ":"))[:-1] + ',"lane_lines":[' + ",".join(lanes) + "]}"
+    # the text json.dumps writes for head + camera_model + lane_lines (the camera's part encoded once per camera)
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"camera_model":' + camera_json(camera) + ',"lane_lines":[' + text + "]}"
 
 
 def camera_frame_record(
@@ -256,7 +237,7 @@ class ImageAnnotations:
 
 
 def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
-    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`labels.rle_strings`)."""
+    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`labels_rle.rle_strings`)."""
     seen = np.flatnonzero(lab.visible_px > 0)
     k = lab.box[seen]
     vis_box = lab.box2d_visible_px[seen]

@@ -105,6 +105,99 @@ def test_projected_corners_are_the_camera_models_projection(model: str) -> None:
     np.testing.assert_allclose(lab.center_px[0], camera.project(boxes.center_world_m)[0][0], atol=1e-9)
 
 
+# ---- the compiled label geometry equals its numpy definition (issue 13 item 4) ----------------------
+def _random_boxes(n: int, seed: int) -> FrameBoxes3D:
+    """Boxes in front of, beside, crossing and behind a camera at the origin looking along +z."""
+    rng = np.random.default_rng(seed)
+    centre = np.c_[rng.uniform(-25, 25, n), rng.uniform(-3, 3, n), rng.uniform(-8, 60, n)]
+    centre[:3] = [[0.0, 0.0, 0.4], [0.0, 0.0, -6.0], [30.0, 0.0, 5.0]]  # around the camera, behind it, far aside
+    quat = rng.normal(size=(n, 4))
+    quat[3:6] = [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [np.cos(0.4), 0.0, 0.0, np.sin(0.4)]]  # exact zeros
+    return _boxes(centre, np.c_[rng.uniform(0.5, 12.0, n), rng.uniform(0.5, 3.0, n), rng.uniform(0.5, 4.0, n)], quat)
+
+
+@pytest.mark.parametrize("model", ["pinhole", "ftheta"])
+def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
+    from avsim.core.transforms import quat_to_matrix
+    from avsim.render.labels import (
+        _edge_box,
+        _edge_points,
+        _project_box_points,
+        _rotations_camera,
+        _truncation_of,
+        projected_boxes,
+        truncation,
+    )
+
+    camera = PIN if model == "pinhole" else cosmos_rig().resize(320, 180).cameras[0]
+    boxes = _random_boxes(40, 7)
+    n = len(boxes.track_id)
+    lab = camera_box_labels(camera, SE3.identity(), boxes, np.arange(n), np.full((camera.height_px, camera.width_px), -1, np.int32),
+                            np.ones(n, np.int64))  # fmt: skip
+    none = camera_box_labels(camera, SE3.identity(), boxes, np.arange(n), np.full((camera.height_px, camera.width_px), -1, np.int32),
+                             np.zeros(n, np.int64))  # fmt: skip
+    assert none.corners_px.shape == (0, 8, 2) and none.box2d_full_px.shape == (0, 4) and none.rotation_camera_wxyz.shape == (0, 4)
+    corners = boxes.corners_world_m()
+    np.testing.assert_allclose(lab.corners_px, camera.project(corners.reshape(-1, 3))[0].reshape(n, 8, 2), rtol=0, atol=1e-9)
+    full = projected_boxes(camera, corners)
+    assert np.array_equal(np.isnan(lab.box2d_full_px), np.isnan(full)) and np.isnan(full).any()  # one box wholly behind
+    np.testing.assert_allclose(lab.box2d_full_px, full, rtol=0, atol=1e-9)
+    # each compiled step on the very same input: bit for bit
+    uv, pts = _project_box_points(camera, corners, boxes.center_world_m)
+    edges = _edge_points(corners)
+    assert np.array_equal(pts[9 * n :], edges.reshape(-1, 3))
+    assert np.array_equal(_edge_box(uv[9 * n :].reshape(n, -1, 2), edges), lab.box2d_full_px, equal_nan=True)
+    assert np.array_equal(_truncation_of(full, camera.width_px, camera.height_px), truncation(full, camera.width_px, camera.height_px))
+    R_cw = quat_to_matrix(np.array([0.5, -0.5, 0.5, -0.5])).T  # axis-aligned camera: exact zeros in the products
+    for R in (R_cw, quat_to_matrix(np.array([0.9, 0.1, -0.3, 0.2])).T):
+        ref = matrix_to_quat(np.einsum("ij,njk->nik", R, quat_to_matrix(boxes.rotation_world_wxyz)))
+        assert _rotations_camera(R, boxes.rotation_world_matrices()).tobytes() == ref.tobytes()
+
+
+def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
+    from avsim.render.geometry_kernels import Projector, pixels_px
+
+    p = np.random.default_rng(3).normal(size=(500, 3)) * 20
+    p[:3] = [[1.0, 2.0, 0.0], [1.0, 2.0, -0.0], [-0.0, 0.0, 3.0]]  # on the camera plane; the axis
+    for dist in ((0.0,) * 5, (-0.3, 0.1, 0.001, -0.002, -0.02)):
+        cam = PinholeCamera(1600, 900, 1266.4, 1266.4, 816.3, 491.5, dist)
+        ref, got = cam.project(p)[0], pixels_px(Projector(cam), p)
+        assert np.isnan(got).any() and np.array_equal(np.isnan(got), np.isnan(ref))
+        assert got[~np.isnan(got)].tobytes() == ref[~np.isnan(ref)].tobytes()
+
+
+def test_compiled_lane_text_equals_the_per_list_json(sample_dir: Path) -> None:
+    from avsim.render import style
+    from avsim.render.lane_labels import _lane_entries, lane_lines_text, lane_points_camera, lane_table, near_lines
+    from avsim.scenario.io import load_scenario
+
+    scenario = load_scenario(sample_dir)
+    table = lane_table(scenario.map.lane_lines)
+    camera = cosmos_rig().resize(320, 180).cameras[0]
+    R_cw = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])  # camera at the world origin looking along +x
+    assert len(near_lines(table, np.zeros(2), 60.0)) == len(table.category)  # the sample's lines span the map
+    for idx in (np.arange(len(table.category)), np.array([1, 4, 7, 20])):  # every line (no copy), a subset
+        p_cam, vis, bounds = lane_points_camera(table, idx, camera, R_cw, np.zeros(3))
+        assert p_cam.tobytes() == (np.concatenate([scenario.map.lane_lines.lines[k] for k in idx]) @ R_cw.T).tobytes()
+    _, depth, inside = camera.project(p_cam)
+    assert np.array_equal(vis, inside & (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)) and vis.any() and not vis.all()
+    xyz = (p_cam @ labels_io_cv().T).T
+    cat = table.category[idx]
+    assert lane_lines_text(xyz, bounds, vis, cat, idx, 6) == _lane_entries(xyz, bounds, vis, cat, idx, 6)
+    doc = json.loads("[" + lane_lines_text(xyz, bounds, vis, cat, idx, 6) + "]")
+    assert [d["track_id"] for d in doc] == idx.tolist() and doc[0]["xyz"][0] == np.round(xyz[0, : bounds[1]], 6).tolist()
+    odd = xyz.copy()
+    odd[0, 0], odd[1, 1], odd[2, 2] = 1e17, 3e-7, np.nan  # beyond the compiled writer's exact range, and null
+    assert lane_lines_text(odd, bounds, vis, cat, idx, 6) == _lane_entries(odd, bounds, vis, cat, idx, 6)
+    assert json.loads("[" + lane_lines_text(odd, bounds, vis, cat, idx, 6) + "]")[0]["xyz"][0][0] == float(np.round(1e17, 6))
+
+
+def labels_io_cv() -> np.ndarray:
+    from avsim.render.labels_io import CV_TO_OPENLANE_CAM
+
+    return CV_TO_OPENLANE_CAM
+
+
 def test_openlane_categories_match_the_evaluator() -> None:
     from avsim.evaluation.lane_io import LANE_TYPE_TO_OPENLANE as EVAL_TABLE
 

@@ -201,9 +201,10 @@ def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_
     import json
 
     from avsim.core.errors import AvsimInputError
-    from avsim.render.labels import rle_string, rle_strings, visible_boxes
+    from avsim.render.labels import visible_boxes
     from avsim.render.labels_io import _f, read_part
     from avsim.render.labels_json import columns_json
+    from avsim.render.labels_rle import rle_string, rle_strings
 
     rng = np.random.default_rng(3)
     for trial in range(20):
