@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from avsim.core.memory import release_free_heap
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.core.video import MP4Writer
 from avsim.render import overlay, writer
@@ -234,6 +235,7 @@ class SegmentWorker:
                 next(it, None)  # let each camera's generator finish (label parts)
             clock.lap("render")
         clock.lap("encode")  # the encoders' flush on close
+        release_free_heap()  # the closed encoders' buffers, so that a long clip's segments do not pile up pages
         counts = {k: seg.n_frames * sum(p.kind == k for p in seg.parts) for k in STREAM_KINDS}
         s = clock.seconds
         return StageTimes(counts["camera"], counts["mosaic"], counts["overlay"], s["render"], s["encode"], s["composite"])
