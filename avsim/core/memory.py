@@ -10,7 +10,6 @@ does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from functools import lru_cache
 from typing import Any
 
@@ -18,12 +17,9 @@ from typing import Any
 @lru_cache(maxsize=1)
 def _libc_trim() -> Any:
     """glibc's `malloc_trim`, or None where the C library has none."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        return ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
+    try:  # the C library this process already runs on (no search, no subprocess)
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
         return None
 
 
