@@ -65,6 +65,7 @@ class MP4Writer:
         self._options = {"crf": str(crf), "preset": preset, "x264-params": "threads=1:lookahead-threads=1"}
         self._stack = ExitStack()
         self._container: av.container.OutputContainer | None = None
+        self._stream: av.video.stream.VideoStream | None = None
         self.frames_written = 0
 
     def __enter__(self) -> MP4Writer:
@@ -89,7 +90,7 @@ class MP4Writer:
                 f"frame must be ({self.height_px}, {self.width_px}, 3) uint8, "
                 f"got {frame_rgb.shape} {frame_rgb.dtype}"
             )
-        assert self._container is not None, "use MP4Writer as a context manager"
+        assert self._container is not None and self._stream is not None, "use MP4Writer as a context manager"
         # converted here (one compiled pass), not by libswscale inside the encoder: see avsim.core.yuv
         video_frame = av.VideoFrame.from_ndarray(rgb_to_yuv420p(frame_rgb), format="yuv420p")
         for packet in self._stream.encode(video_frame):
@@ -100,12 +101,13 @@ class MP4Writer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if self._container is not None:
+            if self._container is not None and self._stream is not None:
                 if exc_type is None:
                     for packet in self._stream.encode(None):
                         self._container.mux(packet)
                 self._container.close()
         finally:
+            self._container = self._stream = None  # the encoder's buffers go with its objects, now
             self._stack.__exit__(exc_type, exc, tb)
 
 
