@@ -35,7 +35,26 @@ MAX_DIGITS_Q = 10**15  # |q| below this: at most 15 significant digits, the deci
 if _njit is not None:
 
     @_njit
-    def _put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
+    def put_int(out: npt.NDArray[np.uint8], n: int, value: int, digits: npt.NDArray[np.uint8]) -> int:
+        # writes the decimal integer `value` (json.dumps / str of an int) at out[n:]; digits: (20,) scratch; returns the new length
+        if value < 0:
+            out[n] = 45  # -
+            n += 1
+            value = -value
+        k = 0
+        while True:
+            digits[k] = 48 + value % 10
+            value //= 10
+            k += 1
+            if value == 0:
+                break
+        for j in range(k - 1, -1, -1):
+            out[n] = digits[j]
+            n += 1
+        return n
+
+    @_njit
+    def put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
                     digits: npt.NDArray[np.uint8]) -> tuple[int, bool]:  # fmt: skip
         # writes rint(x * p) / p as repr would (fixed notation); scale = 10**nd, digits: (20,) scratch;
         # returns (new length, written exactly)
@@ -54,16 +73,7 @@ if _njit is not None:
             out[n] = 45  # -
             n += 1
         ip, fp = q // scale, q % scale
-        k = 0
-        while True:
-            digits[k] = 48 + ip % 10
-            ip //= 10
-            k += 1
-            if ip == 0:
-                break
-        for j in range(k - 1, -1, -1):
-            out[n] = digits[j]
-            n += 1
+        n = put_int(out, n, ip, digits)
         out[n] = 46  # .
         n += 1
         keep = nd
@@ -99,7 +109,7 @@ if _njit is not None:
                 if i > starts[s]:
                     out[n] = 44  # ,
                     n += 1
-                n, ok = _put_number(out, n, values[i], p, nd, lo, scale, digits)
+                n, ok = put_number(out, n, values[i], p, nd, lo, scale, digits)
                 if not ok:
                     exact[s] = False
             out[n] = 93  # ]

@@ -33,7 +33,7 @@ from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.geometry_kernels import cached_projector, pixels_px
-from avsim.render.labels_json import _put_number, float_lists_json
+from avsim.render.labels_json import float_lists_json, put_int, put_number
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
 try:
@@ -219,20 +219,13 @@ if _njit is not None:
         return n
 
     @_njit
-    def _put_int(out: npt.NDArray[np.uint8], n: int, value: int, digits: npt.NDArray[np.uint8]) -> int:
-        if value < 0:
-            out[n] = 45  # -
-            n += 1
-            value = -value
-        k = 0
-        while True:
-            digits[k] = 48 + value % 10
-            value //= 10
-            k += 1
-            if value == 0:
-                break
-        for j in range(k - 1, -1, -1):
-            out[n] = digits[j]
+    def _put_flags(out: npt.NDArray[np.uint8], n: int, flags: NDArrayBool, a: int, b: int, all_ones: bool) -> int:
+        # "f,f,...": 1/0 of flags[a:b] (every one 1 with all_ones)
+        for i in range(a, b):
+            if i > a:
+                out[n] = 44  # ,
+                n += 1
+            out[n] = 49 if (all_ones or flags[i]) else 48
             n += 1
         return n
 
@@ -258,7 +251,7 @@ if _njit is not None:
                     if i > a:
                         out[n] = 44
                         n += 1
-                    n, ok = _put_number(out, n, xyz[r, i], p, nd, lo, scale, digits)
+                    n, ok = put_number(out, n, xyz[r, i], p, nd, lo, scale, digits)
                     if not ok:
                         return -1
                 out[n] = 93  # ]
@@ -266,24 +259,12 @@ if _njit is not None:
                 if r < 2:
                     out[n] = 44
                     n += 1
-            n = _put_bytes(out, n, _VIS_KEY)
-            for i in range(a, b):
-                if i > a:
-                    out[n] = 44
-                    n += 1
-                out[n] = 49  # 1
-                n += 1
-            n = _put_bytes(out, n, _IMG_KEY)
-            for i in range(a, b):
-                if i > a:
-                    out[n] = 44
-                    n += 1
-                out[n] = 49 if visible[i] else 48
-                n += 1
+            n = _put_flags(out, _put_bytes(out, n, _VIS_KEY), visible, a, b, True)
+            n = _put_flags(out, _put_bytes(out, n, _IMG_KEY), visible, a, b, False)
             n = _put_bytes(out, n, _CAT_KEY)
-            n = _put_int(out, n, category[s], digits)
+            n = put_int(out, n, category[s], digits)
             n = _put_bytes(out, n, _TID_KEY)
-            n = _put_int(out, n, track_id[s], digits)
+            n = put_int(out, n, track_id[s], digits)
             out[n] = 125  # }
             n += 1
         return n
