@@ -109,15 +109,21 @@ class SceneRenderer:
             self._rays[camera_index] = ray_map(self.rig.cameras[camera_index])
         return self._rays[camera_index]
 
-    def prepare_rays(self) -> None:
-        """Build every camera's ray map now and hand their builders' freed temporaries back to the OS.
+    def prepare_rays(self, cameras: list[str] | tuple[str, ...]) -> None:
+        """Build the ray maps of `cameras` now and hand their builders' freed temporaries back to the OS.
 
         A long-lived worker calls this before it opens encoders: the temporaries of a 1080p ray
         map (30-50 MB arrays) would otherwise stay resident beside them (`avsim.core.memory`).
+        Maps already built are kept; then nothing is done.
+
+        Args:
+            cameras: camera names of the rig.
         """
-        for i in range(len(self.rig)):
+        todo = [i for i in (self.rig.index(c) for c in cameras) if i not in self._rays]
+        for i in todo:
             self.rays(i)
-        release_free_heap()
+        if todo:
+            release_free_heap()
 
     @property
     def camera_names(self) -> tuple[str, ...]:

@@ -163,7 +163,6 @@ class SegmentWorker:
             scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
             fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
         )  # fmt: skip
-        self.renderer.prepare_rays()  # before any encoder is open (peak memory)
         self.opts, self.reals, self.first, self.queue = opts, reals, first, queue
         self._readers = {}
 
@@ -218,6 +217,7 @@ class SegmentWorker:
         assert renderer is not None and opts is not None and opts.cameras is not None, "start() first"
         clock = _Clock()
         cameras = seg.cameras(tuple(opts.cameras))
+        renderer.prepare_rays(cameras)  # before this segment's encoders open (peak memory)
         order = writer.mosaic_order(tuple(opts.cameras))
         columns, mosaic_w, mosaic_h = writer.mosaic_size(len(order))
         with ExitStack() as stack:
