@@ -453,21 +453,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.before:
         os.environ["AVSIM_BENCH_BEFORE"] = args.before
-    if args.split:
-        case, tenfold, w, h, n = args.split
-        print(json.dumps(run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))))
-        return
-    if args.aa_split:
-        case, w, h, n = args.aa_split
-        print(json.dumps(run_aa_split(case, 4.0 if case == "sample" else 20.0, int(n), (int(w), int(h)))))
-        return
-    if args.memory:
-        case, clip, w, h, stride = args.memory
-        print(json.dumps(run_clip_memory(case, float(clip), (int(w), int(h)), int(stride))))
-        return
-    if args.render_memory_one:
-        w, h = (int(v) for v in args.render_memory_one[1].split("x"))
-        print(json.dumps(run_render_memory(float(args.render_memory_one[0]), (w, h))))
+    if _run_hidden_child(args):
         return
     if args.render_memory:
         render_memory_rows(args.render_memory)
@@ -495,6 +481,26 @@ def main() -> None:
             r = rows[-1]
             print(f"  done {case} {mode}: {r['cf_per_s']:.1f} camera-frames/s", file=sys.stderr)
     _print_table(rows, args.clip_s)
+
+
+def _run_hidden_child(args: argparse.Namespace) -> bool:
+    """Run one of the hidden per-process measurements named in `args` (printing its JSON); False when none is."""
+    result = None
+    if args.split:
+        case, tenfold, w, h, n = args.split
+        result = run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))
+    elif args.aa_split:
+        case, w, h, n = args.aa_split
+        result = run_aa_split(case, 4.0 if case == "sample" else 20.0, int(n), (int(w), int(h)))
+    elif args.memory:
+        case, clip, w, h, stride = args.memory
+        result = run_clip_memory(case, float(clip), (int(w), int(h)), int(stride))
+    elif args.render_memory_one:
+        w, h = (int(v) for v in args.render_memory_one[1].split("x"))
+        result = run_render_memory(float(args.render_memory_one[0]), (w, h))
+    if result is not None:
+        print(json.dumps(result))
+    return result is not None
 
 
 def _print_table(rows: list[dict], clip_s: float) -> None:
