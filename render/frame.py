@@ -239,7 +239,7 @@ class SceneRenderer:
             camera: camera name or index into the rig.
 
         Returns:
-            As `render_camera_ids`, then (N, 6) int64 `raster.ID_STATS_COLUMNS` per object id
+            As `render_camera_ids`, then (N, 8) int64 `raster.ID_STATS_COLUMNS` per object id
             (N = len(box_track_ids(frame_index))).
         """
         i = camera if isinstance(camera, int) else self.rig.index(camera)

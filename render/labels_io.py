@@ -188,7 +188,7 @@ def camera_frame_record(
         ids: (H, W) int32 object ids of the image.
         prims: the primitives the image was rasterised from.
         rays: (H, W, 2) its ray map.
-        id_stats: optional (N, 6) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
+        id_stats: optional (N, 8) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
             coverage is then recomputed only for contested objects (same labels).
 
     Returns:

@@ -44,17 +44,19 @@ from avsim.render.raster_kernels import (
     draw_capsules,
     draw_planars,
     object_coverage_visible,
+    visible_in_boxes,
 )
 from avsim.render.raster_kernels import plane_params as _plane_params
 from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
 from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
 
 BACKENDS = ("numba", "torch")
-# per object id, what the centre z-tests of a rasterisation with ids saw (`rasterize_numba(id_stats_out=...)`):
-# 1 when it lost a z-test to another id or was displaced by one (else every pixel it covers is one it holds
-# at the end, so its coverage needs no second pass); 1 when one of its primitives displaced more than one
-# object (those are then found by box overlap); the inclusive box of the pixels it won
-ID_STATS_COLUMNS = ("contested", "displaced_several", "x0", "y0", "x1", "y1")
+# per object id, what the centre z-tests of a rasterisation with ids saw (`rasterize_numba(id_stats_out=...)`),
+# as inclusive boxes x0, y0, x1, y1 (empty: x1 < x0): the box of the pixels it won, and a box holding every
+# pixel its primitives cover but it may not hold at the end (where one of its fragments lost a z-test to
+# another id, and where another object's primitive displaced it: the part of that primitive's won box that
+# meets its own). An object with an empty lost box holds every pixel it covers ("uncontested").
+ID_STATS_COLUMNS = ("x0", "y0", "x1", "y1", "lost_x0", "lost_y0", "lost_x1", "lost_y1")
 
 
 @dataclass
@@ -218,7 +220,7 @@ def rasterize_numba(
             centre, -1 where none or background (also with `antialias`). The colours do not depend on it.
         antialias: resolve edge pixels from 4 rotated-grid sub-samples (`avsim.render.raster_aa`);
             False: one sample per pixel, the exact-palette frames.
-        id_stats_out: with `ids_out`, an (N, 6) int64 buffer (N > every object id) filled with
+        id_stats_out: with `ids_out`, an (N, 8) int64 buffer (N > every object id) filled with
             `ID_STATS_COLUMNS` of each object id (`new_id_stats` makes one).
 
     Returns:
@@ -265,7 +267,7 @@ def new_id_stats(n_objects: int) -> NDArrayInt:
         n_objects: number of objects N (ids 0..N-1).
 
     Returns:
-        (N, 6) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
+        (N, 8) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
     """
     return np.zeros((int(n_objects), len(ID_STATS_COLUMNS)), np.int64)
 
@@ -290,9 +292,8 @@ def _reset_id_stats(
     top = max(int(cap_obj.max(initial=-1)), int(pl_obj.max(initial=-1)))
     if stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
         raise ValueError(f"id_stats_out must be (N > {top}, {len(ID_STATS_COLUMNS)}) int64, got {stats.shape} {stats.dtype}")
-    stats[:, :2] = 0
-    stats[:, 2:4] = (w, h)
-    stats[:, 4:] = -1
+    stats[:, 0:2], stats[:, 4:6] = (w, h), (w, h)
+    stats[:, 2:4], stats[:, 6:8] = -1, -1
     return stats
 
 
@@ -307,21 +308,6 @@ def _tracked(
     orders = np.concatenate([prims.cap_order[cap_obj >= 0], prims.pl_order[pl_obj >= 0]])
     first = orders.min() if len(orders) else np.iinfo(np.int64).max
     return ((cap_obj >= 0) | (prims.cap_order > first)), ((pl_obj >= 0) | (prims.pl_order > first))
-
-
-def _contested(id_stats: NDArrayInt) -> NDArrayBool:
-    """(N,) bool: objects whose coverage may exceed their held pixels (`ID_STATS_COLUMNS`).
-
-    An object one of whose primitives displaced several objects makes every object whose won box
-    meets its own contested (the displaced ones are among them).
-    """
-    contested = id_stats[:, 0] != 0
-    box = id_stats[:, 2:]
-    for k in np.flatnonzero(id_stats[:, 1]):
-        meets = (box[:, 0] <= box[k, 2]) & (box[:, 2] >= box[k, 0]) & (box[:, 1] <= box[k, 3]) & (box[:, 3] >= box[k, 1])
-        meets[k] = False
-        contested |= meets
-    return contested
 
 
 def _per_object_args(prims: Primitives, n_objects: int) -> tuple[tuple, NDArrayInt, tuple, NDArrayInt]:
@@ -375,15 +361,15 @@ def object_coverage_visible_px(
     With `id_stats` (of the rasterisation that drew `ids`) only contested objects take that pass: an
     object that never lost a z-test to, nor was displaced by, another id holds every pixel it
     covers, so its coverage is its visible count and its visible box the box of the pixels it won;
-    a contested object's held pixels (read in its won box) are marked covered before its primitives
-    are tested, so only the pixels others took are tested again.
+    a contested object's held pixels are counted in its won box, and its primitives are tested only
+    inside its lost box (`ID_STATS_COLUMNS`), where every covered pixel it does not hold lies.
 
     Args:
         prims: the image's primitives with `cap_obj` / `pl_obj`.
         rays: (H, W, 2) the camera's ray map.
         n_objects: number of objects N (ids 0..N-1).
         ids: (H, W) int32 object ids the image was drawn with (-1: none).
-        id_stats: optional (N, 6) int64 `ID_STATS_COLUMNS` from `rasterize_numba(..., id_stats_out=...)`
+        id_stats: optional (N, 8) int64 `ID_STATS_COLUMNS` from `rasterize_numba(..., id_stats_out=...)`
             of the same rasterisation.
 
     Returns:
@@ -396,19 +382,22 @@ def object_coverage_visible_px(
     if id_stats is not None and id_stats.shape != (n_objects, len(ID_STATS_COLUMNS)):
         raise ValueError(f"id_stats must be ({n_objects}, {len(ID_STATS_COLUMNS)}), got {id_stats.shape}")
     out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
-    todo, won = np.arange(n_objects, dtype=np.int64), np.zeros((0, 4), np.int64)
+    ids = np.ascontiguousarray(ids, np.int32)
+    todo, clip = np.arange(n_objects, dtype=np.int64), np.tile(np.array([0, 0, w - 1, h - 1], np.int64), (n_objects, 1))
     if id_stats is not None:
-        contested = _contested(id_stats)
-        todo, held = np.flatnonzero(contested), np.flatnonzero(~contested & (id_stats[:, 4] >= id_stats[:, 2]))
-        count_ids_in_boxes(np.ascontiguousarray(ids, np.int32), np.ascontiguousarray(id_stats[:, 2:]), held, vis)
-        out[held] = vis[held]
-        vis_box[held] = id_stats[held, 2:]
-        won = np.ascontiguousarray(id_stats[:, 2:])
+        won, clip = np.ascontiguousarray(id_stats[:, :4]), np.ascontiguousarray(id_stats[:, 4:])
+        contested = clip[:, 2] >= clip[:, 0]
+        held = np.flatnonzero(~contested & (won[:, 2] >= won[:, 0]))
+        count_ids_in_boxes(ids, won, held, vis)
+        out[held], vis_box[held] = vis[held], won[held]
+        todo = np.flatnonzero(contested)
+        visible_in_boxes(ids, won, todo, vis, vis_box)
+        out[todo] = vis[todo]
     if len(todo):
         cap, cb, pl, pb = _per_object_args(prims, n_objects)
         mask = np.zeros((h, w), np.uint8)
-        object_coverage_visible(mask, np.ascontiguousarray(ids, np.int32), rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET,
-                                style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, out, vis, vis_box, todo, won, id_stats is not None)  # fmt: skip
+        object_coverage_visible(mask, ids, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M,
+                                PARAM_EPS, out, vis, vis_box, todo, clip, id_stats is not None)  # fmt: skip
     return out, vis, vis_box
 
 

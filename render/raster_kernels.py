@@ -144,23 +144,34 @@ if _njit is not None:
         return disp, many
 
     @_njit_inline
-    def commit_claims(stats: NDArrayInt, k: int, contested: bool, disp: int, many: bool,
-                      box: tuple[int, int, int, int]) -> None:  # fmt: skip
-        # one primitive's id statistics (stats rows `raster.ID_STATS_COLUMNS`; the kernels' pixel loops keep
-        # them in locals: a store to `stats` in those loops slows them down by half)
-        if disp >= 0:
-            stats[disp, 0] = 1
-        if k < 0:
-            if many:  # a primitive of no object displaced several objects: all are re-covered
-                stats[:, 0] = 1
-            return
-        if contested:
-            stats[k, 0] = 1
-        if many:
-            stats[k, 1] = 1
+    def grow_box(stats: NDArrayInt, j: int, col: int, box: tuple[int, int, int, int]) -> None:
+        # stats[j, col:col + 4] (an inclusive box x0, y0, x1, y1) grown by `box` unless it is empty
         if box[2] >= box[0]:
-            stats[k, 2], stats[k, 3] = min(stats[k, 2], box[0]), min(stats[k, 3], box[1])
-            stats[k, 4], stats[k, 5] = max(stats[k, 4], box[2]), max(stats[k, 5], box[3])
+            stats[j, col], stats[j, col + 1] = min(stats[j, col], box[0]), min(stats[j, col + 1], box[1])
+            stats[j, col + 2], stats[j, col + 3] = max(stats[j, col + 2], box[2]), max(stats[j, col + 3], box[3])
+
+    @_njit_inline
+    def lose_overlap(stats: NDArrayInt, j: int, won: tuple[int, int, int, int]) -> None:
+        # object j may have lost pixels of `won` (a primitive's won box) it held: where it meets j's won box
+        box = (max(won[0], stats[j, 0]), max(won[1], stats[j, 1]), min(won[2], stats[j, 2]), min(won[3], stats[j, 3]))
+        if box[3] >= box[1]:
+            grow_box(stats, j, 4, box)
+
+    @_njit_inline
+    def commit_claims(stats: NDArrayInt, k: int, disp: int, many: bool, won: tuple[int, int, int, int],
+                      lost: tuple[int, int, int, int]) -> None:  # fmt: skip
+        # one primitive's id statistics (stats rows `raster.ID_STATS_COLUMNS`; the kernels' pixel loops keep
+        # them in locals: a store to `stats` in those loops slows them down by half): the objects it displaced
+        # lost pixels inside its won box, its own object won `won` and lost `lost`
+        if many:  # several objects displaced: each whose won box meets this primitive's
+            for j in range(len(stats)):
+                if j != k:
+                    lose_overlap(stats, j, won)
+        elif disp >= 0:
+            lose_overlap(stats, disp, won)
+        if k >= 0:
+            grow_box(stats, k, 0, won)
+            grow_box(stats, k, 4, lost)
 
     @_njit
     def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
@@ -184,7 +195,8 @@ if _njit is not None:
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
             k = obj[s] if with_ids else -1
             tracked = with_ids and track[s]
-            contested, disp, many, bx0, by0, bx1, by1 = False, -1, False, w, h, -1, -1
+            disp, many, bx0, by0, bx1, by1 = -1, False, w, h, -1, -1
+            lx0, ly0, lx1, ly1 = w, h, -1, -1  # the box of the pixels where it lost a centre z-test to another id
             for y in range(ylo, yhi + 1):
                 py = y + c
                 x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
@@ -203,9 +215,9 @@ if _njit is not None:
                         if with_win:
                             win[y, x] = order[s]
                     elif tracked and k >= 0 and ids[y, x] != k:
-                        contested = True
+                        lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
             if tracked:
-                commit_claims(stats, k, contested, disp, many, (bx0, by0, bx1, by1))
+                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1))
 
     @_njit
     def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
@@ -223,7 +235,8 @@ if _njit is not None:
             r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
             k = obj[p] if with_ids else -1
             tracked = with_ids and track[p]
-            contested, disp, many, bx0, by0, bx1, by1 = False, -1, False, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
+            disp, many, bx0, by0, bx1, by1 = -1, False, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
+            lx0, ly0, lx1, ly1 = bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1  # where it lost a centre z-test to another id
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
                 xs, xe = bbox[p, 0], bbox[p, 2]
                 if use_spans:
@@ -235,7 +248,7 @@ if _njit is not None:
                         continue
                     if not _ztest(zbuf, y, x, depth, zs, zb):
                         if tracked and k >= 0 and ids[y, x] != k:
-                            contested = True
+                            lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
                         continue
                     if tracked:
                         disp, many = note_displaced(disp, many, claim_pixel(ids, y, x, k))
@@ -255,7 +268,7 @@ if _njit is not None:
                         cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
                         _put(img, y, x, depth, cr, cg, cb)
             if tracked:
-                commit_claims(stats, k, contested, disp, many, (bx0, by0, bx1, by1))
+                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1))
 
     @_njit
     def _cover(mask: NDArrayByte, y: int, x: int, box: NDArrayInt) -> int:
@@ -267,10 +280,11 @@ if _njit is not None:
         return 1
 
     @_njit
-    def _cover_capsules(mask: NDArrayByte, box: NDArrayInt, xy: NDArrayFloat, inv_depth: NDArrayFloat,
-                        radius: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat, start: int, stop: int,
-                        c: float) -> int:  # fmt: skip
-        # the pixels draw_capsules would give a fragment with a finite key (its z-test against a cleared buffer)
+    def _cover_capsules(mask: NDArrayByte, box: NDArrayInt, clip: NDArrayInt, ids: NDArrayInt, skip: int,
+                        xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat, zscale: NDArrayFloat,
+                        zbias: NDArrayFloat, start: int, stop: int, c: float) -> int:  # fmt: skip
+        # the pixels draw_capsules would give a fragment with a finite key (its z-test against a cleared buffer),
+        # inside `clip` (inclusive x0, y0, x1, y1) and where ids != skip
         h, w = mask.shape
         n = 0
         for s in range(start, stop):
@@ -281,13 +295,13 @@ if _njit is not None:
             l2 = dx * dx + dy * dy
             i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
             zs, zb = zscale[s], zbias[s]
-            ylo = max(0, int(np.floor(min(ay, by) - r - c)))
-            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
+            ylo = max(clip[1], int(np.floor(min(ay, by) - r - c)))
+            yhi = min(clip[3], int(np.ceil(max(ay, by) + r - c)))
             for y in range(ylo, yhi + 1):
                 py = y + c
                 x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
-                for x in range(x0, x1 + 1):
-                    if mask[y, x]:
+                for x in range(max(x0, clip[0]), min(x1, clip[2]) + 1):
+                    if mask[y, x] or ids[y, x] == skip:
                         continue
                     t = _capsule_param(ax, ay, dx, dy, l2, r2, x + c, py)
                     if t < 0.0:
@@ -298,22 +312,23 @@ if _njit is not None:
         return n
 
     @_njit
-    def _cover_planars(mask: NDArrayByte, box: NDArrayInt, rays: NDArrayFloat32, plane: NDArrayFloat,
-                       is_tri: NDArrayBool, bbox: NDArrayInt, zscale: NDArrayFloat, zbias: NDArrayFloat,
-                       use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt, start: int, stop: int,
-                       near: float, far: float, eps: float) -> int:  # fmt: skip
-        # the pixels draw_planars would give a fragment with a finite key (its z-test against a cleared buffer)
+    def _cover_planars(mask: NDArrayByte, box: NDArrayInt, clip: NDArrayInt, ids: NDArrayInt, skip: int,
+                       rays: NDArrayFloat32, plane: NDArrayFloat, is_tri: NDArrayBool, bbox: NDArrayInt,
+                       zscale: NDArrayFloat, zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt,
+                       row_span: NDArrayInt, start: int, stop: int, near: float, far: float, eps: float) -> int:  # fmt: skip
+        # the pixels draw_planars would give a fragment with a finite key (its z-test against a cleared buffer),
+        # inside `clip` (inclusive x0, y0, x1, y1) and where ids != skip
         n = 0
         for p in range(start, stop):
             tri = is_tri[p]
             zs, zb = zscale[p], zbias[p]
-            for y in range(bbox[p, 1], bbox[p, 3] + 1):
-                xs, xe = bbox[p, 0], bbox[p, 2]
+            for y in range(max(bbox[p, 1], clip[1]), min(bbox[p, 3], clip[3]) + 1):
+                xs, xe = max(bbox[p, 0], clip[0]), min(bbox[p, 2], clip[2])
                 if use_spans:
                     k = row_start[p] + y - bbox[p, 1]
                     xs, xe = max(xs, row_span[k, 0]), min(xe, row_span[k, 1])
                 for x in range(xs, xe + 1):
-                    if mask[y, x]:
+                    if mask[y, x] or ids[y, x] == skip:
                         continue
                     depth = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)[0]
                     if depth < 0.0:
@@ -336,33 +351,34 @@ if _njit is not None:
     def object_coverage_visible(mask: NDArrayByte, ids: NDArrayInt, rays: NDArrayFloat32, cap: tuple, cap_start: NDArrayInt,
                                 pl: tuple, pl_start: NDArrayInt, c: float, near: float, far: float, eps: float,
                                 out: NDArrayInt, vis: NDArrayInt, vis_box: NDArrayInt, todo: NDArrayInt,
-                                won: NDArrayInt, premark: bool) -> None:  # fmt: skip
-        # for each object k of `todo`: out[k] its pixels drawn alone (the union of its primitives' coverage) and its
-        # visible pixels in the id buffer: vis[k] = count of ids == k, vis_box[k] their inclusive box (x0, y0, x1,
-        # y1; left at -1 where none). premark: the pixels k holds (all inside won[k], the box of the pixels it won in
-        # the raster pass) are read first and marked as covered, so only the others are tested; else they are read
-        # in the marked box (which holds every pixel its primitives drew) as the mask is cleared
+                                clip: NDArrayInt, held: bool) -> None:  # fmt: skip
+        # for each object k of `todo`: out[k] += the pixels its primitives cover drawn alone (the union of their
+        # coverage) inside clip[k] (inclusive x0, y0, x1, y1). held: vis[k] already counts the pixels with
+        # ids == k, which are skipped; else they are found in the marked box (which holds every pixel k's
+        # primitives drew) as the mask is cleared: vis[k] = count of ids == k, vis_box[k] their inclusive box
+        # (x0, y0, x1, y1; left at -1 where none)
         box = np.zeros(4, np.int64)
         h, w = mask.shape
         for k in todo:
             box[0], box[1], box[2], box[3] = w, h, -1, -1
-            n = 0
-            if premark and won[k, 2] >= won[k, 0]:
-                box[0], box[1], box[2], box[3] = won[k, 0], won[k, 1], won[k, 2], won[k, 3]
-                for y in range(box[1], box[3] + 1):
-                    for x in range(box[0], box[2] + 1):
-                        if ids[y, x] == k:
-                            mask[y, x] = 1
-                            n += 1
-                            grow_visible_box(vis, vis_box, k, y, x)
-            n += _cover_planars(mask, box, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
-            n += _cover_capsules(mask, box, *cap, cap_start[k], cap_start[k + 1], c)
-            out[k] = n
+            skip = k if held else -2
+            n = _cover_planars(mask, box, clip[k], ids, skip, rays, *pl, pl_start[k], pl_start[k + 1], near, far, eps)
+            n += _cover_capsules(mask, box, clip[k], ids, skip, *cap, cap_start[k], cap_start[k + 1], c)
+            out[k] += n
             for y in range(box[1], box[3] + 1):
                 for x in range(box[0], box[2] + 1):
                     mask[y, x] = 0
-                    if not premark and ids[y, x] == k:
+                    if not held and ids[y, x] == k:
                         grow_visible_box(vis, vis_box, k, y, x)
+
+    @_njit
+    def visible_in_boxes(ids: NDArrayInt, boxes: NDArrayInt, todo: NDArrayInt, counts: NDArrayInt, vis_box: NDArrayInt) -> None:
+        # counts[k] = pixels with id k inside boxes[k] (inclusive x0, y0, x1, y1) and vis_box[k] their box, for each k of `todo`
+        for k in todo:
+            for y in range(boxes[k, 1], boxes[k, 3] + 1):
+                for x in range(boxes[k, 0], boxes[k, 2] + 1):
+                    if ids[y, x] == k:
+                        grow_visible_box(counts, vis_box, k, y, x)
 
     @_njit
     def count_ids_in_boxes(ids: NDArrayInt, boxes: NDArrayInt, todo: NDArrayInt, counts: NDArrayInt) -> None:
