@@ -230,22 +230,24 @@ class SceneRenderer:
         return img, ids, prims
 
     def render_camera_id_stats(
-        self, frame_index: int, camera: str | int
+        self, frame_index: int, camera: str | int, ids_out: NDArrayInt32 | None = None
     ) -> tuple[NDArrayByte, NDArrayInt32, Primitives, NDArrayInt]:
         """`render_camera_ids` and the id statistics of the same rasterisation (what labels read).
 
         Args:
             frame_index: frame at the render rate.
             camera: camera name or index into the rig.
+            ids_out: optional (H, W) int32 buffer the ids are drawn into (a caller reusing one
+                buffer for many images); None: a new one.
 
         Returns:
-            As `render_camera_ids`, then (N, 8) int64 `raster.ID_STATS_COLUMNS` per object id
-            (N = len(box_track_ids(frame_index))).
+            As `render_camera_ids` (the ids in `ids_out` when given), then (N, 9) int64
+            `raster.ID_STATS_COLUMNS` per object id (N = len(box_track_ids(frame_index))).
         """
         i = camera if isinstance(camera, int) else self.rig.index(camera)
         prims = self.camera_primitives(frame_index, i)
         cam = self.rig.cameras[i]
-        ids = np.empty((cam.height_px, cam.width_px), np.int32)
+        ids = np.empty((cam.height_px, cam.width_px), np.int32) if ids_out is None else ids_out
         stats = new_id_stats(len(self.box_track_ids(frame_index)))
         img = rasterize_numba(prims, self.rays(i), ids_out=ids, antialias=self.antialias, id_stats_out=stats)
         return img, ids, prims, stats

@@ -30,7 +30,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
 from avsim.render.labels import (
     CameraBoxLabels,
@@ -173,7 +173,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 def camera_frame_record(
     scenario: Scenario, boxes: FrameBoxes3D, track_of_object: np.ndarray, camera_name: str, camera: Camera,
     ego_SE3_camera: SE3, frame_index: int, ids: NDArrayInt32, prims: Primitives, rays: NDArrayFloat32,
-    id_stats: NDArrayInt | None = None,
+    id_stats: NDArrayInt | None = None, scratch: NDArrayByte | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The labels of one camera image, from its id buffer and primitives.
 
@@ -188,8 +188,9 @@ def camera_frame_record(
         ids: (H, W) int32 object ids of the image.
         prims: the primitives the image was rasterised from.
         rays: (H, W, 2) its ray map.
-        id_stats: optional (N, 8) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
+        id_stats: optional (N, 9) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
             coverage is then recomputed only for contested objects (same labels).
+        scratch: optional (H, W) uint8 zeros for the coverage pass (`raster.object_coverage_visible_px`).
 
     Returns:
         {"frame_index", "camera", "timestamp_ns", "track_ids": [str, ...] (every box with unoccluded
@@ -198,7 +199,7 @@ def camera_frame_record(
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
-    unocc, vis_n, vis_box = object_coverage_visible_px(prims, rays, len(box_of_object), ids, id_stats)  # one pass: coverage and id buffer
+    unocc, vis_n, vis_box = object_coverage_visible_px(prims, rays, len(box_of_object), ids, id_stats, scratch)  # one pass: coverage and id buffer
     unocc[box_of_object < 0] = 0
     world_SE3_cam = boxes.world_SE3_ego.compose(ego_SE3_camera)
     lab = camera_box_labels(camera, world_SE3_cam, boxes, box_of_object, ids, unocc, visible=(vis_n, vis_box))

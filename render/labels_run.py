@@ -10,11 +10,14 @@ the parts dropped. `avsim labels` computes the same records without encoding any
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from avsim.core.atomic import atomic_output_path
-from avsim.core.typing import NDArrayByte
+from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render import labels_io, writer
 
 if TYPE_CHECKING:
@@ -53,20 +56,44 @@ def part_path(out: Path, clip_id: str, segment: writer.Segment) -> Path:
     return labels_folder(out, clip_id) / ".parts" / f"{segment.camera}.{segment.start:06d}.json"
 
 
-def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -> tuple[NDArrayByte, dict[str, Any]]:
+@dataclass(frozen=True)
+class ImageBuffers:
+    """Scratch buffers of one image size, reused over many camera-frames: the (H, W) int32 id buffer and the coverage pass's (H, W) uint8 mask."""
+
+    ids: NDArrayInt32
+    mask: NDArrayByte
+
+    @classmethod
+    def of_size(cls, width_px: int, height_px: int) -> ImageBuffers:
+        """New buffers for images of this size.
+
+        Args:
+            width_px: image width.
+            height_px: image height.
+
+        Returns:
+            The buffers (the mask zeroed).
+        """
+        return cls(np.empty((height_px, width_px), np.int32), np.zeros((height_px, width_px), np.uint8))
+
+
+def frame_record(
+    renderer: SceneRenderer, frame_index: int, camera_index: int, buffers: ImageBuffers | None = None
+) -> tuple[NDArrayByte, dict[str, Any]]:
     """One camera image and its labels, from one rasterisation with object ids.
 
     Args:
         renderer: the scene renderer.
         frame_index: frame at the render rate.
         camera_index: index into the renderer's rig.
+        buffers: optional scratch buffers of the camera's image size (None: new ones).
 
     Returns:
         (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
     """
     from avsim.render.labels import frame_boxes_3d
 
-    img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index)
+    img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
     boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
     rig = renderer.rig
@@ -75,7 +102,7 @@ def frame_record(renderer: SceneRenderer, frame_index: int, camera_index: int) -
         ego_SE3_camera = boxes.world_SE3_ego.inverse().compose(renderer.world_SE3_camera(frame_index, camera_index))
     rec = labels_io.camera_frame_record(
         renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
-        ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index), id_stats,
+        ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index), id_stats, None if buffers is None else buffers.mask,
     )  # fmt: skip
     return img, rec
 
@@ -96,8 +123,10 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
     """
     i = renderer.rig.index(segment.camera)
     records, lanes = [], []
+    cam = renderer.rig.cameras[i]
+    buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     for f in range(segment.start, segment.stop):
-        img, rec = frame_record(renderer, f, i)
+        img, rec = frame_record(renderer, f, i, buffers)
         lanes.append((rec["frame_index"], rec.pop("openlane")))  # final files already: not through the part
         records.append(rec)
         yield img
@@ -181,9 +210,10 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     folder.parent.mkdir(parents=True, exist_ok=True)
     renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
     records = []
+    buffers = ImageBuffers.of_size(opts.width_px, opts.height_px)
     for f in range(first, stop):
         for i in range(len(cameras)):
-            records.append(frame_record(renderer, f, i)[1])
+            records.append(frame_record(renderer, f, i, buffers)[1])
             if progress is not None:
                 progress(1)
     with atomic_output_path(folder, is_dir=True) as tmp:

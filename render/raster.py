@@ -40,7 +40,6 @@ from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
 from avsim.render.raster_kernels import (
     PARAM_EPS,
     _njit,
-    count_ids_in_boxes,
     draw_capsules,
     draw_planars,
     object_coverage_visible,
@@ -55,8 +54,9 @@ BACKENDS = ("numba", "torch")
 # as inclusive boxes x0, y0, x1, y1 (empty: x1 < x0): the box of the pixels it won, and a box holding every
 # pixel its primitives cover but it may not hold at the end (where one of its fragments lost a z-test to
 # another id, and where another object's primitive displaced it: the part of that primitive's won box that
-# meets its own). An object with an empty lost box holds every pixel it covers ("uncontested").
-ID_STATS_COLUMNS = ("x0", "y0", "x1", "y1", "lost_x0", "lost_y0", "lost_x1", "lost_y1")
+# meets its own). An object with an empty lost box holds every pixel it covers ("uncontested"), and then
+# `won_px` (the pixels it took that it did not hold yet) is its pixel count.
+ID_STATS_COLUMNS = ("x0", "y0", "x1", "y1", "lost_x0", "lost_y0", "lost_x1", "lost_y1", "won_px")
 
 
 @dataclass
@@ -220,7 +220,7 @@ def rasterize_numba(
             centre, -1 where none or background (also with `antialias`). The colours do not depend on it.
         antialias: resolve edge pixels from 4 rotated-grid sub-samples (`avsim.render.raster_aa`);
             False: one sample per pixel, the exact-palette frames.
-        id_stats_out: with `ids_out`, an (N, 8) int64 buffer (N > every object id) filled with
+        id_stats_out: with `ids_out`, an (N, 9) int64 buffer (N > every object id) filled with
             `ID_STATS_COLUMNS` of each object id (`new_id_stats` makes one).
 
     Returns:
@@ -267,7 +267,7 @@ def new_id_stats(n_objects: int) -> NDArrayInt:
         n_objects: number of objects N (ids 0..N-1).
 
     Returns:
-        (N, 8) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
+        (N, 9) int64, columns `ID_STATS_COLUMNS` (reset by every rasterisation).
     """
     return np.zeros((int(n_objects), len(ID_STATS_COLUMNS)), np.int64)
 
@@ -293,7 +293,7 @@ def _reset_id_stats(
     if stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
         raise ValueError(f"id_stats_out must be (N > {top}, {len(ID_STATS_COLUMNS)}) int64, got {stats.shape} {stats.dtype}")
     stats[:, 0:2], stats[:, 4:6] = (w, h), (w, h)
-    stats[:, 2:4], stats[:, 6:8] = -1, -1
+    stats[:, 2:4], stats[:, 6:8], stats[:, 8] = -1, -1, 0
     return stats
 
 
@@ -352,8 +352,9 @@ def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) 
 
 
 def object_coverage_visible_px(
-    prims: Primitives, rays: NDArrayFloat32, n_objects: int, ids: NDArrayInt32, id_stats: NDArrayInt | None = None
-) -> tuple[NDArrayInt, NDArrayInt, NDArrayInt]:
+    prims: Primitives, rays: NDArrayFloat32, n_objects: int, ids: NDArrayInt32, id_stats: NDArrayInt | None = None,
+    scratch: NDArrayByte | None = None,
+) -> tuple[NDArrayInt, NDArrayInt, NDArrayInt]:  # fmt: skip
     """`object_coverage_px` and the visible pixels of each object in the id buffer, in one compiled pass.
 
     The pixels an object drew (id buffer == k) are pixels its primitives cover, so they lie in the box
@@ -369,8 +370,10 @@ def object_coverage_visible_px(
         rays: (H, W, 2) the camera's ray map.
         n_objects: number of objects N (ids 0..N-1).
         ids: (H, W) int32 object ids the image was drawn with (-1: none).
-        id_stats: optional (N, 8) int64 `ID_STATS_COLUMNS` from `rasterize_numba(..., id_stats_out=...)`
+        id_stats: optional (N, 9) int64 `ID_STATS_COLUMNS` from `rasterize_numba(..., id_stats_out=...)`
             of the same rasterisation.
+        scratch: optional (H, W) uint8 zeros the pass marks pixels in and leaves zero (a caller
+            reusing one for many images); None: a new one.
 
     Returns:
         unoccluded (N,) int64 pixel counts (`object_coverage_px`), visible (N,) int64 counts of
@@ -385,17 +388,19 @@ def object_coverage_visible_px(
     ids = np.ascontiguousarray(ids, np.int32)
     todo, clip = np.arange(n_objects, dtype=np.int64), np.tile(np.array([0, 0, w - 1, h - 1], np.int64), (n_objects, 1))
     if id_stats is not None:
-        won, clip = np.ascontiguousarray(id_stats[:, :4]), np.ascontiguousarray(id_stats[:, 4:])
+        won, clip = np.ascontiguousarray(id_stats[:, :4]), np.ascontiguousarray(id_stats[:, 4:8])
         contested = clip[:, 2] >= clip[:, 0]
         held = np.flatnonzero(~contested & (won[:, 2] >= won[:, 0]))
-        count_ids_in_boxes(ids, won, held, vis)
+        vis[held] = id_stats[held, 8]
         out[held], vis_box[held] = vis[held], won[held]
         todo = np.flatnonzero(contested)
         visible_in_boxes(ids, won, todo, vis, vis_box)
         out[todo] = vis[todo]
     if len(todo):
         cap, cb, pl, pb = _per_object_args(prims, n_objects)
-        mask = np.zeros((h, w), np.uint8)
+        mask = np.zeros((h, w), np.uint8) if scratch is None else scratch
+        if mask.shape != (h, w) or mask.dtype != np.uint8:
+            raise ValueError(f"scratch must be ({h}, {w}) uint8, got {mask.shape} {mask.dtype}")
         object_coverage_visible(mask, ids, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M,
                                 PARAM_EPS, out, vis, vis_box, todo, clip, id_stats is not None)  # fmt: skip
     return out, vis, vis_box

@@ -127,21 +127,17 @@ if _njit is not None:
         return depth, a, b
 
     @_njit_inline
-    def claim_pixel(ids: NDArrayInt, y: int, x: int, k: int) -> int:
-        # object id k won pixel (y, x): the object id it displaced, or -1 (none, or k itself)
-        old = ids[y, x]
-        ids[y, x] = k
-        return old if old != k else -1
-
-    @_njit_inline
-    def note_displaced(disp: int, many: bool, d: int) -> tuple[int, bool]:
-        # the first object a primitive displaced, and whether it displaced more than one
-        if d >= 0:
-            if disp < 0:
-                disp = d
-            elif d != disp:
-                many = True
-        return disp, many
+    def note_claim(disp: int, many: bool, won: int, old: int, k: int) -> tuple[int, bool, int]:
+        # a primitive of object k (none: k < 0) took a pixel whose id was `old`: the first object it displaced,
+        # whether it displaced more than one, and how many pixels k newly holds
+        if old != k:
+            won += 1
+            if old >= 0:
+                if disp < 0:
+                    disp = old
+                elif old != disp:
+                    many = True
+        return disp, many, won
 
     @_njit_inline
     def grow_box(stats: NDArrayInt, j: int, col: int, box: tuple[int, int, int, int]) -> None:
@@ -159,10 +155,10 @@ if _njit is not None:
 
     @_njit_inline
     def commit_claims(stats: NDArrayInt, k: int, disp: int, many: bool, won: tuple[int, int, int, int],
-                      lost: tuple[int, int, int, int]) -> None:  # fmt: skip
+                      lost: tuple[int, int, int, int], n_won: int) -> None:  # fmt: skip
         # one primitive's id statistics (stats rows `raster.ID_STATS_COLUMNS`; the kernels' pixel loops keep
         # them in locals: a store to `stats` in those loops slows them down by half): the objects it displaced
-        # lost pixels inside its won box, its own object won `won` and lost `lost`
+        # lost pixels inside its won box, its own object won `won` (n_won pixels it did not hold) and lost `lost`
         if many:  # several objects displaced: each whose won box meets this primitive's
             for j in range(len(stats)):
                 if j != k:
@@ -172,6 +168,7 @@ if _njit is not None:
         if k >= 0:
             grow_box(stats, k, 0, won)
             grow_box(stats, k, 4, lost)
+            stats[k, 8] += n_won
 
     @_njit
     def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
@@ -180,7 +177,7 @@ if _njit is not None:
                        win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
         # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one;
         # with_ids: ids follow every centre z-test, and for the `track` primitives the id statistics too
-        # (`claim_pixel`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids
+        # (`note_claim`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids
         h, w = zbuf.shape
         for s in range(start, stop):
             ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
@@ -195,7 +192,7 @@ if _njit is not None:
             yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
             k = obj[s] if with_ids else -1
             tracked = with_ids and track[s]
-            disp, many, bx0, by0, bx1, by1 = -1, False, w, h, -1, -1
+            disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, w, h, -1, -1
             lx0, ly0, lx1, ly1 = w, h, -1, -1  # the box of the pixels where it lost a centre z-test to another id
             for y in range(ylo, yhi + 1):
                 py = y + c
@@ -208,7 +205,8 @@ if _njit is not None:
                     if _ztest(zbuf, y, x, depth, zs, zb):
                         _put(img, y, x, depth, cr, cg, cb)
                         if tracked:
-                            disp, many = note_displaced(disp, many, claim_pixel(ids, y, x, k))
+                            disp, many, nw = note_claim(disp, many, nw, ids[y, x], k)
+                            ids[y, x] = k
                             bx0, by0, bx1, by1 = min(bx0, x), min(by0, y), max(bx1, x), max(by1, y)
                         elif with_ids:
                             ids[y, x] = k
@@ -217,7 +215,7 @@ if _njit is not None:
                     elif tracked and k >= 0 and ids[y, x] != k:
                         lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
             if tracked:
-                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1))
+                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1), nw)
 
     @_njit
     def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
@@ -235,7 +233,7 @@ if _njit is not None:
             r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
             k = obj[p] if with_ids else -1
             tracked = with_ids and track[p]
-            disp, many, bx0, by0, bx1, by1 = -1, False, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
+            disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
             lx0, ly0, lx1, ly1 = bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1  # where it lost a centre z-test to another id
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
                 xs, xe = bbox[p, 0], bbox[p, 2]
@@ -251,7 +249,8 @@ if _njit is not None:
                             lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
                         continue
                     if tracked:
-                        disp, many = note_displaced(disp, many, claim_pixel(ids, y, x, k))
+                        disp, many, nw = note_claim(disp, many, nw, ids[y, x], k)
+                        ids[y, x] = k
                         bx0, by0, bx1, by1 = min(bx0, x), min(by0, y), max(bx1, x), max(by1, y)
                     elif with_ids:
                         ids[y, x] = k
@@ -268,7 +267,7 @@ if _njit is not None:
                         cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
                         _put(img, y, x, depth, cr, cg, cb)
             if tracked:
-                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1))
+                commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1), nw)
 
     @_njit
     def _cover(mask: NDArrayByte, y: int, x: int, box: NDArrayInt) -> int:
@@ -379,13 +378,3 @@ if _njit is not None:
                 for x in range(boxes[k, 0], boxes[k, 2] + 1):
                     if ids[y, x] == k:
                         grow_visible_box(counts, vis_box, k, y, x)
-
-    @_njit
-    def count_ids_in_boxes(ids: NDArrayInt, boxes: NDArrayInt, todo: NDArrayInt, counts: NDArrayInt) -> None:
-        # counts[k] = pixels with id k inside boxes[k] (inclusive x0, y0, x1, y1), for each k of `todo`
-        for k in todo:
-            n = 0
-            for y in range(boxes[k, 1], boxes[k, 3] + 1):
-                for x in range(boxes[k, 0], boxes[k, 2] + 1):
-                    n += ids[y, x] == k
-            counts[k] = n
