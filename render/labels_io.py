@@ -523,8 +523,9 @@ def write_labels(
         samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": sample_token(stamps[f]), "video_clip": video[f][0],
                         "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
     results = {}
+    name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
     for f, boxes, entries in zip(frames, all_boxes, _box3d_entries(all_boxes, [sample_token(stamps[f]) for f in frames])):
-        cams = [json.dumps(seen[f].get(str(t), []), separators=(",", ":")) for t in boxes.track_id.tolist()]
+        cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in boxes.track_id.tolist()]
         results[sample_token(stamps[f])] = [e + ',"cameras":' + c + "}" for e, c in zip(entries, cams)]
     meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
             "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
