@@ -23,9 +23,23 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from render import _versions, load_case
+def load_case(case: str, clip_s: float):
+    """The sample scenario (seed 0, 30 fps) cut to `clip_s` seconds (as `bench/render.py`'s sample case)."""
+    from avsim.scenario.sample import make_sample_scenario
+
+    assert case == "sample", case
+    return make_sample_scenario(seed=0, duration_s=clip_s, fps=30.0)
+
+
+def _versions() -> str:
+    import platform
+
+    import av
+    import numba
+    import numpy
+
+    return f"python {platform.python_version()}, numpy {numpy.__version__}, numba {numba.__version__}, PyAV {av.__version__}"
 
 
 def _encoders(stack, cameras, folder: Path, start: int) -> dict:
