@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from avsim.core.errors import AvsimInputError
-from avsim.render import style, writer
+from avsim.render import memory_plan, style, writer
 from avsim.render.runner import (
     EDIT_MANIFEST_FORMAT,
     EDIT_MANIFEST_NAME,
@@ -87,7 +87,10 @@ def _parse_size(value: str) -> tuple[int, int]:
     return w, h
 
 
-def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str, workers: int, chunk: int, aa: str = "on") -> None:
+def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str, workers: int, chunk: int, aa: str = "on",
+                   max_memory_mib: int = 0) -> None:  # fmt: skip
+    if max_memory_mib < 0:
+        raise typer.BadParameter(f"--max-memory-mib: must be >= 0 (0: no budget), got {max_memory_mib}")
     if aa not in ("on", "off"):
         raise typer.BadParameter(f"--aa: expected on or off, got {aa!r}")
     if layout not in writer.LAYOUTS:
@@ -202,6 +205,7 @@ def render_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
     preset: str = typer.Option(writer.DEFAULT_PRESET, "--preset", help="libx264 speed preset (crf 18 always): ultrafast ... veryslow."),
     aa: str = typer.Option("on", "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
+    max_memory: int = typer.Option(memory_plan.DEFAULT_MAX_MEMORY_MIB, "--max-memory-mib", help="Memory budget of one render process in MiB: a time segment whose encoders would pass it is written in several passes (same bytes; docs/render.md). 0: no budget."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
@@ -211,14 +215,14 @@ def render_command(
     """
     from rich.console import Console
 
-    _check_choices(layout, rig, backend, fps, preset, workers, chunk, aa)
+    _check_choices(layout, rig, backend, fps, preset, workers, chunk, aa, max_memory)
     width, height = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
         start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
         layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa == "on",
-        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps,
+        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
     )  # fmt: skip
     _check_output(out)  # bad input fails here, in one line, before the progress bar appears
     variants_mode = is_variants_folder(scenario)

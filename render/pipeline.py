@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from avsim.core.memory import release_free_heap
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.core.video import MP4Writer
-from avsim.render import overlay, writer
+from avsim.render import memory_plan, overlay, writer
 from avsim.render.real_frames import RealCamera, RealReader
 
 if TYPE_CHECKING:
@@ -348,7 +348,7 @@ def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[Time
     total = StageTimes()
     if not segments:
         return total
-    segments = spread_over_workers(segments, opts.workers)
+    segments = spread_over_workers(memory_plan.fit_to_budget(segments, opts), opts.workers)
     if opts.workers > 1 and len(segments) > 1:
         return _run_pool(scenario, opts, segments, reals, first, progress)
     worker = SegmentWorker()

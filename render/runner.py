@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.rig import NAMED_RIGS, CameraRig, named_rig
-from avsim.render import resume, style, writer
+from avsim.render import memory_plan, resume, style, writer
 from avsim.render.pipeline import StageTimes, StreamPart, TimeSegment, render_segments
 from avsim.render.real_frames import RealCamera, plan_camera
 
@@ -77,6 +77,7 @@ class RenderOptions:
     antialias: bool = True  # 4x MSAA on edge pixels (render/raster_aa.py); False (`--aa off`): the exact single-sample frames
     overlay_offset_s: float = 0.0  # render time t shows real time t + offset (render/real_frames.py)
     overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
+    max_memory_mib: int = memory_plan.DEFAULT_MAX_MEMORY_MIB  # budget of one render process (render/memory_plan.py; 0: none); bytes unchanged
 
 
 @dataclass

@@ -143,6 +143,7 @@ def test_bad_input_exits_with_one_line(tmp_path, capsys):
 def test_bad_options_are_usage_errors(scenario_dir, tmp_path):
     assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--size", "12x7"]) == 2
     assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--layout", "nope"]) == 2
+    assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--max-memory-mib", "-1"]) == 2
 
 
 def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, monkeypatch):

@@ -1,0 +1,144 @@
+"""Work units that fit a memory budget: a time segment's streams split when their encoders would not.
+
+A render process holds, while it writes one time segment, one libx264 encoder per stream of the
+segment (7 cameras and the 1920x1080 mosaic in the main job), the ray map of every camera it
+renders and one time step's frame buffers. The encoders dominate and do not depend on the clip's
+length: at 1920x1080 `superfast` one holds about 120 MiB, so 8 of them alone pass 1 GB.
+
+`fit_segments` splits every segment whose estimate (`unit_mib`) is over the budget into units
+of the same frames with fewer streams, the mosaic's unit first. Each stream's part, hence its
+bytes, is unchanged: only which unit writes it. The cost is rendering again the cameras that
+two units of one segment both need: the mosaic's unit renders every camera.
+
+The estimate is a model of measured resident sizes (`python bench/encoder_memory.py` prints the
+measurements behind `ENCODER_MIB`), not a limit the operating system enforces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from avsim.render import writer
+
+if TYPE_CHECKING:
+    from avsim.render.pipeline import StreamPart, TimeSegment
+    from avsim.render.runner import RenderOptions
+
+DEFAULT_MAX_MEMORY_MIB = 1000  # `avsim render --max-memory-mib`: the budget of one render process (0: none)
+# libx264 at crf 18, one thread, after 120 frames of control video: (MiB, MiB per megapixel) of
+# one encoder, fitted over 640x360, 1280x720 and 1920x1080 with 3 encoders in one process
+ENCODER_MIB: dict[str, tuple[float, float]] = {
+    "ultrafast": (19.0, 16.0),
+    "superfast": (23.0, 47.5),
+    "veryfast": (24.0, 66.0),
+    "faster": (26.0, 97.0),
+    "fast": (26.0, 130.0),
+    "medium": (30.0, 190.0),
+    "slow": (30.0, 220.0),
+    "slower": (30.0, 330.0),
+    "veryslow": (30.0, 330.0),
+}
+PROCESS_BASE_MIB = 250.0  # an idle render process: Python, numpy, numba's kernels, PyAV, libx264's shared state
+RENDER_MIB_PER_MPX = 12.0  # per rendered camera and megapixel: its (H, W, 2) float32 ray map and a time step's buffers
+
+
+def encoder_mib(width_px: int, height_px: int, preset: str) -> float:
+    """Estimated resident MiB of one libx264 encoder of `width_px` x `height_px` frames.
+
+    Args:
+        width_px: frame width.
+        height_px: frame height.
+        preset: x264 preset (a key of ENCODER_MIB).
+
+    Returns:
+        MiB.
+    """
+    fixed_mib, per_mpx = ENCODER_MIB[preset]
+    return fixed_mib + per_mpx * width_px * height_px / 1e6
+
+
+def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[int, int], mosaic_px: tuple[int, int], preset: str) -> float:
+    """Estimated peak MiB of a process writing `parts` of one time segment.
+
+    Args:
+        parts: the stream parts it writes (camera and overlay parts at `camera_px`, the mosaic at `mosaic_px`).
+        n_rendered: cameras it renders.
+        camera_px: (width, height) of a camera frame.
+        mosaic_px: (width, height) of the mosaic.
+        preset: x264 preset.
+
+    Returns:
+        MiB.
+    """
+    w, h = camera_px
+    encoders = sum(encoder_mib(*(mosaic_px if p.kind == "mosaic" else camera_px), preset) for p in parts)
+    return PROCESS_BASE_MIB + n_rendered * RENDER_MIB_PER_MPX * w * h / 1e6 + encoders
+
+
+def fit_segments(segments: list[TimeSegment], budget_mib: float, estimate: Callable[[TimeSegment], float]) -> list[TimeSegment]:
+    """Split each segment whose estimate is over `budget_mib` into units that fit.
+
+    The parts are taken in groups that share one render, the mosaic first, then each camera's
+    video with its overlay in camera order; a unit is closed when the next group would take it
+    over the budget. A group that alone is over the budget gets a unit of its own.
+
+    Args:
+        segments: the time segments to write.
+        budget_mib: the budget of one process (<= 0: no budget).
+        estimate: MiB of a process writing one segment (`unit_mib` with the render's sizes).
+
+    Returns:
+        The segments, some split; their parts together are `segments`' parts.
+    """
+    if budget_mib <= 0:
+        return list(segments)
+    out: list[TimeSegment] = []
+    for seg in segments:
+        if estimate(seg) <= budget_mib:
+            out.append(seg)
+            continue
+        unit: tuple[StreamPart, ...] = ()
+        for group in _render_groups(seg.parts):
+            if unit and estimate(_with_parts(seg, (*unit, *group))) > budget_mib:
+                out.append(_with_parts(seg, unit))
+                unit = ()
+            unit = (*unit, *group)
+        out.append(_with_parts(seg, unit))
+    return out
+
+
+def _render_groups(parts: tuple[StreamPart, ...]) -> list[tuple[StreamPart, ...]]:
+    """`parts` grouped by the render they share: the mosaic, then one group per camera in first-seen order."""
+    groups: dict[str, list[StreamPart]] = {}
+    for p in sorted(parts, key=lambda p: p.kind != "mosaic"):  # stable: the mosaic first, then the parts' order
+        groups.setdefault("" if p.kind == "mosaic" else p.camera, []).append(p)
+    return [tuple(g) for g in groups.values()]
+
+
+def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions) -> list[TimeSegment]:
+    """`fit_segments` with the render's own sizes, preset and budget (`opts.max_memory_mib`).
+
+    Every camera's ray map is counted in every unit: a worker keeps the maps it has built, and
+    the unit with the mosaic renders every camera.
+
+    Args:
+        segments: the time segments to write.
+        opts: render options with `cameras` set.
+
+    Returns:
+        As `fit_segments`.
+    """
+    assert opts.cameras is not None, "cameras resolved first"
+    n_cameras = len(opts.cameras)
+    _, mosaic_w, mosaic_h = writer.mosaic_size(n_cameras)
+    camera_px = (opts.width_px, opts.height_px)
+
+    def estimate(seg: TimeSegment) -> float:
+        return unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset)
+
+    return fit_segments(segments, opts.max_memory_mib, estimate)
+
+
+def _with_parts(seg: TimeSegment, parts: tuple[StreamPart, ...]) -> TimeSegment:
+    return type(seg)(seg.clip_id, seg.start, seg.stop, parts)
