@@ -3,7 +3,7 @@
 A render process holds, while it writes one time segment, one libx264 encoder per stream of the
 segment (7 cameras and the 1920x1080 mosaic in the main job), the ray map of every camera it
 renders and one time step's frame buffers. The encoders dominate and do not depend on the clip's
-length: at 1920x1080 `superfast` one holds about 120 MiB, so 8 of them alone pass 1 GB.
+length: at 1920x1080 `superfast` one holds about 130 MiB, so 8 of them alone pass 1 GB.
 
 `fit_segments` splits every segment whose estimate (`unit_mib`) is over the budget into units
 of the same frames with fewer streams, the mosaic's unit first. Each stream's part, hence its
@@ -26,16 +26,18 @@ if TYPE_CHECKING:
     from avsim.render.runner import RenderOptions
 
 DEFAULT_MAX_MEMORY_MIB = 1000  # `avsim render --max-memory-mib`: the budget of one render process (0: none)
-# libx264 at crf 18, one thread, after 120 frames of control video: (MiB, MiB per megapixel) of
+# libx264 at crf 18, one thread, after 100 frames of control-like video: (MiB, MiB per megapixel) of
 # one encoder, fitted over 640x360, 1280x720 and 1920x1080 with 3 encoders in one process
+# (`python bench/encoder_memory.py`, x86_64, PyAV 18.1); slower and veryslow are not measured: an
+# upper guess above slow's
 ENCODER_MIB: dict[str, tuple[float, float]] = {
-    "ultrafast": (19.0, 16.0),
-    "superfast": (23.0, 47.5),
-    "veryfast": (24.0, 66.0),
-    "faster": (26.0, 97.0),
-    "fast": (26.0, 130.0),
-    "medium": (30.0, 190.0),
-    "slow": (30.0, 220.0),
+    "ultrafast": (21.0, 20.3),
+    "superfast": (26.0, 51.8),
+    "veryfast": (26.0, 78.7),
+    "faster": (36.0, 103.1),
+    "fast": (33.0, 148.9),
+    "medium": (27.0, 187.1),
+    "slow": (47.0, 209.2),
     "slower": (30.0, 330.0),
     "veryslow": (30.0, 330.0),
 }
