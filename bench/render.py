@@ -17,6 +17,7 @@ own. `--clip-s` shortens the clips (e.g. to show that memory does not grow with 
     python bench/render.py --rows raster,agents,memory --raster-frames 30 --before ../old   # older checkout / this one
     python bench/render.py --rows aa --raster-frames 6 --repeats 3 --before ../old   # raster kernels vs AA pass CPU ms
     python bench/render.py --render-memory 1920x1080   # a whole render's peak RSS (mosaic, 2 workers), 4 s vs 20 s clip, budget vs none
+    python bench/render.py --render-memory 1920x1080 --labels   # the same with labels
 
 The `--rows` table runs an older checkout's code (`--before DIR`, with its own .venv) and this one's in
 the same run, interleaved: raster only split into geometry and raster-kernel CPU time (sample and
@@ -116,27 +117,28 @@ def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int
     return {"case": case, "clip_s": clip_s, "frames": renderer.n_frames, "peak_main_mib": own}
 
 
-def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int) -> dict:
-    """The sample rendered whole (7 cameras, `--mosaic --workers 2`, `--max-memory-mib`): peak RSS of the main process and its largest child."""
+def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int, labels: bool) -> dict:
+    """The sample rendered whole (7 cameras, `--mosaic --workers 2`, `--max-memory-mib`, `--labels`): peak RSS of the main process and its largest child."""
     from avsim.render.runner import RenderOptions, run_render
 
     scenario = load_case("sample", clip_s)
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        run_render(scenario, RenderOptions(out=Path(tmp), workers=2, mosaic=True, width_px=size[0], height_px=size[1], max_memory_mib=max_memory_mib))
+        run_render(scenario, RenderOptions(out=Path(tmp), workers=2, mosaic=True, width_px=size[0], height_px=size[1], max_memory_mib=max_memory_mib,
+                                      labels=labels))
     own, children = _peak_mib()
     return {"clip_s": clip_s, "wall_s": time.perf_counter() - wall, "peak_main_mib": own, "peak_worker_mib": children}
 
 
-def render_memory_rows(size: str) -> None:
+def render_memory_rows(size: str, labels: bool) -> None:
     """Print the whole-render memory of a 4 s and a 20 s sample clip at `size` (WxH), with the default budget and none, each in a fresh process."""
     from avsim.render.memory_plan import DEFAULT_MAX_MEMORY_MIB
 
     print("| clip | frame | --max-memory-mib | wall s | peak RSS main / largest worker MiB |\n|---|---|---|---|---|")
     for clip_s in (4.0, 20.0):
         for budget in (DEFAULT_MAX_MEMORY_MIB, 0):
-            r = _child(["--render-memory-one", str(clip_s), size, str(budget)], before=False)
-            row = f"| {clip_s:g} s | {size} | {budget or 'none'} | {r['wall_s']:.0f} | {r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f} |"
+            r = _child(["--render-memory-one", str(clip_s), size, str(budget), str(int(labels))], before=False)
+            row = f"| {clip_s:g} s | {size}{' --labels' if labels else ''} | {budget or 'none'} | {r['wall_s']:.0f} | {r['peak_main_mib']:.0f} / {r['peak_worker_mib']:.0f} |"
             print(row, flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end; {os.cpu_count()} CPUs; {_versions()}")
 
@@ -453,14 +455,15 @@ def main() -> None:
     parser.add_argument("--memory", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--aa-split", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--render-memory", metavar="WxH", help="whole-render peak RSS (mosaic, 2 workers), 4 s vs 20 s")
-    parser.add_argument("--render-memory-one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--render-memory-one", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--labels", action="store_true", help="--render-memory with labels on")
     args = parser.parse_args()
     if args.before:
         os.environ["AVSIM_BENCH_BEFORE"] = args.before
     if _run_hidden_child(args):
         return
     if args.render_memory:
-        render_memory_rows(args.render_memory)
+        render_memory_rows(args.render_memory, args.labels)
         return
     if args.quick:
         args.clip_s, args.raster_frames = 4.0, 60
@@ -501,7 +504,8 @@ def _run_hidden_child(args: argparse.Namespace) -> bool:
         result = run_clip_memory(case, float(clip), (int(w), int(h)), int(stride))
     elif args.render_memory_one:
         w, h = (int(v) for v in args.render_memory_one[1].split("x"))
-        result = run_render_memory(float(args.render_memory_one[0]), (w, h), int(args.render_memory_one[2]))
+        clip_s, budget, labels = float(args.render_memory_one[0]), int(args.render_memory_one[2]), args.render_memory_one[3] == "1"
+        result = run_render_memory(clip_s, (w, h), budget, labels)
     if result is not None:
         print(json.dumps(result))
     return result is not None

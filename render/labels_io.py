@@ -4,8 +4,8 @@ A camera-frame *record* (`camera_frame_record`) is a dict computed where the fra
 rasterised (the same id buffer as the pixels), its COCO annotations already text except their
 float columns (`ImageAnnotations`, encoded for a whole segment at once by `annotation_texts`);
 records of a render segment are kept as one part file (`write_part`: the annotation texts one a
-line), and `write_labels` turns every record of a clip into the final files under
-`OUT/<clip>/labels/` by joining texts (layout in docs/labels.md):
+line), and `labels_merge.write_labels` turns every record of a clip into the final files under
+`OUT/<clip>/labels/` by joining texts, a part at a time (layout in docs/labels.md):
 
 - `index.json`: cameras, fps, frame index <-> timestamp <-> video (clip, frame) mapping;
 - `boxes3d.json`: nuScenes detection-results layout (`results[sample_token]`), ego frame;
@@ -36,7 +36,6 @@ from avsim.render.labels import (
     CameraBoxLabels,
     FrameBoxes3D,
     camera_box_labels,
-    frame_boxes_3d,
 )  # fmt: skip
 from avsim.render.labels_json import columns_json
 from avsim.render.labels_rle import rle_string, rle_strings
@@ -244,7 +243,7 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     vis_box = lab.box2d_visible_px[seen]
     h, w = ids.shape
     masks = rle_strings(ids, objs[seen], vis_box)
-    tids, cls, src = (_json_strings(a[k]) for a in (boxes.track_id, boxes.object_class, boxes.source_class))
+    tids, cls, src = (json_strings(a[k]) for a in (boxes.track_id, boxes.object_class, boxes.source_class))
     cat = [COCO_CATEGORIES.index(str(c)) + 1 for c in boxes.object_class[k].tolist()]
     vis_n, unocc_n = lab.visible_px[seen].tolist(), lab.unoccluded_px[seen].tolist()
     head = []
@@ -307,7 +306,7 @@ def encoded_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 PART_FORMAT = "avsim-labels-part-2"
 
 
-def _json_strings(values: np.ndarray) -> list[str]:
+def json_strings(values: np.ndarray) -> list[str]:
     """`json.dumps(str(v))` of every value (each distinct value encoded once).
 
     Args:
@@ -353,15 +352,35 @@ def read_part(path: Path) -> list[dict[str, Any]]:
         AvsimInputError: the file is not a part of this format (another avsim version's).
     """
     lines = path.read_text(encoding="utf-8").split("\n")
-    head = json.loads(lines[0]) if lines[0].startswith("{") else {}
-    if head.get("format") != PART_FORMAT:
-        raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
     out, at = [], 1
-    for r in head["records"]:
+    for r in _part_heads(path, lines[0]):
         n = r.pop("n_annotations")
         out.append({**r, "annotations": lines[at : at + n]})
         at += n
     return out
+
+
+def read_part_heads(path: Path) -> list[dict[str, Any]]:
+    """The records of a part file without their annotations (its first line only).
+
+    Args:
+        path: the part file.
+
+    Returns:
+        The records' heads: "frame_index", "camera", "timestamp_ns", "track_ids", "n_annotations".
+
+    Raises:
+        AvsimInputError: the file is not a part of this format (another avsim version's).
+    """
+    with path.open(encoding="utf-8") as f:
+        return _part_heads(path, f.readline().rstrip("\n"))
+
+
+def _part_heads(path: Path, first_line: str) -> list[dict[str, Any]]:
+    head = json.loads(first_line) if first_line.startswith("{") else {}
+    if head.get("format") != PART_FORMAT:
+        raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
+    return head["records"]
 
 
 def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
@@ -425,114 +444,3 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
             os.replace(Path(tmp) / name, folder / name)
     staging.rmdir()  # emptied by the renames
     return [folder / name for name in docs]
-
-
-def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[str]]:
-    """The nuScenes-layout entries of every box of every frame as JSON text up to their "cameras" value.
-
-    Built from the columns of all frames at once (`labels_json.columns_json`): the bytes
-    `json.dumps` writes of the entries' dicts, the closing `,"cameras":[..]}` left to the caller.
-    """
-    if not any(len(b.track_id) for b in frames):
-        return [[] for _ in frames]
-
-    def col(get: Any) -> NDArrayFloat:
-        return np.concatenate([np.asarray(get(b), np.float64) for b in frames if len(b.track_id)])
-
-    cols = columns_json([
-        (col(lambda b: b.center_ego_m), 6), (col(lambda b: b.size_lwh_m[:, [1, 0, 2]]), 6), (col(lambda b: b.rotation_ego_wxyz), 9),
-        (col(lambda b: b.velocity_ego_mps[:, :2]), 4), (col(lambda b: b.center_ego_m), 4), (col(lambda b: b.size_lwh_m), 4),
-        (col(lambda b: b.yaw_ego_rad), 6), (col(lambda b: b.center_world_m), 4), (col(lambda b: b.rotation_world_wxyz), 6),
-        (col(lambda b: b.velocity_ego_mps), 4), (col(lambda b: b.velocity_world_mps), 4)])  # fmt: skip
-    out, at = [], 0
-    for boxes, token in zip(frames, tokens):
-        tok = json.dumps(token)
-        names = _json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
-        entries = []
-        strings = zip(*(_json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))
-        for j, (tid, cls, src) in enumerate(strings, at):
-            c = [cl[j] for cl in cols]
-            entries.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
-                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":"","track_id":{tid},'
-                           f'"class":{cls},"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
-                           f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
-                           f'"velocity_world_mps":{c[10]}')  # fmt: skip
-        out.append(entries)
-        at += len(boxes.track_id)
-    return out
-
-
-def _coco(camera: str, video: dict[int, tuple[str, int]], recs: list[dict[str, Any]], size: tuple[int, int]) -> str:
-    """The COCO document of one camera as its JSON text (`json.dumps` of the dict, compact): the records' annotation texts joined."""
-    images: list[dict[str, Any]] = []
-    anns: list[str] = []
-    for r in recs:
-        clip, vf = video[r["frame_index"]]
-        image_id = int(r["frame_index"])
-        images.append({"id": image_id, "file_name": f"{clip}.{camera}.mp4", "video_frame": vf, "frame_index": image_id,
-                       "timestamp_ns": r["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
-        anns += [f'{{"id":{len(anns) + i},"image_id":{image_id},{a}' for i, a in enumerate(r["annotations"], 1)]
-    cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
-    info = {"format": "COCO instances (avsim labels)", "camera": camera}
-    return (f'{{"info":{json.dumps(info, separators=(",", ":"))},"images":{json.dumps(images, separators=(",", ":"))},'
-            f'"annotations":[{",".join(anns)}],"categories":{json.dumps(cats, separators=(",", ":"))}}}')  # fmt: skip
-
-
-def write_labels(
-    scenario: Scenario, folder: Path, records: list[dict[str, Any]], cameras: tuple[str, ...], fps: float,
-    video: dict[int, tuple[str, int]], size: tuple[int, int], rig: str,
-) -> list[Path]:  # fmt: skip
-    """Write a clip's label files from its camera-frame records.
-
-    Args:
-        scenario: the scenario.
-        folder: `OUT/<clip>/labels`.
-        records: every camera-frame record of the clip.
-        cameras: the cameras, in rig order.
-        fps: render rate.
-        video: frame index -> (video clip id, frame within that video).
-        size: (width, height) of the images.
-        rig: the rig name rendered through.
-
-    Returns:
-        The files written.
-    """
-    records = encoded_records(records)
-    frames = sorted({r["frame_index"] for r in records})
-    stamps = {r["frame_index"]: r["timestamp_ns"] for r in records}
-    seen: dict[int, dict[str, list[str]]] = {f: {} for f in frames}
-    written = []
-    for cam in cameras:
-        recs = sorted((r for r in records if r["camera"] == cam), key=lambda r: r["frame_index"])
-        for r in recs:
-            for tid in r["track_ids"]:
-                seen[r["frame_index"]].setdefault(tid, []).append(cam)
-        lanes = {openlane_path(folder, cam, r["frame_index"]).name: r["openlane"] for r in recs if "openlane" in r}
-        if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
-            write_json_files(folder / "openlane" / cam, lanes)
-        p = folder / "coco" / f"{cam}.json"
-        write_text(p, _coco(cam, video, recs, size) + "\n")
-        written += [p, folder / "openlane" / cam]
-    samples, all_boxes = [], []
-    for j, f in enumerate(frames):
-        block = [stamps[g] for g in frames[j : j + MERGE_BOXES_BLOCK_FRAMES]] if j % MERGE_BOXES_BLOCK_FRAMES == 0 else None
-        boxes = frame_boxes_3d(scenario, stamps[f], None if block is None else np.asarray(block, np.int64))
-        all_boxes.append(boxes)
-        T = np.eye(4)
-        T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
-        samples.append({"frame_index": f, "timestamp_ns": stamps[f], "sample_token": sample_token(stamps[f]), "video_clip": video[f][0],
-                        "video_frame": video[f][1], "world_SE3_ego": T.tolist()})  # fmt: skip
-    results = {}
-    name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
-    for f, boxes, entries in zip(frames, all_boxes, _box3d_entries(all_boxes, [sample_token(stamps[f]) for f in frames])):
-        cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in boxes.track_id.tolist()]
-        results[sample_token(stamps[f])] = [e + ',"cameras":' + c + "}" for e, c in zip(entries, cams)]
-    meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
-            "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
-    body = ",".join(f'{json.dumps(t)}:[{",".join(e)}]' for t, e in results.items())
-    write_text(folder / "boxes3d.json", f'{{"meta":{json.dumps(meta, separators=(",", ":"))},"results":{{{body}}}}}\n')
-    index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
-             "width_px": size[0], "height_px": size[1], "frames": samples,
-             "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip
-    write_json(folder / "index.json", index)
-    return [*written, folder / "boxes3d.json", folder / "index.json"]

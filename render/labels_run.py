@@ -3,8 +3,8 @@
 With `--labels` each render segment rasterises its frames with the per-pixel object id
 (numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
 camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json`;
-once every segment is done the clip's label files are written (`labels_io.write_labels`) and
-the parts dropped. `avsim labels` computes the same records without encoding any video.
+once every segment is done the clip's label files are written from the parts, one part in
+memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes the same records without encoding any video.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayByte, NDArrayInt32
-from avsim.render import labels_io, writer
+from avsim.render import labels_io, labels_merge, writer
 
 if TYPE_CHECKING:
     from avsim.render.frame import SceneRenderer
@@ -172,13 +172,18 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
     Returns:
         The label files written.
     """
-    parts = [part_path(opts.out, clip_id, s) for s in segments]
-    records = [r for p in parts for r in labels_io.read_part(p)]
+    ordered = sorted(segments, key=lambda s: s.start)
+    parts = [part_path(opts.out, clip_id, s) for s in ordered]
+    heads = [h for p in parts for h in labels_io.read_part_heads(p)]
+
+    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
+        return (labels_io.read_part(part_path(opts.out, clip_id, s)) for s in ordered if s.camera == camera)
+
     assert opts.cameras is not None
     folder = labels_folder(opts.out, clip_id)
-    written = labels_io.write_labels(scenario, folder, records, tuple(opts.cameras), opts.fps,
-                                     video_map(clip_id, first, stop, opts.chunk_frames),
-                                     (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps,
+                                        video_map(clip_id, first, stop, opts.chunk_frames),
+                                        (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
     for p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
@@ -217,6 +222,6 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
             if progress is not None:
                 progress(1)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        labels_io.write_labels(scenario, Path(tmp), records, cameras, opts.fps, video_map(clip_id, first, stop, opts.chunk_frames),
-                               (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+        labels_merge.write_labels(scenario, Path(tmp), records, labels_merge.in_memory_chunks(records), cameras, opts.fps,
+                                  video_map(clip_id, first, stop, opts.chunk_frames), (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
     return folder

@@ -2,7 +2,8 @@
 
 A render process holds, while it writes one time segment, one libx264 encoder per stream of the
 segment (7 cameras and the 1920x1080 mosaic in the main job), the ray map of every camera it
-renders and one time step's frame buffers. The encoders dominate and do not depend on the clip's
+renders, one time step's frame buffers and, with `--labels`, each camera part's label buffers
+and records. The encoders dominate and do not depend on the clip's
 length: at 1920x1080 `superfast` one holds about 130 MiB, so 8 of them alone pass 1 GB.
 
 `fit_segments` splits every segment whose estimate (`unit_mib`) is over the budget into units
@@ -43,6 +44,10 @@ ENCODER_MIB: dict[str, tuple[float, float]] = {
 }
 PROCESS_BASE_MIB = 250.0  # an idle render process: Python, numpy, numba's kernels, PyAV, libx264's shared state
 RENDER_MIB_PER_MPX = 12.0  # per rendered camera and megapixel: its (H, W, 2) float32 ray map and a time step's buffers
+# with --labels, per camera video part: (MiB, MiB per megapixel) of its id and mask buffers, a segment's records and the
+# heap they leave behind; labelled minus unlabelled renders of the sample measured +16 MiB per camera at 1280x720 and
+# +31 to +53 MiB at 1920x1080 (`python bench/render.py --render-memory WxH --labels`, one worker traced)
+LABELS_MIB = (4.0, 18.0)
 
 
 def encoder_mib(width_px: int, height_px: int, preset: str) -> float:
@@ -60,7 +65,8 @@ def encoder_mib(width_px: int, height_px: int, preset: str) -> float:
     return fixed_mib + per_mpx * width_px * height_px / 1e6
 
 
-def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[int, int], mosaic_px: tuple[int, int], preset: str) -> float:
+def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[int, int], mosaic_px: tuple[int, int], preset: str,
+             labels: bool = False) -> float:  # fmt: skip
     """Estimated peak MiB of a process writing `parts` of one time segment.
 
     Args:
@@ -69,13 +75,15 @@ def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[in
         camera_px: (width, height) of a camera frame.
         mosaic_px: (width, height) of the mosaic.
         preset: x264 preset.
+        labels: whether each camera part also computes its labels (`--labels`).
 
     Returns:
         MiB.
     """
-    w, h = camera_px
+    mpx = camera_px[0] * camera_px[1] / 1e6
     encoders = sum(encoder_mib(*(mosaic_px if p.kind == "mosaic" else camera_px), preset) for p in parts)
-    return PROCESS_BASE_MIB + n_rendered * RENDER_MIB_PER_MPX * w * h / 1e6 + encoders
+    n_labelled = sum(p.kind == "camera" for p in parts) if labels else 0
+    return PROCESS_BASE_MIB + n_rendered * RENDER_MIB_PER_MPX * mpx + encoders + n_labelled * (LABELS_MIB[0] + LABELS_MIB[1] * mpx)
 
 
 def fit_segments(segments: list[TimeSegment], budget_mib: float, estimate: Callable[[TimeSegment], float]) -> list[TimeSegment]:
@@ -137,7 +145,7 @@ def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions) -> list[Time
     camera_px = (opts.width_px, opts.height_px)
 
     def estimate(seg: TimeSegment) -> float:
-        return unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset)
+        return unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset, opts.labels)
 
     return fit_segments(segments, opts.max_memory_mib, estimate)
 

@@ -71,11 +71,12 @@ def test_encoder_estimate_grows_with_pixels_and_preset():
     assert unit_mib(seg.parts, 2, (1920, 1080), (1920, 1080), "superfast") > unit_mib(seg.parts, 2, (640, 360), (1920, 1080), "superfast")
 
 
-@pytest.mark.parametrize(("size", "units"), [((1280, 720), 1), ((1920, 1080), 2)])
-def test_the_main_job_is_split_only_at_1080p(size, units):
+@pytest.mark.parametrize(("size", "labels", "units"), [((1280, 720), False, 1), ((1920, 1080), False, 2), ((1280, 720), True, 2),
+                                                     ((1920, 1080), True, 3)])  # fmt: skip
+def test_the_main_job_is_split_only_at_1080p_or_with_labels(size, labels, units):
     parts = [StreamPart("camera", c, writer.Segment(c, 0, 150, Path(f"{c}.mp4"), None)) for c in COSMOS]
     seg = TimeSegment(CLIP, 0, 150, (*parts, StreamPart("mosaic", "", writer.Segment("mosaic", 0, 150, Path("m.mp4"), None))))
-    opts = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=size[0], height_px=size[1], mosaic=True)
+    opts = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=size[0], height_px=size[1], mosaic=True, labels=labels)
     fitted = fit_to_budget([seg], opts)
     assert len(fitted) == units and _paths(fitted) == _paths([seg])
     assert len(fit_to_budget([seg], RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=1920, height_px=1080, max_memory_mib=0))) == 1

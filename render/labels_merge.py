@@ -1,0 +1,201 @@
+"""A clip's label files from its camera-frame records, streamed: one segment's records in memory at a time.
+
+`write_labels` writes `OUT/<clip>/labels/` (layout in docs/labels.md) from
+
+- the *heads* of every record of the clip (`frame_index`, `camera`, `timestamp_ns`, `track_ids`:
+  what the index, the COCO images and the boxes' "cameras" need), and
+- a *chunk source*: per camera, its full records (annotation texts, optionally OpenLane text)
+  a segment at a time, in frame order (`labels_io.read_part` of each of its parts).
+
+Each COCO file and `boxes3d.json` is written as it goes into its temporary file (renamed when
+complete), so the writer's memory does not grow with the clip's length beyond the heads. The
+bytes are those of one `json.dumps` of the whole documents (pinned in tests/test_labels_speed.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.typing import NDArrayFloat
+from avsim.render.labels import FrameBoxes3D, frame_boxes_3d
+from avsim.render.labels_io import (
+    COCO_CATEGORIES,
+    LABELS_FORMAT,
+    MERGE_BOXES_BLOCK_FRAMES,
+    NUSCENES_NAME,
+    encoded_records,
+    json_strings,
+    openlane_path,
+    sample_token,
+    write_json,
+    write_json_files,
+)
+from avsim.render.labels_json import columns_json
+from avsim.scenario import Scenario
+
+ChunkSource = Callable[[str], Iterable[list[dict[str, Any]]]]  # camera -> its records in frame order, a segment at a time
+_COMPACT = (",", ":")
+
+
+def in_memory_chunks(records: list[dict[str, Any]]) -> ChunkSource:
+    """A chunk source over records held in memory (`avsim labels`): each camera's records in one chunk.
+
+    Args:
+        records: camera-frame records (`labels_io.camera_frame_record`).
+
+    Returns:
+        The chunk source.
+    """
+
+    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
+        yield sorted((r for r in records if r["camera"] == camera), key=lambda r: r["frame_index"])
+
+    return chunks
+
+
+def write_labels(
+    scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, cameras: tuple[str, ...],
+    fps: float, video: dict[int, tuple[str, int]], size: tuple[int, int], rig: str,
+) -> list[Path]:  # fmt: skip
+    """Write a clip's label files.
+
+    Args:
+        scenario: the scenario.
+        folder: `OUT/<clip>/labels`.
+        heads: every camera-frame record of the clip, or its head (the keys but "annotations" and "openlane").
+        chunks: the full records of each camera, a segment at a time in frame order.
+        cameras: the cameras, in rig order.
+        fps: render rate.
+        video: frame index -> (video clip id, frame within that video).
+        size: (width, height) of the images.
+        rig: the rig name rendered through.
+
+    Returns:
+        The files written.
+    """
+    frames = sorted({h["frame_index"] for h in heads})
+    stamps = {h["frame_index"]: h["timestamp_ns"] for h in heads}
+    by_camera = {cam: sorted((h for h in heads if h["camera"] == cam), key=lambda h: h["frame_index"]) for cam in cameras}
+    seen: dict[int, dict[str, list[str]]] = {f: {} for f in frames}
+    written = []
+    for cam in cameras:
+        for h in by_camera[cam]:
+            for tid in h["track_ids"]:
+                seen[h["frame_index"]].setdefault(tid, []).append(cam)
+        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size, folder)
+        written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
+    samples = _write_boxes3d(scenario, folder / "boxes3d.json", frames, stamps, seen, cameras, video)
+    index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
+             "width_px": size[0], "height_px": size[1], "frames": samples,
+             "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip
+    write_json(folder / "index.json", index)
+    return [*written, folder / "boxes3d.json", folder / "index.json"]
+
+
+def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], heads: list[dict[str, Any]],
+                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int], folder: Path) -> None:  # fmt: skip
+    """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed
+    chunk by chunk; a chunk's OpenLane texts, where it holds them, are written to their files."""
+    images = []
+    for h in heads:
+        clip, vf = video[h["frame_index"]]
+        image_id = int(h["frame_index"])
+        images.append({"id": image_id, "file_name": f"{clip}.{camera}.mp4", "video_frame": vf, "frame_index": image_id,
+                       "timestamp_ns": h["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
+    info = {"format": "COCO instances (avsim labels)", "camera": camera}
+    cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        out.write(f'{{"info":{json.dumps(info, separators=_COMPACT)},"images":{json.dumps(images, separators=_COMPACT)},"annotations":[')
+        n_written = 0
+        for chunk in chunks:
+            n_written = _write_annotations(out, encoded_records(chunk), n_written)
+            lanes = {openlane_path(folder, camera, r["frame_index"]).name: r["openlane"] for r in chunk if "openlane" in r}
+            if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
+                write_json_files(folder / "openlane" / camera, lanes)
+        out.write(f'],"categories":{json.dumps(cats, separators=_COMPACT)}}}\n')
+
+
+def _write_annotations(out: IO[str], records: list[dict[str, Any]], n_written: int) -> int:
+    """Append the records' COCO annotations (ids running on from `n_written`); returns the new count."""
+    for r in records:
+        image_id = int(r["frame_index"])
+        texts = [f'{{"id":{n_written + i},"image_id":{image_id},{a}' for i, a in enumerate(r["annotations"], 1)]
+        if texts:
+            out.write(("," if n_written else "") + ",".join(texts))
+            n_written += len(texts)
+    return n_written
+
+
+def _write_boxes3d(scenario: Scenario, path: Path, frames: list[int], stamps: dict[int, int], seen: dict[int, dict[str, list[str]]],
+                   cameras: tuple[str, ...], video: dict[int, tuple[str, int]]) -> list[dict[str, Any]]:  # fmt: skip
+    """`boxes3d.json`, MERGE_BOXES_BLOCK_FRAMES frames at a time; returns the index's frame entries."""
+    meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
+            "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
+    name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
+    samples = []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        out.write(f'{{"meta":{json.dumps(meta, separators=_COMPACT)},"results":{{')
+        for j in range(0, len(frames), MERGE_BOXES_BLOCK_FRAMES):
+            block = frames[j : j + MERGE_BOXES_BLOCK_FRAMES]
+            times = np.asarray([stamps[f] for f in block], np.int64)
+            boxes = [frame_boxes_3d(scenario, stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
+            tokens = [sample_token(stamps[f]) for f in block]
+            for f, b, token, entries in zip(block, boxes, tokens, _box3d_entries(boxes, tokens)):
+                cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in b.track_id.tolist()]
+                body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
+                out.write(("," if f != frames[0] else "") + json.dumps(token) + ":[" + body + "]")
+                samples.append(_sample(f, stamps[f], b, video))
+        out.write("}}\n")
+    return samples
+
+
+def _sample(frame: int, stamp_ns: int, boxes: FrameBoxes3D, video: dict[int, tuple[str, int]]) -> dict[str, Any]:
+    """The index's entry of one frame: its time, sample token, video frame and ego pose (4x4)."""
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = boxes.world_SE3_ego.rotation, boxes.world_SE3_ego.translation
+    return {"frame_index": frame, "timestamp_ns": stamp_ns, "sample_token": sample_token(stamp_ns), "video_clip": video[frame][0],
+            "video_frame": video[frame][1], "world_SE3_ego": T.tolist()}  # fmt: skip
+
+
+def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[str]]:
+    """The nuScenes-layout entries of every box of every frame as JSON text up to their "cameras" value.
+
+    Built from the columns of all the frames at once (`labels_json.columns_json`, each value's
+    text independent of the others): the bytes `json.dumps` writes of the entries' dicts, the
+    closing `,"cameras":[..]}` left to the caller.
+    """
+    if not any(len(b.track_id) for b in frames):
+        return [[] for _ in frames]
+
+    def col(get: Any) -> NDArrayFloat:
+        return np.concatenate([np.asarray(get(b), np.float64) for b in frames if len(b.track_id)])
+
+    cols = columns_json([
+        (col(lambda b: b.center_ego_m), 6), (col(lambda b: b.size_lwh_m[:, [1, 0, 2]]), 6), (col(lambda b: b.rotation_ego_wxyz), 9),
+        (col(lambda b: b.velocity_ego_mps[:, :2]), 4), (col(lambda b: b.center_ego_m), 4), (col(lambda b: b.size_lwh_m), 4),
+        (col(lambda b: b.yaw_ego_rad), 6), (col(lambda b: b.center_world_m), 4), (col(lambda b: b.rotation_world_wxyz), 6),
+        (col(lambda b: b.velocity_ego_mps), 4), (col(lambda b: b.velocity_world_mps), 4)])  # fmt: skip
+    out, at = [], 0
+    for boxes, token in zip(frames, tokens):
+        tok = json.dumps(token)
+        names = json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
+        entries = []
+        strings = zip(*(json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))
+        for j, (tid, cls, src) in enumerate(strings, at):
+            c = [cl[j] for cl in cols]
+            entries.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
+                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":"","track_id":{tid},'
+                           f'"class":{cls},"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
+                           f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
+                           f'"velocity_world_mps":{c[10]}')  # fmt: skip
+        out.append(entries)
+        at += len(boxes.track_id)
+    return out
