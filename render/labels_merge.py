@@ -15,7 +15,7 @@ bytes are those of one `json.dumps` of the whole documents (pinned in tests/test
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,22 +41,6 @@ from avsim.scenario import Scenario
 
 ChunkSource = Callable[[str], Iterable[list[dict[str, Any]]]]  # camera -> its records in frame order, a segment at a time
 _COMPACT = (",", ":")
-
-
-def in_memory_chunks(records: list[dict[str, Any]]) -> ChunkSource:
-    """A chunk source over records held in memory (`avsim labels`): each camera's records in one chunk.
-
-    Args:
-        records: camera-frame records (`labels_io.camera_frame_record`).
-
-    Returns:
-        The chunk source.
-    """
-
-    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
-        yield sorted((r for r in records if r["camera"] == camera), key=lambda r: r["frame_index"])
-
-    return chunks
 
 
 def write_labels(

@@ -10,7 +10,7 @@ memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim la
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,19 +172,35 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
     Returns:
         The label files written.
     """
-    ordered = sorted(segments, key=lambda s: s.start)
-    parts = [part_path(opts.out, clip_id, s) for s in ordered]
-    heads = [h for p in parts for h in labels_io.read_part_heads(p)]
-
-    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
-        return (labels_io.read_part(part_path(opts.out, clip_id, s)) for s in ordered if s.camera == camera)
-
     assert opts.cameras is not None
     folder = labels_folder(opts.out, clip_id)
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps,
-                                        video_map(clip_id, first, stop, opts.chunk_frames),
+    parts = [(s.camera, part_path(opts.out, clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
+    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames))
+
+
+def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, parts: list[tuple[str, Path]],
+                     video: dict[int, tuple[str, int]]) -> list[Path]:  # fmt: skip
+    """Write the label files into `folder` from part files, one part in memory at a time, then drop the parts.
+
+    Args:
+        scenario: the scenario.
+        opts: the render options (cameras resolved).
+        folder: the label folder.
+        parts: (camera, part file) in frame order.
+        video: frame index -> (video clip id, frame within that video).
+
+    Returns:
+        The label files written.
+    """
+    assert opts.cameras is not None
+    heads = [h for _, p in parts for h in labels_io.read_part_heads(p)]
+
+    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
+        return (labels_io.read_part(p) for cam, p in parts if cam == camera)
+
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps, video,
                                         (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
-    for p in parts:
+    for _, p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
     return written
@@ -214,14 +230,31 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     folder = labels_folder(opts.out, clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
     renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
-    records = []
-    buffers = ImageBuffers.of_size(opts.width_px, opts.height_px)
-    for f in range(first, stop):
-        for i in range(len(cameras)):
-            records.append(frame_record(renderer, f, i, buffers)[1])
-            if progress is not None:
-                progress(1)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        labels_merge.write_labels(scenario, Path(tmp), records, labels_merge.in_memory_chunks(records), cameras, opts.fps,
-                                  video_map(clip_id, first, stop, opts.chunk_frames), (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+        parts = _label_parts(renderer, Path(tmp), first, stop, progress)
+        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames))
     return folder
+
+
+def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
+                 progress: Callable[[int], None] | None) -> list[tuple[str, Path]]:  # fmt: skip
+    """Every camera's records of frames [first, stop) as part files under `folder/.parts`, a render
+    segment's frames (`writer.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
+    cameras = renderer.rig.names
+    cam = renderer.rig.cameras[0]
+    buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
+    parts: list[tuple[str, Path]] = []
+    for start in range(first, stop, writer.SEGMENT_FRAMES):
+        end = min(stop, start + writer.SEGMENT_FRAMES)
+        records: dict[str, list[dict[str, Any]]] = {c: [] for c in cameras}
+        for f in range(start, end):
+            for i, c in enumerate(cameras):
+                records[c].append(frame_record(renderer, f, i, buffers)[1])
+                if progress is not None:
+                    progress(1)
+        for c in cameras:
+            lanes = {labels_io.openlane_path(folder, c, r["frame_index"]).name: r.pop("openlane") for r in records[c]}
+            labels_io.write_json_files(folder / "openlane" / c, lanes)
+            parts.append((c, folder / ".parts" / f"{c}.{start:06d}.json"))
+            labels_io.write_part(parts[-1][1], records[c])
+    return parts

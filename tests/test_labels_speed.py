@@ -105,13 +105,15 @@ def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
 
 
-def test_boxes3d_written_in_blocks_of_two_frames_keeps_the_label_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the merge streams boxes3d.json MERGE_BOXES_BLOCK_FRAMES frames at a time: blocks of 2 over 5 frames
-    # (3 blocks, one of a single frame) must write the bytes of one block
-    from avsim.render import labels_merge
+def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `avsim labels` keeps its records as parts of SEGMENT_FRAMES frames and the merge streams boxes3d.json
+    # MERGE_BOXES_BLOCK_FRAMES frames at a time: parts and blocks of 2 over 5 frames (3 each, the last of a
+    # single frame) must write the bytes of one part and one block
+    from avsim.render import labels_merge, writer
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     monkeypatch.setattr(labels_merge, "MERGE_BOXES_BLOCK_FRAMES", 2)
+    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 2)
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
     assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
