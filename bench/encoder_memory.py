@@ -7,6 +7,11 @@ the sizes and printed next to `ENCODER_MIB`, the table the render's memory budge
 
     python bench/encoder_memory.py                          # ultrafast ... medium at 640x360, 1280x720, 1920x1080
     python bench/encoder_memory.py --presets slow,veryslow  # the slow presets (minutes at 1080p)
+    python bench/encoder_memory.py --decoders               # the real-video decoders `--overlay` keeps open
+
+`--decoders` measures the H.264 decoders an overlay render holds (`avsim.core.video.iter_video_frames`,
+threads as FFmpeg picks them, so the figure depends on the CPU count), 3 per process after 30
+frames each, fitted the same way next to `memory_plan.DECODER_MIB`.
 """
 
 from __future__ import annotations
@@ -50,10 +55,7 @@ def measure_one(preset: str, width_px: int, height_px: int, frames: int) -> dict
 
     from avsim.core.video import MP4Writer
 
-    y, x = np.mgrid[0:height_px, 0:width_px]
-    base = np.zeros((height_px, width_px, 3), np.uint8)
-    base[(x // 40 + y // 30) % 7 == 0] = (200, 40, 40)  # a lane-line-like pattern of flat colours on black
-    base[((x - y) % 97) < 3] = (250, 250, 250)
+    base = _pattern(width_px, height_px)
     before = _rss_mib()
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         writers = [stack.enter_context(MP4Writer(Path(tmp) / f"{k}.mp4", width_px, height_px, 30, preset=preset)) for k in range(ENCODERS)]
@@ -63,6 +65,61 @@ def measure_one(preset: str, width_px: int, height_px: int, frames: int) -> dict
                 w.write(frame)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"preset": preset, "size": [width_px, height_px], "per_encoder_mib": (peak - before) / ENCODERS}
+
+
+def _pattern(width_px: int, height_px: int):
+    import numpy as np
+
+    y, x = np.mgrid[0:height_px, 0:width_px]
+    base = np.zeros((height_px, width_px, 3), np.uint8)
+    base[(x // 40 + y // 30) % 7 == 0] = (200, 40, 40)  # a lane-line-like pattern of flat colours on black
+    base[((x - y) % 97) < 3] = (250, 250, 250)
+    return base
+
+
+def measure_decoders(width_px: int, height_px: int) -> dict:
+    """Open ENCODERS decoders of one `width_px` x `height_px` H.264 video in this process, 30 frames each.
+
+    Args:
+        width_px: frame width.
+        height_px: frame height.
+
+    Returns:
+        {"size", "per_decoder_mib"}.
+    """
+    import numpy as np
+
+    from avsim.core.video import MP4Writer, iter_video_frames
+
+    base = _pattern(width_px, height_px)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "real.mp4"
+        with MP4Writer(path, width_px, height_px, 30) as w:
+            for f in range(60):
+                w.write(np.roll(base, 3 * f, axis=1))
+        before = _rss_mib()
+        readers = [iter_video_frames(path) for _ in range(ENCODERS)]
+        for _ in range(30):
+            for r in readers:
+                next(r)
+        after = _rss_mib()  # the readers stay open, as an overlay worker keeps them
+    return {"size": [width_px, height_px], "per_decoder_mib": (after - before) / ENCODERS}
+
+
+def decoder_table() -> None:
+    """Print per-decoder MiB per size, the fitted line and DECODER_MIB."""
+    from avsim.render.memory_plan import DECODER_MIB
+
+    sizes = [f"{w}x{h}" for w, h in SIZES]
+    mib = [json.loads(subprocess.run([sys.executable, __file__, "--one-decoder", s], check=True, capture_output=True,
+                                     text=True).stdout.strip().splitlines()[-1])["per_decoder_mib"] for s in sizes]  # fmt: skip
+    a, b = fit_line([(w * h / 1e6, m) for (w, h), m in zip(SIZES, mib, strict=True)])
+    print(f"| decoder | {' | '.join(s + ' MiB' for s in sizes)} | fit a + b*MPx | DECODER_MIB |\n|---|{'---|' * len(SIZES)}---|---|")
+    print(f"| H.264 | {' | '.join(f'{m:.0f}' for m in mib)} | {a:.0f} + {b:.1f} | {DECODER_MIB[0]:.0f} + {DECODER_MIB[1]:.1f} |")
+    import av
+
+    print(f"\n{ENCODERS} decoders per process, 30 frames each; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, PyAV {av.__version__}")  # fmt: skip
 
 
 def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
@@ -115,7 +172,16 @@ def main() -> None:
     parser.add_argument("--presets", default=",".join(DEFAULT_PRESETS), help="comma-separated x264 presets")
     parser.add_argument("--frames", type=int, default=100, help="frames per encoder (memory is flat from about 100)")
     parser.add_argument("--one", nargs=2, metavar=("PRESET", "WxH"), help=argparse.SUPPRESS)
+    parser.add_argument("--decoders", action="store_true", help="measure the overlay's real-video decoders instead")
+    parser.add_argument("--one-decoder", metavar="WxH", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_decoder:
+        w, h = (int(v) for v in args.one_decoder.split("x"))
+        print(json.dumps(measure_decoders(w, h)))
+        return
+    if args.decoders:
+        decoder_table()
+        return
     if args.one:
         w, h = (int(v) for v in args.one[1].split("x"))
         print(json.dumps(measure_one(args.one[0], w, h, args.frames)))

@@ -148,8 +148,12 @@ class _BarTask:
         self.bar.reset(self.task, total=progress_units(n_cams, stop - first, self.opts), description=description)
 
 
-def _report(console: Console, summaries: list[RenderSummary], out: Path, variants_mode: bool) -> None:
+def _report(console: Console, summaries: list[RenderSummary], out: Path, variants_mode: bool, max_memory_mib: int = 0) -> None:
     for summary in summaries:
+        if 0 < max_memory_mib < summary.peak_estimate_mib:
+            console.print(f"note: {summary.clip_id}: a worker is estimated to need {summary.peak_estimate_mib:.0f} MiB, over "
+                          f"--max-memory-mib {max_memory_mib}: one camera with its streams is the smallest unit (a smaller "
+                          "--size, fewer --overlay cameras or a larger budget bring it under)")  # fmt: skip
         console.print(
             f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
             f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
@@ -241,7 +245,7 @@ def render_command(
         else:
             task.plan(scen)
             summaries = [run_render(scen, opts, progress=task.advance, source=scenario)]
-    _report(console, summaries, out, variants_mode)
+    _report(console, summaries, out, variants_mode, opts.max_memory_mib)
 
 
 # ---- avsim labels -----------------------------------------------------------------------------------

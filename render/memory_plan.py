@@ -2,8 +2,8 @@
 
 A render process holds, while it writes one time segment, one libx264 encoder per stream of the
 segment (7 cameras and the 1920x1080 mosaic in the main job), the ray map of every camera it
-renders, one time step's frame buffers and, with `--labels`, each camera part's label buffers
-and records. The encoders dominate and do not depend on the clip's
+renders, one time step's frame buffers, with `--labels` each camera part's label buffers and
+records, and with `--overlay` the decoder of every real video it has opened. The encoders dominate and do not depend on the clip's
 length: at 1920x1080 `superfast` one holds about 130 MiB, so 8 of them alone pass 1 GB.
 
 `fit_segments` splits every segment whose estimate (`unit_mib`) is over the budget into units
@@ -17,7 +17,7 @@ measurements behind `ENCODER_MIB`), not a limit the operating system enforces.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from avsim.render import writer
@@ -48,6 +48,11 @@ RENDER_MIB_PER_MPX = 12.0  # per rendered camera and megapixel: its (H, W, 2) fl
 # heap they leave behind; labelled minus unlabelled renders of the sample measured +16 MiB per camera at 1280x720 and
 # +31 to +53 MiB at 1920x1080 (`python bench/render.py --render-memory WxH --labels`, one worker traced)
 LABELS_MIB = (4.0, 18.0)
+# with --overlay, per camera whose real frames come from a video: (MiB, MiB per megapixel of the real frames) of its
+# open H.264 decoder (a worker keeps each reader it has opened): `python bench/encoder_memory.py --decoders` fitted
+# 3 + 16.1 on 2 CPUs (36 MiB at 1920x1080), a rendered 1080p control video took 40 (FFmpeg's threads follow the CPUs)
+DECODER_MIB = (4.0, 18.0)
+READER_FRAME_MIB_PER_MPX = 3e6 / 2**20  # and per such camera the real frame its reader keeps at the render size (RGB)
 
 
 def encoder_mib(width_px: int, height_px: int, preset: str) -> float:
@@ -126,28 +131,45 @@ def _render_groups(parts: tuple[StreamPart, ...]) -> list[tuple[StreamPart, ...]
     return [tuple(g) for g in groups.values()]
 
 
-def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions) -> list[TimeSegment]:
+def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]] = ()) -> list[TimeSegment]:
     """`fit_segments` with the render's own sizes, preset and budget (`opts.max_memory_mib`).
-
-    Every camera's ray map is counted in every unit: a worker keeps the maps it has built, and
-    the unit with the mosaic renders every camera.
 
     Args:
         segments: the time segments to write.
         opts: render options with `cameras` set.
+        real_sizes_px: (width, height) of each overlay camera's real video (`--overlay`; image folders: none).
 
     Returns:
         As `fit_segments`.
+    """
+    return fit_segments(segments, opts.max_memory_mib, render_estimate(opts, real_sizes_px))
+
+
+def render_estimate(opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]] = ()) -> Callable[[TimeSegment], float]:
+    """The estimated peak MiB of a render process writing one (unit of a) time segment.
+
+    Every camera's ray map and every overlay video's decoder count in every unit: a worker
+    keeps the maps it has built and the readers it has opened, and the unit with the mosaic
+    renders every camera.
+
+    Args:
+        opts: render options with `cameras` set.
+        real_sizes_px: as `fit_to_budget`.
+
+    Returns:
+        segment -> MiB.
     """
     assert opts.cameras is not None, "cameras resolved first"
     n_cameras = len(opts.cameras)
     _, mosaic_w, mosaic_h = writer.mosaic_size(n_cameras)
     camera_px = (opts.width_px, opts.height_px)
+    kept_mib = READER_FRAME_MIB_PER_MPX * camera_px[0] * camera_px[1] / 1e6
+    decoders = sum(DECODER_MIB[0] + DECODER_MIB[1] * w * h / 1e6 + kept_mib for w, h in real_sizes_px)
 
     def estimate(seg: TimeSegment) -> float:
-        return unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset, opts.labels)
+        return decoders + unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset, opts.labels)
 
-    return fit_segments(segments, opts.max_memory_mib, estimate)
+    return estimate
 
 
 def _with_parts(seg: TimeSegment, parts: tuple[StreamPart, ...]) -> TimeSegment:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from avsim.core.memory import release_free_heap
 from avsim.core.typing import NDArrayBool, NDArrayByte
@@ -95,6 +95,7 @@ class StageTimes:
     render_cpu_s: float = 0.0
     encode_cpu_s: float = 0.0
     composite_cpu_s: float = 0.0
+    peak_estimate_mib: float = 0.0  # the largest work unit's estimated peak (`memory_plan.render_estimate`)
 
     def plus(self, other: StageTimes) -> StageTimes:
         """The sum of two records.
@@ -103,12 +104,13 @@ class StageTimes:
             other: another record.
 
         Returns:
-            Field-wise sums.
+            Field-wise sums (the larger peak estimate).
         """
-        return StageTimes(*(a + b for a, b in zip(self._values(), other._values())))
+        a, b = self, other
+        return StageTimes(a.camera_frames + b.camera_frames, a.mosaic_frames + b.mosaic_frames, a.overlay_frames + b.overlay_frames,
+                          a.render_cpu_s + b.render_cpu_s, a.encode_cpu_s + b.encode_cpu_s, a.composite_cpu_s + b.composite_cpu_s,
+                          max(a.peak_estimate_mib, b.peak_estimate_mib))  # fmt: skip
 
-    def _values(self) -> tuple[Any, ...]:
-        return (self.camera_frames, self.mosaic_frames, self.overlay_frames, self.render_cpu_s, self.encode_cpu_s, self.composite_cpu_s)
 
 
 class _Clock:
@@ -345,12 +347,14 @@ def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[Time
     Returns:
         The summed record of every segment.
     """
-    total = StageTimes()
     if not segments:
-        return total
-    segments = spread_over_workers(memory_plan.fit_to_budget(segments, opts), opts.workers)
+        return StageTimes()
+    real_sizes = [r.size_px for r in reals.values() if r.video is not None]
+    estimate = memory_plan.render_estimate(opts, real_sizes)
+    segments = spread_over_workers(memory_plan.fit_segments(segments, opts.max_memory_mib, estimate), opts.workers)
+    total = StageTimes(peak_estimate_mib=max(estimate(s) for s in segments))
     if opts.workers > 1 and len(segments) > 1:
-        return _run_pool(scenario, opts, segments, reals, first, progress)
+        return total.plus(_run_pool(scenario, opts, segments, reals, first, progress))
     worker = SegmentWorker()
     worker.start(scenario, opts, reals, first, None)
     for seg in segments:

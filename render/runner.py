@@ -96,6 +96,7 @@ class RenderSummary:
     render_cpu_s: float = 0.0  # CPU seconds of all workers rendering (raster, labels)
     encode_cpu_s: float = 0.0  # ... encoding every stream (and writing PNGs)
     composite_cpu_s: float = 0.0  # ... tiling the mosaic, reading real frames, blending overlays
+    peak_estimate_mib: float = 0.0  # the largest work unit's estimated peak memory (render/memory_plan.py)
 
     @property
     def camera_frames_per_s(self) -> float:
@@ -512,6 +513,7 @@ def _finish(opts: RenderOptions, clip_id: str, cameras: tuple[str, ...], n_frame
     summary = RenderSummary(
         clip_id, list(cameras), n_frames, stats.camera_frames, len(cameras) * n_frames - stats.camera_frames, seconds,
         outputs, stats.mosaic_frames, stats.overlay_frames, stats.render_cpu_s, stats.encode_cpu_s, stats.composite_cpu_s,
+        round(stats.peak_estimate_mib, 1),
     )  # fmt: skip
     resume.write_summary(opts.out, clip_id, resume.merged_summary(opts.out, clip_id, summary.to_json(), written))
     return summary

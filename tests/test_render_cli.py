@@ -146,6 +146,16 @@ def test_bad_options_are_usage_errors(scenario_dir, tmp_path):
     assert main(["render", str(scenario_dir), str(tmp_path / "o"), "--max-memory-mib", "-1"]) == 2
 
 
+def test_a_unit_over_the_memory_budget_is_reported(scenario_dir, tmp_path, capsys):
+    common = ["render", str(scenario_dir), "--frames", "2", "--size", "64x36", "--cameras", "camera_front_tele_30fov"]
+    assert main([*common[:2], str(tmp_path / "a"), *common[2:], "--max-memory-mib", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "note: synthetic_highway: a worker is estimated to need" in err and "--max-memory-mib 1" in err
+    assert _summary(tmp_path / "a")["peak_estimate_mib"] > 1
+    assert main([*common[:2], str(tmp_path / "b"), *common[2:]]) == 0  # the default budget: no note
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, monkeypatch):
     from avsim.render import pipeline, writer
     from avsim.render.frame import SceneRenderer

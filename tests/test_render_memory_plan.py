@@ -104,3 +104,18 @@ def test_a_tiny_budget_writes_the_same_bytes_one_stream_per_pass(tmp_path, monke
     assert any(n.endswith(".mosaic.mp4") for n in names) and any("labels" in n for n in names)
     for name in names:
         assert _sha(outs[0] / name) == _sha(outs[1] / name), name
+
+
+def test_overlay_decoders_count_in_every_unit():
+    parts = [StreamPart(kind, c, writer.Segment(c, 0, 150, Path(f"{kind}.{c}.mp4"), None)) for c in COSMOS for kind in ("camera", "overlay")]
+    seg = TimeSegment(CLIP, 0, 150, tuple(parts))
+    opts = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=1280, height_px=720)
+    alone = fit_to_budget([seg], opts)
+    with_decoders = fit_to_budget([seg], opts, [(1920, 1080)] * len(COSMOS))
+    assert len(with_decoders) > len(alone) and _paths(with_decoders) == _paths([seg])
+    budget = opts.max_memory_mib
+    mosaic = writer.mosaic_size(len(COSMOS))[1:]
+    kept = memory_plan.READER_FRAME_MIB_PER_MPX * 1280 * 720 / 1e6
+    decoders = len(COSMOS) * (memory_plan.DECODER_MIB[0] + memory_plan.DECODER_MIB[1] * 1920 * 1080 / 1e6 + kept)
+    assert all(decoders + unit_mib(u.parts, len(COSMOS), (1280, 720), mosaic, opts.preset) <= budget for u in with_decoders)
+
