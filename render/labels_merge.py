@@ -4,8 +4,9 @@
 
 - the *heads* of every record of the clip (`frame_index`, `camera`, `timestamp_ns`, `track_ids`:
   what the index, the COCO images and the boxes' "cameras" need), and
-- a *chunk source*: per camera, its full records (annotation texts, optionally OpenLane text)
-  a segment at a time, in frame order (`labels_io.read_part` of each of its parts).
+- a *chunk source*: per camera, its records with their annotation texts, a segment at a time in
+  frame order (`labels_io.read_part` of each of its parts; the OpenLane files are written with
+  the parts, `labels_run.write_segment`).
 
 Each COCO file and `boxes3d.json` is written as it goes into its temporary file (renamed when
 complete), so the writer's memory does not grow with the clip's length beyond the heads. The
@@ -29,12 +30,9 @@ from avsim.render.labels_io import (
     LABELS_FORMAT,
     MERGE_BOXES_BLOCK_FRAMES,
     NUSCENES_NAME,
-    encoded_records,
     json_strings,
-    openlane_path,
     sample_token,
     write_json,
-    write_json_files,
 )
 from avsim.render.labels_json import columns_json
 from avsim.scenario import Scenario
@@ -52,8 +50,8 @@ def write_labels(
     Args:
         scenario: the scenario.
         folder: `OUT/<clip>/labels`.
-        heads: every camera-frame record of the clip, or its head (the keys but "annotations" and "openlane").
-        chunks: the full records of each camera, a segment at a time in frame order.
+        heads: the head of every camera-frame record of the clip ("frame_index", "camera", "timestamp_ns", "track_ids").
+        chunks: each camera's records with their annotation texts, a segment at a time in frame order.
         cameras: the cameras, in rig order.
         fps: render rate.
         video: frame index -> (video clip id, frame within that video).
@@ -72,7 +70,7 @@ def write_labels(
         for h in by_camera[cam]:
             for tid in h["track_ids"]:
                 seen[h["frame_index"]].setdefault(tid, []).append(cam)
-        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size, folder)
+        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size)
         written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
     samples = _write_boxes3d(scenario, folder / "boxes3d.json", frames, stamps, seen, cameras, video)
     index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
@@ -83,9 +81,8 @@ def write_labels(
 
 
 def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], heads: list[dict[str, Any]],
-                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int], folder: Path) -> None:  # fmt: skip
-    """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed
-    chunk by chunk; a chunk's OpenLane texts, where it holds them, are written to their files."""
+                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int]) -> None:  # fmt: skip
+    """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed chunk by chunk."""
     images = []
     for h in heads:
         clip, vf = video[h["frame_index"]]
@@ -99,10 +96,7 @@ def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], head
         out.write(f'{{"info":{json.dumps(info, separators=_COMPACT)},"images":{json.dumps(images, separators=_COMPACT)},"annotations":[')
         n_written = 0
         for chunk in chunks:
-            n_written = _write_annotations(out, encoded_records(chunk), n_written)
-            lanes = {openlane_path(folder, camera, r["frame_index"]).name: r["openlane"] for r in chunk if "openlane" in r}
-            if lanes:  # the render pass writes its OpenLane files itself (`labels_run.labelled_frames`)
-                write_json_files(folder / "openlane" / camera, lanes)
+            n_written = _write_annotations(out, chunk, n_written)
         out.write(f'],"categories":{json.dumps(cats, separators=_COMPACT)}}}\n')
 
 

@@ -4,7 +4,8 @@ With `--labels` each render segment rasterises its frames with the per-pixel obj
 (numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
 camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json`;
 once every segment is done the clip's label files are written from the parts, one part in
-memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes the same records without encoding any video.
+memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes
+the same records and parts without encoding any video.
 """
 
 from __future__ import annotations
@@ -53,7 +54,27 @@ def part_path(out: Path, clip_id: str, segment: writer.Segment) -> Path:
     Returns:
         `OUT/<clip>/labels/.parts/<camera>.<start:06d>.json`.
     """
-    return labels_folder(out, clip_id) / ".parts" / f"{segment.camera}.{segment.start:06d}.json"
+    return _part_in(labels_folder(out, clip_id), segment.camera, segment.start)
+
+
+def _part_in(folder: Path, camera: str, start: int) -> Path:
+    """`folder/.parts/<camera>.<start:06d>.json`: the part of one camera's frames from `start`."""
+    return folder / ".parts" / f"{camera}.{start:06d}.json"
+
+
+def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> None:
+    """One camera segment's labels: its OpenLane files (final per camera-frame files, written straight to
+    `labels/openlane/<camera>/`, one JSON encoding) and the rest of its records as the part file.
+
+    Args:
+        part: the part file (`<label folder>/.parts/...`).
+        camera: the camera.
+        records: its camera-frame records in frame order ("openlane" is taken out of them).
+    """
+    folder = part.parent.parent
+    lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
+    labels_io.write_json_files(folder / "openlane" / camera, lanes)
+    labels_io.write_part(part, records)
 
 
 @dataclass(frozen=True)
@@ -122,18 +143,14 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
         An iterator of (H, W, 3) uint8 RGB frames.
     """
     i = renderer.rig.index(segment.camera)
-    records, lanes = [], []
+    records = []
     cam = renderer.rig.cameras[i]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     for f in range(segment.start, segment.stop):
         img, rec = frame_record(renderer, f, i, buffers)
-        lanes.append((rec["frame_index"], rec.pop("openlane")))  # final files already: not through the part
         records.append(rec)
         yield img
-    folder = part.parent.parent
-    labels_io.write_json_files(folder / "openlane" / segment.camera,
-                               {labels_io.openlane_path(folder, segment.camera, f).name: doc for f, doc in lanes})  # fmt: skip
-    labels_io.write_part(part, records)
+    write_segment(part, segment.camera, records)
 
 
 def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[int, tuple[str, int]]:
@@ -172,7 +189,6 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
     Returns:
         The label files written.
     """
-    assert opts.cameras is not None
     folder = labels_folder(opts.out, clip_id)
     parts = [(s.camera, part_path(opts.out, clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
     return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames))
@@ -253,8 +269,6 @@ def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
                 if progress is not None:
                     progress(1)
         for c in cameras:
-            lanes = {labels_io.openlane_path(folder, c, r["frame_index"]).name: r.pop("openlane") for r in records[c]}
-            labels_io.write_json_files(folder / "openlane" / c, lanes)
-            parts.append((c, folder / ".parts" / f"{c}.{start:06d}.json"))
-            labels_io.write_part(parts[-1][1], records[c])
+            parts.append((c, _part_in(folder, c, start)))
+            write_segment(parts[-1][1], c, records[c])
     return parts
