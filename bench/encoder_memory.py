@@ -111,8 +111,7 @@ def decoder_table() -> None:
     from avsim.render.memory_plan import DECODER_MIB
 
     sizes = [f"{w}x{h}" for w, h in SIZES]
-    mib = [json.loads(subprocess.run([sys.executable, __file__, "--one-decoder", s], check=True, capture_output=True,
-                                     text=True).stdout.strip().splitlines()[-1])["per_decoder_mib"] for s in sizes]  # fmt: skip
+    mib = [_run_child(["--one-decoder", s])["per_decoder_mib"] for s in sizes]
     a, b = fit_line([(w * h / 1e6, m) for (w, h), m in zip(SIZES, mib, strict=True)])
     print(f"| decoder | {' | '.join(s + ' MiB' for s in sizes)} | fit a + b*MPx | DECODER_MIB |\n|---|{'---|' * len(SIZES)}---|---|")
     print(f"| H.264 | {' | '.join(f'{m:.0f}' for m in mib)} | {a:.0f} + {b:.1f} | {DECODER_MIB[0]:.0f} + {DECODER_MIB[1]:.1f} |")
@@ -139,8 +138,12 @@ def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _child(preset: str, size: tuple[int, int], frames: int) -> dict:
-    argv = [sys.executable, __file__, "--one", preset, f"{size[0]}x{size[1]}", "--frames", str(frames)]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return _run_child(["--one", preset, f"{size[0]}x{size[1]}", "--frames", str(frames)])
+
+
+def _run_child(args: list[str]) -> dict:
+    """This script with `args` in a fresh process (its own peak RSS): the JSON of its last line."""
+    out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

@@ -124,8 +124,8 @@ def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int,
     scenario = load_case("sample", clip_s)
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        run_render(scenario, RenderOptions(out=Path(tmp), workers=2, mosaic=True, width_px=size[0], height_px=size[1], max_memory_mib=max_memory_mib,
-                                      labels=labels))
+        opts = RenderOptions(out=Path(tmp), workers=2, mosaic=True, width_px=size[0], height_px=size[1], max_memory_mib=max_memory_mib, labels=labels)
+        run_render(scenario, opts)
     own, children = _peak_mib()
     return {"clip_s": clip_s, "wall_s": time.perf_counter() - wall, "peak_main_mib": own, "peak_worker_mib": children}
 

@@ -150,10 +150,6 @@ class _BarTask:
 
 def _report(console: Console, summaries: list[RenderSummary], out: Path, variants_mode: bool, max_memory_mib: int = 0) -> None:
     for summary in summaries:
-        if 0 < max_memory_mib < summary.peak_estimate_mib:
-            console.print(f"note: {summary.clip_id}: a worker is estimated to need {summary.peak_estimate_mib:.0f} MiB, over "
-                          f"--max-memory-mib {max_memory_mib}: one camera with its streams is the smallest unit (a smaller "
-                          "--size, fewer --overlay cameras or a larger budget bring it under)")  # fmt: skip
         console.print(
             f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
             f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
@@ -165,6 +161,10 @@ def _report(console: Console, summaries: list[RenderSummary], out: Path, variant
                 f"  {', '.join(extra) + '; ' if extra else ''}CPU s: render {summary.render_cpu_s:.1f}, "
                 f"encode {summary.encode_cpu_s:.1f}, composite {summary.composite_cpu_s:.1f}"
             )
+        if 0 < max_memory_mib < summary.peak_estimate_mib:
+            console.print(f"note: {summary.clip_id}: a worker is estimated to need {summary.peak_estimate_mib:.0f} MiB, over "
+                          f"--max-memory-mib {max_memory_mib}: one camera with its streams is the smallest unit (a smaller "
+                          "--size, fewer --overlay cameras or a larger budget bring it under)")  # fmt: skip
     if variants_mode:
         rendered = sum(x.camera_frames_rendered for x in summaries)
         kept = sum(x.camera_frames_skipped for x in summaries)

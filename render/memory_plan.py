@@ -3,8 +3,9 @@
 A render process holds, while it writes one time segment, one libx264 encoder per stream of the
 segment (7 cameras and the 1920x1080 mosaic in the main job), the ray map of every camera it
 renders, one time step's frame buffers, with `--labels` each camera part's label buffers and
-records, and with `--overlay` the decoder of every real video it has opened. The encoders dominate and do not depend on the clip's
-length: at 1920x1080 `superfast` one holds about 130 MiB, so 8 of them alone pass 1 GB.
+records, and with `--overlay` the decoder of every real video it has opened. The encoders
+dominate and do not depend on the clip's length: at 1920x1080 `superfast` one holds about
+130 MiB, so 8 of them alone pass 1 GB.
 
 `fit_segments` splits every segment whose estimate (`unit_mib`) is over the budget into units
 of the same frames with fewer streams, the mosaic's unit first. Each stream's part, hence its
@@ -12,7 +13,9 @@ bytes, is unchanged: only which unit writes it. The cost is rendering again the 
 two units of one segment both need: the mosaic's unit renders every camera.
 
 The estimate is a model of measured resident sizes (`python bench/encoder_memory.py` prints the
-measurements behind `ENCODER_MIB`), not a limit the operating system enforces.
+measurements behind `ENCODER_MIB`, `--decoders` those behind `DECODER_MIB`; `bench/render.py
+--render-memory WxH --labels` those behind `LABELS_MIB`), not a limit the operating system
+enforces.
 """
 
 from __future__ import annotations

@@ -112,7 +112,6 @@ class StageTimes:
                           max(a.peak_estimate_mib, b.peak_estimate_mib))  # fmt: skip
 
 
-
 class _Clock:
     """Per-stage CPU-time accumulator of one segment (process time of this worker)."""
 
@@ -350,9 +349,8 @@ def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[Time
     if not segments:
         return StageTimes()
     real_sizes = [r.size_px for r in reals.values() if r.video is not None]
-    estimate = memory_plan.render_estimate(opts, real_sizes)
-    segments = spread_over_workers(memory_plan.fit_segments(segments, opts.max_memory_mib, estimate), opts.workers)
-    total = StageTimes(peak_estimate_mib=max(estimate(s) for s in segments))
+    segments = spread_over_workers(memory_plan.fit_to_budget(segments, opts, real_sizes), opts.workers)
+    total = StageTimes(peak_estimate_mib=max(map(memory_plan.render_estimate(opts, real_sizes), segments)))
     if opts.workers > 1 and len(segments) > 1:
         return total.plus(_run_pool(scenario, opts, segments, reals, first, progress))
     worker = SegmentWorker()
