@@ -40,9 +40,11 @@ from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
 from avsim.render.raster_kernels import (
     PARAM_EPS,
     _njit,
+    capsule_key_floor,
     draw_capsules,
     draw_planars,
     object_coverage_visible,
+    planar_key_floor,
     visible_in_boxes,
 )
 from avsim.render.raster_kernels import plane_params as _plane_params
@@ -160,6 +162,21 @@ def ray_map(camera: Camera) -> NDArrayFloat32:
     return out.reshape(h, w, 2).astype(np.float32)
 
 
+def _draw_sequence(prims: Primitives, pl_floor: NDArrayFloat32, cap_floor: NDArrayFloat32,
+                   in_rank_order: bool) -> list[tuple[int, NDArrayInt]]:  # fmt: skip
+    """The kernel calls of one image: (kind 0 = capsules / 1 = planars, the primitives in the sequence drawn).
+
+    The z-test keeps the smallest (key, draw rank) whatever the sequence, so the planars are drawn
+    nearest first and then the capsules likewise (every fragment behind a nearer one is rejected
+    before its ray is cast), unless `in_rank_order`: the id statistics see the claims in draw order.
+    """
+    runs = _runs(prims)  # also checks the ranks
+    if in_rank_order:
+        return [(kind, np.arange(start, stop, dtype=np.int64)) for kind, start, stop in runs]
+    calls = [(1, np.argsort(pl_floor, kind="stable")), (0, np.argsort(cap_floor, kind="stable"))]
+    return [(kind, seq.astype(np.int64)) for kind, seq in calls if len(seq)]
+
+
 def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
     """Draw sequence as runs (kind 0 = capsules / 1 = planars, start, stop) in (order) order."""
     if (prims.n_capsules > 1 and np.any(np.diff(prims.cap_order) <= 0)) or (
@@ -197,7 +214,8 @@ def _kernel_args(prims: Primitives) -> tuple[tuple, tuple]:
     spans = (use_spans, np.ascontiguousarray(prims.pl_row_start, dtype=np.int64),
              np.ascontiguousarray(prims.pl_row_span, dtype=np.int64).reshape(-1, 2))  # fmt: skip
     pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
-          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans)  # fmt: skip
+          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans,
+          planar_key_floor(prims, style.NEAR_M))  # fmt: skip
     return cap, pl
 
 
@@ -231,12 +249,10 @@ def rasterize_numba(
     h, w = prims.height_px, prims.width_px
     if rays.shape != (h, w, 2):
         raise ValueError(f"ray map must be ({h}, {w}, 2), got {rays.shape}")
-    if out is None:
-        img = np.zeros((h, w, 3), np.uint8)
-    else:
-        img = out
-        img[...] = 0
+    img = np.empty((h, w, 3), np.uint8) if out is None else out
+    img[...] = 0
     zbuf = np.full((h, w), np.inf, np.float32)
+    zrank = np.empty((h, w), np.int32)  # the winner's draw rank, read only where zbuf is finite
     with_ids = ids_out is not None
     if ids_out is not None:
         if ids_out.shape != (h, w) or ids_out.dtype != np.int32:
@@ -248,11 +264,14 @@ def rasterize_numba(
     n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
     cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
     cap, pl = _kernel_args(prims)
-    for kind, start, stop in _runs(prims):
+    cap_floor = capsule_key_floor(prims)
+    cap_rank, pl_rank = (np.ascontiguousarray(o, np.int64) for o in (prims.cap_order, prims.pl_order))
+    for kind, seq in _draw_sequence(prims, pl[-1], cap_floor, in_rank_order=len(stats) > 0):
         if kind == 0:
-            draw_capsules(img, zbuf, *cap, start, stop, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win, cap_code, antialias, stats, cap_track)
+            draw_capsules(img, zbuf, zrank, *cap, cap_floor, cap_rank, seq, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win,
+                          cap_code, antialias, stats, cap_track)  # fmt: skip
         else:
-            draw_planars(img, zbuf, rays, *pl, start, stop, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
+            draw_planars(img, zbuf, zrank, rays, *pl, pl_rank, seq, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
                          with_ids, win, pl_code, antialias, stats, pl_track)  # fmt: skip
     if antialias:
         order = np.concatenate([prims.cap_order, prims.pl_order]).astype(np.int64)

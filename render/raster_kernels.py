@@ -57,14 +57,64 @@ def plane_params(prims: Primitives) -> NDArrayFloat:
     return np.ascontiguousarray(np.where(np.isfinite(out), out, 0.0))
 
 
+def _round_down32(key: NDArrayFloat, grows: NDArrayBool) -> NDArrayFloat32:
+    """float32 keys rounded down (never above `key`), -inf where not `grows` or not finite."""
+    floor32 = key.astype(np.float32)
+    floor32 = np.where(floor32.astype(np.float64) > key, np.nextafter(floor32, np.float32(-np.inf)), floor32)
+    return np.ascontiguousarray(np.where(grows & np.isfinite(floor32), floor32, -np.inf), np.float32)
+
+
+def capsule_key_floor(prims: Primitives) -> NDArrayFloat32:
+    """A float32 lower bound of every comparison key each capsule can give a pixel (as `planar_key_floor`).
+
+    Depth along a capsule is 1 / (interpolated 1/z), so none is nearer than 1 / the larger end's 1/z.
+
+    Args:
+        prims: the primitives (uses `cap_inv_depth`, `cap_zscale`, `cap_zbias`).
+
+    Returns:
+        (S,) float32 bounds, rounded down; -inf where the key does not grow with depth.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_min = 1.0 / prims.cap_inv_depth.max(axis=1, initial=-np.inf)
+    z_min = z_min * (1.0 - 1e-6)
+    key = prims.cap_zscale * z_min + prims.cap_zbias + KEY_OFFSET
+    return _round_down32(key, (prims.cap_zscale > 0) & (z_min > 0))
+
+
+def planar_key_floor(prims: Primitives, near_m: float) -> NDArrayFloat32:
+    """A float32 lower bound of every comparison key each planar can give a pixel (its early z-reject).
+
+    Depth is linear over a planar, so no pixel of it is nearer than its nearest corner (less a
+    slack for the barycentric tolerance and rounding) nor than `near_m`; a pixel whose z-buffer
+    key is at or below the bound cannot be won by the planar and is skipped before its ray is cast.
+
+    Args:
+        prims: the primitives (uses `pl_origin`, `pl_e1`, `pl_e2`, `pl_is_tri`, `pl_zscale`, `pl_zbias`).
+        near_m: the near plane (no fragment is nearer).
+
+    Returns:
+        (P,) float32 bounds, rounded down; -inf where the key does not grow with depth (zscale <= 0).
+    """
+    o, e1, e2 = prims.pl_origin[:, 2], prims.pl_e1[:, 2], prims.pl_e2[:, 2]
+    far = np.where(prims.pl_is_tri, o, o + e1 + e2)  # the corner opposite c0 (c0 itself for triangles)
+    z_min = np.minimum(np.minimum(o, o + e1), np.minimum(o + e2, far))
+    z_min = z_min - 1e-6 * (np.abs(e1) + np.abs(e2) + np.abs(z_min) + 1.0)
+    key = prims.pl_zscale * np.maximum(z_min, near_m) + prims.pl_zbias + KEY_OFFSET
+    return _round_down32(key, prims.pl_zscale > 0)
+
+
 if _njit is not None:
 
     @_njit
-    def _ztest(zbuf: NDArrayFloat32, y: int, x: int, depth: float, zscale: float, zbias: float) -> bool:
-        # strict: among equal keys the primitive drawn first (lower order) wins
+    def _ztest(zbuf: NDArrayFloat32, zrank: NDArrayInt, y: int, x: int, depth: float, zscale: float, zbias: float,
+               rank: int) -> bool:  # fmt: skip
+        # the smallest (key, draw rank) pair wins whatever the sequence the primitives are drawn in; zrank is
+        # only read where zbuf holds a key (never at +inf: keys are finite), so it needs no clearing
         key = np.float32(zscale * depth + zbias + 1.0)
-        if key < zbuf[y, x]:
+        if key < zbuf[y, x] or (key == zbuf[y, x] and rank < zrank[y, x]):
             zbuf[y, x] = key
+            zrank[y, x] = rank
             return True
         return False
 
@@ -171,15 +221,17 @@ if _njit is not None:
             stats[k, 8] += n_won
 
     @_njit
-    def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, xy: NDArrayFloat, inv_depth: NDArrayFloat,
+    def draw_capsules(img: NDArrayByte, zbuf: NDArrayFloat32, zrank: NDArrayInt, xy: NDArrayFloat, inv_depth: NDArrayFloat,
                        radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
-                       start: int, stop: int, c: float, ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
+                       key_floor: NDArrayFloat32, draw_rank: NDArrayInt, seq: NDArrayInt, c: float,
+                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
                        win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
         # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one;
         # with_ids: ids follow every centre z-test, and for the `track` primitives the id statistics too
-        # (`note_claim`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids
+        # (`note_claim`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids;
+        # seq: the capsules to draw, in any sequence (the z-test is on (key, draw_rank)); key_floor: as draw_planars'
         h, w = zbuf.shape
-        for s in range(start, stop):
+        for s in seq:
             ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
             r = radius[s]
             r2 = r * r
@@ -194,15 +246,18 @@ if _njit is not None:
             tracked = with_ids and track[s]
             disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, w, h, -1, -1
             lx0, ly0, lx1, ly1 = w, h, -1, -1  # the box of the pixels where it lost a centre z-test to another id
+            floor = key_floor[s] if not (tracked and k >= 0) else np.float32(-np.inf)
             for y in range(ylo, yhi + 1):
                 py = y + c
                 x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
                 for x in range(x0, x1 + 1):
+                    if zbuf[y, x] < floor:
+                        continue
                     t = _capsule_param(ax, ay, dx, dy, l2, r2, x + c, py)
                     if t < 0.0:
                         continue
                     depth = 1.0 / (i0 + t * (i1 - i0))
-                    if _ztest(zbuf, y, x, depth, zs, zb):
+                    if _ztest(zbuf, zrank, y, x, depth, zs, zb, draw_rank[s]):
                         _put(img, y, x, depth, cr, cg, cb)
                         if tracked:
                             disp, many, nw = note_claim(disp, many, nw, ids[y, x], k)
@@ -218,13 +273,16 @@ if _njit is not None:
                 commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1), nw)
 
     @_njit
-    def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, rays: NDArrayFloat32, plane: NDArrayFloat,
+    def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, zrank: NDArrayInt, rays: NDArrayFloat32, plane: NDArrayFloat,
                       is_tri: NDArrayBool, rgb: NDArrayFloat, bbox: NDArrayInt, zscale: NDArrayFloat,
                       zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
-                      start: int, stop: int, near: float, far: float, eps: float,
+                      key_floor: NDArrayFloat32, draw_rank: NDArrayInt, seq: NDArrayInt, near: float, far: float, eps: float,
                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
                       win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
-        for p in range(start, stop):
+        # seq: the planars to draw, in any sequence (the z-test is on (key, draw_rank)); key_floor
+        # (`planar_key_floor`): pixels whose z-buffer key is below it are skipped unhit (they would fail the
+        # z-test), except for a tracked object's primitive, whose lost z-tests grow its lost box
+        for p in seq:
             tri = is_tri[p]
             zs, zb = zscale[p], zbias[p]
             r0, g0, c0 = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
@@ -235,16 +293,19 @@ if _njit is not None:
             tracked = with_ids and track[p]
             disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
             lx0, ly0, lx1, ly1 = bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1  # where it lost a centre z-test to another id
+            floor = key_floor[p] if not (tracked and k >= 0) else np.float32(-np.inf)
             for y in range(bbox[p, 1], bbox[p, 3] + 1):
                 xs, xe = bbox[p, 0], bbox[p, 2]
                 if use_spans:
                     row = row_start[p] + y - bbox[p, 1]
                     xs, xe = max(xs, row_span[row, 0]), min(xe, row_span[row, 1])
                 for x in range(xs, xe + 1):
+                    if zbuf[y, x] < floor:
+                        continue
                     depth, a, b = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)
                     if depth < 0.0:
                         continue
-                    if not _ztest(zbuf, y, x, depth, zs, zb):
+                    if not _ztest(zbuf, zrank, y, x, depth, zs, zb, draw_rank[p]):
                         if tracked and k >= 0 and ids[y, x] != k:
                             lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
                         continue

@@ -135,16 +135,19 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
     spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
     pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri), _f64(prims.pl_rgb), np.ascontiguousarray(prims.pl_bbox, np.int64),
           _f64(prims.pl_zscale), _f64(prims.pl_zbias), spans, np.ascontiguousarray(prims.pl_row_start, np.int64),
-          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
+          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2), np.full(prims.n_planars, -np.inf, np.float32))  # fmt: skip
     cap = tuple(_f64(getattr(prims, f)) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))
     no_win = (np.zeros((1, 1), np.int32), np.zeros(max(prims.n_capsules, prims.n_planars), np.int32), False, new_id_stats(n_objects))
     track = (np.ones(prims.n_capsules, bool), np.ones(prims.n_planars, bool))
+    ranks = (prims.cap_order.astype(np.int64), prims.pl_order.astype(np.int64))
+    floors = np.full(prims.n_capsules, -np.inf, np.float32)
     for k in range(n_objects):
         img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
+        zrank = np.zeros((h, w), np.int32)
         for p in np.flatnonzero(pl_obj == k):
-            draw_planars(img, zbuf, rays, *pl, p, p + 1, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1])
+            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], np.array([p]), style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1])
         for s in np.flatnonzero(cap_obj == k):
-            draw_capsules(img, zbuf, *cap, s, s + 1, PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0])
+            draw_capsules(img, zbuf, zrank, *cap, floors, ranks[0], np.array([s]), PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0])
         counts[k] = int((ids == k).sum())
     return counts
 

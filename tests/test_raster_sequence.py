@@ -1,0 +1,103 @@
+"""Draw sequence of the numba raster: nearest first, early z-rejects, and the (key, rank) z-test.
+
+`rasterize_numba` draws the planars nearest first, then the capsules, and skips every pixel whose
+z-buffer key is already below a primitive's key floor. None of that may change a pixel: the z-test
+keeps the smallest (key, draw rank) pair, which does not depend on the sequence, and a floor is a
+lower bound of the primitive's keys. These tests hold both to the draw-rank order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from avsim.core.agents import box_corners
+from avsim.core.cameras import PinholeCamera
+from avsim.core.rig import cosmos_rig
+from avsim.core.transforms import SE3
+from avsim.render import raster, raster_kernels, style
+from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
+from avsim.render.raster import Primitives, rasterize_numba
+from avsim.render.synthetic import highway_scenario
+
+PINHOLE = PinholeCamera(320, 180, 160.0, 160.0, 160.0, 90.0)
+
+
+@pytest.fixture(scope="module")
+def renderer() -> SceneRenderer:
+    scenario = highway_scenario(2.0, rig=cosmos_rig(320, 180))
+    return SceneRenderer(scenario, cameras=["camera_front_wide_120fov", "camera_rear_tele_30fov"], size=(320, 180))
+
+
+def _draw(prims: Primitives, rays: np.ndarray, antialias: bool) -> bytes:
+    ids = np.zeros((prims.height_px, prims.width_px), np.int32)
+    img = rasterize_numba(prims, rays, ids_out=ids, antialias=antialias)
+    return img.tobytes() + ids.tobytes()
+
+
+def _rank_order(prims, pl_floor, cap_floor, in_rank_order):
+    return [(kind, np.arange(a, b, dtype=np.int64)) for kind, a, b in raster._runs(prims)]
+
+
+def _reversed(prims, pl_floor, cap_floor, in_rank_order):
+    return [(kind, seq[::-1].copy()) for kind, seq in _rank_order(prims, pl_floor, cap_floor, in_rank_order)[::-1]]
+
+
+def _shuffled(prims, pl_floor, cap_floor, in_rank_order):
+    rng = np.random.default_rng(len(pl_floor) + 7 * len(cap_floor))
+    calls = [(0, rng.permutation(len(cap_floor))), (1, rng.permutation(len(pl_floor)))]
+    return [(kind, seq.astype(np.int64)) for kind, seq in calls[:: int(rng.choice([-1, 1]))] if len(seq)]
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_any_draw_sequence_gives_the_rank_order_bytes(renderer, monkeypatch, antialias):
+    cases = [(f, i) for f in (0, 13, 29) for i in range(len(renderer.rig))]
+    prims = [renderer.camera_primitives(f, i) for f, i in cases]
+    nearest_first = [_draw(p, renderer.rays(i), antialias) for p, (_, i) in zip(prims, cases)]
+    assert any(p.n_planars > 5 for p in prims)
+    for sequence in (_rank_order, _shuffled):
+        monkeypatch.setattr(raster, "_draw_sequence", sequence)
+        assert [_draw(p, renderer.rays(i), antialias) for p, (_, i) in zip(prims, cases)] == nearest_first
+
+
+def test_key_floors_reject_nothing_that_could_win(renderer, monkeypatch):
+    cases = [(f, i) for f in (3, 21) for i in range(len(renderer.rig))]
+    with_floors = [_draw(renderer.camera_primitives(f, i), renderer.rays(i), False) for f, i in cases]
+    monkeypatch.setattr(raster, "planar_key_floor", lambda p, near: np.full(p.n_planars, -np.inf, np.float32))
+    monkeypatch.setattr(raster, "capsule_key_floor", lambda p: np.full(p.n_capsules, -np.inf, np.float32))
+    assert [_draw(renderer.camera_primitives(f, i), renderer.rays(i), False) for f, i in cases] == with_floors
+
+
+def test_equal_keys_go_to_the_lower_rank_in_any_sequence(monkeypatch):
+    # two coincident boxes: every fragment ties, and the first box (lower rank) must show
+    corners = box_corners(np.array([[0.0, 0.0, 8.0]]), np.array([[4.0, 2.0, 1.5]]), np.array([[0.9, 0.1, 0.3, 0.3]]))
+    both = FrameObjects.build(boxes=(np.concatenate([corners, corners]), ["Car", "Truck"]))
+    alone = render_objects(PINHOLE, SE3.identity(), FrameObjects.build(boxes=(corners, ["Car"])))
+    assert alone.any()
+    for sequence in (None, _shuffled, _reversed):
+        if sequence is not None:
+            monkeypatch.setattr(raster, "_draw_sequence", sequence)
+        np.testing.assert_array_equal(render_objects(PINHOLE, SE3.identity(), both), alone)
+
+
+def test_key_floors_are_below_every_key_of_their_primitive():
+    rng = np.random.default_rng(0)
+    n = 400
+    prims = Primitives(64, 48, pl_origin=rng.normal(0, 3, (n, 3)) + [0, 0, 6], pl_e1=rng.normal(0, 2, (n, 3)),
+                       pl_e2=rng.normal(0, 2, (n, 3)), pl_is_tri=rng.random(n) < 0.5, pl_zscale=rng.choice([1.0, 1.25], n),
+                       pl_zbias=rng.choice([0.0, 0.5, -1e-3], n))  # fmt: skip
+    floor = raster_kernels.planar_key_floor(prims, style.NEAR_M)
+    a, b = rng.random((2, n, 64))
+    tri = prims.pl_is_tri[:, None]
+    a, b = np.where(tri & (a + b > 1), 1 - a, a), np.where(tri & (a + b > 1), 1 - b, b)
+    depth = prims.pl_origin[:, None, 2] + a * prims.pl_e1[:, None, 2] + b * prims.pl_e2[:, None, 2]
+    drawn = (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
+    key = (prims.pl_zscale[:, None] * depth + prims.pl_zbias[:, None] + 1.0).astype(np.float32)
+    assert drawn.mean() > 0.3
+    assert np.all(~drawn | (key >= floor[:, None]))
+    caps = Primitives(64, 48, cap_inv_depth=1.0 / rng.uniform(0.3, 80.0, (n, 2)), cap_zscale=np.ones(n),
+                      cap_zbias=rng.choice([0.0, -0.02], n))  # fmt: skip
+    t = rng.random((n, 64))
+    i0, i1 = caps.cap_inv_depth[:, :1], caps.cap_inv_depth[:, 1:]
+    cap_key = (1.0 / (i0 + t * (i1 - i0)) + caps.cap_zbias[:, None] + 1.0).astype(np.float32)
+    assert np.all(cap_key >= raster_kernels.capsule_key_floor(caps)[:, None])
