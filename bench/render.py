@@ -83,9 +83,12 @@ def tenfold_agents(scenario):
 
 
 def run_geometry_split(case: str, clip_s: float, raster_frames: int, tenfold: bool, size: tuple[int, int]) -> dict:
-    """Raster only, one process: CPU time of the geometry (primitives) and of the raster kernels apart."""
+    """Raster only, one process: CPU time of the geometry (primitives) and of the raster kernels apart
+    (AA off, and AA on: the default look), and the pixels the boxes hold at the end (their drawn share)."""
+    import numpy as np
+
     from avsim.render.frame import SceneRenderer
-    from avsim.render.raster import rasterize
+    from avsim.render.raster import rasterize_numba
 
     scenario = load_case(case, clip_s)
     scenario = tenfold_agents(scenario) if tenfold else scenario
@@ -93,17 +96,24 @@ def run_geometry_split(case: str, clip_s: float, raster_frames: int, tenfold: bo
     renderer.render_frame(0)
     n = min(raster_frames, renderer.n_frames - 1)
     step = max(1, (renderer.n_frames - 1) // max(n, 1))
-    geo_s = ras_s = 0.0
+    geo_s = ras_s = aa_s = 0.0
+    box_px = 0
     for f in [1 + i * step for i in range(n)]:
         for i in range(len(renderer.rig)):
             t0 = time.process_time()
             prims = renderer.camera_primitives(f, i)
             t1 = time.process_time()
-            rasterize(prims, renderer.rays(i), "numba")
-            geo_s, ras_s = geo_s + t1 - t0, ras_s + time.process_time() - t1
+            rasterize_numba(prims, renderer.rays(i))
+            t2 = time.process_time()
+            rasterize_numba(prims, renderer.rays(i), antialias=True)
+            geo_s, ras_s, aa_s = geo_s + t1 - t0, ras_s + t2 - t1, aa_s + time.process_time() - t2
+            ids = np.empty((prims.height_px, prims.width_px), np.int32)
+            rasterize_numba(prims, renderer.rays(i), ids_out=ids)
+            box_px += int((ids >= 0).sum())
     cf = n * len(renderer.rig)
     return {"case": case, "tenfold": tenfold, "camera_frames": cf, "geometry_ms": 1e3 * geo_s / cf, "raster_ms": 1e3 * ras_s / cf,
-            "cf_per_cpu_s": cf / (geo_s + ras_s), "boxes": len(scenario.agents.track_ids)}  # fmt: skip
+            "raster_aa_ms": 1e3 * aa_s / cf, "cf_per_cpu_s": cf / (geo_s + ras_s), "box_px": box_px / cf,
+            "boxes": len(scenario.agents.track_ids)}  # fmt: skip
 
 
 def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int) -> dict:
@@ -210,13 +220,16 @@ def _pairs(argv: list[str], repeats: int) -> tuple[list[dict], list[dict]]:
 
 
 def raster_row(case: str, frames: int, repeats: int) -> str:
-    """Raster only (geometry + kernels, no encode) at 1280x720, camera-frames per CPU-second, before/after."""
+    """Raster only (geometry + kernels, no encode) at 1280x720, camera-frames per CPU-second with AA on
+    (the default look; AA off in brackets), before/after."""
     before, after = _pairs(["--split", case, "0", "1280", "720", str(frames)], repeats)
-    b, a = (max(r["cf_per_cpu_s"] for r in rows) for rows in (before, after))
-    gb, ga = (min(r["geometry_ms"] for r in rows) for rows in (before, after))
-    kb, ka = (min(r["raster_ms"] for r in rows) for rows in (before, after))
-    return (f"| raster only, {case}, 1280x720 | {b:.1f} cf/CPU-s (geometry {gb:.2f} + kernels {kb:.2f} ms) | "
-            f"{a:.1f} cf/CPU-s (geometry {ga:.2f} + kernels {ka:.2f} ms) | {a / b:.2f}x (geometry {gb / ga:.2f}x faster) |")  # fmt: skip
+
+    def cell(rows: list[dict]) -> str:
+        geo, off, on = (min(r[k] for r in rows) for k in ("geometry_ms", "raster_ms", "raster_aa_ms"))
+        return f"{1e3 / (geo + on):.1f} cf/CPU-s ({1e3 / (geo + off):.1f} AA off; geometry {geo:.2f} + kernels {off:.2f} / AA {on:.2f} ms)"
+
+    ratio = min(r["geometry_ms"] + r["raster_aa_ms"] for r in before) / min(r["geometry_ms"] + r["raster_aa_ms"] for r in after)
+    return f"| raster only, {case}, 1280x720 | {cell(before)} | {cell(after)} | {ratio:.2f}x |"
 
 
 def run_aa_split(case: str, clip_s: float, raster_frames: int, size: tuple[int, int]) -> dict:
@@ -251,22 +264,22 @@ def aa_split_row(case: str, frames: int, repeats: int) -> str:
 
 
 def agents_row(frames: int, repeats: int) -> str:
-    """Cost per camera-frame of 10x the agents over the sample's own, before/after (same run)."""
+    """Cost per camera-frame of 10x the agents over the sample's own, before/after (same run), with AA off
+    and on, next to the ratio of the pixels the boxes hold (what the agents draw)."""
     out = {}
     for tenfold in ("0", "1"):
         out[tenfold] = _pairs(["--split", "sample", tenfold, "1280", "720", str(frames)], repeats)
 
     def ratio(k: int, key: str) -> float:
-        one = min(r[key] for r in out["0"][k])
-        ten = min(r[key] for r in out["1"][k])
-        return ten / one
+        return min(r[key] for r in out["1"][k]) / min(r[key] for r in out["0"][k])
 
-    def total(k: int, tenfold: str) -> float:
-        return min(r["geometry_ms"] + r["raster_ms"] for r in out[tenfold][k])
+    def total(k: int, tenfold: str, raster: str) -> float:
+        return min(r["geometry_ms"] + r[raster] for r in out[tenfold][k])
 
-    cells = [f"{total(k, '1') / total(k, '0'):.2f}x (geometry {ratio(k, 'geometry_ms'):.2f}x, kernels {ratio(k, 'raster_ms'):.2f}x)"
+    cells = [f"{total(k, '1', 'raster_ms') / total(k, '0', 'raster_ms'):.2f}x AA off (geometry {ratio(k, 'geometry_ms'):.2f}x, "
+             f"kernels {ratio(k, 'raster_ms'):.2f}x); {total(k, '1', 'raster_aa_ms') / total(k, '0', 'raster_aa_ms'):.2f}x AA on"
              for k in (0, 1)]  # fmt: skip
-    return f"| 10x agents / 1x, sample, per camera-frame | {cells[0]} | {cells[1]} | |"
+    return f"| 10x agents / 1x, sample, per camera-frame | {cells[0]} | {cells[1]} | box pixels {ratio(1, 'box_px'):.2f}x |"
 
 
 def memory_row(stride: int) -> str:
