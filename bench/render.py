@@ -508,10 +508,10 @@ def _run_hidden_child(args: argparse.Namespace) -> bool:
     result = None
     if args.split:
         case, tenfold, w, h, n = args.split
-        result = run_geometry_split(case, 4.0 if case == "sample" else 20.0, int(n), tenfold == "1", (int(w), int(h)))
+        result = run_geometry_split(case, 20.0, int(n), tenfold == "1", (int(w), int(h)))
     elif args.aa_split:
         case, w, h, n = args.aa_split
-        result = run_aa_split(case, 4.0 if case == "sample" else 20.0, int(n), (int(w), int(h)))
+        result = run_aa_split(case, 20.0, int(n), (int(w), int(h)))
     elif args.memory:
         case, clip, w, h, stride = args.memory
         result = run_clip_memory(case, float(clip), (int(w), int(h)), int(stride))
