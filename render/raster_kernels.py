@@ -17,13 +17,15 @@ if TYPE_CHECKING:
 
 _njit: Any  # numba.njit with the kernels' options, or None without numba
 _njit_inline: Any  # the same for small helpers inlined into their callers
+_njit_vec: Any  # the same with numpy's float error model (x / 0 -> inf or nan): branch-free loops that vectorise
 try:  # numba is the fast CPU path; without it the torch backend still works
     import numba
 
     _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
     _njit_inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, inline="always")
+    _njit_vec = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = _njit_inline = None
+    _njit = _njit_inline = _njit_vec = None
 
 INV_MAX_DEPTH = 1.0 / style.MAX_DEPTH_M  # fade = 1 - depth * INV_MAX_DEPTH in both backends
 KEY_OFFSET = 1.0  # keeps every comparison key positive (packed float32 bits sort as ints)
@@ -272,6 +274,50 @@ if _njit is not None:
             if tracked:
                 commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1), nw)
 
+    @_njit_vec
+    def planar_row(ray_xy: NDArrayFloat32, plane_p: NDArrayFloat, rgb_p: NDArrayFloat, tri: bool, zs: float, zb: float,
+                   near: float, far: float, eps: float, key: NDArrayFloat32, hit: NDArrayBool, col: NDArrayByte) -> None:  # fmt: skip
+        # planar p along n = len(ray_xy) // 2 consecutive pixels of a row (ray_xy: their rays, x y interleaved),
+        # branch-free so that it vectorises: hit[j] = `_planar_hit` meets it (its tests, negated as written there;
+        # n . r = 0 gives inf / nan, which they reject), key[j] the z-test key (as `_ztest`), col[:, j] the
+        # colour `_put` would write (0 where not hit, so that no nan is converted)
+        n0, n1, n2, nd = plane_p[0], plane_p[1], plane_p[2], plane_p[3]
+        e0, e1, e2, a0 = plane_p[4], plane_p[5], plane_p[6], plane_p[7]
+        f0, f1, f2, b0 = plane_p[8], plane_p[9], plane_p[10], plane_p[11]
+        r0, g0, c0, r1, g1, c1 = rgb_p[0, 0], rgb_p[0, 1], rgb_p[0, 2], rgb_p[1, 0], rgb_p[1, 1], rgb_p[1, 2]
+        r2, g2, c2, r3, g3, c3 = rgb_p[2, 0], rgb_p[2, 1], rgb_p[2, 2], rgb_p[3, 0], rgb_p[3, 1], rgb_p[3, 2]
+        lim = 1.0 + eps
+        for j in range(len(ray_xy) // 2):
+            rx, ry = np.float64(ray_xy[2 * j]), np.float64(ray_xy[2 * j + 1])
+            den = n0 * rx + n1 * ry + n2
+            depth = nd / den
+            a = depth * (e0 * rx + e1 * ry + e2) - a0
+            b = depth * (f0 * rx + f1 * ry + f2) - b0
+            out = (a < -eps) | (b < -eps) | ((a + b > lim) if tri else ((a > lim) | (b > lim)))
+            ok = (den != 0.0) & (depth > near) & (depth <= far) & (not out)
+            hit[j] = ok
+            key[j] = np.float32(zs * depth + zb + 1.0)
+            f = max(1.0 - depth * INV_MAX_DEPTH, 0.0) if ok else 0.0
+            cr, cg, cb = r0, g0, c0
+            if not tri:
+                a, b = min(max(a, 0.0), 1.0), min(max(b, 0.0), 1.0)
+                w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
+                cr = w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3 if ok else 0.0
+                cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3 if ok else 0.0
+                cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3 if ok else 0.0
+            col[0, j], col[1, j], col[2, j] = np.uint8(int(cr * f + 0.5)), np.uint8(int(cg * f + 0.5)), np.uint8(int(cb * f + 0.5))
+
+    @_njit_inline
+    def _commit_row(zrow: NDArrayFloat32, krow: NDArrayInt, irow: NDArrayByte, wrow: NDArrayInt, with_win: bool,
+                    key: NDArrayFloat32, hit: NDArrayBool, col: NDArrayByte, n: int, rank: int, code: int) -> None:  # fmt: skip
+        # draw_planars' z-test and writes over the first n pixels of a row span (`planar_row`'s outputs), without ids
+        for j in range(n):
+            if hit[j] and (key[j] < zrow[j] or (key[j] == zrow[j] and rank < krow[j])):
+                zrow[j], krow[j] = key[j], rank
+                if with_win:
+                    wrow[j] = code
+                irow[j, 0], irow[j, 1], irow[j, 2] = col[0, j], col[1, j], col[2, j]
+
     @_njit
     def draw_planars(img: NDArrayByte, zbuf: NDArrayFloat32, zrank: NDArrayInt, rays: NDArrayFloat32, plane: NDArrayFloat,
                       is_tri: NDArrayBool, rgb: NDArrayFloat, bbox: NDArrayInt, zscale: NDArrayFloat,
@@ -279,16 +325,15 @@ if _njit is not None:
                       key_floor: NDArrayFloat32, draw_rank: NDArrayInt, seq: NDArrayInt, near: float, far: float, eps: float,
                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
                       win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
-        # seq: the planars to draw, in any sequence (the z-test is on (key, draw_rank)); key_floor
-        # (`planar_key_floor`): pixels whose z-buffer key is below it are skipped unhit (they would fail the
-        # z-test), except for a tracked object's primitive, whose lost z-tests grow its lost box
+        # seq: the planars to draw, in any sequence (the z-test is on (key, draw_rank)); each row span is cast at
+        # once by `planar_row` (vectorised), then z-tested pixel by pixel. key_floor (`planar_key_floor`): the ends
+        # of a span whose z-buffer keys are below it are cut off first (they would fail the z-test), except for a
+        # tracked object's primitive, whose lost z-tests grow its lost box
+        h, w = zbuf.shape
+        ray_xy = rays.reshape(h, 2 * w)
+        key, hit, col = np.empty(w, np.float32), np.empty(w, np.bool_), np.empty((3, w), np.uint8)
         for p in seq:
-            tri = is_tri[p]
-            zs, zb = zscale[p], zbias[p]
-            r0, g0, c0 = rgb[p, 0, 0], rgb[p, 0, 1], rgb[p, 0, 2]
-            r1, g1, c1 = rgb[p, 1, 0], rgb[p, 1, 1], rgb[p, 1, 2]
-            r2, g2, c2 = rgb[p, 2, 0], rgb[p, 2, 1], rgb[p, 2, 2]
-            r3, g3, c3 = rgb[p, 3, 0], rgb[p, 3, 1], rgb[p, 3, 2]
+            rank = draw_rank[p]
             k = obj[p] if with_ids else -1
             tracked = with_ids and track[p]
             disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
@@ -299,34 +344,35 @@ if _njit is not None:
                 if use_spans:
                     row = row_start[p] + y - bbox[p, 1]
                     xs, xe = max(xs, row_span[row, 0]), min(xe, row_span[row, 1])
-                for x in range(xs, xe + 1):
-                    if zbuf[y, x] < floor:
+                while xs <= xe and zbuf[y, xs] < floor:  # occluded ends of the span: no ray is cast there
+                    xs += 1
+                while xe >= xs and zbuf[y, xe] < floor:
+                    xe -= 1
+                if xe < xs:
+                    continue
+                planar_row(ray_xy[y, 2 * xs:2 * xe + 2], plane[p], rgb[p], is_tri[p], zscale[p], zbias[p], near, far, eps,
+                           key, hit, col)  # fmt: skip
+                zrow, krow, irow, wrow = zbuf[y, xs:], zrank[y, xs:], img[y, xs:], win[y if with_win else 0]
+                if not with_ids:
+                    _commit_row(zrow, krow, irow, wrow[xs:], with_win, key, hit, col, xe + 1 - xs, rank, order[p])
+                    continue
+                for j in range(xe + 1 - xs):
+                    if not hit[j]:
                         continue
-                    depth, a, b = _planar_hit(plane, p, np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1]), tri, near, far, eps)
-                    if depth < 0.0:
+                    if not (key[j] < zrow[j] or (key[j] == zrow[j] and rank < krow[j])):
+                        if tracked and k >= 0 and ids[y, xs + j] != k:
+                            lx0, ly0, lx1, ly1 = min(lx0, xs + j), min(ly0, y), max(lx1, xs + j), max(ly1, y)
                         continue
-                    if not _ztest(zbuf, zrank, y, x, depth, zs, zb, draw_rank[p]):
-                        if tracked and k >= 0 and ids[y, x] != k:
-                            lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
-                        continue
+                    zrow[j], krow[j] = key[j], rank
                     if tracked:
-                        disp, many, nw = note_claim(disp, many, nw, ids[y, x], k)
-                        ids[y, x] = k
-                        bx0, by0, bx1, by1 = min(bx0, x), min(by0, y), max(bx1, x), max(by1, y)
+                        disp, many, nw = note_claim(disp, many, nw, ids[y, xs + j], k)
+                        ids[y, xs + j] = k
+                        bx0, by0, bx1, by1 = min(bx0, xs + j), min(by0, y), max(bx1, xs + j), max(by1, y)
                     elif with_ids:
-                        ids[y, x] = k
+                        ids[y, xs + j] = k
                     if with_win:
-                        win[y, x] = order[p]
-                    if tri:
-                        _put(img, y, x, depth, r0, g0, c0)
-                    else:
-                        a = min(max(a, 0.0), 1.0)
-                        b = min(max(b, 0.0), 1.0)
-                        w0, w1, w2, w3 = (1 - a) * (1 - b), a * (1 - b), a * b, (1 - a) * b
-                        cr = w0 * r0 + w1 * r1 + w2 * r2 + w3 * r3
-                        cg = w0 * g0 + w1 * g1 + w2 * g2 + w3 * g3
-                        cb = w0 * c0 + w1 * c1 + w2 * c2 + w3 * c3
-                        _put(img, y, x, depth, cr, cg, cb)
+                        wrow[xs + j] = order[p]
+                    irow[j, 0], irow[j, 1], irow[j, 2] = col[0, j], col[1, j], col[2, j]
             if tracked:
                 commit_claims(stats, k, disp, many, (bx0, by0, bx1, by1), (lx0, ly0, lx1, ly1), nw)
 
