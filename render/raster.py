@@ -34,7 +34,7 @@ from avsim.core.cameras import Camera
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
 from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.raster_aa import antialias_numba
+from avsim.render.raster_aa import antialias_numba, sample_offsets_px
 from avsim.render.raster_kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
 from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
 from avsim.render.raster_kernels import (
@@ -49,6 +49,7 @@ from avsim.render.raster_kernels import (
 )
 from avsim.render.raster_kernels import plane_params as _plane_params
 from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
+from avsim.render.raster_strips import STRIP_ROWS, draw_strips
 from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
 
 BACKENDS = ("numba", "torch")
@@ -249,34 +250,60 @@ def rasterize_numba(
     h, w = prims.height_px, prims.width_px
     if rays.shape != (h, w, 2):
         raise ValueError(f"ray map must be ({h}, {w}, 2), got {rays.shape}")
+    if ids_out is not None and (ids_out.shape != (h, w) or ids_out.dtype != np.int32):
+        raise ValueError(f"ids_out must be ({h}, {w}) int32, got {ids_out.shape} {ids_out.dtype}")
     img = np.empty((h, w, 3), np.uint8) if out is None else out
+    n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
+    codes = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
+    ranks = tuple(np.ascontiguousarray(o, np.int64) for o in (prims.cap_order, prims.pl_order))
+    cap, pl = _kernel_args(prims)
+    cap_floor = capsule_key_floor(prims)
+    if ids_out is None and h * w > 0:
+        seq = dict(_draw_sequence(prims, pl[-1], cap_floor, in_rank_order=False))
+        cap_seq, pl_seq = (seq.get(kind, np.zeros(0, np.int64)) for kind in (0, 1))
+        draw_strips(img, rays, STRIP_ROWS, antialias, cap, (cap_floor, ranks[0], cap_seq, codes[0]), pl,
+                    (ranks[1], pl_seq, codes[1]), np.concatenate(ranks), sample_offsets_px(),
+                    (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
+        return img
+    ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
+    ids[...] = -1
+    _draw_whole_frame(prims, rays, img, ids, ids_out is not None, antialias, id_stats_out, (cap, cap_floor, pl), ranks, codes)
+    return img
+
+
+def _draw_whole_frame(prims: Primitives, rays: NDArrayFloat32, img: NDArrayByte, ids: NDArrayInt32, with_ids: bool,
+                      antialias: bool, id_stats_out: NDArrayInt | None, args: tuple, ranks: tuple, codes: tuple) -> None:  # fmt: skip
+    """`rasterize_numba` in one pass over the whole image: the path that draws ids (and their statistics,
+    which see the claims in draw order).
+
+    Args:
+        prims: the image's primitives.
+        rays: (H, W, 2) float32 ray map.
+        img: (H, W, 3) uint8 image, every pixel written.
+        ids: (H, W) int32 ids (reset to -1), or a dummy where not `with_ids`.
+        with_ids: draw ids.
+        antialias: as `rasterize_numba`.
+        id_stats_out: as `rasterize_numba`.
+        args: (capsule arrays, capsule key floors, planar arrays) as `_kernel_args` and `capsule_key_floor` give them.
+        ranks: the (capsule, planar) draw ranks, int64.
+        codes: the (capsule, planar) winner codes, int32.
+    """
+    (cap, cap_floor, pl), (h, w) = args, (prims.height_px, prims.width_px)
     img[...] = 0
     zbuf = np.full((h, w), np.inf, np.float32)
     zrank = np.empty((h, w), np.int32)  # the winner's draw rank, read only where zbuf is finite
-    with_ids = ids_out is not None
-    if ids_out is not None:
-        if ids_out.shape != (h, w) or ids_out.dtype != np.int32:
-            raise ValueError(f"ids_out must be ({h}, {w}) int32, got {ids_out.shape} {ids_out.dtype}")
-        ids_out[...] = -1
-    ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
     cap_obj, pl_obj, stats, cap_track, pl_track = _id_args(prims, with_ids, id_stats_out)
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
-    n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
-    cap_code, pl_code = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
-    cap, pl = _kernel_args(prims)
-    cap_floor = capsule_key_floor(prims)
-    cap_rank, pl_rank = (np.ascontiguousarray(o, np.int64) for o in (prims.cap_order, prims.pl_order))
+    rows = (0, h - 1, 0)
     for kind, seq in _draw_sequence(prims, pl[-1], cap_floor, in_rank_order=len(stats) > 0):
         if kind == 0:
-            draw_capsules(img, zbuf, zrank, *cap, cap_floor, cap_rank, seq, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win,
-                          cap_code, antialias, stats, cap_track)  # fmt: skip
+            draw_capsules(img, zbuf, zrank, *cap, cap_floor, ranks[0], seq, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win,
+                          codes[0], antialias, stats, cap_track, rows)  # fmt: skip
         else:
-            draw_planars(img, zbuf, zrank, rays, *pl, pl_rank, seq, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
-                         with_ids, win, pl_code, antialias, stats, pl_track)  # fmt: skip
+            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], seq, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
+                         with_ids, win, codes[1], antialias, stats, pl_track, rows)  # fmt: skip
     if antialias:
-        order = np.concatenate([prims.cap_order, prims.pl_order]).astype(np.int64)
-        antialias_numba(img, win, rays, order, cap, pl)
-    return img
+        antialias_numba(img, win, rays, np.concatenate(ranks), cap, pl)
 
 
 def new_id_stats(n_objects: int) -> NDArrayInt:

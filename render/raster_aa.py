@@ -133,9 +133,10 @@ if _njit is not None:
             keys[i, j] = np.float32(zscale[p] * depth + zbias[p] + 1.0)
 
     @_njit_inline
-    def _candidates(win: NDArrayInt32, y: int, x: int, cand: NDArrayInt) -> int:
+    def _candidates(win: NDArrayInt32, y: int, x: int, cand: NDArrayInt, top: bool, bottom: bool) -> int:
         # distinct winners (not background) of the pixel and its 4 neighbours into cand; returns how many
-        h, w = win.shape
+        # (top / bottom: row y of win is the image's first / last, so it has no neighbour above / below)
+        w = win.shape[1]
         v0 = win[y, x]
         n = 0
         if v0 >= 0:
@@ -151,11 +152,11 @@ if _njit is not None:
                     continue
                 v = win[y, x + 1]
             elif k == 2:
-                if y == 0:
+                if top:
                     continue
                 v = win[y - 1, x]
             else:
-                if y + 1 >= h:
+                if bottom:
                     continue
                 v = win[y + 1, x]
             if v < 0:
@@ -187,10 +188,10 @@ if _njit is not None:
         img[y, x, 2] = np.uint8((t2 + 2) >> 2)
 
     @_njit_inline
-    def _edge_row(win: NDArrayInt32, y: int, flags: NDArrayByte) -> None:
-        # flags[x] = 1 where pixel (y, x) has a 4-neighbour won by another primitive (branch-free: vectorised)
-        h, w = win.shape
-        row, up, dn = win[y], win[max(y - 1, 0)], win[min(y + 1, h - 1)]
+    def _edge_row(row: NDArrayInt32, up: NDArrayInt32, dn: NDArrayInt32, flags: NDArrayByte) -> None:
+        # flags[x] = 1 where pixel x of `row` has a 4-neighbour (in it, or in the rows `up` and `dn` above and
+        # below: the row itself at the image's border) won by another primitive (branch-free: vectorised)
+        w = len(row)
         for x in range(1, w - 1):
             v = row[x]
             flags[x] = (row[x - 1] != v) | (row[x + 1] != v) | (up[x] != v) | (dn[x] != v)
@@ -199,12 +200,16 @@ if _njit is not None:
             flags[x] = (row[max(x - 1, 0)] != v) | (row[min(x + 1, w - 1)] != v) | (up[x] != v) | (dn[x] != v)
 
     @_njit
-    def _aa_image(img: NDArrayByte, win: NDArrayInt32, rays: NDArrayFloat32, order: NDArrayInt, n_caps: int,
-                  xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat, crgb: NDArrayFloat,
-                  czscale: NDArrayFloat, czbias: NDArrayFloat, plane: NDArrayFloat, is_tri: NDArrayBool,
-                  prgb: NDArrayFloat, pzscale: NDArrayFloat, pzbias: NDArrayFloat, offs: NDArrayFloat,
-                  c: float, near: float, far: float, eps: float) -> int:  # fmt: skip
-        h, w = win.shape
+    def aa_rows(img: NDArrayByte, win: NDArrayInt32, rays: NDArrayFloat32, order: NDArrayInt, n_caps: int,
+                xy: NDArrayFloat, inv_depth: NDArrayFloat, radius: NDArrayFloat, crgb: NDArrayFloat,
+                czscale: NDArrayFloat, czbias: NDArrayFloat, plane: NDArrayFloat, is_tri: NDArrayBool,
+                prgb: NDArrayFloat, pzscale: NDArrayFloat, pzbias: NDArrayFloat, offs: NDArrayFloat,
+                c: float, near: float, far: float, eps: float, rows: tuple[int, int, int]) -> int:  # fmt: skip
+        # the edge pixels of image rows y0 <= y < y1 (rows = (y0, y1, oy)); img and win hold image row y at
+        # row y - oy, and win also the rows next to them (y0 - 1 and y1 where the image has them); rays is
+        # the whole image's. Returns the number of edge pixels
+        y0, y1, oy = rows
+        h, w = rays.shape[0], win.shape[1]
         cand = np.empty(5, np.int64)
         keys = np.empty((5, len(offs)), np.float32)
         cols = np.zeros((5, 3), np.int64)
@@ -212,8 +217,8 @@ if _njit is not None:
         words = flags.view(np.uint64)  # 8 flags at a time: most words are 0
         xs = np.empty(len(flags), np.int64)  # the flagged columns of the row (flags past w stay 0)
         n_edge = 0
-        for y in range(h):
-            _edge_row(win, y, flags)
+        for y in range(y0, y1):
+            _edge_row(win[y - oy], win[max(y - 1, 0) - oy], win[min(y + 1, h - 1) - oy], flags)
             m = 0
             for word in range(len(words)):  # list the flagged columns, branch-free within a word
                 if words[word] == 0:
@@ -224,7 +229,7 @@ if _njit is not None:
             n_edge += m
             for e in range(m):
                 x = xs[e]
-                n = _candidates(win, y, x, cand)
+                n = _candidates(win, y - oy, x, cand, y == 0, y + 1 >= h)
                 for i in range(n):
                     k = cand[i]
                     if k < n_caps:
@@ -233,7 +238,7 @@ if _njit is not None:
                         rx, ry = np.float64(rays[y, x, 0]), np.float64(rays[y, x, 1])
                         _planar_eval(k - n_caps, rx, ry, _ray_jacobian(rays, y, x), plane, is_tri, prgb, pzscale,
                                      pzbias, offs, near, far, eps, keys, cols, i)  # fmt: skip
-                _resolve_pixel(img, y, x, n, keys, cols, cand, order)
+                _resolve_pixel(img, y - oy, x, n, keys, cols, cand, order)
         return n_edge
 
 
@@ -263,5 +268,5 @@ def antialias_numba(img: NDArrayByte, win: NDArrayInt32, rays: NDArrayFloat32, o
         Number of edge pixels resolved from sub-samples.
     """
     plane, is_tri, prgb, _, pzscale, pzbias = pl[:6]
-    return int(_aa_image(img, win, rays, order, len(cap[0]), *cap, plane, is_tri, prgb, pzscale, pzbias,
-                         sample_offsets_px(), PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
+    return int(aa_rows(img, win, rays, order, len(cap[0]), *cap, plane, is_tri, prgb, pzscale, pzbias, sample_offsets_px(),
+                       PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, (0, len(win), 0)))  # fmt: skip

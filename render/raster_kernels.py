@@ -227,12 +227,15 @@ if _njit is not None:
                        radius: NDArrayFloat, rgb: NDArrayFloat, zscale: NDArrayFloat, zbias: NDArrayFloat,
                        key_floor: NDArrayFloat32, draw_rank: NDArrayInt, seq: NDArrayInt, c: float,
                        ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
-                       win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
+                       win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool,
+                       rows: tuple[int, int, int]) -> None:  # fmt: skip
         # c: PIXEL_CENTRE_OFFSET, an argument so that the on-disk kernel cache never holds a stale one;
         # with_ids: ids follow every centre z-test, and for the `track` primitives the id statistics too
         # (`note_claim`, `commit_claims`); an untracked primitive (no object id, drawn before every object) only writes ids;
-        # seq: the capsules to draw, in any sequence (the z-test is on (key, draw_rank)); key_floor: as draw_planars'
-        h, w = zbuf.shape
+        # seq: the capsules to draw, in any sequence (the z-test is on (key, draw_rank)); key_floor: as draw_planars';
+        # rows (y0, y1, oy): only image rows y0 .. y1 are drawn, and img, zbuf, zrank and win hold image row y at
+        # row y - oy (ids and the statistics are in image rows)
+        w, h, oy = zbuf.shape[1], rows[1] + 1, rows[2]  # h: past the last row drawn (the empty boxes' y0)
         for s in seq:
             ax, ay, bx, by = xy[s, 0], xy[s, 1], xy[s, 2], xy[s, 3]
             r = radius[s]
@@ -242,8 +245,10 @@ if _njit is not None:
             i0, i1 = inv_depth[s, 0], inv_depth[s, 1]
             zs, zb = zscale[s], zbias[s]
             cr, cg, cb = rgb[s, 0], rgb[s, 1], rgb[s, 2]
-            ylo = max(0, int(np.floor(min(ay, by) - r - c)))
-            yhi = min(h - 1, int(np.ceil(max(ay, by) + r - c)))
+            ylo = max(rows[0], int(np.floor(min(ay, by) - r - c)))
+            yhi = min(rows[1], int(np.ceil(max(ay, by) + r - c)))
+            if yhi < ylo:
+                continue
             k = obj[s] if with_ids else -1
             tracked = with_ids and track[s]
             disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, w, h, -1, -1
@@ -253,14 +258,14 @@ if _njit is not None:
                 py = y + c
                 x0, x1 = _capsule_columns(ax, ay, bx, dx, dy, r, py, c, w)
                 for x in range(x0, x1 + 1):
-                    if zbuf[y, x] < floor:
+                    if zbuf[y - oy, x] < floor:
                         continue
                     t = _capsule_param(ax, ay, dx, dy, l2, r2, x + c, py)
                     if t < 0.0:
                         continue
                     depth = 1.0 / (i0 + t * (i1 - i0))
-                    if _ztest(zbuf, zrank, y, x, depth, zs, zb, draw_rank[s]):
-                        _put(img, y, x, depth, cr, cg, cb)
+                    if _ztest(zbuf, zrank, y - oy, x, depth, zs, zb, draw_rank[s]):
+                        _put(img, y - oy, x, depth, cr, cg, cb)
                         if tracked:
                             disp, many, nw = note_claim(disp, many, nw, ids[y, x], k)
                             ids[y, x] = k
@@ -268,7 +273,7 @@ if _njit is not None:
                         elif with_ids:
                             ids[y, x] = k
                         if with_win:
-                            win[y, x] = order[s]
+                            win[y - oy, x] = order[s]
                     elif tracked and k >= 0 and ids[y, x] != k:
                         lx0, ly0, lx1, ly1 = min(lx0, x), min(ly0, y), max(lx1, x), max(ly1, y)
             if tracked:
@@ -324,35 +329,38 @@ if _njit is not None:
                       zbias: NDArrayFloat, use_spans: bool, row_start: NDArrayInt, row_span: NDArrayInt,
                       key_floor: NDArrayFloat32, draw_rank: NDArrayInt, seq: NDArrayInt, near: float, far: float, eps: float,
                       ids: NDArrayInt, obj: NDArrayInt, with_ids: bool,
-                      win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool) -> None:  # fmt: skip
+                      win: NDArrayInt, order: NDArrayInt, with_win: bool, stats: NDArrayInt, track: NDArrayBool,
+                      rows: tuple[int, int, int]) -> None:  # fmt: skip
         # seq: the planars to draw, in any sequence (the z-test is on (key, draw_rank)); each row span is cast at
         # once by `planar_row` (vectorised), then z-tested pixel by pixel. key_floor (`planar_key_floor`): the ends
         # of a span whose z-buffer keys are below it are cut off first (they would fail the z-test), except for a
-        # tracked object's primitive, whose lost z-tests grow its lost box
-        h, w = zbuf.shape
-        ray_xy = rays.reshape(h, 2 * w)
+        # tracked object's primitive, whose lost z-tests grow its lost box; rows: as draw_capsules'
+        w, oy = zbuf.shape[1], rows[2]
+        ray_xy = rays.reshape(rays.shape[0], 2 * w)
         key, hit, col = np.empty(w, np.float32), np.empty(w, np.bool_), np.empty((3, w), np.uint8)
         for p in seq:
+            if bbox[p, 3] < rows[0] or bbox[p, 1] > rows[1]:
+                continue
             rank = draw_rank[p]
             k = obj[p] if with_ids else -1
             tracked = with_ids and track[p]
             disp, many, nw, bx0, by0, bx1, by1 = -1, False, 0, bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1
             lx0, ly0, lx1, ly1 = bbox[p, 2] + 1, bbox[p, 3] + 1, -1, -1  # where it lost a centre z-test to another id
             floor = key_floor[p] if not (tracked and k >= 0) else np.float32(-np.inf)
-            for y in range(bbox[p, 1], bbox[p, 3] + 1):
+            for y in range(max(bbox[p, 1], rows[0]), min(bbox[p, 3], rows[1]) + 1):
                 xs, xe = bbox[p, 0], bbox[p, 2]
                 if use_spans:
                     row = row_start[p] + y - bbox[p, 1]
                     xs, xe = max(xs, row_span[row, 0]), min(xe, row_span[row, 1])
-                while xs <= xe and zbuf[y, xs] < floor:  # occluded ends of the span: no ray is cast there
+                while xs <= xe and zbuf[y - oy, xs] < floor:  # occluded ends of the span: no ray is cast there
                     xs += 1
-                while xe >= xs and zbuf[y, xe] < floor:
+                while xe >= xs and zbuf[y - oy, xe] < floor:
                     xe -= 1
                 if xe < xs:
                     continue
                 planar_row(ray_xy[y, 2 * xs:2 * xe + 2], plane[p], rgb[p], is_tri[p], zscale[p], zbias[p], near, far, eps,
                            key, hit, col)  # fmt: skip
-                zrow, krow, irow, wrow = zbuf[y, xs:], zrank[y, xs:], img[y, xs:], win[y if with_win else 0]
+                zrow, krow, irow, wrow = zbuf[y - oy, xs:], zrank[y - oy, xs:], img[y - oy, xs:], win[y - oy if with_win else 0]
                 if not with_ids:
                     _commit_row(zrow, krow, irow, wrow[xs:], with_win, key, hit, col, xe + 1 - xs, rank, order[p])
                     continue

@@ -145,9 +145,9 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
         img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
         zrank = np.zeros((h, w), np.int32)
         for p in np.flatnonzero(pl_obj == k):
-            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], np.array([p]), style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1])
+            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], np.array([p]), style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1], (0, h - 1, 0))
         for s in np.flatnonzero(cap_obj == k):
-            draw_capsules(img, zbuf, zrank, *cap, floors, ranks[0], np.array([s]), PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0])
+            draw_capsules(img, zbuf, zrank, *cap, floors, ranks[0], np.array([s]), PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0], (0, h - 1, 0))
         counts[k] = int((ids == k).sum())
     return counts
 

@@ -1,4 +1,5 @@
-"""The vectorised planar row (`raster_kernels.planar_row`) against the scalar per-pixel kernels.
+"""The vectorised planar row (`raster_kernels.planar_row`) against the scalar per-pixel kernels, and
+strip-wise drawing (`raster_strips`) against one pass over the whole frame.
 
 `draw_planars` casts a whole row span at once with branch-free code (numpy's float error model,
 so that LLVM vectorises it) and z-tests the pixels after. The scalar `_planar_hit`, `_ztest` key
@@ -102,3 +103,27 @@ def test_planar_row_reads_interleaved_rays_of_any_span():
     np.testing.assert_array_equal(hit[:12], full_hit[7:19])
     np.testing.assert_array_equal(key[:12][hit[:12]], full_key[7:19][hit[:12]])
     assert 0 < hit[:12].sum() < 12
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    from avsim.core.rig import cosmos_rig
+    from avsim.render.frame import SceneRenderer
+    from avsim.render.synthetic import highway_scenario
+
+    scenario = highway_scenario(2.0, rig=cosmos_rig(320, 180))
+    return SceneRenderer(scenario, cameras=["camera_front_wide_120fov", "camera_rear_tele_30fov"], size=(320, 181))
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_strips_of_any_height_give_the_whole_frame_pass(renderer, monkeypatch, antialias):
+    # renders without ids are drawn in strips (`raster_strips.draw_strips`); with ids in one pass over the frame
+    from avsim.render import raster
+
+    cases = [(renderer.camera_primitives(f, i), renderer.rays(i)) for f in (0, 17, 41) for i in range(len(renderer.rig))]
+    ids = np.empty((181, 320), np.int32)
+    whole = [raster.rasterize_numba(p, rays, ids_out=ids, antialias=antialias).tobytes() for p, rays in cases]
+    assert any(p.n_planars > 5 and p.n_capsules > 5 for p, _ in cases)
+    for strip_rows in (1, 2, 7, 32, 180, 181, 500):
+        monkeypatch.setattr(raster, "STRIP_ROWS", strip_rows)
+        assert [raster.rasterize_numba(p, rays, antialias=antialias).tobytes() for p, rays in cases] == whole, strip_rows

@@ -1,0 +1,65 @@
+"""Strip-wise drawing of one image with the numba kernels (the path of renders without ids).
+
+A 1280x720 frame's z-buffer, draw ranks, winner codes and colours take about 14 MB, well beyond
+a core's L2 cache, and each was cleared, drawn and (for anti-aliasing) scanned in passes over
+the whole frame. `draw_strips` instead draws the image in strips of rows into strip-sized
+buffers that stay in cache: each strip is cleared, its planars and capsules are drawn (nearest
+first, as `avsim.render.raster` orders them), its edge pixels are anti-aliased and its rows are
+copied out. With anti-aliasing every strip also draws the row above and below it, so that the
+edge test and the candidates of its first and last rows see their neighbours' winners.
+
+The pixels do not change: the z-test keeps the smallest (key, draw rank) pair whatever the
+sequence fragments come in, each pixel meets the same fragments as in one whole-frame pass, and
+the anti-aliasing of a pixel reads only its own and its 4 neighbours' winners.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
+from avsim.render.raster_aa import aa_rows
+from avsim.render.raster_kernels import _njit, draw_capsules, draw_planars
+
+STRIP_ROWS = 32  # rows per strip: its buffers (about 0.6 MB at 1280 px wide, with the ray rows) fit a core's L2
+
+if _njit is not None:
+
+    @_njit
+    def _clear(img: NDArrayByte, zbuf: NDArrayFloat32, win: NDArrayInt, n: int, antialias: bool) -> None:
+        # the first n rows of the strip buffers: no colour, no fragment, no winner
+        img[:n] = 0
+        zbuf[:n] = np.inf
+        if antialias:
+            win[:n] = -1
+
+    @_njit
+    def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antialias: bool, cap: tuple, cap_draw: tuple,
+                    pl: tuple, pl_draw: tuple, order: NDArrayInt, offs: NDArrayFloat, consts: tuple) -> None:  # fmt: skip
+        # img (H, W, 3): the image, every pixel written; cap, pl: the kernels' capsule and planar arrays (as
+        # `raster._kernel_args`); cap_draw, pl_draw: (key floor (capsules only), draw rank, sequence, winner code)
+        # of each kind; order: the draw rank of each winner code; offs: the AA sub-sample offsets;
+        # consts: (pixel centre offset, near, far, barycentric eps)
+        h, w = img.shape[0], img.shape[1]
+        c, near, far, eps = consts
+        halo = 1 if antialias else 0
+        n_rows = min(strip_rows + 2 * halo, h)
+        sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
+        zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
+        ids, no_stats = np.zeros((1, 1), np.int32), np.zeros((0, 9), np.int64)
+        cap_floor, cap_rank, cap_seq, cap_code = cap_draw
+        pl_rank, pl_seq, pl_code = pl_draw
+        no_obj, no_track = np.zeros(0, np.int32), np.zeros(max(len(cap_rank), len(pl_rank)), np.bool_)
+        for y0 in range(0, h, strip_rows):
+            y1 = min(y0 + strip_rows, h)
+            lo, hi = max(y0 - halo, 0), min(y1 - 1 + halo, h - 1)  # image rows drawn: the strip and its halo
+            _clear(sub, zbuf, win, hi + 1 - lo, antialias)
+            rows = (lo, hi, lo)
+            draw_planars(sub, zbuf, zrank, rays, *pl, pl_rank, pl_seq, near, far, eps, ids, no_obj, False, win, pl_code,
+                         antialias, no_stats, no_track, rows)  # fmt: skip
+            draw_capsules(sub, zbuf, zrank, *cap, cap_floor, cap_rank, cap_seq, c, ids, no_obj, False, win, cap_code,
+                          antialias, no_stats, no_track, rows)  # fmt: skip
+            if antialias:
+                aa_rows(sub, win, rays, order, len(cap_rank), *cap, pl[0], pl[1], pl[2], pl[4], pl[5], offs, c, near, far,
+                        eps, (y0, y1, lo))  # fmt: skip
+            img[y0:y1] = sub[y0 - lo : y1 - lo]
