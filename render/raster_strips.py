@@ -34,6 +34,13 @@ if _njit is not None:
             win[:n] = -1
 
     @_njit
+    def _copy_rows(img: NDArrayByte, sub: NDArrayByte, y0: int, y1: int, oy: int) -> None:
+        # img rows y0 .. y1 - 1 from sub, which holds image row y at row y - oy (flat: a memcpy, where a 3-d
+        # slice assignment is an element loop about twice as slow)
+        row = img.shape[1] * img.shape[2]
+        img.reshape(-1)[y0 * row : y1 * row] = sub.reshape(-1)[(y0 - oy) * row : (y1 - oy) * row]
+
+    @_njit
     def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antialias: bool, cap: tuple, cap_draw: tuple,
                     pl: tuple, pl_draw: tuple, order: NDArrayInt, offs: NDArrayFloat, consts: tuple) -> None:  # fmt: skip
         # img (H, W, 3): the image, every pixel written; cap, pl: the kernels' capsule and planar arrays (as
@@ -62,4 +69,4 @@ if _njit is not None:
             if antialias:
                 aa_rows(sub, win, rays, order, len(cap_rank), *cap, pl[0], pl[1], pl[2], pl[4], pl[5], offs, c, near, far,
                         eps, (y0, y1, lo))  # fmt: skip
-            img[y0:y1] = sub[y0 - lo : y1 - lo]
+            _copy_rows(img, sub, y0, y1, lo)
