@@ -39,19 +39,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# source folder -> package name (pyproject's package-dir; checked by test_folders_match_pyproject)
-FOLDERS = {
-    "avsim": "avsim",
-    "maps": "avsim.maps",
-    "render": "avsim.render",
-    "evaluation": "avsim.evaluation",
-    "edit": "avsim.edit",
-    "models": "avsim.models",
-    "train": "avsim.train",
-    "view": "avsim.view",
-    "jobs": "avsim.jobs",
-    "bench": "bench",
-}
+# source roots -> package name: one source tree (src/avsim) plus the bench scripts
+FOLDERS = {"src/avsim": "avsim", "bench": "bench"}
 # package prefix -> layer; the longest matching prefix decides
 PACKAGE_LAYERS = {
     "avsim": "compat",  # modules directly in avsim/ (and avsim/importers/) are aliases ...
@@ -89,7 +78,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 CLI_EAGER = {"core", "maps", "scenario", "cli"}
 NO_TORCH_AT_IMPORT = {"core", "maps", "scenario", "cli", "devtools", "compat"}
-BARE_NAMES = set(FOLDERS) - {"avsim", "bench"}
+BARE_NAMES = {"maps", "render", "evaluation", "edit", "models", "train", "view", "jobs", "sim", "core", "scenario"}
 
 
 def layer_of(module: str) -> str | None:
@@ -101,8 +90,8 @@ def layer_of(module: str) -> str | None:
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
-    rel = path.relative_to(root)
-    parts = [FOLDERS[rel.parts[0]], *rel.parts[1:]]
+    folder = next(f for f in FOLDERS if path.is_relative_to(root / f))
+    parts = [FOLDERS[folder], *path.relative_to(root / folder).parts]
     parts[-1] = parts[-1].removesuffix(".py")
     if parts[-1] == "__init__":
         parts.pop()
@@ -294,13 +283,24 @@ def test_relative_imports_resolve() -> None:
     assert [i.target for i in imps] == ["avsim.maps.elements", "avsim.io"]
 
 
-def test_folders_match_pyproject() -> None:
+def test_one_source_tree() -> None:
+    """Every package is found below src/ (no top-level package folder can shadow or mix in)."""
     tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    installed = {folder: package for package, folder in setuptools["package-dir"].items()}
-    assert installed == {k: v for k, v in FOLDERS.items() if k != "bench"}
-    packages = {module_name(p) for p in source_files() if p.name == "__init__.py"}
-    assert packages - {"bench"} == set(setuptools["packages"]), "every package folder is installed"
+    assert setuptools["packages"]["find"]["where"] == ["src"]
+    assert "package-dir" not in setuptools
+    stray = sorted(p.name for p in REPO.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert stray == [], f"package folders outside src/: {stray}"
+
+
+def test_installed_avsim_is_this_tree() -> None:
+    """Run from another directory, `avsim` and its subpackages all come from this src/ tree."""
+    code = "import avsim, avsim.render, avsim.core; print(avsim.__file__); print(avsim.render.__file__); print(avsim.core.__file__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests", timeout=120)
+    assert result.returncode == 0, result.stderr
+    source = (REPO / "src" / "avsim").resolve()
+    for line in result.stdout.split():
+        assert Path(line).resolve().is_relative_to(source), line
 
 
 # ---- and at run time ---------------------------------------------------------------------------

@@ -35,17 +35,17 @@ def test_mypy_finds_no_error() -> None:
 
 
 def test_mypy_reports_real_source_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A planted error in maps/ is reported at maps/..., not at the mirror's path."""
+    """A planted error in src/avsim/maps/ is reported at that repository path."""
     root = tmp_path / "repo"
-    for folder in ("avsim", "maps"):
+    for folder in ("src/avsim", "src/avsim/maps"):
         (root / folder).mkdir(parents=True)
         (root / folder / "__init__.py").write_text("")
-    (root / "maps" / "bad.py").write_text("x: int = 'text'\n")
+    (root / "src/avsim/maps/bad.py").write_text("x: int = 'text'\n")
     (root / "pyproject.toml").write_text("[tool.mypy]\n")
     monkeypatch.setenv("AVSIM_TYPECHECK_DIR", str(tmp_path / "typecheck"))
     status, lines = run_mypy(("avsim.maps",), root)
     assert status == 1
-    assert any(line.startswith("maps/bad.py:1:") and "incompatible" in line.lower() for line in lines), lines
+    assert any(line.startswith("src/avsim/maps/bad.py:1:") and "incompatible" in line.lower() for line in lines), lines
 
 
 def test_no_oversized_files_or_functions() -> None:

@@ -95,7 +95,7 @@ def scan(root: Path) -> list[Oversize]:
 def main(argv: list[str] | None = None) -> int:
     """Print every oversized file and function; exit status 1 if there is any."""
     args = sys.argv[1:] if argv is None else argv
-    root = Path(args[0]) if args else Path(__file__).resolve().parents[2]
+    root = Path(args[0]) if args else Path(__file__).resolve().parents[3]
     found = scan(root)
     for item in found:
         print(item)

@@ -1,11 +1,9 @@
-"""Run the pinned type checker (mypy, configured in pyproject.toml) on the installed layout.
+"""Run the pinned type checker (mypy, configured in pyproject.toml) on the source tree.
 
-`python -m avsim.devtools.typecheck [PACKAGE ...]` mirrors the installed package tree with
-symbolic links (the source folders maps/, render/, ... install as `avsim.*`, which mypy cannot
-map by itself), runs mypy on the packages named (default: CHECKED) and prints its findings with
-the real source paths. The exit status is mypy's: 0 when there is no error. The mirror and
-mypy's cache live in build/typecheck/ (AVSIM_TYPECHECK_DIR overrides it, so that concurrent
-runs do not share one).
+`python -m avsim.devtools.typecheck [PACKAGE ...]` runs mypy from `src/` on the packages named
+(default: CHECKED) and prints its findings with paths relative to the repository root. The exit
+status is mypy's: 0 when there is no error. mypy's cache lives in build/typecheck/
+(AVSIM_TYPECHECK_DIR overrides it, so that concurrent runs do not share one).
 """
 
 from __future__ import annotations
@@ -16,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from avsim.devtools.layout import REPO_ROOT, installed_tree, source_path
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SOURCE_DIR = "src"
 
 # the packages held to zero errors (docs/core_api.md, "Static checks")
 CHECKED = (
@@ -28,26 +27,27 @@ _LOCATION = re.compile(r"^(?P<path>[^:\s]+\.py)(?P<rest>:.*)$")
 
 
 def run_mypy(packages: tuple[str, ...] = CHECKED, root: Path = REPO_ROOT) -> tuple[int, list[str]]:
-    """Type-check `packages` and return mypy's exit status and its lines with real paths.
+    """Type-check `packages` and return mypy's exit status and its lines with repository paths.
 
     Args:
         packages: dotted package names to check.
-        root: repository root (holds pyproject.toml and the source folders).
+        root: repository root (holds pyproject.toml and `src/`).
 
     Returns:
-        (exit status, output lines).
+        (exit status, output lines); a finding's path is relative to `root` (`src/avsim/...`).
     """
     dest = Path(os.environ.get("AVSIM_TYPECHECK_DIR", root / "build" / "typecheck"))
-    installed_tree(dest / "tree", root)
     args = [sys.executable, "-m", "mypy", "--config-file", str(root / "pyproject.toml"),
             "--cache-dir", str(dest / "cache")]
     for package in packages:
         args += ["-p", package]
-    result = subprocess.run(args, cwd=dest / "tree", capture_output=True, text=True, check=False)
+    source = root / SOURCE_DIR
+    env = {**os.environ, "MYPYPATH": str(source)}
+    result = subprocess.run(args, cwd=source, capture_output=True, text=True, check=False, env=env)
     lines = []
     for line in (result.stdout + result.stderr).splitlines():
         match = _LOCATION.match(line)
-        lines.append(source_path(str(dest / "tree" / match["path"]), dest / "tree", root) + match["rest"] if match else line)
+        lines.append(f"{SOURCE_DIR}/{match['path']}{match['rest']}" if match else line)
     return result.returncode, lines
 
 
