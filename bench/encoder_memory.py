@@ -108,7 +108,7 @@ def measure_decoders(width_px: int, height_px: int) -> dict:
 
 def decoder_table() -> None:
     """Print per-decoder MiB per size, the fitted line and DECODER_MIB."""
-    from avsim.render.memory_plan import DECODER_MIB
+    from avsim.render.run.memory import DECODER_MIB
 
     sizes = [f"{w}x{h}" for w, h in SIZES]
     mib = [_run_child(["--one-decoder", s])["per_decoder_mib"] for s in sizes]
@@ -154,7 +154,7 @@ def table(presets: list[str], frames: int) -> None:
         presets: x264 presets.
         frames: frames per encoder.
     """
-    from avsim.render.memory_plan import ENCODER_MIB
+    from avsim.render.run.memory import ENCODER_MIB
 
     heads = " | ".join(f"{w}x{h} MiB" for w, h in SIZES)
     print(f"| preset | {heads} | fit a + b*MPx | ENCODER_MIB |\n|---|{'---|' * len(SIZES)}---|---|", flush=True)

@@ -159,8 +159,8 @@ def _timed(ctx: Context, fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def check_render(ctx: Context) -> Iterator[Row]:
     """The sample's 7 cameras at 1280x720 (dry: 320x180, 2 frames), both backends, same frames."""
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.raster import rasterize_torch
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.raster.draw import rasterize_torch
     from bench.render import load_case
 
     size, n = ((320, 180), 2) if ctx.dry else ((1280, 720), ctx.render_frames)

@@ -45,7 +45,8 @@ def _versions() -> str:
 def _encoders(stack, cameras, folder: Path, start: int) -> dict:
     """A fresh x264 encoder per camera for one segment (the render's preset and rate)."""
     from avsim.core.video import MP4Writer
-    from avsim.render import style, writer
+    from avsim.render import style
+    from avsim.render.run import writer
 
     folder.mkdir(parents=True, exist_ok=True)
     return {c: stack.enter_context(MP4Writer(folder / f"{c}.{start:06d}.mp4", style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX,
@@ -56,7 +57,8 @@ def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float],
     """Frames [start, stop) of every camera, with and without labels, alternating; CPU seconds added to `cpu`."""
     from contextlib import ExitStack
 
-    from avsim.render import labels_run, writer
+    from avsim.render.run import labels as labels_run
+    from avsim.render.run import writer
 
     cameras, clock = renderer.rig.names, time.process_time
     clip_id = writer.safe_name(renderer.scenario.scenario_id)
@@ -82,9 +84,10 @@ def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float],
 
 def run(clip_s: float) -> dict:
     """Labels on / off CPU seconds and the merge's, for the sample cut to `clip_s`."""
-    from avsim.render import labels_run, writer
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.runner import RenderOptions
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run import labels as labels_run
+    from avsim.render.run import writer
+    from avsim.render.run.runner import RenderOptions
 
     scenario = load_case("sample", clip_s)
     renderer = SceneRenderer(scenario, size=(1280, 720), antialias=True)

@@ -87,8 +87,8 @@ def run_geometry_split(case: str, clip_s: float, raster_frames: int, tenfold: bo
     (AA off, and AA on: the default look), and the pixels the boxes hold at the end (their drawn share)."""
     import numpy as np
 
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.raster import rasterize_numba
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.raster.draw import rasterize_numba
 
     scenario = load_case(case, clip_s)
     scenario = tenfold_agents(scenario) if tenfold else scenario
@@ -118,7 +118,7 @@ def run_geometry_split(case: str, clip_s: float, raster_frames: int, tenfold: bo
 
 def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int) -> dict:
     """Every `stride`-th frame of the whole clip, all cameras (the renderer's memory over a clip)."""
-    from avsim.render.frame import SceneRenderer
+    from avsim.render.geometry.scene import SceneRenderer
 
     renderer = SceneRenderer(load_case(case, clip_s), size=size)
     for f in range(0, renderer.n_frames, stride):
@@ -129,7 +129,7 @@ def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int
 
 def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int, labels: bool) -> dict:
     """The sample rendered whole (7 cameras, `--mosaic --workers 2`, `--max-memory-mib`, `--labels`): peak RSS of the main process and its largest child."""
-    from avsim.render.runner import RenderOptions, run_render
+    from avsim.render.run.runner import RenderOptions, run_render
 
     scenario = load_case("sample", clip_s)
     wall = time.perf_counter()
@@ -142,7 +142,7 @@ def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int,
 
 def render_memory_rows(size: str, labels: bool) -> None:
     """Print the whole-render memory of a 4 s and a 20 s sample clip at `size` (WxH), with the default budget and none, each in a fresh process."""
-    from avsim.render.memory_plan import DEFAULT_MAX_MEMORY_MIB
+    from avsim.render.run.memory import DEFAULT_MAX_MEMORY_MIB
 
     print("| clip | frame | --max-memory-mib | wall s | peak RSS main / largest worker MiB |\n|---|---|---|---|---|")
     for clip_s in (4.0, 20.0):
@@ -155,8 +155,8 @@ def render_memory_rows(size: str, labels: bool) -> None:
 
 def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     """One measurement (runs inside its own process)."""
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.runner import RenderOptions, run_render
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.runner import RenderOptions, run_render
 
     if mode == "raster_aa":
         return run_raster_aa(case, clip_s, raster_frames)
@@ -235,8 +235,8 @@ def raster_row(case: str, frames: int, repeats: int) -> str:
 def run_aa_split(case: str, clip_s: float, raster_frames: int, size: tuple[int, int]) -> dict:
     """Rasteriser alone, one process: CPU time per camera-frame of the centre-pass kernels (AA off) and of
     the anti-aliasing pass (AA on minus AA off), on the same primitives, interleaved camera by camera."""
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.raster import rasterize_numba
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.raster.draw import rasterize_numba
 
     renderer = SceneRenderer(load_case(case, clip_s), size=size)
     renderer.render_frame(0)  # JIT cache load, ray maps: one-off costs
@@ -315,8 +315,8 @@ def run_raster_aa(case: str, clip_s: float, raster_frames: int) -> dict:
     """Raster only (geometry + rasterisation, numba, 1 process) with anti-aliasing off and on, interleaved
     camera by camera on the same frames so that both see the same machine load; also the rasteriser
     alone (the same primitives, AA off vs on). Row cf_* numbers are AA on; aa_* fields compare."""
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.raster import rasterize_numba
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.raster.draw import rasterize_numba
 
     scenario = load_case(case, clip_s)
     renderers = {aa: SceneRenderer(scenario, antialias=aa) for aa in (False, True)}
@@ -376,7 +376,7 @@ def _versions() -> str:
 _MAIN_JOB_SCRIPT = """
 import json, resource, sys, tempfile, time
 from pathlib import Path
-from avsim.render.runner import RenderOptions, run_render
+from avsim.render.run.runner import RenderOptions, run_render
 from avsim.scenario.sample import make_sample_scenario
 scenario = make_sample_scenario(seed=0, duration_s=float(sys.argv[1]), fps=30.0)
 with tempfile.TemporaryDirectory() as tmp:

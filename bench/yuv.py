@@ -18,7 +18,7 @@ import av
 import numpy as np
 
 from avsim.core import video
-from avsim.render.frame import SceneRenderer
+from avsim.render.geometry.scene import SceneRenderer
 from avsim.scenario.sample import make_sample_scenario
 
 FRAMES, REPEATS = 60, 2

@@ -11,8 +11,8 @@ from avsim.core.cameras import PinholeCamera
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3
 from avsim.render import style
-from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
-from avsim.render.synthetic import highway_scenario
+from avsim.render.geometry.scene import FrameObjects, SceneRenderer, render_objects
+from avsim.scenario.synthetic import highway_scenario
 
 W, H = 320, 180
 PINHOLE = PinholeCamera(W, H, 160.0, 160.0, 160.0, 90.0)  # 16 px per metre at z = 10 m
@@ -90,7 +90,7 @@ def small_scene():
 
 
 def test_numba_and_torch_agree_with_aa_and_it_is_deterministic(small_scene):
-    from avsim.render.raster import rasterize_numba, rasterize_torch
+    from avsim.render.raster.draw import rasterize_numba, rasterize_torch
 
     r = SceneRenderer(small_scene, cameras=["camera_front_wide_120fov", "camera_rear_tele_30fov"], size=(320, 180))
     prims = r.primitives(5)
@@ -133,7 +133,7 @@ def test_render_options_and_cli_default_to_aa_on(tmp_path):
     from typer.testing import CliRunner
 
     from avsim.render.cli import app
-    from avsim.render.runner import RenderOptions
+    from avsim.render.run.runner import RenderOptions
 
     assert RenderOptions(out=tmp_path).antialias is True
     result = CliRunner().invoke(app, ["render", str(tmp_path), str(tmp_path / "out"), "--aa", "maybe"])

@@ -102,8 +102,8 @@ def test_folder_without_offsets_reads_zeros_and_bad_offsets_are_refused(sample: 
 
 # ---- rendering ---------------------------------------------------------------------------------
 def test_zero_offsets_render_byte_identical(sample: Scenario) -> None:
-    from avsim.render.frame import SceneRenderer, camera_primitives
-    from avsim.render.raster import rasterize
+    from avsim.render.geometry.scene import SceneRenderer, camera_primitives
+    from avsim.render.raster.draw import rasterize
 
     size = (160, 90)
     plain = SceneRenderer(sample, size=size)
@@ -123,7 +123,7 @@ def test_zero_offsets_render_byte_identical(sample: Scenario) -> None:
 
 
 def test_offset_places_each_camera_at_its_capture_time(sample: Scenario) -> None:
-    from avsim.render.frame import SceneRenderer, camera_primitives
+    from avsim.render.geometry.scene import SceneRenderer, camera_primitives
 
     size = (160, 90)
     timed = sample.replace(rig=_with_offsets(sample.rig, OFFSETS_NS))
@@ -172,8 +172,8 @@ def test_offset_outside_the_trajectory_extrapolates_like_pose_at(sample: Scenari
 
 def test_labels_and_sampson_calibration_use_the_capture_pose(sample: Scenario, tmp_path: Path) -> None:
     from avsim.evaluation.calibration import calibration_from_scenario
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.labels_run import frame_record
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.labels import frame_record
 
     timed = sample.replace(rig=_with_offsets(sample.rig, OFFSETS_NS))
     renderer = SceneRenderer(timed, size=(160, 90))

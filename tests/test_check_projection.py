@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from avsim.cli import main
-from avsim.render import projection_check as pc
+from avsim.scenario import projection_check as pc
 
 MONO3D = Path("nuscenes-mmdet3d/nus_infos_mono3d.coco.json")
 

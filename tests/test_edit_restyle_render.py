@@ -1,6 +1,6 @@
 """A lane-line restyle over an arc-length range renders with the new pattern only in that range.
 
-Rendered with the real renderer (avsim.render.frame.SceneRenderer) through a pinhole camera
+Rendered with the real renderer (avsim.render.geometry.scene.SceneRenderer) through a pinhole camera
 looking straight down from 60 m, so image columns map linearly to world x.
 """
 
@@ -27,7 +27,7 @@ def _top_down_rig() -> CameraRig:
 
 
 def _render(scenario) -> np.ndarray:
-    from avsim.render.frame import SceneRenderer
+    from avsim.render.geometry.scene import SceneRenderer
 
     return SceneRenderer(scenario, rig=_top_down_rig(), size=(W, H), fps=10).render_camera(0, "top")
 

@@ -14,11 +14,11 @@ from avsim.core.agents import box_corners
 from avsim.core.cameras import PinholeCamera
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3, matrix_to_quat
-from avsim.render import geometry as geo
-from avsim.render.frame import FrameObjects, camera_primitives
-from avsim.render.labels import FrameBoxes3D, camera_box_labels, unoccluded_pixels, visible_boxes
-from avsim.render.labels_io import LANE_TYPE_TO_OPENLANE, rle_decode
-from avsim.render.raster import rasterize_numba, ray_map
+from avsim.render.geometry import projection as geo
+from avsim.render.geometry.scene import FrameObjects, camera_primitives
+from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, unoccluded_pixels, visible_boxes
+from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE, rle_decode
+from avsim.render.raster.draw import rasterize_numba, ray_map
 
 FRONT = "camera_front_wide_120fov"
 CLIP = "avsim_sample_seed0"
@@ -119,7 +119,7 @@ def _random_boxes(n: int, seed: int) -> FrameBoxes3D:
 @pytest.mark.parametrize("model", ["pinhole", "ftheta"])
 def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
     from avsim.core.transforms import quat_to_matrix
-    from avsim.render.labels import (
+    from avsim.render.labels.boxes import (
         _edge_box,
         _edge_points,
         _project_box_points,
@@ -155,7 +155,7 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
 
 
 def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
-    from avsim.render.geometry_kernels import Projector, pixels_px
+    from avsim.render.geometry.kernels import Projector, pixels_px
 
     p = np.random.default_rng(3).normal(size=(500, 3)) * 20
     p[:3] = [[1.0, 2.0, 0.0], [1.0, 2.0, -0.0], [-0.0, 0.0, 3.0]]  # on the camera plane; the axis
@@ -168,7 +168,7 @@ def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
 
 def test_compiled_lane_text_equals_the_per_list_json(sample_dir: Path) -> None:
     from avsim.render import style
-    from avsim.render.lane_labels import _lane_entries, lane_lines_text, lane_points_camera, lane_table, near_lines
+    from avsim.render.labels.lanes import _lane_entries, lane_lines_text, lane_points_camera, lane_table, near_lines
     from avsim.scenario.io import load_scenario
 
     scenario = load_scenario(sample_dir)
@@ -193,7 +193,7 @@ def test_compiled_lane_text_equals_the_per_list_json(sample_dir: Path) -> None:
 
 
 def labels_io_cv() -> np.ndarray:
-    from avsim.render.labels_io import CV_TO_OPENLANE_CAM
+    from avsim.render.labels.records import CV_TO_OPENLANE_CAM
 
     return CV_TO_OPENLANE_CAM
 

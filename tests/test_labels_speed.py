@@ -14,11 +14,19 @@ import pytest
 from avsim.cli import main
 from avsim.core import video as core_video
 from avsim.render import style
-from avsim.render.frame import SceneRenderer
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.labels import unoccluded_pixels
-from avsim.render.raster import Primitives, _f64, _obj_ids, _plane_params, draw_capsules, draw_planars, new_id_stats
-from avsim.render.raster_kernels import PARAM_EPS
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
+from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.labels.boxes import unoccluded_pixels
+from avsim.render.raster.draw import (
+    Primitives,
+    _f64,
+    _obj_ids,
+    _plane_params,
+    draw_capsules,
+    draw_planars,
+    new_id_stats,
+)
+from avsim.render.raster.kernels import PARAM_EPS
 from avsim.scenario.io import load_scenario
 
 CAMERAS = "camera_front_wide_120fov,camera_cross_left_120fov"
@@ -89,7 +97,7 @@ def _label_hashes(folder: Path) -> dict[str, str]:
 
 
 def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from avsim.render import labels_run
+    from avsim.render.run import labels as labels_run
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
@@ -109,7 +117,8 @@ def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path:
     # `avsim labels` keeps its records as parts of SEGMENT_FRAMES frames and the merge streams boxes3d.json
     # MERGE_BOXES_BLOCK_FRAMES frames at a time: parts and blocks of 2 over 5 frames (3 each, the last of a
     # single frame) must write the bytes of one part and one block
-    from avsim.render import labels_merge, writer
+    from avsim.render.labels import merge as labels_merge
+    from avsim.render.run import writer
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     monkeypatch.setattr(labels_merge, "MERGE_BOXES_BLOCK_FRAMES", 2)
@@ -174,7 +183,7 @@ def test_coverage_pass_equals_each_object_drawn_alone(small_renderer: SceneRende
 def test_float_lists_json_is_json_dumps_of_the_rounded_lists() -> None:
     import json
 
-    from avsim.render.labels_json import float_lists_json, float_rows_json
+    from avsim.render.labels.json_text import float_lists_json, float_rows_json
 
     rng = np.random.default_rng(0)
     edge = [0.0, -0.0, 1e-5, -1e-5, 5e-5, 4.9999e-5, 1e-4, 0.5, 1.5, 2.5, -2.5e-4, 1e14, 1e15, 1e16, np.nan, np.inf, -np.inf]
@@ -190,8 +199,8 @@ def test_float_lists_json_is_json_dumps_of_the_rounded_lists() -> None:
 
 
 def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: SceneRenderer) -> None:
-    from avsim.render.labels import visible_boxes
-    from avsim.render.raster import object_coverage_visible_px
+    from avsim.render.labels.boxes import visible_boxes
+    from avsim.render.raster.draw import object_coverage_visible_px
 
     renderer = small_renderer
     seen = 0
@@ -219,10 +228,10 @@ def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_
     import json
 
     from avsim.core.errors import AvsimInputError
-    from avsim.render.labels import visible_boxes
-    from avsim.render.labels_io import _f, read_part
-    from avsim.render.labels_json import columns_json
-    from avsim.render.labels_rle import rle_string, rle_strings
+    from avsim.render.labels.boxes import visible_boxes
+    from avsim.render.labels.json_text import columns_json
+    from avsim.render.labels.records import _f, read_part
+    from avsim.render.labels.rle import rle_string, rle_strings
 
     rng = np.random.default_rng(3)
     for trial in range(20):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from avsim.cli import main
-from avsim.render import projection_check as pc
+from avsim.scenario import projection_check as pc
 from avsim.scenario.importers.mmdet3d import load_mmdet3d
 from avsim.scenario.importers.registry import detect_format
 from avsim.scenario.importers.safe_pickle import load_pickle

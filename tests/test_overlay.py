@@ -14,11 +14,11 @@ from avsim.cli import main
 from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
 from avsim.maps import style as map_style
-from avsim.render import overlay, real_frames
-from avsim.render.frame import SceneRenderer
-from avsim.render.raster import Primitives, rasterize_numba
-from avsim.render.synthetic import highway_scenario
+from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.raster.draw import Primitives, rasterize_numba
+from avsim.render.run import overlay, real_frames
 from avsim.scenario.io import save_scenario
+from avsim.scenario.synthetic import highway_scenario
 
 W, H = 160, 96
 CAM = "camera_front_wide_120fov"

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from avsim.render import raster_kernels, style
-from avsim.render.raster import Primitives
-from avsim.render.raster_kernels import PARAM_EPS, plane_params
+from avsim.render import style
+from avsim.render.raster import kernels as raster_kernels
+from avsim.render.raster.draw import Primitives
+from avsim.render.raster.kernels import PARAM_EPS, plane_params
 
 pytestmark = pytest.mark.skipif(raster_kernels._njit is None, reason="needs numba")
 FAR_M = 9.0
@@ -108,8 +109,8 @@ def test_planar_row_reads_interleaved_rays_of_any_span():
 @pytest.fixture(scope="module")
 def renderer():
     from avsim.core.rig import cosmos_rig
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.synthetic import highway_scenario
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.scenario.synthetic import highway_scenario
 
     scenario = highway_scenario(2.0, rig=cosmos_rig(320, 180))
     return SceneRenderer(scenario, cameras=["camera_front_wide_120fov", "camera_rear_tele_30fov"], size=(320, 181))
@@ -118,7 +119,7 @@ def renderer():
 @pytest.mark.parametrize("antialias", [False, True])
 def test_strips_of_any_height_give_the_whole_frame_pass(renderer, monkeypatch, antialias):
     # renders without ids are drawn in strips (`raster_strips.draw_strips`); with ids in one pass over the frame
-    from avsim.render import raster
+    from avsim.render.raster import draw as raster
 
     cases = [(renderer.camera_primitives(f, i), renderer.rays(i)) for f in (0, 17, 41) for i in range(len(renderer.rig))]
     ids = np.empty((181, 320), np.int32)

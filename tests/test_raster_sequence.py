@@ -15,10 +15,12 @@ from avsim.core.agents import box_corners
 from avsim.core.cameras import PinholeCamera
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3
-from avsim.render import raster, raster_kernels, style
-from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
-from avsim.render.raster import Primitives, rasterize_numba
-from avsim.render.synthetic import highway_scenario
+from avsim.render import style
+from avsim.render.geometry.scene import FrameObjects, SceneRenderer, render_objects
+from avsim.render.raster import draw as raster
+from avsim.render.raster import kernels as raster_kernels
+from avsim.render.raster.draw import Primitives, rasterize_numba
+from avsim.scenario.synthetic import highway_scenario
 
 PINHOLE = PinholeCamera(320, 180, 160.0, 160.0, 160.0, 90.0)
 

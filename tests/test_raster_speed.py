@@ -14,8 +14,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from avsim.render.frame import SceneRenderer
-from avsim.render.raster import rasterize_numba
+from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.raster.draw import rasterize_numba
 from avsim.scenario.sample import make_sample_scenario
 
 BIG_CAMERAS = ["camera_front_wide_120fov", "camera_cross_left_120fov"]

@@ -11,9 +11,9 @@ import pytest
 from avsim.cli import main
 from avsim.core.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
 from avsim.core.video import MP4Writer, read_video, video_info
-from avsim.render.runner import RenderOptions, run_render, select_frames
-from avsim.render.synthetic import highway_scenario
+from avsim.render.run.runner import RenderOptions, run_render, select_frames
 from avsim.scenario.io import save_scenario
+from avsim.scenario.synthetic import highway_scenario
 
 SIZE = "160x96"
 CAMS = "camera_front_wide_120fov,camera_rear_tele_30fov"
@@ -157,8 +157,9 @@ def test_a_unit_over_the_memory_budget_is_reported(scenario_dir, tmp_path, capsy
 
 
 def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, monkeypatch):
-    from avsim.render import pipeline, writer
-    from avsim.render.frame import SceneRenderer
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run import pool as pipeline
+    from avsim.render.run import writer
 
     monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)
     scenario = highway_scenario(0.5, rig=cosmos_rig())
@@ -193,7 +194,7 @@ def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, m
 
 def test_mosaic_order_and_tiles():
     from avsim.core.rig import MOSAIC_ORDER
-    from avsim.render.writer import mosaic_order, tile_mosaic
+    from avsim.render.run.writer import mosaic_order, tile_mosaic
 
     assert mosaic_order(COSMOS_VIEW_NAMES) == list(MOSAIC_ORDER)
     assert mosaic_order(named_rig("nuscenes").names) == list(named_rig("nuscenes").names)

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from avsim.core.cameras import PinholeCamera
 from avsim.core.rig import cosmos_rig
-from avsim.render import geometry as geo
 from avsim.render import style
+from avsim.render.geometry import projection as geo
 
 SAMPLE_M = 0.05  # the public renderer resamples lane lines every 0.05 m: "one sample"
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from avsim.core.rig import cosmos_rig
-from avsim.render import memory_plan, pipeline, writer
-from avsim.render.memory_plan import encoder_mib, fit_segments, fit_to_budget, unit_mib
-from avsim.render.pipeline import StreamPart, TimeSegment
-from avsim.render.runner import X264_PRESETS, RenderOptions, run_render
-from avsim.render.synthetic import highway_scenario
+from avsim.render.run import memory as memory_plan
+from avsim.render.run import pool as pipeline
+from avsim.render.run import writer
+from avsim.render.run.memory import encoder_mib, fit_segments, fit_to_budget, unit_mib
+from avsim.render.run.pool import StreamPart, TimeSegment
+from avsim.render.run.runner import X264_PRESETS, RenderOptions, run_render
+from avsim.scenario.synthetic import highway_scenario
 
 CLIP = "synthetic_highway"
 COSMOS = cosmos_rig().names

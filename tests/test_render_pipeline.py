@@ -13,11 +13,12 @@ import pytest
 from avsim.core import video as core_video
 from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
-from avsim.render import pipeline, writer
-from avsim.render.frame import SceneRenderer
-from avsim.render.pipeline import StreamPart, TimeSegment
-from avsim.render.runner import RenderOptions, progress_units, run_render
-from avsim.render.synthetic import highway_scenario
+from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.run import pool as pipeline
+from avsim.render.run import writer
+from avsim.render.run.pool import StreamPart, TimeSegment
+from avsim.render.run.runner import RenderOptions, progress_units, run_render
+from avsim.scenario.synthetic import highway_scenario
 
 CAMS = ("camera_front_wide_120fov", "camera_rear_tele_30fov")
 CLIP = "synthetic_highway"

@@ -15,9 +15,9 @@ from avsim.core.cameras import PinholeCamera
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3, matrix_to_quat
 from avsim.render import style
-from avsim.render.frame import FrameObjects, SceneRenderer, render_objects
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.synthetic import highway_scenario
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
+from avsim.render.geometry.scene import FrameObjects, SceneRenderer, render_objects
+from avsim.scenario.synthetic import highway_scenario
 
 IDENTITY = SE3.identity()  # world frame == camera frame (RDF) in most tests below
 W, H = 320, 180
@@ -226,7 +226,7 @@ def test_turning_a_car_by_180_degrees_swaps_the_gradient():
 
 # ---- fill, fade, width -------------------------------------------------------------------------------
 def test_concave_polygon_is_filled_exactly_not_as_its_hull():
-    from avsim.render.frame import triangulate_polygon
+    from avsim.render.geometry.scene import triangulate_polygon
 
     # a U shape standing upright 10 m ahead (camera frame): the notch must stay empty
     u_shape = np.array([[-2, -2, 10], [2, -2, 10], [2, 2, 10], [1, 2, 10], [1, -1, 10], [-1, -1, 10], [-1, 2, 10], [-2, 2, 10]], float)
@@ -275,7 +275,7 @@ def small_renderer() -> SceneRenderer:
 @pytest.mark.parametrize("antialias", [False, True])
 def test_numba_and_torch_backends_agree(small_renderer, antialias):
     prims = small_renderer.primitives(5)
-    from avsim.render.raster import rasterize_numba, rasterize_torch
+    from avsim.render.raster.draw import rasterize_numba, rasterize_torch
 
     rays = [small_renderer.rays(i) for i in range(len(prims))]
     a = np.stack([rasterize_numba(p, r, antialias=antialias) for p, r in zip(prims, rays)])
@@ -299,7 +299,7 @@ def test_row_spans_only_bound_the_loop(small_renderer):
     # spans are a conservative loop bound: dropping them (scan whole boxes) changes no pixel
     from dataclasses import replace
 
-    from avsim.render.raster import rasterize_numba
+    from avsim.render.raster.draw import rasterize_numba
 
     for f in (0, 9):
         for i, prims in enumerate(small_renderer.primitives(f)):

@@ -16,12 +16,12 @@ import pytest
 
 from avsim.core.agents import AgentTracks
 from avsim.core.rig import cosmos_rig
-from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.agents_geometry import resample_rows
-from avsim.render.camera_geometry import render_objects
-from avsim.render.frame import AGENT_BLOCK_FRAMES, SceneRenderer
-from avsim.render.geometry_kernels import owner_min_max, project_px
+from avsim.render.geometry import projection as geo
+from avsim.render.geometry.agents import resample_rows
+from avsim.render.geometry.camera import render_objects
+from avsim.render.geometry.kernels import owner_min_max, project_px
+from avsim.render.geometry.scene import AGENT_BLOCK_FRAMES, SceneRenderer
 from avsim.scenario.sample import make_sample_scenario
 
 SIZE = (320, 180)
@@ -257,7 +257,7 @@ def test_compiled_subdivision_matches_the_numpy_levels(sample, monkeypatch):
 
 def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
     """The compiled planar pass keeps the same planars and the same clipped ring edges, bit for bit."""
-    import avsim.render.camera_geometry as cg
+    import avsim.render.geometry.camera as cg
 
     calls = []
     real = cg._planar_group
@@ -284,7 +284,7 @@ def test_compiled_planar_clip_and_cull_equal_numpy(sample_tenfold, monkeypatch):
 
 
 def test_planar_bounds_equal_pixel_bounds():
-    from avsim.render.geometry_kernels import planar_bounds
+    from avsim.render.geometry.kernels import planar_bounds
 
     rng = np.random.default_rng(5)
     owner = rng.integers(0, 40, 600)
@@ -307,7 +307,7 @@ def test_block_ego_poses_equal_pose_at(sample):
 def test_compiled_strokes_equal_the_numpy_steps(sample_tenfold, monkeypatch):
     """The one-pass stroke kernel gives the capsules of the numpy steps (clip, cull, subdivide, box
     test): same count, colours, orders and objects, pixels within 1e-9 px, and the same frames."""
-    import avsim.render.camera_geometry as cg
+    import avsim.render.geometry.camera as cg
 
     renderer = SceneRenderer(sample_tenfold, size=SIZE, antialias=False)
     for frame, i in ((25, 0), (25, 3), (90, 5)):

@@ -9,8 +9,8 @@ import pytest
 from avsim.edit import preview
 from avsim.maps import LANE_TYPE_STYLES, HDMap, LaneLines, Polylines, raster
 from avsim.maps import style as table
-from avsim.render import geometry as geo
 from avsim.render import style as render_style
+from avsim.render.geometry import projection as geo
 
 SHARED = [
     "RGB", "ROAD_BOUNDARY_RGB", "WAIT_LINE_RGB", "POLE_RGB", "CROSSWALK_RGB", "ROAD_MARKING_RGB", "TRAFFIC_SIGN_RGB",

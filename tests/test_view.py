@@ -31,7 +31,7 @@ def _rerun_reader():
 def sample(tmp_path_factory):
     """The embedded sample (6 s), its short control render and `avsim view --save` of both."""
     _rerun_reader()
-    from avsim.render.runner import RenderOptions, run_render
+    from avsim.render.run.runner import RenderOptions, run_render
     from avsim.scenario.sample import make_sample_scenario
 
     root = tmp_path_factory.mktemp("view")
@@ -121,7 +121,7 @@ def test_camera_videos_and_lights_follow_the_timeline(sample):
 def test_api_logs_into_a_users_recording(sample, tmp_path):
     import rerun as rr
 
-    from avsim.render.writer import safe_name
+    from avsim.render.run.writer import safe_name
     from avsim.view import find_videos, log_scenario, log_videos, paths
 
     scenario, root = sample

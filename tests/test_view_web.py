@@ -105,7 +105,7 @@ def test_served_web_viewer_shows_the_scenario_in_headless_chromium(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium not installed (Debian: apt-get install -y chromium)")
-    from avsim.render.runner import RenderOptions, run_render
+    from avsim.render.run.runner import RenderOptions, run_render
     from avsim.scenario.sample import make_sample_scenario
 
     scenario = make_sample_scenario(seed=0, duration_s=2.0)

@@ -181,7 +181,7 @@ def test_boxes_in_world(segment: Path) -> None:
 def test_projected_labels_round_trip(segment: Path) -> None:
     import shutil
 
-    from avsim.render.projection_check import check_projection
+    from avsim.scenario.projection_check import check_projection
 
     source = reference_source(segment)
     try:
@@ -261,7 +261,7 @@ REAL_FRAME = os.environ.get("AVSIM_WAYMO_FRAME", "")
 def test_real_pvps_frame_projects_within_a_pixel() -> None:
     import shutil
 
-    from avsim.render.projection_check import check_projection
+    from avsim.scenario.projection_check import check_projection
 
     source = reference_source(REAL_FRAME)
     try:

@@ -422,8 +422,8 @@ def test_real_frame_labels_are_rolling_shutter(tmp_path: Path, monkeypatch: pyte
     """pvps_data_one_frame: standing ego, but its 0.003 rad/s yaw rate is what the last 0.2 px were."""
     import tempfile
 
-    from avsim.render.projection_check import check_projection
     from avsim.scenario.importers.waymo_frame import reference_source
+    from avsim.scenario.projection_check import check_projection
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     source = reference_source(REAL_FRAME)

@@ -1,4 +1,4 @@
-"""`avsim check-projection SOURCE`: parse options, call `avsim.render.projection_check`."""
+"""`avsim check-projection SOURCE`: parse options, call `avsim.scenario.projection_check`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def check_projection_command(
 ) -> None:
     """Project every labelled box through the imported rig and ego poses and compare with the source's 2-D labels."""
     from avsim.core.atomic import atomic_output_path
-    from avsim.render import projection_check as pc
+    from avsim.scenario import projection_check as pc
 
     ref = pc.reference_source(source)
     report = pc.check_projection(ref, source, shutter)

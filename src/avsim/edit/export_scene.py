@@ -32,7 +32,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import matrix_to_quat
 from avsim.maps import HDMap, style
-from avsim.render.static_world import triangulate_polygon
+from avsim.render.geometry.static_world import triangulate_polygon
 from avsim.render.style import DEFAULT_FPS
 from avsim.scenario import Scenario
 

@@ -108,7 +108,7 @@ def is_current(out_dir: Path, digest: str) -> bool:
 
 
 def _render(task: ItemTask, tmp: Path) -> None:
-    from avsim.render.runner import is_variants_folder, load_scenario_folder, run_render, run_render_variants
+    from avsim.render.run.runner import is_variants_folder, load_scenario_folder, run_render, run_render_variants
 
     opts = render_options(task.options, tmp, source=task.source)
     if is_variants_folder(task.source):
@@ -118,8 +118,8 @@ def _render(task: ItemTask, tmp: Path) -> None:
 
 
 def _labels(task: ItemTask, tmp: Path) -> None:
-    from avsim.render.labels_run import run_labels
-    from avsim.render.runner import load_scenario_folder
+    from avsim.render.run.labels import run_labels
+    from avsim.render.run.runner import load_scenario_folder
 
     run_labels(load_scenario_folder(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
 

@@ -102,10 +102,11 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
         source: named in an error.
 
     Returns:
-        An `avsim.render.runner.RenderOptions`.
+        An `avsim.render.run.runner.RenderOptions`.
     """
-    from avsim.render import style, writer
-    from avsim.render.runner import RIG_CHOICES, X264_PRESETS, RenderOptions
+    from avsim.render import style
+    from avsim.render.run import writer
+    from avsim.render.run.runner import RIG_CHOICES, X264_PRESETS, RenderOptions
 
     width_px, height_px = parse_size(str(options.get("size", f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}")), source)
     checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch")}

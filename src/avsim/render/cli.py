@@ -1,7 +1,7 @@
 """`avsim render SCENARIO OUT`: world-scenario control videos, one per camera.
 
 This module only parses the command line and calls the library entry point,
-`avsim.render.runner` (`run_render`, `run_render_variants`), which plans, runs, resumes and
+`avsim.render.run.runner` (`run_render`, `run_render_variants`), which plans, runs, resumes and
 summarises the work. The names below from the runner stay importable from here too.
 """
 
@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from avsim.core.errors import AvsimInputError
-from avsim.render import memory_plan, style, writer
-from avsim.render.runner import (
+from avsim.render import style
+from avsim.render.run import memory as memory_plan
+from avsim.render.run import writer
+from avsim.render.run.runner import (
     EDIT_MANIFEST_FORMAT,
     EDIT_MANIFEST_NAME,
     RIG_CHOICES,
@@ -275,7 +277,7 @@ def labels_command(
     n_cams = len(opts.cameras or resolve_rig(scen, rig).names)
     check_cameras(opts.cameras or (), resolve_rig(scen, rig))
     _check_output(out)
-    from avsim.render.labels_run import run_labels
+    from avsim.render.run.labels import run_labels
 
     console = Console(stderr=True)
     with _progress_bar(console) as bar:

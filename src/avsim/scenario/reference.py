@@ -3,9 +3,9 @@
 A reader of a dataset that ships its own projections (mmdetection3d's ``center_2d`` / ``bbox``,
 Waymo's projected lidar boxes, ...) returns a `ReferenceSource`: the imported `Scenario` plus
 one `ReferenceLabel` per (camera image, box). ``avsim check-projection``
-(`avsim.render.projection_check`) projects the scenario's boxes through its rig and ego poses
+(`avsim.scenario.projection_check`) projects the scenario's boxes through its rig and ego poses
 and compares them with these labels. The types live in the scenario layer so that importers can
-build them; `avsim.render.projection_check` re-exports them.
+build them; `avsim.scenario.projection_check` re-exports them.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def _sample(out: Path, seed: int) -> str:
 def _render(out: Path, progress: Log) -> tuple[str, str]:
     """Control videos of the 7 model cameras at the debug size; returns (clip, line)."""
     from avsim.models.config import debug
-    from avsim.render.runner import RenderOptions, load_scenario_folder, run_render
+    from avsim.render.run.runner import RenderOptions, load_scenario_folder, run_render
 
     mc = debug()
     opts = RenderOptions(out=out / "render", frames=str(SMOKE_FRAMES_30FPS), width_px=mc.width_px,

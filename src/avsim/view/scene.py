@@ -16,8 +16,8 @@ from avsim.core.rig import CameraRig
 from avsim.core.transforms import matrix_to_quat
 from avsim.core.typing import NDArrayFloat
 from avsim.maps import HDMap, Polylines, style
-from avsim.render.patterns import lane_line_segments
-from avsim.render.static_world import triangulate_polygon
+from avsim.render.geometry.patterns import lane_line_segments
+from avsim.render.geometry.static_world import triangulate_polygon
 from avsim.scenario import Scenario
 from avsim.view import paths
 from avsim.view._rerun import require_rerun

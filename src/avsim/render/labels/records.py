@@ -32,15 +32,15 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
-from avsim.render.labels import (
+from avsim.render.labels.boxes import (
     CameraBoxLabels,
     FrameBoxes3D,
     camera_box_labels,
 )  # fmt: skip
-from avsim.render.labels_json import columns_json
-from avsim.render.labels_rle import rle_string, rle_strings
-from avsim.render.lane_labels import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
-from avsim.render.raster import Primitives, object_coverage_visible_px
+from avsim.render.labels.json_text import columns_json
+from avsim.render.labels.lanes import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
+from avsim.render.labels.rle import rle_string, rle_strings
+from avsim.render.raster.draw import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"

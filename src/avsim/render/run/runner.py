@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.rig import NAMED_RIGS, CameraRig, named_rig
-from avsim.render import memory_plan, resume, style, writer
-from avsim.render.pipeline import StageTimes, StreamPart, TimeSegment, render_segments
-from avsim.render.real_frames import RealCamera, plan_camera
+from avsim.render import style
+from avsim.render.run import memory as memory_plan
+from avsim.render.run import resume, writer
+from avsim.render.run.pool import StageTimes, StreamPart, TimeSegment, render_segments
+from avsim.render.run.real_frames import RealCamera, plan_camera
 
 if TYPE_CHECKING:
     from avsim.scenario import Scenario
@@ -497,7 +499,7 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
         resume.write_record(opts.out, clip_id, record)
     outputs = [str(p) for k, j in jobs if k == "camera" for p in j.outputs]
     if opts.labels and (todo or not (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
-        from avsim.render import labels_run
+        from avsim.render.run import labels as labels_run
 
         labels_run.merge_parts(scenario, opts, clip_id, [s for k, j in jobs if k == "camera" for s in j.segments()], first, stop)
     if opts.labels:
@@ -520,7 +522,7 @@ def _finish(opts: RenderOptions, clip_id: str, cameras: tuple[str, ...], n_frame
 
 
 def labels_run_folder(out: Path, clip_id: str) -> Path:
-    """`OUT/<clip>/labels` (see `avsim.render.labels_run`).
+    """`OUT/<clip>/labels` (see `avsim.render.run.labels`).
 
     Args:
         out: the render output folder.
@@ -536,6 +538,6 @@ def _labels_missing(opts: RenderOptions, clip_id: str) -> Callable[[writer.Segme
     """Whether a segment must be (re-)rendered for its labels: asked for, not yet merged, part missing."""
     if not opts.labels or (not opts.overwrite and (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
         return lambda s: False
-    from avsim.render.labels_run import part_path
+    from avsim.render.run.labels import part_path
 
     return lambda s: opts.overwrite or not part_path(opts.out, clip_id, s).is_file()

@@ -4,7 +4,7 @@
 cuboids, agent boxes, all in the world frame) into one camera: world -> camera transform,
 exact near/far clipping, conservative view-cone culling, one batched adaptive subdivision of
 every segment and polygon boundary (curved f-theta projections), pixel bounds and row spans,
-and returns the `Primitives` the raster kernels draw, in draw order (see `avsim.render.frame`).
+and returns the `Primitives` the raster kernels draw, in draw order (see `avsim.render.geometry.scene`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
-from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, clip_cull_planars, planar_bounds
-from avsim.render.raster import Primitives, planar_row_spans, rasterize, ray_map
-from avsim.render.stroke_kernels import stroke_capsules
+from avsim.render.geometry import projection as geo
+from avsim.render.geometry.kernels import Projector, clip_cull_planars, planar_bounds
+from avsim.render.geometry.strokes import stroke_capsules
+from avsim.render.raster.draw import Primitives, planar_row_spans, rasterize, ray_map
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
 

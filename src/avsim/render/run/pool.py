@@ -4,7 +4,7 @@ A time segment is frames [start, stop) of one clip (or chunk) for every stream t
 be written there: each camera's control video, the mosaic, each camera's overlay. A worker
 renders every needed camera's frame once (SceneRenderer), feeds it to that camera's encoder,
 tiles the mosaic from the frames in memory (`writer.tile_mosaic`) and composites the overlay
-from the lossless frame and its coverage (`avsim.render.overlay`). Each stream's part lands
+from the lossless frame and its coverage (`avsim.render.run.overlay`). Each stream's part lands
 atomically (`MP4Writer`); the runner concatenates the parts into the outputs. Parts are fresh
 encoders over fixed frame ranges, so the bytes do not depend on the number of workers.
 
@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Protocol
 from avsim.core.memory import release_free_heap
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.core.video import MP4Writer
-from avsim.render import memory_plan, overlay, writer
-from avsim.render.real_frames import RealCamera, RealReader
+from avsim.render.run import memory as memory_plan
+from avsim.render.run import overlay, writer
+from avsim.render.run.real_frames import RealCamera, RealReader
 
 if TYPE_CHECKING:
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.runner import RenderOptions
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
 PROGRESS_BATCH_UNITS = 10  # a worker reports finished stream-frames to the main process in batches this size
@@ -157,8 +158,8 @@ class SegmentWorker:
             first: the first rendered frame (render time 0 of the overlay pairing).
             queue: where finished stream-frames are reported (pool), or None.
         """
-        from avsim.render.frame import SceneRenderer
-        from avsim.render.runner import resolve_rig
+        from avsim.render.geometry.scene import SceneRenderer
+        from avsim.render.run.runner import resolve_rig
 
         self.renderer = SceneRenderer(
             scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
@@ -176,7 +177,7 @@ class SegmentWorker:
         cam_part = next((p.segment for p in seg.parts if p.kind == "camera" and p.camera == camera), None)
         labelled: Iterator[NDArrayByte] | None = None
         if opts.labels and cam_part is not None:
-            from avsim.render import labels_run
+            from avsim.render.run import labels as labels_run
 
             part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), cam_part)
             labelled = labels_run.labelled_frames(renderer, cam_part, part)

@@ -1,5 +1,5 @@
 """Row spans of planar primitives: a conservative x-range per pixel row (a loop bound of the
-numba planar kernel only; coverage is decided per pixel). Split out of `avsim.render.raster`,
+numba planar kernel only; coverage is decided per pixel). Split out of `avsim.render.raster.draw`,
 which re-exports `planar_row_spans`.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
 
 _njit: Any  # numba.njit with the kernels' options, or None without numba
 try:

@@ -20,10 +20,10 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
-from avsim.render.geometry_kernels import Projector, owner_min_max, project_px, subdivide_ftheta
-from avsim.render.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
+from avsim.render.geometry.kernels import Projector, owner_min_max, project_px, subdivide_ftheta
+from avsim.render.geometry.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
 
-__all__ = [  # the lane-line pattern functions live in avsim.render.patterns; re-exported here
+__all__ = [  # the lane-line pattern functions live in avsim.render.geometry.patterns; re-exported here
     "arc_lengths",
     "lane_line_segments",
     "offset_polyline",

@@ -4,7 +4,7 @@ A 1280x720 frame's z-buffer, draw ranks, winner codes and colours take about 14 
 a core's L2 cache, and each was cleared, drawn and (for anti-aliasing) scanned in passes over
 the whole frame. `draw_strips` instead draws the image in strips of rows into strip-sized
 buffers that stay in cache: each strip is cleared, its planars and capsules are drawn (nearest
-first, as `avsim.render.raster` orders them), its edge pixels are anti-aliased and its rows are
+first, as `avsim.render.raster.draw` orders them), its edge pixels are anti-aliased and its rows are
 copied out. With anti-aliasing every strip also draws the row above and below it, so that the
 edge test and the candidates of its first and last rows see their neighbours' winners.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
-from avsim.render.raster_aa import aa_rows
-from avsim.render.raster_kernels import _njit, draw_capsules, draw_planars
+from avsim.render.raster.aa import aa_rows
+from avsim.render.raster.kernels import _njit, draw_capsules, draw_planars
 
 STRIP_ROWS = 32  # rows per strip: its buffers (about 0.6 MB at 1280 px wide, with the ray rows) fit a core's L2
 

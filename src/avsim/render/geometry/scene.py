@@ -1,14 +1,14 @@
 """Scene + frame index -> one control image per camera.
 
 `SceneRenderer` prepares everything that does not change over a clip once (map elements cut
-into painted segments and triangles by `avsim.render.static_world`, their bounding spheres,
+into painted segments and triangles by `avsim.render.geometry.static_world`, their bounding spheres,
 per-camera ray maps and view cones) and then, for each frame, gathers once for all cameras
-the map elements within reach of the ego, the agent boxes (`avsim.render.agents_geometry`)
+the map elements within reach of the ego, the agent boxes (`avsim.render.geometry.agents`)
 and the traffic-light states at that time (`FrameObjects`). Each camera sits on the ego pose
 at its capture time (frame time + the rig's `capture_offset_ns`; see
 `avsim.core.rig.world_SE3_camera_at`), keeps the objects whose bounding spheres may reach its
-view cone (`avsim.render.cull`), turns them into camera-space primitives
-(`avsim.render.camera_geometry.camera_primitives`) and rasterises them.
+view cone (`avsim.render.geometry.cull`), turns them into camera-space primitives
+(`avsim.render.geometry.camera.camera_primitives`) and rasterises them.
 
 Draw order (ties only; occlusion is per pixel): static lines (lane lines, road boundaries,
 wait lines, poles), static polygons (crosswalks, road markings), traffic lights and signs,
@@ -26,21 +26,22 @@ from avsim.core.memory import release_free_heap
 from avsim.core.rig import CameraRig, world_SE3_camera_at
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayByte, NDArrayFloat32, NDArrayInt, NDArrayInt32
-from avsim.render import cull, style
-from avsim.render import geometry as geo
-from avsim.render.agents_geometry import AgentRows, drawn_rows, resample_rows
-from avsim.render.camera_geometry import FrameObjects, camera_primitives, render_objects
-from avsim.render.raster import Primitives, new_id_stats, rasterize, rasterize_numba, rasterize_torch, ray_map
-from avsim.render.static_world import StaticWorld, build_static_world, triangulate_polygon
+from avsim.render import style
+from avsim.render.geometry import cull
+from avsim.render.geometry import projection as geo
+from avsim.render.geometry.agents import AgentRows, drawn_rows, resample_rows
+from avsim.render.geometry.camera import FrameObjects, camera_primitives, render_objects
+from avsim.render.geometry.static_world import StaticWorld, build_static_world, triangulate_polygon
+from avsim.render.raster.draw import Primitives, new_id_stats, rasterize, rasterize_numba, rasterize_torch, ray_map
 from avsim.scenario import Scenario
 
 __all__ = [
-    "AgentRows",  # lives in avsim.render.agents_geometry
-    "FrameObjects",  # these three live in avsim.render.camera_geometry
+    "AgentRows",  # lives in avsim.render.geometry.agents
+    "FrameObjects",  # these three live in avsim.render.geometry.camera
     "camera_primitives",
     "render_objects",
     "SceneRenderer",
-    "StaticWorld",  # these three live in avsim.render.static_world
+    "StaticWorld",  # these three live in avsim.render.geometry.static_world
     "build_static_world",
     "triangulate_polygon",
 ]

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.typing import NDArrayBool, NDArrayByte
-from avsim.render.raster import rasterize_numba
+from avsim.render.raster.draw import rasterize_numba
 
 if TYPE_CHECKING:
-    from avsim.render.frame import SceneRenderer
+    from avsim.render.geometry.scene import SceneRenderer
 
 OVERLAY_ALPHA = 0.5  # weight of the control image where something was drawn
 

@@ -24,8 +24,9 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayFloat
-from avsim.render.labels import FrameBoxes3D, frame_boxes_3d
-from avsim.render.labels_io import (
+from avsim.render.labels.boxes import FrameBoxes3D, frame_boxes_3d
+from avsim.render.labels.json_text import columns_json
+from avsim.render.labels.records import (
     COCO_CATEGORIES,
     LABELS_FORMAT,
     MERGE_BOXES_BLOCK_FRAMES,
@@ -34,7 +35,6 @@ from avsim.render.labels_io import (
     sample_token,
     write_json,
 )
-from avsim.render.labels_json import columns_json
 from avsim.scenario import Scenario
 
 ChunkSource = Callable[[str], Iterable[list[dict[str, Any]]]]  # camera -> its records in frame order, a segment at a time

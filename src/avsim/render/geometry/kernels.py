@@ -10,7 +10,7 @@
   in one pass (exact: comparisons, floor/ceil and clamps only).
 - `subdivide_ftheta`, `clip_cull_planars`: adaptive subdivision and the planar clip/cull pass.
   The f-theta radii are computed with the loop over points innermost (vectorised; the same
-  operations per element). The stroke pass lives in `avsim.render.stroke_kernels`.
+  operations per element). The stroke pass lives in `avsim.render.geometry.strokes`.
 
 Without numba both fall back to the numpy paths.
 """

@@ -1,6 +1,6 @@
 """The static world of a scene: the map cut once into painted segments, triangles and cuboids.
 
-`build_static_world` runs once per scenario; `SceneRenderer` (`avsim.render.frame`, which
+`build_static_world` runs once per scenario; `SceneRenderer` (`avsim.render.geometry.scene`, which
 re-exports these names) then culls it to the ego's reach every frame.
 """
 
@@ -14,8 +14,8 @@ import numpy.typing as npt
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayStr
 from avsim.maps import HDMap, Polylines
-from avsim.render import geometry as geo
 from avsim.render import style
+from avsim.render.geometry import projection as geo
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Numba kernels of the single-sample raster pass (one sample per pixel, at its centre) and the
-plane parameters both backends share. Split out of `avsim.render.raster` (see its docstring for
-the occlusion and colour rules); `avsim.render.raster_aa` adds the sub-samples of edge pixels.
+plane parameters both backends share. Split out of `avsim.render.raster.draw` (see its docstring for
+the occlusion and colour rules); `avsim.render.raster.aa` adds the sub-samples of edge pixels.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFlo
 from avsim.render import style
 
 if TYPE_CHECKING:
-    from avsim.render.raster import Primitives
+    from avsim.render.raster.draw import Primitives
 
 _njit: Any  # numba.njit with the kernels' options, or None without numba
 _njit_inline: Any  # the same for small helpers inlined into their callers

@@ -1,6 +1,6 @@
-"""Edge-adaptive 4x MSAA for the numba raster backend (the torch twin is in `avsim.render.raster_torch`).
+"""Edge-adaptive 4x MSAA for the numba raster backend (the torch twin is in `avsim.render.raster.torch_backend`).
 
-The single-sample pass (`avsim.render.raster_kernels`) draws every pixel at its centre and
+The single-sample pass (`avsim.render.raster.kernels`) draws every pixel at its centre and
 records which primitive won it (its code: capsule s, or n_capsules + planar p). A pixel is an
 *edge pixel* when one of its 4 neighbours was won by another primitive (or by the background);
 for a straight boundary this flags every pixel whose sub-samples the boundary can cross (a
@@ -27,8 +27,8 @@ import numpy as np
 
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.raster_kernels import INV_MAX_DEPTH, PARAM_EPS, _njit, _njit_inline
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
+from avsim.render.raster.kernels import INV_MAX_DEPTH, PARAM_EPS, _njit, _njit_inline
 
 # 4x rotated grid, offsets (dx, dy) in px from the pixel centre (multiples of 1/8: exact in float)
 SAMPLES_XY_PX: tuple[tuple[float, float], ...] = ((-0.125, -0.375), (0.375, -0.125), (-0.375, 0.125), (0.125, 0.375))

@@ -1,7 +1,7 @@
 """COCO compressed RLE of instance masks, straight from the renderer's id buffer (pycocotools' string encoding).
 
 `rle_string` encodes one mask crop; `rle_strings` all masks of an image in one compiled pass
-over the id buffer (each object's visible box only). Split out of `avsim.render.labels`.
+over the id buffer (each object's visible box only). Split out of `avsim.render.labels.boxes`.
 """
 
 from __future__ import annotations

@@ -19,11 +19,13 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayByte, NDArrayInt32
-from avsim.render import labels_io, labels_merge, writer
+from avsim.render.labels import merge as labels_merge
+from avsim.render.labels import records as labels_io
+from avsim.render.run import writer
 
 if TYPE_CHECKING:
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.runner import RenderOptions
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
 LABELS_FOLDER = "labels"
@@ -112,7 +114,7 @@ def frame_record(
     Returns:
         (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
     """
-    from avsim.render.labels import frame_boxes_3d
+    from avsim.render.labels.boxes import frame_boxes_3d
 
     img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
@@ -235,8 +237,8 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     Returns:
         The label folder.
     """
-    from avsim.render.frame import SceneRenderer
-    from avsim.render.runner import check_cameras, resolve_rig, select_frames
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.runner import check_cameras, resolve_rig, select_frames
 
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names

@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from avsim.render import writer
+from avsim.render.run import writer
 
 if TYPE_CHECKING:
-    from avsim.render.pipeline import StreamPart, TimeSegment
-    from avsim.render.runner import RenderOptions
+    from avsim.render.run.pool import StreamPart, TimeSegment
+    from avsim.render.run.runner import RenderOptions
 
 DEFAULT_MAX_MEMORY_MIB = 1000  # `avsim render --max-memory-mib`: the budget of one render process (0: none)
 # libx264 at crf 18, one thread, after 100 frames of control-like video: (MiB, MiB per megapixel) of

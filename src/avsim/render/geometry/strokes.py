@@ -1,9 +1,9 @@
 """Compiled (numba) stroke pass of the renderer's geometry stage: camera-frame map lines and box
 edges to capsules in one pass for an f-theta camera (clip, cone cull, adaptive subdivision,
 capsule radius and pixel-box test), with the outputs of the numpy steps in
-`avsim.render.camera_geometry` (which it replaces where numba is available).
+`avsim.render.geometry.camera` (which it replaces where numba is available).
 
-The f-theta projection, cone test and chord test are those of `avsim.render.geometry_kernels`;
+The f-theta projection, cone test and chord test are those of `avsim.render.geometry.kernels`;
 ray angles of the segment ends and level-0 midpoints come from numpy (as `Projector`), the
 deeper midpoints from libm (as `subdivide_ftheta`).
 """
@@ -15,10 +15,10 @@ import math
 import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
-from avsim.render.geometry_kernels import Projector, _njit, _njit_np
+from avsim.render.geometry.kernels import Projector, _njit, _njit_np
 
 if _njit is not None:  # the per-chord pieces exist only with numba
-    from avsim.render.geometry_kernels import (
+    from avsim.render.geometry.kernels import (
         _ftheta_pixel,
         _ftheta_pixels,
         _midpoint_error,

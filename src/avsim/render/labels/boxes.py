@@ -32,11 +32,11 @@ from avsim.core.agents import AgentTracks
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angle
 from avsim.core.typing import NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
-from avsim.render import geometry as geo
 from avsim.render import style
-from avsim.render.geometry_kernels import cached_projector, project_xyz_px
-from avsim.render.raster import Primitives, object_coverage_px
-from avsim.render.raster_kernels import grow_visible_box
+from avsim.render.geometry import projection as geo
+from avsim.render.geometry.kernels import cached_projector, project_xyz_px
+from avsim.render.raster.draw import Primitives, object_coverage_px
+from avsim.render.raster.kernels import grow_visible_box
 from avsim.scenario import Scenario
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)

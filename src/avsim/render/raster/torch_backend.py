@@ -1,7 +1,7 @@
 """Torch raster backend: fragments generated per bounding box and resolved with a scatter-min on
 the packed 64-bit (key, order); runs batched over many images on any device. Split out of
-`avsim.render.raster` (which re-exports `rasterize_torch`); the edge-adaptive 4x MSAA is the
-twin of `avsim.render.raster_aa` (same edge pixels, sub-samples, shading and resolve).
+`avsim.render.raster.draw` (which re-exports `rasterize_torch`); the edge-adaptive 4x MSAA is the
+twin of `avsim.render.raster.aa` (same edge pixels, sub-samples, shading and resolve).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import numpy as np
 
 from avsim.core.typing import NDArrayByte, NDArrayFloat32
 from avsim.render import style
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.raster_kernels import INV_MAX_DEPTH, KEY_OFFSET, PARAM_EPS, plane_params
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
+from avsim.render.raster.kernels import INV_MAX_DEPTH, KEY_OFFSET, PARAM_EPS, plane_params
 
 if TYPE_CHECKING:
-    from avsim.render.raster import Primitives
+    from avsim.render.raster.draw import Primitives
 
 
 def _bbox_fragments(torch: Any, boxes: Any, max_fragments: int) -> Iterator[tuple[Any, Any, Any]]:
@@ -151,7 +151,7 @@ def rasterize_torch(
         rays_batch: B ray maps (H, W, 2) float32 (`ray_map`).
         device: torch device (default: cuda when available, else cpu).
         max_fragments: fragments generated at a time.
-        antialias: 4x MSAA on edge pixels, as the numba backend (`avsim.render.raster_aa`).
+        antialias: 4x MSAA on edge pixels, as the numba backend (`avsim.render.raster.aa`).
 
     Returns:
         (B, H, W, 3) uint8 RGB.
@@ -181,7 +181,7 @@ def rasterize_torch(
     return out
 
 
-# ---- edge-adaptive 4x MSAA (the twin of avsim.render.raster_aa) --------------------------------
+# ---- edge-adaptive 4x MSAA (the twin of avsim.render.raster.aa) --------------------------------
 def _faded(torch: Any, rgb: Any, depth: Any) -> Any:
     """(F, 3) uint8 colour rgb (F, 3) faded at depth (F,), rounded as the centre pass."""
     f = (1.0 - depth * INV_MAX_DEPTH).clamp(min=0.0)
@@ -216,7 +216,7 @@ def _candidates(torch: Any, win: Any) -> tuple[Any, Any, Any]:
 
 def _torch_antialias(torch: Any, target: _TorchTarget, prims_batch: list[Primitives], rays: Any) -> None:
     """Re-resolve the edge pixels of every image of the batch from 4 sub-samples (rays (B, H, W, 2) float64)."""
-    from avsim.render.raster_aa import SAMPLES_XY_PX
+    from avsim.render.raster.aa import SAMPLES_XY_PX
 
     n_img, h, w, _ = rays.shape
     none = torch.iinfo(torch.int64).max
@@ -252,7 +252,7 @@ def _capsule_t(torch: Any, px: Any, py: Any, ax: Any, ay: Any, dx: Any, dy: Any,
 
 def _torch_capsule_eval(torch: Any, prims: Primitives, s: Any, y: Any, x: Any) -> tuple[Any, Any]:
     """Capsules s (R,) at the sub-samples of pixels (y, x): packed keys (R, 4) (int64 max: not covered), colours (R, 3)."""
-    from avsim.render.raster_aa import SAMPLES_XY_PX
+    from avsim.render.raster.aa import SAMPLES_XY_PX
 
     f64, dev = torch.float64, s.device
     xy, inv, rad, rgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64)[s] for f in
@@ -307,7 +307,7 @@ def _ray_jacobian(torch: Any, rays: Any, y: Any, x: Any) -> tuple[Any, Any, Any,
 
 def _torch_planar_eval(torch: Any, prims: Primitives, p: Any, y: Any, x: Any, rays: Any) -> tuple[Any, Any]:
     """Planars p (R,) at the sub-samples of pixels (y, x): packed keys (R, 4), colours (R, 3) uint8."""
-    from avsim.render.raster_aa import SAMPLES_XY_PX
+    from avsim.render.raster.aa import SAMPLES_XY_PX
 
     f64, dev = torch.float64, p.device
     near, far, eps = style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS

@@ -2,7 +2,7 @@
 
 Patterns and colours come from the style table (`avsim.maps.style`, via `avsim.render.style`);
 double lines are two copies offset by +/-DOUBLE_LINE_OFFSET_M along the ground-plane normal.
-These functions are also importable from `avsim.render.geometry`.
+These functions are also importable from `avsim.render.geometry.projection`.
 """
 
 from __future__ import annotations

@@ -33,11 +33,11 @@ import numpy as np
 from avsim.core.cameras import Camera
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
-from avsim.render.geometry import PIXEL_CENTRE_OFFSET
-from avsim.render.raster_aa import antialias_numba, sample_offsets_px
-from avsim.render.raster_kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
-from avsim.render.raster_kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
-from avsim.render.raster_kernels import (
+from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
+from avsim.render.raster.aa import antialias_numba, sample_offsets_px
+from avsim.render.raster.kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
+from avsim.render.raster.kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
+from avsim.render.raster.kernels import (
     PARAM_EPS,
     _njit,
     capsule_key_floor,
@@ -47,10 +47,10 @@ from avsim.render.raster_kernels import (
     planar_key_floor,
     visible_in_boxes,
 )
-from avsim.render.raster_kernels import plane_params as _plane_params
-from avsim.render.raster_spans import planar_row_spans as planar_row_spans  # re-exported
-from avsim.render.raster_strips import STRIP_ROWS, draw_strips
-from avsim.render.raster_torch import rasterize_torch as rasterize_torch  # re-exported
+from avsim.render.raster.kernels import plane_params as _plane_params
+from avsim.render.raster.spans import planar_row_spans as planar_row_spans  # re-exported
+from avsim.render.raster.strips import STRIP_ROWS, draw_strips
+from avsim.render.raster.torch_backend import rasterize_torch as rasterize_torch  # re-exported
 
 BACKENDS = ("numba", "torch")
 # per object id, what the centre z-tests of a rasterisation with ids saw (`rasterize_numba(id_stats_out=...)`),
@@ -237,7 +237,7 @@ def rasterize_numba(
         ids_out: (H, W) int32 buffer (or None): filled (after a reset to -1) with the object id
             (`cap_obj` / `pl_obj`) of the fragment that won each pixel's z-test at the pixel
             centre, -1 where none or background (also with `antialias`). The colours do not depend on it.
-        antialias: resolve edge pixels from 4 rotated-grid sub-samples (`avsim.render.raster_aa`);
+        antialias: resolve edge pixels from 4 rotated-grid sub-samples (`avsim.render.raster.aa`);
             False: one sample per pixel, the exact-palette frames.
         id_stats_out: with `ids_out`, an (N, 9) int64 buffer (N > every object id) filled with
             `ID_STATS_COLUMNS` of each object id (`new_id_stats` makes one).
@@ -459,7 +459,7 @@ def rasterize(prims: Primitives, rays: NDArrayFloat32, backend: str = "numba", a
         prims: the image's primitives.
         rays: (H, W, 2) float32 ray map (`ray_map`).
         backend: "numba" (CPU) or "torch".
-        antialias: 4x MSAA on edge pixels (see `avsim.render.raster_aa`); False: one sample per pixel.
+        antialias: 4x MSAA on edge pixels (see `avsim.render.raster.aa`); False: one sample per pixel.
 
     Returns:
         (H, W, 3) uint8 RGB.
