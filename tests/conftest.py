@@ -27,3 +27,13 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def specs_dir() -> Path:
     return _require(SPECS_DIR, "shared specs")
+
+
+# Test tiers (docs/testing.md): every test carrying none of these marks is in the fast tier.
+HEAVY_MARKS = frozenset({"slow", "e2e", "subprocess", "distributed", "browser", "realdata", "lint"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not any(item.get_closest_marker(mark) for mark in HEAVY_MARKS):
+            item.add_marker(pytest.mark.fast)
