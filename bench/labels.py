@@ -7,7 +7,7 @@ Here one process renders every camera-frame of the clip twice, in the render pas
 code paths, back to back (which goes first alternates with the frame): without labels
 (`render_camera`, the camera's x264 encoder) and with them (`labels_run.labelled_frames`: the
 rasterisation with ids, the records, the segment's label part and OpenLane files, its own
-encoder). Segments of `writer.SEGMENT_FRAMES` frames get fresh encoders as in a render. The CPU
+encoder). Segments of `SEGMENT_FRAMES` frames get fresh encoders as in a render. The CPU
 time of each is summed; the labels' merge into the clip's label files
 (`labels_run.merge_parts`) runs once at the end and counts in the overhead.
 
@@ -46,11 +46,11 @@ def _encoders(stack, cameras, folder: Path, start: int) -> dict:
     """A fresh x264 encoder per camera for one segment (the render's preset and rate)."""
     from avsim.core.video import MP4Writer
     from avsim.render import style
-    from avsim.render.run import writer
+    from avsim.render.run.plan import DEFAULT_PRESET
 
     folder.mkdir(parents=True, exist_ok=True)
     return {c: stack.enter_context(MP4Writer(folder / f"{c}.{start:06d}.mp4", style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX,
-                                             style.DEFAULT_FPS, preset=writer.DEFAULT_PRESET)) for c in cameras}  # fmt: skip
+                                             style.DEFAULT_FPS, preset=str(DEFAULT_PRESET))) for c in cameras}  # fmt: skip
 
 
 def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float], records: list) -> None:
@@ -58,13 +58,14 @@ def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float],
     from contextlib import ExitStack
 
     from avsim.render.run import labels as labels_run
-    from avsim.render.run import writer
+    from avsim.render.run.plan import Stream, StreamKind, safe_name
+    from avsim.render.run.units import StreamSegment
 
     cameras, clock = renderer.rig.names, time.process_time
-    clip_id = writer.safe_name(renderer.scenario.scenario_id)
+    clip_id = safe_name(renderer.scenario.scenario_id)
     with ExitStack() as stack:
         enc = {on: _encoders(stack, cameras, out / str(on), start) for on in (False, True)}
-        parts = {c: writer.Segment(c, start, stop, out / f"{c}.{start:06d}.mp4", None) for c in cameras}
+        parts = {c: StreamSegment(Stream(StreamKind.CAMERA, c), start, stop, out / f"{c}.{start:06d}.mp4") for c in cameras}
         labelled = {c: labels_run.labelled_frames(renderer, parts[c], labels_run.part_path(out, clip_id, parts[c])) for c in cameras}
         for f in range(start, stop):
             for i, c in enumerate(cameras):
@@ -86,8 +87,8 @@ def run(clip_s: float) -> dict:
     """Labels on / off CPU seconds and the merge's, for the sample cut to `clip_s`."""
     from avsim.render.geometry.scene import SceneRenderer
     from avsim.render.run import labels as labels_run
-    from avsim.render.run import writer
-    from avsim.render.run.runner import RenderOptions
+    from avsim.render.run.plan import RenderOptions, RenderPlan
+    from avsim.render.run.units import SEGMENT_FRAMES
 
     scenario = load_case("sample", clip_s)
     renderer = SceneRenderer(scenario, size=(1280, 720), antialias=True)
@@ -95,12 +96,12 @@ def run(clip_s: float) -> dict:
     cpu, segments = {False: 0.0, True: 0.0}, []
     with tempfile.TemporaryDirectory() as tmp:
         _segment(renderer, Path(tmp) / "warm", 0, 1, {False: 0.0, True: 0.0}, [])  # JIT caches and imports of both paths
-        for a in range(0, n, writer.SEGMENT_FRAMES):
-            _segment(renderer, Path(tmp), a, min(a + writer.SEGMENT_FRAMES, n), cpu, segments)
-            print(f"  frames {a}-{min(a + writer.SEGMENT_FRAMES, n)}: off {cpu[False]:.1f} s, on {cpu[True]:.1f} s", file=sys.stderr)
+        for a in range(0, n, SEGMENT_FRAMES):
+            _segment(renderer, Path(tmp), a, min(a + SEGMENT_FRAMES, n), cpu, segments)
+            print(f"  frames {a}-{min(a + SEGMENT_FRAMES, n)}: off {cpu[False]:.1f} s, on {cpu[True]:.1f} s", file=sys.stderr)
         t = time.process_time()
         opts = RenderOptions(out=Path(tmp), cameras=tuple(cameras), labels=True)
-        labels_run.merge_parts(scenario, opts, writer.safe_name(scenario.scenario_id), segments, 0, n)
+        labels_run.merge_parts(scenario, opts, RenderPlan.resolve(scenario, opts), segments)
         merge = time.process_time() - t
     return {"camera_frames": n * len(cameras), "off": cpu[False], "on": cpu[True], "merge_s": merge}
 

@@ -206,7 +206,7 @@ RENDER_CASES = [
     _render("frames out of range", ["--frames", "5000:6000"], 2, "no frames selected"),
     _render("frames garbage", ["--frames", "a:b"], 2, "expected N or A:B"),
     _render("camera unknown", ["--cameras", "nope"], 1, "nope: no such camera"),
-    _render("workers zero", ["--workers", "0"], 2, "--workers must be >= 1"),
+    _render("workers zero", ["--workers", "0"], 2, "--workers: must be >= 1"),
     _render("layout unknown", ["--layout", "weird"], 2, "--layout"),
     _render("rig unknown", ["--rig", "weird"], 2, "--rig"),
     Case("render out is a file", "avsim render S file.txt", lambda w: ["render", str(_scenario(w)), str(_write(w, "o.txt", "x"))], 1, "exists and is not a folder"),

@@ -118,11 +118,11 @@ def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path:
     # MERGE_BOXES_BLOCK_FRAMES frames at a time: parts and blocks of 2 over 5 frames (3 each, the last of a
     # single frame) must write the bytes of one part and one block
     from avsim.render.labels import merge as labels_merge
-    from avsim.render.run import writer
+    from avsim.render.run import units
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     monkeypatch.setattr(labels_merge, "MERGE_BOXES_BLOCK_FRAMES", 2)
-    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 2)
+    monkeypatch.setattr(units, "SEGMENT_FRAMES", 2)
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
     assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}

@@ -11,7 +11,8 @@ import pytest
 from avsim.cli import main
 from avsim.core.rig import COSMOS_VIEW_NAMES, cosmos_rig, named_rig
 from avsim.core.video import MP4Writer, read_video, video_info
-from avsim.render.run.runner import RenderOptions, run_render, select_frames
+from avsim.render.run.plan import FrameRange, RenderOptions, select_frames
+from avsim.render.run.runner import run_render
 from avsim.scenario.io import save_scenario
 from avsim.scenario.synthetic import highway_scenario
 
@@ -129,8 +130,8 @@ def test_overlay_blends_on_real_frames(scenario_dir, tmp_path):
 
 def test_frame_selection():
     assert select_frames(100, 30.0, None, None, None) == (0, 100)
-    assert select_frames(100, 30.0, None, None, "10") == (0, 10)
-    assert select_frames(100, 30.0, None, None, "5:20") == (5, 20)
+    assert select_frames(100, 30.0, None, None, FrameRange.parse("10")) == (0, 10)
+    assert select_frames(100, 30.0, None, None, FrameRange.parse("5:20")) == (5, 20)
     assert select_frames(100, 30.0, 1.0, 2.0, None) == (30, 61)
 
 
@@ -159,9 +160,9 @@ def test_a_unit_over_the_memory_budget_is_reported(scenario_dir, tmp_path, capsy
 def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, monkeypatch):
     from avsim.render.geometry.scene import SceneRenderer
     from avsim.render.run import pool as pipeline
-    from avsim.render.run import writer
+    from avsim.render.run import units
 
-    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)
+    monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)
     scenario = highway_scenario(0.5, rig=cosmos_rig())
     cam = "camera_front_tele_30fov"
     opts = RenderOptions(out=tmp_path, cameras=(cam,), frames="10", width_px=160, height_px=96, png=True)

@@ -10,10 +10,11 @@ import pytest
 from avsim.core.rig import cosmos_rig
 from avsim.render.run import memory as memory_plan
 from avsim.render.run import pool as pipeline
-from avsim.render.run import writer
+from avsim.render.run import units, writer
 from avsim.render.run.memory import encoder_mib, fit_segments, fit_to_budget, unit_mib
-from avsim.render.run.pool import StreamPart, TimeSegment
-from avsim.render.run.runner import X264_PRESETS, RenderOptions, run_render
+from avsim.render.run.plan import Preset, RenderOptions, RenderPlan, Stream
+from avsim.render.run.runner import run_render
+from avsim.render.run.units import StreamSegment, TimeSegment
 from avsim.scenario.synthetic import highway_scenario
 
 CLIP = "synthetic_highway"
@@ -27,16 +28,16 @@ def _seg(kinds: str, start: int = 0) -> TimeSegment:
     for i, k in enumerate(kinds):
         n += k == "c"
         cam = "" if k == "m" else f"cam{n}"
-        parts.append(StreamPart(names[k], cam, writer.Segment(cam or "mosaic", start, start + 4, Path(f"{k}{i}.mp4"), None)))
+        parts.append(StreamSegment(Stream(names[k], cam), start, start + 4, Path(f"{k}{i}.mp4")))
     return TimeSegment(CLIP, start, start + 4, tuple(parts))
 
 
 def _per_part(cost: dict[str, float]):
-    return lambda seg: sum(cost[p.kind] for p in seg.parts)
+    return lambda seg: sum(cost[p.stream.kind] for p in seg.parts)
 
 
 def _paths(segments: list[TimeSegment]) -> list[Path]:
-    return sorted(p.segment.part for s in segments for p in s.parts)
+    return sorted(p.part for s in segments for p in s.parts)
 
 
 def test_segments_under_the_budget_are_not_split():
@@ -50,9 +51,9 @@ def test_split_units_fit_start_with_the_mosaic_and_keep_a_camera_with_its_overla
     estimate = _per_part({"camera": 10, "overlay": 10, "mosaic": 30})
     units = fit_segments([seg], 45.0, estimate)
     assert all(estimate(u) <= 45.0 for u in units)
-    assert units[0].parts[0].kind == "mosaic"
+    assert units[0].parts[0].stream.kind == "mosaic"
     assert _paths(units) == _paths([seg])  # every part written once
-    assert [[(p.kind, p.camera) for p in u.parts] for u in units] == [
+    assert [[(p.stream.kind, p.stream.camera) for p in u.parts] for u in units] == [
         [("mosaic", "")], [("camera", "cam0"), ("overlay", "cam0"), ("camera", "cam1"), ("overlay", "cam1")],
         [("camera", "cam2"), ("overlay", "cam2"), ("camera", "cam3")],
     ]  # a camera's video and overlay share a render: never in two units
@@ -61,13 +62,13 @@ def test_split_units_fit_start_with_the_mosaic_and_keep_a_camera_with_its_overla
 
 def test_a_part_over_the_budget_alone_gets_a_unit_of_its_own():
     units = fit_segments([_seg("cmcc")], 25.0, _per_part({"camera": 10, "overlay": 10, "mosaic": 40}))
-    assert [[p.kind for p in u.parts] for u in units] == [["mosaic"], ["camera", "camera"], ["camera"]]
+    assert [[p.stream.kind for p in u.parts] for u in units] == [["mosaic"], ["camera", "camera"], ["camera"]]
 
 
 def test_encoder_estimate_grows_with_pixels_and_preset():
     assert encoder_mib(1920, 1080, "superfast") > encoder_mib(1280, 720, "superfast") > encoder_mib(640, 360, "superfast")
     presets = list(memory_plan.ENCODER_MIB)
-    assert presets == list(X264_PRESETS)
+    assert presets == list(Preset)
     assert [encoder_mib(1920, 1080, p) for p in presets] == sorted(encoder_mib(1920, 1080, p) for p in presets)
     seg = _seg("ccm")
     assert unit_mib(seg.parts, 2, (1920, 1080), (1920, 1080), "superfast") > unit_mib(seg.parts, 2, (640, 360), (1920, 1080), "superfast")
@@ -76,12 +77,17 @@ def test_encoder_estimate_grows_with_pixels_and_preset():
 @pytest.mark.parametrize(("size", "labels", "units"), [((1280, 720), False, 1), ((1920, 1080), False, 2), ((1280, 720), True, 2),
                                                      ((1920, 1080), True, 3)])  # fmt: skip
 def test_the_main_job_is_split_only_at_1080p_or_with_labels(size, labels, units):
-    parts = [StreamPart("camera", c, writer.Segment(c, 0, 150, Path(f"{c}.mp4"), None)) for c in COSMOS]
-    seg = TimeSegment(CLIP, 0, 150, (*parts, StreamPart("mosaic", "", writer.Segment("mosaic", 0, 150, Path("m.mp4"), None))))
+    parts = [StreamSegment(Stream("camera", c), 0, 150, Path(f"{c}.mp4")) for c in COSMOS]
+    seg = TimeSegment(CLIP, 0, 150, (*parts, StreamSegment(Stream("mosaic"), 0, 150, Path("m.mp4"))))
     opts = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=size[0], height_px=size[1], mosaic=True, labels=labels)
-    fitted = fit_to_budget([seg], opts)
+    fitted = fit_to_budget([seg], opts, _plan(opts))
     assert len(fitted) == units and _paths(fitted) == _paths([seg])
-    assert len(fit_to_budget([seg], RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=1920, height_px=1080, max_memory_mib=0))) == 1
+    unbounded = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=1920, height_px=1080, max_memory_mib=0)
+    assert len(fit_to_budget([seg], unbounded, _plan(unbounded))) == 1
+
+
+def _plan(opts: RenderOptions) -> RenderPlan:
+    return RenderPlan(CLIP, cosmos_rig(), COSMOS, 0, 150, opts.fps, opts.size_px)
 
 
 def _sha(path: Path) -> str:
@@ -89,7 +95,7 @@ def _sha(path: Path) -> str:
 
 
 def test_a_tiny_budget_writes_the_same_bytes_one_stream_per_pass(tmp_path, monkeypatch):
-    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)
+    monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)
     cams = COSMOS[:2]
     scenario = highway_scenario(0.5, rig=cosmos_rig())
     seen: list[int] = []
@@ -109,11 +115,11 @@ def test_a_tiny_budget_writes_the_same_bytes_one_stream_per_pass(tmp_path, monke
 
 
 def test_overlay_decoders_count_in_every_unit():
-    parts = [StreamPart(kind, c, writer.Segment(c, 0, 150, Path(f"{kind}.{c}.mp4"), None)) for c in COSMOS for kind in ("camera", "overlay")]
+    parts = [StreamSegment(Stream(kind, c), 0, 150, Path(f"{kind}.{c}.mp4")) for c in COSMOS for kind in ("camera", "overlay")]
     seg = TimeSegment(CLIP, 0, 150, tuple(parts))
     opts = RenderOptions(out=Path("/unused"), cameras=COSMOS, width_px=1280, height_px=720)
-    alone = fit_to_budget([seg], opts)
-    with_decoders = fit_to_budget([seg], opts, [(1920, 1080)] * len(COSMOS))
+    alone = fit_to_budget([seg], opts, _plan(opts))
+    with_decoders = fit_to_budget([seg], opts, _plan(opts), [(1920, 1080)] * len(COSMOS))
     assert len(with_decoders) > len(alone) and _paths(with_decoders) == _paths([seg])
     budget = opts.max_memory_mib
     mosaic = writer.mosaic_size(len(COSMOS))[1:]

@@ -15,9 +15,10 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
 from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.run import pool as pipeline
-from avsim.render.run import writer
-from avsim.render.run.pool import StreamPart, TimeSegment
-from avsim.render.run.runner import RenderOptions, progress_units, run_render
+from avsim.render.run import units, writer
+from avsim.render.run.plan import RenderOptions, RenderPlan, Stream, StreamKind
+from avsim.render.run.runner import run_render
+from avsim.render.run.units import StreamSegment, TimeSegment
 from avsim.scenario.synthetic import highway_scenario
 
 CAMS = ("camera_front_wide_120fov", "camera_rear_tele_30fov")
@@ -54,7 +55,7 @@ def _summary(out: Path) -> dict:
 
 
 def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_path, monkeypatch):
-    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)  # 3 time segments
+    monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)  # 3 time segments
     written: dict[str, list[np.ndarray]] = {}
 
     class Spy(MP4Writer):
@@ -82,7 +83,7 @@ def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_
     decoded = read_video(tmp_path / CLIP / f"{CLIP}.mosaic.mp4")
     assert decoded.shape == (10, mh, mw, 3) and np.abs(decoded.astype(int) - np.stack(written["mosaic"])).mean() < 2
     # one bar over everything: 10 frames x (2 cameras + mosaic)
-    assert sum(ticks) == progress_units(2, 10, _opts(tmp_path, mosaic=True, antialias=False)) == 30
+    assert sum(ticks) == RenderPlan.resolve(scenario, _opts(tmp_path, mosaic=True, antialias=False)).progress_units == 30
     doc = _summary(tmp_path)
     assert doc["camera_frames_rendered"] == 20 and doc["mosaic_frames_rendered"] == 10
     assert doc["camera_frames_per_s"] == round(20 / summary.seconds, 2)
@@ -91,7 +92,7 @@ def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_
 
 
 def test_workers_give_identical_bytes(scenario, tmp_path, monkeypatch):
-    monkeypatch.setattr(writer, "SEGMENT_FRAMES", 4)  # planned in this process: the pool gets 2 segments
+    monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)  # planned in this process: the pool gets 2 segments
     real = tmp_path / "real"
     real.mkdir()
     with MP4Writer(real / f"{CAMS[0]}.mp4", 160, 96, 30) as w:
@@ -139,8 +140,8 @@ def test_resume_skips_unchanged_and_rerenders_changed_and_keeps_the_record(scena
 
 
 def _seg(start: int, kinds: str) -> TimeSegment:
-    names = {"c": "camera", "m": "mosaic", "o": "overlay"}
-    parts = [StreamPart(names[k], "" if k == "m" else f"cam{i}", writer.Segment(f"cam{i}", start, start + 4, Path(f"{k}{i}.mp4"), None))
+    names = {"c": StreamKind.CAMERA, "m": StreamKind.MOSAIC, "o": StreamKind.OVERLAY}
+    parts = [StreamSegment(Stream(names[k], "" if k == "m" else f"cam{i}"), start, start + 4, Path(f"{k}{i}.mp4"))
              for i, k in enumerate(kinds)]  # fmt: skip
     return TimeSegment(CLIP, start, start + 4, tuple(parts))
 
@@ -148,8 +149,8 @@ def _seg(start: int, kinds: str) -> TimeSegment:
 def test_few_segments_are_split_by_streams_so_every_worker_has_one():
     one = _seg(0, "ccmcc")
     halves = pipeline.spread_over_workers([one], 2)
-    assert [[p.kind for p in s.parts] for s in halves] == [["mosaic", "camera", "camera"], ["camera", "camera"]]
-    assert sorted(p.segment.part for s in halves for p in s.parts) == sorted(p.segment.part for p in one.parts)
+    assert [[p.stream.kind for p in s.parts] for s in halves] == [["mosaic", "camera", "camera"], ["camera", "camera"]]
+    assert sorted(p.part for s in halves for p in s.parts) == sorted(p.part for p in one.parts)
     assert len(pipeline.spread_over_workers([one], 8)) == 5  # down to one stream each
     many = [_seg(0, "cc"), _seg(4, "cc")]
     assert pipeline.spread_over_workers(many, 2) == many and pipeline.spread_over_workers(many, 1) == many

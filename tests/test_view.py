@@ -121,7 +121,7 @@ def test_camera_videos_and_lights_follow_the_timeline(sample):
 def test_api_logs_into_a_users_recording(sample, tmp_path):
     import rerun as rr
 
-    from avsim.render.run.writer import safe_name
+    from avsim.render.run.plan import safe_name
     from avsim.view import find_videos, log_scenario, log_videos, paths
 
     scenario, root = sample

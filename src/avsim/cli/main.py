@@ -17,7 +17,7 @@ from avsim.core.errors import AvsimError
 # command name -> (module, merge). merge=True adds the module's commands at top level
 # (e.g. `avsim render`); merge=False mounts the module's app as a group (e.g. `avsim eval fid`).
 LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
-    "render": ("avsim.render.cli", True),
+    "render": ("avsim.edit.cli", True),
     "labels": ("avsim.render.cli", True),
     "generate": ("avsim.models.cli", True),
     "eval": ("avsim.evaluation.cli", False),

@@ -16,10 +16,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 import avsim
+from avsim.core.progress import progress_bar
 from avsim.scenario import Scenario
 from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
 from avsim.scenario.summary import scenario_summary, summary_pose_lines
@@ -78,17 +79,8 @@ def _stderr() -> Console:
 
 @contextmanager
 def _progress() -> Iterator[Progress]:
-    console = _stderr()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,  # leaves stderr with nothing but the result or the one error line
-        disable=not console.is_terminal,  # no bar noise in logs and pipes
-    ) as progress:
+    # transient: leaves stderr with nothing but the result or the one error line; no bar noise in logs and pipes
+    with progress_bar("", console=_stderr(), eta=False, spinner=True, transient=True) as progress:
         yield progress
 
 

@@ -10,6 +10,7 @@ The aliases fix the element type only; shapes are documented in each function's 
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "NDArrayInt32",
     "NDArrayObject",
     "NDArrayStr",
+    "StrEnum",
 ]
 
 NDArrayFloat = npt.NDArray[np.float64]
@@ -32,7 +34,7 @@ NDArrayFloat = npt.NDArray[np.float64]
 NDArrayFloat32 = npt.NDArray[np.float32]
 """float32 array (images, compact vertex buffers)."""
 NDArrayInt = npt.NDArray[np.int64]
-"""int64 array (indices, ids, timestamps in microseconds)."""
+"""int64 array (indices, ids, timestamps in nanoseconds)."""
 NDArrayInt32 = npt.NDArray[np.int32]
 """int32 array."""
 NDArrayByte = npt.NDArray[np.uint8]
@@ -45,3 +47,23 @@ NDArrayObject = npt.NDArray[np.object_]
 """object array (ragged or mixed content)."""
 NDArrayAny = npt.NDArray[Any]
 """array of any element type (inputs accepted in several dtypes)."""
+
+
+class StrEnum(str, Enum):
+    """A closed set of names whose members are their string values (Python 3.11's `enum.StrEnum`).
+
+    Members compare and hash equal to their values, and `str`, `format` and `json.dumps` give
+    the value, so an option typed by such an enum reads, prints and digests as the plain name
+    (`Layout("posttrain") is Layout.POSTTRAIN`, `f"{Layout.POSTTRAIN}" == "posttrain"`).
+    """
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def choices(cls) -> tuple[str, ...]:
+        """The members' values, in definition order."""
+        return tuple(str(m.value) for m in cls)

@@ -1,4 +1,4 @@
-"""`avsim edit`, `avsim validate`, `avsim diff`, `avsim preview`, `avsim export-scene`.
+"""`avsim edit`, `avsim validate`, `avsim diff`, `avsim preview`, `avsim export-scene`, `avsim render`.
 
 Each command parses its options and calls the library (`editfile`, `output`, `validate`,
 `diff`, `preview`). Bad input raises AvsimInputError (one line, exit 1). `validate --strict`
@@ -13,9 +13,20 @@ from pathlib import Path
 import typer
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.typing import StrEnum
+from avsim.render import cli as render_cli
+from avsim.render import style
+from avsim.render.run.plan import DEFAULT_MAX_MEMORY_MIB, DEFAULT_PRESET, Backend, FrameSelectionError, Layout, Preset
 from avsim.scenario import Scenario
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+class AntiAliasing(StrEnum):
+    """`avsim render --aa`."""
+
+    ON = "on"
+    OFF = "off"
 
 
 def _load(path: Path) -> Scenario:
@@ -175,3 +186,53 @@ def export_scene_command(
     summary = export_scene(scn, out, times, progress=progress)
     typer.echo(f"wrote {out} ({len(summary.times_s)} time step(s), {summary.map_nodes} map, {summary.agent_nodes} agent, "
                f"{summary.camera_nodes} camera nodes, {summary.size_bytes} bytes)", err=True)  # fmt: skip
+
+
+# ---- avsim render ---------------------------------------------------------------------------------
+# The command lives here, in the lowest layer that knows both a scenario and an `avsim edit` output
+# (`avsim.edit.render_variants`); its options are parsed with `avsim.render.cli`'s helpers.
+@app.command("render")
+def render_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (avsim native format, e.g. from `avsim sample` or `avsim convert`), or an `avsim edit` output folder (manifest.json): every variant is rendered."),
+    out: Path = typer.Argument(..., help="Output folder; videos go to OUT/<clip>/<clip>.<camera>.mp4."),
+    cameras: str = typer.Option(None, "--cameras", help="Comma-separated camera names (default: every camera of the rig)."),
+    start: float = typer.Option(None, "--start", help="First time to render, seconds from the clip start."),
+    end: float = typer.Option(None, "--end", help="Last time to render, seconds from the clip start (inclusive)."),
+    frames: str = typer.Option(None, "--frames", help="Frames to render: N (the first N) or A:B (frames A..B-1)."),
+    fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
+    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help=render_cli.SIZE_HELP),
+    chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of every camera, mosaic and overlay)."),
+    overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control frames on (paired by time, docs/render.md)."),
+    overlay_offset: float = typer.Option(0.0, "--overlay-offset", help="Render time t shows real time t + S (real time 0: the first real frame)."),
+    overlay_fps: float = typer.Option(None, "--overlay-fps", help="Rate of an image folder of real frames whose names carry no 16/19-digit timestamp."),
+    mosaic: bool = typer.Option(False, "--mosaic", help="Also write a labelled mosaic video of all cameras."),
+    png: bool = typer.Option(False, "--png", help="Also write every frame as PNG under OUT/<clip>/png/<camera>/."),
+    layout: Layout = typer.Option(Layout.DEFAULT, "--layout", help="default: OUT/<clip>/<clip>.<camera>.mp4; posttrain: OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4; both."),
+    rig: str = typer.Option("scenario", "--rig", help=render_cli.RIG_HELP),
+    backend: Backend = typer.Option(Backend.NUMBA, "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),
+    preset: Preset = typer.Option(DEFAULT_PRESET, "--preset", metavar="PRESET", help="libx264 speed preset (crf 18 always): ultrafast, superfast, ... veryslow."),
+    aa: AntiAliasing = typer.Option(AntiAliasing.ON, "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
+    max_memory: int = typer.Option(DEFAULT_MAX_MEMORY_MIB, "--max-memory-mib", help="Memory budget of one render process in MiB: a time segment whose encoders would pass it is written in several passes (same bytes; docs/render.md). 0: no budget."),
+    labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
+) -> None:
+    """Render a scenario into world-scenario control videos, one per camera.
+
+    SCENARIO may also be the output folder of `avsim edit`: every variant it lists is rendered
+    with the same options to OUT/<scenario_id>/..., and OUT/render_summary.json lists them all.
+    """
+    from avsim.edit.render_report import render_scenario_or_variants
+
+    width, height = render_cli.parse_size(size)
+    opts = render_cli.render_options(
+        out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height,
+        chunk_frames=chunk, workers=workers, overlay=overlay, mosaic=mosaic, png=png, layout=layout, rig=rig,
+        backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa is AntiAliasing.ON,
+        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
+    )  # fmt: skip
+    render_cli.check_output(out)  # bad input fails here, in one line, before the progress bar appears
+    try:
+        render_scenario_or_variants(scenario, opts)
+    except FrameSelectionError as exc:
+        raise typer.BadParameter(str(exc)) from None

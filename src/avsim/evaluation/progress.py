@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from avsim.core.progress import progress_bar
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -35,13 +37,9 @@ def rich_steps(console: Console | None = None) -> Iterator[StepProgress]:
     Returns:
         (as a context manager) the `StepProgress` callback to hand to the metric code.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+    from rich.progress import TaskID
 
-    bar = Progress(
-        TextColumn("[bold]eval"), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console or Console(stderr=True), transient=False,
-    )  # fmt: skip
+    bar = progress_bar("eval", console=console, eta=False)
     tasks: dict[str, TaskID] = {}
 
     def update(step: str, done: int, total: int) -> None:

@@ -108,20 +108,22 @@ def is_current(out_dir: Path, digest: str) -> bool:
 
 
 def _render(task: ItemTask, tmp: Path) -> None:
-    from avsim.render.run.runner import is_variants_folder, load_scenario_folder, run_render, run_render_variants
+    from avsim.edit.render_variants import is_variants_folder, run_render_variants
+    from avsim.render.run.runner import run_render
+    from avsim.scenario.io import load_scenario
 
     opts = render_options(task.options, tmp, source=task.source)
     if is_variants_folder(task.source):
         run_render_variants(task.source, opts)
     else:
-        run_render(load_scenario_folder(task.source), opts)
+        run_render(load_scenario(task.source), opts)
 
 
 def _labels(task: ItemTask, tmp: Path) -> None:
     from avsim.render.run.labels import run_labels
-    from avsim.render.run.runner import load_scenario_folder
+    from avsim.scenario.io import load_scenario
 
-    run_labels(load_scenario_folder(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
+    run_labels(load_scenario(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
 
 
 def _convert(task: ItemTask, tmp: Path) -> None:

@@ -104,26 +104,18 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     Returns:
         An `avsim.render.run.runner.RenderOptions`.
     """
+    from avsim.core.errors import AvsimValueError
     from avsim.render import style
-    from avsim.render.run import writer
-    from avsim.render.run.runner import RIG_CHOICES, X264_PRESETS, RenderOptions
+    from avsim.render.run.plan import FrameSelectionError, RenderOptions
 
     width_px, height_px = parse_size(str(options.get("size", f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}")), source)
-    checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch")}
-    for key, allowed in checks.items():
-        if key in options and options[key] not in allowed:
-            raise AvsimInputError(source, key, f"expected one of {', '.join(allowed)}, got {options[key]!r}")
-    fps = float(options.get("fps", style.DEFAULT_FPS))
-    if not 0 < fps <= 1000:
-        raise AvsimInputError(source, "fps", f"must be > 0 and at most 1000, got {fps}")
-    if int(options.get("chunk", 0)) < 0:
-        raise AvsimInputError(source, "chunk", "must be >= 0")
     cameras = tuple(c.strip() for c in str(options["cameras"]).split(",") if c.strip()) if options.get("cameras") else None
-    return RenderOptions(
-        out=out, cameras=cameras, start_s=options.get("start"), end_s=options.get("end"), frames=options.get("frames"),
-        fps=fps, width_px=width_px, height_px=height_px, chunk_frames=int(options.get("chunk", 0)), workers=1,
-        rig=str(options.get("rig", "scenario")), backend=str(options.get("backend", "numba")),
-        preset=str(options.get("preset", writer.DEFAULT_PRESET)), layout=str(options.get("layout", "default")),
-        labels=True if labels_only else bool(options.get("labels", False)), mosaic=bool(options.get("mosaic", False)),
-        png=bool(options.get("png", False)),
-    )  # fmt: skip
+    fields: dict[str, Any] = {"start_s": options.get("start"), "end_s": options.get("end"), "frames": options.get("frames"),
+                              "chunk_frames": int(options.get("chunk", 0))}  # fmt: skip
+    fields.update({k: options[k] for k in ("fps", "rig", "backend", "preset", "layout", "mosaic", "png") if k in options})
+    try:
+        return RenderOptions(out=out, cameras=cameras, width_px=width_px, height_px=height_px, workers=1,
+                             labels=True if labels_only else bool(options.get("labels", False)), **fields)  # fmt: skip
+    except (AvsimValueError, FrameSelectionError) as exc:
+        key, _, reason = str(exc).partition(":")
+        raise AvsimInputError(source, {"chunk_frames": "chunk", "frames": "frames"}.get(key, key), reason.strip() or str(exc)) from None

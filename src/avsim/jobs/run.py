@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import read_items
 from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
 from avsim.jobs.items import ItemResult, ItemTask
@@ -75,17 +76,7 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
 
 
 def _progress(console: Console, kind: str) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(TextColumn(f"[bold]run {kind}"), BarColumn(), MofNCompleteColumn(), TextColumn("items"),
-                    TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console)  # fmt: skip
+    return progress_bar(f"run {kind}", unit="items", console=console)
 
 
 def execute(kind: str, tasks: list[ItemTask], config: EngineConfig, console: Console | None) -> list[ItemResult]:

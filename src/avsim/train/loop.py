@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from avsim.core.progress import progress_bar
 from avsim.models.config import TransferConfig, get_config
 from avsim.models.control import TransferDiT
 from avsim.models.layout import frames_per_view
@@ -101,14 +102,9 @@ class _Logger:
             kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if _logged_step(ln) <= start]
             path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
         self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn("train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
-            disable=not sys.stderr.isatty(),
-        )
+        self.progress = progress_bar("train", unit="steps", extra_field="info", disable=not sys.stderr.isatty())
         self.progress.start()
-        self.task = self.progress.add_task("train", total=total, completed=start, info="")
+        self.task = self.progress.add_task("", total=total, completed=start, info="")
 
     def log(self, record: dict[str, Any]) -> None:
         if not self.enabled:

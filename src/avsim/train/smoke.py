@@ -121,13 +121,15 @@ def _sample(out: Path, seed: int) -> str:
 def _render(out: Path, progress: Log) -> tuple[str, str]:
     """Control videos of the 7 model cameras at the debug size; returns (clip, line)."""
     from avsim.models.config import debug
-    from avsim.render.run.runner import RenderOptions, load_scenario_folder, run_render
+    from avsim.render.run.plan import FrameRange, RenderOptions
+    from avsim.render.run.runner import run_render
+    from avsim.scenario.io import load_scenario
 
     mc = debug()
-    opts = RenderOptions(out=out / "render", frames=str(SMOKE_FRAMES_30FPS), width_px=mc.width_px,
+    opts = RenderOptions(out=out / "render", frames=FrameRange(0, SMOKE_FRAMES_30FPS), width_px=mc.width_px,
                          height_px=mc.height_px, rig="cosmos")
     progress(f"rendering {len(mc.cameras)} cameras x {SMOKE_FRAMES_30FPS} frames ...")
-    summary = run_render(load_scenario_folder(out / "scenario"), opts)
+    summary = run_render(load_scenario(out / "scenario"), opts)
     clip_dir = out / "render" / summary.clip_id
     return summary.clip_id, (f"{clip_dir}: {len(summary.cameras)} control videos, {summary.frames} frames at "
                              f"{mc.width_px}x{mc.height_px} ({_mib(clip_dir)})")

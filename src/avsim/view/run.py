@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
-from avsim.render.run.writer import safe_name
+from avsim.render.run.plan import safe_name
 from avsim.render.style import DEFAULT_FPS
 from avsim.scenario import Scenario
 from avsim.scenario.io import load_scenario

@@ -27,7 +27,7 @@ def video_candidates(folder: Path, clip_id: str, camera: str) -> list[Path]:
 
     Args:
         folder: an `avsim render` / `avsim generate` output, or a folder of real videos.
-        clip_id: the file-safe clip id (`avsim.render.run.writer.safe_name` of the scenario id).
+        clip_id: the file-safe clip id (`avsim.render.run.plan.safe_name` of the scenario id).
         camera: the camera's name.
 
     Returns:

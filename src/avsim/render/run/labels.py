@@ -11,7 +11,7 @@ the same records and parts without encoding any video.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +19,15 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayByte, NDArrayInt32
+from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels import merge as labels_merge
 from avsim.render.labels import records as labels_io
-from avsim.render.run import writer
+from avsim.render.labels.boxes import frame_boxes_3d
+from avsim.render.run import units, writer
+from avsim.render.run.plan import RenderOptions, RenderPlan
+from avsim.render.run.units import StreamSegment
 
 if TYPE_CHECKING:
-    from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
 LABELS_FOLDER = "labels"
@@ -45,18 +47,18 @@ def labels_folder(out: Path, clip_id: str) -> Path:
     return Path(out) / clip_id / LABELS_FOLDER
 
 
-def part_path(out: Path, clip_id: str, segment: writer.Segment) -> Path:
-    """The label part file of one render segment.
+def part_path(out: Path, clip_id: str, segment: StreamSegment) -> Path:
+    """The label part file of one camera stream's render segment.
 
     Args:
         out: the render output folder.
         clip_id: the clip name (without chunk suffix).
-        segment: the segment.
+        segment: the segment (of a camera stream).
 
     Returns:
         `OUT/<clip>/labels/.parts/<camera>.<start:06d>.json`.
     """
-    return _part_in(labels_folder(out, clip_id), segment.camera, segment.start)
+    return _part_in(labels_folder(out, clip_id), segment.stream.camera, segment.start)
 
 
 def _part_in(folder: Path, camera: str, start: int) -> Path:
@@ -114,8 +116,6 @@ def frame_record(
     Returns:
         (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
     """
-    from avsim.render.labels.boxes import frame_boxes_3d
-
     img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
     boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
@@ -130,7 +130,7 @@ def frame_record(
     return img, rec
 
 
-def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path) -> Iterator[NDArrayByte]:
+def labelled_frames(renderer: SceneRenderer, segment: StreamSegment, part: Path) -> Iterator[NDArrayByte]:
     """The segment's images; once the last is taken, its records are written to `part`.
 
     The OpenLane documents are final per camera-frame files: they are written straight to
@@ -144,7 +144,7 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
     Returns:
         An iterator of (H, W, 3) uint8 RGB frames.
     """
-    i = renderer.rig.index(segment.camera)
+    i = renderer.rig.index(segment.stream.camera)
     records = []
     cam = renderer.rig.cameras[i]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
@@ -152,7 +152,7 @@ def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path
         img, rec = frame_record(renderer, f, i, buffers)
         records.append(rec)
         yield img
-    write_segment(part, segment.camera, records)
+    write_segment(part, segment.stream.camera, records)
 
 
 def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[int, tuple[str, int]]:
@@ -176,48 +176,43 @@ def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[in
     return out
 
 
-def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments: list[writer.Segment],
-                first: int, stop: int) -> list[Path]:  # fmt: skip
-    """Write the clip's label files from its segments' parts, then drop the parts.
+def merge_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, segments: list[StreamSegment]) -> list[Path]:
+    """Write the clip's label files from its camera segments' parts, then drop the parts.
 
     Args:
         scenario: the scenario.
-        opts: the render options (cameras resolved).
-        clip_id: the clip name.
-        segments: every segment of the clip.
-        first: first rendered frame.
-        stop: one past the last.
+        opts: the render options.
+        plan: the resolved plan.
+        segments: every camera segment of the clip.
 
     Returns:
         The label files written.
     """
-    folder = labels_folder(opts.out, clip_id)
-    parts = [(s.camera, part_path(opts.out, clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
-    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames))
+    folder = labels_folder(opts.out, plan.clip_id)
+    parts = [(s.stream.camera, part_path(opts.out, plan.clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
+    return write_from_parts(scenario, opts, plan, folder, parts)
 
 
-def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, parts: list[tuple[str, Path]],
-                     video: dict[int, tuple[str, int]]) -> list[Path]:  # fmt: skip
+def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, folder: Path, parts: list[tuple[str, Path]]) -> list[Path]:
     """Write the label files into `folder` from part files, one part in memory at a time, then drop the parts.
 
     Args:
         scenario: the scenario.
-        opts: the render options (cameras resolved).
+        opts: the render options (rig name, chunking).
+        plan: the resolved plan.
         folder: the label folder.
         parts: (camera, part file) in frame order.
-        video: frame index -> (video clip id, frame within that video).
 
     Returns:
         The label files written.
     """
-    assert opts.cameras is not None
+    video = video_map(plan.clip_id, plan.first, plan.stop, opts.chunk_frames)
     heads = [h for _, p in parts for h in labels_io.read_part_heads(p)]
 
     def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
         return (labels_io.read_part(p) for cam, p in parts if cam == camera)
 
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps, video,
-                                        (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, plan.cameras, plan.fps, video, plan.size_px, opts.rig)
     for _, p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
@@ -237,33 +232,26 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     Returns:
         The label folder.
     """
-    from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.runner import check_cameras, resolve_rig, select_frames
-
-    rig = resolve_rig(scenario, opts.rig)
-    cameras = tuple(opts.cameras) if opts.cameras else rig.names
-    check_cameras(cameras, rig)
-    first, stop = select_frames(len(scenario.frame_times(opts.fps)), opts.fps, opts.start_s, opts.end_s, opts.frames)
-    clip_id = writer.safe_name(scenario.scenario_id)
-    folder = labels_folder(opts.out, clip_id)
+    plan = RenderPlan.resolve(scenario, opts)
+    folder = labels_folder(opts.out, plan.clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
+    renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, size=plan.size_px, fps=plan.fps, antialias=opts.antialias)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        parts = _label_parts(renderer, Path(tmp), first, stop, progress)
-        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames))
+        parts = _label_parts(renderer, Path(tmp), plan.first, plan.stop, progress)
+        write_from_parts(scenario, opts, plan, Path(tmp), parts)
     return folder
 
 
 def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
                  progress: Callable[[int], None] | None) -> list[tuple[str, Path]]:  # fmt: skip
     """Every camera's records of frames [first, stop) as part files under `folder/.parts`, a render
-    segment's frames (`writer.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
+    segment's frames (`units.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
     cameras = renderer.rig.names
     cam = renderer.rig.cameras[0]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     parts: list[tuple[str, Path]] = []
-    for start in range(first, stop, writer.SEGMENT_FRAMES):
-        end = min(stop, start + writer.SEGMENT_FRAMES)
+    for start in range(first, stop, units.SEGMENT_FRAMES):
+        end = min(stop, start + units.SEGMENT_FRAMES)
         records: dict[str, list[dict[str, Any]]] = {c: [] for c in cameras}
         for f in range(start, end):
             for i, c in enumerate(cameras):

@@ -21,29 +21,26 @@ enforces.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from avsim.render.run import writer
+from avsim.render.run.plan import DEFAULT_MAX_MEMORY_MIB, Preset, RenderOptions, RenderPlan, StreamKind
+from avsim.render.run.units import StreamSegment, TimeSegment
 
-if TYPE_CHECKING:
-    from avsim.render.run.pool import StreamPart, TimeSegment
-    from avsim.render.run.runner import RenderOptions
-
-DEFAULT_MAX_MEMORY_MIB = 1000  # `avsim render --max-memory-mib`: the budget of one render process (0: none)
+__all__ = ["DEFAULT_MAX_MEMORY_MIB", "encoder_mib", "fit_segments", "fit_to_budget", "render_estimate", "unit_mib"]
 # libx264 at crf 18, one thread, after 100 frames of control-like video: (MiB, MiB per megapixel) of
 # one encoder, fitted over 640x360, 1280x720 and 1920x1080 with 3 encoders in one process
 # (`python bench/encoder_memory.py`, x86_64, PyAV 18.1); slower and veryslow are not measured: an
 # upper guess above slow's
-ENCODER_MIB: dict[str, tuple[float, float]] = {
-    "ultrafast": (21.0, 20.3),
-    "superfast": (26.0, 51.8),
-    "veryfast": (26.0, 78.7),
-    "faster": (36.0, 103.1),
-    "fast": (33.0, 148.9),
-    "medium": (27.0, 187.1),
-    "slow": (47.0, 209.2),
-    "slower": (30.0, 330.0),
-    "veryslow": (30.0, 330.0),
+ENCODER_MIB: dict[Preset, tuple[float, float]] = {
+    Preset.ULTRAFAST: (21.0, 20.3),
+    Preset.SUPERFAST: (26.0, 51.8),
+    Preset.VERYFAST: (26.0, 78.7),
+    Preset.FASTER: (36.0, 103.1),
+    Preset.FAST: (33.0, 148.9),
+    Preset.MEDIUM: (27.0, 187.1),
+    Preset.SLOW: (47.0, 209.2),
+    Preset.SLOWER: (30.0, 330.0),
+    Preset.VERYSLOW: (30.0, 330.0),
 }
 PROCESS_BASE_MIB = 250.0  # an idle render process: Python, numpy, numba's kernels, PyAV, libx264's shared state
 RENDER_MIB_PER_MPX = 12.0  # per rendered camera and megapixel: its (H, W, 2) float32 ray map and a time step's buffers
@@ -58,22 +55,22 @@ DECODER_MIB = (4.0, 18.0)
 READER_FRAME_MIB_PER_MPX = 3e6 / 2**20  # and per such camera the real frame its reader keeps at the render size (RGB)
 
 
-def encoder_mib(width_px: int, height_px: int, preset: str) -> float:
+def encoder_mib(width_px: int, height_px: int, preset: Preset) -> float:
     """Estimated resident MiB of one libx264 encoder of `width_px` x `height_px` frames.
 
     Args:
         width_px: frame width.
         height_px: frame height.
-        preset: x264 preset (a key of ENCODER_MIB).
+        preset: x264 preset.
 
     Returns:
         MiB.
     """
-    fixed_mib, per_mpx = ENCODER_MIB[preset]
+    fixed_mib, per_mpx = ENCODER_MIB[Preset(preset)]
     return fixed_mib + per_mpx * width_px * height_px / 1e6
 
 
-def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[int, int], mosaic_px: tuple[int, int], preset: str,
+def unit_mib(parts: tuple[StreamSegment, ...], n_rendered: int, camera_px: tuple[int, int], mosaic_px: tuple[int, int], preset: Preset,
              labels: bool = False) -> float:  # fmt: skip
     """Estimated peak MiB of a process writing `parts` of one time segment.
 
@@ -89,8 +86,8 @@ def unit_mib(parts: tuple[StreamPart, ...], n_rendered: int, camera_px: tuple[in
         MiB.
     """
     mpx = camera_px[0] * camera_px[1] / 1e6
-    encoders = sum(encoder_mib(*(mosaic_px if p.kind == "mosaic" else camera_px), preset) for p in parts)
-    n_labelled = sum(p.kind == "camera" for p in parts) if labels else 0
+    encoders = sum(encoder_mib(*(mosaic_px if p.stream.kind is StreamKind.MOSAIC else camera_px), preset) for p in parts)
+    n_labelled = sum(p.stream.kind is StreamKind.CAMERA for p in parts) if labels else 0
     return PROCESS_BASE_MIB + n_rendered * RENDER_MIB_PER_MPX * mpx + encoders + n_labelled * (LABELS_MIB[0] + LABELS_MIB[1] * mpx)
 
 
@@ -116,39 +113,41 @@ def fit_segments(segments: list[TimeSegment], budget_mib: float, estimate: Calla
         if estimate(seg) <= budget_mib:
             out.append(seg)
             continue
-        unit: tuple[StreamPart, ...] = ()
+        unit: tuple[StreamSegment, ...] = ()
         for group in _render_groups(seg.parts):
-            if unit and estimate(_with_parts(seg, (*unit, *group))) > budget_mib:
-                out.append(_with_parts(seg, unit))
+            if unit and estimate(seg.with_parts((*unit, *group))) > budget_mib:
+                out.append(seg.with_parts(unit))
                 unit = ()
             unit = (*unit, *group)
-        out.append(_with_parts(seg, unit))
+        out.append(seg.with_parts(unit))
     return out
 
 
-def _render_groups(parts: tuple[StreamPart, ...]) -> list[tuple[StreamPart, ...]]:
+def _render_groups(parts: tuple[StreamSegment, ...]) -> list[tuple[StreamSegment, ...]]:
     """`parts` grouped by the render they share: the mosaic, then one group per camera in first-seen order."""
-    groups: dict[str, list[StreamPart]] = {}
-    for p in sorted(parts, key=lambda p: p.kind != "mosaic"):  # stable: the mosaic first, then the parts' order
-        groups.setdefault("" if p.kind == "mosaic" else p.camera, []).append(p)
+    groups: dict[str, list[StreamSegment]] = {}
+    for p in sorted(parts, key=lambda p: p.stream.kind is not StreamKind.MOSAIC):  # stable: the mosaic first, then the parts' order
+        groups.setdefault(p.stream.camera, []).append(p)
     return [tuple(g) for g in groups.values()]
 
 
-def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]] = ()) -> list[TimeSegment]:
+def fit_to_budget(segments: list[TimeSegment], opts: RenderOptions, plan: RenderPlan,
+                  real_sizes_px: Sequence[tuple[int, int]] = ()) -> list[TimeSegment]:  # fmt: skip
     """`fit_segments` with the render's own sizes, preset and budget (`opts.max_memory_mib`).
 
     Args:
         segments: the time segments to write.
-        opts: render options with `cameras` set.
+        opts: render options.
+        plan: the resolved plan (cameras, size).
         real_sizes_px: (width, height) of each overlay camera's real video (`--overlay`; image folders: none).
 
     Returns:
         As `fit_segments`.
     """
-    return fit_segments(segments, opts.max_memory_mib, render_estimate(opts, real_sizes_px))
+    return fit_segments(segments, opts.max_memory_mib, render_estimate(opts, plan, real_sizes_px))
 
 
-def render_estimate(opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]] = ()) -> Callable[[TimeSegment], float]:
+def render_estimate(opts: RenderOptions, plan: RenderPlan, real_sizes_px: Sequence[tuple[int, int]] = ()) -> Callable[[TimeSegment], float]:
     """The estimated peak MiB of a render process writing one (unit of a) time segment.
 
     Every camera's ray map and every overlay video's decoder count in every unit: a worker
@@ -156,16 +155,16 @@ def render_estimate(opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]
     renders every camera.
 
     Args:
-        opts: render options with `cameras` set.
+        opts: render options (preset, labels).
+        plan: the resolved plan (cameras, size).
         real_sizes_px: as `fit_to_budget`.
 
     Returns:
         segment -> MiB.
     """
-    assert opts.cameras is not None, "cameras resolved first"
-    n_cameras = len(opts.cameras)
+    n_cameras = len(plan.cameras)
     _, mosaic_w, mosaic_h = writer.mosaic_size(n_cameras)
-    camera_px = (opts.width_px, opts.height_px)
+    camera_px = plan.size_px
     kept_mib = READER_FRAME_MIB_PER_MPX * camera_px[0] * camera_px[1] / 1e6
     decoders = sum(DECODER_MIB[0] + DECODER_MIB[1] * w * h / 1e6 + kept_mib for w, h in real_sizes_px)
 
@@ -173,7 +172,3 @@ def render_estimate(opts: RenderOptions, real_sizes_px: Sequence[tuple[int, int]
         return decoders + unit_mib(seg.parts, n_cameras, camera_px, (mosaic_w, mosaic_h), opts.preset, opts.labels)
 
     return estimate
-
-
-def _with_parts(seg: TimeSegment, parts: tuple[StreamPart, ...]) -> TimeSegment:
-    return type(seg)(seg.clip_id, seg.start, seg.stop, parts)

@@ -27,63 +27,18 @@ from typing import TYPE_CHECKING, Protocol
 from avsim.core.memory import release_free_heap
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.core.video import MP4Writer
+from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.run import labels as labels_run
 from avsim.render.run import memory as memory_plan
 from avsim.render.run import overlay, writer
+from avsim.render.run.plan import Backend, RenderOptions, RenderPlan, StreamKind
 from avsim.render.run.real_frames import RealCamera, RealReader
+from avsim.render.run.units import StreamSegment, TimeSegment
 
 if TYPE_CHECKING:
-    from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
 PROGRESS_BATCH_UNITS = 10  # a worker reports finished stream-frames to the main process in batches this size
-STREAM_KINDS = ("camera", "mosaic", "overlay")
-
-
-@dataclass(frozen=True)
-class StreamPart:
-    """One output stream's part of a time segment: `kind` in STREAM_KINDS, its camera ("" for the mosaic)."""
-
-    kind: str
-    camera: str
-    segment: writer.Segment
-
-    def __post_init__(self) -> None:
-        if self.kind not in STREAM_KINDS:
-            raise ValueError(f"kind: expected one of {STREAM_KINDS}, got {self.kind!r}")
-
-
-@dataclass(frozen=True)
-class TimeSegment:
-    """Frames [start, stop) of clip (or chunk) `clip_id`, for the streams in `parts`."""
-
-    clip_id: str
-    start: int
-    stop: int
-    parts: tuple[StreamPart, ...]
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.start < self.stop or not self.parts:
-            raise ValueError(f"a time segment needs frames and parts, got [{self.start}, {self.stop}) with {len(self.parts)} parts")
-
-    @property
-    def n_frames(self) -> int:
-        """Frames in the segment."""
-        return self.stop - self.start
-
-    def cameras(self, all_cameras: tuple[str, ...]) -> list[str]:
-        """The cameras a worker must render (every camera when the mosaic is among the parts).
-
-        Args:
-            all_cameras: the render's cameras, in order.
-
-        Returns:
-            Camera names in `all_cameras` order.
-        """
-        if any(p.kind == "mosaic" for p in self.parts):
-            return list(all_cameras)
-        wanted = {p.camera for p in self.parts}
-        return [c for c in all_cameras if c in wanted]
 
 
 @dataclass(frozen=True)
@@ -142,30 +97,26 @@ class SegmentWorker:
     def __init__(self) -> None:
         self.renderer: SceneRenderer | None = None
         self.opts: RenderOptions | None = None
+        self.plan: RenderPlan | None = None
         self.reals: dict[str, RealCamera] = {}
         self.first = 0
         self.queue: _CountQueue | None = None
         self._readers: dict[str, RealReader] = {}
 
-    def start(self, scenario: Scenario, opts: RenderOptions, reals: dict[str, RealCamera], first: int,
+    def start(self, scenario: Scenario, opts: RenderOptions, plan: RenderPlan, reals: dict[str, RealCamera],
               queue: _CountQueue | None) -> None:  # fmt: skip
-        """Build the renderer of `scenario` per `opts` (cameras resolved).
+        """Build the renderer of `scenario` per `plan`.
 
         Args:
             scenario: the scenario.
-            opts: render options with `cameras` set.
+            opts: render options.
+            plan: the resolved plan (rig, cameras, frames, size).
             reals: camera -> its real frames (overlay only; else empty).
-            first: the first rendered frame (render time 0 of the overlay pairing).
             queue: where finished stream-frames are reported (pool), or None.
         """
-        from avsim.render.geometry.scene import SceneRenderer
-        from avsim.render.run.runner import resolve_rig
-
-        self.renderer = SceneRenderer(
-            scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
-            fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
-        )  # fmt: skip
-        self.opts, self.reals, self.first, self.queue = opts, reals, first, queue
+        self.renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, size=plan.size_px, fps=plan.fps,
+                                      backend=opts.backend, antialias=opts.antialias)  # fmt: skip
+        self.opts, self.plan, self.reals, self.first, self.queue = opts, plan, reals, plan.first, queue
         self._readers = {}
 
     def _frames(self, seg: TimeSegment, camera: str, clock: _Clock) -> Iterator[tuple[NDArrayByte, NDArrayBool | None]]:
@@ -173,13 +124,12 @@ class SegmentWorker:
         renderer, opts = self.renderer, self.opts
         assert renderer is not None and opts is not None, "start() first"
         i = renderer.rig.index(camera)
-        wants_overlay = any(p.kind == "overlay" and p.camera == camera for p in seg.parts)
-        cam_part = next((p.segment for p in seg.parts if p.kind == "camera" and p.camera == camera), None)
+        wants_overlay = any(p.stream.kind is StreamKind.OVERLAY and p.stream.camera == camera for p in seg.parts)
+        cam_part = next((p for p in seg.parts if p.stream.kind is StreamKind.CAMERA and p.stream.camera == camera), None)
         labelled: Iterator[NDArrayByte] | None = None
         if opts.labels and cam_part is not None:
-            from avsim.render.run import labels as labels_run
-
-            part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), cam_part)
+            assert self.plan is not None
+            part = labels_run.part_path(opts.out, self.plan.clip_id, cam_part)
             labelled = labels_run.labelled_frames(renderer, cam_part, part)
         for f in range(seg.start, seg.stop):
             coverage = None
@@ -187,7 +137,7 @@ class SegmentWorker:
                 img = next(labelled)
                 if wants_overlay:
                     coverage = overlay.render_with_coverage(renderer, f, i)[1]
-            elif wants_overlay and opts.backend == "numba":
+            elif wants_overlay and opts.backend is Backend.NUMBA:
                 img, coverage = overlay.render_with_coverage(renderer, f, i)
             else:
                 img = renderer.render_camera(f, i)
@@ -215,18 +165,18 @@ class SegmentWorker:
         Returns:
             What was written and the CPU time of each stage.
         """
-        renderer, opts = self.renderer, self.opts
-        assert renderer is not None and opts is not None and opts.cameras is not None, "start() first"
+        renderer, opts, plan = self.renderer, self.opts, self.plan
+        assert renderer is not None and opts is not None and plan is not None, "start() first"
         clock = _Clock()
-        cameras = seg.cameras(tuple(opts.cameras))
+        cameras = seg.cameras(plan.cameras)
         renderer.prepare_rays(cameras)  # before this segment's encoders open (peak memory)
-        order = writer.mosaic_order(tuple(opts.cameras))
+        order = writer.mosaic_order(plan.cameras)
         columns, mosaic_w, mosaic_h = writer.mosaic_size(len(order))
         with ExitStack() as stack:
-            encoders: dict[tuple[str, str], tuple[MP4Writer, writer.Segment]] = {}
+            encoders: list[tuple[MP4Writer, StreamSegment]] = []
             for p in seg.parts:
-                size = (mosaic_w, mosaic_h) if p.kind == "mosaic" else (opts.width_px, opts.height_px)
-                encoders[p.kind, p.camera] = (stack.enter_context(MP4Writer(p.segment.part, *size, opts.fps, preset=opts.preset)), p.segment)
+                size = (mosaic_w, mosaic_h) if p.stream.kind is StreamKind.MOSAIC else plan.size_px
+                encoders.append((stack.enter_context(MP4Writer(p.part, *size, plan.fps, preset=str(opts.preset))), p))
             streams = {cam: self._frames(seg, cam, clock) for cam in cameras}
             for f in range(seg.start, seg.stop):
                 frames = {cam: next(it) for cam, it in streams.items()}
@@ -238,21 +188,22 @@ class SegmentWorker:
             clock.lap("render")
         clock.lap("encode")  # the encoders' flush on close
         release_free_heap()  # the closed encoders' buffers, so that a long clip's segments do not pile up pages
-        counts = {k: seg.n_frames * sum(p.kind == k for p in seg.parts) for k in STREAM_KINDS}
         s = clock.seconds
-        return StageTimes(counts["camera"], counts["mosaic"], counts["overlay"], s["render"], s["encode"], s["composite"])
+        return StageTimes(seg.count(StreamKind.CAMERA), seg.count(StreamKind.MOSAIC), seg.count(StreamKind.OVERLAY),
+                          s["render"], s["encode"], s["composite"])  # fmt: skip
 
     def _write_frame(self, f: int, frames: dict[str, tuple[NDArrayByte, NDArrayBool | None]],
-                     encoders: dict[tuple[str, str], tuple[MP4Writer, writer.Segment]], clock: _Clock,
+                     encoders: list[tuple[MP4Writer, StreamSegment]], clock: _Clock,
                      mosaic: tuple[list[str], int]) -> None:  # fmt: skip
         """Feed frame `f` of every needed camera to the encoders of the segment's parts."""
-        for (kind, cam), (enc, part) in encoders.items():
-            if kind == "camera":
+        for enc, part in encoders:
+            kind, cam = part.stream.kind, part.stream.camera
+            if kind is StreamKind.CAMERA:
                 enc.write(frames[cam][0])
                 if part.png_dir is not None:
                     writer.write_png(part.png_dir / f"{f:06d}.png", frames[cam][0])
                 clock.lap("encode")
-            elif kind == "mosaic":
+            elif kind is StreamKind.MOSAIC:
                 order, columns = mosaic
                 tw, th = writer.MOSAIC_TILE_PX
                 tiled = writer.tile_mosaic({c: frames[c][0] for c in order}, order, tw, th, columns)
@@ -297,8 +248,8 @@ def _process_worker() -> SegmentWorker:
     return SegmentWorker()
 
 
-def _init_pool_worker(scenario: Scenario, opts: RenderOptions, reals: dict[str, RealCamera], first: int, queue: _CountQueue) -> None:
-    _process_worker().start(scenario, opts, reals, first, queue)
+def _init_pool_worker(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, reals: dict[str, RealCamera], queue: _CountQueue) -> None:
+    _process_worker().start(scenario, opts, plan, reals, queue)
 
 
 def _run_pool_segment(seg: TimeSegment) -> StageTimes:
@@ -325,23 +276,22 @@ def spread_over_workers(segments: list[TimeSegment], workers: int) -> list[TimeS
         if k < 0 or len(out[k].parts) < 2:
             break
         seg = out[k]
-        parts = sorted(seg.parts, key=lambda p: p.kind != "mosaic")  # stable: the mosaic first, then rig order
+        parts = sorted(seg.parts, key=lambda p: p.stream.kind is not StreamKind.MOSAIC)  # stable: the mosaic first, then rig order
         half = (len(parts) + 1) // 2
-        out[k : k + 1] = [TimeSegment(seg.clip_id, seg.start, seg.stop, tuple(parts[:half])),
-                          TimeSegment(seg.clip_id, seg.start, seg.stop, tuple(parts[half:]))]  # fmt: skip
+        out[k : k + 1] = [seg.with_parts(tuple(parts[:half])), seg.with_parts(tuple(parts[half:]))]
     return out
 
 
-def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[TimeSegment], reals: dict[str, RealCamera],
-                    first: int, progress: Callable[[int], None] | None) -> StageTimes:  # fmt: skip
+def render_segments(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, segments: list[TimeSegment],
+                    reals: dict[str, RealCamera], progress: Callable[[int], None] | None) -> StageTimes:  # fmt: skip
     """Render `segments` in this process (`opts.workers == 1`) or in a pool of `opts.workers` processes.
 
     Args:
         scenario: the scenario.
-        opts: render options with `cameras` set.
+        opts: render options.
+        plan: the resolved plan.
         segments: the time segments to write.
         reals: camera -> real frames (overlay), else empty.
-        first: first rendered frame of the clip.
         progress: called with numbers of finished stream-frames.
 
     Returns:
@@ -350,25 +300,25 @@ def render_segments(scenario: Scenario, opts: RenderOptions, segments: list[Time
     if not segments:
         return StageTimes()
     real_sizes = [r.size_px for r in reals.values() if r.video is not None]
-    segments = spread_over_workers(memory_plan.fit_to_budget(segments, opts, real_sizes), opts.workers)
-    total = StageTimes(peak_estimate_mib=max(map(memory_plan.render_estimate(opts, real_sizes), segments)))
+    segments = spread_over_workers(memory_plan.fit_to_budget(segments, opts, plan, real_sizes), opts.workers)
+    total = StageTimes(peak_estimate_mib=max(map(memory_plan.render_estimate(opts, plan, real_sizes), segments)))
     if opts.workers > 1 and len(segments) > 1:
-        return total.plus(_run_pool(scenario, opts, segments, reals, first, progress))
+        return total.plus(_run_pool(scenario, opts, plan, segments, reals, progress))
     worker = SegmentWorker()
-    worker.start(scenario, opts, reals, first, None)
+    worker.start(scenario, opts, plan, reals, None)
     for seg in segments:
         total = total.plus(worker.render_segment(seg, progress))
     return total
 
 
-def _run_pool(scenario: Scenario, opts: RenderOptions, segments: list[TimeSegment], reals: dict[str, RealCamera],
-              first: int, progress: Callable[[int], None] | None) -> StageTimes:  # fmt: skip
+def _run_pool(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, segments: list[TimeSegment],
+              reals: dict[str, RealCamera], progress: Callable[[int], None] | None) -> StageTimes:  # fmt: skip
     ctx = mp.get_context("spawn")  # no inherited state: safe with numba / torch / encoders
     manager = ctx.Manager()
     queue = manager.Queue()
     total = StageTimes()
     try:
-        initargs = (scenario, opts, reals, first, queue)
+        initargs = (scenario, opts, plan, reals, queue)
         with ProcessPoolExecutor(opts.workers, mp_context=ctx, initializer=_init_pool_worker, initargs=initargs) as pool:
             # most work first, so the pool's greedy scheduling ends evenly
             ordered = sorted(segments, key=lambda s: -(s.n_frames * len(s.parts)))

@@ -7,7 +7,7 @@ Layouts (compatible with the public Cosmos tooling):
 
 With chunking (``chunk_frames > 0``) chunk k of a clip is written under the clip id
 ``<clip>_<k>`` in either layout. A camera's frames are encoded in fixed segments of
-`SEGMENT_FRAMES` (the unit of parallel work) that are remuxed into the final video without
+`avsim.render.run.units.SEGMENT_FRAMES` (the unit of resume) that are remuxed into the final video without
 re-encoding. Every file is written atomically: an interrupted run leaves finished segments
 (under ``<out>/<clip>/.parts``) and finished videos, never a partial file, and a rerun
 continues from there (resumable).
@@ -16,9 +16,7 @@ continues from there (resumable).
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import av
@@ -28,24 +26,10 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
 from avsim.core.rig import MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
+from avsim.render.run.plan import Layout, Stream, StreamKind
+from avsim.render.run.units import StreamJob
 
-LAYOUTS = ("default", "posttrain", "both")
 POSTTRAIN_FOLDER = "control_input_hdmap_bbox"
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_name(name: str) -> str:
-    """A file-name-safe version of a clip or camera id.
-
-    Args:
-        name: the id.
-
-    Returns:
-        The id with runs of other characters than letters, digits, ``.``, ``_``, ``-`` replaced by
-        ``_`` (outer ``.``/``_`` stripped; "clip" if nothing is left).
-    """
-    out = _SAFE.sub("_", str(name)).strip("._")
-    return out or "clip"
 
 
 def chunk_ranges(n_frames: int, chunk_frames: int) -> list[tuple[int, int]]:
@@ -77,26 +61,44 @@ def chunk_clip_id(clip_id: str, chunk_index: int, n_chunks: int) -> str:
     return clip_id if n_chunks == 1 else f"{clip_id}_{chunk_index}"
 
 
-def camera_video_paths(out: Path, clip_id: str, camera: str, layout: str) -> list[Path]:
+def camera_video_paths(out: Path, clip_id: str, camera: str, layout: Layout) -> list[Path]:
     """Where one camera's video of one clip (or chunk) goes.
 
     Args:
         out: output folder.
         clip_id: clip (or chunk) id.
         camera: camera name.
-        layout: "default", "posttrain" or "both".
+        layout: the layout.
 
     Returns:
         One path per layout, default first.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+    layout = Layout(layout)
     paths = []
-    if layout in ("default", "both"):
+    if layout in (Layout.DEFAULT, Layout.BOTH):
         paths.append(out / clip_id / f"{clip_id}.{camera}.mp4")
-    if layout in ("posttrain", "both"):
+    if layout in (Layout.POSTTRAIN, Layout.BOTH):
         paths.append(out / POSTTRAIN_FOLDER / f"ftheta_{camera}" / f"{clip_id}.mp4")
     return paths
+
+
+def stream_outputs(out: Path, clip_id: str, stream: Stream, layout: Layout) -> tuple[Path, ...]:
+    """The files one stream of one clip (or chunk) is written to.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+        stream: the stream.
+        layout: the camera videos' layout.
+
+    Returns:
+        A camera stream's paths per `camera_video_paths`; the mosaic's or an overlay's one path.
+    """
+    if stream.kind is StreamKind.MOSAIC:
+        return (mosaic_path(out, clip_id),)
+    if stream.kind is StreamKind.OVERLAY:
+        return (overlay_path(out, clip_id, stream.camera),)
+    return tuple(camera_video_paths(out, clip_id, stream.camera, layout))
 
 
 def png_folder(out: Path, clip_id: str, camera: str) -> Path:
@@ -140,85 +142,7 @@ def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
     return out / clip_id / f"{clip_id}.{camera}.overlay.mp4"
 
 
-SEGMENT_FRAMES = 150  # encoding unit: a camera's clip is encoded in segments, then remuxed
-
-
-def _pngs_done(png_dir: Path | None, start: int, stop: int) -> bool:
-    """True when no PNGs are asked for (png_dir None) or frames [start, stop) all have theirs."""
-    return png_dir is None or all((png_dir / f"{f:06d}.png").is_file() for f in range(start, stop))
-
-
-@dataclass(frozen=True)
-class Segment:
-    """Frames [start, stop) of one camera, encoded on their own into `part` (an mp4)."""
-
-    camera: str
-    start: int
-    stop: int
-    part: Path
-    png_dir: Path | None
-
-    def done(self) -> bool:
-        """Whether the segment is finished (a rerun skips it).
-
-        Returns:
-            True when the part and every asked-for PNG exist.
-        """
-        return self.part.is_file() and _pngs_done(self.png_dir, self.start, self.stop)
-
-
-@dataclass(frozen=True)
-class CameraJob:
-    """One camera over frames [start, stop) written under `clip_id` (one video per output).
-
-    The frames are encoded in fixed segments of `SEGMENT_FRAMES` (independent of the number of
-    workers, so the bytes are too) that are remuxed into the outputs; finished segments are
-    kept until then, so an interrupted run resumes mid-clip.
-    """
-
-    camera: str
-    clip_id: str
-    start: int
-    stop: int
-    outputs: tuple[Path, ...]
-    png_dir: Path | None
-    digest: str = ""  # `avsim.core.digest.input_digest` of what the outputs are made from ("" : none)
-
-    def done(self) -> bool:
-        """Whether the job's files are all there (the runner also compares the recorded digest).
-
-        Returns:
-            True when every output and every asked-for PNG exist.
-        """
-        return all(p.is_file() for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
-
-    @property
-    def _part_tag(self) -> str:
-        """Parts carry a digest prefix: a rerun with other inputs never joins a stale part."""
-        return f".{self.digest[:12]}" if self.digest else ""
-
-    @property
-    def parts_dir(self) -> Path:
-        """Folder of the job's segment files (beside its first output)."""
-        return self.outputs[0].parent / ".parts"
-
-    def segments(self) -> list[Segment]:
-        """The job's encoding units.
-
-        Returns:
-            Segments of SEGMENT_FRAMES frames (the last may be shorter), in order.
-        """
-        return [
-            Segment(self.camera, a, min(a + SEGMENT_FRAMES, self.stop),
-                    self.parts_dir / f"{self.clip_id}.{self.camera}.{a:06d}{self._part_tag}.mp4", self.png_dir)
-            for a in range(self.start, self.stop, SEGMENT_FRAMES)
-        ]  # fmt: skip
-
-
-DEFAULT_PRESET = "superfast"  # libx264 speed preset: ~30 % less encode time than veryfast at crf 18
-
-
-def assemble_job(job: CameraJob) -> None:
+def assemble_job(job: StreamJob) -> None:
     """Remux the job's finished segments into its outputs (atomically) and drop the parts.
 
     Args:
@@ -234,7 +158,7 @@ def assemble_job(job: CameraJob) -> None:
     sweep_job(job)
 
 
-def sweep_job(job: CameraJob) -> None:
+def sweep_job(job: StreamJob) -> None:
     """Remove what killed runs left of `job`: temporaries of its outputs and parts whose process
     is gone, finished parts made from other inputs (another digest tag), and the `.parts` folder
     once it is empty.
@@ -246,7 +170,7 @@ def sweep_job(job: CameraJob) -> None:
     for path in [*job.outputs, *current]:
         remove_stale_temporaries(path)
     if job.digest and job.parts_dir.is_dir():
-        for part in job.parts_dir.glob(f"{job.clip_id}.{job.camera}.[0-9][0-9][0-9][0-9][0-9][0-9].*.mp4"):
+        for part in job.parts_dir.glob(job.part_glob()):
             if part not in current:
                 part.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # other cameras' parts are still there
