@@ -18,7 +18,8 @@ from avsim.render.geometry import projection as geo
 from avsim.render.geometry.scene import FrameObjects, camera_primitives
 from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, unoccluded_pixels, visible_boxes
 from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE, rle_decode
-from avsim.render.raster.draw import rasterize_numba, ray_map
+from avsim.render.raster.draw import rasterize_numba
+from avsim.render.raster.primitives import ray_map
 
 FRONT = "camera_front_wide_120fov"
 CLIP = "avsim_sample_seed0"
@@ -155,7 +156,7 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
 
 
 def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
-    from avsim.render.geometry.kernels import Projector, pixels_px
+    from avsim.render.geometry.projector import Projector, pixels_px
 
     p = np.random.default_rng(3).normal(size=(500, 3)) * 20
     p[:3] = [[1.0, 2.0, 0.0], [1.0, 2.0, -0.0], [-0.0, 0.0, 3.0]]  # on the camera plane; the axis

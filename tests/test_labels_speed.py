@@ -14,19 +14,11 @@ import pytest
 from avsim.cli import main
 from avsim.core import video as core_video
 from avsim.render import style
-from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
 from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels.boxes import unoccluded_pixels
-from avsim.render.raster.draw import (
-    Primitives,
-    _f64,
-    _obj_ids,
-    _plane_params,
-    draw_capsules,
-    draw_planars,
-    new_id_stats,
-)
-from avsim.render.raster.kernels import PARAM_EPS
+from avsim.render.raster.draw import new_id_stats
+from avsim.render.raster.kernels import PARAM_EPS, draw_capsules, draw_planars
+from avsim.render.raster.primitives import PIXEL_CENTRE_OFFSET, DrawPlan, FrameBuffers, IdBuffers, Primitives
 from avsim.scenario.io import load_scenario
 
 CAMERAS = "camera_front_wide_120fov,camera_cross_left_120fov"
@@ -140,23 +132,22 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
     """Reference: each object's primitives drawn alone into cleared buffers with the raster kernels."""
     h, w = prims.height_px, prims.width_px
     counts = np.zeros(n_objects, np.int64)
-    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
-    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri), _f64(prims.pl_rgb), np.ascontiguousarray(prims.pl_bbox, np.int64),
-          _f64(prims.pl_zscale), _f64(prims.pl_zbias), spans, np.ascontiguousarray(prims.pl_row_start, np.int64),
-          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2), np.full(prims.n_planars, -np.inf, np.float32))  # fmt: skip
-    cap = tuple(_f64(getattr(prims, f)) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))
-    no_win = (np.zeros((1, 1), np.int32), np.zeros(max(prims.n_capsules, prims.n_planars), np.int32), False, new_id_stats(n_objects))
-    track = (np.ones(prims.n_capsules, bool), np.ones(prims.n_planars, bool))
-    ranks = (prims.cap_order.astype(np.int64), prims.pl_order.astype(np.int64))
-    floors = np.full(prims.n_capsules, -np.inf, np.float32)
+    cap_obj, pl_obj = prims.capsules.object_ids(), prims.planars.object_ids()
+    caps, pls = prims.capsules.arrays(), prims.planars.arrays()
+    no_floor = (np.full(prims.n_capsules, -np.inf, np.float32), np.full(prims.n_planars, -np.inf, np.float32))
+    codes = np.zeros(max(prims.n_capsules, prims.n_planars), np.int32)
+    stats = new_id_stats(n_objects)
     for k in range(n_objects):
         img, zbuf, ids = np.zeros((h, w, 3), np.uint8), np.full((h, w), np.inf, np.float32), np.full((h, w), -1, np.int32)
-        zrank = np.zeros((h, w), np.int32)
+        buf = FrameBuffers(img, zbuf, np.zeros((h, w), np.int32), np.zeros((1, 1), np.int32), False)
         for p in np.flatnonzero(pl_obj == k):
-            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], np.array([p]), style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj, True, *no_win, track[1], (0, h - 1, 0))
+            draw = DrawPlan(no_floor[1], prims.planars.order, np.array([p]), codes)
+            idb = IdBuffers(ids, pl_obj, True, stats, np.ones(prims.n_planars, bool))
+            draw_planars(buf, rays, pls, draw, idb, (style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS), (0, h - 1, 0))
         for s in np.flatnonzero(cap_obj == k):
-            draw_capsules(img, zbuf, zrank, *cap, floors, ranks[0], np.array([s]), PIXEL_CENTRE_OFFSET, ids, cap_obj, True, *no_win, track[0], (0, h - 1, 0))
+            draw = DrawPlan(no_floor[0], prims.capsules.order, np.array([s]), codes)
+            idb = IdBuffers(ids, cap_obj, True, stats, np.ones(prims.n_capsules, bool))
+            draw_capsules(buf, caps, draw, idb, PIXEL_CENTRE_OFFSET, (0, h - 1, 0))
         counts[k] = int((ids == k).sum())
     return counts
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, read_video
 from avsim.maps import style as map_style
 from avsim.render.geometry.scene import SceneRenderer
-from avsim.render.raster.draw import Primitives, rasterize_numba
+from avsim.render.raster.draw import rasterize_numba
+from avsim.render.raster.primitives import Capsules, Primitives
 from avsim.render.run import overlay, real_frames
 from avsim.scenario.io import save_scenario
 from avsim.scenario.synthetic import highway_scenario
@@ -42,11 +42,10 @@ def _palette() -> list[tuple[int, int, int]]:
 
 
 def _capsule(rgb: tuple[int, int, int], depth_m: float) -> Primitives:
-    return Primitives(
-        W, H, cap_xy=np.array([[20.0, 40.0, 140.0, 40.0]]), cap_inv_depth=np.full((1, 2), 1.0 / depth_m),
-        cap_radius_px=np.array([3.0]), cap_rgb=np.array([rgb], float), cap_zscale=np.ones(1), cap_zbias=np.zeros(1),
-        cap_order=np.zeros(1, np.int64),
-    )  # fmt: skip
+    return Primitives(W, H, Capsules(
+        xy_px=np.array([[20.0, 40.0, 140.0, 40.0]]), inv_depth=np.full((1, 2), 1.0 / depth_m), radius_px=np.array([3.0]),
+        rgb=np.array([rgb], float), zscale=np.ones(1), zbias=np.zeros(1), order=np.zeros(1, np.int64),
+    ))  # fmt: skip
 
 
 def test_every_palette_colour_fades_to_exact_black_so_coverage_comes_from_the_rasteriser():
@@ -61,7 +60,7 @@ def test_every_palette_colour_fades_to_exact_black_so_coverage_comes_from_the_ra
         ids = np.empty((H, W), np.int32)
         img = rasterize_numba(far, rays, ids_out=ids)
         assert not img.any()
-        marked = dataclasses.replace(far, cap_obj=np.zeros(1, np.int32))
+        marked = far.with_object_ids(np.zeros(1, np.int32), np.zeros(0, np.int32))
         img = rasterize_numba(marked, rays, ids_out=ids)
         assert not img.any() and (ids[40, 80] == 0) and (ids >= 0).sum() > 100
 

@@ -14,14 +14,13 @@ import pytest
 
 from avsim.render import style
 from avsim.render.raster import kernels as raster_kernels
-from avsim.render.raster.draw import Primitives
-from avsim.render.raster.kernels import PARAM_EPS, plane_params
+from avsim.render.raster.kernels import PARAM_EPS
+from avsim.render.raster.primitives import Planars
 
-pytestmark = pytest.mark.skipif(raster_kernels._njit is None, reason="needs numba")
 FAR_M = 9.0
 
 
-def _planars(rng: np.random.Generator, n: int) -> Primitives:
+def _planars(rng: np.random.Generator, n: int) -> Planars:
     origin = rng.normal(0.0, 3.0, (n, 3)) + np.array([0.0, 0.0, 8.0])
     e1, e2 = rng.normal(0.0, 4.0, (n, 3)), rng.normal(0.0, 4.0, (n, 3))
     e2[0] = 2.0 * e1[0]  # degenerate (zero area): plane parameters zeroed
@@ -32,9 +31,10 @@ def _planars(rng: np.random.Generator, n: int) -> Primitives:
     for p, (ox, oy, z) in enumerate([(4e-9, 0.0, 8.0), (1.6e-8, 0.0, 8.0), (0.0, -4e-9, 8.0), (0.0, -1.6e-8, 8.0),
                                      (-2e-9, -2e-9, 8.0), (0.0, 0.0, style.NEAR_M), (0.0, 0.0, FAR_M)], start=3):  # fmt: skip
         origin[p], e1[p], e2[p] = np.array([ox, oy, z]), np.array([8.0, 0.0, 0.0]), np.array([0.0, 8.0, 0.0])
-    return Primitives(
-        64, 64, pl_origin=origin, pl_e1=e1, pl_e2=e2, pl_is_tri=rng.random(n) < 0.5,
-        pl_rgb=rng.uniform(0.0, 255.0, (n, 4, 3)), pl_zscale=rng.uniform(0.5, 2.0, n), pl_zbias=rng.uniform(0.0, 0.1, n),
+    return Planars(
+        origin=origin, e1=e1, e2=e2, is_tri=rng.random(n) < 0.5, rgb=rng.uniform(0.0, 255.0, (n, 4, 3)),
+        bbox=np.zeros((n, 4), np.int64), zscale=rng.uniform(0.5, 2.0, n), zbias=rng.uniform(0.0, 0.1, n),
+        order=np.arange(n, dtype=np.int64),
     )  # fmt: skip
 
 
@@ -67,21 +67,21 @@ def _reference(plane: np.ndarray, rgb: np.ndarray, tri: bool, zs: float, zb: flo
 def test_planar_row_equals_the_scalar_kernels(seed):
     rng = np.random.default_rng(seed)
     prims = _planars(rng, 24)
-    prims.pl_is_tri[3:10] = [False, False, False, False, True, False, False]
+    prims.is_tri[3:10] = [False, False, False, False, True, False, False]
     with np.errstate(invalid="ignore"):  # planar 0 is degenerate
-        plane = plane_params(prims)
+        plane = prims.plane_params()
     rays = _rays(rng, 301)
-    o = prims.pl_origin[2]
+    o = prims.origin[2]
     rays[4:20, 1] = np.float32(o[1] / o[2])  # in the plane of planar 2: n . r = 0 exactly
     far = FAR_M  # some depths beyond it
     n_hit = 0
     for p in range(len(plane)):
         key, hit, col = np.empty(len(rays), np.float32), np.empty(len(rays), np.bool_), np.empty((3, len(rays)), np.uint8)
-        zs, zb = float(prims.pl_zscale[p]), float(prims.pl_zbias[p])
-        tri = bool(prims.pl_is_tri[p])
-        raster_kernels.planar_row(rays.reshape(-1), plane[p], prims.pl_rgb[p], tri, zs, zb, style.NEAR_M, far, PARAM_EPS,
+        zs, zb = float(prims.zscale[p]), float(prims.zbias[p])
+        tri = bool(prims.is_tri[p])
+        raster_kernels.planar_row(rays.reshape(-1), plane[p], prims.rgb[p], tri, zs, zb, style.NEAR_M, far, PARAM_EPS,
                                   key, hit, col)  # fmt: skip
-        ref_hit, ref_key, ref_col = _reference(plane[p], prims.pl_rgb[p], tri, zs, zb, rays, far)
+        ref_hit, ref_key, ref_col = _reference(plane[p], prims.rgb[p], tri, zs, zb, rays, far)
         np.testing.assert_array_equal(hit, ref_hit)
         np.testing.assert_array_equal(key[hit], ref_key[hit])
         np.testing.assert_array_equal(col.T[hit], ref_col[hit])
@@ -92,12 +92,12 @@ def test_planar_row_equals_the_scalar_kernels(seed):
 def test_planar_row_reads_interleaved_rays_of_any_span():
     rng = np.random.default_rng(5)
     prims = _planars(rng, 12)
-    prims.pl_origin[3], prims.pl_e1[3], prims.pl_e2[3] = [-6.0, -6.0, 10.0], [12.0, 0.0, 0.0], [0.0, 12.0, 2.0]
+    prims.origin[3], prims.e1[3], prims.e2[3] = [-6.0, -6.0, 10.0], [12.0, 0.0, 0.0], [0.0, 12.0, 2.0]
     with np.errstate(invalid="ignore"):
-        plane = plane_params(prims)
+        plane = prims.plane_params()
     row = np.stack([np.linspace(-1.0, 1.0, 40), np.full(40, 0.1)], -1).astype(np.float32).reshape(-1)  # hits x 10 .. 29
     full_key, full_hit, col = np.empty(40, np.float32), np.empty(40, np.bool_), np.empty((3, 40), np.uint8)
-    args = (plane[3], prims.pl_rgb[3], False, 1.0, 0.0, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
+    args = (plane[3], prims.rgb[3], False, 1.0, 0.0, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
     raster_kernels.planar_row(row, *args, full_key, full_hit, col)
     key, hit = np.empty(40, np.float32), np.empty(40, np.bool_)
     raster_kernels.planar_row(row[2 * 7 : 2 * 19], *args, key, hit, col)  # pixels 7 .. 18

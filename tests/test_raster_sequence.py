@@ -19,7 +19,8 @@ from avsim.render import style
 from avsim.render.geometry.scene import FrameObjects, SceneRenderer, render_objects
 from avsim.render.raster import draw as raster
 from avsim.render.raster import kernels as raster_kernels
-from avsim.render.raster.draw import Primitives, rasterize_numba
+from avsim.render.raster.draw import rasterize_numba
+from avsim.render.raster.primitives import Capsules, Planars, Primitives
 from avsim.scenario.synthetic import highway_scenario
 
 PINHOLE = PinholeCamera(320, 180, 160.0, 160.0, 160.0, 90.0)
@@ -65,8 +66,8 @@ def test_any_draw_sequence_gives_the_rank_order_bytes(renderer, monkeypatch, ant
 def test_key_floors_reject_nothing_that_could_win(renderer, monkeypatch):
     cases = [(f, i) for f in (3, 21) for i in range(len(renderer.rig))]
     with_floors = [_draw(renderer.camera_primitives(f, i), renderer.rays(i), False) for f, i in cases]
-    monkeypatch.setattr(raster, "planar_key_floor", lambda p, near: np.full(p.n_planars, -np.inf, np.float32))
-    monkeypatch.setattr(raster, "capsule_key_floor", lambda p: np.full(p.n_capsules, -np.inf, np.float32))
+    monkeypatch.setattr(raster, "planar_key_floor", lambda p, near: np.full(len(p), -np.inf, np.float32))
+    monkeypatch.setattr(raster, "capsule_key_floor", lambda p: np.full(len(p), -np.inf, np.float32))
     assert [_draw(renderer.camera_primitives(f, i), renderer.rays(i), False) for f, i in cases] == with_floors
 
 
@@ -85,21 +86,21 @@ def test_equal_keys_go_to_the_lower_rank_in_any_sequence(monkeypatch):
 def test_key_floors_are_below_every_key_of_their_primitive():
     rng = np.random.default_rng(0)
     n = 400
-    prims = Primitives(64, 48, pl_origin=rng.normal(0, 3, (n, 3)) + [0, 0, 6], pl_e1=rng.normal(0, 2, (n, 3)),
-                       pl_e2=rng.normal(0, 2, (n, 3)), pl_is_tri=rng.random(n) < 0.5, pl_zscale=rng.choice([1.0, 1.25], n),
-                       pl_zbias=rng.choice([0.0, 0.5, -1e-3], n))  # fmt: skip
-    floor = raster_kernels.planar_key_floor(prims, style.NEAR_M)
+    pls = Planars(origin=rng.normal(0, 3, (n, 3)) + [0, 0, 6], e1=rng.normal(0, 2, (n, 3)), e2=rng.normal(0, 2, (n, 3)),
+                  is_tri=rng.random(n) < 0.5, rgb=np.zeros((n, 4, 3)), bbox=np.zeros((n, 4), np.int64),
+                  zscale=rng.choice([1.0, 1.25], n), zbias=rng.choice([0.0, 0.5, -1e-3], n), order=np.arange(n))  # fmt: skip
+    floor = raster_kernels.planar_key_floor(pls, style.NEAR_M)
     a, b = rng.random((2, n, 64))
-    tri = prims.pl_is_tri[:, None]
+    tri = pls.is_tri[:, None]
     a, b = np.where(tri & (a + b > 1), 1 - a, a), np.where(tri & (a + b > 1), 1 - b, b)
-    depth = prims.pl_origin[:, None, 2] + a * prims.pl_e1[:, None, 2] + b * prims.pl_e2[:, None, 2]
+    depth = pls.origin[:, None, 2] + a * pls.e1[:, None, 2] + b * pls.e2[:, None, 2]
     drawn = (depth > style.NEAR_M) & (depth <= style.MAX_DEPTH_M)
-    key = (prims.pl_zscale[:, None] * depth + prims.pl_zbias[:, None] + 1.0).astype(np.float32)
+    key = (pls.zscale[:, None] * depth + pls.zbias[:, None] + 1.0).astype(np.float32)
     assert drawn.mean() > 0.3
     assert np.all(~drawn | (key >= floor[:, None]))
-    caps = Primitives(64, 48, cap_inv_depth=1.0 / rng.uniform(0.3, 80.0, (n, 2)), cap_zscale=np.ones(n),
-                      cap_zbias=rng.choice([0.0, -0.02], n))  # fmt: skip
+    caps = Capsules(xy_px=np.zeros((n, 4)), inv_depth=1.0 / rng.uniform(0.3, 80.0, (n, 2)), radius_px=np.ones(n),
+                    rgb=np.zeros((n, 3)), zscale=np.ones(n), zbias=rng.choice([0.0, -0.02], n), order=np.arange(n))  # fmt: skip
     t = rng.random((n, 64))
-    i0, i1 = caps.cap_inv_depth[:, :1], caps.cap_inv_depth[:, 1:]
-    cap_key = (1.0 / (i0 + t * (i1 - i0)) + caps.cap_zbias[:, None] + 1.0).astype(np.float32)
+    i0, i1 = caps.inv_depth[:, :1], caps.inv_depth[:, 1:]
+    cap_key = (1.0 / (i0 + t * (i1 - i0)) + caps.zbias[:, None] + 1.0).astype(np.float32)
     assert np.all(cap_key >= raster_kernels.capsule_key_floor(caps)[:, None])

@@ -303,8 +303,8 @@ def test_row_spans_only_bound_the_loop(small_renderer):
 
     for f in (0, 9):
         for i, prims in enumerate(small_renderer.primitives(f)):
-            assert len(prims.pl_row_start) == prims.n_planars
-            whole = replace(prims, pl_row_start=np.zeros(0, np.int64), pl_row_span=np.zeros((0, 2), np.int64))
+            assert prims.planars.has_spans
+            whole = replace(prims, planars=replace(prims.planars, row_start=np.zeros(0, np.int64), row_span=np.zeros((0, 2), np.int64)))
             rays = small_renderer.rays(i)
             np.testing.assert_array_equal(rasterize_numba(prims, rays), rasterize_numba(whole, rays))
 

@@ -14,7 +14,8 @@ from avsim.core.rig import CameraRig
 from avsim.core.transforms import SE3, quat_to_matrix
 from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET, cone_half_angle_rad
 from avsim.render.geometry.scene import FrameObjects, SceneRenderer, camera_primitives
-from avsim.render.raster.draw import rasterize, ray_map
+from avsim.render.raster.draw import rasterize
+from avsim.render.raster.primitives import ray_map
 
 pytestmark = pytest.mark.realdata
 MONO3D_IMAGE = "CAM_BACK_LEFT"

@@ -20,7 +20,8 @@ from avsim.render import style
 from avsim.render.geometry import projection as geo
 from avsim.render.geometry.agents import resample_rows
 from avsim.render.geometry.camera import render_objects
-from avsim.render.geometry.kernels import owner_min_max, project_px
+from avsim.render.geometry.kernels import owner_min_max
+from avsim.render.geometry.projector import project_px
 from avsim.render.geometry.scene import AGENT_BLOCK_FRAMES, SceneRenderer
 from avsim.scenario.sample import make_sample_scenario
 
@@ -316,7 +317,8 @@ def test_compiled_strokes_equal_the_numpy_steps(sample_tenfold, monkeypatch):
             m.setattr(cg, "stroke_capsules", lambda *args: None)
             ref, ref_img = renderer.camera_primitives(frame, i), renderer.render_camera(frame, i)
         assert compiled.n_capsules == ref.n_capsules > 50 and np.array_equal(img, ref_img)
-        for name in ("cap_rgb", "cap_zbias", "cap_order", "cap_obj", "pl_order", "pl_bbox"):
-            assert np.array_equal(getattr(compiled, name), getattr(ref, name)), name
-        for name in ("cap_xy", "cap_inv_depth", "cap_radius_px"):
-            assert np.abs(getattr(compiled, name) - getattr(ref, name)).max() < 1e-9, name
+        for part, name in (("capsules", "rgb"), ("capsules", "zbias"), ("capsules", "order"), ("capsules", "obj"),
+                           ("planars", "order"), ("planars", "bbox")):  # fmt: skip
+            assert np.array_equal(getattr(getattr(compiled, part), name), getattr(getattr(ref, part), name)), name
+        for name in ("xy_px", "inv_depth", "radius_px"):
+            assert np.abs(getattr(compiled.capsules, name) - getattr(ref.capsules, name)).max() < 1e-9, name

@@ -10,7 +10,7 @@ and returns the `Primitives` the raster kernels draw, in draw order (see `avsim.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +20,12 @@ from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.render import style
 from avsim.render.geometry import projection as geo
-from avsim.render.geometry.kernels import Projector, clip_cull_planars, planar_bounds
+from avsim.render.geometry.kernels import clip_cull_planars, planar_bounds
+from avsim.render.geometry.projector import Projector
 from avsim.render.geometry.strokes import stroke_capsules
-from avsim.render.raster.draw import Primitives, planar_row_spans, rasterize, ray_map
+from avsim.render.raster.draw import rasterize
+from avsim.render.raster.primitives import Capsules, Planars, Primitives, ray_map
+from avsim.render.raster.spans import planar_row_spans
 
 __all__ = ["FrameObjects", "camera_primitives", "render_objects"]
 
@@ -189,13 +192,11 @@ def _planars(
     )
     v = group.verts[on]
     n = len(v)
-    return Primitives(
-        w, h,
-        pl_origin=v[:, 0], pl_e1=v[:, 1] - v[:, 0], pl_e2=np.where(group.is_tri[on][:, None], v[:, 2], v[:, 3]) - v[:, 0],
-        pl_is_tri=group.is_tri[on], pl_rgb=group.rgb4[on], pl_bbox=boxes[on],
-        pl_zscale=group.zscale[on], pl_zbias=group.zbias[on], pl_order=np.arange(n, dtype=np.int64),
-        pl_row_start=row_start, pl_row_span=row_span, pl_obj=group.obj[on],
-    )  # fmt: skip
+    return Primitives(w, h, planars=Planars(
+        origin=v[:, 0], e1=v[:, 1] - v[:, 0], e2=np.where(group.is_tri[on][:, None], v[:, 2], v[:, 3]) - v[:, 0],
+        is_tri=group.is_tri[on], rgb=group.rgb4[on], bbox=boxes[on], zscale=group.zscale[on], zbias=group.zbias[on],
+        order=np.arange(n, dtype=np.int64), row_start=row_start, row_span=row_span, obj=group.obj[on],
+    ))  # fmt: skip
 
 
 def camera_primitives(
@@ -250,11 +251,10 @@ def _assemble(
     n_caps, n_pl = len(src), pl.n_planars
     cap_order = np.arange(n_caps + n_pl, dtype=np.int64)
     cap_order[n_lines:] += n_pl
-    pl.cap_xy, pl.cap_inv_depth, pl.cap_radius_px = xy, inv_depth, radius
-    pl.cap_rgb, pl.cap_zscale, pl.cap_zbias = strokes.rgb[src], np.ones(n_caps), strokes.zbias[src]
-    pl.cap_order, pl.cap_obj = cap_order[:n_caps], strokes.obj[src]
-    pl.pl_order = np.arange(n_lines, n_lines + n_pl, dtype=np.int64)
-    return pl
+    capsules = Capsules(xy, inv_depth, radius, strokes.rgb[src], np.ones(n_caps), strokes.zbias[src], cap_order[:n_caps],
+                        strokes.obj[src])  # fmt: skip
+    planars = replace(pl.planars, order=np.arange(n_lines, n_lines + n_pl, dtype=np.int64))
+    return Primitives(pl.width_px, pl.height_px, capsules, planars)
 
 
 def _compiled_strokes(

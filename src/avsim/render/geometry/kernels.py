@@ -1,110 +1,24 @@
-"""Compiled (numba) pieces of the renderer's geometry stage, with the same outputs as numpy.
+"""Compiled (numba) pieces of the renderer's geometry stage over planars: per-owner pixel bounds, the
+planar clip/cull pass and the planars' pixel boxes, with the same outputs as the numpy paths.
 
-- `project_px`: pixels of camera-frame points. For an f-theta camera the ray angle comes
-  from numpy (the same `arctan2` / `hypot` calls as `FThetaCamera.project`, so the same
-  last bits) and the radial polynomial, its Newton polish and the pixel map run in one
-  compiled loop, in the same order of operations (numba without fastmath fuses no
-  multiply-add), so the pixels equal `camera.project` bit for bit at a fraction of the
-  call cost. Other cameras use their own `project`.
 - `owner_min_max`, `planar_bounds`: per-owner min/max of pixels and the planars' pixel boxes
   in one pass (exact: comparisons, floor/ceil and clamps only).
-- `subdivide_ftheta`, `clip_cull_planars`: adaptive subdivision and the planar clip/cull pass.
-  The f-theta radii are computed with the loop over points innermost (vectorised; the same
-  operations per element). The stroke pass lives in `avsim.render.geometry.strokes`.
+- `clip_cull_planars`: the planars' near/far clip and view-cone cull in one pass.
 
-Without numba both fall back to the numpy paths.
+Projection and the f-theta subdivision live in `avsim.render.geometry.projector`, the stroke pass
+in `avsim.render.geometry.strokes`.
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
-from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
+from avsim.core.jit import njit, njit_vec
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 
-__all__ = ["HAVE_NUMBA", "Projector", "cached_projector", "clip_cull_planars", "owner_min_max", "pixels_px", "planar_bounds",
-           "project_px", "project_xyz_px", "subdivide_ftheta"]
-
-_njit: Any  # numba.njit with the raster kernels' options, or None without numba
-_njit_np: Any  # the same with numpy's float error model (x / 0 -> inf or nan, no exception)
-try:
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-    _njit_np = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = _njit_np = None
-
-HAVE_NUMBA = _njit is not None
-_NEWTON_STEPS = 3  # avsim.core.cameras.NEWTON_STEPS
-
-
-def _ftheta_params(camera: FThetaCamera) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat]:
-    """Forward, backward and derivative-of-backward coefficients, then the scalars of the map."""
-    fw, bw = camera.forward_poly, camera.backward_poly
-    dbw = bw[1:] * np.arange(1, len(bw))  # avsim.core.cameras._polyder
-    theta_max = camera.max_theta_rad
-    r_end = _polyval_np(fw, np.array(theta_max))
-    slope = _polyval_np(fw[1:] * np.arange(1, len(fw)), np.array(theta_max))
-    c, d, e = camera.linear_cde
-    scalars = np.array([theta_max, float(r_end), float(slope), c, d, e, camera.cx_px, camera.cy_px,
-                        float(camera.is_backward_poly)])  # fmt: skip
-    return fw, bw, dbw, scalars
-
-
-def _polyval_np(coeffs: NDArrayFloat, x: NDArrayFloat) -> NDArrayFloat:
-    out: NDArrayFloat = np.zeros_like(x, dtype=np.float64)
-    for c in coeffs[::-1]:
-        out = out * x + c
-    return out
-
-
-def project_px(camera: Camera, points_cam: NDArrayFloat) -> NDArrayFloat:
-    """Pixels of camera-frame points, equal to `camera.project(points_cam)[0]`.
-
-    Args:
-        camera: the camera.
-        points_cam: (N, 3) camera-frame points.
-
-    Returns:
-        (N, 2) float64 pixels.
-    """
-    return Projector(camera)(points_cam)
-
-
-class Projector:
-    """`project_px` for one camera, its polynomial coefficients prepared once (for repeated calls)."""
-
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.params = _ftheta_params(camera) if _njit is not None and isinstance(camera, FThetaCamera) else None
-
-    def __call__(self, points_cam: NDArrayFloat) -> NDArrayFloat:
-        """Pixels of camera-frame points (see `project_px`).
-
-        Args:
-            points_cam: (N, 3) camera-frame points.
-
-        Returns:
-            (N, 2) float64 pixels.
-        """
-        pts = np.asarray(points_cam, dtype=np.float64)
-        if not len(pts):
-            return np.zeros((0, 2))
-        if self.params is None:
-            uv: NDArrayFloat = self.camera.project(pts)[0]
-            return uv
-        x, y, z = (np.ascontiguousarray(pts[:, k]) for k in range(3))  # contiguous: no alignment-dependent SIMD peel
-        xy_norm = np.hypot(x, y)
-        theta = np.arctan2(xy_norm, z)
-        out = np.empty((len(pts), 2))
-        _ftheta_pixels(np.ascontiguousarray(pts), xy_norm, theta, *self.params, out)
-        return out
-
+__all__ = ["clip_cull_planars", "owner_min_max", "planar_bounds"]
 
 def owner_min_max(n: int, owner: NDArrayInt, uv: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
     """Per-owner minimum and maximum of pixels (owners without pixels: +inf / -inf).
@@ -121,232 +35,26 @@ def owner_min_max(n: int, owner: NDArrayInt, uv: NDArrayFloat) -> tuple[NDArrayF
     hi = np.full((n, 2), -np.inf)
     if not len(owner):
         return lo, hi
-    if _njit is None:  # pragma: no cover - exercised only where numba is missing
-        np.minimum.at(lo, owner, uv)
-        np.maximum.at(hi, owner, uv)
-        return lo, hi
     _min_max(np.ascontiguousarray(owner, dtype=np.int64), np.ascontiguousarray(uv, dtype=np.float64), lo, hi)
     return lo, hi
 
 
-if _njit is not None:
-
-    @_njit
-    def _polyval(coeffs: NDArrayFloat, x: float) -> float:
-        out = 0.0
-        for k in range(len(coeffs) - 1, -1, -1):
-            out = out * x + coeffs[k]
-        return out
-
-    @_njit
-    def _ftheta_radius(th: float, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat) -> float:
-        # image radius (px) of ray angle th: the forward polynomial, or Newton on the backward one,
-        # linear beyond the polynomial's valid angle (scalars as `_ftheta_pixels`)
-        theta_max, r_end, slope, backward = scalars[0], scalars[1], scalars[2], scalars[8]
-        r = _polyval(fw, th)
-        if backward != 0.0:
-            for _ in range(_NEWTON_STEPS):
-                deriv = _polyval(dbw, r)
-                r = r - (_polyval(bw, r) - th) / (deriv if abs(deriv) > 1e-12 else 1e-12)
-        if th > theta_max:
-            r = r_end + slope * (th - theta_max)
-        return r
-
-    @_njit
-    def _polyval_all(coeffs: NDArrayFloat, x: NDArrayFloat, out: NDArrayFloat) -> None:
-        # `_polyval` of every x, the loop over points innermost (independent chains: vectorised)
-        out[:] = 0.0
-        for k in range(len(coeffs) - 1, -1, -1):
-            c = coeffs[k]
-            for i in range(len(x)):
-                out[i] = out[i] * x[i] + c
-
-    @_njit
-    def _ftheta_radii(theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat,
-                      r: NDArrayFloat) -> None:  # fmt: skip
-        # `_ftheta_radius` of every angle (N,) into r (N,): the same operations per element in the same order
-        theta_max, r_end, slope, backward = scalars[0], scalars[1], scalars[2], scalars[8]
-        n = len(theta)
-        _polyval_all(fw, theta, r)
-        if backward != 0.0:
-            deriv, value = np.empty(n), np.empty(n)
-            for _ in range(_NEWTON_STEPS):
-                _polyval_all(dbw, r, deriv)
-                _polyval_all(bw, r, value)
-                for i in range(n):
-                    d = deriv[i]
-                    r[i] = r[i] - (value[i] - theta[i]) / (d if abs(d) > 1e-12 else 1e-12)
-        for i in range(n):
-            if theta[i] > theta_max:
-                r[i] = r_end + slope * (theta[i] - theta_max)
-
-    @_njit
-    def _ftheta_pixels(
-        pts: NDArrayFloat, xy_norm: NDArrayFloat, theta: NDArrayFloat, fw: NDArrayFloat, bw: NDArrayFloat,
-        dbw: NDArrayFloat, scalars: NDArrayFloat, out: NDArrayFloat,
-    ) -> None:  # fmt: skip
-        c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
-        radii = np.empty(len(pts))
-        _ftheta_radii(theta, fw, bw, dbw, scalars, radii)
-        for i in range(len(pts)):
-            r = radii[i]
-            n = xy_norm[i]
-            if n == 0:
-                ox, oy = 0.0, 0.0
-            else:
-                ox, oy = pts[i, 0] / n * r, pts[i, 1] / n * r
-            out[i, 0] = c * ox + d * oy + cx
-            out[i, 1] = e * ox + oy + cy
-
-    @_njit
-    def _min_max(owner: NDArrayInt, uv: NDArrayFloat, lo: NDArrayFloat, hi: NDArrayFloat) -> None:
-        for i in range(len(owner)):
-            k = owner[i]
-            for j in range(2):
-                v = uv[i, j]
-                if v < lo[k, j] or v != v:  # NaN propagates, as in np.minimum
-                    lo[k, j] = v
-                if v > hi[k, j] or v != v:
-                    hi[k, j] = v
-
-
-def subdivide_ftheta(
-    projector: Projector, p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, keep: NDArrayBool,
-    tol_px: float, cone_rad: float | None, max_levels: int,
-) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt, NDArrayBool] | None:  # fmt: skip
-    """`geometry.subdivide_segments` for an f-theta camera in one compiled pass (None: not available).
-
-    Depth first per segment, so chords come out by source segment then along it with no sort;
-    the same chords as the level-by-level numpy loop, whose decisions (midpoint within
-    `tol_px`, chord outside the cone) are taken here per chord in the same order. The midpoint
-    ray angles use libm's atan2, numpy's SIMD one may differ in the last bit (1e-13 px).
-
-    Args:
-        projector: the camera's projector (f-theta, with numba).
-        p0: (N, 3) camera-frame segment starts.
-        p1: (N, 3) segment ends.
-        uv0: (N, 2) their pixels.
-        uv1: (N, 2).
-        keep: (N,) bool, keep a chord found outside the cone (flagged approx) instead of dropping it.
-        tol_px: chord tolerance in pixels.
-        cone_rad: the cone half-angle, or None (no culling).
-        max_levels: at most this many halvings.
-
-    Returns:
-        q0, q1 (M, 3), uv0, uv1 (M, 2), source (M,), approx (M,), or None without numba / f-theta.
-    """
-    if projector.params is None:
-        return None
-    n = len(p0)
-    cone = -1.0 if cone_rad is None else float(cone_rad) + float(np.radians(1.0))
-    capacity = 4 * n + 64
-    args = [np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, uv0, uv1)]
-    args.append(projector(0.5 * (args[0] + args[1])))  # level-0 midpoints in one batch
-    while True:
-        out_p = np.empty((capacity, 2, 3))
-        out_uv = np.empty((capacity, 2, 2))
-        out_src = np.empty(capacity, np.int64)
-        out_approx = np.empty(capacity, np.bool_)
-        m = _subdivide(*args, np.ascontiguousarray(keep, np.bool_), *projector.params, tol_px, cone, max_levels,
-                       out_p, out_uv, out_src, out_approx)  # fmt: skip
-        if m >= 0:
-            break
-        capacity *= 4
-    return (out_p[:m, 0], out_p[:m, 1], out_uv[:m, 0], out_uv[:m, 1], out_src[:m], out_approx[:m])
-
-
-if _njit is not None:
-
-    @_njit_np
-    def _ftheta_pixel(
-        x: float, y: float, z: float, fw: NDArrayFloat, bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat
-    ) -> tuple[float, float]:
-        c, d, e, cx, cy = scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
-        n = math.hypot(x, y)
-        r = _ftheta_radius(math.atan2(n, z), fw, bw, dbw, scalars)
-        ox, oy = (0.0, 0.0) if n == 0 else (x / n * r, y / n * r)
-        return c * ox + d * oy + cx, e * ox + oy + cy
-
-    @_njit_np
-    def _outside_cone(a0: float, a1: float, a2: float, b0: float, b1: float, b2: float, cone: float) -> bool:
-        """`geometry.segment_cone_visible` negated (cone: half-angle + its one-degree margin)."""
-        l0 = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-        l1 = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)
-        t0 = math.acos(min(max(a2 / l0, -1.0), 1.0))
-        t1 = math.acos(min(max(b2 / l1, -1.0), 1.0))
-        span = math.acos(min(max((a0 * b0 + a1 * b1 + a2 * b2) / (l0 * l1), -1.0), 1.0))
-        if not math.isfinite(span):
-            return False
-        return not (min(t0, t1) - span <= cone)
-
-    @_njit_np
-    def _push_halves(st: NDArrayFloat, top: int, a0: float, a1: float, a2: float, m0: float, m1: float, m2: float,
-                     ua0: float, ua1: float, um0: float, um1: float, level: int) -> int:  # fmt: skip
-        # replace the popped segment st[top] (end a, midpoint m) by its two halves: the second half (m .. its
-        # end, kept in place) below, the first half (a .. m) on top, popped first; returns the new stack size
-        st[top, 0], st[top, 1], st[top, 2], st[top, 6], st[top, 7], st[top, 10] = m0, m1, m2, um0, um1, level + 1
-        t = top + 1
-        st[t, 0], st[t, 1], st[t, 2], st[t, 3], st[t, 4], st[t, 5] = a0, a1, a2, m0, m1, m2
-        st[t, 6], st[t, 7], st[t, 8], st[t, 9], st[t, 10] = ua0, ua1, um0, um1, level + 1
-        return top + 2
-
-    @_njit_np
-    def _midpoint_error(ua0: float, ua1: float, ub0: float, ub1: float, um0: float, um1: float) -> float:
-        c0, c1 = ub0 - ua0, ub1 - ua1
-        length = math.hypot(c0, c1)
-        r0, r1 = um0 - ua0, um1 - ua1
-        if length > 1e-9:
-            return abs(c0 * r1 - c1 * r0) / max(length, 1e-12)
-        return math.hypot(r0, r1)
-
-    @_njit_np
-    def _subdivide(
-        p0: NDArrayFloat, p1: NDArrayFloat, uv0: NDArrayFloat, uv1: NDArrayFloat, um: NDArrayFloat, keep: NDArrayBool, fw: NDArrayFloat,
-        bw: NDArrayFloat, dbw: NDArrayFloat, scalars: NDArrayFloat, tol: float, cone: float, max_levels: int,
-        out_p: NDArrayFloat, out_uv: NDArrayFloat, out_src: NDArrayInt, out_approx: NDArrayBool,
-    ) -> int:  # fmt: skip
-        """Chords into the out_* buffers; returns their number, or -1 when the buffers are too small.
-        A stack row holds a chord: ends a (3), b (3), pixels ua (2), ub (2), then its level."""
-        st = np.empty((max_levels + 2, 11))
-        m = 0
-        for i in range(len(p0)):
-            for c in range(3):
-                st[0, c], st[0, 3 + c] = p0[i, c], p1[i, c]
-            st[0, 6], st[0, 7], st[0, 8], st[0, 9], st[0, 10] = uv0[i, 0], uv0[i, 1], uv1[i, 0], uv1[i, 1], 0.0
-            top = 1
-            while top > 0:
-                top -= 1
-                a0, a1, a2, b0, b1, b2 = st[top, 0], st[top, 1], st[top, 2], st[top, 3], st[top, 4], st[top, 5]
-                ua0, ua1, ub0, ub1, level = st[top, 6], st[top, 7], st[top, 8], st[top, 9], int(st[top, 10])
-                outside = cone >= 0.0 and level > 0 and _outside_cone(a0, a1, a2, b0, b1, b2, cone)
-                if outside and not keep[i]:
-                    continue
-                done = outside
-                if not outside:
-                    m0, m1, m2 = 0.5 * (a0 + b0), 0.5 * (a1 + b1), 0.5 * (a2 + b2)
-                    if level == 0:
-                        um0, um1 = um[i, 0], um[i, 1]
-                    else:
-                        um0, um1 = _ftheta_pixel(m0, m1, m2, fw, bw, dbw, scalars)
-                    done = _midpoint_error(ua0, ua1, ub0, ub1, um0, um1) <= tol or level == max_levels
-                if done:
-                    if m >= len(out_src):
-                        return -1
-                    out_p[m, 0, 0], out_p[m, 0, 1], out_p[m, 0, 2], out_p[m, 1, 0], out_p[m, 1, 1], out_p[m, 1, 2] = a0, a1, a2, b0, b1, b2
-                    out_uv[m, 0, 0], out_uv[m, 0, 1], out_uv[m, 1, 0], out_uv[m, 1, 1] = ua0, ua1, ub0, ub1
-                    out_src[m], out_approx[m] = i, outside
-                    m += 1
-                    continue
-                # second half below, first half on top (popped first: along-segment order)
-                top = _push_halves(st, top, a0, a1, a2, m0, m1, m2, ua0, ua1, um0, um1, level)
-        return m
+@njit
+def _min_max(owner: NDArrayInt, uv: NDArrayFloat, lo: NDArrayFloat, hi: NDArrayFloat) -> None:
+    for i in range(len(owner)):
+        k = owner[i]
+        for j in range(2):
+            v = uv[i, j]
+            if v < lo[k, j] or v != v:  # NaN propagates, as in np.minimum
+                lo[k, j] = v
+            if v > hi[k, j] or v != v:
+                hi[k, j] = v
 
 
 def clip_cull_planars(
     verts: NDArrayFloat, counts: NDArrayInt, cone_rad: float, near_m: float, far_m: float
 ) -> tuple[NDArrayInt, NDArrayFloat, NDArrayFloat, NDArrayInt] | None:
-    """Depth test, near/far clip, cone cull and ring edges of convex planars in one compiled pass
-    (None without numba).
+    """Depth test, near/far clip, cone cull and ring edges of convex planars in one compiled pass.
 
     The steps of `camera_geometry._planar_group` in numpy (`geometry.clip_polygons`,
     `geometry.cone_visible`, `geometry.ring_edges`), per planar: clipped vertices come from the
@@ -364,8 +72,6 @@ def clip_cull_planars(
     Returns:
         Kept planar indices (P,), edge starts (E, 3), ends (E, 3), owner (E,) in [0, P).
     """
-    if _njit is None:  # pragma: no cover - exercised only where numba is missing
-        return None
     n, k, _ = verts.shape
     kept = np.empty(n, np.int64)
     edge_a, edge_b = np.empty((n * (k + 2), 3)), np.empty((n * (k + 2), 3))
@@ -375,71 +81,69 @@ def clip_cull_planars(
     return kept[:p], edge_a[:e], edge_b[:e], owner[:e]
 
 
-if _njit is not None:
-
-    @_njit_np
-    def _clip_half(ring: NDArrayFloat, count: int, plane: float, sign: float, out: NDArrayFloat) -> int:
-        """`geometry._clip_ring_halfspace` for one ring: keep sign * (z - plane) >= 0; returns the new count."""
-        m = 0
-        for i in range(count):
-            j = i + 1 if i + 1 < count else 0
-            da, db = sign * (ring[i, 2] - plane), sign * (ring[j, 2] - plane)
-            t = da / (da - db)
-            t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
-            if da >= 0:
-                out[m, 0], out[m, 1], out[m, 2] = ring[i, 0], ring[i, 1], ring[i, 2]
-                m += 1
-            if (da >= 0) != (db >= 0):
-                for c in range(3):
-                    out[m, c] = ring[i, c] + (ring[j, c] - ring[i, c]) * t
-                m += 1
-        return m
-
-    @_njit_np
-    def _ring_visible(ring: NDArrayFloat, count: int, cone: float) -> bool:
-        """`geometry.cone_visible` for one ring (cone: half-angle + its one-degree margin)."""
-        u = np.empty((count, 3))
-        theta_min = math.inf
-        for i in range(count):
-            norm = max(math.sqrt(ring[i, 0] * ring[i, 0] + ring[i, 1] * ring[i, 1] + ring[i, 2] * ring[i, 2]), 1e-300)
+@njit_vec
+def _clip_half(ring: NDArrayFloat, count: int, plane: float, sign: float, out: NDArrayFloat) -> int:
+    """`geometry._clip_ring_halfspace` for one ring: keep sign * (z - plane) >= 0; returns the new count."""
+    m = 0
+    for i in range(count):
+        j = i + 1 if i + 1 < count else 0
+        da, db = sign * (ring[i, 2] - plane), sign * (ring[j, 2] - plane)
+        t = da / (da - db)
+        t = min(max(t if math.isfinite(t) else 0.0, 0.0), 1.0)
+        if da >= 0:
+            out[m, 0], out[m, 1], out[m, 2] = ring[i, 0], ring[i, 1], ring[i, 2]
+            m += 1
+        if (da >= 0) != (db >= 0):
             for c in range(3):
-                u[i, c] = ring[i, c] / norm
-            theta_min = min(theta_min, math.atan2(math.hypot(u[i, 0], u[i, 1]), u[i, 2]))
-        span = 0.0
-        for i in range(count):
-            for j in range(count):
-                cos = u[i, 0] * u[j, 0] + u[i, 1] * u[j, 1] + u[i, 2] * u[j, 2]
-                span = max(span, math.acos(min(max(cos, -1.0), 1.0)))
-        return theta_min - span <= cone
+                out[m, c] = ring[i, c] + (ring[j, c] - ring[i, c]) * t
+            m += 1
+    return m
 
-    @_njit_np
-    def _clip_cull(
-        verts: NDArrayFloat, counts: NDArrayInt, cone: float, near: float, far: float, kept: NDArrayInt,
-        edge_a: NDArrayFloat, edge_b: NDArrayFloat, owner: NDArrayInt,
-    ) -> tuple[int, int]:  # fmt: skip
-        k = verts.shape[1]
-        ring, tmp = np.empty((2 * k + 4, 3)), np.empty((2 * k + 4, 3))
-        p = e = 0
-        for i in range(len(verts)):
-            zmin, zmax = math.inf, -math.inf
-            for j in range(k):
-                zmin, zmax = min(zmin, verts[i, j, 2]), max(zmax, verts[i, j, 2])
-            if not (zmax >= near and zmin <= far):
-                continue
-            count = counts[i]
-            ring[:count] = verts[i, :count]
-            if zmin < near or zmax > far:
-                count = _clip_half(ring, count, near, 1.0, tmp)
-                count = _clip_half(tmp, count, far, -1.0, ring)
-            if count < 3 or not _ring_visible(ring, count, cone):
-                continue
-            for j in range(count):
-                nxt = j + 1 if j + 1 < count else 0
-                edge_a[e], edge_b[e], owner[e] = ring[j], ring[nxt], p
-                e += 1
-            kept[p] = i
-            p += 1
-        return p, e
+@njit_vec
+def _ring_visible(ring: NDArrayFloat, count: int, cone: float) -> bool:
+    """`geometry.cone_visible` for one ring (cone: half-angle + its one-degree margin)."""
+    u = np.empty((count, 3))
+    theta_min = math.inf
+    for i in range(count):
+        norm = max(math.sqrt(ring[i, 0] * ring[i, 0] + ring[i, 1] * ring[i, 1] + ring[i, 2] * ring[i, 2]), 1e-300)
+        for c in range(3):
+            u[i, c] = ring[i, c] / norm
+        theta_min = min(theta_min, math.atan2(math.hypot(u[i, 0], u[i, 1]), u[i, 2]))
+    span = 0.0
+    for i in range(count):
+        for j in range(count):
+            cos = u[i, 0] * u[j, 0] + u[i, 1] * u[j, 1] + u[i, 2] * u[j, 2]
+            span = max(span, math.acos(min(max(cos, -1.0), 1.0)))
+    return theta_min - span <= cone
+
+@njit_vec
+def _clip_cull(
+    verts: NDArrayFloat, counts: NDArrayInt, cone: float, near: float, far: float, kept: NDArrayInt,
+    edge_a: NDArrayFloat, edge_b: NDArrayFloat, owner: NDArrayInt,
+) -> tuple[int, int]:  # fmt: skip
+    k = verts.shape[1]
+    ring, tmp = np.empty((2 * k + 4, 3)), np.empty((2 * k + 4, 3))
+    p = e = 0
+    for i in range(len(verts)):
+        zmin, zmax = math.inf, -math.inf
+        for j in range(k):
+            zmin, zmax = min(zmin, verts[i, j, 2]), max(zmax, verts[i, j, 2])
+        if not (zmax >= near and zmin <= far):
+            continue
+        count = counts[i]
+        ring[:count] = verts[i, :count]
+        if zmin < near or zmax > far:
+            count = _clip_half(ring, count, near, 1.0, tmp)
+            count = _clip_half(tmp, count, far, -1.0, ring)
+        if count < 3 or not _ring_visible(ring, count, cone):
+            continue
+        for j in range(count):
+            nxt = j + 1 if j + 1 < count else 0
+            edge_a[e], edge_b[e], owner[e] = ring[j], ring[nxt], p
+            e += 1
+        kept[p] = i
+        p += 1
+    return p, e
 
 
 def planar_bounds(
@@ -458,128 +162,36 @@ def planar_bounds(
 
     Returns:
         boxes (n, 4) int64 [x0, y0, x1, y1] (empty: (0, 0, -1, -1)) and exact (n,) bool (no approx
-        chord), or None without numba.
+        chord).
     """
-    if _njit is None:  # pragma: no cover - exercised only where numba is missing
-        return None
     boxes, exact = np.empty((n, 4), np.int64), np.ones(n, np.bool_)
     _planar_bounds(np.ascontiguousarray(owner, np.int64), np.ascontiguousarray(ua, np.float64), np.ascontiguousarray(ub, np.float64),
                    np.ascontiguousarray(approx, np.bool_), int(size_px[0]), int(size_px[1]), float(centre_px), boxes, exact)  # fmt: skip
     return boxes, exact
 
 
-if _njit is not None:
+@njit_vec
+def _box_edge(v: float, c: float, step: float, lo: int, hi: int) -> int:
+    """np.clip(floor(v - c) - 1 (step < 0) or ceil(v - c) + 1 (step > 0), lo, hi), NaN -> -1, as an int."""
+    e = np.floor(v - c) + step if step < 0 else np.ceil(v - c) + step
+    e = min(max(e, float(lo)), float(hi))
+    return -1 if e != e else int(e)
 
-    @_njit_np
-    def _box_edge(v: float, c: float, step: float, lo: int, hi: int) -> int:
-        """np.clip(floor(v - c) - 1 (step < 0) or ceil(v - c) + 1 (step > 0), lo, hi), NaN -> -1, as an int."""
-        e = np.floor(v - c) + step if step < 0 else np.ceil(v - c) + step
-        e = min(max(e, float(lo)), float(hi))
-        return -1 if e != e else int(e)
-
-    @_njit_np
-    def _planar_bounds(owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, w: int, h: int, c: float,
-                       boxes: NDArrayInt, exact: NDArrayBool) -> None:  # fmt: skip
-        n = len(boxes)
-        lo, hi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
-        _min_max(owner, ua, lo, hi)
-        _min_max(owner, ub, lo, hi)
-        for k in range(len(owner)):
-            if approx[k]:
-                exact[owner[k]] = False
-        for p in range(n):
-            x0, y0 = _box_edge(lo[p, 0], c, -1.0, 0, w), _box_edge(lo[p, 1], c, -1.0, 0, h)
-            x1, y1 = _box_edge(hi[p, 0], c, 1.0, -1, w - 1), _box_edge(hi[p, 1], c, 1.0, -1, h - 1)
-            if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
-                x0, y0, x1, y1 = 0, 0, -1, -1
-            boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1
+@njit_vec
+def _planar_bounds(owner: NDArrayInt, ua: NDArrayFloat, ub: NDArrayFloat, approx: NDArrayBool, w: int, h: int, c: float,
+                   boxes: NDArrayInt, exact: NDArrayBool) -> None:  # fmt: skip
+    n = len(boxes)
+    lo, hi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
+    _min_max(owner, ua, lo, hi)
+    _min_max(owner, ub, lo, hi)
+    for k in range(len(owner)):
+        if approx[k]:
+            exact[owner[k]] = False
+    for p in range(n):
+        x0, y0 = _box_edge(lo[p, 0], c, -1.0, 0, w), _box_edge(lo[p, 1], c, -1.0, 0, h)
+        x1, y1 = _box_edge(hi[p, 0], c, 1.0, -1, w - 1), _box_edge(hi[p, 1], c, 1.0, -1, h - 1)
+        if not (math.isfinite(lo[p, 0]) and math.isfinite(lo[p, 1])) or x1 < x0 or y1 < y0:
+            x0, y0, x1, y1 = 0, 0, -1, -1
+        boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3] = x0, y0, x1, y1
 
 
-def cached_projector(camera: Camera) -> Projector:
-    """The camera's `Projector`, its coefficients prepared once per camera value (a bounded cache).
-
-    Cameras are frozen dataclasses hashed by value, so equal cameras share one `Projector`;
-    one that cannot be hashed gets a fresh `Projector`.
-
-    Args:
-        camera: the camera.
-
-    Returns:
-        Its projector.
-    """
-    key: Any = camera  # hashed when called (frozen dataclass cameras are)
-    try:
-        return _projector_of(key)
-    except TypeError:  # unhashable camera
-        return Projector(camera)
-
-
-@lru_cache(maxsize=32)
-def _projector_of(camera: Camera) -> Projector:
-    return Projector(camera)
-
-
-def project_xyz_px(projector: Projector, points_cam: NDArrayFloat, xyz: NDArrayFloat) -> NDArrayFloat:
-    """`projector(points_cam)` for points also given as contiguous coordinate rows (no column copies).
-
-    Args:
-        projector: the camera's `Projector`.
-        points_cam: (N, 3) C-contiguous float64 camera-frame points.
-        xyz: (3, N) C-contiguous float64, the same points' x, y and z rows.
-
-    Returns:
-        (N, 2) float64 pixels, equal to `camera.project(points_cam)[0]` (the same numpy ray
-        angle as `Projector`, then its compiled radial map).
-    """
-    if projector.params is None or not len(points_cam):
-        return pixels_px(projector, points_cam)
-    xy_norm = np.hypot(xyz[0], xyz[1])
-    theta = np.arctan2(xy_norm, xyz[2])
-    out = np.empty((len(points_cam), 2))
-    _ftheta_pixels(points_cam, xy_norm, theta, *projector.params, out)
-    return out
-
-
-def pixels_px(projector: Projector, points_cam: NDArrayFloat) -> NDArrayFloat:
-    """`projector(points_cam)`, with a pinhole camera's pixels from one compiled loop.
-
-    The pinhole loop does `PinholeCamera.project`'s operations in its order (division by z,
-    the OpenCV distortion polynomial, the intrinsics; numba without fastmath fuses no
-    multiply-add), so the pixels are equal, NaN where z <= 0.
-
-    Args:
-        projector: the camera's `Projector`.
-        points_cam: (N, 3) camera-frame points.
-
-    Returns:
-        (N, 2) float64 pixels, equal to `camera.project(points_cam)[0]`.
-    """
-    cam = projector.camera
-    if _njit is None or not isinstance(cam, PinholeCamera) or not len(points_cam):
-        return projector(points_cam)
-    out = np.empty((len(points_cam), 2))
-    _pinhole_pixels(np.ascontiguousarray(points_cam, np.float64), cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px,
-                    *(float(d) for d in cam.distortion), cam.has_distortion, out)  # fmt: skip
-    return out
-
-
-if _njit is not None:
-
-    @_njit
-    def _pinhole_pixels(pts: NDArrayFloat, fx: float, fy: float, cx: float, cy: float, k1: float, k2: float, p1: float,
-                        p2: float, k3: float, distort: bool, out: NDArrayFloat) -> None:  # fmt: skip
-        # `PinholeCamera.project`'s pixels, term by term in numpy's order
-        for i in range(len(pts)):
-            z = pts[i, 2]
-            if not z > 0:
-                out[i, 0], out[i, 1] = np.nan, np.nan
-                continue
-            xn, yn = pts[i, 0] / z, pts[i, 1] / z
-            if distort:
-                r2 = xn * xn + yn * yn
-                radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-                xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-                yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-                xn, yn = xd, yd
-            out[i, 0] = fx * xn + cx
-            out[i, 1] = fy * yn + cy

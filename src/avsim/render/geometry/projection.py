@@ -20,8 +20,17 @@ import numpy.typing as npt
 from avsim.core.cameras import Camera, PinholeCamera
 from avsim.core.typing import NDArrayAny, NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.render import style
-from avsim.render.geometry.kernels import Projector, owner_min_max, project_px, subdivide_ftheta
+from avsim.render.geometry.kernels import owner_min_max
 from avsim.render.geometry.patterns import arc_lengths, lane_line_segments, offset_polyline, pattern_segments
+from avsim.render.geometry.projector import Projector, project_px, subdivide_ftheta
+
+# Continuous coordinate of pixel i's centre is i + PIXEL_CENTRE_OFFSET. 0.0 is the OpenCV
+# convention, the one in which every calibration we read is expressed (OpenCV, nuScenes, AV2,
+# Waymo, RDS-HQ: a point projecting to u = 100.0 sits on the centre of column 100), and the one
+# of the public reference renderer, which draws with OpenCV at integer pixel centres. Both
+# raster backends, the ray maps and the pixel boxes read this one constant (defined with the
+# pixel grid in `avsim.render.raster.primitives`).
+from avsim.render.raster.primitives import PIXEL_CENTRE_OFFSET
 
 __all__ = [  # the lane-line pattern functions live in avsim.render.geometry.patterns; re-exported here
     "arc_lengths",
@@ -30,12 +39,6 @@ __all__ = [  # the lane-line pattern functions live in avsim.render.geometry.pat
     "pattern_segments",
 ]
 
-# Continuous coordinate of pixel i's centre is i + PIXEL_CENTRE_OFFSET. 0.0 is the OpenCV
-# convention, the one in which every calibration we read is expressed (OpenCV, nuScenes, AV2,
-# Waymo, RDS-HQ: a point projecting to u = 100.0 sits on the centre of column 100), and the one
-# of the public reference renderer, which draws with OpenCV at integer pixel centres. Both
-# raster backends, the ray maps and the pixel boxes read this one constant.
-PIXEL_CENTRE_OFFSET = 0.0
 
 
 def image_extent_px(size_px: int) -> tuple[float, float]:

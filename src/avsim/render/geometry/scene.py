@@ -32,7 +32,8 @@ from avsim.render.geometry import projection as geo
 from avsim.render.geometry.agents import AgentRows, drawn_rows, resample_rows
 from avsim.render.geometry.camera import FrameObjects, camera_primitives, render_objects
 from avsim.render.geometry.static_world import StaticWorld, build_static_world, triangulate_polygon
-from avsim.render.raster.draw import Primitives, new_id_stats, rasterize, rasterize_numba, rasterize_torch, ray_map
+from avsim.render.raster.draw import new_id_stats, rasterize, rasterize_numba, rasterize_torch
+from avsim.render.raster.primitives import Primitives, ray_map
 from avsim.scenario import Scenario
 
 __all__ = [

@@ -34,9 +34,10 @@ from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angl
 from avsim.core.typing import NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
 from avsim.render.geometry import projection as geo
-from avsim.render.geometry.kernels import cached_projector, project_xyz_px
-from avsim.render.raster.draw import Primitives, object_coverage_px
+from avsim.render.geometry.projector import cached_projector, project_xyz_px
+from avsim.render.raster.draw import object_coverage_px
 from avsim.render.raster.kernels import grow_visible_box
+from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
@@ -344,7 +345,7 @@ def unoccluded_pixels(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -
     """Pixels each object covers when rendered alone (`raster.object_coverage_px`).
 
     Args:
-        prims: the image's primitives with `cap_obj` / `pl_obj`.
+        prims: the image's primitives with object ids.
         rays: (H, W, 2) the camera's ray map.
         n_objects: number of objects N.
 
@@ -489,18 +490,18 @@ def object_region_px(prims: Primitives) -> tuple[int, int, int, int] | None:
     """Inclusive pixel box (x0, y0, x1, y1) that every labelled primitive (object id >= 0) can reach.
 
     Args:
-        prims: primitives with `cap_obj` / `pl_obj`.
+        prims: primitives with object ids (`Capsules.obj` / `Planars.obj`).
 
     Returns:
         The box (clipped to the image), or None when no primitive carries an object id.
     """
     w, h = prims.width_px, prims.height_px
-    cap_on = np.flatnonzero(np.asarray(prims.cap_obj) >= 0) if len(prims.cap_obj) == prims.n_capsules else np.zeros(0, int)
-    pl_on = np.flatnonzero(np.asarray(prims.pl_obj) >= 0) if len(prims.pl_obj) == prims.n_planars else np.zeros(0, int)
+    cap_on = np.flatnonzero(prims.capsules.object_ids() >= 0)
+    pl_on = np.flatnonzero(prims.planars.object_ids() >= 0)
     if not len(cap_on) and not len(pl_on):
         return None
-    xy, r = prims.cap_xy[cap_on], prims.cap_radius_px[cap_on, None]
-    bb = prims.pl_bbox[pl_on]
+    xy, r = prims.capsules.xy_px[cap_on], prims.capsules.radius_px[cap_on, None]
+    bb = prims.planars.bbox[pl_on]
     lo = np.concatenate([np.minimum(xy[:, :2], xy[:, 2:]) - r - 2.0, bb[:, :2] - 1.0]).min(0)
     hi = np.concatenate([np.maximum(xy[:, :2], xy[:, 2:]) + r + 2.0, bb[:, 2:] + 1.0]).max(0)
     x0, y0 = max(int(np.floor(lo[0])), 0), max(int(np.floor(lo[1])), 0)

@@ -32,7 +32,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
-from avsim.render.geometry.kernels import cached_projector, pixels_px
+from avsim.render.geometry.projector import cached_projector, pixels_px
 from avsim.render.labels.json_text import float_lists_json, put_int, put_number
 
 _njit: Any  # numba.njit with the kernels' options (labels need the numba backend)

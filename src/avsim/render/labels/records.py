@@ -40,7 +40,8 @@ from avsim.render.labels.boxes import (
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.lanes import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
 from avsim.render.labels.rle import rle_string, rle_strings
-from avsim.render.raster.draw import Primitives, object_coverage_visible_px
+from avsim.render.raster.draw import object_coverage_visible_px
+from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"

@@ -26,20 +26,15 @@ images on a GPU). Both are deterministic and give identical frames up to floatin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from avsim.core.cameras import Camera
-from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
+from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
-from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
 from avsim.render.raster.aa import antialias_numba, sample_offsets_px
-from avsim.render.raster.kernels import INV_MAX_DEPTH as INV_MAX_DEPTH  # re-exported
-from avsim.render.raster.kernels import KEY_OFFSET as KEY_OFFSET  # re-exported
 from avsim.render.raster.kernels import (
     PARAM_EPS,
-    _njit,
     capsule_key_floor,
     draw_capsules,
     draw_planars,
@@ -47,12 +42,19 @@ from avsim.render.raster.kernels import (
     planar_key_floor,
     visible_in_boxes,
 )
-from avsim.render.raster.kernels import plane_params as _plane_params
-from avsim.render.raster.spans import planar_row_spans as planar_row_spans  # re-exported
+from avsim.render.raster.primitives import (
+    PIXEL_CENTRE_OFFSET,
+    DrawPlan,
+    FrameBuffers,
+    IdBuffers,
+    Primitives,
+)
 from avsim.render.raster.strips import STRIP_ROWS, draw_strips
-from avsim.render.raster.torch_backend import rasterize_torch as rasterize_torch  # re-exported
+from avsim.render.raster.torch_backend import rasterize_torch
 
-BACKENDS = ("numba", "torch")
+__all__ = ["ID_STATS_COLUMNS", "new_id_stats", "object_coverage_px", "object_coverage_visible_px", "rasterize",
+           "rasterize_numba", "rasterize_torch"]  # fmt: skip
+
 # per object id, what the centre z-tests of a rasterisation with ids saw (`rasterize_numba(id_stats_out=...)`),
 # as inclusive boxes x0, y0, x1, y1 (empty: x1 < x0): the box of the pixels it won, and a box holding every
 # pixel its primitives cover but it may not hold at the end (where one of its fragments lost a z-test to
@@ -60,107 +62,6 @@ BACKENDS = ("numba", "torch")
 # meets its own). An object with an empty lost box holds every pixel it covers ("uncontested"), and then
 # `won_px` (the pixels it took that it did not hold yet) is its pixel count.
 ID_STATS_COLUMNS = ("x0", "y0", "x1", "y1", "lost_x0", "lost_y0", "lost_x1", "lost_y1", "won_px")
-
-
-@dataclass
-class Primitives:
-    """Everything one camera image shows, in camera coordinates and pixels.
-
-    Capsules (S): ``cap_xy (S, 4)`` pixel ends (x0, y0, x1, y1); ``cap_inv_depth (S, 2)`` 1/z at
-    the ends; ``cap_radius_px (S,)``; ``cap_rgb (S, 3)`` float in [0, 255]; ``cap_zscale``,
-    ``cap_zbias (S,)``; ``cap_order (S,)`` int64 draw-order rank.
-    Planars (P): ``pl_origin (P, 3)``, ``pl_e1``, ``pl_e2 (P, 3)`` (corner c0 and the edges to
-    c1 and c3 in the camera frame); ``pl_is_tri (P,)`` (True: triangle c0, c0+e1, c0+e2);
-    ``pl_rgb (P, 4, 3)`` colours at c0, c1, c2 = c0+e1+e2, c3 (triangles use the first);
-    ``pl_bbox (P, 4)`` int64 inclusive pixel box (x0, y0, x1, y1); ``pl_zscale``, ``pl_zbias``,
-    ``pl_order (P,)``. Optional row spans (a loop bound only; coverage is decided per pixel):
-    ``pl_row_start (P,)`` and ``pl_row_span (R, 2)``: row y of planar p (y0 <= y <= y1 of its
-    box) is scanned over x in ``pl_row_span[pl_row_start[p] + y - y0]`` (inclusive); empty
-    ``pl_row_start`` means whole box rows. Object ids (labels only): ``cap_obj (S,)``,
-    ``pl_obj (P,)`` int32, the labelled object each primitive belongs to (-1: none); empty when
-    not given (every primitive then counts as -1).
-    """
-
-    width_px: int
-    height_px: int
-    cap_xy: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 4)))
-    cap_inv_depth: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 2)))
-    cap_radius_px: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
-    cap_rgb: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
-    cap_zscale: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
-    cap_zbias: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
-    cap_order: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_origin: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_e1: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_e2: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 3)))
-    pl_is_tri: NDArrayBool = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    pl_rgb: NDArrayFloat = field(default_factory=lambda: np.zeros((0, 4, 3)))
-    pl_bbox: NDArrayInt = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
-    pl_zscale: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
-    pl_zbias: NDArrayFloat = field(default_factory=lambda: np.zeros(0))
-    pl_order: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_row_start: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pl_row_span: NDArrayInt = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
-    cap_obj: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    pl_obj: NDArrayInt = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-
-    @property
-    def n_capsules(self) -> int:
-        """Number of capsules S."""
-        return len(self.cap_order)
-
-    @property
-    def n_planars(self) -> int:
-        """Number of planars P."""
-        return len(self.pl_order)
-
-    @staticmethod
-    def concat(width_px: int, height_px: int, parts: list[Primitives]) -> Primitives:
-        """Join primitive sets (orders are kept as given).
-
-        Args:
-            width_px: image width.
-            height_px: image height.
-            parts: the sets, in order.
-
-        Returns:
-            One set holding every part's primitives (row spans kept only when every part with planars has them).
-        """
-        out = Primitives(width_px, height_px)
-        with_spans = [p for p in parts if p.n_planars]
-        if with_spans and all(len(p.pl_row_start) == p.n_planars for p in with_spans):
-            shift = np.cumsum([0] + [len(p.pl_row_span) for p in with_spans])
-            out.pl_row_start = np.concatenate([p.pl_row_start + s for p, s in zip(with_spans, shift)])
-            out.pl_row_span = np.concatenate([p.pl_row_span for p in with_spans])
-        for name in Primitives.__dataclass_fields__:
-            if name in ("width_px", "height_px", "pl_row_start", "pl_row_span"):
-                continue
-            arrays = [getattr(p, name) for p in parts]
-            if arrays:
-                setattr(out, name, np.concatenate([getattr(out, name)[:0]] + arrays))
-        return out
-
-
-# ---- ray maps ----------------------------------------------------------------------------
-def ray_map(camera: Camera) -> NDArrayFloat32:
-    """Per-pixel camera rays scaled to z = 1, at pixel centres (pixel (i, j) at (i, j) + PIXEL_CENTRE_OFFSET).
-
-    Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn.
-
-    Args:
-        camera: the camera.
-
-    Returns:
-        (H, W, 2) float32 (x/z, y/z).
-    """
-    h, w = camera.height_px, camera.width_px
-    ys, xs = np.mgrid[0:h, 0:w]
-    uv = np.stack([xs.ravel(), ys.ravel()], -1).astype(np.float64) + PIXEL_CENTRE_OFFSET
-    rays = camera.pixel_to_ray(uv)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(rays[:, 2] > 1e-6, rays[:, 2], np.nan)
-        out = np.stack([rays[:, 0] / z, rays[:, 1] / z], -1)
-    return out.reshape(h, w, 2).astype(np.float32)
 
 
 def _draw_sequence(prims: Primitives, pl_floor: NDArrayFloat32, cap_floor: NDArrayFloat32,
@@ -180,12 +81,11 @@ def _draw_sequence(prims: Primitives, pl_floor: NDArrayFloat32, cap_floor: NDArr
 
 def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
     """Draw sequence as runs (kind 0 = capsules / 1 = planars, start, stop) in (order) order."""
-    if (prims.n_capsules > 1 and np.any(np.diff(prims.cap_order) <= 0)) or (
-        prims.n_planars > 1 and np.any(np.diff(prims.pl_order) <= 0)
-    ):
-        raise ValueError("primitive orders must be strictly increasing within each kind")
+    cap_order, pl_order = prims.capsules.order, prims.planars.order
+    if (len(cap_order) > 1 and np.any(np.diff(cap_order) <= 0)) or (len(pl_order) > 1 and np.any(np.diff(pl_order) <= 0)):
+        raise AvsimValueError("primitives: orders must be strictly increasing within each kind")
     kinds = np.concatenate([np.zeros(prims.n_capsules, np.int64), np.ones(prims.n_planars, np.int64)])
-    seq_kinds = kinds[np.argsort(np.concatenate([prims.cap_order, prims.pl_order]), kind="stable")]
+    seq_kinds = kinds[np.argsort(np.concatenate([cap_order, pl_order]), kind="stable")]
     if not len(seq_kinds):
         return []
     breaks = np.flatnonzero(np.diff(seq_kinds)) + 1
@@ -196,28 +96,6 @@ def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
         runs.append((kind, counters[kind], counters[kind] + int(b - a)))
         counters[kind] += int(b - a)
     return runs
-
-
-def _f64(a: NDArrayFloat) -> NDArrayFloat:
-    return np.ascontiguousarray(a, dtype=np.float64)
-
-
-def _obj_ids(obj: NDArrayInt, n: int) -> NDArrayInt32:
-    """(n,) int32 object ids, all -1 when none were given."""
-    return np.ascontiguousarray(obj, np.int32) if len(obj) == n else np.full(n, -1, np.int32)
-
-
-def _kernel_args(prims: Primitives) -> tuple[tuple, tuple]:
-    """The capsule and planar arrays of the numba kernels (contiguous, kernel dtypes)."""
-    cap = (_f64(prims.cap_xy), _f64(prims.cap_inv_depth), _f64(prims.cap_radius_px), _f64(prims.cap_rgb),
-           _f64(prims.cap_zscale), _f64(prims.cap_zbias))  # fmt: skip
-    use_spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    spans = (use_spans, np.ascontiguousarray(prims.pl_row_start, dtype=np.int64),
-             np.ascontiguousarray(prims.pl_row_span, dtype=np.int64).reshape(-1, 2))  # fmt: skip
-    pl = (_plane_params(prims), np.ascontiguousarray(prims.pl_is_tri, dtype=np.bool_), _f64(prims.pl_rgb),
-          np.ascontiguousarray(prims.pl_bbox, dtype=np.int64), _f64(prims.pl_zscale), _f64(prims.pl_zbias), *spans,
-          planar_key_floor(prims, style.NEAR_M))  # fmt: skip
-    return cap, pl
 
 
 def rasterize_numba(
@@ -245,34 +123,30 @@ def rasterize_numba(
     Returns:
         (H, W, 3) uint8 RGB (`out` when given).
     """
-    if _njit is None:
-        raise RuntimeError("the numba backend needs the `numba` package (pip install numba)")
     h, w = prims.height_px, prims.width_px
-    if rays.shape != (h, w, 2):
-        raise ValueError(f"ray map must be ({h}, {w}, 2), got {rays.shape}")
-    if ids_out is not None and (ids_out.shape != (h, w) or ids_out.dtype != np.int32):
-        raise ValueError(f"ids_out must be ({h}, {w}) int32, got {ids_out.shape} {ids_out.dtype}")
+    check_shape(rays, (h, w, 2), "rays")
+    if ids_out is not None:
+        check_shape(ids_out, (h, w), "ids_out", dtype=np.int32)
     img = np.empty((h, w, 3), np.uint8) if out is None else out
     n_caps = prims.n_capsules  # winner codes: capsule s -> s, planar p -> n_caps + p
     codes = np.arange(n_caps, dtype=np.int32), np.arange(n_caps, n_caps + prims.n_planars, dtype=np.int32)
-    ranks = tuple(np.ascontiguousarray(o, np.int64) for o in (prims.cap_order, prims.pl_order))
-    cap, pl = _kernel_args(prims)
-    cap_floor = capsule_key_floor(prims)
+    ranks = prims.capsules.order, prims.planars.order
+    floors = capsule_key_floor(prims.capsules), planar_key_floor(prims.planars, style.NEAR_M)
+    draws = tuple(DrawPlan(floors[k], ranks[k], np.zeros(0, np.int64), codes[k]) for k in (0, 1))
     if ids_out is None and h * w > 0:
-        seq = dict(_draw_sequence(prims, pl[-1], cap_floor, in_rank_order=False))
-        cap_seq, pl_seq = (seq.get(kind, np.zeros(0, np.int64)) for kind in (0, 1))
-        draw_strips(img, rays, STRIP_ROWS, antialias, cap, (cap_floor, ranks[0], cap_seq, codes[0]), pl,
-                    (ranks[1], pl_seq, codes[1]), np.concatenate(ranks), sample_offsets_px(),
-                    (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
+        seq = dict(_draw_sequence(prims, floors[1], floors[0], in_rank_order=False))
+        cap_draw, pl_draw = (draws[k]._replace(seq=seq.get(k, np.zeros(0, np.int64))) for k in (0, 1))
+        draw_strips(img, rays, STRIP_ROWS, antialias, prims.capsules.arrays(), cap_draw, prims.planars.arrays(), pl_draw,
+                    np.concatenate(ranks), sample_offsets_px(), (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
         return img
     ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
     ids[...] = -1
-    _draw_whole_frame(prims, rays, img, ids, ids_out is not None, antialias, id_stats_out, (cap, cap_floor, pl), ranks, codes)
+    _draw_whole_frame(prims, rays, img, ids, ids_out is not None, antialias, id_stats_out, (draws[0], draws[1]))
     return img
 
 
 def _draw_whole_frame(prims: Primitives, rays: NDArrayFloat32, img: NDArrayByte, ids: NDArrayInt32, with_ids: bool,
-                      antialias: bool, id_stats_out: NDArrayInt | None, args: tuple, ranks: tuple, codes: tuple) -> None:  # fmt: skip
+                      antialias: bool, id_stats_out: NDArrayInt | None, draws: tuple[DrawPlan, DrawPlan]) -> None:  # fmt: skip
     """`rasterize_numba` in one pass over the whole image: the path that draws ids (and their statistics,
     which see the claims in draw order).
 
@@ -284,26 +158,25 @@ def _draw_whole_frame(prims: Primitives, rays: NDArrayFloat32, img: NDArrayByte,
         with_ids: draw ids.
         antialias: as `rasterize_numba`.
         id_stats_out: as `rasterize_numba`.
-        args: (capsule arrays, capsule key floors, planar arrays) as `_kernel_args` and `capsule_key_floor` give them.
-        ranks: the (capsule, planar) draw ranks, int64.
-        codes: the (capsule, planar) winner codes, int32.
+        draws: the (capsule, planar) draw plans (key floors, ranks, winner codes; the sequences are `_draw_sequence`'s).
     """
-    (cap, cap_floor, pl), (h, w) = args, (prims.height_px, prims.width_px)
+    h, w = prims.height_px, prims.width_px
+    caps, pls = prims.capsules.arrays(), prims.planars.arrays()
     img[...] = 0
     zbuf = np.full((h, w), np.inf, np.float32)
-    zrank = np.empty((h, w), np.int32)  # the winner's draw rank, read only where zbuf is finite
+    zrank = np.empty((h, w), np.int32)  # the winner's draw rank, read only where zbuf holds a key
     cap_obj, pl_obj, stats, cap_track, pl_track = _id_args(prims, with_ids, id_stats_out)
     win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
-    rows = (0, h - 1, 0)
-    for kind, seq in _draw_sequence(prims, pl[-1], cap_floor, in_rank_order=len(stats) > 0):
+    buf, rows = FrameBuffers(img, zbuf, zrank, win, antialias), (0, h - 1, 0)
+    id_bufs = IdBuffers(ids, cap_obj, with_ids, stats, cap_track), IdBuffers(ids, pl_obj, with_ids, stats, pl_track)
+    for kind, seq in _draw_sequence(prims, draws[1].key_floor, draws[0].key_floor, in_rank_order=len(stats) > 0):
+        draw = draws[kind]._replace(seq=seq)
         if kind == 0:
-            draw_capsules(img, zbuf, zrank, *cap, cap_floor, ranks[0], seq, PIXEL_CENTRE_OFFSET, ids, cap_obj, with_ids, win,
-                          codes[0], antialias, stats, cap_track, rows)  # fmt: skip
+            draw_capsules(buf, caps, draw, id_bufs[0], PIXEL_CENTRE_OFFSET, rows)
         else:
-            draw_planars(img, zbuf, zrank, rays, *pl, ranks[1], seq, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS, ids, pl_obj,
-                         with_ids, win, codes[1], antialias, stats, pl_track, rows)  # fmt: skip
+            draw_planars(buf, rays, pls, draw, id_bufs[1], (style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS), rows)
     if antialias:
-        antialias_numba(img, win, rays, np.concatenate(ranks), cap, pl)
+        antialias_numba(img, win, rays, np.concatenate([draws[0].rank, draws[1].rank]), caps, pls)
 
 
 def new_id_stats(n_objects: int) -> NDArrayInt:
@@ -322,8 +195,8 @@ def _id_args(
     prims: Primitives, with_ids: bool, id_stats_out: NDArrayInt | None
 ) -> tuple[NDArrayInt32, NDArrayInt32, NDArrayInt, NDArrayBool, NDArrayBool]:
     """The kernels' id arguments: object ids per capsule / planar, the id statistics and which primitives they track."""
-    cap_obj = _obj_ids(prims.cap_obj, prims.n_capsules) if with_ids else np.zeros(0, np.int32)
-    pl_obj = _obj_ids(prims.pl_obj, prims.n_planars) if with_ids else np.zeros(0, np.int32)
+    cap_obj = prims.capsules.object_ids() if with_ids else np.zeros(0, np.int32)
+    pl_obj = prims.planars.object_ids() if with_ids else np.zeros(0, np.int32)
     if not with_ids or id_stats_out is None:  # the kernels only write ids (if any)
         no_track = (np.zeros(prims.n_capsules, np.bool_), np.zeros(prims.n_planars, np.bool_))
         return cap_obj, pl_obj, np.zeros((0, len(ID_STATS_COLUMNS)), np.int64), *no_track
@@ -336,8 +209,9 @@ def _reset_id_stats(
 ) -> NDArrayInt:
     """The id statistics buffer, checked and reset."""
     top = max(int(cap_obj.max(initial=-1)), int(pl_obj.max(initial=-1)))
-    if stats.ndim != 2 or stats.shape[1] != len(ID_STATS_COLUMNS) or stats.dtype != np.int64 or len(stats) <= top:
-        raise ValueError(f"id_stats_out must be (N > {top}, {len(ID_STATS_COLUMNS)}) int64, got {stats.shape} {stats.dtype}")
+    check_shape(stats, (None, len(ID_STATS_COLUMNS)), "id_stats_out", dtype=np.int64)
+    if len(stats) <= top:
+        raise AvsimValueError(f"id_stats_out: expected N > {top} rows (every object id), got {len(stats)}")
     stats[:, 0:2], stats[:, 4:6] = (w, h), (w, h)
     stats[:, 2:4], stats[:, 6:8], stats[:, 8] = -1, -1, 0
     return stats
@@ -351,31 +225,25 @@ def _tracked(
     The others (map and sign primitives drawn before every box) cannot meet an object's pixel, so they
     only write ids.
     """
-    orders = np.concatenate([prims.cap_order[cap_obj >= 0], prims.pl_order[pl_obj >= 0]])
+    cap_order, pl_order = prims.capsules.order, prims.planars.order
+    orders = np.concatenate([cap_order[cap_obj >= 0], pl_order[pl_obj >= 0]])
     first = orders.min() if len(orders) else np.iinfo(np.int64).max
-    return ((cap_obj >= 0) | (prims.cap_order > first)), ((pl_obj >= 0) | (prims.pl_order > first))
+    return ((cap_obj >= 0) | (cap_order > first)), ((pl_obj >= 0) | (pl_order > first))
 
 
-def _per_object_args(prims: Primitives, n_objects: int) -> tuple[tuple, NDArrayInt, tuple, NDArrayInt]:
-    """The coverage kernels' arguments: each object's capsules and planars grouped by object id.
+def _per_object(prims: Primitives, n_objects: int) -> tuple[Primitives, NDArrayInt, NDArrayInt]:
+    """Each object's capsules and planars, grouped by object id (the coverage kernels' input).
 
     Returns:
-        capsule arrays, (N + 1,) capsule bounds per object, planar arrays, (N + 1,) planar bounds.
+        The grouped primitives, (N + 1,) capsule bounds per object, (N + 1,) planar bounds.
     """
-    h, w = prims.height_px, prims.width_px
-    cap_obj, pl_obj = _obj_ids(prims.cap_obj, prims.n_capsules), _obj_ids(prims.pl_obj, prims.n_planars)
+    cap_obj, pl_obj = prims.capsules.object_ids(), prims.planars.object_ids()
     cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
     cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
-    sub = Primitives(w, h, pl_origin=prims.pl_origin[ps], pl_e1=prims.pl_e1[ps], pl_e2=prims.pl_e2[ps])
-    spans = len(prims.pl_row_start) == prims.n_planars and prims.n_planars > 0
-    pl = (_plane_params(sub), np.ascontiguousarray(prims.pl_is_tri[ps]), np.ascontiguousarray(prims.pl_bbox[ps], np.int64),
-          _f64(prims.pl_zscale[ps]), _f64(prims.pl_zbias[ps]), spans,
-          np.ascontiguousarray(prims.pl_row_start[ps] if spans else np.zeros(0), np.int64),
-          np.ascontiguousarray(prims.pl_row_span, np.int64).reshape(-1, 2))  # fmt: skip
-    cap = tuple(_f64(getattr(prims, f)[cs]) for f in ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_zscale", "cap_zbias"))
+    grouped = Primitives(prims.width_px, prims.height_px, prims.capsules.take(cs), prims.planars.take(ps))
     cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
     pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
-    return cap, cb, pl, pb
+    return grouped, cb, pb
 
 
 def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
@@ -426,10 +294,9 @@ def object_coverage_visible_px(
         ids == k and visible boxes (N, 4) int64 inclusive x0, y0, x1, y1 (-1 where none).
     """
     h, w = prims.height_px, prims.width_px
-    if ids.shape != (h, w):
-        raise ValueError(f"ids must be ({h}, {w}), got {ids.shape}")
-    if id_stats is not None and id_stats.shape != (n_objects, len(ID_STATS_COLUMNS)):
-        raise ValueError(f"id_stats must be ({n_objects}, {len(ID_STATS_COLUMNS)}), got {id_stats.shape}")
+    check_shape(ids, (h, w), "ids")
+    if id_stats is not None:
+        check_shape(id_stats, (n_objects, len(ID_STATS_COLUMNS)), "id_stats")
     out, vis, vis_box = np.zeros(n_objects, np.int64), np.zeros(n_objects, np.int64), np.full((n_objects, 4), -1, np.int64)
     ids = np.ascontiguousarray(ids, np.int32)
     todo, clip = np.arange(n_objects, dtype=np.int64), np.tile(np.array([0, 0, w - 1, h - 1], np.int64), (n_objects, 1))
@@ -443,12 +310,12 @@ def object_coverage_visible_px(
         visible_in_boxes(ids, won, todo, vis, vis_box)
         out[todo] = vis[todo]
     if len(todo):
-        cap, cb, pl, pb = _per_object_args(prims, n_objects)
+        grouped, cb, pb = _per_object(prims, n_objects)
         mask = np.zeros((h, w), np.uint8) if scratch is None else scratch
-        if mask.shape != (h, w) or mask.dtype != np.uint8:
-            raise ValueError(f"scratch must be ({h}, {w}) uint8, got {mask.shape} {mask.dtype}")
-        object_coverage_visible(mask, ids, rays, cap, cb, pl, pb, PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M,
-                                PARAM_EPS, out, vis, vis_box, todo, clip, id_stats is not None)  # fmt: skip
+        check_shape(mask, (h, w), "scratch", dtype=np.uint8)
+        consts = (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
+        object_coverage_visible(mask, ids, rays, grouped.capsules.arrays(), cb, grouped.planars.arrays(), pb, consts,
+                                (out, vis, vis_box), todo, clip, id_stats is not None)  # fmt: skip
     return out, vis, vis_box
 
 
@@ -468,4 +335,4 @@ def rasterize(prims: Primitives, rays: NDArrayFloat32, backend: str = "numba", a
         return rasterize_numba(prims, rays, antialias=antialias)
     if backend == "torch":
         return rasterize_torch([prims], [rays], antialias=antialias)[0]
-    raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")
+    raise AvsimValueError(f"backend: expected numba or torch, got {backend!r}")

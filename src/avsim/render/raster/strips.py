@@ -17,56 +17,52 @@ from __future__ import annotations
 
 import numpy as np
 
+from avsim.core.jit import njit
 from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt
 from avsim.render.raster.aa import aa_rows
-from avsim.render.raster.kernels import _njit, draw_capsules, draw_planars
+from avsim.render.raster.kernels import draw_capsules, draw_planars
+from avsim.render.raster.primitives import CapsuleArrays, DrawPlan, FrameBuffers, IdBuffers, PlanarArrays
 
 STRIP_ROWS = 32  # rows per strip: its buffers (about 0.6 MB at 1280 px wide, with the ray rows) fit a core's L2
 
-if _njit is not None:
 
-    @_njit
-    def _clear(img: NDArrayByte, zbuf: NDArrayFloat32, win: NDArrayInt, n: int, antialias: bool) -> None:
-        # the first n rows of the strip buffers: no colour, no fragment, no winner
-        img[:n] = 0
-        zbuf[:n] = np.inf
+@njit
+def _clear(img: NDArrayByte, zbuf: NDArrayFloat32, win: NDArrayInt, n: int, antialias: bool) -> None:
+    # the first n rows of the strip buffers: no colour, no fragment, no winner
+    img[:n] = 0
+    zbuf[:n] = np.inf
+    if antialias:
+        win[:n] = -1
+
+@njit
+def _copy_rows(img: NDArrayByte, sub: NDArrayByte, y0: int, y1: int, oy: int) -> None:
+    # img rows y0 .. y1 - 1 from sub, which holds image row y at row y - oy (flat: a memcpy, where a 3-d
+    # slice assignment is an element loop about twice as slow)
+    row = img.shape[1] * img.shape[2]
+    img.reshape(-1)[y0 * row : y1 * row] = sub.reshape(-1)[(y0 - oy) * row : (y1 - oy) * row]
+
+@njit
+def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antialias: bool, caps: CapsuleArrays,
+                cap_draw: DrawPlan, pls: PlanarArrays, pl_draw: DrawPlan, order: NDArrayInt, offs: NDArrayFloat,
+                consts: tuple[float, float, float, float]) -> None:  # fmt: skip
+    # img (H, W, 3): the image, every pixel written; cap_draw, pl_draw: how each kind is drawn; order: the draw
+    # rank of each winner code; offs: the AA sub-sample offsets; consts: (pixel centre offset, near, far, eps)
+    h, w = img.shape[0], img.shape[1]
+    c, near, far, eps = consts
+    halo = 1 if antialias else 0
+    n_rows = min(strip_rows + 2 * halo, h)
+    sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
+    zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
+    no_ids = IdBuffers(np.zeros((1, 1), np.int32), np.zeros(0, np.int32), False, np.zeros((0, 9), np.int64),
+                       np.zeros(max(len(cap_draw.rank), len(pl_draw.rank)), np.bool_))  # fmt: skip
+    buf = FrameBuffers(sub, zbuf, zrank, win, antialias)
+    for y0 in range(0, h, strip_rows):
+        y1 = min(y0 + strip_rows, h)
+        lo, hi = max(y0 - halo, 0), min(y1 - 1 + halo, h - 1)  # image rows drawn: the strip and its halo
+        _clear(sub, zbuf, win, hi + 1 - lo, antialias)
+        rows = (lo, hi, lo)
+        draw_planars(buf, rays, pls, pl_draw, no_ids, (near, far, eps), rows)
+        draw_capsules(buf, caps, cap_draw, no_ids, c, rows)
         if antialias:
-            win[:n] = -1
-
-    @_njit
-    def _copy_rows(img: NDArrayByte, sub: NDArrayByte, y0: int, y1: int, oy: int) -> None:
-        # img rows y0 .. y1 - 1 from sub, which holds image row y at row y - oy (flat: a memcpy, where a 3-d
-        # slice assignment is an element loop about twice as slow)
-        row = img.shape[1] * img.shape[2]
-        img.reshape(-1)[y0 * row : y1 * row] = sub.reshape(-1)[(y0 - oy) * row : (y1 - oy) * row]
-
-    @_njit
-    def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antialias: bool, cap: tuple, cap_draw: tuple,
-                    pl: tuple, pl_draw: tuple, order: NDArrayInt, offs: NDArrayFloat, consts: tuple) -> None:  # fmt: skip
-        # img (H, W, 3): the image, every pixel written; cap, pl: the kernels' capsule and planar arrays (as
-        # `raster._kernel_args`); cap_draw, pl_draw: (key floor (capsules only), draw rank, sequence, winner code)
-        # of each kind; order: the draw rank of each winner code; offs: the AA sub-sample offsets;
-        # consts: (pixel centre offset, near, far, barycentric eps)
-        h, w = img.shape[0], img.shape[1]
-        c, near, far, eps = consts
-        halo = 1 if antialias else 0
-        n_rows = min(strip_rows + 2 * halo, h)
-        sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
-        zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
-        ids, no_stats = np.zeros((1, 1), np.int32), np.zeros((0, 9), np.int64)
-        cap_floor, cap_rank, cap_seq, cap_code = cap_draw
-        pl_rank, pl_seq, pl_code = pl_draw
-        no_obj, no_track = np.zeros(0, np.int32), np.zeros(max(len(cap_rank), len(pl_rank)), np.bool_)
-        for y0 in range(0, h, strip_rows):
-            y1 = min(y0 + strip_rows, h)
-            lo, hi = max(y0 - halo, 0), min(y1 - 1 + halo, h - 1)  # image rows drawn: the strip and its halo
-            _clear(sub, zbuf, win, hi + 1 - lo, antialias)
-            rows = (lo, hi, lo)
-            draw_planars(sub, zbuf, zrank, rays, *pl, pl_rank, pl_seq, near, far, eps, ids, no_obj, False, win, pl_code,
-                         antialias, no_stats, no_track, rows)  # fmt: skip
-            draw_capsules(sub, zbuf, zrank, *cap, cap_floor, cap_rank, cap_seq, c, ids, no_obj, False, win, cap_code,
-                          antialias, no_stats, no_track, rows)  # fmt: skip
-            if antialias:
-                aa_rows(sub, win, rays, order, len(cap_rank), *cap, pl[0], pl[1], pl[2], pl[4], pl[5], offs, c, near, far,
-                        eps, (y0, y1, lo))  # fmt: skip
-            _copy_rows(img, sub, y0, y1, lo)
+            aa_rows(sub, win, rays, order, caps, pls, offs, consts, (y0, y1, lo))
+        _copy_rows(img, sub, y0, y1, lo)

@@ -1,23 +1,21 @@
 """Torch raster backend: fragments generated per bounding box and resolved with a scatter-min on
-the packed 64-bit (key, order); runs batched over many images on any device. Split out of
-`avsim.render.raster.draw` (which re-exports `rasterize_torch`); the edge-adaptive 4x MSAA is the
-twin of `avsim.render.raster.aa` (same edge pixels, sub-samples, shading and resolve).
+the packed 64-bit (key, order); runs batched over many images on any device (`avsim.render.raster.draw`
+dispatches to it); the edge-adaptive 4x MSAA is the twin of `avsim.render.raster.aa` (same edge
+pixels, sub-samples, shading and resolve).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from avsim.core.typing import NDArrayByte, NDArrayFloat32
 from avsim.render import style
-from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
-from avsim.render.raster.kernels import INV_MAX_DEPTH, KEY_OFFSET, PARAM_EPS, plane_params
-
-if TYPE_CHECKING:
-    from avsim.render.raster.draw import Primitives
+from avsim.render.raster.aa import SAMPLES_XY_PX
+from avsim.render.raster.kernels import INV_MAX_DEPTH, KEY_OFFSET, PARAM_EPS
+from avsim.render.raster.primitives import PIXEL_CENTRE_OFFSET, Primitives
 
 
 def _bbox_fragments(torch: Any, boxes: Any, max_fragments: int) -> Iterator[tuple[Any, Any, Any]]:
@@ -80,13 +78,9 @@ class _TorchTarget:
 def _torch_capsules(torch: Any, target: _TorchTarget, prims: Primitives, base: int, dev: Any, max_fragments: int) -> None:
     f64 = torch.float64
     w, h = prims.width_px, prims.height_px
-    xy = torch.as_tensor(prims.cap_xy, device=dev, dtype=f64)
-    inv = torch.as_tensor(prims.cap_inv_depth, device=dev, dtype=f64)
-    rad = torch.as_tensor(prims.cap_radius_px, device=dev, dtype=f64)
-    rgb = torch.as_tensor(prims.cap_rgb, device=dev, dtype=f64)
-    zs = torch.as_tensor(prims.cap_zscale, device=dev, dtype=f64)
-    zb = torch.as_tensor(prims.cap_zbias, device=dev, dtype=f64)
-    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)
+    caps = prims.capsules
+    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(a, device=dev, dtype=f64) for a in caps.arrays())
+    order = torch.as_tensor(caps.order, device=dev, dtype=torch.int64)
     boxes = _capsule_boxes(torch, xy, rad, w, h)
     for s, y, x in _bbox_fragments(torch, boxes, max_fragments):
         px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
@@ -106,13 +100,14 @@ def _torch_capsules(torch: Any, target: _TorchTarget, prims: Primitives, base: i
 def _torch_planars(torch: Any, target: _TorchTarget, prims: Primitives, rays: Any, base: int, dev: Any, max_fragments: int) -> None:
     f64 = torch.float64
     w = prims.width_px
-    plane = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)
-    is_tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)
-    prgb = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)
-    zs = torch.as_tensor(prims.pl_zscale, device=dev, dtype=f64)
-    zb = torch.as_tensor(prims.pl_zbias, device=dev, dtype=f64)
-    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)
-    boxes = torch.as_tensor(prims.pl_bbox, device=dev, dtype=torch.int64)
+    pls = prims.planars
+    plane = torch.as_tensor(pls.plane_params(), device=dev, dtype=f64)
+    is_tri = torch.as_tensor(pls.is_tri, device=dev, dtype=torch.bool)
+    prgb = torch.as_tensor(pls.rgb, device=dev, dtype=f64)
+    zs = torch.as_tensor(pls.zscale, device=dev, dtype=f64)
+    zb = torch.as_tensor(pls.zbias, device=dev, dtype=f64)
+    order = torch.as_tensor(pls.order, device=dev, dtype=torch.int64)
+    boxes = torch.as_tensor(pls.bbox, device=dev, dtype=torch.int64)
     for p, y, x in _bbox_fragments(torch, boxes, max_fragments):
         rx, ry = rays[y, x, 0], rays[y, x, 1]
         q = plane[p]
@@ -190,7 +185,7 @@ def _faded(torch: Any, rgb: Any, depth: Any) -> Any:
 
 def _winner_codes(torch: Any, best: Any, prims: Primitives) -> Any:
     """(N,) int64 code (capsule s, or n_capsules + planar p) of the fragment that won each pixel, -1 none."""
-    orders = torch.as_tensor(np.concatenate([prims.cap_order, prims.pl_order]), device=best.device, dtype=torch.int64)
+    orders = torch.as_tensor(np.concatenate([prims.capsules.order, prims.planars.order]), device=best.device, dtype=torch.int64)
     sorted_orders, codes = torch.sort(orders)
     won = best != torch.iinfo(torch.int64).max
     at = torch.searchsorted(sorted_orders, best & 0xFFFFFFFF).clamp(max=max(len(orders) - 1, 0))
@@ -216,8 +211,6 @@ def _candidates(torch: Any, win: Any) -> tuple[Any, Any, Any]:
 
 def _torch_antialias(torch: Any, target: _TorchTarget, prims_batch: list[Primitives], rays: Any) -> None:
     """Re-resolve the edge pixels of every image of the batch from 4 sub-samples (rays (B, H, W, 2) float64)."""
-    from avsim.render.raster.aa import SAMPLES_XY_PX
-
     n_img, h, w, _ = rays.shape
     none = torch.iinfo(torch.int64).max
     for i, prims in enumerate(prims_batch):
@@ -252,12 +245,9 @@ def _capsule_t(torch: Any, px: Any, py: Any, ax: Any, ay: Any, dx: Any, dy: Any,
 
 def _torch_capsule_eval(torch: Any, prims: Primitives, s: Any, y: Any, x: Any) -> tuple[Any, Any]:
     """Capsules s (R,) at the sub-samples of pixels (y, x): packed keys (R, 4) (int64 max: not covered), colours (R, 3)."""
-    from avsim.render.raster.aa import SAMPLES_XY_PX
-
     f64, dev = torch.float64, s.device
-    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64)[s] for f in
-                                 ("cap_xy", "cap_inv_depth", "cap_radius_px", "cap_rgb", "cap_zscale", "cap_zbias"))  # fmt: skip
-    order = torch.as_tensor(prims.cap_order, device=dev, dtype=torch.int64)[s]
+    xy, inv, rad, rgb, zs, zb = (torch.as_tensor(a, device=dev, dtype=f64)[s] for a in prims.capsules.arrays())
+    order = torch.as_tensor(prims.capsules.order, device=dev, dtype=torch.int64)[s]
     px, py = x.to(f64) + PIXEL_CENTRE_OFFSET, y.to(f64) + PIXEL_CENTRE_OFFSET
     ax, ay, bx, by = xy[:, 0], xy[:, 1], xy[:, 2], xy[:, 3]
     dx, dy = bx - ax, by - ay
@@ -307,15 +297,14 @@ def _ray_jacobian(torch: Any, rays: Any, y: Any, x: Any) -> tuple[Any, Any, Any,
 
 def _torch_planar_eval(torch: Any, prims: Primitives, p: Any, y: Any, x: Any, rays: Any) -> tuple[Any, Any]:
     """Planars p (R,) at the sub-samples of pixels (y, x): packed keys (R, 4), colours (R, 3) uint8."""
-    from avsim.render.raster.aa import SAMPLES_XY_PX
-
     f64, dev = torch.float64, p.device
     near, far, eps = style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS
-    q = torch.as_tensor(plane_params(prims), device=dev, dtype=f64)[p]
-    tri = torch.as_tensor(prims.pl_is_tri, device=dev, dtype=torch.bool)[p]
-    c = torch.as_tensor(prims.pl_rgb, device=dev, dtype=f64)[p]
-    zs, zb = (torch.as_tensor(getattr(prims, f), device=dev, dtype=f64)[p] for f in ("pl_zscale", "pl_zbias"))
-    order = torch.as_tensor(prims.pl_order, device=dev, dtype=torch.int64)[p]
+    pls = prims.planars
+    q = torch.as_tensor(pls.plane_params(), device=dev, dtype=f64)[p]
+    tri = torch.as_tensor(pls.is_tri, device=dev, dtype=torch.bool)[p]
+    c = torch.as_tensor(pls.rgb, device=dev, dtype=f64)[p]
+    zs, zb = (torch.as_tensor(a, device=dev, dtype=f64)[p] for a in (pls.zscale, pls.zbias))
+    order = torch.as_tensor(pls.order, device=dev, dtype=torch.int64)[p]
     rx, ry = rays[y, x, 0], rays[y, x, 1]
     jx0, jx1, jy0, jy1 = _ray_jacobian(torch, rays, y, x)
     den, depth, a, b = _torch_plane_at(q, rx, ry)

@@ -13,7 +13,6 @@ pixel none of whose sub-samples is covered is exactly black and has id -1. Where
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,9 +39,7 @@ def render_with_coverage(renderer: SceneRenderer, frame_index: int, camera_index
         (H, W) bool coverage (True where a primitive was drawn, even in a colour faded to black).
     """
     prims = renderer.camera_primitives(frame_index, camera_index)
-    marked = dataclasses.replace(
-        prims, cap_obj=np.zeros(prims.n_capsules, np.int32), pl_obj=np.zeros(prims.n_planars, np.int32)
-    )
+    marked = prims.with_object_ids(np.zeros(prims.n_capsules, np.int32), np.zeros(prims.n_planars, np.int32))
     ids = np.empty((prims.height_px, prims.width_px), np.int32)
     img = rasterize_numba(marked, renderer.rays(camera_index), ids_out=ids, antialias=renderer.antialias)
     # ids mark pixel centres a primitive won (also faded to black); with anti-aliasing an edge
