@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from avsim.core.errors import AvsimInputError
 from avsim.scenario.importers.registry import convert, detect_format
-from avsim.scenario.importers.waymo import crc32c, iter_tfrecord, masked_crc32c
+from avsim.scenario.importers.waymo_records import crc32c, iter_tfrecord, masked_crc32c
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import pytest
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import SE3, yaw_to_quat
 from avsim.maps import Cuboids, HDMap, LaneLines, Lanes, Polygons, Polylines, lane_style
+from avsim.maps.queries import within_patch, within_radius
+from avsim.maps.raster import bev_raster
 
 
 def line(x0, x1, y=0.0):
@@ -30,19 +32,19 @@ def test_lane_type_uses_most_frequent_vertex_pair():
     m = sample_map()
     assert m.lane_lines.lane_type(0) == "YELLOW SOLID_GROUP"
     assert m.lane_lines.lane_type(1) == "WHITE LONG_DASHED_SINGLE"  # tie: first along the line
-    assert lane_style("YELLOW SOLID_GROUP")[0] == (255, 255, 0)
-    assert lane_style("PURPLE ZIGZAG")[0] == (181, 164, 71)
+    assert lane_style("YELLOW SOLID_GROUP").rgb == (255, 255, 0)
+    assert lane_style("PURPLE ZIGZAG").rgb == (181, 164, 71)
 
 
 def test_queries_radius_and_patch():
     m = sample_map()
-    near = m.within_radius((22.0, 0.0), 3.0)
+    near = within_radius(m, (22.0, 0.0), 3.0)
     assert near.element_counts()["crosswalks"] == 1 and near.element_counts()["traffic_lights"] == 0
-    inside_concave_notch = m.within_radius((105.0, 8.0), 0.5)  # in the notch, outside the polygon
+    inside_concave_notch = within_radius(m, (105.0, 8.0), 0.5)  # in the notch, outside the polygon
     assert inside_concave_notch.element_counts()["crosswalks"] == 0
-    inside = m.within_radius((102.0, 5.0), 0.5)
+    inside = within_radius(m, (102.0, 5.0), 0.5)
     assert inside.element_counts()["crosswalks"] == 1
-    patch = m.within_patch(SE3.from_yaw(np.pi / 2, np.array([30.0, 0, 0])), 4.0, 2.0)  # long axis along y
+    patch = within_patch(m, SE3.from_yaw(np.pi / 2, np.array([30.0, 0, 0])), 4.0, 2.0)  # long axis along y
     assert patch.element_counts()["lane_lines"] == 2 and patch.element_counts()["traffic_lights"] == 0
 
 
@@ -53,7 +55,7 @@ def test_select_keeps_vertex_attributes_aligned():
 
 
 def test_bev_raster_draws_around_pose():
-    image = sample_map().bev_raster(SE3.from_yaw(0.0, np.array([22.0, 0, 0])), size_px=128, resolution_m_per_px=0.25)
+    image = bev_raster(sample_map(), SE3.from_yaw(0.0, np.array([22.0, 0, 0])), size_px=128, resolution_m_per_px=0.25)
     assert image.shape == (128, 128, 3) and image.dtype == np.uint8
     assert (image == (139, 93, 255)).all(-1).sum() > 100  # the crosswalk under the ego
 

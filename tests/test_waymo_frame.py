@@ -19,8 +19,9 @@ dataset_pb2 = pytest.importorskip("waymo_open_dataset.dataset_pb2", reason="the 
 label_pb2 = pytest.importorskip("waymo_open_dataset.label_pb2", reason="the `waymo` extra is not installed")
 
 from avsim.core.errors import AvsimInputError  # noqa: E402
-from avsim.scenario.importers.waymo import load_waymo, masked_crc32c  # noqa: E402
+from avsim.scenario.importers.waymo import load_waymo  # noqa: E402
 from avsim.scenario.importers.waymo_frame import load_waymo_frames, reference_source, write_camera_images  # noqa: E402
+from avsim.scenario.importers.waymo_records import masked_crc32c  # noqa: E402
 
 T0_US = 1_553_735_853_462_203
 SPEED_MPS = 10.0

@@ -1,11 +1,8 @@
-"""HD-map model: lane lines, lanes, boundaries, polygons, cuboids, spatial queries."""
+"""HD-map model: lane lines, lanes, boundaries, polygons, cuboids (`elements`), spatial queries
+(`queries`), the style table (`style`) and the bird's-eye raster (`raster`)."""
 
 from avsim.maps.elements import (
-    DEFAULT_LANE_COLOR,
-    DEFAULT_LANE_STYLE,
-    LANE_TYPE_STYLES,
     MAP_ELEMENT_TYPES,
-    OTHER_LANE_STYLE,
     Cuboids,
     HDMap,
     LaneLines,
@@ -13,18 +10,15 @@ from avsim.maps.elements import (
     Polygons,
     Polylines,
     element_bounds_xy,
-    lane_style,
 )
+from avsim.maps.style import LaneStyle, lane_style
 
 __all__ = [
-    "DEFAULT_LANE_COLOR",
-    "DEFAULT_LANE_STYLE",
-    "LANE_TYPE_STYLES",
     "MAP_ELEMENT_TYPES",
-    "OTHER_LANE_STYLE",
     "Cuboids",
     "HDMap",
     "LaneLines",
+    "LaneStyle",
     "Lanes",
     "Polygons",
     "Polylines",

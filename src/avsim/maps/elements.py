@@ -16,38 +16,8 @@ import numpy.typing as npt
 
 from avsim.core.agents import box_corners
 from avsim.core.errors import AvsimValueError
-from avsim.core.transforms import SE3, check_unit_quat
-from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayInt, NDArrayStr
-from avsim.maps.style import DEFAULT_LANE_TYPE, LANE_STYLES, RGB, LaneStyle
-from avsim.maps.style import OTHER_LANE_STYLE as _OTHER_LANE
-
-LegacyLaneStyle = tuple[RGB, str | tuple[str, str, str]]
-"""(RGB, pattern name) or (RGB, ("double", left pattern, right pattern))."""
-
-
-def _legacy_style(lane: LaneStyle) -> LegacyLaneStyle:
-    names = [p.name for p in lane.patterns]
-    return lane.rgb, names[0] if len(names) == 1 else ("double", names[0], names[1])
-
-
-# The render spec's lane-line table (`avsim.maps.style.LANE_STYLES`) in the map's own notation:
-# type "<COLOR> <STYLE>" -> (RGB, pattern); patterns: solid, long_dash, short_dash, dot_dash,
-# dotted, and ("double", left, right).
-LANE_TYPE_STYLES: dict[str, LegacyLaneStyle] = {name: _legacy_style(lane) for name, lane in LANE_STYLES.items()}
-OTHER_LANE_STYLE: LegacyLaneStyle = _legacy_style(_OTHER_LANE)
-DEFAULT_LANE_COLOR, DEFAULT_LANE_STYLE = DEFAULT_LANE_TYPE.split(" ")
-
-
-def lane_style(lane_type: str) -> LegacyLaneStyle:
-    """(RGB, pattern) of a lane-line type, in the notation of LANE_TYPE_STYLES.
-
-    Args:
-        lane_type: ``"<COLOR> <STYLE>"`` exactly as a key of LANE_TYPE_STYLES.
-
-    Returns:
-        Its entry; anything not in the table draws as OTHER (solid).
-    """
-    return LANE_TYPE_STYLES.get(lane_type, OTHER_LANE_STYLE)
+from avsim.core.transforms import check_unit_quat
+from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt, NDArrayStr
 
 
 def _ids(values: npt.ArrayLike, n: int, name: str) -> NDArrayStr:
@@ -522,51 +492,6 @@ class HDMap:
             return None
         allb = np.concatenate(boxes)
         return np.array([allb[:, 0].min(), allb[:, 1].min(), allb[:, 2].max(), allb[:, 3].max()])
-
-    # spatial queries live in maps.queries; these are convenience forwards
-    def within_radius(self, center_xy: npt.ArrayLike, radius_m: float) -> HDMap:
-        """Elements within a radius of a point (see `avsim.maps.queries.within_radius`).
-
-        Args:
-            center_xy: (2,) world x, y in metres.
-            radius_m: radius in metres.
-
-        Returns:
-            The elements whose xy footprint comes within `radius_m`.
-        """
-        from avsim.maps.queries import within_radius
-
-        return within_radius(self, center_xy, radius_m)
-
-    def within_patch(self, world_SE3_ego: SE3, length_m: float, width_m: float) -> HDMap:
-        """Elements in an ego-aligned rectangle (see `avsim.maps.queries.within_patch`).
-
-        Args:
-            world_SE3_ego: the ego pose (one SE3).
-            length_m: extent along the ego heading.
-            width_m: extent across it.
-
-        Returns:
-            The elements intersecting the rectangle.
-        """
-        from avsim.maps.queries import within_patch
-
-        return within_patch(self, world_SE3_ego, length_m, width_m)
-
-    def bev_raster(self, world_SE3_ego: SE3, size_px: int = 512, resolution_m_per_px: float = 0.2) -> NDArrayByte:
-        """Top view of the map around a pose (see `avsim.maps.raster.bev_raster`).
-
-        Args:
-            world_SE3_ego: the ego pose (one SE3).
-            size_px: image side in pixels.
-            resolution_m_per_px: metres per pixel.
-
-        Returns:
-            (size_px, size_px, 3) uint8 RGB, ego forward up.
-        """
-        from avsim.maps.raster import bev_raster
-
-        return bev_raster(self, world_SE3_ego, size_px, resolution_m_per_px)
 
 
 def element_bounds_xy(elements: MapElements) -> NDArrayFloat:

@@ -9,7 +9,8 @@ import numpy.typing as npt
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayInt32
 from avsim.maps import style
-from avsim.maps.elements import HDMap, lane_style
+from avsim.maps.elements import HDMap
+from avsim.maps.queries import within_patch
 
 BEV_DRIVABLE_RGB: style.RGB = (40, 40, 40)  # the top view only: the camera renderer draws no drivable area
 # element type -> fill / stroke colour of the top view (the spec palette of `avsim.maps.style`)
@@ -60,7 +61,7 @@ def bev_raster(hd_map: HDMap, world_SE3_ego: SE3, size_px: int = 512, resolution
     """
     image = np.zeros((size_px, size_px, 3), np.uint8)
     half_extent = size_px * resolution_m_per_px * 0.75
-    local = hd_map.within_patch(world_SE3_ego, 2 * half_extent, 2 * half_extent)
+    local = within_patch(hd_map, world_SE3_ego, 2 * half_extent, 2 * half_extent)
 
     def to_px(points: NDArrayFloat) -> NDArrayInt32:
         return _fixed(world_to_bev_px(points, world_SE3_ego, size_px, resolution_m_per_px))
@@ -73,7 +74,7 @@ def bev_raster(hd_map: HDMap, world_SE3_ego: SE3, size_px: int = 512, resolution
         for line in getattr(local, name):
             cv2.polylines(image, [to_px(line)], False, BEV_COLORS[name], 2, cv2.LINE_AA, 4)
     for k in range(len(local.lane_lines)):
-        rgb, _ = lane_style(local.lane_lines.lane_type(k))
+        rgb = style.lane_style(local.lane_lines.lane_type(k)).rgb
         cv2.polylines(image, [to_px(local.lane_lines.lines[k])], False, rgb, 1, cv2.LINE_AA, 4)
     for name in ("traffic_signs", "traffic_lights"):
         boxes = getattr(local, name)

@@ -114,7 +114,7 @@ def _is_mmdet3d_file(path: Path) -> bool:
 
 
 def _is_waymo_frame_file(path: Path) -> bool:
-    from avsim.scenario.importers.waymo_frame import first_record_is_frame
+    from avsim.scenario.importers.waymo_records import first_record_is_frame
 
     try:
         return first_record_is_frame(path)
@@ -137,7 +137,7 @@ def detect_format(src: str | os.PathLike[str]) -> str:
         with path.open("rb") as fh:
             head = fh.read(12)
         if len(head) == 12:
-            from avsim.scenario.importers.waymo import masked_crc32c
+            from avsim.scenario.importers.waymo_records import masked_crc32c
 
             if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
                 return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"

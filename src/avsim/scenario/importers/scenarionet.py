@@ -222,7 +222,7 @@ def lane_speed_limits_mps(features: dict, path: Path) -> dict[str, float]:
     return limits
 
 
-def _map(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
+def map_from_description(scenario: dict, path: Path, dataset: str) -> tuple[MapBuilder, list[str]]:
     from avsim.core.transforms import yaw_to_quat
 
     mb = MapBuilder()
@@ -328,7 +328,7 @@ def convert_description(scenario: dict, path: Path, *, rig_name: str | None, sou
     t_ns = _timestamps(scenario, path)
     sdc_id, ego_t, world_SE3_ego = _ego(scenario, t_ns, path, dataset)
     agents = _agents(scenario, sdc_id, t_ns, path, dataset)
-    mb, skipped = _map(scenario, path, dataset)
+    mb, skipped = map_from_description(scenario, path, dataset)
     lights, stop_points = _lights(scenario, t_ns, path)
     rig_name = rig_name or DEFAULT_RIGS.get(dataset, "cosmos")
     metadata = {

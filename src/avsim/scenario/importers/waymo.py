@@ -1,11 +1,6 @@
 """Waymo Open Motion Dataset ``Scenario`` TFRecords.
 
-The TFRecord framing is read by hand (no TensorFlow): each record is
-
-    uint64 length (little endian) | uint32 masked CRC-32C of the 8 length bytes |
-    data[length] | uint32 masked CRC-32C of data
-
-and both CRCs are verified. Each record is a ``waymo_open_dataset.protos.scenario_pb2.Scenario``;
+The TFRecord framing is read by hand (`avsim.scenario.importers.waymo_records`). Each record is a ``waymo_open_dataset.protos.scenario_pb2.Scenario``;
 the protobuf classes come from the ``waymo`` extra (``pip install --no-deps
 waymo-open-dataset-tf-2-12-0``, which needs only ``protobuf``).
 
@@ -20,84 +15,16 @@ from a step's ``lane_states`` is ``unknown`` at that step), stop points in metad
 from __future__ import annotations
 
 import os
-import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.scenario.importers.waymo_records import iter_tfrecord, payload_is_frame
 
 if TYPE_CHECKING:
     from avsim.scenario.types import Scenario
-
-_CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected
-_MASK_DELTA = 0xA282EAD8
-
-
-def _crc32c_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ _CRC32C_POLY if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_TABLE = _crc32c_table()
-
-try:  # a C implementation when one is installed; the pure-Python loop is the fallback
-    import google_crc32c
-except ImportError:  # looked up once: a failed import is not cached and crc32c runs twice per record
-    google_crc32c = None
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli) of `data`, as TFRecord uses it."""
-    if google_crc32c is not None:
-        return int(google_crc32c.value(bytes(data)))
-    crc = 0xFFFFFFFF
-    table = _TABLE
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TFRecord's masked CRC: rotate right by 15 and add a constant."""
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def iter_tfrecord(path: str | os.PathLike[str], *, verify_crc: bool = True) -> Iterator[bytes]:
-    """Yield each record's payload; a truncated record or a CRC mismatch raises `AvsimInputError`."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AvsimInputError(path, "file", f"cannot read: {exc.strerror or exc}") from None
-    pos, index = 0, 0
-    while pos < len(data):
-        where = f"record {index} at byte {pos}"
-        if pos + 12 > len(data):
-            raise AvsimInputError(path, where, "truncated record header")
-        header = data[pos : pos + 8]
-        (length,) = struct.unpack("<Q", header)
-        (length_crc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
-        if verify_crc and masked_crc32c(header) != length_crc:
-            raise AvsimInputError(path, where, "length CRC mismatch (not a TFRecord file, or corrupt)")
-        start, end = pos + 12, pos + 12 + length
-        if end + 4 > len(data):
-            raise AvsimInputError(path, where, f"truncated record data ({len(data) - start} of {length + 4} bytes)")
-        payload = data[start:end]
-        (data_crc,) = struct.unpack("<I", data[end : end + 4])
-        if verify_crc and masked_crc32c(payload) != data_crc:
-            raise AvsimInputError(path, where, "data CRC mismatch (corrupt record)")
-        yield payload
-        pos, index = end + 4, index + 1
-
 
 def _scenario_pb2() -> Any:
     try:
@@ -123,8 +50,6 @@ def parse_scenarios(path: str | os.PathLike[str]) -> list:
         try:
             msg.ParseFromString(payload)
         except DecodeError as exc:
-            from avsim.scenario.importers.waymo_frame import payload_is_frame
-
             if payload_is_frame(payload):
                 raise AvsimInputError(path, f"record {k}", "a Waymo perception Frame, not a motion Scenario: use --from waymo-frame") from None
             raise AvsimInputError(path, f"record {k}", f"not a Waymo Scenario protobuf: {exc}") from None
@@ -145,7 +70,7 @@ def scenario_to_description(msg: Any) -> dict[str, Any]:
 
     n = len(msg.timestamps_seconds)
     tracks = _tracks(msg, scenario_pb2)
-    features = _map_features(msg, map_pb2)
+    features = map_features(msg, map_pb2)
     lights = _lane_lights(msg, map_pb2)
     if not 0 <= msg.sdc_track_index < len(msg.tracks):
         raise ValueError(f"sdc_track_index {msg.sdc_track_index} out of range")
@@ -187,7 +112,7 @@ def _tracks(msg: Any, scenario_pb2: Any) -> dict[str, Any]:
     return tracks
 
 
-def _map_features(msg: Any, map_pb2: Any) -> dict[str, Any]:
+def map_features(msg: Any, map_pb2: Any) -> dict[str, Any]:
     """ScenarioNet-shaped map features of a ``Scenario`` proto, by feature id."""
     features: dict[str, Any] = {}
     for f in msg.map_features:

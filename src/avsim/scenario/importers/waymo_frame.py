@@ -1,6 +1,6 @@
 """Waymo Open Dataset PERCEPTION ``Frame`` TFRecords (one driving segment per file).
 
-Records are framed and CRC-checked by `avsim.scenario.importers.waymo.iter_tfrecord`; each is a
+Records are framed and CRC-checked by `avsim.scenario.importers.waymo_records.iter_tfrecord`; each is a
 ``waymo_open_dataset.dataset_pb2.Frame`` (the ``waymo`` extra). What is read:
 
 - ego: ``Frame.pose`` (4x4 world_SE3_vehicle, row major) at ``timestamp_micros``, merged with
@@ -30,7 +30,6 @@ Records are framed and CRC-checked by `avsim.scenario.importers.waymo.iter_tfrec
 from __future__ import annotations
 
 import os
-import struct
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,14 @@ import numpy as np
 
 from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.scenario.importers.common import TrackBuilder, build_scenario
-from avsim.scenario.importers.waymo import iter_tfrecord, masked_crc32c
+from avsim.scenario.importers.scenarionet import map_from_description
+from avsim.scenario.importers.waymo import map_features
+from avsim.scenario.importers.waymo_records import (
+    dataset_pb2_module,
+    first_record_is_frame,
+    iter_tfrecord,
+    parse_frame,
+)
 
 if TYPE_CHECKING:
     from avsim.core.rig import CameraRig
@@ -51,68 +57,6 @@ if TYPE_CHECKING:
 
 # RDF camera axes (columns) expressed in Waymo's camera frame (x forward, y left, z up).
 WAYMO_CAMERA_R_RDF = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
-_MAX_FIRST_RECORD_BYTES = 1 << 31
-
-
-def _dataset_pb2() -> Any:
-    try:
-        from waymo_open_dataset import dataset_pb2
-    except ImportError as exc:
-        raise AvsimInputError(
-            "waymo_open_dataset", "import",
-            f"Waymo protobuf classes unavailable ({exc}); install with "
-            "`pip install protobuf && pip install --no-deps waymo-open-dataset-tf-2-12-0`",
-        ) from None  # fmt: skip
-    return dataset_pb2
-
-
-def _parse_frame(payload: bytes) -> Any | None:
-    """The ``Frame`` in `payload`, or None when it does not parse as one with a 4x4 pose."""
-    from google.protobuf.message import DecodeError
-
-    frame = _dataset_pb2().Frame()
-    try:
-        frame.ParseFromString(payload)
-    except DecodeError:
-        return None
-    if len(frame.pose.transform) != 16 or not frame.HasField("timestamp_micros"):
-        return None  # a Scenario record parses into unknown fields only
-    return frame
-
-
-def payload_is_frame(payload: bytes) -> bool:
-    """Whether one TFRecord payload is a Waymo perception ``Frame``.
-
-    Args:
-        payload: the record's bytes.
-
-    Returns:
-        True when it parses as a ``Frame`` with a pose and a timestamp.
-    """
-    return _parse_frame(payload) is not None
-
-
-def first_record_is_frame(path: str | os.PathLike[str]) -> bool:
-    """Whether the first record of a TFRecord file is a perception ``Frame`` (reads one record).
-
-    Args:
-        path: a TFRecord file.
-
-    Returns:
-        False for unreadable, empty or non-Frame files.
-    """
-    try:
-        with Path(path).open("rb") as fh:
-            head = fh.read(12)
-            if len(head) < 12 or masked_crc32c(head[:8]) != int.from_bytes(head[8:12], "little"):
-                return False
-            (length,) = struct.unpack("<Q", head[:8])
-            if length > _MAX_FIRST_RECORD_BYTES:
-                return False
-            payload = fh.read(length)
-    except OSError:
-        return False
-    return len(payload) == length and payload_is_frame(payload)
 
 
 def parse_frames(path: str | os.PathLike[str]) -> list:
@@ -131,7 +75,7 @@ def parse_frames(path: str | os.PathLike[str]) -> list:
     path = Path(path)
     frames = []
     for k, payload in enumerate(iter_tfrecord(path)):
-        frame = _parse_frame(payload)
+        frame = parse_frame(payload)
         if frame is None:
             raise AvsimInputError(
                 path, f"record {k}", "not a Waymo perception Frame protobuf (a motion Scenario file imports with --from waymo)"
@@ -194,7 +138,7 @@ def read_rig(frames: list, path: Path) -> CameraRig:
     from avsim.core.cameras import PinholeCamera
     from avsim.core.rig import CameraRig
 
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     calibrations = sorted(frames[0].context.camera_calibrations, key=lambda c: int(c.name))
     if not calibrations:
         raise AvsimInputError(path, "context.camera_calibrations", "the first frame has no camera calibrations")
@@ -297,13 +241,11 @@ def read_map(frames: list, path: Path, ego_positions_m: np.ndarray) -> tuple[HDM
     from waymo_open_dataset.protos import map_pb2
 
     from avsim.scenario.importers.common import MapBuilder
-    from avsim.scenario.importers.scenarionet import _map
-    from avsim.scenario.importers.waymo import _map_features
 
     source = next((f for f in frames if len(f.map_features)), None)
     if source is not None:
-        features = _map_features(source, map_pb2)
-        hd_map = _map({"map_features": features}, path, "waymo")[0].build()
+        features = map_features(source, map_pb2)
+        hd_map = map_from_description({"map_features": features}, path, "waymo")[0].build()
         if not hd_map.is_empty():
             return hd_map, len(features)
     lo = ego_positions_m[:, :2].min(axis=0) - PLACEHOLDER_MARGIN_M
@@ -336,7 +278,7 @@ def _scenario_of(frames: list, path: Path, rig_name: str | None) -> Scenario:
     t_ns, world_T_ego = read_ego(frames, path)
     builder, n_labels = read_agents(frames, path)
     hd_map, n_features = read_map(frames, path, world_T_ego[:, :3, 3])
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     shutters = {camera_name(dataset_pb2, c.name): dataset_pb2.CameraCalibration.RollingShutterReadOutDirection.Name(
         c.rolling_shutter_direction) for c in frames[0].context.camera_calibrations}  # fmt: skip
     metadata = {
@@ -361,7 +303,7 @@ def _scenario_of(frames: list, path: Path, rig_name: str | None) -> Scenario:
 
 def _write_images(frames: list, folder: Path) -> dict[tuple[str, int], Path]:
     """Write every camera image as ``folder/<camera>/<pose_timestamp_us>.jpg``; (camera, time_ns) -> path."""
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     written: dict[tuple[str, int], Path] = {}
     for frame in frames:
         for image in frame.images:
@@ -400,7 +342,7 @@ def write_camera_images(path: str | os.PathLike[str], out_dir: str | os.PathLike
 def _labels_of(frame: Any, images: dict[str, Any], sizes: dict[str, tuple[int, int]]) -> list[ReferenceLabel]:
     from avsim.scenario.reference import ReferenceLabel
 
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     labels = []
     for camera_labels in frame.projected_lidar_labels:
         name = camera_name(dataset_pb2, camera_labels.name)
@@ -440,7 +382,7 @@ def capture_of(image: Any, readout: str) -> RollingShutterCapture | None:
 
 def _captures(frames: list, path: Path) -> dict[tuple[str, int], RollingShutterCapture]:
     """(camera, image time_ns) -> the image's `RollingShutterCapture`, for every image with timing."""
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     readout = {camera_name(dataset_pb2, c.name): dataset_pb2.CameraCalibration.RollingShutterReadOutDirection.Name(
         c.rolling_shutter_direction) for c in frames[0].context.camera_calibrations}  # fmt: skip
     captures = {}
@@ -484,7 +426,7 @@ def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
         raise AvsimInputError(path, "source", "not a Waymo perception Frame TFRecord")
     frames = parse_frames(path)
     scenario = _scenario_of(frames, path, None)
-    dataset_pb2 = _dataset_pb2()
+    dataset_pb2 = dataset_pb2_module()
     sizes = {camera_name(dataset_pb2, c.name): (int(c.width), int(c.height)) for c in frames[0].context.camera_calibrations}
     labels: list[ReferenceLabel] = []
     for frame in frames:
