@@ -11,8 +11,8 @@ import pytest
 
 from avsim.edit import ops_agents, ops_lights, ops_map
 from avsim.edit.editfile import apply_edit_file
-from avsim.edit.rules import RULE_KINDS
 from avsim.edit.validate import ValidationConfig, validate_scenario
+from avsim.edit.validation_inputs import RULE_KINDS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SN_WAYMO = "scenarionet/sd_waymo_v1.2_eb4b91b10ca94ff2.pkl"

@@ -76,7 +76,8 @@ def validate_command(
     Findings print one per line (time, kind, ids, reason), then one count line per scenario;
     --strict exits 1 when there are any.
     """
-    from .validate import findings_document, scenario_folders, validate_scenario
+    from .output import scenario_folders
+    from .validate import findings_document, validate_scenario
 
     docs, total = [], 0
     for folder in scenario_folders(scenarios):

@@ -73,3 +73,21 @@ def write_edit_output(
         for r in results:
             save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
         (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def scenario_folders(paths: list[Path]) -> list[Path]:
+    """The scenario folders among `avsim validate` arguments: an edit output's manifest is skipped.
+
+    Args:
+        paths: the command-line paths (e.g. the expansion of `OUT/*`).
+
+    Returns:
+        The paths in order, without files named like the edit output manifest.
+
+    Raises:
+        AvsimInputError: when nothing but manifests is left.
+    """
+    folders = [p for p in paths if not (p.name == MANIFEST_NAME and p.is_file())]
+    if not folders:
+        raise AvsimInputError(paths[0] if paths else Path("."), "scenario", "no scenario folder given (only edit manifests)")
+    return folders

@@ -3,7 +3,7 @@
 Every check works on the road users sampled on the validation grid (`Motion`, rows sorted by
 track and time) and vectorises over all rows at once; each finding has ids (road user or
 `ego`, map element), the time span and a short reason. Thresholds live in
-`avsim.edit.validate.ValidationConfig`. Vehicles are the ego and agents of
+`avsim.edit.validation_inputs.ValidationConfig`. Vehicles are the ego and agents of
 `rule_vehicle_classes` (Car, Truck); `red_light` also checks `red_light_classes` (cyclists).
 
 - `red_light`: a vehicle's front crosses a controlled lane's stop point while the lane's light is
@@ -36,7 +36,6 @@ track and time) and vectorises over all rows at once; each finding has ids (road
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import shapely
@@ -49,11 +48,7 @@ from avsim.scenario import Scenario
 
 from .common import start_ns
 from .findings import EGO_ID, Finding, time_runs
-
-if TYPE_CHECKING:
-    from .validate import ValidationConfig, _Boxes
-
-RULE_KINDS = ("red_light", "wrong_way", "speed_limit", "solid_line_crossing", "stop_line", "jaywalking")
+from .validation_inputs import AgentBoxes, ValidationConfig
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +88,7 @@ class Motion:
         return self.xy + self.length_m[:, None] / 2 * self.heading_xy()
 
 
-def motion_on_grid(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, sample_rate_hz: float) -> Motion:
+def motion_on_grid(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, sample_rate_hz: float) -> Motion:
     """The sampled boxes as `Motion` (sorted rows, speeds, previous-row links).
 
     Args:
@@ -194,7 +189,7 @@ class LaneGeometry:
         return pairs[0][order], pairs[1][order]
 
 
-def check_traffic_rules(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig,
+def check_traffic_rules(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig,
                         controlled: dict[str, list[int]], road: shapely.Geometry | None) -> list[Finding]:  # fmt: skip
     """Every rule of `config.rule_checks` (see the module docstring).
 

@@ -29,48 +29,21 @@ findings have ids (road user, map element) and a time span (`Finding.end_s`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import shapely
 
-from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.transforms import wrap_angle
 from avsim.maps import HDMap
 from avsim.scenario import Scenario
 
-from .common import ego_box, start_ns
+from .common import start_ns
 from .findings import EGO_ID, Finding, time_runs
-from .rules import RULE_KINDS, check_traffic_rules
+from .rules import check_traffic_rules
+from .validation_inputs import AgentBoxes, ValidationConfig, boxes_on_grid
 
-__all__ = ["EGO_ID", "Finding", "ValidationConfig", "drivable_area", "findings_document", "light_lanes", "scenario_folders",
-           "validate_scenario"]
-
-SPEED_LIMITS_MPS = {"Car": 70.0, "Truck": 45.0, "Pedestrian": 10.0, "Cyclist": 25.0, "Others": 70.0}
-ACCEL_LIMITS_MPS2 = {"Car": 12.0, "Truck": 8.0, "Pedestrian": 8.0, "Cyclist": 8.0, "Others": 15.0}
-
-
-def scenario_folders(paths: list[Path]) -> list[Path]:
-    """The scenario folders among `avsim validate` arguments: an edit output's manifest is skipped.
-
-    Args:
-        paths: the command-line paths (e.g. the expansion of `OUT/*`).
-
-    Returns:
-        The paths in order, without files named like the edit output manifest.
-
-    Raises:
-        AvsimInputError: when nothing but manifests is left.
-    """
-    from .output import MANIFEST_NAME
-
-    folders = [p for p in paths if not (p.name == MANIFEST_NAME and p.is_file())]
-    if not folders:
-        raise AvsimInputError(paths[0] if paths else Path("."), "scenario", "no scenario folder given (only edit manifests)")
-    return folders
-
+__all__ = ["EGO_ID", "Finding", "ValidationConfig", "drivable_area", "findings_document", "light_lanes", "validate_scenario"]
 
 def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, Any]:
     """`avsim validate --json`: the scenario id, every finding and the count per kind."""
@@ -80,54 +53,11 @@ def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, 
     return {"scenario_id": scenario.scenario_id, "findings": [f.to_dict() for f in findings], "counts": counts}
 
 
-@dataclass(frozen=True)
-class ValidationConfig:
-    sample_rate_hz: float = 10.0
-    overlap_tolerance_m: float = 0.05
-    include_ego: bool = True
-    ego_size_m: tuple[float, float, float] | None = None  # None: scenario metadata or a typical car
-    ego_rear_axle_to_centre_m: float | None = None
-    offroad_tolerance_m: float = 0.5
-    offroad_classes: tuple[str, ...] = ("Car", "Truck")
-    min_ego_coverage: float = 0.5
-    speed_limits_mps: dict = field(default_factory=lambda: dict(SPEED_LIMITS_MPS))
-    accel_limits_mps2: dict = field(default_factory=lambda: dict(ACCEL_LIMITS_MPS2))
-    accel_window_s: float = 0.5
-    gap_factor: float = 3.0
-    min_gap_s: float = 0.35
-    light_assoc_radius_m: float = 40.0
-    light_assoc_lateral_m: float = 1.5
-    # traffic rules (avsim.edit.rules)
-    rule_checks: tuple[str, ...] = RULE_KINDS
-    rule_vehicle_classes: tuple[str, ...] = ("Car", "Truck")
-    red_light_classes: tuple[str, ...] = ("Cyclist",)
-    red_light_heading_deg: float = 60.0
-    red_light_right_turn_after_stop: bool = True  # right on red after a stop (lanes turning right > 45 degrees)
-    red_light_stop_lookback_s: float = 5.0
-    solid_line_max_angle_deg: float = 30.0
-    wrong_way_angle_deg: float = 135.0
-    wrong_way_min_s: float = 1.0
-    wrong_way_min_speed_mps: float = 2.0
-    speed_limit_tolerance_mps: float = 1.0
-    speed_limit_min_s: float = 1.0
-    stop_speed_mps: float = 0.3
-    stop_line_tolerance_m: float = 0.5
-    stop_line_min_s: float = 1.0
-    jaywalk_margin_m: float = 0.5
-    crosswalk_margin_m: float = 1.0
-    jaywalk_min_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        unknown = set(self.rule_checks) - set(RULE_KINDS)
-        if unknown:
-            raise AvsimValueError(f"ValidationConfig.rule_checks: unknown rules {sorted(unknown)} (known: {list(RULE_KINDS)})")
-
-
 def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None) -> list[Finding]:
     """All findings, sorted by (time, kind, ids)."""
     config = config or ValidationConfig()
     grid = scenario.ego.uniform_timestamps(config.sample_rate_hz)
-    boxes = _boxes_on_grid(scenario, grid, config)
+    boxes = boxes_on_grid(scenario, grid, config)
     findings = []
     findings += check_overlaps(scenario, boxes, grid, config)
     findings += check_off_road(scenario, boxes, grid, config)
@@ -138,46 +68,6 @@ def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None
         road = ego_road(scenario, boxes, config)
         findings += check_traffic_rules(scenario, boxes, grid, config, light_lanes(scenario, config), road)
     return sorted(findings, key=lambda f: (round(f.time_s, 6), f.kind, f.ids))
-
-
-# ----------------------------------------------------------------------------- sampled boxes
-@dataclass
-class _Boxes:
-    """Boxes on the grid: row i is (ids[i], time index ti[i]); xy centre, yaw, l, w, z0, z1."""
-
-    ids: np.ndarray
-    cls: np.ndarray
-    ti: np.ndarray
-    xy: np.ndarray
-    yaw: np.ndarray
-    lw: np.ndarray
-    z: np.ndarray
-
-
-def _boxes_on_grid(scenario: Scenario, grid: np.ndarray, config: ValidationConfig) -> _Boxes:
-    agents = scenario.agents
-    parts = []
-    if len(agents):
-        a = agents.resample(grid, max_extrapolation_s=0.0)
-        ti = np.searchsorted(grid, np.asarray(a.timestamps_ns))
-        c, s = np.asarray(a.center_m), np.asarray(a.size_m)
-        parts.append((np.asarray(a.track_id).astype(str), np.asarray(a.object_class).astype(str), ti, c[:, :2],
-                      np.asarray(a.yaw_rad), s[:, :2], np.c_[c[:, 2] - s[:, 2] / 2, c[:, 2] + s[:, 2] / 2]))  # fmt: skip
-    if config.include_ego:
-        pose = scenario.ego.pose_at(grid)
-        yaw = np.asarray(pose.yaw_rad).reshape(-1)
-        t = np.asarray(pose.translation)
-        fwd = np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
-        n = len(grid)
-        size, offset = ego_box(scenario)
-        length, width, height = config.ego_size_m or size
-        offset = offset if config.ego_rear_axle_to_centre_m is None else config.ego_rear_axle_to_centre_m
-        parts.append((np.full(n, EGO_ID), np.full(n, "Ego"), np.arange(n), t[:, :2] + offset * fwd,
-                      yaw, np.tile([length, width], (n, 1)), np.c_[t[:, 2], t[:, 2] + height]))  # fmt: skip
-    if not parts:
-        return _Boxes(np.zeros(0, str), np.zeros(0, str), np.zeros(0, int), np.zeros((0, 2)), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 2)))
-    cols = [np.concatenate(c) for c in zip(*parts)]
-    return _Boxes(*cols)
 
 
 def _t_s(scenario: Scenario, grid: np.ndarray, ti) -> float:
@@ -208,7 +98,7 @@ def box_penetration_m(
     return overlap.min(axis=1)
 
 
-def check_overlaps(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_overlaps(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     if not len(boxes.ids):
         return []
     hit_pairs: dict[tuple[str, str], list[tuple[int, float]]] = {}
@@ -254,7 +144,7 @@ def drivable_area(hdmap: HDMap) -> shapely.Geometry | None:
     return shapely.union_all(polys)
 
 
-def ego_road(scenario: Scenario, boxes: _Boxes, config: ValidationConfig) -> shapely.Geometry | None:
+def ego_road(scenario: Scenario, boxes: AgentBoxes, config: ValidationConfig) -> shapely.Geometry | None:
     """The map's drivable area when it describes the road the ego drives on, else None.
 
     Args:
@@ -277,7 +167,7 @@ def ego_road(scenario: Scenario, boxes: _Boxes, config: ValidationConfig) -> sha
     return area
 
 
-def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_off_road(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     area = ego_road(scenario, boxes, config)
     if area is None or not len(boxes.ids):
         return []
@@ -300,7 +190,7 @@ def check_off_road(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: 
 
 
 # ----------------------------------------------------------------------------- kinematics
-def check_kinematics(scenario: Scenario, boxes: _Boxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
+def check_kinematics(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
     dt = 1.0 / config.sample_rate_hz
     win = max(1, int(round(config.accel_window_s / dt)))
     findings = []
