@@ -37,6 +37,16 @@ def test_eval_let_writes_json_and_prints_a_table(tmp_path, capsys) -> None:
     # the unmatched vehicle at score 0.7 is a false positive below the TP's score 0.9: AP stays 1
     assert d["per_class"]["vehicle"]["all"]["ap"] == pytest.approx(1.0)
     assert d["config"]["sensor_location_m"] == [1.43, 0.0, 2.18]
+    # the headline is the leaderboard's mean over vehicle, pedestrian, cyclist: no cyclist -> 0
+    assert d["headline"]["classes"] == ["vehicle", "pedestrian", "cyclist"] and d["headline"]["ap"] == pytest.approx(2 / 3)
+    assert d["mean_over_classes_with_gt"]["ap"] == pytest.approx(1.0)
+    assert "Waymo mean" in printed  # (the table wraps the row name in a narrow terminal)
+    # TP / FP / FN per class and range bin at each of the 101 cutoffs
+    veh = d["per_class"]["vehicle"]
+    assert len(d["score_cutoffs"]) == 101 and len(veh["all"]["tp"]) == 101
+    assert (veh["all"]["tp"][0], veh["all"]["fp"][0], veh["all"]["fn"][0]) == (1, 1, 0)
+    assert (veh["all"]["tp"][80], veh["all"]["fp"][80], veh["all"]["fn"][80]) == (1, 0, 0)  # 0.7 < 0.8: gone
+    assert (veh["[0, 30)"]["tp"][0], veh["[0, 30)"]["fp"][0]) == (1, 0)  # the false positive is 31 m away
 
 
 def test_eval_let_bad_table_is_one_line_exit_1(tmp_path, capsys) -> None:

@@ -63,11 +63,11 @@ def test_report_json_has_every_headline_with_intervals(tmp_path) -> None:
     real, gen, gt = _make_inputs(tmp_path)
     res = build_report(real, gen, gt, ReportConfig(n_resamples=100, seed=3, video_metrics=False))
     det = res["detection"]["intervals"]
-    for key in ("mean/ap/real", "mean/ap/generated", "mean/ap/gap", "vehicle/aph/gap", "pedestrian/apl/real"):
+    for key in ("waymo_mean/ap/real", "waymo_mean/ap/generated", "waymo_mean/ap/gap", "vehicle/aph/gap", "pedestrian/apl/real"):
         d = det[key]
         assert d["ci_low"] <= d["estimate"] <= d["ci_high"] or np.isclose(d["ci_low"], d["estimate"])
         assert d["resampling_unit"] == "frame" and d["seed"] == 3 and d["n_resamples"] == 100
-    assert det["mean/ap/real"]["estimate"] > det["mean/ap/generated"]["estimate"]  # noisier boxes
+    assert det["waymo_mean/ap/real"]["estimate"] > det["waymo_mean/ap/generated"]["estimate"]  # noisier boxes
     assert res["lanes"]["intervals"]["f_score/real"]["estimate"] >= res["lanes"]["intervals"]["f_score/generated"]["estimate"]
     assert set(res["detection"]["per_range"]["vehicle"]) == {"all", "[0, 30)", "[30, 50)", "[50, inf)"}
     near = det["vehicle/range [0, 30)/ap/gap"]

@@ -38,6 +38,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
+from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.report_video import video_section
 
@@ -171,52 +172,59 @@ def _shared_weights(keys_a: np.ndarray, keys_b: np.ndarray) -> tuple[np.ndarray,
 # --------------------------------------------------------------------------- sections
 
 
+HEADLINE_KEY = "waymo_mean"  # intervals "waymo_mean/<metric>/<side>": the LET headline
+CLASS_MEAN_KEY = "mean_over_classes_with_gt"
+
+
+def _let_stats(ra: LetResult, rb: LetResult, classes: list[LetClass], bins: tuple[RangeBin, ...]) -> dict[str, float]:
+    """Real, generated and gap of the headline, the class mean, each class and each range bin."""
+    out: dict[str, float] = {}
+
+    def put(key: str, a: float, b: float) -> None:
+        out[f"{key}/real"], out[f"{key}/generated"], out[f"{key}/gap"] = a, b, a - b
+
+    for m in LetMetric:
+        put(f"{HEADLINE_KEY}/{m.value}", ra.headline[m], rb.headline[m])
+        put(f"{CLASS_MEAN_KEY}/{m.value}", ra.mean_over_classes_with_gt[m], rb.mean_over_classes_with_gt[m])
+        for c in classes:
+            put(f"{c.value}/{m.value}", ra.metric(c, m), rb.metric(c, m))
+    for c in classes:
+        for b in bins:
+            if c in ra.per_class and b in ra.per_class[c].ranges:
+                put(f"{c.value}/range {b.name}/ap", ra.metric(c, LetMetric.AP, b), rb.metric(c, LetMetric.AP, b))
+    return out
+
+
 def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfig) -> dict[str, Any]:
+    """LET per class, range bin, headline and class mean: real vs generated with a paired frame bootstrap."""
     ev_r, ev_g = evaluate_let(gt, real, cfg.let), evaluate_let(gt, gen, cfg.let)
     res_r, res_g = ev_r.result(), ev_g.result()
-    classes = sorted(set(res_r["classes_with_gt"]) | set(res_g["classes_with_gt"]))
+    with_gt = set(res_r.classes_with_gt) | set(res_g.classes_with_gt)
+    classes = [c for c in LetClass if c in WAYMO_MEAN_CLASSES or c in with_gt]
+    bins = cfg.let.range_bins
     union, ia, ib = _shared_weights(ev_r.frame_keys, ev_g.frame_keys)
 
     def stats(w: np.ndarray | None) -> dict[str, float]:
-        wa = None if w is None else w[ia]
-        wb = None if w is None else w[ib]
-        ra, rb = ev_r.result(wa), ev_g.result(wb)
-        out: dict[str, float] = {}
-        for c in classes:
-            for rng_name in ra["per_class"].get(c, {}):
-                if rng_name == "all":
-                    continue
-                a = ra["per_class"][c][rng_name].ap
-                b = rb["per_class"].get(c, {}).get(rng_name)
-                b = b.ap if b is not None else 0.0
-                out[f"{c}/range {rng_name}/ap/real"], out[f"{c}/range {rng_name}/ap/generated"] = a, b
-                out[f"{c}/range {rng_name}/ap/gap"] = a - b
-        for m in ("ap", "apl", "aph"):
-            out[f"mean/{m}/real"] = ra["mean"][m]
-            out[f"mean/{m}/generated"] = rb["mean"][m]
-            out[f"mean/{m}/gap"] = ra["mean"][m] - rb["mean"][m]
-        for c in classes:
-            for m in ("ap", "apl", "aph"):
-                a = getattr(ra["per_class"][c]["all"], m) if c in ra["per_class"] else 0.0
-                b = getattr(rb["per_class"][c]["all"], m) if c in rb["per_class"] else 0.0
-                out[f"{c}/{m}/real"], out[f"{c}/{m}/generated"], out[f"{c}/{m}/gap"] = a, b, a - b
-        return out
+        ra = ev_r.result(None if w is None else w[ia])
+        rb = ev_g.result(None if w is None else w[ib])
+        return _let_stats(ra, rb, classes, bins)
 
     ivs = bootstrap_many(stats, len(union), "frame", cfg.n_resamples, cfg.level, cfg.seed)
     per_range: dict[str, dict[str, dict[str, float]]] = {}
     for c in classes:
-        per_range[c] = {}
-        for rng_name, v in res_r["per_class"].get(c, {}).items():
-            g = res_g["per_class"].get(c, {}).get(rng_name)
-            per_range[c][rng_name] = {
-                "ap_real": v.ap, "ap_generated": g.ap if g else 0.0, "num_gt": v.num_gt,
-                "apl_real": v.apl, "apl_generated": g.apl if g else 0.0,
-                "aph_real": v.aph, "aph_generated": g.aph if g else 0.0,
+        if c not in res_r.per_class:
+            continue
+        per_range[c.value] = {}
+        for b, v in [(None, res_r.per_class[c].all), *res_r.per_class[c].ranges.items()]:
+            per_range[c.value][b.name if b else "all"] = {
+                "num_gt": v.num_gt,
+                **{f"{m.value}_{side}": r.metric(c, m, b) for m in LetMetric for side, r in (("real", res_r), ("generated", res_g))},
             }
-    curves = {c: {"real": res_r["per_class"][c]["all"].as_dict(), "generated": res_g["per_class"][c]["all"].as_dict()}
-              for c in classes if c in res_r["per_class"] and c in res_g["per_class"]}
+    curves = {c.value: {"real": res_r.per_class[c].all.as_dict(), "generated": res_g.per_class[c].all.as_dict()}
+              for c in classes if c in res_r.per_class and c in res_g.per_class}  # fmt: skip
     return {
-        "classes": classes, "intervals": {k: v.as_dict() for k, v in ivs.items()}, "per_range": per_range,
+        "classes": [c.value for c in classes], "headline": res_r.headline_dict() | {"key": HEADLINE_KEY},
+        "intervals": {k: v.as_dict() for k, v in ivs.items()}, "per_range": per_range,
         "curves": curves, "config": cfg.let.as_dict(), "frames": len(union),
     }
 

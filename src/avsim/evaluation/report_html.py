@@ -211,9 +211,11 @@ def _detection_html(det: dict[str, Any] | None, figs: dict[str, str]) -> list[st
         return parts + [_skipped(det, "no inputs")]
     iv = det["intervals"]
     rows = []
-    for c in ["mean"] + det["classes"]:
+    names = {"waymo_mean": "Waymo mean (vehicle, pedestrian, cyclist)", "mean_over_classes_with_gt": "mean over classes with GT"}
+    for c in ["waymo_mean", "mean_over_classes_with_gt"] + det["classes"]:
         for m in ("ap", "apl", "aph"):
-            rows.append([html.escape(c), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]), _ci(iv[f"{c}/{m}/gap"])])
+            rows.append([html.escape(names.get(c, c)), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]),
+                         _ci(iv[f"{c}/{m}/gap"])])  # fmt: skip
     parts.append(_table(["class", "metric", "real", "generated", "gap (real - gen)"], rows))
     parts.append(f"<p class=note>Resampling unit: frame ({det['frames']} frames), paired across real and generated.</p>")
     rrows = []
