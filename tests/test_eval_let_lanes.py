@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment
 from test_eval_reference_impl import lane_frame_reference, let_ap_reference
 
-from avsim.evaluation.lanes import LaneSet, evaluate_lanes
+from avsim.evaluation.lanes import LaneSet, evaluate_lanes, min_cost_flow_assignment
 from avsim.evaluation.let_ap import (
     Boxes3D,
     LetConfig,
@@ -303,6 +307,33 @@ def test_lanes_edge_cases() -> None:
     vis[10:] = False
     r = evaluate_lanes(LaneSet.from_lists([0], [_lane(0.0)], [1], [vis]), LaneSet.from_lists([0], [_lane(0.0)], [1])).result()
     assert r["recall"] == 1.0 and r["precision"] == 0.0  # prediction extends far beyond the visible GT
+
+
+def test_lanes_tie_is_broken_as_the_official_min_cost_flow() -> None:
+    """The issue's case: 2 GT and 2 predicted lanes whose two assignments cost the same (210);
+    OpenLane's evaluator (its own script, OR-tools 9.3) takes the one with a 1.6 m pair, which
+    is over the match threshold, and reports F 0.5 (1 match). A Hungarian solver takes the
+    other one (F 1.0, 2 matches)."""
+    gt = LaneSet.from_lists([0, 0], [_lane(0.0, y1=110.0), _lane(0.5, y1=110.0)], [1, 1])
+    pred = LaneSet.from_lists([0, 0], [_lane(1.0, y1=110.0), _lane(1.6, y1=110.0)], [1, 1])  # costs 100 160 / 50 110
+    r = evaluate_lanes(gt, pred).result()
+    assert r["num_matches"] == 1 and r["f_score"] == pytest.approx(0.5)
+    assert r["x_error_near_m"] == pytest.approx(0.5)  # the kept pair is GT 0.5 m with the prediction at 1.0 m
+
+
+def test_lanes_assignment_equals_openlane_min_cost_flow_on_ties() -> None:
+    """Assignments of OpenLane's SolveMinCostFlow recorded with OR-tools 9.3 (the API the
+    evaluator calls) on tie-heavy cost matrices; in 150 of them scipy's Hungarian solver picks
+    another optimal assignment."""
+    doc = json.loads((Path(__file__).parent / "openlane_min_cost_flow_ties.json").read_text())
+    differs = 0
+    for case in doc["cases"]:
+        cost = np.asarray(case["cost"], np.int64)
+        rows, cols = min_cost_flow_assignment(cost)
+        assert sorted(zip(rows.tolist(), cols.tolist())) == sorted(map(tuple, case["pairs"])), case["cost"]
+        r, c = linear_sum_assignment(cost)
+        differs += sorted(zip(r.tolist(), c.tolist())) != sorted(map(tuple, case["pairs"]))
+    assert len(doc["cases"]) == 200 and differs == 150
 
 
 def _random_lanes(rng, n_frames):
