@@ -229,15 +229,18 @@ def report(
     fvd_windows: int | None = typer.Option(4, help="16-frame windows per clip for FVD."),
     no_video_metrics: bool = typer.Option(False, "--no-video-metrics", help="Skip FID/FVD/Sampson."),
     rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
-    cache: Path | None = typer.Option(None, help="Feature cache folder."),
+    cache: Path | None = typer.Option(None, help="Feature cache folder (default: OUT/cache; a rerun resumes from it)."),
 ) -> None:
-    """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals."""
+    """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals.
+
+    Per-clip features and Sampson results are cached in OUT/cache as they finish, so a rerun
+    after an interruption (even kill -9) recomputes nothing that finished."""
     from avsim.evaluation.jobs import report_headlines
     from avsim.evaluation.report import ReportConfig, build_report, write_report
 
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
-                       cache_dir=str(cache) if cache else None)
+                       cache_dir=str(cache if cache else out / "cache"))
     from avsim.evaluation.progress import rich_steps
 
     with rich_steps() as progress:
