@@ -247,6 +247,27 @@ def rnds(
     _emit(table, out)
 
 
+# --------------------------------------------------------------------------- detect
+
+
+@app.command()
+def detect(
+    clips: Path = typer.Argument(..., help="Clip folder(s): labels/index.json and <video_clip>.<camera>.mp4 beside it (the real side)."),
+    out: Path = typer.Argument(..., help="Output folder: detections.parquet, lanes.parquet, gt/, videos/ (with --generated: real/ and generated/)."),
+    detector: str = typer.Option(..., help="MODULE:CALLABLE taking a FrameBatch, returning Detections (e.g. avsim.evaluation.detectors:LabelsOracle)."),
+    generated: Path | None = typer.Option(None, help="Generated clip folder(s): run the detector on them too, into OUT/generated."),
+) -> None:
+    """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
+    from avsim.evaluation.detect import detect_sides
+    from avsim.evaluation.progress import rich_steps
+
+    with rich_steps() as progress:
+        res = detect_sides(clips, out, detector, generated, progress)
+    for side, doc in res["sides"].items():
+        typer.echo(f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if generated else out}")
+    typer.echo(f"next: {res['report_command']}")
+
+
 # --------------------------------------------------------------------------- report
 
 
