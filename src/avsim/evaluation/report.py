@@ -335,7 +335,7 @@ def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, P
     cache = FeatureCache(cfg.cache_dir)
     sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}", cache) for side, clips in (("real", real), ("generated", gen))}
     out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)",
-                           "resampling": {"unit": "clip", "note": "all views (TSE) and view pairs (CSE) of a clip are drawn together"}}  # fmt: skip
+                           "resampling": {"unit": "clip", "description": "all views (TSE) and view pairs (CSE) of a clip are drawn together"}}  # fmt: skip
     for kind in ("tse", "cse"):
         for side, d in sides.items():
             meds = np.array([v["median_of_frame_medians_px"] for v in d[kind].values()], dtype=np.float64)

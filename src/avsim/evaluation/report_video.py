@@ -145,7 +145,7 @@ def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Pat
         res: dict[str, Any] = {"features": desc, "rows": {"real": n_r, "generated": n_g},
                                "unit": "frame" if kind == "fid" else "16-frame window", "name": name,
                                "resampling": {"unit": "clip", "clips": {"real": len(fr), "generated": len(fg)},
-                                              "views": {"real": len(rc), "generated": len(gc)}, "note": RESAMPLING_NOTE}}  # fmt: skip
+                                              "views": {"real": len(rc), "generated": len(gc)}, "description": RESAMPLING_NOTE}}  # fmt: skip
         for norm in get_args(CovarianceNorm):
             res[norm] = _frechet_interval(fr, fg, norm, cfg).as_dict()
         warning = rank_warning(kind.upper(), n_r, n_g, 2048 if kind == "fid" else 400)
