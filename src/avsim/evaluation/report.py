@@ -465,11 +465,7 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     if ground_truth is not None:
         gt_boxes, gt_lanes, gt_desc = load_ground_truth(Path(ground_truth))
         result["inputs"]["ground_truth_source"] = gt_desc
-    det_r, det_g = load_detections(real), load_detections(gen)
-    if gt_boxes is not None and det_r is not None and det_g is not None:
-        result["detection"] = detection_section(gt_boxes, det_r, det_g, cfg)
-    else:
-        result["detection"] = {"skipped": "needs ground-truth boxes and detections on both sides"}
+    result["detection"] = _detection_or_skip(gt_boxes, load_detections(real), load_detections(gen), cfg)
     stage(1)
     lan_r, lan_g = load_lanes(real), load_lanes(gen)
     if gt_lanes is not None and lan_r is not None and lan_g is not None:
@@ -492,6 +488,12 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     result["provenance"] = provenance()
     result["warnings"] = collect_warnings(result)
     return json_ready(result)
+
+
+def _detection_or_skip(gt: Boxes3D | None, real: Boxes3D | None, gen: Boxes3D | None, cfg: ReportConfig) -> dict[str, Any]:
+    if gt is None or real is None or gen is None:
+        return {"skipped": "needs ground-truth boxes and detections on both sides"}
+    return detection_section(gt, real, gen, cfg)
 
 
 def _clips_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]]) -> dict[str, Any]:
