@@ -95,12 +95,13 @@ Row = tuple[str, str, str]  # benchmark, result, notes
 
 def let_rows(n_frames: int) -> list[Row]:
     from avsim.evaluation.let_ap import evaluate_let
+    from avsim.evaluation.let_result import LetMetric
 
     gt, pred = let_data(n_frames)
     ev, t_match = timed(lambda: evaluate_let(gt, pred))
     res, t_res = timed(lambda: ev.result())
     return [(f"LET-AP {n_frames} frames x 50 GT x 60 pred (3 classes + 9 range bins)",
-             f"{t_match + t_res:.2f} s", f"match {t_match:.2f} s, AP {t_res:.3f} s; mean AP {res['mean']['ap']:.3f}")]
+             f"{t_match + t_res:.2f} s", f"match {t_match:.2f} s, AP {t_res:.3f} s; headline AP {res.headline[LetMetric.AP]:.3f}")]
 
 
 def lane_rows(n_frames: int) -> list[Row]:

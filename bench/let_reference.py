@@ -139,11 +139,12 @@ def avsim_side(gt_path: Path, pd_path: Path) -> tuple[float, dict[tuple[str, str
     res = ev.result()
     seconds = time.perf_counter() - t0
     out = {}
-    for (cls, rng), counts in ev.counts.items():
+    for key, counts in ev.counts.items():
         t = counts.totals()
         tp, npd, ngt = t["tp"], t["num_pd"], float(t["num_gt"])
-        v = res["per_class"][cls][rng]
-        out[(cls, rng)] = (np.array([v.ap, v.apl, v.aph]), np.column_stack([tp, npd - tp, ngt - tp]))
+        per = res.per_class[key.cls]
+        v = per.all if key.range_bin is None else per.ranges[key.range_bin]
+        out[(key.cls.value, key.range_name)] = (np.array([v.ap, v.apl, v.aph]), np.column_stack([tp, npd - tp, ngt - tp]))
     return seconds, out
 
 

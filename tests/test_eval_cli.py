@@ -37,6 +37,16 @@ def test_eval_let_writes_json_and_prints_a_table(tmp_path, capsys) -> None:
     # the unmatched vehicle at score 0.7 is a false positive below the TP's score 0.9: AP stays 1
     assert d["per_class"]["vehicle"]["all"]["ap"] == pytest.approx(1.0)
     assert d["config"]["sensor_location_m"] == [1.43, 0.0, 2.18]
+    # the headline is the leaderboard's mean over vehicle, pedestrian, cyclist: no cyclist -> 0
+    assert d["headline"]["classes"] == ["vehicle", "pedestrian", "cyclist"] and d["headline"]["ap"] == pytest.approx(2 / 3)
+    assert d["mean_over_classes_with_gt"]["ap"] == pytest.approx(1.0)
+    assert "Waymo mean" in printed  # (the table wraps the row name in a narrow terminal)
+    # TP / FP / FN per class and range bin at each of the 101 cutoffs
+    veh = d["per_class"]["vehicle"]
+    assert len(d["score_cutoffs"]) == 101 and len(veh["all"]["tp"]) == 101
+    assert (veh["all"]["tp"][0], veh["all"]["fp"][0], veh["all"]["fn"][0]) == (1, 1, 0)
+    assert (veh["all"]["tp"][80], veh["all"]["fp"][80], veh["all"]["fn"][80]) == (1, 0, 0)  # 0.7 < 0.8: gone
+    assert (veh["[0, 30)"]["tp"][0], veh["[0, 30)"]["fp"][0]) == (1, 0)  # the false positive is 31 m away
 
 
 def test_eval_let_bad_table_is_one_line_exit_1(tmp_path, capsys) -> None:
@@ -142,3 +152,50 @@ def test_frechet_both_needs_two_rows_per_side_and_gives_both_normalisers(tmp_pat
     with pytest.raises(AvsimInputError, match="two frames") as e:
         frechet_both(tmp_path / "r", tmp_path / "g", [xr], [xg[:1]], "frames")
     assert e.value.path == str(tmp_path / "g") and e.value.field == "clips"
+
+
+# --------------------------------------------------------------------------- feature files, points
+
+
+def test_eval_fid_and_fvd_take_feature_files(tmp_path, capsys) -> None:
+    from avsim.evaluation.frechet import frechet_distance_features
+
+    rng = np.random.default_rng(0)
+    for kind, dim in (("fid", 2048), ("fvd", 400)):
+        a, b = rng.normal(0, 1, (12, dim)), rng.normal(0.2, 1.1, (9, dim))
+        np.save(tmp_path / f"{kind}_a.npy", a.astype(np.float32))
+        np.save(tmp_path / f"{kind}_b.npy", b)
+        out = tmp_path / f"{kind}.json"
+        assert main(["eval", kind, str(tmp_path / f"{kind}_a.npy"), str(tmp_path / f"{kind}_b.npy"), "--out", str(out)]) == 0
+        d = json.loads(out.read_text())
+        want = frechet_distance_features(a.astype(np.float32).astype(np.float64), b, "unbiased_n_minus_1")
+        assert d[kind]["unbiased_n_minus_1"] == pytest.approx(want, rel=1e-12)
+        assert d["rows"] == {"real": 12, "generated": 9} and d["warnings"]  # fewer rows than dimensions
+    capsys.readouterr()
+    # wrong feature size, and a .npy on one side only: one line naming the file, exit 1
+    assert main(["eval", "fid", str(tmp_path / "fvd_a.npy"), str(tmp_path / "fvd_b.npy")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fvd_a.npy: shape: expected Inception pool3 rows (N, 2048)" in err[0]
+    assert main(["eval", "fid", str(tmp_path / "fid_a.npy"), str(tmp_path)]) == 1
+    assert "feature files (.npy) on both sides" in capsys.readouterr().err
+
+
+def test_eval_sampson_scores_a_points_file(tmp_path, capsys) -> None:
+    """The spec's test vector through the command: F = [[0,0,0],[0,0,-1],[0,1,0]], x1 = (100, 10),
+    x0 = (80, 12): Sampson distance 2, error sqrt(2)."""
+    doc = {"format": "avsim-sampson-points",
+           "pairs": [{"name": "spec", "F": [[0, 0, 0], [0, 0, -1], [0, 1, 0]], "points_0_px": [[80, 12]], "points_1_px": [[100, 10]]},
+                     {"F": [[0, 0, 0], [0, 0, -1], [0, 1, 0]], "points_0_px": [[5, 7], [9, 7]], "points_1_px": [[50, 7], [1, 7]]}]}  # fmt: skip
+    (tmp_path / "pts.json").write_text(json.dumps(doc))
+    out = tmp_path / "s.json"
+    assert main(["eval", "sampson", "--points", str(tmp_path / "pts.json"), "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["per_pair"][0]["errors_px"] == [pytest.approx(1.41421356, abs=1e-8)]
+    assert d["per_pair"][1]["median_px"] == 0.0 and d["per_pair"][1]["name"] == "pairs[1]"  # on the epipolar line
+    assert d["median_of_pair_medians_px"] == pytest.approx(1.41421356 / 2) and d["points"] == 3
+    assert "Sampson" in capsys.readouterr().out
+    doc["pairs"][1]["points_1_px"] = [[1, 2]]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    assert main(["eval", "sampson", "--points", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.json: pairs[1].points_1_px: 1 points, but points_0_px has 2" in err[0]

@@ -20,6 +20,7 @@ from avsim.evaluation.lane_io import (
 )
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
+from avsim.evaluation.let_result import LetMetric
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -100,7 +101,7 @@ def test_scenario_ground_truth_from_real_nuscenes(shared_data) -> None:
     ego = s.ego.pose_at(ts[:1])[0].inverse().apply(world)
     assert np.min(np.linalg.norm(boxes.boxes[boxes.frame == ts[0], :3] - ego, axis=1)) < 1e-9
     r = evaluate_let(boxes, Boxes3D(boxes.frame, boxes.label, boxes.boxes, np.full(len(boxes), 0.5))).result()
-    assert r["mean"]["ap"] == pytest.approx(1.0, abs=1e-9)
+    assert r.mean_over_classes_with_gt[LetMetric.AP] == pytest.approx(1.0, abs=1e-9)
 
     lanes = lanes_from_scenario(s, ts)
     assert len(lanes) > 10 and set(np.unique(lanes.category)) <= {0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12}

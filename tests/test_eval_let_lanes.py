@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment
 from test_eval_reference_impl import lane_frame_reference, let_ap_reference
 
-from avsim.evaluation.lanes import LaneSet, evaluate_lanes
+from avsim.evaluation.lanes import LaneSet, evaluate_lanes, min_cost_flow_assignment
 from avsim.evaluation.let_ap import (
     Boxes3D,
     LetConfig,
     average_precision,
     evaluate_let,
 )
+from avsim.evaluation.let_result import LetClass, LetMetric
 
 ORIGIN = LetConfig(sensor_location_m=(0.0, 0.0, 0.0))
 CAR = [4.0, 2.0, 1.5]
@@ -37,7 +42,7 @@ def _car(x, y=0.0, heading=0.0):
 
 def test_let_perfect_single_detection() -> None:
     r = evaluate_let(_gt([0], ["vehicle"], [_car(20)]), _pd([0], ["vehicle"], [_car(20)], [0.5]), ORIGIN).result()
-    v = r["per_class"]["vehicle"]["all"]
+    v = r.per_class["vehicle"].all
     assert (v.ap, v.apl, v.aph) == pytest.approx((1.0, 1.0, 1.0), abs=1e-6)
     assert v.recall[50] == 1.0 and v.recall[51] == 0.0  # kept while score >= cutoff
 
@@ -46,7 +51,7 @@ def test_let_longitudinal_error_halves_apl_only() -> None:
     # GT at 20 m, prediction 1 m further on the same ray: tol = max(0.1*20, 0.5) = 2 -> LA 0.5;
     # the LET shift puts it back on the GT, so LET-IoU = 1.
     r = evaluate_let(_gt([0], ["vehicle"], [_car(20)]), _pd([0], ["vehicle"], [_car(21)], [0.9]), ORIGIN).result()
-    v = r["per_class"]["vehicle"]["all"]
+    v = r.per_class["vehicle"].all
     assert v.ap == pytest.approx(1.0, abs=1e-6)
     assert v.apl == pytest.approx(0.5, abs=1e-6)
     assert v.aph == pytest.approx(1.0, abs=1e-6)
@@ -54,57 +59,85 @@ def test_let_longitudinal_error_halves_apl_only() -> None:
 
 def test_let_reversed_heading_zeroes_aph() -> None:
     r = evaluate_let(_gt([0], ["vehicle"], [_car(20)]), _pd([0], ["vehicle"], [_car(20, heading=np.pi)], [0.9]), ORIGIN).result()
-    v = r["per_class"]["vehicle"]["all"]
+    v = r.per_class["vehicle"].all
     assert (v.ap, v.aph) == pytest.approx((1.0, 0.0), abs=1e-6)
 
 
 def test_let_beyond_tolerance_is_false_positive() -> None:
     # 3 m behind at 20 m: e_lon = 3 > tol 2 -> LA 0 -> no match.
     r = evaluate_let(_gt([0], ["vehicle"], [_car(20)]), _pd([0], ["vehicle"], [_car(23)], [0.9]), ORIGIN).result()
-    assert r["per_class"]["vehicle"]["all"].ap == 0.0
+    assert r.per_class["vehicle"].all.ap == 0.0
 
 
 def test_let_no_ground_truth_and_no_predictions() -> None:
     empty = Boxes3D.empty()
     r = evaluate_let(empty, _pd([0], ["vehicle"], [_car(10)], [0.9]), ORIGIN).result()
-    assert r["per_class"]["vehicle"]["all"].ap == 0.0 and r["classes_with_gt"] == []
+    assert r.per_class["vehicle"].all.ap == 0.0 and r.classes_with_gt == ()
     r = evaluate_let(_gt([0], ["vehicle"], [_car(10)]), empty, ORIGIN).result()
-    v = r["per_class"]["vehicle"]["all"]
+    v = r.per_class["vehicle"].all
     assert v.ap == 0.0 and v.num_gt == 1 and v.num_pd == 0
     r = evaluate_let(empty, empty, ORIGIN).result()
-    assert r["per_class"] == {} and r["mean"]["ap"] == 0.0
+    assert r.per_class == {} and r.headline[LetMetric.AP] == 0.0 and r.mean_over_classes_with_gt[LetMetric.AP] == 0.0
 
 
 def test_let_all_false_positives() -> None:
     gt = _gt([0, 1], ["vehicle"] * 2, [_car(10), _car(30)])
     pd = _pd([0, 1], ["vehicle"] * 2, [_car(10, 8), _car(30, -9)], [0.9, 0.8])
     r = evaluate_let(gt, pd, ORIGIN).result()
-    v = r["per_class"]["vehicle"]["all"]
+    v = r.per_class["vehicle"].all
     assert v.ap == 0.0 and (v.recall == 0).all() and (v.precision == 1).all()
 
 
-def test_let_class_that_never_appears_in_gt_is_reported_but_not_averaged() -> None:
+def test_let_class_that_never_appears_in_gt_is_reported_and_counts_zero_in_the_headline() -> None:
     gt = _gt([0], ["vehicle"], [_car(10)])
     pd = _pd([0, 0], ["vehicle", "pedestrian"], [_car(10), [5, 5, 0.9, 0.8, 0.8, 1.8, 0]], [0.9, 0.9])
     r = evaluate_let(gt, pd, ORIGIN).result()
-    assert r["per_class"]["pedestrian"]["all"].ap == 0.0
-    assert r["classes_with_gt"] == ["vehicle"] and r["mean"]["ap"] == pytest.approx(1.0)
+    assert r.per_class[LetClass.PEDESTRIAN].all.ap == 0.0
+    assert r.classes_with_gt == (LetClass.VEHICLE,) and r.mean_over_classes_with_gt[LetMetric.AP] == pytest.approx(1.0)
+    # Waymo's leaderboard mean (ALL_NS): vehicle, pedestrian, cyclist; absent classes are 0
+    assert r.headline[LetMetric.AP] == pytest.approx(1.0 / 3.0) and r.headline[LetMetric.APL] == pytest.approx(1.0 / 3.0)
+
+
+def test_let_headline_leaves_signs_out() -> None:
+    """Signs move the mean over classes with GT but never the headline (the issue's case)."""
+    gt = _gt([0, 0, 1, 1], ["vehicle", "pedestrian", "sign", "sign"],
+             [_car(10), [5, 5, 0.9, 0.8, 0.8, 1.8, 0], [20, 3, 2, 0.1, 0.8, 0.8, 0], [25, -3, 2, 0.1, 0.8, 0.8, 0]])
+    pd = _pd([0, 1, 1], ["vehicle", "sign", "sign"], [_car(10), [20, 3, 2, 0.1, 0.8, 0.8, 0], [25, -3, 2, 0.1, 0.8, 0.8, 0]],
+             [0.9, 0.9, 0.9])  # fmt: skip
+    r = evaluate_let(gt, pd, ORIGIN).result()
+    without = evaluate_let(gt.select(gt.label != "sign"), pd.select(pd.label != "sign"), ORIGIN).result()
+    assert r.headline == pytest.approx(without.headline)
+    assert r.headline[LetMetric.AP] == pytest.approx(1.0 / 3.0)  # vehicle 1, pedestrian 0, cyclist absent 0
+    assert r.mean_over_classes_with_gt[LetMetric.AP] == pytest.approx(2.0 / 3.0)  # vehicle, pedestrian, sign
+
+
+def test_let_counts_tp_fp_fn_per_cutoff() -> None:
+    gt = _gt([0, 0], ["vehicle"] * 2, [_car(10), _car(40)])
+    pd = _pd([0, 0, 0], ["vehicle"] * 3, [_car(10), _car(10, 6), _car(40)], [0.9, 0.5, 0.3])
+    v = evaluate_let(gt, pd, ORIGIN).result().per_class[LetClass.VEHICLE]
+    assert (v.all.tp[0], v.all.fp[0], v.all.fn[0]) == (2, 1, 0)  # every prediction kept
+    assert (v.all.tp[40], v.all.fp[40], v.all.fn[40]) == (1, 1, 1)  # score >= 0.40: the 0.3 one is gone
+    assert (v.all.tp[95], v.all.fp[95], v.all.fn[95]) == (0, 0, 2)
+    far = LetConfig(sensor_location_m=(0.0, 0.0, 0.0)).range_bins[1]
+    assert (v.ranges[far].tp[0], v.ranges[far].fp[0], v.ranges[far].fn[0]) == (1, 0, 0)
 
 
 def test_let_range_bins_shard_gt_and_predictions() -> None:
     gt = _gt([0, 0], ["vehicle"] * 2, [_car(10), _car(40)])
     pd = _pd([0, 0], ["vehicle"] * 2, [_car(10), _car(40)], [0.9, 0.9])
-    r = evaluate_let(gt, pd, ORIGIN).result()["per_class"]["vehicle"]
-    assert r["[0, 30)"].num_gt == 1 and r["[30, 50)"].num_gt == 1 and r["[50, inf)"].num_gt == 0
-    assert r["[0, 30)"].ap == pytest.approx(1.0) and r["[50, inf)"].ap == 0.0
+    r = evaluate_let(gt, pd, ORIGIN).result().per_class[LetClass.VEHICLE].ranges
+    near, mid, far = ORIGIN.range_bins
+    assert [b.name for b in ORIGIN.range_bins] == ["[0, 30)", "[30, 50)", "[50, inf)"]
+    assert r[near].num_gt == 1 and r[mid].num_gt == 1 and r[far].num_gt == 0
+    assert r[near].ap == pytest.approx(1.0) and r[far].ap == 0.0
 
 
 def test_let_sensor_location_is_a_parameter() -> None:
     # Relative to a sensor at x = 15 the GT is only 5 m away: tol 0.5 m, so a 1 m error fails.
     gt, pd = _gt([0], ["vehicle"], [_car(20)]), _pd([0], ["vehicle"], [_car(21)], [0.9])
     near = LetConfig(sensor_location_m=(15.0, 0.0, 0.0))
-    assert evaluate_let(gt, pd, near).result()["per_class"]["vehicle"]["all"].ap == 0.0
-    assert evaluate_let(gt, pd, ORIGIN).result()["per_class"]["vehicle"]["all"].ap == pytest.approx(1.0)
+    assert evaluate_let(gt, pd, near).result().per_class["vehicle"].all.ap == 0.0
+    assert evaluate_let(gt, pd, ORIGIN).result().per_class["vehicle"].all.ap == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------- LET vs literal reference
@@ -144,7 +177,7 @@ def test_let_matches_dense_per_cutoff_reference(seed: int) -> None:
     r = evaluate_let(gt, pd, cfg).result()
     for cls, thr in (("vehicle", 0.5), ("pedestrian", 0.3)):
         p, pl, ph, rec, _, _ = let_ap_reference(gt.frame, gt.label, gt.boxes, pd.frame, pd.label, pd.boxes, pd.score, cls, thr)
-        ours = r["per_class"][cls]["all"]
+        ours = r.per_class[cls].all
         np.testing.assert_allclose(ours.recall, rec, atol=1e-12)
         np.testing.assert_allclose(ours.precision, p, atol=1e-12)
         np.testing.assert_allclose(ours.precision_l, pl, atol=1e-9)
@@ -168,7 +201,7 @@ def test_let_pairs_that_cannot_match_get_weight_zero_before_assignment() -> None
     unmatchable pair cannot displace the matchable one: one TP (assigning raw weights first
     and discarding afterwards gives none)."""
     gt, pd, cfg = _heavier_unmatchable_case()
-    ours = evaluate_let(gt, pd, cfg).result()["per_class"]["vehicle"]["all"]
+    ours = evaluate_let(gt, pd, cfg).result().per_class["vehicle"].all
     p, pl, ph, rec, _, _ = let_ap_reference(gt.frame, gt.label, gt.boxes, pd.frame, pd.label, pd.boxes, pd.score,
                                             "vehicle", 0.5, sensor=(0.0, 0.0, 0.0))  # fmt: skip
     assert rec[0] == pytest.approx(0.5) and rec[90] == pytest.approx(0.5) and rec[91] == 0.0
@@ -188,8 +221,8 @@ def test_let_ground_truth_against_itself_is_one(seed: int, n_frames: int, n_gt: 
     # Overlapping GT boxes could legitimately compete; keep the property to separated boxes.
     pd = Boxes3D(gt.frame, gt.label, gt.boxes, np.full(len(gt), 0.7))
     r = evaluate_let(gt, pd).result()
-    for cls in r["classes_with_gt"]:
-        v = r["per_class"][cls]["all"]
+    for cls in r.classes_with_gt:
+        v = r.per_class[cls].all
         assert v.ap == pytest.approx(1.0, abs=1e-6) and v.apl == pytest.approx(1.0, abs=1e-6)
         assert v.aph == pytest.approx(1.0, abs=1e-6)
 
@@ -205,9 +238,9 @@ def test_let_invariant_to_frame_and_row_order(seed: int) -> None:
     gt2 = Boxes3D(100 - gt.frame[gperm], gt.label[gperm], gt.boxes[gperm], gt.score[gperm])
     pd2 = Boxes3D(100 - pd.frame[pperm], pd.label[pperm], pd.boxes[pperm], pd.score[pperm])
     other = evaluate_let(gt2, pd2).result()
-    for cls, d in base["per_class"].items():
-        for rng_name, v in d.items():
-            w = other["per_class"][cls][rng_name]
+    for cls, d in base.per_class.items():
+        for b, v in [(None, d.all), *d.ranges.items()]:
+            w = other.per_class[cls].all if b is None else other.per_class[cls].ranges[b]
             assert (v.ap, v.apl, v.aph) == pytest.approx((w.ap, w.apl, w.aph), abs=1e-12)
 
 
@@ -215,7 +248,7 @@ def test_let_frame_weights_equal_duplicated_frames() -> None:
     gt, pd = _random_scene(np.random.default_rng(5), 3, 4, 1)
     ev = evaluate_let(gt, pd)
     w = np.array([2.0, 1.0, 0.0])
-    weighted = ev.result(w)["per_class"]["vehicle"]["all"]
+    weighted = ev.result(w).per_class["vehicle"].all
     keep_g, keep_p = gt.frame != 2, pd.frame != 2
     dup_g = np.concatenate([np.flatnonzero(keep_g), np.flatnonzero(gt.frame == 0)])
     dup_p = np.concatenate([np.flatnonzero(keep_p), np.flatnonzero(pd.frame == 0)])
@@ -223,7 +256,7 @@ def test_let_frame_weights_equal_duplicated_frames() -> None:
     fp = np.concatenate([pd.frame[keep_p], np.full((pd.frame == 0).sum(), 9)])
     explicit = evaluate_let(Boxes3D(fg, gt.label[dup_g], gt.boxes[dup_g], gt.score[dup_g]),
                             Boxes3D(fp, pd.label[dup_p], pd.boxes[dup_p], pd.score[dup_p])).result()
-    assert weighted.ap == pytest.approx(explicit["per_class"]["vehicle"]["all"].ap, abs=1e-12)
+    assert weighted.ap == pytest.approx(explicit.per_class["vehicle"].all.ap, abs=1e-12)
 
 
 # --------------------------------------------------------------------------- lanes
@@ -274,6 +307,33 @@ def test_lanes_edge_cases() -> None:
     vis[10:] = False
     r = evaluate_lanes(LaneSet.from_lists([0], [_lane(0.0)], [1], [vis]), LaneSet.from_lists([0], [_lane(0.0)], [1])).result()
     assert r["recall"] == 1.0 and r["precision"] == 0.0  # prediction extends far beyond the visible GT
+
+
+def test_lanes_tie_is_broken_as_the_official_min_cost_flow() -> None:
+    """The issue's case: 2 GT and 2 predicted lanes whose two assignments cost the same (210);
+    OpenLane's evaluator (its own script, OR-tools 9.3) takes the one with a 1.6 m pair, which
+    is over the match threshold, and reports F 0.5 (1 match). A Hungarian solver takes the
+    other one (F 1.0, 2 matches)."""
+    gt = LaneSet.from_lists([0, 0], [_lane(0.0, y1=110.0), _lane(0.5, y1=110.0)], [1, 1])
+    pred = LaneSet.from_lists([0, 0], [_lane(1.0, y1=110.0), _lane(1.6, y1=110.0)], [1, 1])  # costs 100 160 / 50 110
+    r = evaluate_lanes(gt, pred).result()
+    assert r["num_matches"] == 1 and r["f_score"] == pytest.approx(0.5)
+    assert r["x_error_near_m"] == pytest.approx(0.5)  # the kept pair is GT 0.5 m with the prediction at 1.0 m
+
+
+def test_lanes_assignment_equals_openlane_min_cost_flow_on_ties() -> None:
+    """Assignments of OpenLane's SolveMinCostFlow recorded with OR-tools 9.3 (the API the
+    evaluator calls) on tie-heavy cost matrices; in 150 of them scipy's Hungarian solver picks
+    another optimal assignment."""
+    doc = json.loads((Path(__file__).parent / "openlane_min_cost_flow_ties.json").read_text())
+    differs = 0
+    for case in doc["cases"]:
+        cost = np.asarray(case["cost"], np.int64)
+        rows, cols = min_cost_flow_assignment(cost)
+        assert sorted(zip(rows.tolist(), cols.tolist())) == sorted(map(tuple, case["pairs"])), case["cost"]
+        r, c = linear_sum_assignment(cost)
+        differs += sorted(zip(r.tolist(), c.tolist())) != sorted(map(tuple, case["pairs"]))
+    assert len(doc["cases"]) == 200 and differs == 150
 
 
 def _random_lanes(rng, n_frames):

@@ -4,8 +4,9 @@ They follow the reference algorithms step by step (one frame, one lane, one cuto
 and share no code with avsim.evaluation beyond the IoU helper, so the vectorised
 implementations can be checked against them on random inputs. The lane part restates
 OpenLane's eval_3D_lane.py `LaneEval.bench` (the version with "both invisible -> 0" and
-"0 < cost < 1 -> 1"), with scipy's assignment in place of OR-tools' min-cost flow (flow
-min(#gt, #pred) on a complete bipartite graph: the same optimum).
+"0 < cost < 1 -> 1"), assigning with OR-tools' `SimpleMinCostFlow` on the graph OpenLane's
+`SolveMinCostFlow` builds, arc by arc in its order (ties included: which optimal assignment
+the solver returns decides which pairs count).
 """
 
 from __future__ import annotations
@@ -46,6 +47,28 @@ def _prep(lanes, cats, vis_list):
     return out, out_c
 
 
+def _solve_min_cost_flow(cost: np.ndarray) -> list[tuple[int, int]]:
+    """OpenLane's SolveMinCostFlow with an all-ones adjacency: source 0, GT 1..G, predictions
+    G+1..G+P, sink G+P+1; arcs added one by one in its order; supply min(G, P)."""
+    from ortools.graph.python import min_cost_flow
+
+    n_g, n_p = cost.shape
+    mcf = min_cost_flow.SimpleMinCostFlow()
+    for i in range(n_g):
+        mcf.add_arc_with_capacity_and_unit_cost(0, 1 + i, 1, 0)
+    for i in range(n_g):
+        for j in range(n_p):
+            mcf.add_arc_with_capacity_and_unit_cost(1 + i, 1 + n_g + j, 1, int(cost[i, j]))
+    for j in range(n_p):
+        mcf.add_arc_with_capacity_and_unit_cost(1 + n_g + j, n_g + n_p + 1, 1, 0)
+    flow = min(n_g, n_p)
+    for node in range(n_g + n_p + 2):
+        mcf.set_node_supply(node, flow if node == 0 else -flow if node == n_g + n_p + 1 else 0)
+    assert mcf.solve() == mcf.OPTIMAL
+    return [(mcf.tail(a) - 1, mcf.head(a) - n_g - 1) for a in range(mcf.num_arcs())
+            if mcf.tail(a) != 0 and mcf.head(a) != n_g + n_p + 1 and mcf.flow(a) > 0]  # fmt: skip
+
+
 def lane_frame_reference(gt_lanes, gt_cats, gt_vis, pred_lanes, pred_cats):
     """One frame: (r_lane, p_lane, c_lane, cnt_gt, cnt_pred, match_num, xn, xf, zn, zf lists)."""
     g, gc = _prep(gt_lanes, gt_cats, gt_vis)
@@ -75,8 +98,7 @@ def lane_frame_reference(gt_lanes, gt_cats, gt_vis, pred_lanes, pred_cats):
     r = pp = cc = m = 0
     xn, xf, zn, zf = [], [], [], []
     if len(g) and len(p):
-        rows, cols = linear_sum_assignment(cost)
-        for i, j in zip(rows, cols):
+        for i, j in _solve_min_cost_flow(cost):
             if cost[i, j] < 150:
                 m += 1
                 if nmatch[i, j] / g[i][2].sum() >= 0.75:

@@ -63,11 +63,11 @@ def test_report_json_has_every_headline_with_intervals(tmp_path) -> None:
     real, gen, gt = _make_inputs(tmp_path)
     res = build_report(real, gen, gt, ReportConfig(n_resamples=100, seed=3, video_metrics=False))
     det = res["detection"]["intervals"]
-    for key in ("mean/ap/real", "mean/ap/generated", "mean/ap/gap", "vehicle/aph/gap", "pedestrian/apl/real"):
+    for key in ("waymo_mean/ap/real", "waymo_mean/ap/generated", "waymo_mean/ap/gap", "vehicle/aph/gap", "pedestrian/apl/real"):
         d = det[key]
         assert d["ci_low"] <= d["estimate"] <= d["ci_high"] or np.isclose(d["ci_low"], d["estimate"])
         assert d["resampling_unit"] == "frame" and d["seed"] == 3 and d["n_resamples"] == 100
-    assert det["mean/ap/real"]["estimate"] > det["mean/ap/generated"]["estimate"]  # noisier boxes
+    assert det["waymo_mean/ap/real"]["estimate"] > det["waymo_mean/ap/generated"]["estimate"]  # noisier boxes
     assert res["lanes"]["intervals"]["f_score/real"]["estimate"] >= res["lanes"]["intervals"]["f_score/generated"]["estimate"]
     assert set(res["detection"]["per_range"]["vehicle"]) == {"all", "[0, 30)", "[30, 50)", "[50, inf)"}
     near = det["vehicle/range [0, 30)/ap/gap"]
@@ -85,6 +85,7 @@ def test_report_is_deterministic(tmp_path) -> None:
     assert a[1].read_bytes() == b[1].read_bytes()
 
 
+@pytest.mark.browser
 def test_report_html_in_headless_chromium(tmp_path) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -98,9 +99,14 @@ def test_report_html_in_headless_chromium(tmp_path) -> None:
     assert len(srcs) >= 4 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert not re.search(r'(href|src)="(https?:|file:|//)', text)
 
-    def shoot(page: Path, png: Path) -> str:
+    # what a reader needs beside each number: direction, the paper's values, the unit resampled, caveats
+    for phrase in ("Summary", "higher is better", "lower is better", "closer to 0 is better", "gen 0.394 / real 0.476",
+                   "gen 0.637", "Waymo mean (vehicle, pedestrian, cyclist)", "Resampling unit: frame", "not comparable as such"):
+        assert phrase in text, phrase
+
+    def shoot(page: Path, png: Path, size: str = "1100,2600") -> str:
         proc = subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + png.stem)}", "--window-size=1100,2600",
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + png.stem)}", f"--window-size={size}",
              f"--screenshot={png}", page.as_uri()],
             capture_output=True, text=True, timeout=120, check=False,
         )
@@ -123,3 +129,13 @@ def test_report_html_in_headless_chromium(tmp_path) -> None:
     non_white = (img.sum(axis=2) < 700).mean()
     assert blue > 2000 and orange > 500, (blue, orange)
     assert non_white > 0.05
+    # the first screen at a desktop and a narrow width: the summary table with its green direction notes
+    for width in (1600, 800):
+        png = tmp_path / f"first_{width}.png"
+        assert [ln for ln in shoot(html_path, png, f"{width},1000").splitlines() if "CONSOLE" in ln] == []
+        img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+        assert img.shape[:2] == (1000, width)
+        green = (np.abs(img - np.array([0x2F, 0x85, 0x5A])).sum(axis=2) < 60).sum()  # "higher/lower is better"
+        border = (np.abs(img - np.array([0xCB, 0xD5, 0xE0])).sum(axis=2) < 12)  # table rules
+        assert green > 200, (width, green)
+        assert border[:, width // 2 :].sum() > 500, width  # the table spans the page, not a sliver

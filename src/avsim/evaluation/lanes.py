@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from avsim.core.errors import AvsimValueError
 from avsim.evaluation.let_ap import frame_codes, pairs_within_groups
@@ -242,6 +241,45 @@ def _pair_errors(g: _Resampled, p: _Resampled, gi: np.ndarray, pj: np.ndarray, c
     return out
 
 
+def min_cost_flow_assignment(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's assignment of GT rows to predicted columns, ties included.
+
+    OpenLane's `utils/MinCostFlow.SolveMinCostFlow` builds this graph for OR-tools'
+    `SimpleMinCostFlow`: node 0 the source, 1..G the GT lanes, G+1..G+P the predictions, G+P+1
+    the sink; arcs (capacity 1) source -> each GT (cost 0), every GT -> every prediction in
+    row-major order (the integer pair cost), each prediction -> sink (cost 0); supply min(G, P).
+    The same graph, in the same arc order, goes to the same solver here: an optimal assignment
+    is not unique when costs tie, and which one OR-tools returns decides which pairs count
+    (e.g. 2 x 2 equal costs where only one of the two optimal assignments keeps both pairs
+    under the match threshold). OR-tools 9.3 (`pywrapgraph`, the API OpenLane calls) and 9.14
+    (`ortools.graph.python`) return the same flows on 3,000 tie-heavy matrices.
+
+    Args:
+        cost: (G, P) int64 pair costs, G, P >= 1.
+
+    Returns:
+        (rows, cols) of the assigned pairs, in the solver's arc order (row-major).
+    """
+    from ortools.graph.python import min_cost_flow
+
+    n_g, n_p = cost.shape
+    solver = min_cost_flow.SimpleMinCostFlow()
+    gt_nodes, pd_nodes = np.arange(1, n_g + 1), np.arange(n_g + 1, n_g + n_p + 1)
+    tails = np.concatenate([np.zeros(n_g, np.int64), np.repeat(gt_nodes, n_p), pd_nodes])
+    heads = np.concatenate([gt_nodes, np.tile(pd_nodes, n_g), np.full(n_p, n_g + n_p + 1)])
+    costs = np.concatenate([np.zeros(n_g, np.int64), cost.astype(np.int64).ravel(), np.zeros(n_p, np.int64)])
+    solver.add_arcs_with_capacity_and_unit_cost(tails, heads, np.ones(tails.size, np.int64), costs)
+    flow = min(n_g, n_p)
+    supplies = np.zeros(n_g + n_p + 2, np.int64)
+    supplies[0], supplies[-1] = flow, -flow
+    solver.set_nodes_supplies(np.arange(supplies.size), supplies)
+    if solver.solve() != solver.OPTIMAL:  # a complete bipartite graph always has a feasible flow
+        raise AvsimValueError(f"min-cost flow failed on a {n_g} x {n_p} lane cost matrix")
+    pair_arcs = np.arange(n_g, n_g + n_g * n_p)
+    used = pair_arcs[solver.flows(pair_arcs) > 0]
+    return (used - n_g) // n_p, (used - n_g) % n_p
+
+
 @dataclass(frozen=True)
 class LaneEvaluation:
     """Per-frame counts and per-match errors; `result()` gives dataset metrics."""
@@ -325,7 +363,7 @@ def evaluate_lanes(gt: LaneSet, pred: LaneSet, config: LaneConfig | None = None)
         cols, c_inv = np.unique(pj[idx], return_inverse=True)
         cost = np.zeros((rows.size, cols.size), np.int64)
         cost[r_inv, c_inv] = meas["cost"][idx]
-        r, c = linear_sum_assignment(cost)
+        r, c = min_cost_flow_assignment(cost)
         pair_of = np.zeros((rows.size, cols.size), np.int64)
         pair_of[r_inv, c_inv] = idx
         chosen = pair_of[r, c]

@@ -30,13 +30,26 @@ from scipy.sparse.csgraph import connected_components
 from avsim.core.errors import AvsimValueError
 from avsim.evaluation.box_iou import paired_iou_3d
 from avsim.evaluation.let_pairs import heading_accuracy, let_aligned_centers, quantised_weight
+from avsim.evaluation.let_result import (
+    APResult,
+    Breakdown,
+    ClassResult,
+    LetClass,
+    LetResult,
+    RangeBin,
+    ap_from_totals,
+    average_precision,
+    let_result,
+)
 from avsim.evaluation.progress import StepProgress, report_step
+
+__all__ = ["APResult", "Boxes3D", "LetClass", "LetConfig", "LetEvaluation", "average_precision", "evaluate_let"]
 
 WAYMO_SENSOR_LOCATION_M = (1.43, 0.0, 2.18)
 # Waymo's reference tool (metrics/tools/compute_detection_let_metrics_main.cc): vehicle 0.5,
 # pedestrian, sign and cyclist 0.3. These four are the LET classes; any other label is refused.
-DEFAULT_IOU_THRESHOLDS = {"vehicle": 0.5, "pedestrian": 0.3, "cyclist": 0.3, "sign": 0.3}
-LET_CLASSES = tuple(DEFAULT_IOU_THRESHOLDS)
+DEFAULT_IOU_THRESHOLDS = {LetClass.VEHICLE: 0.5, LetClass.PEDESTRIAN: 0.3, LetClass.CYCLIST: 0.3, LetClass.SIGN: 0.3}
+LET_CLASSES = tuple(c.value for c in LetClass)
 RANGE_BINS_M = ((0.0, 30.0), (30.0, 50.0), (50.0, math.inf))
 _PAIR_BLOCK = 2_000_000  # all-pairs block size before the cheap prefilters
 
@@ -53,23 +66,28 @@ class LetConfig:
     sensor_location_m: tuple[float, float, float] = WAYMO_SENSOR_LOCATION_M
     tolerance_fraction: float = 0.10
     min_tolerance_m: float = 0.5
-    iou_thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_IOU_THRESHOLDS))
+    iou_thresholds: dict[LetClass, float] = field(default_factory=lambda: dict(DEFAULT_IOU_THRESHOLDS))
     max_recall_delta: float = 0.05
     range_bins_m: tuple[tuple[float, float], ...] = RANGE_BINS_M
 
-    def iou_threshold(self, label: str) -> float:
+    def iou_threshold(self, label: LetClass | str) -> float:
         """The class's IoU threshold; a label without one is an error (never a silent default)."""
-        if label not in self.iou_thresholds:
-            known = ", ".join(self.iou_thresholds)
-            raise AvsimValueError(f"class {label!r} has no LET IoU threshold (classes: {known})")
-        return float(self.iou_thresholds[label])
+        cls = LetClass.parse(label)
+        if cls not in self.iou_thresholds:
+            known = ", ".join(c.value for c in self.iou_thresholds)
+            raise AvsimValueError(f"class {cls.value!r} has no LET IoU threshold (classes: {known})")
+        return float(self.iou_thresholds[cls])
+
+    @property
+    def range_bins(self) -> tuple[RangeBin, ...]:
+        return tuple(RangeBin(lo, hi) for lo, hi in self.range_bins_m)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "sensor_location_m": list(self.sensor_location_m),
             "tolerance_fraction": self.tolerance_fraction,
             "min_tolerance_m": self.min_tolerance_m,
-            "iou_thresholds": dict(self.iou_thresholds),
+            "iou_thresholds": {c.value: v for c, v in self.iou_thresholds.items()},
             "max_recall_delta": self.max_recall_delta,
             "range_bins_m": [[lo, hi if math.isfinite(hi) else "inf"] for lo, hi in self.range_bins_m],
             "score_cutoffs": "0.00:0.01:1.00 (101, float32)",
@@ -126,43 +144,6 @@ class Boxes3D:
 
     def select(self, mask: np.ndarray) -> Boxes3D:
         return Boxes3D(self.frame[mask], self.label[mask], self.boxes[mask], self.score[mask])
-
-
-# --------------------------------------------------------------------------- AP integration
-
-
-def average_precision(
-    precisions: np.ndarray | list[float], recalls: np.ndarray | list[float], max_recall_delta: float = 0.05
-) -> float:
-    """Waymo's AP integration of a precision/recall curve (any order, any length)."""
-    p = np.asarray(precisions, dtype=np.float64).ravel()
-    r = np.asarray(recalls, dtype=np.float64).ravel()
-    if p.shape != r.shape:
-        raise AvsimValueError(f"recalls: shape {r.shape} differs from precisions {p.shape}")
-    if not 0.0 < max_recall_delta <= 1.0:
-        raise AvsimValueError("max_recall_delta: must be in (0, 1]")
-    if p.size == 0:
-        return 0.0
-    best: dict[float, float] = {0.0: 1.0}
-    for pi, ri in zip(p.tolist(), r.tolist()):
-        best[ri] = max(best.get(ri, 0.0), pi)
-    points: list[tuple[float, float]] = []  # (precision, recall), recall descending
-    keys = sorted(best)
-    last = keys[0]
-    running = 0.0
-    for rec in reversed(keys):
-        while last - rec > max_recall_delta + 1e-6:
-            last -= max_recall_delta
-            points.append((running, last))
-        running = max(best[rec], running)
-        points.append((running, rec))
-        last = rec
-    if len(points) >= 2:  # the (recall 0, precision 1) seed is not real data
-        points[-1] = (points[-2][0], points[-1][1])
-    area = 0.0
-    for (p0, r0), (p1, r1) in zip(points[:-1], points[1:]):
-        area += 0.5 * (r0 - r1) * (p0 + p1)
-    return float(area)
 
 
 # --------------------------------------------------------------------------- matching core
@@ -435,70 +416,35 @@ def breakdown_counts(
 
 
 @dataclass(frozen=True)
-class APResult:
-    """AP, APL, APH with the per-cutoff curves they were integrated from."""
-
-    ap: float
-    apl: float
-    aph: float
-    num_gt: int
-    num_pd: int
-    precision: np.ndarray
-    precision_l: np.ndarray
-    precision_h: np.ndarray
-    recall: np.ndarray
-
-    def as_dict(self, curves: bool = True) -> dict[str, Any]:
-        d: dict[str, Any] = {"ap": self.ap, "apl": self.apl, "aph": self.aph, "num_gt": self.num_gt, "num_pd": self.num_pd}
-        if curves:
-            d.update(
-                precision=self.precision.tolist(), precision_l=self.precision_l.tolist(),
-                precision_h=self.precision_h.tolist(), recall=self.recall.tolist(),
-            )
-        return d
-
-
-def ap_from_totals(totals: dict[str, np.ndarray], max_recall_delta: float = 0.05) -> APResult:
-    """AP/APL/APH from per-cutoff totals (see `BreakdownCounts.totals`)."""
-    tp, la, ha, npd = totals["tp"], totals["la"], totals["ha"], totals["num_pd"]
-    ngt = float(totals["num_gt"])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        recall = np.where(ngt > 0, tp / ngt, 0.0) if ngt > 0 else np.zeros_like(tp)
-        precs = [np.where(npd > 0, v / np.where(npd > 0, npd, 1.0), 0.0) for v in (tp, la, ha)]
-    precs = [np.where(recall == 0.0, 1.0, pr) for pr in precs]
-    total_pd = int(round(float(npd[0]))) if npd.size else 0
-    if ngt <= 0 or total_pd == 0:
-        aps = [0.0, 0.0, 0.0]
-    else:
-        aps = [average_precision(pr, recall, max_recall_delta) for pr in precs]
-    return APResult(aps[0], aps[1], aps[2], int(round(ngt)), total_pd, precs[0], precs[1], precs[2], recall)
-
-
-@dataclass(frozen=True)
 class LetEvaluation:
     """Matched counts per breakdown, reusable for bootstrap; `result()` gives the metrics."""
 
     config: LetConfig
     frame_keys: np.ndarray  # (F,) original frame keys; codes index this
-    classes: tuple[str, ...]
-    counts: dict[tuple[str, str], BreakdownCounts]  # (class, "all" | range name) -> counts
+    classes: tuple[LetClass, ...]
+    counts: dict[Breakdown, BreakdownCounts]
 
-    def result(self, frame_weight: np.ndarray | None = None, range_bins: bool = True) -> dict[str, Any]:
-        """Metrics dict: per class and range bin AP/APL/APH, and means over classes with GT.
+    def result(self, frame_weight: np.ndarray | None = None, range_bins: bool = True) -> LetResult:
+        """AP/APL/APH per class and range bin, the headline (Waymo's mean over vehicle,
+        pedestrian, cyclist) and the mean over classes with ground truth.
 
-        `frame_weight (F,)` weights frames (indexed like `frame_keys`), e.g. bootstrap counts.
+        Args:
+            frame_weight: (F,) weights of the frames (indexed like `frame_keys`), e.g. bootstrap
+                counts; None: every frame once.
+            range_bins: also compute the range breakdowns.
+
+        Returns:
+            the typed result (`avsim.evaluation.let_result.LetResult`).
         """
-        per: dict[str, dict[str, APResult]] = {}
-        for (cls, rng), c in self.counts.items():
-            if rng != "all" and not range_bins:
-                continue
-            per.setdefault(cls, {})[rng] = ap_from_totals(c.totals(frame_weight), self.config.max_recall_delta)
-        with_gt = [c for c in self.classes if per[c]["all"].num_gt > 0]
-        mean = {
-            m: float(np.mean([getattr(per[c]["all"], m) for c in with_gt])) if with_gt else 0.0
-            for m in ("ap", "apl", "aph")
-        }
-        return {"per_class": per, "mean": mean, "classes_with_gt": with_gt}
+        delta = self.config.max_recall_delta
+        per: dict[LetClass, ClassResult] = {}
+        for cls in self.classes:
+            ranges = {}
+            if range_bins:
+                ranges = {b.range_bin: ap_from_totals(c.totals(frame_weight), delta)
+                          for b, c in self.counts.items() if b.cls == cls and b.range_bin is not None}  # fmt: skip
+            per[cls] = ClassResult(ap_from_totals(self.counts[Breakdown(cls)].totals(frame_weight), delta), ranges)
+        return let_result(per)
 
 
 def frame_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -513,7 +459,7 @@ def frame_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def range_bin_name(lo: float, hi: float) -> str:
-    return f"[{lo:g}, {'inf' if not math.isfinite(hi) else f'{hi:g}'})"
+    return RangeBin(lo, hi).name
 
 
 def evaluate_let(
@@ -540,16 +486,17 @@ def evaluate_let(
     # Range bins use the distance from the vehicle origin (not the sensor).
     g_rng = np.linalg.norm(gt.boxes[:, :3], axis=1)
     p_rng = np.linalg.norm(pred.boxes[:, :3], axis=1)
-    classes = tuple(sorted(set(gt.label.tolist()) | set(pred.label.tolist())))
-    counts: dict[tuple[str, str], BreakdownCounts] = {}
+    names = sorted(set(gt.label.tolist()) | set(pred.label.tolist()))
+    classes = tuple(sorted((LetClass.parse(n) for n in names), key=list(LetClass).index))
+    counts: dict[Breakdown, BreakdownCounts] = {}
     for k, cls in enumerate(classes):
-        g_idx, p_idx = np.flatnonzero(gt.label == cls), np.flatnonzero(pred.label == cls)
+        g_idx, p_idx = np.flatnonzero(gt.label == cls.value), np.flatnonzero(pred.label == cls.value)
         gf, pf = g_code[g_idx], p_code[p_idx]
         pairs = class_pairs(gf, g_box[g_idx], pf, p_box[p_idx], cfg.iou_threshold(cls), cfg)
         gr, pr = g_rng[g_idx], p_rng[p_idx]
-        subsets = [("all", np.ones(g_idx.size, bool), np.ones(p_idx.size, bool))]
-        subsets += [(range_bin_name(lo, hi), (gr >= lo) & (gr < hi), (pr >= lo) & (pr < hi)) for lo, hi in cfg.range_bins_m]
-        for name, gsel, psel in subsets:
-            counts[(cls, name)] = breakdown_counts(gf, pf, pred.score[p_idx], pairs, gsel, psel, cutoffs)
+        subsets = [(Breakdown(cls), np.ones(g_idx.size, bool), np.ones(p_idx.size, bool))]
+        subsets += [(Breakdown(cls, b), b.contains(gr), b.contains(pr)) for b in cfg.range_bins]
+        for key, gsel, psel in subsets:
+            counts[key] = breakdown_counts(gf, pf, pred.score[p_idx], pairs, gsel, psel, cutoffs)
         report_step(progress, "LET classes", k + 1, len(classes))
     return LetEvaluation(cfg, keys, classes, counts)

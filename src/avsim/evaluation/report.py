@@ -23,13 +23,14 @@ This module computes and holds the report (config, inputs, sections, the JSON-re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,8 +39,12 @@ from avsim.core.errors import AvsimInputError
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
+from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.report_video import video_section
+
+if TYPE_CHECKING:
+    from avsim.evaluation.features import FeatureCache
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -171,52 +176,59 @@ def _shared_weights(keys_a: np.ndarray, keys_b: np.ndarray) -> tuple[np.ndarray,
 # --------------------------------------------------------------------------- sections
 
 
+HEADLINE_KEY = "waymo_mean"  # intervals "waymo_mean/<metric>/<side>": the LET headline
+CLASS_MEAN_KEY = "mean_over_classes_with_gt"
+
+
+def _let_stats(ra: LetResult, rb: LetResult, classes: list[LetClass], bins: tuple[RangeBin, ...]) -> dict[str, float]:
+    """Real, generated and gap of the headline, the class mean, each class and each range bin."""
+    out: dict[str, float] = {}
+
+    def put(key: str, a: float, b: float) -> None:
+        out[f"{key}/real"], out[f"{key}/generated"], out[f"{key}/gap"] = a, b, a - b
+
+    for m in LetMetric:
+        put(f"{HEADLINE_KEY}/{m.value}", ra.headline[m], rb.headline[m])
+        put(f"{CLASS_MEAN_KEY}/{m.value}", ra.mean_over_classes_with_gt[m], rb.mean_over_classes_with_gt[m])
+        for c in classes:
+            put(f"{c.value}/{m.value}", ra.metric(c, m), rb.metric(c, m))
+    for c in classes:
+        for b in bins:
+            if c in ra.per_class and b in ra.per_class[c].ranges:
+                put(f"{c.value}/range {b.name}/ap", ra.metric(c, LetMetric.AP, b), rb.metric(c, LetMetric.AP, b))
+    return out
+
+
 def detection_section(gt: Boxes3D, real: Boxes3D, gen: Boxes3D, cfg: ReportConfig) -> dict[str, Any]:
+    """LET per class, range bin, headline and class mean: real vs generated with a paired frame bootstrap."""
     ev_r, ev_g = evaluate_let(gt, real, cfg.let), evaluate_let(gt, gen, cfg.let)
     res_r, res_g = ev_r.result(), ev_g.result()
-    classes = sorted(set(res_r["classes_with_gt"]) | set(res_g["classes_with_gt"]))
+    with_gt = set(res_r.classes_with_gt) | set(res_g.classes_with_gt)
+    classes = [c for c in LetClass if c in WAYMO_MEAN_CLASSES or c in with_gt]
+    bins = cfg.let.range_bins
     union, ia, ib = _shared_weights(ev_r.frame_keys, ev_g.frame_keys)
 
     def stats(w: np.ndarray | None) -> dict[str, float]:
-        wa = None if w is None else w[ia]
-        wb = None if w is None else w[ib]
-        ra, rb = ev_r.result(wa), ev_g.result(wb)
-        out: dict[str, float] = {}
-        for c in classes:
-            for rng_name in ra["per_class"].get(c, {}):
-                if rng_name == "all":
-                    continue
-                a = ra["per_class"][c][rng_name].ap
-                b = rb["per_class"].get(c, {}).get(rng_name)
-                b = b.ap if b is not None else 0.0
-                out[f"{c}/range {rng_name}/ap/real"], out[f"{c}/range {rng_name}/ap/generated"] = a, b
-                out[f"{c}/range {rng_name}/ap/gap"] = a - b
-        for m in ("ap", "apl", "aph"):
-            out[f"mean/{m}/real"] = ra["mean"][m]
-            out[f"mean/{m}/generated"] = rb["mean"][m]
-            out[f"mean/{m}/gap"] = ra["mean"][m] - rb["mean"][m]
-        for c in classes:
-            for m in ("ap", "apl", "aph"):
-                a = getattr(ra["per_class"][c]["all"], m) if c in ra["per_class"] else 0.0
-                b = getattr(rb["per_class"][c]["all"], m) if c in rb["per_class"] else 0.0
-                out[f"{c}/{m}/real"], out[f"{c}/{m}/generated"], out[f"{c}/{m}/gap"] = a, b, a - b
-        return out
+        ra = ev_r.result(None if w is None else w[ia])
+        rb = ev_g.result(None if w is None else w[ib])
+        return _let_stats(ra, rb, classes, bins)
 
     ivs = bootstrap_many(stats, len(union), "frame", cfg.n_resamples, cfg.level, cfg.seed)
     per_range: dict[str, dict[str, dict[str, float]]] = {}
     for c in classes:
-        per_range[c] = {}
-        for rng_name, v in res_r["per_class"].get(c, {}).items():
-            g = res_g["per_class"].get(c, {}).get(rng_name)
-            per_range[c][rng_name] = {
-                "ap_real": v.ap, "ap_generated": g.ap if g else 0.0, "num_gt": v.num_gt,
-                "apl_real": v.apl, "apl_generated": g.apl if g else 0.0,
-                "aph_real": v.aph, "aph_generated": g.aph if g else 0.0,
+        if c not in res_r.per_class:
+            continue
+        per_range[c.value] = {}
+        for b, v in [(None, res_r.per_class[c].all), *res_r.per_class[c].ranges.items()]:
+            per_range[c.value][b.name if b else "all"] = {
+                "num_gt": v.num_gt,
+                **{f"{m.value}_{side}": r.metric(c, m, b) for m in LetMetric for side, r in (("real", res_r), ("generated", res_g))},
             }
-    curves = {c: {"real": res_r["per_class"][c]["all"].as_dict(), "generated": res_g["per_class"][c]["all"].as_dict()}
-              for c in classes if c in res_r["per_class"] and c in res_g["per_class"]}
+    curves = {c.value: {"real": res_r.per_class[c].all.as_dict(), "generated": res_g.per_class[c].all.as_dict()}
+              for c in classes if c in res_r.per_class and c in res_g.per_class}  # fmt: skip
     return {
-        "classes": classes, "intervals": {k: v.as_dict() for k, v in ivs.items()}, "per_range": per_range,
+        "classes": [c.value for c in classes], "headline": res_r.headline_dict() | {"key": HEADLINE_KEY},
+        "intervals": {k: v.as_dict() for k, v in ivs.items()}, "per_range": per_range,
         "curves": curves, "config": cfg.let.as_dict(), "frames": len(union),
     }
 
@@ -256,34 +268,50 @@ def _camera_for(name: str, width: int, height: int) -> Any:
     return rig.camera(name) if name in rig.names else None
 
 
-def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig, progress: StepProgress | None = None,
-                 step: str = "Sampson") -> dict[str, Any]:  # fmt: skip
-    """Per-video TSE and CSE (medians of per-frame medians) for one side; progress per clip."""
-    from avsim.evaluation.sampson import (
-        CSE_VIEW_PAIRS,
-        cross_view_sampson,
-        temporal_sampson,
-        video_summary,
-    )
+def _clip_sampson(views: dict[str, Path], cfg: ReportConfig) -> dict[str, dict[str, Any]]:
+    """TSE per view and CSE per view pair of one clip (per-video summaries)."""
+    from avsim.evaluation.sampson import CSE_VIEW_PAIRS, TSE_VIEWS, cross_view_sampson, temporal_sampson, video_summary
     from avsim.evaluation.video_frames import read_clip
 
+    frames = {v: read_clip(p, cfg.max_frames) for v, p in _views_for_sampson(views).items()}
+    for cam_a, cam_b in CSE_VIEW_PAIRS:
+        if cam_a in views and cam_b in views:
+            frames.setdefault(cam_a, read_clip(views[cam_a], cfg.max_frames))
+            frames.setdefault(cam_b, read_clip(views[cam_b], cfg.max_frames))
+    tse, cse = {}, {}
+    for v, f in frames.items():
+        if v == "video" or v in TSE_VIEWS:
+            tse[v] = video_summary(temporal_sampson(f, _camera_for(v, f.shape[2], f.shape[1])))
+    for cam_a, cam_b in CSE_VIEW_PAIRS:
+        if cam_a in frames and cam_b in frames:
+            n = min(len(frames[cam_a]), len(frames[cam_b]))
+            fa, fb = frames[cam_a][:n], frames[cam_b][:n]
+            errs, _ = cross_view_sampson(fa, fb, _camera_for(cam_a, fa.shape[2], fa.shape[1]), _camera_for(cam_b, fb.shape[2], fb.shape[1]))
+            cse[f"{cam_a}+{cam_b}"] = video_summary(errs)
+    return {"tse": tse, "cse": cse}
+
+
+def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig, progress: StepProgress | None = None,
+                 step: str = "Sampson", cache: FeatureCache | None = None) -> dict[str, Any]:  # fmt: skip
+    """Per-video TSE and CSE (medians of per-frame medians) for one side, keyed "<clip>/<view>";
+    each clip's result is cached (keyed by its views' bytes and the settings); progress per clip."""
+    from avsim.evaluation.features import FeatureCache, cache_key
+    from avsim.evaluation.video_frames import content_hash
+
+    cache = cache or FeatureCache(None)
     tse, cse = {}, {}
     for i, (clip, views) in enumerate(clips.items()):
-        frames = {v: read_clip(p, cfg.max_frames) for v, p in _views_for_sampson(views).items()}
-        for cam_a, cam_b in CSE_VIEW_PAIRS:
-            if cam_a in views and cam_b in views:
-                frames.setdefault(cam_a, read_clip(views[cam_a], cfg.max_frames))
-                frames.setdefault(cam_b, read_clip(views[cam_b], cfg.max_frames))
-        for v, f in frames.items():
-            if v == "video" or v in ("camera_front_wide_120fov", "camera_cross_left_120fov", "camera_cross_right_120fov"):
-                cam = _camera_for(v, f.shape[2], f.shape[1])
-                tse[f"{clip}/{v}"] = video_summary(temporal_sampson(f, cam))
-        for cam_a, cam_b in CSE_VIEW_PAIRS:
-            if cam_a in frames and cam_b in frames:
-                n = min(len(frames[cam_a]), len(frames[cam_b]))
-                fa, fb = frames[cam_a][:n], frames[cam_b][:n]
-                errs, _ = cross_view_sampson(fa, fb, _camera_for(cam_a, fa.shape[2], fa.shape[1]), _camera_for(cam_b, fb.shape[2], fb.shape[1]))
-                cse[f"{clip}/{cam_a}+{cam_b}"] = video_summary(errs)
+        key = ""
+        if cache.folder is not None:
+            digest = "".join(content_hash(p) for _, p in sorted(views.items()))
+            key = cache_key(hashlib.sha256(digest.encode()).hexdigest(), {"kind": "sampson", "max_frames": cfg.max_frames,
+                                                                         "views": sorted(views)})  # fmt: skip
+        found = cache.get_json(key) if key else None
+        per = found if found is not None else _clip_sampson(views, cfg)
+        if key and found is None:
+            cache.put_json(key, per)
+        tse.update({f"{clip}/{v}": d for v, d in per["tse"].items()})
+        cse.update({f"{clip}/{v}": d for v, d in per["cse"].items()})
         report_step(progress, step, i + 1, len(clips))
     return {"tse": tse, "cse": cse}
 
@@ -300,21 +328,26 @@ def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, P
     """TSE and CSE per side: per-video medians, their mean with a video bootstrap; a metric
     without videos says why (`skipped`). F comes from RANSAC on rectified frames: the report
     has no calibration (`avsim eval sampson --scenario` has)."""
-    from avsim.evaluation.bootstrap import bootstrap_mean
+    from avsim.evaluation.bootstrap import bootstrap_grouped_mean
+    from avsim.evaluation.features import FeatureCache
     from avsim.evaluation.sampson import dataset_summary
 
-    sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}") for side, clips in (("real", real), ("generated", gen))}
-    out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)"}
+    cache = FeatureCache(cfg.cache_dir)
+    sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}", cache) for side, clips in (("real", real), ("generated", gen))}
+    out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)",
+                           "resampling": {"unit": "clip", "description": "all views (TSE) and view pairs (CSE) of a clip are drawn together"}}  # fmt: skip
     for kind in ("tse", "cse"):
         for side, d in sides.items():
             meds = np.array([v["median_of_frame_medians_px"] for v in d[kind].values()], dtype=np.float64)
             if meds.size == 0:
                 out[f"{kind}/{side}"] = {"skipped": SAMPSON_NO_DATA[kind]}
                 continue
+            owner = np.array([k.split("/", 1)[0] for k in d[kind]])
             out[f"{kind}/{side}"] = {
                 **dataset_summary(meds),
-                "mean_of_video_medians": bootstrap_mean(meds, "video", cfg.n_resamples, cfg.level, cfg.seed).as_dict(),
+                "mean_of_video_medians": bootstrap_grouped_mean(meds, owner, "clip", cfg.n_resamples, cfg.level, cfg.seed).as_dict(),
             }
+    out["cache"] = cache.stats()
     return out
 
 
@@ -393,7 +426,7 @@ def collect_warnings(node: Any, where: str = "") -> list[str]:
             out.append(f"{prefix}{'interval' if key == 'note' else 'band'} {node[key]}")
     out += [f"{prefix}{w}" for w in node.get("warnings", []) if isinstance(w, str)]
     for key, value in node.items():
-        if key not in ("warnings", "provenance", "inputs", "settings"):
+        if key not in ("warnings", "provenance", "inputs", "settings", "per_view"):
             out += collect_warnings(value, f"{where}/{key}" if where else str(key))
     return out
 
@@ -422,40 +455,66 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
         "settings": {"n_resamples": cfg.n_resamples, "seed": cfg.seed, "level": cfg.level, "max_frames_per_clip": cfg.max_frames,
                      "fvd_max_windows_per_clip": cfg.fvd_max_windows},
     }
+    stages = ["ground truth and detections", "lanes", "video", "Sampson", "RNDS"]
+
+    def stage(done: int) -> None:
+        report_step(progress, f"report sections ({stages[min(done, len(stages) - 1)]})", done, len(stages))
+
+    stage(0)
     gt_boxes = gt_lanes = None
     if ground_truth is not None:
         gt_boxes, gt_lanes, gt_desc = load_ground_truth(Path(ground_truth))
         result["inputs"]["ground_truth_source"] = gt_desc
-    det_r, det_g = load_detections(real), load_detections(gen)
-    if gt_boxes is not None and det_r is not None and det_g is not None:
-        result["detection"] = detection_section(gt_boxes, det_r, det_g, cfg)
-    else:
-        result["detection"] = {"skipped": "needs ground-truth boxes and detections on both sides"}
+    result["detection"] = _detection_or_skip(gt_boxes, load_detections(real), load_detections(gen), cfg)
+    stage(1)
     lan_r, lan_g = load_lanes(real), load_lanes(gen)
     if gt_lanes is not None and lan_r is not None and lan_g is not None:
         result["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
     else:
         result["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
+    stage(2)
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
+    if clips_r and clips_g:
+        result["clips"] = _clips_section(clips_r, clips_g)
     if clips_r and clips_g and cfg.video_metrics:
         result["video"] = video_section(clips_r, clips_g, cfg, progress)
+        stage(3)
         result["sampson"] = sampson_section(clips_r, clips_g, cfg, progress)
+    stage(4)
     rn = rnds_section(clips_r, clips_g, real, gen, cfg)
     if rn is not None:
         result["rnds"] = rn
+    stage(5)
     result["provenance"] = provenance()
     result["warnings"] = collect_warnings(result)
     return json_ready(result)
 
 
+def _detection_or_skip(gt: Boxes3D | None, real: Boxes3D | None, gen: Boxes3D | None, cfg: ReportConfig) -> dict[str, Any]:
+    if gt is None or real is None or gen is None:
+        return {"skipped": "needs ground-truth boxes and detections on both sides"}
+    return detection_section(gt, real, gen, cfg)
+
+
+def _clips_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]]) -> dict[str, Any]:
+    """Each side's clips (views, rates, sizes, frame counts) and warnings where they differ."""
+    from avsim.evaluation.report_clips import mismatch_warnings, side_inventory, view_counts
+
+    inv = {side: side_inventory(c) for side, c in (("real", real), ("generated", gen))}
+    return {**inv, "views_per_clip": {"real": view_counts(real), "generated": view_counts(gen)},
+            "warnings": mismatch_warnings(inv["real"], inv["generated"])}  # fmt: skip
+
+
 def write_report(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Write report.json and report.html into `out_dir` (atomically, as one folder)."""
+    """Write report.json and report.html into `out_dir`, each atomically (the folder's feature
+    cache, `cache/`, stays: it is what a rerun resumes from)."""
     from avsim.evaluation.report_html import figures, render_html
 
     figs = figures(result)
-    with atomic_output_path(out_dir, is_dir=True) as tmp:
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / REPORT_JSON).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-        (tmp / REPORT_HTML).write_text(render_html(result, figs))
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(out / REPORT_JSON) as tmp:
+        tmp.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    with atomic_output_path(out / REPORT_HTML) as tmp:
+        tmp.write_text(render_html(result, figs))
     return out / REPORT_JSON, out / REPORT_HTML

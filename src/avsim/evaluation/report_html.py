@@ -16,10 +16,20 @@ from typing import Any
 import numpy as np
 
 from avsim.evaluation.report import LANE_METRICS
+from avsim.evaluation.report_reference import CSE_CAVEAT, FRECHET_CAVEAT, RNDS_CAVEAT
+from avsim.evaluation.report_summary import ci_html as _ci
+from avsim.evaluation.report_summary import fmt as _fmt
+from avsim.evaluation.report_summary import summary_html
+from avsim.evaluation.report_summary import table_html as _table
 
-CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#1a202c}"
-       "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #cbd5e0;padding:4px 8px;text-align:left}"
-       "th{background:#edf2f7}.ci{color:#4a5568;font-size:0.9em}.skip{color:#a0aec0}.note{color:#4a5568;font-size:0.9em}"
+CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1500px;color:#1a202c}"
+       ".wrap{overflow-x:auto;max-width:100%}"
+       "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #cbd5e0;padding:4px 8px;text-align:left;"
+       "vertical-align:top;overflow-wrap:break-word}.better{color:#2f855a;font-size:0.9em}.num,.ci span{white-space:nowrap}"
+       ".proto{font-size:0.85em;color:#4a5568;min-width:14em}"
+       "th{background:#edf2f7}.ci{color:#4a5568;font-size:0.9em;white-space:nowrap}"
+       "@media (max-width:900px){body{margin:0.8em}td,th{padding:3px 4px;font-size:0.9em}.ci{white-space:normal}}"
+       ".skip{color:#a0aec0}.note{color:#4a5568;font-size:0.9em}"
        "img{display:block;max-width:100%;margin:0.5em 0 1.5em}"
        ".warn{border-left:4px solid #dd6b20;background:#fffaf0;padding:0.2em 1em;margin:1em 0}")  # fmt: skip
 
@@ -159,32 +169,12 @@ def figures(result: dict[str, Any]) -> dict[str, str]:
 # --------------------------------------------------------------------------- html
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return "n/a" if not math.isfinite(x) else f"{x:.4g}"
-    return html.escape(str(x))
-
-
-def _ci(d: dict[str, Any]) -> str:
-    if d.get("note"):  # too few units to resample: no interval, and the page says why
-        return f"{_fmt(d['estimate'])} <span class=ci>{html.escape(d['note'])}</span>"
-    return f"{_fmt(d['estimate'])} <span class=ci>[{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]</span>"
-
-
 def _warnings_html(result: dict[str, Any]) -> list[str]:
     lines = result.get("warnings", [])
     if not lines:
         return []
     items = "".join(f"<li>{html.escape(w)}</li>" for w in lines)
     return [f"<div class=warn><h2>Read these numbers with care</h2><ul>{items}</ul></div>"]
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _img(figs: dict[str, str], key: str, alt: str) -> str:
@@ -211,11 +201,15 @@ def _detection_html(det: dict[str, Any] | None, figs: dict[str, str]) -> list[st
         return parts + [_skipped(det, "no inputs")]
     iv = det["intervals"]
     rows = []
-    for c in ["mean"] + det["classes"]:
+    names = {"waymo_mean": "Waymo mean (vehicle, pedestrian, cyclist)", "mean_over_classes_with_gt": "mean over classes with GT"}
+    for c in ["waymo_mean", "mean_over_classes_with_gt"] + det["classes"]:
         for m in ("ap", "apl", "aph"):
-            rows.append([html.escape(c), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]), _ci(iv[f"{c}/{m}/gap"])])
+            rows.append([html.escape(names.get(c, c)), m.upper(), _ci(iv[f"{c}/{m}/real"]), _ci(iv[f"{c}/{m}/generated"]),
+                         _ci(iv[f"{c}/{m}/gap"])])  # fmt: skip
     parts.append(_table(["class", "metric", "real", "generated", "gap (real - gen)"], rows))
-    parts.append(f"<p class=note>Resampling unit: frame ({det['frames']} frames), paired across real and generated.</p>")
+    parts.append(f"<p class=note>LET-3D-AP/APL/APH: higher is better; gap (real - generated): closer to 0 is better. "
+                 f"Resampling unit: frame ({det['frames']} frames), paired across real and generated. The headline is "
+                 "Waymo's leaderboard mean over vehicle, pedestrian and cyclist (absent classes count as 0).</p>")
     rrows = []
     for c in det["classes"]:
         for rng_name, v in det["per_range"].get(c, {}).items():
@@ -234,8 +228,20 @@ def _lanes_html(lanes: dict[str, Any] | None, figs: dict[str, str]) -> list[str]
     if not (lanes and "intervals" in lanes):
         return parts + [_skipped(lanes, "no inputs")]
     iv = lanes["intervals"]
-    rows = [[n, _ci(iv[f"{n}/real"]), _ci(iv[f"{n}/generated"]), _ci(iv[f"{n}/gap"])] for n in LANE_METRICS]
-    return parts + [_table(["metric", "real", "generated", "gap"], rows), _img(figs, "lane_f1", "lane F1")]
+    better = {n: "lower" if "error" in n else "higher" for n in LANE_METRICS}
+    rows = [[f"{n} <span class=better>{better[n]} is better</span>", _ci(iv[f"{n}/real"]), _ci(iv[f"{n}/generated"]),
+             _ci(iv[f"{n}/gap"])] for n in LANE_METRICS]  # fmt: skip
+    parts.append(_table(["metric", "real", "generated", "gap"], rows))
+    return parts + ["<p class=note>Resampling unit: frame, paired across real and generated.</p>", _img(figs, "lane_f1", "lane F1")]
+
+
+def _clips_html(clips: dict[str, Any] | None) -> list[str]:
+    """Each side's clips: how many, views, frame rates, sizes and frame counts (differences are warnings)."""
+    if not clips:
+        return []
+    rows = [[side, str(c["clips"]), str(c["views"]), ", ".join(f"{v:g}" for v in c["fps"]) or "n/a", html.escape(", ".join(c["sizes"])),
+             html.escape(", ".join(str(v) for v in c["frames"]))] for side, c in (("real", clips["real"]), ("generated", clips["generated"]))]  # fmt: skip
+    return ["<h2>Clips</h2>", _table(["side", "clips", "views", "fps", "size", "frames per view"], rows)]
 
 
 def _video_html(vid: dict[str, Any]) -> list[str]:
@@ -248,8 +254,15 @@ def _video_html(vid: dict[str, Any]) -> list[str]:
             rows.append([kind.upper(), f"<span class=skip>skipped: {html.escape(d['skipped'])}</span>", "", ""])
         else:
             rows.append([html.escape(d["name"]), _ci(d["unbiased_n_minus_1"]), _ci(d["biased_n"]), html.escape(d["features"]["weights"])])
-    header = ["metric", "covariance N-1 (original)", "covariance /N (StyleGAN-V)", "weights"]
-    return ["<h2>Video fidelity (FID, FVD)</h2>", _table(header, rows) if rows else "<p class=skip>Skipped: no videos</p>"]
+    header = ["metric (lower is better)", "covariance N-1 (original)", "covariance /N (StyleGAN-V)", "weights"]
+    notes = []
+    for kind in ("fid", "fvd"):
+        r = vid.get(kind, {}).get("resampling")
+        if r:
+            notes.append(f"{kind.upper()}: resampling unit clip ({r['clips']['real']} real + {r['clips']['generated']} generated "
+                         f"clips, {r['views']['real']} + {r['views']['generated']} views; all views of a clip drawn together)")
+    note = f"<p class=note>{html.escape('; '.join(notes))}. {html.escape(FRECHET_CAVEAT)}</p>" if notes else ""
+    return ["<h2>Video fidelity (FID, FVD)</h2>", _table(header, rows) if rows else "<p class=skip>Skipped: no videos</p>", note]
 
 
 def _sampson_html(samp: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:
@@ -263,8 +276,9 @@ def _sampson_html(samp: dict[str, Any] | None, figs: dict[str, str]) -> list[str
             rows.append([key.upper(), f"<span class=skip>no data: {html.escape(d['skipped'])}</span>", "", ""])
         elif d:
             rows.append([key.upper(), _ci(d["mean_of_video_medians"]), _fmt(d["median_px"]), str(d["videos"])])
-    header = ["metric / side", "mean of per-video medians", "median of per-video medians", "videos"]
-    note = f"<p class=note>F: {html.escape(str(samp.get('f_source', 'RANSAC')))}</p>"
+    header = ["metric / side (lower is better)", "mean of per-video medians", "median of per-video medians", "videos"]
+    note = (f"<p class=note>F: {html.escape(str(samp.get('f_source', 'RANSAC')))}. Resampling unit: clip (every view "
+            f"and view pair of a clip drawn together). {html.escape(CSE_CAVEAT)}</p>")
     return parts + [_table(header, rows), note, _img(figs, "sampson", "Sampson error distributions")]
 
 
@@ -272,7 +286,8 @@ def _rnds_html(rnds: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:
     parts = ["<h2>Long-horizon drift (RNDS)</h2>"]
     if not (rnds and "curve" in rnds):
         return parts + [_skipped(rnds, "no chunk scores and no scorer")]
-    return parts + [f"<p>Mean RNDS over chunks 2..C: {_ci(rnds['mean_over_chunks_2_to_C'])}; scorer: {html.escape(rnds['scorer'])}</p>",
+    return parts + [f"<p>Mean RNDS over chunks 2..C (higher is better; 1 = no drift): {_ci(rnds['mean_over_chunks_2_to_C'])}; "
+                    f"scorer: {html.escape(rnds['scorer'])}. {html.escape(RNDS_CAVEAT) if rnds['scorer'] == 'sharpness' else ''}</p>",
                     _img(figs, "rnds", "RNDS curve")]  # fmt: skip
 
 
@@ -280,8 +295,10 @@ def render_html(result: dict[str, Any], figs: dict[str, str]) -> str:
     """The report page: every section's tables and the figures from `figures(result)`."""
     parts = _header_html(result)
     parts += _warnings_html(result)
+    parts += summary_html(result)
     parts += _detection_html(result.get("detection"), figs)
     parts += _lanes_html(result.get("lanes"), figs)
+    parts += _clips_html(result.get("clips"))
     parts += _video_html(result.get("video", {}))
     parts += _sampson_html(result.get("sampson"), figs)
     parts += _rnds_html(result.get("rnds"), figs)

@@ -21,8 +21,13 @@ if TYPE_CHECKING:
     from avsim.evaluation.report import ReportConfig
 
 
-def _flatten_clips(clips: dict[str, dict[str, Path]]) -> list[Path]:
-    return [p for views in clips.values() for p in views.values()]
+def _per_clip(per_view: list[np.ndarray], owner: list[int], n_clips: int) -> list[np.ndarray]:
+    """Feature rows of each clip: the rows of all its views, stacked (views in name order)."""
+    out = []
+    for k in range(n_clips):
+        rows = [f for f, o in zip(per_view, owner) if o == k and len(f)]
+        out.append(np.concatenate(rows) if rows else np.zeros((0, per_view[0].shape[1] if per_view else 1)))
+    return out
 
 
 def _clip_features(kind: str, rc: list[Path], gc: list[Path], cfg: ReportConfig, cache: FeatureCache,
@@ -99,31 +104,55 @@ def frechet_interval_over_clips(fr: list[np.ndarray], fg: list[np.ndarray], norm
     return Interval(value, float(lo), float(hi), level, n_boot, "clip", len(fr) + len(fg), seed)
 
 
+RESAMPLING_NOTE = ("clip: all views of a clip are drawn together (views of one drive are correlated); "
+                   "real and generated clips are drawn independently")
+
+
 def video_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig,
                   progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
-    """FID (frames pooled) and FVD (16-frame windows), both covariance normalisers named."""
+    """FID (frames pooled) and FVD (16-frame windows), both covariance normalisers named, with a
+    bootstrap over clips (all views of a clip together).
+
+    Args:
+        real, gen: clip name -> view name -> path, per side.
+        cfg: the report's settings (`cache_dir`: per-view features kept there, so a rerun
+            recomputes nothing it finished).
+        progress: `(step, done, total)` per frame (FID) or window (FVD).
+
+    Returns:
+        per metric the estimate and interval under each normaliser, or `skipped` with the reason.
+    """
     from avsim.evaluation.features import FeatureCache
     from avsim.evaluation.frechet import rank_warning
+    from avsim.evaluation.report_clips import clip_groups
 
     out: dict[str, Any] = {}
     cache = FeatureCache(cfg.cache_dir)
-    rc, gc = _flatten_clips(real), _flatten_clips(gen)
+    (rc, r_owner), (gc, g_owner) = clip_groups(real), clip_groups(gen)
     for kind in ("fid", "fvd"):
         try:
             fr, fg, desc = _clip_features(kind, rc, gc, cfg, cache, progress)
         except AvsimInputError as exc:
             out[kind] = {"skipped": str(exc)}
             continue
+        empty_views = sum(len(f) == 0 for f in fr + fg)
+        fr, fg = _per_clip(fr, r_owner, len(real)), _per_clip(fg, g_owner, len(gen))
         n_r, n_g = sum(len(f) for f in fr), sum(len(f) for f in fg)
         if n_r < 2 or n_g < 2:
             out[kind] = {"skipped": f"need at least 2 feature rows per side, got {n_r} real / {n_g} generated"}
             continue
         name = "FID" if kind == "fid" else "FVD (TF-Hub I3D)"
         res: dict[str, Any] = {"features": desc, "rows": {"real": n_r, "generated": n_g},
-                               "unit": "frame" if kind == "fid" else "16-frame window", "name": name}  # fmt: skip
+                               "unit": "frame" if kind == "fid" else "16-frame window", "name": name,
+                               "resampling": {"unit": "clip", "clips": {"real": len(fr), "generated": len(fg)},
+                                              "views": {"real": len(rc), "generated": len(gc)}, "description": RESAMPLING_NOTE}}  # fmt: skip
         for norm in get_args(CovarianceNorm):
             res[norm] = _frechet_interval(fr, fg, norm, cfg).as_dict()
         warning = rank_warning(kind.upper(), n_r, n_g, 2048 if kind == "fid" else 400)
         res["warnings"] = [warning] if warning else []
+        if empty_views:
+            what = "fewer than 16 frames: FVD is undefined for them" if kind == "fvd" else "no frames"
+            res["warnings"].append(f"{empty_views} view(s) with {what}; left out")
         out[kind] = res
+    out["cache"] = cache.stats()
     return out

@@ -1,0 +1,340 @@
+"""Run a user's detector over clips and write what `avsim eval let`, `avsim eval lanes` and
+`avsim eval report` read (`avsim eval detect`).
+
+A *clip folder* holds `labels/index.json` (as `avsim render --labels`, `avsim labels` or
+`avsim generate` write it) and, for every camera the index names, the video
+`<video_clip>.<camera>.mp4` beside `labels/` (the control render's `OUT/<clip>/`, the
+generated `GEN/`, or real recordings laid out the same way). Every labelled instant becomes
+one `FrameBatch`: the frames of all cameras at that instant, with each camera's calibration
+(from the labels' OpenLane files: camera model and ego pose). The detector is any callable
+`FrameBatch -> Detections` (a class named by `--detector` is instantiated once without
+arguments). Its boxes are 3-D boxes in the ego frame with LET classes and scores; its lanes
+are 3-D lane lines in OpenLane's ground frame under the front camera.
+
+Output folder (one side of a report):
+
+    OUT/detections.parquet       the detector's boxes (box table; frames "<clip>@<sample_token>")
+    OUT/lanes.parquet            its lanes (lane table, same frame keys)
+    OUT/gt/boxes.parquet         ground truth from the labels (boxes3d.json), same keys
+    OUT/gt/lanes.parquet         ground truth lanes (the front camera's OpenLane files)
+    OUT/videos/<clip>/<camera>.mp4   links to the clip's videos (FID / FVD / Sampson)
+    OUT/detect.json              the detector, clips, frames and cameras
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.evaluation.lanes import LaneSet
+from avsim.evaluation.let_ap import Boxes3D
+from avsim.evaluation.let_result import LetClass
+from avsim.evaluation.progress import StepProgress, report_step
+
+FRONT_CAMERA = "camera_front_wide_120fov"
+# avsim camera axes (x right, y down, z forward) in OpenLane / Waymo camera axes (x forward, y left, z up)
+FLU_R_RDF = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+@dataclass(frozen=True)
+class CameraCalibration:
+    """One camera: its model as the labels store it and its mounting.
+
+    camera: dict `{"model": "ftheta" | "pinhole", "width_px", "height_px", ...}` (the scenario's
+        camera dict; `avsim.core.cameras` reads it); ego_SE3_camera: (4, 4) camera (x right,
+        y down, z forward) to ego (x forward, y left, z up), metres.
+    """
+
+    name: str
+    camera: dict[str, Any]
+    ego_SE3_camera: np.ndarray
+
+
+@dataclass(frozen=True)
+class FrameBatch:
+    """All cameras of one labelled instant of a clip.
+
+    images: (V, H, W, 3) uint8 RGB, in the order of `cameras` and `calibration`;
+    world_SE3_ego: (4, 4) the ego pose at `timestamp_ns`.
+    """
+
+    clip: str
+    clip_dir: Path
+    frame_index: int
+    timestamp_ns: int
+    sample_token: str
+    cameras: tuple[str, ...]
+    images: np.ndarray
+    calibration: tuple[CameraCalibration, ...]
+    world_SE3_ego: np.ndarray
+
+
+@dataclass(frozen=True)
+class Detections:
+    """What a detector returns for one `FrameBatch`.
+
+    boxes_ego: (N, 7) (x, y, z, length, width, height, yaw_rad): box centre in the ego frame
+        (x forward, y left, z up, m), yaw about ego z from ego x; labels: N LET classes;
+        scores: (N,) in [0, 1]; lanes: 3-D lane lines, each (n_i, 3) in OpenLane's ground frame
+        (x right, y forward, z up, m, origin under the front camera); lane_categories: OpenLane
+        category codes (-1: none).
+    """
+
+    boxes_ego: np.ndarray = field(default_factory=lambda: np.zeros((0, 7)))
+    labels: tuple[LetClass, ...] = ()
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    lanes: tuple[np.ndarray, ...] = ()
+    lane_categories: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        boxes = np.asarray(self.boxes_ego, np.float64).reshape(-1, 7)
+        labels = tuple(LetClass.parse(c) for c in self.labels)
+        scores = np.asarray(self.scores, np.float64).reshape(-1)
+        if not (len(boxes) == len(labels) == len(scores)):
+            raise AvsimValueError(f"Detections: {len(boxes)} boxes, {len(labels)} labels, {len(scores)} scores")
+        if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
+            raise AvsimValueError("Detections: boxes and scores must be finite")
+        lanes = tuple(np.asarray(ln, np.float64).reshape(-1, 3) for ln in self.lanes)
+        cats = tuple(int(c) for c in self.lane_categories) or (-1,) * len(lanes)
+        if len(cats) != len(lanes):
+            raise AvsimValueError(f"Detections: {len(lanes)} lanes, {len(cats)} lane categories")
+        for name, value in (("boxes_ego", boxes), ("labels", labels), ("scores", scores), ("lanes", lanes), ("lane_categories", cats)):
+            object.__setattr__(self, name, value)
+
+
+Detector = Callable[[FrameBatch], Detections]
+
+
+def load_detector(spec: str) -> Detector:
+    """`module:attribute` -> the detector (a class is instantiated without arguments)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise AvsimInputError("--detector", "spec", f"expected MODULE:CALLABLE, got {spec!r}")
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise AvsimInputError("--detector", spec, f"cannot import: {exc}") from None
+    detector = obj() if isinstance(obj, type) else obj
+    if not callable(detector):
+        raise AvsimInputError("--detector", spec, "is not callable")
+    return detector
+
+
+# --------------------------------------------------------------------------- clips
+
+
+def list_clip_folders(path: Path) -> list[Path]:
+    """Clip folders at or under `path` (folders holding labels/index.json), sorted by name."""
+    if (path / "labels" / "index.json").is_file():
+        return [path]
+    if not path.is_dir():
+        raise AvsimInputError(path, "CLIPS", "not a folder")
+    found = sorted(c for c in path.iterdir() if c.is_dir() and (c / "labels" / "index.json").is_file())
+    if not found:
+        raise AvsimInputError(path, "CLIPS", "no clip folder (a folder with labels/index.json and its videos)")
+    return found
+
+
+def read_index(clip_dir: Path) -> dict[str, Any]:
+    from avsim.core.safe_json import read_json
+
+    index = read_json(clip_dir / "labels" / "index.json", "index")
+    if not isinstance(index, dict) or not isinstance(index.get("frames"), list) or not index.get("cameras"):
+        raise AvsimInputError(clip_dir / "labels" / "index.json", "frames", "expected cameras and frames")
+    return index
+
+
+def clip_name(index: dict[str, Any], clip_dir: Path) -> str:
+    return str(index.get("scenario_id") or clip_dir.name)
+
+
+def video_path(clip_dir: Path, video_clip: str, camera: str) -> Path:
+    p = clip_dir / f"{video_clip}.{camera}.mp4"
+    if not p.is_file():
+        raise AvsimInputError(p, "video", f"missing: camera {camera} of {video_clip} (expected beside labels/)")
+    return p
+
+
+def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibration:
+    """A camera's model and mounting from the labels' OpenLane file of that frame."""
+    from avsim.core.safe_json import read_json
+
+    p = clip_dir / "labels" / "openlane" / camera / f"{frame_index:06d}.json"
+    doc = read_json(p, "openlane")
+    model = doc.get("camera_model")
+    if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
+        K = np.asarray(doc["intrinsic"], np.float64)
+        model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
+    ego_T_cam = np.asarray(doc["extrinsic"], np.float64)
+    ego_SE3_camera = ego_T_cam.copy()
+    ego_SE3_camera[:3, :3] = ego_T_cam[:3, :3] @ FLU_R_RDF
+    return CameraCalibration(camera, dict(model or {}), ego_SE3_camera)
+
+
+def iter_batches(clip_dir: Path) -> Iterator[FrameBatch]:
+    """Every labelled instant of a clip, all cameras, in index order (videos streamed)."""
+    from avsim.core.video import iter_video_frames
+
+    index = read_index(clip_dir)
+    cams = tuple(str(c) for c in index["cameras"])
+    name = clip_name(index, clip_dir)
+    by_video: dict[str, list[dict[str, Any]]] = {}
+    for f in index["frames"]:
+        by_video.setdefault(str(f["video_clip"]), []).append(f)
+    for video_clip, frames in by_video.items():
+        wanted = {int(f["video_frame"]): f for f in frames}
+        streams = [iter_video_frames(video_path(clip_dir, video_clip, c)) for c in cams]
+        for k, images in enumerate(zip(*streams)):
+            if k > max(wanted):
+                break
+            f = wanted.get(k)
+            if f is None:
+                continue
+            fi = int(f["frame_index"])
+            yield FrameBatch(name, clip_dir, fi, int(f["timestamp_ns"]), str(f["sample_token"]), cams, np.stack(images),
+                             tuple(calibration(clip_dir, c, fi) for c in cams), np.asarray(f["world_SE3_ego"], np.float64))  # fmt: skip
+
+
+def frame_key(clip: str, sample_token: str) -> str:
+    return f"{clip}@{sample_token}"
+
+
+# --------------------------------------------------------------------------- ground truth
+
+
+def front_camera(cameras: list[str]) -> str:
+    return FRONT_CAMERA if FRONT_CAMERA in cameras else cameras[0]
+
+
+def clip_ground_truth(clip_dir: Path) -> tuple[Boxes3D, LaneSet]:
+    """The labels' boxes (boxes3d.json) and front-camera OpenLane lanes, frames keyed by clip."""
+    from avsim.evaluation.detections import read_nuscenes_submission
+    from avsim.evaluation.lane_io import read_openlane_json
+
+    index = read_index(clip_dir)
+    name = clip_name(index, clip_dir)
+    tokens = {str(f["sample_token"]): frame_key(name, str(f["sample_token"])) for f in index["frames"]}
+    boxes = read_nuscenes_submission(clip_dir / "labels" / "boxes3d.json", token_to_frame=tokens)
+    lanes = read_openlane_json(clip_dir / "labels" / "openlane" / front_camera(list(index["cameras"])), ground_truth=True)
+    keys = np.array([tokens.get(str(k), frame_key(name, str(k))) for k in lanes.frame])
+    return boxes, LaneSet(keys, lanes.category, lanes.points_m, lanes.offsets, lanes.visibility)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _concat_boxes(parts: list[Boxes3D]) -> Boxes3D:
+    if not parts:
+        return Boxes3D(np.zeros(0, str), np.zeros(0, str), np.zeros((0, 7)), np.zeros(0))
+    return Boxes3D(*(np.concatenate([getattr(b, f) for b in parts]) for f in ("frame", "label", "boxes", "score")))
+
+
+def _concat_lanes(frames: list[str], lanes: list[np.ndarray], cats: list[int]) -> LaneSet:
+    return LaneSet.from_lists(frames, lanes, cats) if lanes else LaneSet.from_lists([], [], [])
+
+
+def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress: StepProgress | None = None) -> dict[str, Any]:
+    """Detect on every labelled instant of every clip under `clips` and write `out` (module docstring).
+
+    Args:
+        clips: a clip folder or a folder of them.
+        out: the output folder (one side of a report).
+        detector: the callable.
+        spec: how it was named (recorded in detect.json).
+        progress: `(step, frames done, frames)`.
+
+    Returns:
+        the detect.json document.
+    """
+    from avsim.evaluation.detections import write_box_table
+    from avsim.evaluation.lane_io import write_lane_table
+
+    folders = list_clip_folders(clips)
+    total = sum(len(read_index(c)["frames"]) for c in folders)
+    pred_parts, gt_boxes, gt_lanes, lane_f, lane_p, lane_c, done = [], [], [], [], [], [], 0
+    clips_doc = []
+    for clip_dir in folders:
+        index = read_index(clip_dir)
+        for batch in iter_batches(clip_dir):
+            det = detector(batch)
+            if not isinstance(det, Detections):
+                raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
+            key = frame_key(batch.clip, batch.sample_token)
+            n = len(det.scores)
+            pred_parts.append(Boxes3D(np.full(n, key, dtype=object).astype(str), np.array([c.value for c in det.labels], dtype=str),
+                                      det.boxes_ego, det.scores))  # fmt: skip
+            lane_f += [key] * len(det.lanes)
+            lane_p += list(det.lanes)
+            lane_c += list(det.lane_categories)
+            done += 1
+            report_step(progress, f"detect {clips.name}", done, total)
+        b, ln = clip_ground_truth(clip_dir)
+        gt_boxes.append(b)
+        gt_lanes.append(ln)
+        clips_doc.append({"clip": clip_name(index, clip_dir), "folder": str(clip_dir), "frames": len(index["frames"]),
+                          "cameras": list(index["cameras"])})  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gt").mkdir(exist_ok=True)
+    write_box_table(_concat_boxes(pred_parts), out / "detections.parquet")
+    write_lane_table(_concat_lanes(lane_f, lane_p, lane_c), out / "lanes.parquet")
+    write_box_table(_concat_boxes(gt_boxes), out / "gt" / "boxes.parquet")
+    write_lane_table(_merge_lane_sets(gt_lanes), out / "gt" / "lanes.parquet")
+    _link_videos(folders, out / "videos")
+    doc = {"format": "avsim-detect", "detector": spec, "clips": clips_doc, "frames": done,
+           "frame_keys": "<clip>@<sample_token>"}  # fmt: skip
+    with atomic_output_path(out / "detect.json") as tmp:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def _merge_lane_sets(parts: list[LaneSet]) -> LaneSet:
+    frames, lanes, cats, vis = [], [], [], []
+    for ls in parts:
+        for i in range(len(ls)):
+            a, b = ls.offsets[i], ls.offsets[i + 1]
+            frames.append(ls.frame[i])
+            lanes.append(ls.points_m[a:b])
+            cats.append(int(ls.category[i]))
+            vis.append(ls.visibility[a:b] if ls.visibility is not None else np.ones(b - a, bool))
+    return LaneSet.from_lists(frames, lanes, cats, vis) if lanes else LaneSet.from_lists([], [], [])
+
+
+def _link_videos(folders: list[Path], videos: Path) -> None:
+    """OUT/videos/<clip>/<camera>.mp4 -> the clip's videos (the report's multi-view layout)."""
+    for clip_dir in folders:
+        index = read_index(clip_dir)
+        first = str(index["frames"][0]["video_clip"]) if index["frames"] else clip_name(index, clip_dir)
+        target = videos / clip_name(index, clip_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        for cam in index["cameras"]:
+            link = target / f"{cam}.mp4"
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)
+
+
+def detect_sides(clips: Path, out: Path, spec: str, generated: Path | None = None,
+                 progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
+    """`avsim eval detect`: one side into `out`, or with `generated` both sides into `out/real`
+    and `out/generated` (ground truth from each side's labels under `<side>/gt`).
+
+    Returns:
+        {"sides": {name: detect.json}, "report_command": the `avsim eval report` line to run next}.
+    """
+    detector = load_detector(spec)
+    if generated is None:
+        doc = run_detector(clips, out, detector, spec, progress)
+        return {"sides": {"real": doc}, "report_command": f"avsim eval report --real {out} --generated GEN_OUT --gt {out / 'gt'}"}
+    sides = {"real": run_detector(clips, out / "real", detector, spec, progress),
+             "generated": run_detector(generated, out / "generated", detector, spec, progress)}  # fmt: skip
+    cmd = f"avsim eval report --real {out / 'real'} --generated {out / 'generated'} --gt {out / 'real' / 'gt'} --out {out / 'report'}"
+    return {"sides": sides, "report_command": cmd}
