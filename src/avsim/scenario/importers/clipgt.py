@@ -190,8 +190,12 @@ def read_obstacles(path: Path) -> tuple[AgentTracks, dict[str, Any]]:
             remapped[category] = cls
         tracks.add(ids[rows[0]], source, t_us[keep] * US_TO_NS, centre[keep], size[keep], q[keep])
     agents = tracks.build(path)
-    notes = {"tracks_dropped": {k: v for k, v in dropped.items() if v}, "categories_remapped": remapped,
-             "rows_without_size": tracks.dropped_unsized}  # fmt: skip
+    notes = {
+        "tracks_dropped": {k: dropped[k] for k in ("labelstore", "short_or_nan") if dropped[k]},
+        "rows_dropped": {k: dropped[k] for k in ("repeated_times", "zero_quaternion") if dropped[k]}
+        | ({"zero_size": tracks.dropped_unsized} if tracks.dropped_unsized else {}),
+        "categories_remapped": remapped,
+    }
     return agents, notes
 
 
