@@ -8,7 +8,8 @@ cameras with a ``pixeldistance-to-angle`` polynomial (the document's own numbers
 with five coefficients, a forward ``angle-to-pixeldistance`` polynomial, a hand-written pinhole
 camera, a non-camera sensor and a camera without intrinsics; 10 Hz ego poses in a world frame
 whose origin is not the first pose; ``labelstore:`` duplicates, one-row, NaN, repeated-time and
-zero-quaternion tracks; a ``VIRTUAL`` lane line; a one-point pole; a light without dimensions.
+zero-quaternion tracks; a ``VIRTUAL`` lane line; a one-point pole; a light with null dimensions
+(the loader then takes its default size; a null ``dimensions`` struct itself makes it fail).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def ego_rows() -> list[dict]:
         rows.append({"key": {"clip_id": CLIP_ID, "timestamp_micros": T0_US + k * 100_000},
                      "egomotion_estimate": {"name": "egomotion_deepmap", "location": _xyz(p), "orientation": _yaw_quat(yaw)},
                      "version": 3})  # fmt: skip
-    return rows[::-1]  # stored newest first: the loader sorts nothing, avsim sorts by time
+    return rows
 
 
 def _obstacle(track: str, k: int, centre, size=(4.5, 1.9, 1.6), yaw=0.3, category="automobile", quat=None) -> dict:
@@ -153,7 +154,7 @@ def map_tables() -> dict[str, list[dict]]:
         "traffic_light": [
             {"center": _xyz(WORLD_ORIGIN + [46, -6, 5]), "dimensions": {"x": 0.4, "y": 0.4, "z": 1.1},
              "orientation": _yaw_quat(np.pi), "category": "traffic_light"},
-            {"center": _xyz(WORLD_ORIGIN + [46, 10, 5]), "dimensions": None, "orientation": _yaw_quat(np.pi), "category": "traffic_light"},
+            {"center": _xyz(WORLD_ORIGIN + [46, 10, 5]), "dimensions": {"x": None, "y": None, "z": None}, "orientation": _yaw_quat(np.pi), "category": "traffic_light"},
         ],
         "traffic_sign": [{"center": _xyz(WORLD_ORIGIN + [43, -7, 2.5]), "dimensions": {"x": 0.05, "y": 0.75, "z": 0.75},
                           "orientation": _yaw_quat(np.pi), "category": "TRAFFIC_SIGN_REGULATORY_R1_STOP"}],

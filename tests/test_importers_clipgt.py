@@ -70,11 +70,17 @@ def test_cameras_follow_the_loader(scenario):
 
 def test_ego_poses_kept_in_the_stored_world_frame(scenario):
     ego = scenario.ego
-    assert len(ego) == EGO_POSES and ego.timestamps_ns[0] == T0_US * 1000  # sorted (stored newest first)
+    assert len(ego) == EGO_POSES and ego.timestamps_ns[0] == T0_US * 1000
     p, yaw = ego_pose(1.3)
     np.testing.assert_allclose(ego.positions_m[13], p, atol=1e-9)
     np.testing.assert_allclose(ego.positions_m[0], WORLD_ORIGIN)  # not moved to the origin, as the loader
     np.testing.assert_allclose(ego.world_SE3_ego[13].yaw_rad, yaw, atol=1e-12)
+
+
+def test_ego_rows_in_any_order(clip, scenario, tmp_path):
+    """avsim sorts the egomotion rows by time (NVIDIA's loader takes them in file order and fails on others)."""
+    src = _rewrite(clip, tmp_path, "egomotion_estimate", lambda rows, path: rows[::-1])
+    assert scenario_differences(convert(src).ego, scenario.ego) == []
 
 
 def test_poses_resample_as_the_loader(scenario):
@@ -222,3 +228,34 @@ def test_tables_are_bounded_before_decoding(clip):
         clipgt_tables.read_table(path, max_uncompressed_bytes=100)
     with pytest.raises(Exception, match="bytes is over the limit of 100"):
         clipgt_tables.read_table(path, max_bytes=100)
+
+
+@pytest.mark.subprocess
+def test_nvidia_loader_and_avsim_read_the_handmade_clip_alike(clip, scenario, tmp_path):
+    """NVIDIA's own loader (AVSIM_COSMOS_TRANSFER25) on the same clip: same cameras, poses, tracks, types."""
+    from nvidia_loader import PROBE_RAYS, run_nvidia_loader
+
+    got = run_nvidia_loader(clip, PROBE_RAYS, tmp_path)
+    fthetas = [n for n, c in zip(scenario.rig.names, scenario.rig.cameras) if c.model == "ftheta"]
+    assert sorted(got["extrinsics"]) == sorted(fthetas)  # it skips the hand-written pinhole
+    for name in fthetas:
+        k = scenario.rig.index(name)
+        pose = scenario.rig.ego_SE3_camera[k]
+        np.testing.assert_allclose(np.asarray(got["extrinsics"][name])[:3, :3], S @ pose.rotation, atol=1e-6)
+        ours, _, _ = scenario.rig.cameras[k].project(PROBE_RAYS)
+        np.testing.assert_allclose(np.asarray(got["pixels"][name]), ours, atol=0.05, err_msg=name)
+    frames = np.asarray(got["timestamps"], dtype=np.int64) * 1000
+    poses = scenario.ego.pose_at(frames)
+    ego = np.asarray(got["ego"])
+    np.testing.assert_allclose(ego[:, :3, 3], poses.translation @ S.T, atol=2e-4)  # theirs is float32
+    np.testing.assert_allclose(ego[:, :3, :3], S @ poses.rotation @ S.T, atol=1e-5)
+    assert {k: ("Others" if v == "Other" else v) for k, v in got["classes"].items()} == dict(
+        zip(scenario.agents.track_id, scenario.agents.object_class))
+    boxes = scenario.agents.resample(np.array([got["boxes_t"] * 1000]))
+    assert sorted(got["boxes"]) == sorted(boxes.track_id)
+    np.testing.assert_allclose([got["boxes"][t] for t in boxes.track_id], boxes.center_m @ S.T, atol=2e-4)
+    assert [lane_style(t) for t in got["lane_lines"]] == [lane_style(t) for t in scenario.map.lane_lines.lane_types()]
+    m = scenario.map
+    assert got["counts"] == {"lane_boundaries": 2 * len(m.lanes), "road_boundaries": len(m.road_boundaries), "crosswalks": len(m.crosswalks),
+                             "poles": len(m.poles), "road_markings": len(m.road_markings), "wait_lines": len(m.wait_lines),
+                             "traffic_lights": len(m.traffic_lights), "traffic_signs": len(m.traffic_signs)}  # fmt: skip
