@@ -102,75 +102,110 @@ def _schemas() -> dict[str, pa.Schema]:
     return {t: pa.schema([("key", k), (t, e), ("version", pa.uint64())]) for t, (k, e) in elements.items()}
 
 
-def _xyz(p: np.ndarray) -> dict[str, float]:
-    return {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])}
+# ---- columns of each table ----------------------------------------------------------------
+def _column(type_: pa.DataType, columns: dict[str, Any]) -> pa.StructArray:
+    """A struct column of `type_` from one array per field (nested structs as dicts of arrays)."""
+    import pyarrow as pa
+
+    arrays = [_column(f.type, columns[f.name]) if isinstance(columns[f.name], dict) else columns[f.name] for f in type_]
+    return pa.StructArray.from_arrays(arrays, fields=list(type_))
 
 
-def _xyzw(q_wxyz: np.ndarray) -> dict[str, float]:
-    return {"x": float(q_wxyz[1]), "y": float(q_wxyz[2]), "z": float(q_wxyz[3]), "w": float(q_wxyz[0])}
+def _floats(values: Any) -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array(np.asarray(values, dtype=np.float64))
 
 
-def _points(p: np.ndarray) -> list[dict[str, float]]:
-    return [_xyz(v) for v in p]
+def _xyz(points: np.ndarray) -> dict[str, pa.Array]:
+    return {k: _floats(points[:, i]) for i, k in enumerate("xyz")}
 
 
-# ---- rows of each table --------------------------------------------------------------------
-def _ego_rows(view: Scenario, clip_id: str) -> list[dict[str, Any]]:
-    t_us = to_microseconds(view.ego.timestamps_ns)
-    q = matrix_to_quat(view.ego.world_SE3_ego.rotation)
-    return [
-        {"key": {"clip_id": clip_id, "timestamp_micros": int(t)},
-         "egomotion_estimate": {"name": WRITER_NAME, "location": _xyz(p), "orientation": _xyzw(qk)}}
-        for t, p, qk in zip(t_us, view.ego.world_SE3_ego.translation, q)
-    ]  # fmt: skip
+def _xyzw(q_wxyz: np.ndarray) -> dict[str, pa.Array]:
+    return {k: _floats(q_wxyz[:, i]) for i, k in zip((1, 2, 3, 0), "xyzw")}
 
 
-def _calibration_rows(view: Scenario, clip_id: str) -> list[dict[str, Any]]:
+def _repeat(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array([value] * n, type=type_)
+
+
+def _lists(values: pa.Array, offsets: np.ndarray) -> pa.ListArray:
+    import pyarrow as pa
+
+    return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype=np.int32)), values)
+
+
+def _polylines(points_m: np.ndarray, offsets: np.ndarray) -> pa.ListArray:
+    """One list of {x, y, z} per element."""
+    import pyarrow as pa
+
+    vec = pa.struct([(k, pa.float64()) for k in "xyz"])
+    return _lists(_column(vec, _xyz(np.asarray(points_m).reshape(-1, 3))), offsets)
+
+
+def _empty_lists(n: int) -> pa.ListArray:
+    import pyarrow as pa
+
+    return _lists(pa.array([], type=pa.string()), np.zeros(n + 1, np.int64))
+
+
+def _ego_columns(view: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:
+    import pyarrow as pa
+
+    n = len(view.ego)
+    key = {"timestamp_micros": pa.array(to_microseconds(view.ego.timestamps_ns))}
+    element = {"name": _repeat(WRITER_NAME, n, pa.string()), "location": _xyz(view.ego.world_SE3_ego.translation),
+               "orientation": _xyzw(matrix_to_quat(view.ego.world_SE3_ego.rotation))}  # fmt: skip
+    return key, element
+
+
+def _calibration_columns(view: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:
+    import pyarrow as pa
+
     rig_json = json.dumps(rig_to_json(view.rig), indent=1)
-    return [{"key": {"clip_id": clip_id, "timestamp_micros": -1},
-             "calibration_estimate": {"name": WRITER_NAME, "rig_json": rig_json}}]  # fmt: skip
+    return {"timestamp_micros": pa.array([-1], pa.int64())}, {"name": pa.array([WRITER_NAME]), "rig_json": pa.array([rig_json])}
 
 
-def _obstacle_rows(view: Scenario, clip_id: str) -> list[dict[str, Any]]:
+def _obstacle_columns(view: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:
+    import pyarrow as pa
+
     a = view.agents
     categories = {c: clipgt_category(c) for c in np.unique(a.source_class)}
-    return [
-        {"key": {"clip_id": clip_id, "timestamp_micros": int(t), "label_class_id": ""},
-         "obstacle": {"trackline_id": str(i), "center": _xyz(c), "size": _xyz(s), "orientation": _xyzw(q),
-                      "category": categories[k]}}
-        for i, k, t, c, s, q in zip(a.track_id, a.source_class, to_microseconds(a.timestamps_ns), a.center_m,
-                                    a.size_m, a.orientation)
-    ]  # fmt: skip
+    key = {"timestamp_micros": pa.array(to_microseconds(a.timestamps_ns), pa.int64()),
+           "label_class_id": _repeat("", len(a), pa.string())}  # fmt: skip
+    element = {"trackline_id": pa.array(a.track_id.tolist(), pa.string()), "center": _xyz(a.center_m),
+               "size": _xyz(a.size_m), "orientation": _xyzw(a.orientation),
+               "category": pa.array([categories[c] for c in a.source_class], pa.string())}  # fmt: skip
+    return key, element
 
 
-def _map_key(clip_id: str, element_id: str) -> dict[str, str]:
-    return {"clip_id": clip_id, "label_class_id": "", "map_id": str(element_id), "map_id_version": ""}
+def _lane_line_columns(view: Scenario) -> dict[str, Any]:
+    import pyarrow as pa
 
-
-def _lane_line_rows(view: Scenario, clip_id: str) -> list[dict[str, Any]]:
     ll = view.map.lane_lines
-    rows = []
-    for k, eid in enumerate(ll.ids):
-        s = slice(ll.lines.offsets[k], ll.lines.offsets[k + 1])
-        n = s.stop - s.start
-        colors = list(ll.vertex_color[s]) if ll.vertex_color is not None else [ll.color[k]] * n
-        styles = list(ll.vertex_style[s]) if ll.vertex_style is not None else [ll.style[k]] * n
-        rows.append({"key": _map_key(clip_id, eid), "lane_line": {
-            "line_rail": _points(ll.lines[k]), "styles": [str(v) for v in styles], "colors": [str(v) for v in colors],
-            "left_driving_direction": "", "right_driving_direction": ""}})  # fmt: skip
-    return rows
+    lengths = np.diff(ll.lines.offsets)
+    colors = ll.vertex_color if ll.vertex_color is not None else np.repeat(ll.color, lengths)
+    styles = ll.vertex_style if ll.vertex_style is not None else np.repeat(ll.style, lengths)
+    return {"line_rail": _polylines(ll.lines.points_m, ll.lines.offsets),
+            "styles": _lists(pa.array(styles.tolist(), pa.string()), ll.lines.offsets),
+            "colors": _lists(pa.array(colors.tolist(), pa.string()), ll.lines.offsets),
+            "left_driving_direction": _repeat("", len(ll), pa.string()),
+            "right_driving_direction": _repeat("", len(ll), pa.string())}  # fmt: skip
 
 
-def _lane_rows(view: Scenario, clip_id: str) -> list[dict[str, Any]]:
+def _lane_columns(view: Scenario) -> dict[str, Any]:
+    import pyarrow as pa
+
     lanes, limits = view.map.lanes, view.metadata.get("lane_speed_limits_mps", {})
-    return [
-        {"key": _map_key(clip_id, eid), "lane": {
-            "left_rail": _points(lanes.left[k]), "right_rail": _points(lanes.right[k]),
-            "left_edge_styles": [], "right_edge_styles": [], "left_edge_colors": [], "right_edge_colors": [],
-            "lane_direction": "", "speed_limit": limits[eid] / MPS_PER_MPH if eid in limits else None,
-            "vehicle_types": []}}
-        for k, eid in enumerate(lanes.ids)
-    ]  # fmt: skip
+    n = len(lanes)
+    mph = [limits[i] / MPS_PER_MPH if i in limits else None for i in lanes.ids]
+    return {"left_rail": _polylines(lanes.left.points_m, lanes.left.offsets),
+            "right_rail": _polylines(lanes.right.points_m, lanes.right.offsets),
+            **{k: _empty_lists(n) for k in ("left_edge_styles", "right_edge_styles", "left_edge_colors", "right_edge_colors",
+                                            "vehicle_types")},
+            "lane_direction": _repeat("", n, pa.string()), "speed_limit": pa.array(mph, pa.float64())}  # fmt: skip
 
 
 _SHAPES = {"road_boundary": ("road_boundaries", "road_boundary"), "crosswalk": ("crosswalks", "PEDESTRIAN"),
@@ -178,25 +213,29 @@ _SHAPES = {"road_boundary": ("road_boundaries", "road_boundary"), "crosswalk": (
 _BOXES = {"traffic_light": ("traffic_lights", "traffic_light"), "traffic_sign": ("traffic_signs", "UNKNOWN")}  # fmt: skip
 
 
-def _map_rows(view: Scenario, clip_id: str, table: str) -> list[dict[str, Any]]:
+def _map_columns(view: Scenario, table: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """(element ids, element columns) of one map table."""
+    import pyarrow as pa
+
     if table == "lane_line":
-        return _lane_line_rows(view, clip_id)
+        return view.map.lane_lines.ids, _lane_line_columns(view)
     if table == "lane":
-        return _lane_rows(view, clip_id)
+        return view.map.lanes.ids, _lane_columns(view)
     if table in _BOXES:
         name, category = _BOXES[table]
         b = getattr(view.map, name)
-        return [{"key": _map_key(clip_id, eid), table: {"center": _xyz(b.center_m[k]), "dimensions": _xyz(b.size_m[k]),
-                 "orientation": _xyzw(b.orientation[k]), "category": category}} for k, eid in enumerate(b.ids)]  # fmt: skip
+        return b.ids, {"center": _xyz(b.center_m), "dimensions": _xyz(b.size_m), "orientation": _xyzw(b.orientation),
+                       "category": _repeat(category, len(b), pa.string())}  # fmt: skip
     name, category = _SHAPES[table]
-    elements = getattr(view.map, name)
-    extra = {"is_implicit": False, "intersection_subtype": ""} if table == "wait_line" else {}
-    return [{"key": _map_key(clip_id, eid), table: {"category": category, "location": _points(elements[k]), **extra}}
-            for k, eid in enumerate(elements.ids)]  # fmt: skip
+    e = getattr(view.map, name)
+    columns = {"category": _repeat(category, len(e), pa.string()), "location": _polylines(e.points_m, e.offsets)}
+    if table == "wait_line":
+        columns |= {"is_implicit": _repeat(False, len(e), pa.bool_()), "intersection_subtype": _repeat("", len(e), pa.string())}
+    return e.ids, columns
 
 
-def table_rows(view: Scenario, clip_id: str, table: str) -> list[dict[str, Any]]:
-    """The rows of one table (dicts in the table's schema, ``version`` filled in).
+def build_table(view: Scenario, clip_id: str, table: str) -> pa.Table:
+    """One table of the clip, in the documented schema (`version` filled in).
 
     Args:
         view: a `clipgt_view` of a scenario.
@@ -204,13 +243,23 @@ def table_rows(view: Scenario, clip_id: str, table: str) -> list[dict[str, Any]]
         table: a table of `avsim.scenario.importers.clipgt_schema.TABLES`.
 
     Returns:
-        One dict per row.
+        The pyarrow table (one row per pose, box, element; one for the calibration).
     """
-    writers = {EGOMOTION: _ego_rows, CALIBRATION: _calibration_rows, OBSTACLE: _obstacle_rows}
-    rows = writers[table](view, clip_id) if table in writers else _map_rows(view, clip_id, table)
-    for row in rows:
-        row["version"] = VERSION
-    return rows
+    import pyarrow as pa
+
+    timed = {EGOMOTION: _ego_columns, CALIBRATION: _calibration_columns, OBSTACLE: _obstacle_columns}
+    if table in timed:
+        key, element = timed[table](view)
+    else:
+        ids, element = _map_columns(view, table)
+        key = {"label_class_id": _repeat("", len(ids), pa.string()), "map_id": pa.array(ids.tolist(), pa.string()),
+               "map_id_version": _repeat("", len(ids), pa.string())}  # fmt: skip
+    schema = _schemas()[table]
+    n = len(next(iter(key.values())))
+    key["clip_id"] = _repeat(clip_id, n, pa.string())
+    columns = [_column(schema.field("key").type, key), _column(schema.field(table).type, element),
+               pa.array(np.full(n, VERSION, np.uint64))]  # fmt: skip
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 # ---- the clip ------------------------------------------------------------------------------
@@ -255,20 +304,19 @@ def export_clipgt(
     Returns:
         What was written.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     out = Path(out)
     check_clip_folder(out)
     view = clipgt_view(scenario if clip_id is None else scenario.replace(scenario_id=clip_id), rig_name)
     clip_id = view.scenario_id
-    schemas, rows = _schemas(), {}
+    rows = {}
     with atomic_output_path(out, is_dir=True) as tmp:
         for table in TABLES:
-            data = table_rows(view, clip_id, table)
-            pq.write_table(pa.Table.from_pylist(data, schema=schemas[table]), tmp / f"{clip_id}.{table}.parquet", compression="zstd")
-            rows[table] = len(data)
+            data = build_table(view, clip_id, table)
+            pq.write_table(data, tmp / f"{clip_id}.{table}.parquet", compression="zstd")
+            rows[table] = data.num_rows
     return ClipGTExport(out, clip_id, rows, _pinhole_errors(view))
 
 
-__all__ = ["ClipGTExport", "WRITER_NAME", "check_clip_folder", "export_clipgt", "table_rows"]
+__all__ = ["ClipGTExport", "WRITER_NAME", "build_table", "check_clip_folder", "export_clipgt"]
