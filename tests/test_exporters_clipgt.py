@@ -34,7 +34,7 @@ ATOL = 1e-9
 
 @pytest.fixture(scope="module")
 def sample():
-    return make_sample_scenario(seed=0, duration_s=4.0, fps=30.0)
+    return make_sample_scenario(seed=0, duration_s=2.0, fps=30.0)
 
 
 @pytest.fixture(scope="module")
