@@ -223,7 +223,36 @@ EDIT_CASES = [
     Case("edit json invalid", "avsim edit S bad.json OUT", lambda w: ["edit", str(_scenario(w)), str(_write(w, "e.json", '{"version": 1, "ops": [}')), str(w.root / "o")], 1, "e.json"),
 ]
 
+def _clipgt(w: World, calibration: bytes | None = None, rig_json: str = "{}", egomotion: bool = True) -> Path:
+    """A ClipGT folder ``clip/c.*.parquet``: the calibration as `calibration` bytes, or a one-row table holding `rig_json`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = w.root / "clip"
+    folder.mkdir(parents=True, exist_ok=True)
+    if calibration is not None:
+        (folder / "c.calibration_estimate.parquet").write_bytes(calibration)
+    else:
+        row = {"key": {"clip_id": "c", "timestamp_micros": -1}, "calibration_estimate": {"name": "x", "rig_json": rig_json}}
+        pq.write_table(pa.Table.from_pylist([row]), folder / "c.calibration_estimate.parquet")
+    if egomotion:
+        pose = {"location": {"x": 0.0, "y": 0.0, "z": 0.0}, "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}
+        rows = [{"key": {"clip_id": "c", "timestamp_micros": t}, "egomotion_estimate": pose} for t in (0, 100_000)]
+        pq.write_table(pa.Table.from_pylist(rows), folder / "c.egomotion_estimate.parquet")
+    return folder
+
+
+def _clipgt_target(w: World) -> Path:
+    _write(w, "target/notes.txt", "keep me")
+    return w.root / "target"
+
+
 CONVERT_CASES = [
+    Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "not a readable parquet file"),
+    Case("clipgt rig not json", "avsim convert CLIP OUT --from clipgt  (rig_json '{rig')", lambda w: ["convert", str(_clipgt(w, rig_json="{rig")), str(w.root / "o"), "--from", "clipgt"], 1, "calibration_estimate.rig_json"),
+    Case("clipgt rig no camera", "avsim convert CLIP OUT --from clipgt  (rig_json without camera:* sensors)", lambda w: ["convert", str(_clipgt(w, rig_json='{"rig": {"sensors": []}}')), str(w.root / "o"), "--from", "clipgt"], 1, "no usable camera"),
+    Case("clipgt no egomotion", "avsim convert CLIP OUT --from clipgt  (calibration only)", lambda w: ["convert", str(_clipgt(w, egomotion=False)), str(w.root / "o"), "--from", "clipgt"], 1, "egomotion_estimate.parquet"),
+    Case("export clipgt foreign folder", "avsim export clipgt S OUT  (OUT holds notes.txt)", lambda w: ["export", "clipgt", str(_scenario(w)), str(_clipgt_target(w))], 1, "not a ClipGT table; refusing to replace it"),
     Case("pickle gadget", "avsim convert gadget.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "g.pkl", pickle.dumps(Gadget(w.canary)))), str(w.root / "o"), "--from", "scenarionet"], 1, "refused: global 'posix.system'"),
     Case("pickle bomb", "avsim convert bomb.pkl OUT --from scenarionet  (13 bytes claiming 1e12)", lambda w: ["convert", str(_write(w, "b.pkl", _pickle_bomb())), str(w.root / "o"), "--from", "scenarionet"], 1, "b.pkl: pickle"),
     Case("pickle empty", "avsim convert empty.pkl OUT --from scenarionet", lambda w: ["convert", str(_write(w, "e.pkl", b"")), str(w.root / "o"), "--from", "scenarionet"], 1, "file is empty"),
@@ -317,6 +346,7 @@ def render_table() -> str:
         "| any JSON input (labels, results, calibration, maps, configs) | 1 GiB; nesting up to Python's recursion limit (~1000) | `avsim.core.safe_json.MAX_JSON_BYTES` |",
         "| edit files (YAML) | 100,000 nodes with aliases expanded | `avsim.edit.editfile_parse.MAX_EXPANDED_NODES` |",
         "| RDS-HQ tars | 512 MiB a member, 1 GiB all members read; only .json/.npy members are read | `safe_tar.MAX_MEMBER_BYTES`, `MAX_TOTAL_BYTES` |",
+        "| ClipGT parquet tables | 1 GiB a file, 20 M rows, 4 GiB decoded (column chunks' uncompressed sizes), all read from the footer before decoding | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_UNCOMPRESSED_BYTES` |",
         "| ScenarioNet pickles | a length field larger than memory is an error, not a MemoryError | `safe_pickle.loads_pickle` |",
         "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.cli.MAX_SIDE_PX`, `MAX_FPS` |",
         "| DCP checkpoint `.metadata` / `meta.json` | 256 MiB / 16 MiB | `avsim.train.safe_dcp.MAX_METADATA_BYTES` |",

@@ -26,6 +26,7 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "diff": ("avsim.edit.cli", True),
     "preview": ("avsim.edit.cli", True),
     "export-scene": ("avsim.edit.cli", True),
+    "export": ("avsim.cli.export", False),
     "validate": ("avsim.edit.cli", True),
     "view": ("avsim.view.cli", True),
     "check-projection": ("avsim.cli.projection", True),

@@ -209,7 +209,7 @@ def render_command(
     overlay_fps: float = typer.Option(None, "--overlay-fps", help="Rate of an image folder of real frames whose names carry no 16/19-digit timestamp."),
     mosaic: bool = typer.Option(False, "--mosaic", help="Also write a labelled mosaic video of all cameras."),
     png: bool = typer.Option(False, "--png", help="Also write every frame as PNG under OUT/<clip>/png/<camera>/."),
-    layout: Layout = typer.Option(Layout.DEFAULT, "--layout", help="default: OUT/<clip>/<clip>.<camera>.mp4; posttrain: OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4; both."),
+    layout: Layout = typer.Option(Layout.DEFAULT, "--layout", help="default: OUT/<clip>/<clip>.<camera>.mp4; posttrain: OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4; both; multiview: OUT/<clip>/world_scenario_videos/ws_<view>.mp4 (cosmos-transfer2.5's multiview example); omnidreams: OUT/hdmap/<camera>/<clip>.mp4. The last two need the model rig's cameras (--rig cosmos)."),
     rig: str = typer.Option("scenario", "--rig", help=render_cli.RIG_HELP),
     backend: Backend = typer.Option(Backend.NUMBA, "--backend", help="Rasteriser: numba (CPU) or torch (GPU when present)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Re-render videos that already exist (default: keep them, resume)."),

@@ -77,7 +77,7 @@ def render(
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     backend: str = typer.Option(None, "--backend", help="numba or torch."),
     preset: str = typer.Option(None, "--preset", help="libx264 preset."),
-    layout: str = typer.Option(None, "--layout", help="default, posttrain or both."),
+    layout: str = typer.Option(None, "--layout", help="default, posttrain, both, multiview or omnidreams (see avsim render --help)."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip

@@ -43,6 +43,8 @@ class Layout(StrEnum):
     DEFAULT = "default"  # OUT/<clip>/<clip>.<camera>.mp4
     POSTTRAIN = "posttrain"  # OUT/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4
     BOTH = "both"  # both of the above
+    MULTIVIEW = "multiview"  # OUT/<clip>/world_scenario_videos/ws_<view>.mp4 (cosmos-transfer2.5's multiview example)
+    OMNIDREAMS = "omnidreams"  # OUT/hdmap/<camera>/<clip>.mp4 (OmniDreams' local multiview dataset)
 
 
 class Preset(StrEnum):

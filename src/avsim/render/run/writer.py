@@ -4,9 +4,16 @@ Layouts (compatible with the public Cosmos tooling):
 
 * ``default``: ``<out>/<clip>/<clip>.<camera>.mp4``
 * ``posttrain``: ``<out>/control_input_hdmap_bbox/ftheta_<camera>/<clip>.mp4``
+* ``multiview``: ``<out>/<clip>/world_scenario_videos/ws_<view>.mp4``, the control videos of
+  cosmos-transfer2.5's ``assets/multiview_example`` (what ``examples/multiview.py``'s spec points
+  its seven views at; `MULTIVIEW_FILES`);
+* ``omnidreams``: ``<out>/hdmap/<camera>/<clip>.mp4``, OmniDreams' local multiview dataset
+  (``LocalMultiviewVideoDataset``, ``hdmap_subdir``; cameras `OMNIDREAMS_CAMERAS`).
+
+The last two hold only the model rig's seven cameras (render with ``--rig cosmos``).
 
 With chunking (``chunk_frames > 0``) chunk k of a clip is written under the clip id
-``<clip>_<k>`` in either layout. A camera's frames are encoded in fixed segments of
+``<clip>_<k>`` in every layout. A camera's frames are encoded in fixed segments of
 `avsim.render.run.units.SEGMENT_FRAMES` (the unit of resume) that are remuxed into the final video without
 re-encoding. Every file is written atomically: an interrupted run leaves finished segments
 (under ``<out>/<clip>/.parts``) and finished videos, never a partial file, and a rerun
@@ -24,12 +31,24 @@ import cv2
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
-from avsim.core.rig import MOSAIC_ORDER
+from avsim.core.errors import AvsimValueError
+from avsim.core.rig import COSMOS_VIEW_NAMES, MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
 from avsim.render.run.plan import Layout, Stream, StreamKind
 from avsim.render.run.units import StreamJob
 
 POSTTRAIN_FOLDER = "control_input_hdmap_bbox"
+MULTIVIEW_FOLDER = "world_scenario_videos"
+# model-rig camera -> file of cosmos-transfer2.5's assets/multiview_example/world_scenario_videos/
+# (the spec's view keys front_wide, cross_right, rear_right, rear, rear_left, cross_left, front_tele)
+MULTIVIEW_FILES: dict[str, str] = {
+    "camera_front_wide_120fov": "ws_front_wide_120fov.mp4", "camera_cross_right_120fov": "ws_cross_right_120fov.mp4",
+    "camera_rear_right_70fov": "ws_rear_right_70fov.mp4", "camera_rear_tele_30fov": "ws_rear_30fov.mp4",
+    "camera_rear_left_70fov": "ws_rear_left_70fov.mp4", "camera_cross_left_120fov": "ws_cross_left_120fov.mp4",
+    "camera_front_tele_30fov": "ws_front_tele_30fov.mp4",
+}  # fmt: skip
+OMNIDREAMS_FOLDER = "hdmap"
+OMNIDREAMS_CAMERAS = COSMOS_VIEW_NAMES  # omni-dreams predict2_multiview DEFAULT_CAMERAS: the same names
 
 
 def chunk_ranges(n_frames: int, chunk_frames: int) -> list[tuple[int, int]]:
@@ -71,15 +90,57 @@ def camera_video_paths(out: Path, clip_id: str, camera: str, layout: Layout) -> 
         layout: the layout.
 
     Returns:
-        One path per layout, default first.
+        One path per layout, default first (AvsimValueError: a camera the multiview or omnidreams
+        layout has no place for).
     """
     layout = Layout(layout)
+    if layout is Layout.MULTIVIEW:
+        return [multiview_example_path(out, clip_id, camera)]
+    if layout is Layout.OMNIDREAMS:
+        return [omnidreams_path(out, clip_id, camera)]
     paths = []
     if layout in (Layout.DEFAULT, Layout.BOTH):
         paths.append(out / clip_id / f"{clip_id}.{camera}.mp4")
     if layout in (Layout.POSTTRAIN, Layout.BOTH):
         paths.append(out / POSTTRAIN_FOLDER / f"ftheta_{camera}" / f"{clip_id}.mp4")
     return paths
+
+
+def _model_camera(camera: str, layout: Layout) -> None:
+    if camera not in COSMOS_VIEW_NAMES:
+        raise AvsimValueError(
+            f"--layout {layout}: camera {camera!r} is not one of the model rig's {', '.join(COSMOS_VIEW_NAMES)} (render with --rig cosmos)"
+        )
+
+
+def multiview_example_path(out: Path, clip_id: str, camera: str) -> Path:
+    """A camera video in cosmos-transfer2.5's multiview example layout.
+
+    Args:
+        out: output folder.
+        clip_id: clip (or chunk) id.
+        camera: a model-rig camera name.
+
+    Returns:
+        ``out/<clip>/world_scenario_videos/ws_<view>.mp4`` (`MULTIVIEW_FILES`).
+    """
+    _model_camera(camera, Layout.MULTIVIEW)
+    return out / clip_id / MULTIVIEW_FOLDER / MULTIVIEW_FILES[camera]
+
+
+def omnidreams_path(out: Path, clip_id: str, camera: str) -> Path:
+    """A camera video in OmniDreams' local dataset layout.
+
+    Args:
+        out: output folder (OmniDreams' ``data_root``).
+        clip_id: clip (or chunk) id.
+        camera: a model-rig camera name.
+
+    Returns:
+        ``out/hdmap/<camera>/<clip>.mp4``.
+    """
+    _model_camera(camera, Layout.OMNIDREAMS)
+    return out / OMNIDREAMS_FOLDER / camera / f"{clip_id}.mp4"
 
 
 def stream_outputs(out: Path, clip_id: str, stream: Stream, layout: Layout) -> tuple[Path, ...]:

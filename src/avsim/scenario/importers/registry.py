@@ -67,6 +67,12 @@ def _load_waymo_frame(src: Path, rig_name: str | None) -> Scenario:
     return load_waymo_frames(src, rig_name)
 
 
+def _load_clipgt(src: str, rig_name: str | None) -> Scenario:
+    from avsim.scenario.importers.clipgt import load_clipgt
+
+    return load_clipgt(src, rig_name)
+
+
 def _load_rdshq(src: Path, rig_name: str | None) -> Scenario:
     from avsim.scenario.importers.rdshq import load_rdshq
 
@@ -98,6 +104,11 @@ FORMATS: dict[str, ImporterInfo] = {
     "rdshq": ImporterInfo(
         _load_rdshq, "an RDS-HQ clip root (folders of <clip_id>.tar webdataset samples); one clip: ROOT or ROOT::clip_id",
         "the 7 f-theta cameras (intrinsics + per-camera poses)",
+    ),
+    "clipgt": ImporterInfo(
+        _load_clipgt,
+        "an NVIDIA world-scenario parquet clip folder (<clip_id>.<table>.parquet, cosmos-transfer2.5); one clip: FOLDER or FOLDER::clip_id",
+        "the rig JSON's camera:* sensors (f-theta; pinhole via Model: pinhole)",
     ),
     "mmdet3d": ImporterInfo(
         _load_mmdet3d,
@@ -142,6 +153,8 @@ def detect_format(src: str | os.PathLike[str]) -> str:
             if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
                 return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"
         raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl or a Waymo TFRecord)")
+    if any(path.glob("*.calibration_estimate.parquet")):
+        return "clipgt"
     if (path / "city_SE3_egovehicle.feather").exists() or any(path.glob("scenario_*.parquet")):
         return "av2"
     if (path / "maps").is_dir() and any(p.is_dir() and p.name.startswith("v1.0") for p in path.iterdir()):
@@ -168,7 +181,7 @@ def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: 
         if rig_name not in NAMED_RIGS:
             raise AvsimInputError(src_path, "rig", f"unknown rig {rig_name!r}; choose one of {', '.join(NAMED_RIGS)}")
     loader = FORMATS[fmt].load
-    if fmt in ("nuscenes", "rdshq", "waymo", "mmdet3d"):
+    if fmt in ("nuscenes", "rdshq", "waymo", "mmdet3d", "clipgt"):
         return loader(os.fspath(src_path), rig_name)  # keeps a ::selector
     path, _ = split_selector(src_path)
     if not path.exists():

@@ -1,0 +1,33 @@
+"""`avsim export clipgt SCENARIO OUT`: parse options, call `avsim.scenario.exporters.clipgt`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(
+    add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips).",
+)  # fmt: skip
+
+
+@app.command("clipgt")
+def clipgt_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (holding scenario.json)."),
+    out: Path = typer.Argument(..., help="Clip folder to write <clip_id>.<table>.parquet into (absent, empty, or holding only ClipGT tables, which are replaced)."),
+    rig: str | None = typer.Option(None, "--rig", help="Replace the scenario's rig by a named rig first: cosmos (NVIDIA's 7 cameras, what generate_control_videos.py renders by default), nuscenes, av2, waymo."),
+    clip_id: str | None = typer.Option(None, "--clip-id", help="File-name prefix of the tables; default the scenario id (made file-name safe)."),
+) -> None:
+    """Write SCENARIO as an NVIDIA world-scenario parquet clip (cosmos-transfer2.5's ClipGT loader reads it)."""
+    from avsim.core.rig import NAMED_RIGS
+    from avsim.scenario.exporters.clipgt import export_clipgt
+    from avsim.scenario.io import load_scenario
+
+    if rig is not None and rig not in NAMED_RIGS:
+        raise typer.BadParameter(f"unknown rig {rig!r}; choose from {', '.join(NAMED_RIGS)}", param_hint="'--rig'")
+    written = export_clipgt(load_scenario(scenario), out, rig_name=rig, clip_id=clip_id)
+    rows = ", ".join(f"{table} {n}" for table, n in written.rows.items() if n)
+    typer.echo(f"wrote {written.folder} (clip {written.clip_id}: {rows})", err=True)
+    for camera, error_px in written.pinhole_max_error_px.items():
+        typer.echo(f"  {camera}: pinhole written with its f-theta equivalent for NVIDIA's loader (max {error_px:.2f} px apart)", err=True)

@@ -1,0 +1,1 @@
+"""Scenario exporters: avsim scenarios written in other tools' formats (`clipgt`: NVIDIA's parquet clips)."""
