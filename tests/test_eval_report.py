@@ -15,7 +15,8 @@ from avsim.evaluation.detections import write_box_table
 from avsim.evaluation.lane_io import write_lane_table
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
-from avsim.evaluation.report import ReportConfig, build_report, write_report
+from avsim.evaluation.report import build_report, write_report
+from avsim.evaluation.report_config import ReportConfig
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

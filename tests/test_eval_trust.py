@@ -18,7 +18,8 @@ from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.jobs import run_let
 from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
 from avsim.evaluation.let_result import LetResult
-from avsim.evaluation.report import ReportConfig, build_report, collect_warnings, write_report
+from avsim.evaluation.report import build_report, collect_warnings, write_report
+from avsim.evaluation.report_config import ReportConfig
 from avsim.evaluation.rnds import rnds_summary
 from avsim.evaluation.waymo_objects import read_waymo_objects, write_waymo_objects
 

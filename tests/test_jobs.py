@@ -245,7 +245,7 @@ def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any, i
     features (from the feature cache) exactly; with 1 clip on a side it is n/a."""
     from avsim.evaluation.features import FeatureCache, fid_clip_features
     from avsim.evaluation.inception import load_fid_inception
-    from avsim.evaluation.report import ReportConfig
+    from avsim.evaluation.report_config import ReportConfig
     from avsim.evaluation.report_video import frechet_interval_over_clips
     from avsim.jobs.fid import clip_intervals
 

@@ -10,6 +10,7 @@ command-line layer hands it one made from this bar.
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress,
         ProgressColumn,
         SpinnerColumn,
         TextColumn,
@@ -54,4 +54,25 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
     columns += [TextColumn(f"{{task.fields[{extra_field}]}}")] if extra_field else []
     if disable is None:
         disable = transient and not console.is_terminal
-    return Progress(*columns, console=console, transient=transient, disable=disable)
+    return _bar_class()(*columns, console=console, transient=transient, disable=disable)
+
+
+def _bar_class() -> type[Progress]:
+    """`rich.progress.Progress` that leaves nothing behind when its block ends with an exception.
+
+    A step that fails (bad input, kill, Ctrl-C) then leaves only the command's one error line on
+    stderr, not a half-drawn bar (in a pipe rich prints the bar's last state when it stops).
+    """
+    from rich.progress import Progress
+
+    class _Bar(Progress):
+        def __exit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                     exc_tb: TracebackType | None) -> None:  # fmt: skip
+            if exc_type is not None:
+                self.live.transient = True
+                self.disable = True  # no closing newline either
+                self.live.stop()
+                return
+            self.stop()
+
+    return _Bar

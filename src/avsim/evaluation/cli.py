@@ -16,7 +16,7 @@ import typer
 
 if TYPE_CHECKING:
     from avsim.evaluation.inception import Normalization
-    from avsim.evaluation.jobs import MetricTable
+    from avsim.evaluation.results import MetricTable
 
 app = typer.Typer(help="Video-fidelity and detection-gap metrics.", no_args_is_help=True)
 
@@ -40,8 +40,7 @@ def _emit(table: MetricTable, out: Path | None) -> None:
     """Print the command's table and warnings, then its JSON document to `out` when given."""
     import json
 
-    from avsim.evaluation.jobs import write_json
-    from avsim.evaluation.report import json_ready
+    from avsim.evaluation.results import json_ready, write_json
 
     to_stdout = out is not None and str(out) == "-"  # the JSON alone on stdout, the table on stderr
     _print_table(table.title, table.header, table.rows, stderr=to_stdout)
@@ -290,7 +289,8 @@ def report(
     Per-clip features and Sampson results are cached in OUT/cache as they finish, so a rerun
     after an interruption (even kill -9) recomputes nothing that finished."""
     from avsim.evaluation.jobs import report_headlines
-    from avsim.evaluation.report import ReportConfig, build_report, write_report
+    from avsim.evaluation.report import build_report, write_report
+    from avsim.evaluation.report_config import ReportConfig
 
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,

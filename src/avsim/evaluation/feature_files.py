@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
-from avsim.evaluation.jobs import FRECHET_NORMS, MetricTable
+from avsim.evaluation.jobs import FRECHET_NORMS
+from avsim.evaluation.results import MetricTable
 
 FEATURE_DIMS = {"fid": 2048, "fvd": 400}
 MAX_FEATURE_BYTES = 4 << 30  # 4 GiB per file

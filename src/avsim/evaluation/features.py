@@ -19,6 +19,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.evaluation.progress import StepProgress, report_step
+from avsim.evaluation.results import json_ready
 from avsim.evaluation.video_frames import (
     clip_frame_count,
     content_hash,
@@ -68,8 +69,6 @@ class FeatureCache:
     def put_json(self, key: str, value: Any) -> None:
         if self.folder is None:
             return
-        from avsim.evaluation.report import json_ready
-
         self.misses += 1
         with atomic_output_path(self.folder / f"{key}.json") as tmp:
             tmp.write_text(json.dumps(json_ready(value), allow_nan=False), encoding="utf-8")

@@ -7,19 +7,17 @@ Bad inputs raise `AvsimInputError` (one line); missing weights name the command 
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
 from avsim.evaluation.progress import StepProgress, report_step
+from avsim.evaluation.results import MetricTable
 
 if TYPE_CHECKING:
     from avsim.evaluation.frechet import CovarianceNorm
@@ -27,24 +25,6 @@ if TYPE_CHECKING:
     from avsim.evaluation.sampson_run import SampsonOptions
 
 FRECHET_NORMS: tuple[CovarianceNorm, ...] = ("unbiased_n_minus_1", "biased_n")
-
-
-@dataclass(frozen=True)
-class MetricTable:
-    """A command's result: the table it prints (`title`, `header`, `rows`) and the JSON `document`."""
-
-    title: str
-    header: list[str]
-    rows: list[list[Any]]
-    document: dict[str, Any]
-
-
-def write_json(data: dict[str, Any], out: Path) -> None:
-    """`data` as strict JSON (numpy values converted, non-finite floats as null), atomically."""
-    from avsim.evaluation.report import json_ready
-
-    with atomic_output_path(out) as tmp:
-        tmp.write_text(json.dumps(json_ready(data), indent=1, allow_nan=False) + "\n")
 
 
 # --------------------------------------------------------------------------- fid / fvd

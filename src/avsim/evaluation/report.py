@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import platform
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,37 +36,18 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
-from avsim.evaluation.let_ap import Boxes3D, LetConfig, evaluate_let
+from avsim.evaluation.let_ap import Boxes3D, evaluate_let
 from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.progress import StepProgress, report_step
+from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
 from avsim.evaluation.report_video import video_section
+from avsim.evaluation.results import json_ready
 
 if TYPE_CHECKING:
     from avsim.evaluation.features import FeatureCache
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
-# the lane numbers the report compares (keys of `LaneEvaluation.result()`)
-LANE_METRICS = ("f_score", "precision", "recall", "category_accuracy", "x_error_near_m", "x_error_far_m",
-                "z_error_near_m", "z_error_far_m")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ReportConfig:
-    n_resamples: int = 1000
-    seed: int = 0
-    level: float = 0.95
-    let: LetConfig = field(default_factory=LetConfig)
-    max_frames: int | None = 64  # per clip, for FID and Sampson (CPU cost)
-    fvd_max_windows: int | None = 4  # 16-frame windows per clip
-    video_metrics: bool = True
-    inception_weights: str | None = None
-    i3d_weights: str | None = None
-    cache_dir: str | None = None
-    rnds_scorer: str | None = None  # compute chunk scores from videos with this scorer
-    rnds_chunk_frames: int = 16
-
-
 # --------------------------------------------------------------------------- inputs
 
 
@@ -149,21 +128,6 @@ def list_video_clips(folder: Path) -> dict[str, dict[str, Path]]:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def json_ready(x: Any) -> Any:
-    """`x` with numpy scalars/arrays as Python values and non-finite floats as None (strict JSON)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_ready(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_ready(v) for v in x]
-    if isinstance(x, np.generic):
-        return json_ready(x.item())
-    if isinstance(x, np.ndarray):
-        return json_ready(x.tolist())
-    return x
 
 
 def _shared_weights(keys_a: np.ndarray, keys_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

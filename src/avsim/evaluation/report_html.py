@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from avsim.evaluation.report import LANE_METRICS
+from avsim.evaluation.report_config import LANE_METRICS
 from avsim.evaluation.report_reference import CSE_CAVEAT, FRECHET_CAVEAT, RNDS_CAVEAT
 from avsim.evaluation.report_summary import ci_html as _ci
 from avsim.evaluation.report_summary import fmt as _fmt

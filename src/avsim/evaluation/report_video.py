@@ -18,7 +18,7 @@ from avsim.evaluation.progress import StepProgress
 
 if TYPE_CHECKING:
     from avsim.evaluation.features import FeatureCache
-    from avsim.evaluation.report import ReportConfig
+    from avsim.evaluation.report_config import ReportConfig
 
 
 def _per_clip(per_view: list[np.ndarray], owner: list[int], n_clips: int) -> list[np.ndarray]:

@@ -188,7 +188,7 @@ def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None,
     Returns:
         The FID / FVD document.
     """
-    from avsim.evaluation.jobs import write_json
+    from avsim.evaluation.results import write_json
     from avsim.jobs.fid import clip_intervals, frechet_document
 
     folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
