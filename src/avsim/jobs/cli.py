@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from avsim.jobs.engines import EngineConfig
+from avsim.jobs.engines import ENGINES, Engine, EngineConfig
 from avsim.jobs.fid import ClipBootstrap
 
 app = typer.Typer(help="Run a command over a dataset: one task per item, on a local process pool or on Ray.",
@@ -21,13 +21,13 @@ WORKERS_HELP = "local: worker processes; ray without --address: CPUs of the loca
 
 
 def _engine(engine: str, address: str | None, cpus_per_task: float, workers: int | None, max_retries: int) -> EngineConfig:
-    if engine not in ("local", "ray"):
-        raise typer.BadParameter(f"--engine: expected local or ray, got {engine!r}")
-    if address and engine != "ray":
+    if engine not in ENGINES:
+        raise typer.BadParameter(f"--engine: expected {' or '.join(ENGINES)}, got {engine!r}")
+    if address and engine != Engine.RAY:
         raise typer.BadParameter("--address needs --engine ray")
     if (workers is not None and workers < 1) or cpus_per_task <= 0 or max_retries < 0:
         raise typer.BadParameter("--workers must be >= 1, --cpus-per-task > 0, --max-retries >= 0")
-    return EngineConfig(engine, workers, address, cpus_per_task, 0.0, max_retries)
+    return EngineConfig(Engine(engine), workers, address, cpus_per_task, 0.0, max_retries)
 
 
 def _with_interval(value: float, interval: dict[str, Any] | None) -> str:

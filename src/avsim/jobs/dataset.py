@@ -21,9 +21,24 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.typing import StrEnum
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
-KINDS = ("render", "labels", "convert", "eval")
+
+
+class JobKind(StrEnum):
+    """What `avsim run KIND` does per item (docs/jobs.md)."""
+
+    RENDER = "render"
+    LABELS = "labels"
+    CONVERT = "convert"
+    EVAL = "eval"
+    GENERATE = "generate"
+    PAIR = "pair"
+    ENCODE = "encode"
+
+
+KINDS = JobKind.choices()
 SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
 
 

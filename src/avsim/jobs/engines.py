@@ -19,9 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from avsim.core.errors import AvsimValueError
-from avsim.jobs.items import ItemResult, ItemTask, one_line, run_item
+from avsim.core.typing import StrEnum
+from avsim.jobs.items import ItemResult, ItemStatus, ItemTask, one_line, run_item
 
-ENGINES = ("local", "ray")
+
+
+class Engine(StrEnum):
+    """Where a job's tasks run: a local process pool or a Ray cluster."""
+
+    LOCAL = "local"
+    RAY = "ray"
+
+
+ENGINES = Engine.choices()
 RAY_EXTRA_HINT = "the ray engine needs Ray: pip install 'avsim[ray]' (ray==2.60.0)"
 OnResult = Callable[[ItemResult], None]
 
@@ -31,7 +41,7 @@ class EngineConfig:
     """How to run a job's tasks.
 
     Attributes:
-        engine: "local" or "ray".
+        engine: an `Engine` (its name is accepted and converted).
         workers: local: processes; ray without `address`: CPUs of the local instance (None: all).
         address: ray only: a cluster to join ("auto", "ray://head:10001"); None starts a local instance.
         cpus_per_task: CPUs each task requests from Ray.
@@ -39,7 +49,7 @@ class EngineConfig:
         max_retries: Ray retries of a task whose worker died.
     """
 
-    engine: str = "local"
+    engine: Engine = Engine.LOCAL
     workers: int | None = None
     address: str | None = None
     cpus_per_task: float = 1.0
@@ -49,11 +59,12 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise AvsimValueError(f"engine: expected one of {', '.join(ENGINES)}, got {self.engine!r}")
+        object.__setattr__(self, "engine", Engine(self.engine))
         if self.workers is not None and self.workers < 1:
             raise AvsimValueError(f"workers: must be >= 1, got {self.workers}")
         if self.cpus_per_task <= 0 or self.gpus_per_task < 0 or self.max_retries < 0:
             raise AvsimValueError("cpus_per_task must be > 0, gpus_per_task and max_retries >= 0")
-        if self.address is not None and self.engine != "ray":
+        if self.address is not None and self.engine != Engine.RAY:
             raise AvsimValueError("address: only the ray engine joins a cluster")
 
 
@@ -81,7 +92,7 @@ def run_tasks(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) 
     Returns:
         The results, in the order of `tasks`.
     """
-    run = _run_ray if config.engine == "ray" else _run_local
+    run = _run_ray if config.engine == Engine.RAY else _run_local
     by_index = run(tasks, config, on_result)
     return [by_index[i] for i in range(len(tasks))]
 
@@ -100,7 +111,7 @@ def _run_local(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult)
                 try:
                     result = future.result()
                 except Exception as exc:  # the worker process died (BrokenProcessPool)
-                    result = ItemResult(tasks[index].name, "failed", f"worker process died: {one_line(exc)}")
+                    result = ItemResult(tasks[index].name, ItemStatus.FAILED, f"worker process died: {one_line(exc)}")
                 results[index] = result
                 on_result(result)
     return results
@@ -136,7 +147,7 @@ def _run_ray(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -
                     result = ray.get(ref)
                 except Exception as exc:  # retries exhausted (WorkerCrashedError), task cancelled, node lost
                     reason = f"ray task failed after {config.max_retries} retries: {one_line(exc)}"
-                    result = ItemResult(tasks[index].name, "failed", reason)
+                    result = ItemResult(tasks[index].name, ItemStatus.FAILED, reason)
                 results[index] = result
                 on_result(result)
     finally:

@@ -22,6 +22,7 @@ from typing import Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
+from avsim.core.typing import StrEnum
 from avsim.jobs.options import render_options
 
 JOB_JSON = "job.json"
@@ -43,12 +44,23 @@ class ItemTask:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+class ItemStatus(StrEnum):
+    """How an item ended: run now, skipped because its outputs are current, or failed (one-line reason).
+
+    The value is what `job_report.json` and the final table show.
+    """
+
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class ItemResult:
     """How one item ended: `done`, `skipped` (current) or `failed` (with a one-line `reason`)."""
 
     name: str
-    status: str
+    status: ItemStatus
     reason: str = ""
     seconds: float = 0.0
     digest: str = ""
@@ -186,8 +198,8 @@ def run_item(task: ItemTask) -> ItemResult:
     try:
         digest = task_digest(task)
         if is_current(task.out_dir, digest):
-            return ItemResult(task.name, "skipped", seconds=time.perf_counter() - t0, digest=digest)
+            return ItemResult(task.name, ItemStatus.SKIPPED, seconds=time.perf_counter() - t0, digest=digest)
         _run(task, digest)
     except Exception as exc:  # one bad item must not stop the others
-        return ItemResult(task.name, "failed", one_line(exc), time.perf_counter() - t0)
-    return ItemResult(task.name, "done", seconds=time.perf_counter() - t0, digest=digest)
+        return ItemResult(task.name, ItemStatus.FAILED, one_line(exc), time.perf_counter() - t0)
+    return ItemResult(task.name, ItemStatus.DONE, seconds=time.perf_counter() - t0, digest=digest)

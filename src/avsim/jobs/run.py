@@ -21,8 +21,8 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import read_items
-from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
-from avsim.jobs.items import ItemResult, ItemTask
+from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
+from avsim.jobs.items import ItemResult, ItemStatus, ItemTask
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
 
 if TYPE_CHECKING:
@@ -42,14 +42,14 @@ class JobReport:
     results: list[ItemResult]
     frechet: dict[str, Any] | None = None
 
-    def count(self, status: str) -> int:
-        """Items that ended with `status` ("done", "skipped", "failed")."""
+    def count(self, status: ItemStatus) -> int:
+        """Items that ended with `status`."""
         return sum(r.status == status for r in self.results)
 
     @property
     def failed(self) -> bool:
         """Whether any item failed."""
-        return self.count("failed") > 0
+        return self.count(ItemStatus.FAILED) > 0
 
 
 def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) -> list[ItemTask]:
@@ -109,9 +109,9 @@ def write_job_report(out: Path, kind: str, dataset: Path, config: EngineConfig, 
     Returns:
         The file written.
     """
-    doc = {"format": "avsim-job-report-v1", "kind": kind, "dataset": str(dataset), "engine": config.engine,
-           "counts": {s: report.count(s) for s in ("done", "skipped", "failed")},
-           "items": [{"name": r.name, "status": r.status, "reason": r.reason} for r in report.results]}  # fmt: skip
+    doc = {"format": "avsim-job-report-v1", "kind": kind, "dataset": str(dataset), "engine": str(config.engine),
+           "counts": {str(s): report.count(s) for s in ItemStatus},
+           "items": [{"name": r.name, "status": str(r.status), "reason": r.reason} for r in report.results]}  # fmt: skip
     path = out / JOB_REPORT_JSON
     with atomic_output_path(path) as tmp:
         tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -130,11 +130,11 @@ def print_table(console: Console, report: JobReport) -> None:
     table = Table(title=f"avsim run {report.kind}")
     for column in ("item", "status", "seconds", "reason"):
         table.add_column(column, overflow="fold")
-    listed = report.results if len(report.results) <= LISTED_ITEMS else [r for r in report.results if r.status == "failed"]
+    listed = report.results if len(report.results) <= LISTED_ITEMS else [r for r in report.results if r.status == ItemStatus.FAILED]
     for r in listed:
-        table.add_row(r.name, r.status, f"{r.seconds:.1f}", r.reason)
+        table.add_row(r.name, str(r.status), f"{r.seconds:.1f}", r.reason)
     console.print(table)
-    console.print(f"{report.count('done')} done, {report.count('skipped')} skipped, {report.count('failed')} failed")
+    console.print(", ".join(f"{report.count(s)} {s}" for s in ItemStatus))
 
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
@@ -157,7 +157,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     """
     if out.exists() and not out.is_dir():
         raise AvsimInputError(out, "OUT", "exists and is not a folder")
-    if config.engine == "ray":
+    if config.engine == Engine.RAY:
         import_ray()  # a missing extra fails here, in one line, before anything is written
     if kind == "eval":
         if real is None:
