@@ -23,7 +23,6 @@ from avsim.core.typing import StrEnum
 from avsim.jobs.items import ItemResult, ItemStatus, ItemTask, one_line, run_item
 
 
-
 class Engine(StrEnum):
     """Where a job's tasks run: a local process pool or a Ray cluster."""
 
