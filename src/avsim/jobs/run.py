@@ -7,6 +7,11 @@ to exit 1.
 `OUT/real/<clip>/`) and, when every clip succeeded, merges them on the driver into
 `OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid), with the bootstrap interval over clips
 that `avsim eval report` gives (`avsim.jobs.fid.clip_intervals`) unless turned off.
+
+`pair` items go to `OUT/clips/<item>/` and are then linked into the shared layout at `OUT/`
+(`model_items.merge_layout`); `encode` items go to `OUT/<clip>/` and the cache's index is
+written over them (`model_items.merge_cache`). `generate` and `encode` digest their weight
+files once per job (`model_items.weight_digests`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,18 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import progress_bar
-from avsim.jobs.dataset import read_items
+from avsim.jobs.dataset import JobKind, read_items
 from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
 from avsim.jobs.items import ItemResult, ItemStatus, ItemTask
+from avsim.jobs.model_items import (
+    PAIR_CLIPS,
+    WEIGHT_OPTIONS,
+    check_generate_options,
+    encode_settings,
+    merge_cache,
+    merge_layout,
+    weight_digests,
+)
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
 
 if TYPE_CHECKING:
@@ -56,7 +70,7 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
     """One task per item of `dataset`: item options override the command's.
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: a `JobKind`.
         dataset: a dataset folder or manifest.
         out: the job's output folder; an item writes `out/<name>/`.
         options: the command's options (see `avsim.jobs.options.OPTION_TYPES`).
@@ -64,15 +78,40 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
     Returns:
         The tasks, sorted by item name.
     """
+    kind = JobKind(kind)
     base = coerce_options(kind, options, "options")
     if kind in ("render", "labels"):
         render_options(base, out, labels_only=kind == "labels")  # bad options fail here, once
     if kind == "eval" and base.get("metric", "fid") not in ("fid", "fvd"):
         raise AvsimInputError("options", "metric", f"expected fid or fvd, got {base['metric']!r}")
+    if kind == "encode":
+        encode_settings(base)  # bad encoders fail here, once
+    if kind == "generate":
+        check_generate_options(base)
     items = read_items(dataset, kind, tuple(OPTION_TYPES[kind]))
     root = out.resolve()
-    return [ItemTask(kind, item.name, item.path.resolve(), root / item.name,
-                     {**base, **coerce_options(kind, item.options, item.path)}) for item in items]  # fmt: skip
+    digests: dict[str, dict[str, str]] = {}  # weight files digested once per job, however many items name them
+    tasks = []
+    for item in items:
+        opts = {**base, **coerce_options(kind, item.options, item.path)}
+        if kind == "pair":
+            opts["real"] = _item_real(base, item.options, item.name, dataset)
+        if kind == "encode":
+            opts["clip"] = item.name
+        if kind in ("generate", "encode"):
+            key = json.dumps({k: opts.get(k) for k in WEIGHT_OPTIONS}, sort_keys=True)
+            opts.update(digests.setdefault(key, weight_digests(opts)))
+        tasks.append(ItemTask(kind, item.name, item.path.resolve(), root / item.name, opts))
+    return tasks
+
+
+def _item_real(base: Mapping[str, Any], item_options: Mapping[str, Any], name: str, dataset: Path) -> str:
+    """The folder of an item's real videos: its manifest column `real`, else `--real ROOT` / <item>."""
+    if item_options.get("real"):
+        return str(Path(str(item_options["real"])).resolve())
+    if not base.get("real"):
+        raise AvsimInputError(dataset, "--real", "`avsim run pair` needs the real videos (--real ROOT or a manifest column real)")
+    return str((Path(str(base["real"])) / name).resolve())
 
 
 def _progress(console: Console, kind: str) -> Any:
@@ -143,7 +182,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: a `JobKind`.
         dataset: the dataset (eval: the generated clips).
         out: the job's output folder.
         options: the command's options.
@@ -165,8 +204,13 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         tasks = plan_tasks(kind, dataset, out / "generated", options) + plan_tasks(kind, real, out / "real", options)
         tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
     else:
-        tasks = plan_tasks(kind, dataset, out, options)
-    report = JobReport(kind, execute(kind, tasks, config, console))
+        tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options)
+    results = execute(kind, tasks, config, console)
+    if kind == "pair":
+        results = merge_layout(out, tasks, results)
+    if kind == "encode":
+        merge_cache(out, tasks, results)
+    report = JobReport(kind, results)
     write_job_report(out, kind, dataset, config, report)
     if console is not None:
         print_table(console, report)
