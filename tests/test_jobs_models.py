@@ -208,3 +208,23 @@ def test_local_gpu_slots_and_the_status_enum() -> None:
     report = JobReport("generate", [ItemResult("a", ItemStatus.DONE), ItemResult("b", ItemStatus.FAILED, "why")])
     assert report.failed and report.count(ItemStatus.SKIPPED) == 0
     assert json.dumps({"status": ItemStatus.FAILED}) == '{"status": "failed"}' and f"{ItemStatus.DONE}" == "done"
+
+
+@pytest.mark.subprocess
+def test_a_local_worker_sees_only_its_gpu_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local engine sets CUDA_VISIBLE_DEVICES in each spawned worker before it imports anything (no GPU needed)."""
+    from avsim.core.errors import AvsimValueError
+    from avsim.jobs import engines
+    from avsim.jobs.engines import EngineConfig
+
+    task = [object()]  # only the count matters for the pool's size
+    monkeypatch.setattr(engines, "local_gpus", lambda: ["3", "5"])
+    with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=1)) as pool:  # type: ignore[arg-type]
+        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=120) == "3"
+    with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=None)) as pool:  # type: ignore[arg-type]
+        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=120) == "3"  # default: one GPU per task
+    monkeypatch.setattr(engines, "local_gpus", lambda: [])
+    with pytest.raises(AvsimValueError, match="--gpus-per-task 0"):
+        engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=1))  # type: ignore[arg-type]
+    with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=None)) as pool:  # type: ignore[arg-type]
+        assert pool.submit(os.getenv, "AVSIM_NO_SUCH_VARIABLE").result(timeout=120) is None  # no GPU: a plain CPU pool

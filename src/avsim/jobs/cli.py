@@ -188,6 +188,9 @@ def generate(
                "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
                "control_weight": control_weight, "sampler": sampler, "chunks": chunks, "overlap": overlap, "device": device,
                "offload": offload or None, "vae_tile": vae_tile}  # fmt: skip
+    if random_weights or random_vae:
+        typer.echo("warning: random weights (--random-weights / --random-vae): the generated videos are NOISE; "
+                   "settings.json says output_is_noise", err=True)  # fmt: skip
     _run("generate", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
 
 

@@ -126,9 +126,11 @@ def check_generate_options(options: Mapping[str, Any]) -> None:
     from avsim.models.generate import check_request
 
     request = generate_request(Path("."), options)
-    if (request.prompt is None) != (request.text_encoder is None) and not request.random_weights:
+    if (request.prompt is None) != (request.text_encoder is None):
         raise AvsimInputError("--prompt", "text", "--prompt and --text-encoder go together")
     check_request(request)
+    if not (request.random_weights or request.zero_text or request.embeddings or request.prompt):
+        raise AvsimInputError("--prompt", "text", "give --prompt with --text-encoder, --embeddings, or --zero-text")
 
 
 def generate_item(task: ItemTask, tmp: Path) -> None:
