@@ -1,6 +1,8 @@
 """The `avsim train` subcommands as library calls (train/cli.py only parses options).
 
-`pair_clip` adds a clip to a post-training layout, `encode_cache` writes the latent cache,
+`pair_clip` adds a clip to a post-training layout (after `avsim.train.pairing.check_pair`),
+`encode_cache` writes the latent cache with the encoders `build_cache_encoder` loads from
+`EncodeSettings` (also what `avsim run encode` runs per clip),
 `run_config` resolves a recipe with overrides, `run_training` trains (or resumes) it here or in `nproc` local gloo processes, and
 `export_run` writes a `net.*` file from a run's checkpoint. Heavy imports happen inside.
 """
