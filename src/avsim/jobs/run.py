@@ -203,6 +203,9 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
             raise AvsimInputError(dataset, "--real", "`avsim run eval` needs the real clips (--real)")
         tasks = plan_tasks(kind, dataset, out / "generated", options) + plan_tasks(kind, real, out / "real", options)
         tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
+    elif console is not None and kind in ("generate", "encode"):
+        with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
+            tasks = plan_tasks(kind, dataset, out, options)
     else:
         tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options)
     results = execute(kind, tasks, config, console)
