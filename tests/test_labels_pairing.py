@@ -50,6 +50,7 @@ def test_generate_writes_the_control_labels_beside_the_generated_clip(sample, tm
         assert not Path(str((out / "labels").readlink())).is_absolute()
 
 
+@pytest.mark.e2e
 def test_generate_from_a_30fps_render_labels_the_generated_frames_by_timestamp(sample, tmp_path):
     """One labelled 30 fps render serves the 10 fps model: generated frame k is the control frame shown at
     k / 10 s, and its labels are the control's labels of that timestamp."""
