@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from avsim.cli import main
@@ -49,14 +50,75 @@ def test_generate_writes_the_control_labels_beside_the_generated_clip(sample, tm
         assert not Path(str((out / "labels").readlink())).is_absolute()
 
 
-def test_generate_refuses_labels_whose_frames_it_cannot_keep(sample, tmp_path, capsys):
+@pytest.mark.e2e
+def test_generate_from_a_30fps_render_labels_the_generated_frames_by_timestamp(sample, tmp_path):
+    """One labelled 30 fps render serves the 10 fps model: generated frame k is the control frame shown at
+    k / 10 s, and its labels are the control's labels of that timestamp."""
+    from avsim.models.video_io import frame_times_s
+
     cfg = debug()
-    control = _render(sample, tmp_path / "control30", 30.0, 3 * cfg.frames_per_chunk)  # 30 fps: the model takes every 3rd
+    control = _render(sample, tmp_path / "control30", 30.0, 3 * (cfg.frames_per_chunk - 1) + 1)  # 0, 3, ..., 12
+    out = tmp_path / "gen"
+    assert main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"]) == 0
+    settings = json.loads((out / "settings.json").read_text())
+    clip, rec = settings["clip"], settings["labels"]
+    assert rec["frame_mapping"] == "selected" and rec["placed_as"] == "selected" and rec["source_fps"] == 30.0
+    src = control / clip / "labels"
+    src_index, index = (json.loads((d / "index.json").read_text()) for d in (src, out / "labels"))
+    control_times_ns = [round(t * 1e9) for t in frame_times_s(control / clip / f"{clip}.{CAM}.mp4")]
+    generated_times_ns = [round(t * 1e9) for t in frame_times_s(out / f"{clip}.{CAM}.mp4")]
+    assert generated_times_ns == [k * 100_000_000 for k in range(cfg.frames_per_chunk)]
+    assert index["fps"] == 10.0 and len(index["frames"]) == cfg.frames_per_chunk
+    first_ns = src_index["frames"][0]["timestamp_ns"]
+    by_time = {f["timestamp_ns"] - first_ns: f for f in src_index["frames"]}
+    for k, frame in enumerate(index["frames"]):
+        assert frame["video_clip"] == clip and frame["video_frame"] == k
+        t_ns = frame["timestamp_ns"] - first_ns
+        assert abs(t_ns - generated_times_ns[k]) <= 1  # the label's time is the generated frame's time ...
+        source = by_time[t_ns]  # ... and it is the control's label of that time, shown at that time in the control video
+        assert abs(control_times_ns[source["video_frame"]] - t_ns) <= 1
+        assert {**frame, "video_frame": source["video_frame"]} == source
+    coco_src, coco = (json.loads((d / "coco" / f"{CAM}.json").read_text()) for d in (src, out / "labels"))
+    keep = {f["frame_index"]: f["video_frame"] for f in index["frames"]}
+    assert [(i["id"], i["video_frame"], i["file_name"]) for i in coco["images"]] == [
+        (i, k, f"{clip}.{CAM}.mp4") for i, k in keep.items()]  # fmt: skip
+    assert coco["annotations"] == [a for a in coco_src["annotations"] if a["image_id"] in keep] and coco["annotations"]
+    boxes_src, boxes = (json.loads((d / "boxes3d.json").read_text()) for d in (src, out / "labels"))
+    assert boxes["results"] == {f["sample_token"]: boxes_src["results"][f["sample_token"]] for f in index["frames"]}
+    lanes = sorted(p.name for p in (out / "labels" / "openlane" / CAM).iterdir())
+    assert lanes == [f"{i:06d}.json" for i in keep]
+
+
+def test_generate_refuses_labels_of_another_size_before_loading_weights(sample, tmp_path, capsys):
+    cfg = debug()
+    control = tmp_path / "control"
+    assert main(["render", str(sample), str(control), "--labels", "--fps", "10", "--frames", str(cfg.frames_per_chunk),
+                 "--size", f"{2 * cfg.width_px}x{2 * cfg.height_px}", "--cameras", CAM]) == 0  # fmt: skip
     out = tmp_path / "gen"
     code = main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and not out.exists()
-    assert "index.json" in err[-1] and "--fps 10" in err[-1] and "Traceback" not in "\n".join(err)
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists() and "Traceback" not in err
+    line = next(line for line in err.splitlines() if line.startswith("error"))
+    assert "index.json" in line and f"--size {cfg.width_px}x{cfg.height_px}" in line
+    assert "load DiT" not in err  # refused before any weights load
+
+
+def test_labels_whose_times_are_not_the_videos_are_refused(sample, tmp_path):
+    from avsim.core.errors import AvsimInputError
+    from avsim.models.labels_pairing import check_pairing, find_control_labels
+
+    cfg = debug()
+    control = _render(sample, tmp_path / "control", 30.0, 7)
+    clip = next(p.name for p in control.iterdir() if p.is_dir())
+    folder = find_control_labels(control, clip)
+    assert folder is not None
+    times = np.arange(7) / 30.0
+    pairing = check_pairing(folder, clip, [0, 3, 6], times, 10.0, (cfg.width_px, cfg.height_px))
+    assert pairing.source_frames == (0, 3, 6) and not pairing.identical
+    with pytest.raises(AvsimInputError, match="not of this video"):
+        check_pairing(folder, clip, [0, 3, 6], np.arange(7) / 25.0, 10.0, (cfg.width_px, cfg.height_px))  # a 25 fps video
+    with pytest.raises(AvsimInputError, match="frame 9 .* has no labels"):
+        check_pairing(folder, clip, [0, 3, 9], np.arange(10) / 30.0, 10.0, (cfg.width_px, cfg.height_px))
 
 
 def test_train_pair_carries_the_labels(sample, tmp_path):

@@ -45,6 +45,9 @@ def test_debug_config_generates_all_views_from_rendered_controls(controls, tmp_p
     assert code == 0
     err = capsys.readouterr().err
     assert "NOISE" in err and "RANDOM WEIGHTS" in err
+    steps = ("start (import torch)", "load VAE", "load DiT", "read control videos", "VAE encode control", "sampling",
+             "VAE decode", "write videos")  # every step that takes seconds shows a bar (per view where it loops over views)
+    assert all(f"generate {step}" in err for step in steps), err
     cfg = debug()
     for cam in MULTIVIEW_CAMERAS:
         info = video_info(out / f"clip0.{cam}.mp4")
@@ -156,6 +159,25 @@ def test_model_rate_sampling_and_resize(tmp_path):
         return int(np.argmax(img[:, :, 0].astype(int).sum(0)))
 
     assert abs(col(frames[1].permute(1, 2, 0).numpy()) * 128 / 112 - col(raw[3])) <= 2
+
+
+def test_model_frames_are_chosen_by_time_not_by_stride(tmp_path):
+    from avsim.models.video_io import frame_times_s, select_frames
+
+    ntsc = np.arange(1200) * 1001 / 30000  # 29.97 fps, 40 s: index arithmetic (stride 3) drifts a frame every 33 s
+    picked = select_frames(ntsc, 10.0, 400)
+    assert picked[:4].tolist() == [0, 3, 6, 9]
+    assert np.abs(ntsc[picked] - np.arange(400) / 10).max() <= 0.5 * 1001 / 30000
+    assert picked[334] == 1001 != 3 * 334  # t = 33.4 s is frame 1001 (33.400 s); frame 1002 is 33.433 s
+    assert select_frames(np.arange(10) / 10.0, 10.0, 4, start=2).tolist() == [2, 3, 4, 5]  # a 10 fps render: every frame
+    gap = np.delete(np.arange(30) / 30.0, [8, 9, 10])  # frames 8..10 dropped: t = 0.3 s has no frame
+    with pytest.raises(AvsimInputError, match="gap"):
+        select_frames(gap, 10.0, 5)
+    with pytest.raises(AvsimInputError, match="too few"):
+        select_frames(np.arange(12) / 30.0, 10.0, 5)
+    _write_clip(tmp_path, "k", MULTIVIEW_CAMERAS[:1], frames=7, fps=30.0)
+    times = frame_times_s(tmp_path / "k" / f"k.{MULTIVIEW_CAMERAS[0]}.mp4")  # from the container's packets
+    assert np.allclose(times, np.arange(7) / 30.0, atol=1e-6)
 
 
 def test_single_view_layout_generates_one_view():

@@ -128,3 +128,55 @@ def test_pair_builds_the_layout_and_scan_reports_gaps(tmp_path: Path) -> None:
     (out / "videos" / f"ftheta_{COSMOS_VIEW_NAMES[3]}" / "drive1.mp4").unlink()
     with pytest.raises(AvsimInputError, match=COSMOS_VIEW_NAMES[3]):
         scan_layout(out)
+
+
+def _write_frames(path: Path, frames: int, fps: float, size: tuple[int, int], noise: float = 0.0, seed: int = 0) -> None:
+    """A moving gradient (a camera stand-in), or uniform noise of amplitude `noise` around mid grey."""
+    from avsim.core.video import MP4Writer
+
+    w, h = size
+    rng = np.random.default_rng(seed)
+    xx = np.arange(w, dtype=np.float32)[None, :, None]
+    with MP4Writer(path, w, h, fps=fps) as writer:
+        for t in range(frames):
+            if noise:
+                img = 128 + rng.uniform(-noise, noise, (h, w, 3))
+            else:
+                img = np.broadcast_to((xx * 2 + 4 * t) % 256, (h, w, 3))
+            writer.write(np.clip(img, 0, 255).astype(np.uint8))
+
+
+@pytest.mark.e2e
+def test_pair_checks_rate_duration_aspect_and_noise(tmp_path: Path, capsys) -> None:
+    """`avsim train pair` refuses what cannot be the control's drive, and never a plausible recording."""
+    from avsim.train.pairing import pair_problems
+
+    control = tmp_path / "control.mp4"
+    _write_clip_videos(control, seed=0, kind="control", frames=13)  # 30 fps, 112x64, 13 frames
+    cases = {  # name: (frames, fps, size, noise amplitude) -> the word of the refusal, or None (accepted)
+        "same": ((13, 30.0, (112, 64), 0.0), None),
+        "longer_and_larger": ((40, 30.0, (224, 128), 0.0), None),  # a longer recording at another resolution
+        "one_frame_short": ((12, 30.0, (112, 64), 0.0), None),
+        "dark_sensor_noise": ((13, 30.0, (112, 64), 6.0), None),  # a flat night frame: never refused on content
+        "rate": ((13, 25.0, (112, 64), 0.0), "25 fps, the control 30 fps"),
+        "short": ((6, 30.0, (112, 64), 0.0), "shorter than the control"),
+        "aspect": ((13, 30.0, (64, 64), 0.0), "aspect ratio"),
+        "noise": ((13, 30.0, (112, 64), 127.0), "looks like noise"),
+    }
+    for name, ((frames, fps, size, noise), refusal) in cases.items():
+        real = tmp_path / f"{name}.mp4"
+        _write_frames(real, frames, fps, size, noise)
+        problems = pair_problems(real, control)
+        if refusal is None:
+            assert problems == [], (name, problems)
+        else:
+            assert len(problems) == 1 and refusal in problems[0], (name, problems)
+    controls, videos, out = tmp_path / "render" / "drive1", tmp_path / "real", tmp_path / "layout"
+    for j, cam in enumerate(COSMOS_VIEW_NAMES):
+        for folder, kind in ((controls, "control"), (videos, "rgb")):
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_clip_videos(folder / f"drive1.{cam}.mp4", seed=j, kind=kind, frames=13)
+    _write_frames(videos / f"drive1.{COSMOS_VIEW_NAMES[2]}.mp4", 13, 30.0, (112, 64), 127.0)  # one view is noise
+    assert avsim_main(["train", "pair", str(controls), str(videos), str(out), "--caption", "x"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and COSMOS_VIEW_NAMES[2] in err and "noise" in err and not out.exists()

@@ -5,11 +5,13 @@
         bar.advance(task, 1)
 
 Library code never draws: it takes a callback (`progress(n)` or a `StepProgress`) and the
-command-line layer hands it one made from this bar.
+command-line layer hands it one made from this bar (`step_bars` for named steps).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -76,3 +78,49 @@ def _bar_class() -> type[Progress]:
             self.stop()
 
     return _Bar
+
+
+StepProgress = Callable[[str, int, int], None]
+"""`(step name, units done, units in the step)`: what library code calls after each unit of a long step
+(`("VAE encode", 3, 7)`); `done == 0` announces a step before its first unit finishes."""
+
+
+def report_step(progress: StepProgress | None, step: str, done: int, total: int) -> None:
+    """Call `progress` when there is one (a no-op for library use without a display).
+
+    Args:
+        progress: the callback, or None.
+        step: the step's name.
+        done: units finished.
+        total: units in the step.
+    """
+    if progress is not None:
+        progress(step, done, total)
+
+
+@contextmanager
+def step_bars(label: str, console: Console | None = None) -> Iterator[StepProgress]:
+    """One progress bar per step name (rich, on stderr by default), fed by a `StepProgress`.
+
+    A step announced with `done == 0` shows its bar and elapsed time at once, so a step whose
+    single unit takes long (loading weights) is visibly running.
+
+    Args:
+        label: the bold word in front of every bar (the command).
+        console: where to draw (default: a stderr console).
+
+    Returns:
+        (as a context manager) the `StepProgress` callback.
+    """
+    from rich.progress import TaskID
+
+    bar = progress_bar(label, console=console, eta=False)
+    tasks: dict[str, TaskID] = {}
+
+    def update(step: str, done: int, total: int) -> None:
+        if step not in tasks:
+            tasks[step] = bar.add_task(step, total=total)
+        bar.update(tasks[step], completed=done, total=total)
+
+    with bar:
+        yield update

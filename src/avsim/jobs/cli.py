@@ -1,5 +1,5 @@
-"""`avsim run render|labels|convert|eval DATASET OUT`: dataset-scale jobs (option parsing only;
-the work is in `avsim.jobs.run`). See docs/jobs.md."""
+"""`avsim run render|labels|convert|eval|generate|pair|encode DATASET OUT`: dataset-scale jobs (option
+parsing only; the work is in `avsim.jobs.run`). See docs/jobs.md."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from avsim.jobs.engines import EngineConfig
+from avsim.jobs.engines import ENGINES, Engine, EngineConfig
 from avsim.jobs.fid import ClipBootstrap
 
 app = typer.Typer(help="Run a command over a dataset: one task per item, on a local process pool or on Ray.",
@@ -20,14 +20,19 @@ ADDRESS_HELP = "ray: join this cluster (auto, ray://head:10001); default: start 
 WORKERS_HELP = "local: worker processes; ray without --address: CPUs of the local instance (default: all cores)."
 
 
-def _engine(engine: str, address: str | None, cpus_per_task: float, workers: int | None, max_retries: int) -> EngineConfig:
-    if engine not in ("local", "ray"):
-        raise typer.BadParameter(f"--engine: expected local or ray, got {engine!r}")
-    if address and engine != "ray":
+def _engine(engine: str, address: str | None, cpus_per_task: float, workers: int | None, max_retries: int,
+            gpus_per_task: float | None = 0.0) -> EngineConfig:  # fmt: skip
+    if engine not in ENGINES:
+        raise typer.BadParameter(f"--engine: expected {' or '.join(ENGINES)}, got {engine!r}")
+    if address and engine != Engine.RAY:
         raise typer.BadParameter("--address needs --engine ray")
-    if (workers is not None and workers < 1) or cpus_per_task <= 0 or max_retries < 0:
-        raise typer.BadParameter("--workers must be >= 1, --cpus-per-task > 0, --max-retries >= 0")
-    return EngineConfig(engine, workers, address, cpus_per_task, 0.0, max_retries)
+    if (workers is not None and workers < 1) or cpus_per_task <= 0 or max_retries < 0 or (gpus_per_task or 0) < 0:
+        raise typer.BadParameter("--workers must be >= 1, --cpus-per-task > 0, --gpus-per-task and --max-retries >= 0")
+    return EngineConfig(Engine(engine), workers, address, cpus_per_task, gpus_per_task, max_retries)
+
+
+def _resolved(path: Path | None) -> str | None:
+    return str(path.resolve()) if path is not None else None
 
 
 def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
@@ -61,6 +66,7 @@ ADDRESS = typer.Option(None, "--address", help=ADDRESS_HELP)
 CPUS = typer.Option(1.0, "--cpus-per-task", help="CPUs each task requests (ray).")
 WORKERS = typer.Option(None, "--workers", help=WORKERS_HELP)
 RETRIES = typer.Option(3, "--max-retries", help="ray: retries of a task whose worker died.")
+GPUS = typer.Option(None, "--gpus-per-task", help="GPUs per task (ray: requested; local: each worker's own); default 1 when the engine has a GPU, else 0.")
 
 
 @app.command("render")
@@ -144,3 +150,79 @@ def evaluate(
                "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
     _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap)
+
+
+@app.command("generate")
+def generate(
+    dataset: Path = typer.Argument(..., help=f"`avsim run render` output: one folder per item. {DATASET_HELP}"),
+    out: Path = typer.Argument(..., help="Output folder: OUT/<item>/<clip>/ (as `avsim generate` of each clip, labels remapped)."),
+    config: str = typer.Option(None, "--config", help="transfer25_2b_multiview (default), transfer25_2b_single_view or debug."),
+    checkpoint: Path = typer.Option(None, "--checkpoint", help="DiT + control checkpoint (net.* keys)."),
+    vae: Path = typer.Option(None, "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
+    embeddings: Path = typer.Option(None, "--embeddings", help="Precomputed prompt embeddings (python -m avsim.models.text)."),
+    prompt: str = typer.Option(None, "--prompt", help="Caption (with --text-encoder); a manifest column prompt sets it per item."),
+    negative_prompt: str = typer.Option(None, "--negative-prompt", help="Negative prompt (with --text-encoder)."),
+    text_encoder: Path = typer.Option(None, "--text-encoder", help="Local Cosmos-Reason1-7B folder."),
+    zero_text: bool = typer.Option(False, "--zero-text", help="Zero text embeddings (no text encoder)."),
+    random_weights: bool = typer.Option(False, "--random-weights", help="Random DiT and VAE: output is NOISE (smoke tests)."),
+    random_vae: bool = typer.Option(False, "--random-vae", help="With --checkpoint: the random VAE (output is NOISE)."),
+    views: str = typer.Option(None, "--views", help="Comma-separated cameras to generate (default: all of the config)."),
+    clip: str = typer.Option(None, "--clip", help="Only this clip of each item (default: every clip)."),
+    steps: int = typer.Option(None, "--steps", help="Sampling steps (default: the config's)."),
+    guidance: float = typer.Option(None, "--guidance", help="Classifier-free guidance (default: the config's)."),
+    seed: int = typer.Option(None, "--seed", help="Noise seed (default 0; every clip uses it)."),
+    control_weight: float = typer.Option(None, "--control-weight", help="Scale of the control residuals (default 1)."),
+    sampler: str = typer.Option(None, "--sampler", help="unipc or euler."),
+    chunks: int = typer.Option(None, "--chunks", help="Autoregressive chunks of the model's frames (default 1)."),
+    overlap: int = typer.Option(None, "--overlap", help="Frames shared by consecutive chunks (default 1)."),
+    device: str = typer.Option(None, "--device", help="cuda or cpu inside each task (default: cuda when the task has a GPU)."),
+    offload: bool = typer.Option(False, "--offload", help="VAE on the CPU between uses; text encoder on the CPU."),
+    vae_tile: int = typer.Option(None, "--vae-tile", help="VAE spatial tile size in pixels."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, gpus_per_task: float = GPUS,
+    workers: int = WORKERS, max_retries: int = RETRIES,
+) -> None:  # fmt: skip
+    """Generate every clip of every render item of DATASET (`avsim generate` per clip, models loaded once per item)."""
+    options = {"config": config, "checkpoint": _resolved(checkpoint), "vae": _resolved(vae), "embeddings": _resolved(embeddings),
+               "prompt": prompt, "negative_prompt": negative_prompt, "text_encoder": _resolved(text_encoder),
+               "zero_text": zero_text or None, "random_weights": random_weights or None, "random_vae": random_vae or None,
+               "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
+               "control_weight": control_weight, "sampler": sampler, "chunks": chunks, "overlap": overlap, "device": device,
+               "offload": offload or None, "vae_tile": vae_tile}  # fmt: skip
+    if random_weights or random_vae:
+        typer.echo("warning: random weights (--random-weights / --random-vae): the generated videos are NOISE; "
+                   "settings.json says output_is_noise", err=True)  # fmt: skip
+    _run("generate", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
+
+
+@app.command("pair")
+def pair(
+    dataset: Path = typer.Argument(..., help=f"`avsim run render` output: one folder per item. {DATASET_HELP}"),
+    out: Path = typer.Argument(..., help="Post-training layout: OUT/videos|control_input_hdmap_bbox|captions|labels/, items in OUT/clips/<item>/."),
+    real: Path = typer.Option(None, "--real", help="Real recordings: REAL/<item>/<clip>.<camera>.mp4 (or a manifest column real: the item's folder)."),
+    caption: str = typer.Option(None, "--caption", help="Caption of the front-wide view (or a manifest column caption)."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+) -> None:  # fmt: skip
+    """Pair every render item of DATASET with its real recordings into one post-training layout (`avsim train pair` per clip)."""
+    options = {"real": _resolved(real), "caption": caption}
+    _run("pair", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
+
+
+@app.command("encode")
+def encode(
+    dataset: Path = typer.Argument(..., help="A post-training layout (`avsim run pair` output): one item per clip."),
+    out: Path = typer.Argument(..., help="Latent cache: OUT/<clip>/<clip>_<k>.safetensors, OUT/index.json, OUT/blank_text.safetensors."),
+    model: str = typer.Option(None, "--model", help="Model config (sets the VAE and the clip size; default transfer25_2b_multiview)."),
+    vae: Path = typer.Option(None, "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
+    random_vae: bool = typer.Option(False, "--random-vae", help="An untrained VAE instead of --vae (debug chain)."),
+    text_encoder: Path = typer.Option(None, "--text-encoder", help="Local Cosmos-Reason1-7B folder."),
+    zero_text: bool = typer.Option(False, "--zero-text", help="Store zero text embeddings (no text encoder)."),
+    max_clips: int = typer.Option(None, "--max-clips-per-video", help="Windows of the model's frames taken per video."),
+    device: str = typer.Option(None, "--device", help="cuda or cpu inside each task (default: cuda when the task has a GPU)."),
+    store_dtype: str = typer.Option(None, "--store-dtype", help="bfloat16 (default) or float32."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, gpus_per_task: float = GPUS,
+    workers: int = WORKERS, max_retries: int = RETRIES,
+) -> None:  # fmt: skip
+    """Encode every clip of a post-training layout into one latent cache (`avsim train encode`, one task per clip)."""
+    options = {"model": model, "vae": _resolved(vae), "random_vae": random_vae or None, "text_encoder": _resolved(text_encoder),
+               "zero_text": zero_text or None, "max_clips_per_video": max_clips, "device": device, "store_dtype": store_dtype}  # fmt: skip
+    _run("encode", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))

@@ -4,6 +4,8 @@ DATASET is one of
 - a folder of scenario folders (render, labels) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
+- a folder of render items, the output of `avsim run render` (generate, pair),
+- a post-training layout (encode: one item per clip; no manifest),
 - a manifest, `.csv` or `.parquet`, with a column `path` (relative paths are taken relative to
   the manifest's folder), an optional column `name` (default: the path's name, without the
   suffix for files) and optional per-item option columns that override the command's options.
@@ -21,9 +23,25 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.typing import StrEnum
+from avsim.jobs.options import PATH_OPTIONS
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
-KINDS = ("render", "labels", "convert", "eval")
+
+
+class JobKind(StrEnum):
+    """What `avsim run KIND` does per item (docs/jobs.md)."""
+
+    RENDER = "render"
+    LABELS = "labels"
+    CONVERT = "convert"
+    EVAL = "eval"
+    GENERATE = "generate"
+    PAIR = "pair"
+    ENCODE = "encode"
+
+
+KINDS = JobKind.choices()
 SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
 
 
@@ -63,6 +81,12 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
         from avsim.evaluation.video_frames import list_clips
 
         paths = list_clips(dataset)
+    elif kind == "encode":
+        from avsim.train.data import layout_clips
+
+        return [Item(clip, dataset) for clip in layout_clips(dataset)]
+    elif kind in ("generate", "pair"):
+        paths = [p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")]
     else:
         paths = [p for p in dataset.iterdir() if not p.name.startswith(".")]
     return [Item(item_name(p), p) for p in paths]
@@ -107,7 +131,8 @@ def _manifest_items(manifest: Path, option_names: tuple[str, ...]) -> list[Item]
                 continue
             if key not in option_names:
                 raise AvsimInputError(manifest, key, f"unknown option column; expected path, name or one of {', '.join(option_names)}")
-            options[key] = value
+            relative = key in PATH_OPTIONS and not Path(str(value).strip()).is_absolute()
+            options[key] = str(manifest.parent / str(value).strip()) if relative else value
         name = str(row.get("name") or "").strip() or item_name(path)
         items.append(Item(name, path, options))
     return items
@@ -127,6 +152,8 @@ def read_items(dataset: Path, kind: str, option_names: tuple[str, ...]) -> list[
     if kind not in KINDS:
         raise AvsimInputError(dataset, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
     if dataset.is_file() and dataset.suffix.lower() in MANIFEST_SUFFIXES:
+        if kind == JobKind.ENCODE:
+            raise AvsimInputError(dataset, "DATASET", "`avsim run encode` takes a post-training layout folder, not a manifest")
         items = _manifest_items(dataset, option_names)
     elif dataset.is_dir():
         items = _folder_items(dataset, kind)

@@ -22,6 +22,9 @@ from typing import Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
+from avsim.core.typing import StrEnum
+from avsim.jobs.dataset import JobKind
+from avsim.jobs.model_items import digest_inputs, encode_item, generate_item, pair_item
 from avsim.jobs.options import render_options
 
 JOB_JSON = "job.json"
@@ -36,11 +39,22 @@ REASON_CHARS = 300
 class ItemTask:
     """What a worker needs for one item: kind, name, input path, item output folder, options."""
 
-    kind: str
+    kind: JobKind
     name: str
     source: Path
     out_dir: Path
     options: dict[str, Any] = field(default_factory=dict)
+
+
+class ItemStatus(StrEnum):
+    """How an item ended: run now, skipped because its outputs are current, or failed (one-line reason).
+
+    The value is what `job_report.json` and the final table show.
+    """
+
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,7 @@ class ItemResult:
     """How one item ended: `done`, `skipped` (current) or `failed` (with a one-line `reason`)."""
 
     name: str
-    status: str
+    status: ItemStatus
     reason: str = ""
     seconds: float = 0.0
     digest: str = ""
@@ -71,6 +85,8 @@ def one_line(exc: BaseException) -> str:
 def task_digest(task: ItemTask) -> str:
     """The input digest of `task`: its source's files (a folder's, or the one file) and options.
 
+    Model kinds (generate, pair, encode) digest the files they read (`model_items.digest_inputs`).
+
     Args:
         task: the item task.
 
@@ -78,6 +94,9 @@ def task_digest(task: ItemTask) -> str:
         64 hex characters.
     """
     options = {"kind": task.kind, **task.options}
+    if task.kind in MODEL_RUNNERS:
+        files, root, extra = digest_inputs(task)
+        return input_digest(files, root, {**options, **extra})
     if task.source.is_dir():
         return folder_digest(task.source, options)
     return input_digest([task.source], task.source.parent, options)
@@ -138,10 +157,14 @@ def _eval(task: ItemTask, tmp: Path) -> None:
     write_clip_features(task.source, tmp, task.options)
 
 
+MODEL_RUNNERS = {"generate": generate_item, "pair": pair_item, "encode": encode_item}
+RECORDS_WITH_PATHS = ("render_summary.json", "settings.json")  # `run_render`'s summaries, `avsim generate`'s settings
+
+
 def _relocate_summaries(tmp: Path, final: Path) -> None:
-    """Point the paths `run_render` wrote into its summaries at the final folder, not the temporary."""
+    """Point the paths `run_render` and `avsim generate` wrote into their records at the final folder, not the temporary."""
     old, new = json.dumps(str(tmp))[1:-1], json.dumps(str(final))[1:-1]
-    for summary in sorted(tmp.rglob("render_summary.json")):
+    for summary in sorted(p for name in RECORDS_WITH_PATHS for p in tmp.rglob(name) if not p.is_symlink()):
         text = summary.read_text(encoding="utf-8")
         if old in text:
             summary.write_text(text.replace(old, new), encoding="utf-8")
@@ -161,7 +184,7 @@ def _hang_for_test(name: str) -> None:
 
 
 def _run(task: ItemTask, digest: str) -> None:
-    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval}[task.kind]
+    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, **MODEL_RUNNERS}[task.kind]
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         runner(task, tmp)
@@ -186,8 +209,8 @@ def run_item(task: ItemTask) -> ItemResult:
     try:
         digest = task_digest(task)
         if is_current(task.out_dir, digest):
-            return ItemResult(task.name, "skipped", seconds=time.perf_counter() - t0, digest=digest)
+            return ItemResult(task.name, ItemStatus.SKIPPED, seconds=time.perf_counter() - t0, digest=digest)
         _run(task, digest)
     except Exception as exc:  # one bad item must not stop the others
-        return ItemResult(task.name, "failed", one_line(exc), time.perf_counter() - t0)
-    return ItemResult(task.name, "done", seconds=time.perf_counter() - t0, digest=digest)
+        return ItemResult(task.name, ItemStatus.FAILED, one_line(exc), time.perf_counter() - t0)
+    return ItemResult(task.name, ItemStatus.DONE, seconds=time.perf_counter() - t0, digest=digest)

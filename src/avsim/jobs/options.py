@@ -23,7 +23,18 @@ OPTION_TYPES: dict[str, dict[str, type]] = {
     "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig")},
     "convert": {"format": str, "rig": str},
     "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
+    "generate": {
+        "config": str, "checkpoint": str, "vae": str, "embeddings": str, "prompt": str, "negative_prompt": str,
+        "text_encoder": str, "zero_text": bool, "random_weights": bool, "random_vae": bool, "views": str, "clip": str,
+        "steps": int, "guidance": float, "seed": int, "control_weight": float, "sampler": str, "chunks": int,
+        "overlap": int, "device": str, "offload": bool, "vae_tile": int,
+    },
+    "pair": {"real": str, "caption": str},
+    "encode": {"model": str, "vae": str, "random_vae": bool, "text_encoder": str, "zero_text": bool,
+               "max_clips_per_video": int, "device": str, "store_dtype": str},
 }
+PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real"})
+"""Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 

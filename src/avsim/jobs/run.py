@@ -7,6 +7,11 @@ to exit 1.
 `OUT/real/<clip>/`) and, when every clip succeeded, merges them on the driver into
 `OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid), with the bootstrap interval over clips
 that `avsim eval report` gives (`avsim.jobs.fid.clip_intervals`) unless turned off.
+
+`pair` items go to `OUT/clips/<item>/` and are then linked into the shared layout at `OUT/`
+(`model_items.merge_layout`); `encode` items go to `OUT/<clip>/` and the cache's index is
+written over them (`model_items.merge_cache`). `generate` and `encode` digest their weight
+files once per job (`model_items.weight_digests`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,18 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import progress_bar
-from avsim.jobs.dataset import read_items
-from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
-from avsim.jobs.items import ItemResult, ItemTask
+from avsim.jobs.dataset import JobKind, read_items
+from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
+from avsim.jobs.items import ItemResult, ItemStatus, ItemTask
+from avsim.jobs.model_items import (
+    PAIR_CLIPS,
+    WEIGHT_OPTIONS,
+    check_generate_options,
+    encode_settings,
+    merge_cache,
+    merge_layout,
+    weight_digests,
+)
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
 
 if TYPE_CHECKING:
@@ -42,21 +56,21 @@ class JobReport:
     results: list[ItemResult]
     frechet: dict[str, Any] | None = None
 
-    def count(self, status: str) -> int:
-        """Items that ended with `status` ("done", "skipped", "failed")."""
+    def count(self, status: ItemStatus) -> int:
+        """Items that ended with `status`."""
         return sum(r.status == status for r in self.results)
 
     @property
     def failed(self) -> bool:
         """Whether any item failed."""
-        return self.count("failed") > 0
+        return self.count(ItemStatus.FAILED) > 0
 
 
 def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) -> list[ItemTask]:
     """One task per item of `dataset`: item options override the command's.
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: a `JobKind`.
         dataset: a dataset folder or manifest.
         out: the job's output folder; an item writes `out/<name>/`.
         options: the command's options (see `avsim.jobs.options.OPTION_TYPES`).
@@ -64,15 +78,40 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
     Returns:
         The tasks, sorted by item name.
     """
+    kind = JobKind(kind)
     base = coerce_options(kind, options, "options")
     if kind in ("render", "labels"):
         render_options(base, out, labels_only=kind == "labels")  # bad options fail here, once
     if kind == "eval" and base.get("metric", "fid") not in ("fid", "fvd"):
         raise AvsimInputError("options", "metric", f"expected fid or fvd, got {base['metric']!r}")
+    if kind == "encode":
+        encode_settings(base)  # bad encoders fail here, once
+    if kind == "generate":
+        check_generate_options(base)
     items = read_items(dataset, kind, tuple(OPTION_TYPES[kind]))
     root = out.resolve()
-    return [ItemTask(kind, item.name, item.path.resolve(), root / item.name,
-                     {**base, **coerce_options(kind, item.options, item.path)}) for item in items]  # fmt: skip
+    digests: dict[str, dict[str, str]] = {}  # weight files digested once per job, however many items name them
+    tasks = []
+    for item in items:
+        opts = {**base, **coerce_options(kind, item.options, item.path)}
+        if kind == "pair":
+            opts["real"] = _item_real(base, item.options, item.name, dataset)
+        if kind == "encode":
+            opts["clip"] = item.name
+        if kind in ("generate", "encode"):
+            key = json.dumps({k: opts.get(k) for k in WEIGHT_OPTIONS}, sort_keys=True)
+            opts.update(digests.setdefault(key, weight_digests(opts)))
+        tasks.append(ItemTask(kind, item.name, item.path.resolve(), root / item.name, opts))
+    return tasks
+
+
+def _item_real(base: Mapping[str, Any], item_options: Mapping[str, Any], name: str, dataset: Path) -> str:
+    """The folder of an item's real videos: its manifest column `real`, else `--real ROOT` / <item>."""
+    if item_options.get("real"):
+        return str(Path(str(item_options["real"])).resolve())
+    if not base.get("real"):
+        raise AvsimInputError(dataset, "--real", "`avsim run pair` needs the real videos (--real ROOT or a manifest column real)")
+    return str((Path(str(base["real"])) / name).resolve())
 
 
 def _progress(console: Console, kind: str) -> Any:
@@ -109,9 +148,9 @@ def write_job_report(out: Path, kind: str, dataset: Path, config: EngineConfig, 
     Returns:
         The file written.
     """
-    doc = {"format": "avsim-job-report-v1", "kind": kind, "dataset": str(dataset), "engine": config.engine,
-           "counts": {s: report.count(s) for s in ("done", "skipped", "failed")},
-           "items": [{"name": r.name, "status": r.status, "reason": r.reason} for r in report.results]}  # fmt: skip
+    doc = {"format": "avsim-job-report-v1", "kind": kind, "dataset": str(dataset), "engine": str(config.engine),
+           "counts": {str(s): report.count(s) for s in ItemStatus},
+           "items": [{"name": r.name, "status": str(r.status), "reason": r.reason} for r in report.results]}  # fmt: skip
     path = out / JOB_REPORT_JSON
     with atomic_output_path(path) as tmp:
         tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -130,11 +169,11 @@ def print_table(console: Console, report: JobReport) -> None:
     table = Table(title=f"avsim run {report.kind}")
     for column in ("item", "status", "seconds", "reason"):
         table.add_column(column, overflow="fold")
-    listed = report.results if len(report.results) <= LISTED_ITEMS else [r for r in report.results if r.status == "failed"]
+    listed = report.results if len(report.results) <= LISTED_ITEMS else [r for r in report.results if r.status == ItemStatus.FAILED]
     for r in listed:
-        table.add_row(r.name, r.status, f"{r.seconds:.1f}", r.reason)
+        table.add_row(r.name, str(r.status), f"{r.seconds:.1f}", r.reason)
     console.print(table)
-    console.print(f"{report.count('done')} done, {report.count('skipped')} skipped, {report.count('failed')} failed")
+    console.print(", ".join(f"{report.count(s)} {s}" for s in ItemStatus))
 
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
@@ -143,7 +182,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: a `JobKind`.
         dataset: the dataset (eval: the generated clips).
         out: the job's output folder.
         options: the command's options.
@@ -157,16 +196,24 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     """
     if out.exists() and not out.is_dir():
         raise AvsimInputError(out, "OUT", "exists and is not a folder")
-    if config.engine == "ray":
+    if config.engine == Engine.RAY:
         import_ray()  # a missing extra fails here, in one line, before anything is written
     if kind == "eval":
         if real is None:
             raise AvsimInputError(dataset, "--real", "`avsim run eval` needs the real clips (--real)")
         tasks = plan_tasks(kind, dataset, out / "generated", options) + plan_tasks(kind, real, out / "real", options)
         tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
+    elif console is not None and kind in ("generate", "encode"):
+        with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
+            tasks = plan_tasks(kind, dataset, out, options)
     else:
-        tasks = plan_tasks(kind, dataset, out, options)
-    report = JobReport(kind, execute(kind, tasks, config, console))
+        tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options)
+    results = execute(kind, tasks, config, console)
+    if kind == "pair":
+        results = merge_layout(out, tasks, results)
+    if kind == "encode":
+        merge_cache(out, tasks, results)
+    report = JobReport(kind, results)
     write_job_report(out, kind, dataset, config, report)
     if console is not None:
         print_table(console, report)

@@ -13,6 +13,7 @@ import typer
 from avsim.models.defaults import GENERATION, SAMPLER_NAMES
 
 app = typer.Typer(add_completion=False)
+STARTING = "start (import torch)"  # the first progress step: importing the model code takes seconds
 
 
 def _check_stand_ins(zero_text_clash: bool, random_vae_clash: bool) -> None:
@@ -21,6 +22,21 @@ def _check_stand_ins(zero_text_clash: bool, random_vae_clash: bool) -> None:
         raise typer.BadParameter("give one of --zero-text, --embeddings, --prompt with --text-encoder", param_hint="--zero-text")
     if random_vae_clash:
         raise typer.BadParameter("the random VAE replaces --vae (and --random-weights has its own)", param_hint="--random-vae")
+
+
+def _check_text_and_weights(prompt: str | None, text_encoder: Path | None, embeddings: Path | None, zero_text: bool,
+                            checkpoint: Path | None, vae: Path | None, random_weights: bool, random_vae: bool) -> None:  # fmt: skip
+    """Usage errors: one source of text, one source of weights."""
+    _check_stand_ins(zero_text and (embeddings, prompt, text_encoder) != (None, None, None),
+                     random_vae and (vae is not None or random_weights))
+    if embeddings is not None and (prompt is not None or text_encoder is not None):
+        raise typer.BadParameter("give either --embeddings or --prompt with --text-encoder", param_hint="--embeddings")
+    if (prompt is None) != (text_encoder is None):
+        raise typer.BadParameter("--prompt and --text-encoder go together", param_hint="--prompt")
+    if random_weights and (checkpoint is not None or vae is not None):
+        given = " and ".join(name for name, value in (("--checkpoint", checkpoint), ("--vae", vae)) if value is not None)
+        raise typer.BadParameter(f"random weights replace the weight files: drop {given} or --random-weights",
+                                 param_hint="--random-weights")
 
 
 @app.command("generate")
@@ -55,31 +71,27 @@ def generate(
     overwrite: Annotated[bool, typer.Option(help="replace a non-empty OUT")] = False,
 ) -> None:
     """Generate photoreal multi-view video from world-scenario control videos."""
-    from avsim.models.config import get_config
-    from avsim.models.generate import GenerateRequest, run_generate, sampling_options, split_views
+    from avsim.core.progress import report_step, step_bars
 
-    try:
-        cfg = get_config(config)
-    except KeyError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--config") from exc
-    if sampler not in SAMPLER_NAMES:
-        raise typer.BadParameter(f"choose {' or '.join(SAMPLER_NAMES)}", param_hint="--sampler")
-    _check_stand_ins(zero_text and (embeddings, prompt, text_encoder) != (None, None, None),
-                     random_vae and (vae is not None or random_weights))
-    if embeddings is not None and (prompt is not None or text_encoder is not None):
-        raise typer.BadParameter("give either --embeddings or --prompt with --text-encoder", param_hint="--embeddings")
-    if (prompt is None) != (text_encoder is None):
-        raise typer.BadParameter("--prompt and --text-encoder go together", param_hint="--prompt")
-    if random_weights and (checkpoint is not None or vae is not None):
-        given = " and ".join(name for name, value in (("--checkpoint", checkpoint), ("--vae", vae)) if value is not None)
-        raise typer.BadParameter(f"random weights replace the weight files: drop {given} or --random-weights",
-                                 param_hint="--random-weights")
-    options = sampling_options(cfg, steps=steps, guidance=guidance, seed=seed, control_weight=control_weight, sampler=sampler,
-                               num_conditional_frames=num_conditional_frames, chunks=chunks, overlap=overlap)
-    text = {"negative_prompt": negative_prompt} if negative_prompt is not None else {}
-    run_generate(GenerateRequest(
-        control_dir=control_dir, out=out, config=config, checkpoint=checkpoint, vae=vae, prompt=prompt,
-        text_encoder=text_encoder, embeddings=embeddings, text_cache_dir=text_cache_dir, views=split_views(views), clip=clip,
-        input_videos=input_videos, random_weights=random_weights, random_vae=random_vae, zero_text=zero_text,
-        device=device, offload=offload, vae_tile_px=vae_tile, overwrite=overwrite, options=options, **text,
-    ))
+    with step_bars("generate") as progress:
+        report_step(progress, STARTING, 0, 1)
+        from avsim.models.config import get_config
+        from avsim.models.generate import GenerateRequest, run_generate, sampling_options, split_views
+
+        report_step(progress, STARTING, 1, 1)
+        try:
+            cfg = get_config(config)
+        except KeyError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--config") from exc
+        if sampler not in SAMPLER_NAMES:
+            raise typer.BadParameter(f"choose {' or '.join(SAMPLER_NAMES)}", param_hint="--sampler")
+        _check_text_and_weights(prompt, text_encoder, embeddings, zero_text, checkpoint, vae, random_weights, random_vae)
+        options = sampling_options(cfg, steps=steps, guidance=guidance, seed=seed, control_weight=control_weight,
+                                   sampler=sampler, num_conditional_frames=num_conditional_frames, chunks=chunks, overlap=overlap)
+        text = {"negative_prompt": negative_prompt} if negative_prompt is not None else {}
+        run_generate(GenerateRequest(
+            control_dir=control_dir, out=out, config=config, checkpoint=checkpoint, vae=vae, prompt=prompt,
+            text_encoder=text_encoder, embeddings=embeddings, text_cache_dir=text_cache_dir, views=split_views(views),
+            clip=clip, input_videos=input_videos, random_weights=random_weights, random_vae=random_vae, zero_text=zero_text,
+            device=device, offload=offload, vae_tile_px=vae_tile, overwrite=overwrite, options=options, **text,
+        ), progress=progress)

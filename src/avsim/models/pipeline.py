@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import StepProgress, report_step
 from avsim.models import samplers
 from avsim.models.checkpoint import load_dit_state_dict, load_into, load_vae_state_dict
 from avsim.models.config import TransferConfig
@@ -111,12 +112,22 @@ class TransferPipeline:
         vae_chunk_frames: int = 4,
         vae_tile_px: int | None = None,
         log: Log = _quiet,
+        progress: StepProgress | None = None,
     ) -> None:
+        """Args:
+        config, dit, vae: the model.
+        device: where the DiT runs (default: its parameters' device).
+        offload_vae: keep the VAE on the CPU between uses.
+        vae_chunk_frames, vae_tile_px: VAE time chunk and spatial tile (memory).
+        log: one-line messages (per sampling step when there is no `progress`).
+        progress: per view of each VAE encode / decode and per sampling step (`avsim.core.progress.StepProgress`).
+        """
         self.config, self.dit, self.vae = config, dit, vae
         self.device = device or next(dit.parameters()).device
         self.offload_vae = offload_vae
         self.vae_chunk_frames, self.vae_tile_px = vae_chunk_frames, vae_tile_px
         self.log = log
+        self.progress = progress
 
     # ---- VAE, one view at a time ----
     def _vae_on(self) -> WanVAE:
@@ -128,17 +139,25 @@ class TransferPipeline:
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
 
-    def encode_views(self, views: list[Tensor]) -> Tensor:
-        """Per-view (T, 3, H, W) uint8 -> (1, 16, V*T_lat, h, w) float32, encoded one by one."""
+    def encode_views(self, views: list[Tensor], step: str = "VAE encode") -> Tensor:
+        """Per-view (T, 3, H, W) uint8 -> (1, 16, V*T_lat, h, w) float32, encoded one by one (progress per view under `step`)."""
         vae = self._vae_on()
-        lat = [vae.encode(to_model_range(v).to(self.device), self.vae_chunk_frames, self.vae_tile_px).float() for v in views]
+        lat = []
+        report_step(self.progress, step, 0, len(views))
+        for i, v in enumerate(views):
+            lat.append(vae.encode(to_model_range(v).to(self.device), self.vae_chunk_frames, self.vae_tile_px).float())
+            report_step(self.progress, step, i + 1, len(views))
         self._vae_off()
         return pack_views(lat)
 
-    def decode_views(self, latent: Tensor, num_views: int) -> list[Tensor]:
-        """(1, 16, V*T_lat, h, w) -> per-view (T, 3, H, W) uint8, decoded one by one."""
+    def decode_views(self, latent: Tensor, num_views: int, step: str = "VAE decode") -> list[Tensor]:
+        """(1, 16, V*T_lat, h, w) -> per-view (T, 3, H, W) uint8, decoded one by one (progress per view under `step`)."""
         vae = self._vae_on()
-        out = [to_uint8(vae.decode(z).cpu()) for z in unpack_views(latent, num_views)]
+        out = []
+        report_step(self.progress, step, 0, num_views)
+        for i, z in enumerate(unpack_views(latent, num_views)):
+            out.append(to_uint8(vae.decode(z).cpu()))
+            report_step(self.progress, step, i + 1, num_views)
         self._vae_off()
         return out
 
@@ -160,8 +179,9 @@ class TransferPipeline:
         view_indices: Tensor,
         opts: SamplingOptions,
         seed: int,
+        step_name: str = "sampling",
     ) -> Tensor:
-        """One chunk: (1, 16, V*T_lat, h, w) float32 clean latents sampled from seeded noise."""
+        """One chunk: (1, 16, V*T_lat, h, w) float32 clean latents sampled from seeded noise (progress per step under `step_name`)."""
         shape = control_latent.shape
         tl = frames_per_view(control_latent, num_views)
         noise = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float32).to(self.device)
@@ -184,12 +204,15 @@ class TransferPipeline:
             velocity = samplers.conditioned_velocity(velocity, clean.to(self.device), noise, frame_mask)
         sigmas = samplers.sigma_grid(opts.steps, opts.shift)
         step = [0]
+        report_step(self.progress, step_name, 0, opts.steps)
 
         def logged(x: Tensor, sigma: float, t: int) -> Tensor:
             step[0] += 1
             start = time.perf_counter()
             v = velocity(x, sigma, t)
-            self.log(f"  step {step[0]}/{opts.steps} sigma={sigma:.4f} t={t} ({time.perf_counter() - start:.2f} s)")
+            if self.progress is None:
+                self.log(f"  step {step[0]}/{opts.steps} sigma={sigma:.4f} t={t} ({time.perf_counter() - start:.2f} s)")
+            report_step(self.progress, step_name, step[0], opts.steps)
             return v
 
         x0 = samplers.sample(opts.sampler, logged, noise, sigmas)
@@ -227,7 +250,8 @@ class TransferPipeline:
         previous: list[Tensor] | None = None
         for k, start in enumerate(starts):
             self.log(f"chunk {k + 1}/{len(starts)}: frames {start}..{start + f - 1}")
-            control_latent = self.encode_views([c[start : start + f] for c in control])
+            which = f" (chunk {k + 1}/{len(starts)})" if len(starts) > 1 else ""
+            control_latent = self.encode_views([c[start : start + f] for c in control], f"VAE encode control{which}")
             if k == 0:
                 cond_frames = [c[: opts.num_conditional_frames] for c in conditioning] if conditioning and opts.num_conditional_frames else None
             else:
@@ -235,9 +259,11 @@ class TransferPipeline:
             clean, n_lat = None, 0
             if cond_frames is not None:
                 n_lat = samplers.pixel_to_latent_frames(cond_frames[0].shape[0], tf)
-                clean = place_first_frames(self.encode_views(cond_frames), v_count, frames_per_view(control_latent, v_count))
-            latent = self.sample_latents(control_latent, ctx, neg, clean, n_lat, v_count, view_indices, opts, opts.seed + k)
-            videos = self.decode_views(latent, v_count)
+                clean = place_first_frames(self.encode_views(cond_frames, f"VAE encode conditioning{which}"), v_count,
+                                           frames_per_view(control_latent, v_count))  # fmt: skip
+            latent = self.sample_latents(control_latent, ctx, neg, clean, n_lat, v_count, view_indices, opts, opts.seed + k,
+                                         f"sampling{which}")  # fmt: skip
+            videos = self.decode_views(latent, v_count, f"VAE decode{which}")
             for v in range(v_count):
                 outputs[v].append(videos[v] if k == 0 else videos[v][opts.overlap :])
             previous = videos

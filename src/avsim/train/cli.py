@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from avsim.train.jobs import STORE_DTYPES, ZeroText
+from avsim.train.jobs import RANDOM_VAE_NOTE, STORE_DTYPES, ZeroText
 
 app = typer.Typer(help="Post-train the multi-view Transfer model (FSDP2 + Ulysses CP).", no_args_is_help=True)
+STARTING = "start (import torch)"  # the first progress step: importing the model code takes seconds
 
 
 @app.command()
@@ -40,7 +41,7 @@ def encode(
     store_dtype: str = typer.Option("bfloat16", "--store-dtype", help="bfloat16 or float32."),
 ) -> None:
     """Cache VAE latents of videos and controls plus text embeddings (safetensors)."""
-    from avsim.train.jobs import RANDOM_VAE_NOTE, encode_cache
+    from avsim.core.progress import report_step, step_bars
 
     if store_dtype not in STORE_DTYPES:
         raise typer.BadParameter(f"--store-dtype must be one of {STORE_DTYPES}")
@@ -48,11 +49,14 @@ def encode(
         raise typer.BadParameter("give --vae FILE or --random-vae, not both", param_hint="--random-vae")
     if random_vae:
         typer.echo(f"warning: {RANDOM_VAE_NOTE}", err=True)
-    count = encode_cache(
-        raw, cache, model=model, vae=vae, random_vae=random_vae, text_encoder=text_encoder, zero_text=zero_text,
-        max_clips_per_video=max_clips, device=device, store_dtype=store_dtype,
-        progress=lambda name: typer.echo(f"encoded {name}", err=True),
-    )
+    with step_bars("encode") as progress:
+        report_step(progress, STARTING, 0, 1)
+        from avsim.train.jobs import EncodeSettings, encode_cache
+
+        report_step(progress, STARTING, 1, 1)
+        settings = EncodeSettings(model=model, vae=vae, random_vae=random_vae, text_encoder=text_encoder, zero_text=zero_text,
+                                  max_clips_per_video=max_clips, device=device, store_dtype=store_dtype)  # fmt: skip
+        count = encode_cache(raw, cache, settings, progress)
     typer.echo(f"{count} clips in {cache}" + (f" ({RANDOM_VAE_NOTE})" if random_vae else ""))
 
 

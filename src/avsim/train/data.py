@@ -69,25 +69,58 @@ def scan_layout(root: str | os.PathLike[str], views: Sequence[str] = COSMOS_VIEW
     A clip missing any file is an input error (named), not silently skipped: a half-rendered
     dataset should not train on fewer views than asked for.
     """
-    root = Path(root)
-    first = root / camera_dir(CONTROLS_DIR, views[0])
+    first = Path(root) / camera_dir(CONTROLS_DIR, views[0])
     if not first.is_dir():
         raise AvsimInputError(first, "folder", "no control videos for the first view")
-    names = sorted(p.stem for p in first.glob("*.mp4"))
+    names = layout_clips(root, views)
     if not names:
         raise AvsimInputError(first, "folder", "no .mp4 clips")
-    records = []
-    for name in names:
-        videos = tuple(root / camera_dir(VIDEOS_DIR, v) / f"{name}.mp4" for v in views)
-        controls = tuple(root / camera_dir(CONTROLS_DIR, v) / f"{name}.mp4" for v in views)
-        for path in videos + controls:
-            if not path.is_file():
-                raise AvsimInputError(path, "file", f"clip {name!r} lacks this view")
-        caption_path = root / camera_dir(CAPTIONS_DIR, CAPTION_VIEW) / f"{name}.json"
-        if not caption_path.is_file():
-            raise AvsimInputError(caption_path, "file", f"clip {name!r} has no caption")
-        records.append(ClipRecord(name, tuple(views), videos, controls, read_caption(caption_path)))
-    return records
+    return [clip_record(root, name, views) for name in names]
+
+
+def clip_record(root: str | os.PathLike[str], name: str, views: Sequence[str] = COSMOS_VIEW_NAMES) -> ClipRecord:
+    """The clip `name` of the layout at `root`: every view's video and control, and its caption.
+
+    Args:
+        root: the layout root.
+        name: the clip name.
+        views: the views it must have.
+
+    Returns:
+        The record.
+
+    Raises:
+        AvsimInputError: a file is missing (named).
+    """
+    root = Path(root)
+    videos = tuple(root / camera_dir(VIDEOS_DIR, v) / f"{name}.mp4" for v in views)
+    controls = tuple(root / camera_dir(CONTROLS_DIR, v) / f"{name}.mp4" for v in views)
+    for path in videos + controls:
+        if not path.is_file():
+            raise AvsimInputError(path, "file", f"clip {name!r} lacks this view")
+    caption_path = caption_file(root, name)
+    if not caption_path.is_file():
+        raise AvsimInputError(caption_path, "file", f"clip {name!r} has no caption")
+    return ClipRecord(name, tuple(views), videos, controls, read_caption(caption_path))
+
+
+def caption_file(root: str | os.PathLike[str], name: str) -> Path:
+    """`<root>/captions/ftheta_<front wide>/<name>.json`."""
+    return Path(root) / camera_dir(CAPTIONS_DIR, CAPTION_VIEW) / f"{name}.json"
+
+
+def layout_clips(root: str | os.PathLike[str], views: Sequence[str] = COSMOS_VIEW_NAMES) -> list[str]:
+    """The clip names of the layout at `root` (its first view's control videos), sorted; reads nothing else.
+
+    Args:
+        root: the layout root.
+        views: the views (the first one's folder is listed).
+
+    Returns:
+        The names (possibly none).
+    """
+    first = Path(root) / camera_dir(CONTROLS_DIR, views[0])
+    return sorted(p.stem for p in first.glob("*.mp4")) if first.is_dir() else []
 
 
 # ---------------------------------------------------------------------------------------------

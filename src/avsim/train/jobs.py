@@ -1,6 +1,8 @@
 """The `avsim train` subcommands as library calls (train/cli.py only parses options).
 
-`pair_clip` adds a clip to a post-training layout, `encode_cache` writes the latent cache,
+`pair_clip` adds a clip to a post-training layout (after `avsim.train.pairing.check_pair`),
+`encode_cache` writes the latent cache with the encoders `build_cache_encoder` loads from
+`EncodeSettings` (also what `avsim run encode` runs per clip),
 `run_config` resolves a recipe with overrides, `run_training` trains (or resumes) it here or in `nproc` local gloo processes, and
 `export_run` writes a `net.*` file from a run's checkpoint. Heavy imports happen inside.
 """
@@ -9,16 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from avsim.core.progress import StepProgress
     from avsim.models.config import TransferConfig
     from avsim.train.config import TrainConfig
-    from avsim.train.encode import TextEncoderLike
+    from avsim.train.encode import CacheEncoder, TextEncoderLike
 
 STORE_DTYPES = ("bfloat16", "float32")
 RANDOM_VAE_NOTE = "RANDOM VAE (untrained, --random-vae): latents no released model can use; for smoke tests only"
@@ -37,15 +40,36 @@ class ZeroText:
 
 
 def pair_clip(controls: Path, videos: Path, out: Path, caption: str, clip: str | None = None) -> str:
-    """Add one clip (controls + real videos + caption, and the render's labels if any) to the layout at `out`; returns its name."""
+    """Add one clip (controls + real videos + caption, and the render's labels if any) to the layout at `out`.
+
+    The real videos are checked against the controls first (`avsim.train.pairing`: rate,
+    duration, aspect, not noise); a refused clip writes nothing.
+
+    Args:
+        controls: the clip's control folder (`<clip>.<camera>.mp4`, `avsim render` output).
+        videos: the folder of the same drive's real videos `<clip>.<camera>.mp4`.
+        out: the post-training layout root.
+        caption: the front-wide view's caption.
+        clip: the clip name (default: the control folder's name).
+
+    Returns:
+        The clip's name in the layout.
+    """
     from avsim.core.errors import AvsimInputError
+    from avsim.core.rig import COSMOS_VIEW_NAMES
     from avsim.train.data import assemble_layout, carry_labels, find_camera_videos
+    from avsim.train.pairing import check_pair
 
     name = clip or controls.name
     ctrl = find_camera_videos(controls, name)
     rgb = find_camera_videos(videos, name)
     if not ctrl:
         raise AvsimInputError(controls, "videos", f"no {name}.<camera>.mp4 files")
+    for folder, found, what in ((controls, ctrl, "control"), (videos, rgb, "real")):
+        missing = [v for v in COSMOS_VIEW_NAMES if v not in found]
+        if missing:
+            raise AvsimInputError(folder, "videos", f"no {what} video {name}.<camera>.mp4 for {', '.join(missing)}")
+    check_pair(ctrl, rgb, COSMOS_VIEW_NAMES)
     assemble_layout(out, name, ctrl, rgb, caption)
     carry_labels(controls, out, name)  # <out>/labels/<name>/ when the render wrote labels
     return name
@@ -60,66 +84,91 @@ def _text_encoder(cfg: TransferConfig, folder: Path | None, device: str) -> Text
     return TextEncoder.from_pretrained(folder, device)
 
 
-def encode_cache(
-    raw: Path,
-    cache: Path,
-    *,
-    model: str,
-    vae: Path | None = None,
-    random_vae: bool = False,
-    text_encoder: Path | None = None,
-    zero_text: bool = False,
-    max_clips_per_video: int | None = None,
-    device: str | None = None,
-    store_dtype: str = "bfloat16",
-    progress: Callable[[str], None] | None = None,
-) -> int:
-    """Cache VAE latents of videos and controls plus text embeddings.
+@dataclasses.dataclass(frozen=True)
+class EncodeSettings:
+    """What `avsim train encode` (and `avsim run encode`) encode with.
+
+    model: model config name (sets the VAE and the clip size); vae: Wan2.1 VAE weights, exactly
+    one of it and `random_vae` (the untrained VAE `avsim generate --random-vae` decodes with;
+    smoke tests); text_encoder: local Cosmos-Reason1-7B folder, exactly one of it and
+    `zero_text` (zero text embeddings); max_clips_per_video: windows per video (None: all);
+    device: cuda or cpu (None: cuda when present); store_dtype: one of `STORE_DTYPES`.
+    """
+
+    model: str = "transfer25_2b_multiview"
+    vae: Path | None = None
+    random_vae: bool = False
+    text_encoder: Path | None = None
+    zero_text: bool = False
+    max_clips_per_video: int | None = None
+    device: str | None = None
+    store_dtype: str = "bfloat16"
+
+    def __post_init__(self) -> None:
+        from avsim.core.errors import AvsimInputError
+
+        if self.store_dtype not in STORE_DTYPES:
+            raise ValueError(f"--store-dtype must be one of {STORE_DTYPES}")
+        if (self.text_encoder is None) == (not self.zero_text):
+            raise AvsimInputError("--text-encoder", "text", "give exactly one of --text-encoder DIR and --zero-text")
+        if (self.vae is None) == (not self.random_vae):
+            raise AvsimInputError("--vae", "weights", "give exactly one of --vae FILE and --random-vae")
+
+    def index_record(self) -> dict[str, object]:
+        """What the cache's index.json records of these settings."""
+        return {"model": self.model, "vae": RANDOM_VAE_NOTE if self.random_vae else str(self.vae),
+                "random_vae": self.random_vae, "text": "zeros" if self.zero_text else str(self.text_encoder)}  # fmt: skip
+
+
+def build_cache_encoder(settings: EncodeSettings, progress: StepProgress | None = None) -> CacheEncoder:
+    """Load the VAE and the text encoder of `settings` (progress: "load VAE", "load text encoder").
 
     Args:
-        raw: post-training layout root.
-        cache: output cache folder (re-running skips finished clips).
-        model: model config name (sets the VAE and the clip size).
-        vae: Wan2.1 VAE weights; exactly one of `vae` and `random_vae`.
-        random_vae: the untrained VAE `avsim generate --random-vae` decodes with (smoke tests; indexed).
-        text_encoder: local Cosmos-Reason1-7B folder; exactly one of it and `zero_text`.
-        zero_text: store zero text embeddings.
-        max_clips_per_video, device, store_dtype, progress: as `avsim train encode`'s options
-            (progress gets each encoded clip's name).
+        settings: the encode settings.
+        progress: the long steps.
 
     Returns:
-        The number of clips in the cache.
+        The encoder (its progress reports each encoded view).
     """
     import torch
 
-    from avsim.core.errors import AvsimInputError
+    from avsim.core.progress import report_step
     from avsim.models.config import get_config
     from avsim.models.generate import RANDOM_VAE_SEED
     from avsim.models.pipeline import build_vae
     from avsim.train.data import ClipSpec
+    from avsim.train.encode import CacheEncoder
+
+    cfg = get_config(settings.model)
+    dev = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    report_step(progress, "load VAE", 0, 1)
+    video_model = build_vae(cfg, settings.vae, dev, dtype, seed=RANDOM_VAE_SEED)
+    report_step(progress, "load VAE", 1, 1)
+    report_step(progress, "load text encoder", 0, 1)
+    text = _text_encoder(cfg, settings.text_encoder, str(dev))
+    report_step(progress, "load text encoder", 1, 1)
+    spec = ClipSpec(frames=cfg.frames_per_chunk, fps=cfg.model_fps, height_px=cfg.height_px, width_px=cfg.width_px)
+    return CacheEncoder(video_model, text, spec, dev, dtype, getattr(torch, settings.store_dtype),
+                        settings.max_clips_per_video, progress)  # fmt: skip
+
+
+def encode_cache(raw: Path, cache: Path, settings: EncodeSettings, progress: StepProgress | None = None) -> int:
+    """Cache VAE latents of videos and controls plus text embeddings (`avsim train encode`).
+
+    Args:
+        raw: post-training layout root.
+        cache: output cache folder (re-running skips finished clips).
+        settings: the encoders and storage.
+        progress: loading, each clip and each encoded view (`avsim.core.progress.StepProgress`).
+
+    Returns:
+        The number of clips in the cache.
+    """
     from avsim.train.encode import encode_dataset
 
-    if store_dtype not in STORE_DTYPES:
-        raise ValueError(f"--store-dtype must be one of {STORE_DTYPES}")
-    if (text_encoder is None) == (not zero_text):
-        raise AvsimInputError("--text-encoder", "text", "give exactly one of --text-encoder DIR and --zero-text")
-    if (vae is None) == (not random_vae):
-        raise AvsimInputError("--vae", "weights", "give exactly one of --vae FILE and --random-vae")
-    cfg = get_config(model)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    video_model = build_vae(cfg, vae, dev, dtype, seed=RANDOM_VAE_SEED)
-    text = _text_encoder(cfg, text_encoder, str(dev))
-    spec = ClipSpec(frames=cfg.frames_per_chunk, fps=cfg.model_fps, height_px=cfg.height_px, width_px=cfg.width_px)
-    samples = encode_dataset(
-        raw, cache, video_model, text, spec,
-        max_clips_per_video=max_clips_per_video, device=dev, vae_dtype=dtype,
-        store_dtype=getattr(torch, store_dtype),
-        progress=progress,
-        extra_index={"model": model, "vae": RANDOM_VAE_NOTE if random_vae else str(vae), "random_vae": random_vae,
-                     "text": "zeros" if zero_text else str(text_encoder)},
-    )
-    return len(samples)
+    encoder = build_cache_encoder(settings, progress)
+    return len(encode_dataset(raw, cache, encoder, extra_index=settings.index_record()))
 
 
 def run_config(
@@ -165,4 +214,7 @@ def export_run(run_dir: Path, out: Path, *, step: int | None = None, ema: bool =
     return export_net(cfg, out, use_ema=ema, step=step)
 
 
-__all__ = ["RANDOM_VAE_NOTE", "STORE_DTYPES", "ZeroText", "encode_cache", "export_run", "pair_clip", "run_config", "run_training"]
+__all__ = [
+    "RANDOM_VAE_NOTE", "STORE_DTYPES", "EncodeSettings", "ZeroText", "build_cache_encoder", "encode_cache", "export_run",
+    "pair_clip", "run_config", "run_training",
+]

@@ -158,10 +158,15 @@ def _pair(out: Path, clip: str) -> str:
 
 def _encode(out: Path, progress: Log) -> str:
     from avsim.train.data import LatentClipDataset
-    from avsim.train.jobs import encode_cache
+    from avsim.train.encode import CLIPS_STEP
+    from avsim.train.jobs import EncodeSettings, encode_cache
 
-    count = encode_cache(out / "layout", out / "cache", model="debug", random_vae=True, zero_text=True,
-                         device="cpu", store_dtype="float32", progress=lambda name: progress(f"encoded {name}"))
+    def encoded(step: str, done: int, total: int) -> None:
+        if step == CLIPS_STEP and done:
+            progress(f"encoded {done}/{total} clips")
+
+    settings = EncodeSettings(model="debug", random_vae=True, zero_text=True, device="cpu", store_dtype="float32")
+    count = encode_cache(out / "layout", out / "cache", settings, encoded)
     video = LatentClipDataset(out / "cache")[0]["video"]
     shape = tuple(getattr(video, "shape", ()))
     return f"{out / 'cache'}: {count} clip, video and control latents {shape}, zero text, RANDOM VAE ({_mib(out / 'cache')})"
