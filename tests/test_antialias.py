@@ -33,6 +33,7 @@ def _faded(rgb: np.ndarray, depth_m: float) -> list[int]:
     return [int(c * (1 - depth_m / style.MAX_DEPTH_M) + 0.5) for c in rgb]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["numba", "torch"])
 def test_flat_face_keeps_its_exact_colour_where_every_sub_sample_is_covered(backend):
     # edges at .55: the border pixels (100, 110, rows 61, 70) are edge pixels (a neighbour is
@@ -115,6 +116,7 @@ def test_label_ids_are_the_pixel_centre_winners_with_aa_on(small_scene):
     assert img_off.tobytes() == off.render_camera(5, 0).tobytes()
 
 
+@pytest.mark.slow
 def test_aa_off_frames_are_byte_identical_to_main():
     from avsim.scenario.sample import make_sample_scenario
 

@@ -65,6 +65,7 @@ def test_capture_offsets_default_to_zero_and_are_validated() -> None:
 
 
 # ---- the scenario folder -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_offsets_round_trip_through_the_folder(sample: Scenario, tmp_path: Path) -> None:
     timed = sample.replace(rig=_with_offsets(sample.rig, OFFSETS_NS))
     save_scenario(timed, tmp_path / "s")
@@ -246,6 +247,7 @@ def nuscenes_fixture(shared_data: Path, tmp_path_factory: pytest.TempPathFactory
     return root, {**fixture, "ego_pose": {p["timestamp"]: p for p in poses}}
 
 
+@pytest.mark.slow
 def test_nuscenes_capture_offsets_and_camera_poses(nuscenes_fixture: tuple[Path, dict]) -> None:
     from avsim.scenario.importers.registry import convert
 

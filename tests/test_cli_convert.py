@@ -41,6 +41,7 @@ def _have(module: str) -> bool:
 
 
 # ---- sample ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sample_then_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run(["sample", tmp_path / "out", "--duration-s", "2", "--fps", "10"], capsys)
     assert rc == 0, err
@@ -53,6 +54,7 @@ def test_sample_then_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert s.scenario_id in out
 
 
+@pytest.mark.slow
 def test_sample_is_deterministic_per_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         assert run(["sample", tmp_path / name, "--seed", seed, "--duration-s", "1", "--fps", "10"], capsys)[0] == 0

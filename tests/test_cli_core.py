@@ -67,6 +67,7 @@ def _command_paths() -> list[list[str]]:
     return list(walk(typer.main.get_command(build_app([])), []))
 
 
+@pytest.mark.slow
 def test_help_on_every_command_and_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     """`--help` works on every command and subcommand of every mounted group."""
     paths = _command_paths()
@@ -199,6 +200,7 @@ def test_info_on_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 # ---- the installed console script -------------------------------------------------------------
+@pytest.mark.subprocess
 def test_console_script_is_installed_and_runs(scenario_folder: Path, tmp_path: Path) -> None:
     assert CONSOLE_SCRIPT.exists(), f"{CONSOLE_SCRIPT} missing: is avsim installed in this environment?"
     ok = subprocess.run([CONSOLE_SCRIPT, "--help"], capture_output=True, text=True, timeout=120)

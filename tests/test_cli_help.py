@@ -37,6 +37,7 @@ def test_every_group_is_walked():
     assert ("eval", "report") in PATHS
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("words", [" ".join(p) for p in PATHS])
 def test_help_reads_at_80_columns(words):
     code = "import sys; from avsim.cli import main; sys.exit(main(sys.argv[1:]))"

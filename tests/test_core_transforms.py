@@ -28,6 +28,7 @@ def random_pose(q, t) -> SE3:
     return SE3.from_quat(q, t)
 
 
+@pytest.mark.slow
 @given(quats, vec3, quats, vec3, arrays(np.float64, (5, 3), elements=finite))
 @settings(max_examples=60, deadline=None)
 def test_compose_matches_sequential_apply(q1, t1, q2, t2, points):

@@ -41,6 +41,7 @@ def _tree_digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.e2e
 def test_edit_writes_variants_and_manifest_deterministically(road_dir, tmp_path, capsys):
     edits = tmp_path / "cut.yaml"
     edits.write_text(EDITS)
@@ -101,6 +102,7 @@ def test_edit_refuses_unrelated_output_folder(road_dir, tmp_path, capsys):
     assert (precious / "thesis.tex").read_text() == "x"
 
 
+@pytest.mark.slow
 def test_validate_command(road_dir, tmp_path, capsys):
     assert main(["validate", str(road_dir), "--strict"]) == 0
     assert "0 finding(s)" in capsys.readouterr().out
@@ -124,6 +126,7 @@ def test_validate_reports_load_errors_in_one_line(road_dir, tmp_path, capsys):
     assert main(["validate", str(tmp_path / "missing")]) == 1
 
 
+@pytest.mark.slow
 def test_diff_command(road_dir, tmp_path, capsys):
     other = tmp_path / "other"
     save_scenario(ops_agents.shift_agents(ops_agents.remove_agents(road_scenario(), ["ped"]), ["lead"], dy_m=1.5), other)
@@ -137,6 +140,7 @@ def test_diff_command(road_dir, tmp_path, capsys):
     assert "no differences" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_preview_command(road_dir, tmp_path, capsys):
     from avsim.core.video import video_info
 
@@ -149,6 +153,7 @@ def test_preview_command(road_dir, tmp_path, capsys):
     assert main(["preview", str(road_dir), str(tmp_path / "p.avi")]) == 2
 
 
+@pytest.mark.e2e
 def test_nameless_edit_renders_beside_its_source(road_dir, tmp_path, capsys):
     """Issue 14 item 4: a variant without a name template never takes its source's id or folder."""
     edit = tmp_path / "shift.yaml"

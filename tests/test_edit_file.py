@@ -68,6 +68,7 @@ def test_default_names_are_content_ids(tmp_path):
     assert r.scenario.scenario_id == f"road__{c.name}" != "road"
 
 
+@pytest.mark.slow
 def test_variants_apply_and_pass_validation(tmp_path):
     scn = road_scenario()
     before = fingerprint(scn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ def _poly(x, y, yaw, l, w):
     return shapely.Polygon(local @ np.array([[c, s], [-s, c]]) + [x, y])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(coord, coord, angle, side, side, coord, coord, angle, side, side)
 def test_box_penetration_matches_polygon_intersection(x1, y1, a1, l1, w1, x2, y2, a2, l2, w2):
@@ -36,6 +38,7 @@ def test_box_penetration_matches_polygon_intersection(x1, y1, a1, l1, w1, x2, y2
         assert area < 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.floats(0, 280), st.floats(0.5, 200), st.sampled_from(["SOLID_SINGLE", "SHORT_DASHED_SINGLE", "SOLID_GROUP"]))
 def test_restyle_range_keeps_geometry(s0, length, style):
@@ -49,6 +52,7 @@ def test_restyle_range_keeps_geometry(s0, length, style):
     assert fingerprint(scn) == fingerprint(road_scenario())
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.floats(-10, 10), st.floats(-10, 10), st.floats(-2, 2), st.floats(0.2, 4.0))
 def test_agent_edits_never_touch_the_input(dx, dy, dt, factor):

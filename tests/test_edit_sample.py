@@ -16,10 +16,8 @@ REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def sample():
-    from avsim.scenario.sample import make_sample_scenario
-
-    return make_sample_scenario(seed=0)
+def sample(session_sample):
+    return session_sample
 
 
 def _lane_at(scenario, xy, yaw) -> str:
@@ -84,6 +82,7 @@ SAMPLE_OPS = {
 }
 
 
+@pytest.mark.slow
 def test_track_picks_are_meaningful(sample):
     """The ops above pick their tracks by property, so sample changes cannot silently empty them."""
     ahead, mover, turner = nearest_car_ahead(sample), longest_driving_car(sample), most_turning_car(sample)
@@ -96,6 +95,7 @@ def test_track_picks_are_meaningful(sample):
     assert turn > np.deg2rad(60)  # a real turn, so mirroring moves it
 
 
+@pytest.mark.slow
 def test_every_op_on_the_sample(sample):
     before = fingerprint(sample)
     for name, op in SAMPLE_OPS.items():
@@ -125,6 +125,7 @@ def test_green_for_crossing_approaches_is_a_conflict(sample):
     assert min(f.time_s for f in conflicts) == 0.0
 
 
+@pytest.mark.slow
 def test_route_follows_lane_successors(sample):
     out = SAMPLE_OPS["add_route"](sample)
     tr = out.agents.track("bus")
@@ -134,6 +135,7 @@ def test_route_follows_lane_successors(sample):
     assert [f for f in validate_scenario(out) if "bus" in f.ids and f.kind in ("off_road", "speed", "acceleration")] == []
 
 
+@pytest.mark.slow
 def test_example_cutin_gives_ten_clean_lane_changes(sample):
     results = apply_edit_file(sample, REPO_ROOT / "docs" / "examples" / "cutin.yaml")
     assert len(results) == 10
@@ -166,6 +168,7 @@ def test_example_cutin_gives_ten_clean_lane_changes(sample):
         np.testing.assert_allclose(gap, r.params["gap_m"], atol=0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,count", [("pedestrian_stepout", 3), ("red_longer", 3), ("repaint_lane", 1), ("ten_speeds", 10)])
 def test_other_examples_apply_cleanly(sample, name, count):
     results = apply_edit_file(sample, REPO_ROOT / "docs" / "examples" / f"{name}.yaml")

@@ -89,6 +89,7 @@ def _frame_folder(path: Path, frames: np.ndarray) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_eval_sampson_and_rnds_on_real_frames(shared_data, tmp_path, capsys) -> None:
     from avsim.evaluation.video_frames import read_clip
 

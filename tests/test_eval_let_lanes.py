@@ -169,6 +169,7 @@ def _random_scene(rng, n_frames, n_gt, n_fp, cls=("vehicle", "pedestrian")):
     return gt, pd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_let_matches_dense_per_cutoff_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)

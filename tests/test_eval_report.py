@@ -60,6 +60,7 @@ def _make_inputs(root: Path, seed: int = 0) -> tuple[Path, Path, Path]:
     return real, gen, gt
 
 
+@pytest.mark.slow
 def test_report_json_has_every_headline_with_intervals(tmp_path) -> None:
     real, gen, gt = _make_inputs(tmp_path)
     res = build_report(real, gen, gt, ReportConfig(n_resamples=100, seed=3, video_metrics=False))
@@ -77,6 +78,7 @@ def test_report_json_has_every_headline_with_intervals(tmp_path) -> None:
     assert "video" not in res  # video metrics were switched off
 
 
+@pytest.mark.slow
 def test_report_is_deterministic(tmp_path) -> None:
     real, gen, gt = _make_inputs(tmp_path)
     cfg = ReportConfig(n_resamples=50, seed=1, video_metrics=False)

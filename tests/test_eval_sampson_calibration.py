@@ -160,6 +160,7 @@ def test_calibration_from_a_scenario_follows_the_render_clock(tmp_path) -> None:
     assert calibration_from_scenario(folder, fps=20.0, rig="nuscenes").names[0] == "CAM_FRONT"
 
 
+@pytest.mark.e2e
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
     folder = _scenario(tmp_path / "sc")
     clip = tmp_path / f"x.{FRONT}"

@@ -131,6 +131,7 @@ def views(clip: Clip) -> dict[str, PreparedView]:
     return {n: prepare_view(clip.frames[n], clip.rig.camera(n), "frames", RECT) for n in clip.rig.names}
 
 
+@pytest.mark.slow
 def test_calibrated_cse_on_the_exact_clip_is_below_a_tenth_of_a_pixel(clip, views, matcher) -> None:
     F = calibrated_cross_F(clip.rig.extrinsic(FRONT), clip.rig.extrinsic(RIGHT), RECT.K)
     errs, _ = cross_errors(views[FRONT], views[RIGHT], MatchConfig(), F, matcher)
@@ -140,6 +141,7 @@ def test_calibrated_cse_on_the_exact_clip_is_below_a_tenth_of_a_pixel(clip, view
     assert s["median_of_frame_medians_px"] < 0.1
 
 
+@pytest.mark.slow
 def test_calibrated_tse_on_the_exact_clip_is_below_a_tenth_of_a_pixel(clip, views, matcher) -> None:
     for name in clip.rig.names:
         Fs = calibrated_temporal_F(clip.poses[name], RECT.K)
@@ -157,6 +159,7 @@ def test_a_wrong_calibration_is_measured(clip, views, matcher) -> None:
     assert video_summary(errs)["median_of_frame_medians_px"] > 1.0
 
 
+@pytest.mark.slow
 def test_keypoint_rectification_agrees(clip) -> None:
     """The public reference code's order (match raw fisheye frames, rectify the points) also gives < 0.1 px."""
     v = {n: prepare_view(clip.frames[n][:1], clip.rig.camera(n), "keypoints", RECT) for n in clip.rig.names}
@@ -176,6 +179,7 @@ def test_a_stationary_pair_is_skipped_with_its_reason(clip, views, matcher) -> N
     assert s["per_frame_median_px"][1] < 0.1
 
 
+@pytest.mark.e2e
 def test_cli_cse_with_the_scenario(clip, tmp_path, monkeypatch, capsys) -> None:
     clips = clip.write(tmp_path / "clips")
     scenario = clip.scenario(tmp_path / "scenario")
@@ -194,6 +198,7 @@ def test_cli_cse_with_the_scenario(clip, tmp_path, monkeypatch, capsys) -> None:
     assert doc["frames"] == 2 and doc["matches"]["total"] >= 200 and doc["median_of_frame_medians_px"] < 0.1
 
 
+@pytest.mark.e2e
 def test_cli_tse_with_a_calibration_json_and_with_ransac(clip, tmp_path, capsys) -> None:
     clips = clip.write(tmp_path / "clips")
     cal = calibration_from_scenario(clip.scenario(tmp_path / "scenario"), FPS)
@@ -215,6 +220,7 @@ def test_cli_tse_with_a_calibration_json_and_with_ransac(clip, tmp_path, capsys)
     assert "2 frame poses from --start-frame 1, the clip has 3 frames" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_cli_needs_a_calibration_or_ransac_and_writes_nothing_without_out(clip, tmp_path, monkeypatch, capsys) -> None:
     clips = clip.write(tmp_path / "clips")
     work = tmp_path / "cwd"

@@ -181,6 +181,7 @@ def test_frechet_interval_from_one_clip_per_side_is_not_an_interval() -> None:
     assert iv2.note == "" and iv2.low <= iv2.estimate <= iv2.high
 
 
+@pytest.mark.slow
 def test_report_says_when_a_number_cannot_be_trusted(tmp_path: Path) -> None:
     """One frame of detections: no interval, a warning in the JSON and on the page."""
     gt, pd = _scene(2, 1)

@@ -79,6 +79,7 @@ def test_axis_mapping_is_a_rotation_to_y_up():
     assert p.tolist() == [1.0, 3.0, -2.0]  # x stays, z up becomes +Y, y (left/north) becomes -Z
 
 
+@pytest.mark.slow
 def test_glb_is_valid_gltf2_with_axes_in_asset_extras(glb, scn):
     tree = _gltf_json(glb.read_bytes())
     assert tree["asset"]["version"] == "2.0"
@@ -154,6 +155,7 @@ def test_a_frustum_per_camera_at_the_rig_mounting(loaded, scn):
     assert len([n for n in loaded.graph.nodes_geometry if n.startswith("cameras/")]) == len(scn.rig)
 
 
+@pytest.mark.slow
 def test_same_input_same_bytes(glb, tmp_path):
     out = tmp_path / "again.glb"
     export_scene(make_sample_scenario(duration_s=6.0), out, [T_S])

@@ -44,6 +44,7 @@ def _table_rows(stdout: str) -> dict[str, list[str]]:
     return {c[0].strip(): [x.strip() for x in c[1:]] for c in cells}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_dry_run_reports_every_row_and_passes(tmp_path: Path) -> None:
     proc, data = _run(tmp_path)
@@ -74,6 +75,7 @@ def _load_script() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_failing_row_fails_alone_and_the_exit_status_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

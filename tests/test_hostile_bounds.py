@@ -21,6 +21,7 @@ def test_pickle_claiming_a_huge_object_is_one_line() -> None:
         loads_pickle(bomb, "x.pkl")
 
 
+@pytest.mark.slow
 def test_deeply_nested_scenario_json_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sample", str(tmp_path / "s")]) == 0
     (tmp_path / "s" / "scenario.json").write_text("[" * 200_000 + "]" * 200_000)
@@ -49,6 +50,7 @@ def test_tar_total_is_bounded_and_other_members_are_not_read(tmp_path: Path) -> 
         read_sample(path)  # zero bytes are no .npy, but the .bin never counted
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args", [["--size", "100000x100000"], ["--fps", "1e9"]])
 def test_render_bounds_size_and_fps(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     assert main(["sample", str(tmp_path / "s")]) == 0

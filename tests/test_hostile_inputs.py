@@ -23,6 +23,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     return root / "s", root / "r", video
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hostile_case(case: Case, prepared: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario, render, video = prepared

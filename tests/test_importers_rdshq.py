@@ -126,6 +126,7 @@ def full_clip_root(shared_data, tmp_path_factory) -> tuple[Path, dict[str, SE3]]
     return root, extr
 
 
+@pytest.mark.slow
 def test_full_clip_camera_poses_objects_and_light_states(full_clip_root):
     root, extr = full_clip_root
     sc = convert(f"{root}::{CLIP}", "rdshq")
@@ -151,6 +152,7 @@ def test_full_clip_camera_poses_objects_and_light_states(full_clip_root):
     assert L.state_at(np.array(["5001"]), START_NS + 5 * 10**9).tolist() == ["green"]
 
 
+@pytest.mark.slow
 def test_full_clip_round_trip(full_clip_root, tmp_path):
     from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
@@ -160,6 +162,7 @@ def test_full_clip_round_trip(full_clip_root, tmp_path):
     assert scenario_differences(sc, load_scenario(tmp_path / "out")) == []
 
 
+@pytest.mark.slow
 def test_traversal_member_in_a_clip_tar_is_refused(full_clip_root, tmp_path):
     root, _ = full_clip_root
     bad = tmp_path / "bad"
@@ -172,6 +175,7 @@ def test_traversal_member_in_a_clip_tar_is_refused(full_clip_root, tmp_path):
     assert not (bad / "x").exists() and not (bad / "3d_poles" / ".." / "x").exists() and not out.exists()
 
 
+@pytest.mark.slow
 def test_bad_rdshq_values(full_clip_root, tmp_path):
     root, _ = full_clip_root
     bad = tmp_path / "bad"

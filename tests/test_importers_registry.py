@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avsim.core.errors import AvsimInputError
-from avsim.maps import LANE_TYPE_STYLES
+from avsim.maps.style import LANE_STYLES
 from avsim.scenario.importers.common import check_increasing, split_painted_runs, split_selector
 from avsim.scenario.importers.line_types import SPEC_LANE_TYPES, TABLES, lane_line_type, rdshq_lane_type
 from avsim.scenario.importers.registry import FORMATS, convert, detect_format
@@ -35,6 +35,7 @@ def test_formats_registry():
     assert all(info.source and info.default_rig for info in FORMATS.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", REAL_SOURCES)
 def test_real_dataset_converts_and_round_trips_losslessly(shared_data, tmp_path, rel):
     if rel.startswith("waymo/"):
@@ -53,6 +54,7 @@ def test_real_dataset_converts_and_round_trips_losslessly(shared_data, tmp_path,
         assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), f.name
 
 
+@pytest.mark.slow
 def test_rig_override_and_bad_arguments(shared_data, tmp_path):
     src = shared_data / "scenarionet" / "sd_nuscenes_v1.0-mini_scene-0757.pkl"
     sc = convert(src, "scenarionet", "cosmos")
@@ -78,7 +80,7 @@ def test_rig_override_and_bad_arguments(shared_data, tmp_path):
 
 
 def test_lane_line_table_maps_onto_the_spec():
-    assert {f"{c} {s}" for c, s in SPEC_LANE_TYPES} == set(LANE_TYPE_STYLES)
+    assert {f"{c} {s}" for c, s in SPEC_LANE_TYPES} == set(LANE_STYLES)
     for source, table in TABLES.items():
         for name, mapped in table.items():
             assert mapped is None or mapped in SPEC_LANE_TYPES or mapped[0] == "OTHER", (source, name)
@@ -103,6 +105,7 @@ def test_detect_nuscenes_and_rdshq_layouts(tmp_path):
     assert detect_format(Path(f"{tmp_path / 'rds'}::clip")) == "rdshq"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from([None, ("WHITE", "SOLID_SINGLE"), ("YELLOW", "SOLID_GROUP")]), max_size=30))
 def test_painted_runs_partition_the_painted_vertices(types):

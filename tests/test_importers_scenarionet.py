@@ -22,6 +22,7 @@ def scenes(shared_data):
     return {name: convert(shared_data / "scenarionet" / name, "scenarionet") for name in (NUSCENES_0103, WAYMO)}
 
 
+@pytest.mark.slow
 def test_nuscenes_scene_0103(scenes, shared_data):
     sc = scenes[NUSCENES_0103]
     raw = load_pickle(shared_data / "scenarionet" / NUSCENES_0103)
@@ -63,6 +64,7 @@ def test_waymo_scenarionet_file(scenes, shared_data):
     np.testing.assert_allclose(sc.ego.world_SE3_ego.translation[0, 2], sdc["position"][0, 2] - sdc["height"][0] / 2, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_all_real_scenarionet_files_convert(shared_data):
     files = sorted((shared_data / "scenarionet").glob("*.pkl"))
     assert len(files) == 8

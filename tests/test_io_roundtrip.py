@@ -160,6 +160,7 @@ def test_scenario_differences_finds_a_one_ulp_change(scenario: Scenario) -> None
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True, width=64)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     centers=hnp.arrays(np.float64, (4, 3), elements=finite),

@@ -87,6 +87,7 @@ def _summary(path: Path, out: Path) -> dict:
     return clean
 
 
+@pytest.mark.distributed
 @needs_ray
 def test_local_and_ray_render_the_same_bytes_and_summaries(dataset: Path, ray_hang_dir: Path, tmp_path: Path) -> None:
     local, on_ray = tmp_path / "local", tmp_path / "ray"
@@ -107,6 +108,7 @@ def test_local_and_ray_render_the_same_bytes_and_summaries(dataset: Path, ray_ha
     assert report["counts"] == {"done": 2, "skipped": 0, "failed": 0} and report["engine"] == "ray"
 
 
+@pytest.mark.distributed
 @needs_ray
 def test_a_killed_ray_worker_is_retried_and_leaves_no_temporaries(dataset: Path, ray_hang_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -129,6 +131,7 @@ def test_a_killed_ray_worker_is_retried_and_leaves_no_temporaries(dataset: Path,
     assert (out / "a" / "avsim_sample_seed0" / f"avsim_sample_seed0.{CAMERA}.mp4").is_file()
 
 
+@pytest.mark.e2e
 def test_a_broken_item_fails_alone_with_its_one_line_reason(dataset: Path, tmp_path: Path, capsys) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -146,6 +149,7 @@ def test_a_broken_item_fails_alone_with_its_one_line_reason(dataset: Path, tmp_p
     assert "1 done, 0 skipped, 1 failed" in err and "broken" in err
 
 
+@pytest.mark.e2e
 def test_manifest_csv_resume_and_option_change(dataset: Path, tmp_path: Path) -> None:
     manifest = tmp_path / "list.csv"
     (tmp_path / "scenes").symlink_to(dataset, target_is_directory=True)
@@ -208,6 +212,7 @@ def _clip_folder(path: Path, frames: np.ndarray) -> None:
         Image.fromarray(frame).save(path / f"{i:04d}.png")
 
 
+@pytest.mark.slow
 def test_fid_over_a_dataset_in_tasks_equals_one_process(tmp_path: Path) -> None:
     from avsim.evaluation.weights import find_inception_torchscript, inception_fetch_command
 
@@ -266,6 +271,7 @@ def _check_interval_equals_one_process(tmp_path: Path, cache: Path, boot: Any, i
         assert interval["note"] == "n/a (1 clip)" and math.isnan(interval["ci_low"]) and interval["resampling_unit"] == "clip"
 
 
+@pytest.mark.distributed
 @needs_ray
 def test_done_when_converted_shared_scenes_render_on_ray(shared_data: Path, ray_hang_dir: Path, tmp_path: Path) -> None:
     sources = sorted((shared_data / "scenarionet").glob("sd_nuscenes_*.pkl"))[:2] + sorted((shared_data / "scenarionet").glob("sd_waymo_*.pkl"))

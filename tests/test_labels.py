@@ -26,10 +26,8 @@ CLIP = "avsim_sample_seed0"
 
 
 @pytest.fixture(scope="module")
-def sample_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("labels") / "s"
-    assert main(["sample", str(folder), "--duration-s", "1"]) == 0
-    return folder
+def sample_dir(session_sample_1s_dir: Path) -> Path:
+    return session_sample_1s_dir
 
 
 # ---- synthetic scenes -----------------------------------------------------------------------------
@@ -167,6 +165,7 @@ def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:
         assert got[~np.isnan(got)].tobytes() == ref[~np.isnan(ref)].tobytes()
 
 
+@pytest.mark.slow
 def test_compiled_lane_text_equals_the_per_list_json(sample_dir: Path) -> None:
     from avsim.render import style
     from avsim.render.labels.lanes import _lane_entries, lane_lines_text, lane_points_camera, lane_table, near_lines

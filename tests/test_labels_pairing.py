@@ -16,10 +16,8 @@ CAM = "camera_front_wide_120fov"
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("pair")
-    assert main(["sample", str(root / "s"), "--duration-s", "1"]) == 0
-    return root / "s"
+def sample(session_sample_1s_dir: Path) -> Path:
+    return session_sample_1s_dir
 
 
 def _render(sample: Path, out: Path, fps: float, frames: int) -> Path:
@@ -30,6 +28,7 @@ def _render(sample: Path, out: Path, fps: float, frames: int) -> Path:
     return out
 
 
+@pytest.mark.e2e
 def test_generate_writes_the_control_labels_beside_the_generated_clip(sample, tmp_path):
     cfg = debug()
     control = _render(sample, tmp_path / "control", cfg.model_fps, cfg.frames_per_chunk)

@@ -20,6 +20,7 @@ def mono3d(shared_data: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_exported_centres_match_official_center2d(mono3d: Path, tmp_path: Path) -> None:
     assert main(["convert", "--from", "mmdet3d", str(mono3d), str(tmp_path / "scn")]) == 0
     # the keyframe at the images' native size (labels are in the pixels of the rendered size)

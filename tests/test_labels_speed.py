@@ -44,12 +44,13 @@ PINNED_SHA256 = {
 }
 
 
-def test_labelled_render_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_labelled_render_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_sample_1s_dir: Path) -> None:
     # the videos were pinned when libswscale converted RGB -> YUV inside the encoder: put it back for them
     monkeypatch.setattr(core_video, "rgb_to_yuv420p", _swscale_yuv420p)
-    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    sample = session_sample_1s_dir
     out = tmp_path / "out"
-    args = ["render", str(tmp_path / "s"), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS]
+    args = ["render", str(sample), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS]
     assert main(args) == 0
     clip = out / "avsim_sample_seed0"
     got = {p.relative_to(clip).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(clip.rglob("*")) if p.is_file() and p.name not in SKIPPED}
@@ -88,12 +89,13 @@ def _label_hashes(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.e2e
+def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_sample_1s_dir: Path) -> None:
     from avsim.render.run import labels as labels_run
 
-    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    sample = session_sample_1s_dir
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
-    render = ["render", str(tmp_path / "s"), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]
+    render = ["render", str(sample), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]
     with monkeypatch.context() as m:  # a run stopped after its segments, before the merge: the parts stay
         m.setattr(labels_run, "merge_parts", _stopped)
         assert main(render) == 130  # interrupted
@@ -101,22 +103,23 @@ def test_chunked_render_and_labels_command_label_bytes_are_pinned(tmp_path: Path
     assert len(list((labels / ".parts").glob("*.json"))) == 6 and not (labels / "index.json").exists()
     assert main(render) == 0  # resumes: merges the kept parts
     assert _label_hashes(labels) == PINNED_CHUNKED_SHA256
-    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
+    assert main(["labels", str(sample), str(tmp_path / "lab"), *common]) == 0
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
 
 
-def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.e2e
+def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_sample_1s_dir: Path) -> None:
     # `avsim labels` keeps its records as parts of SEGMENT_FRAMES frames and the merge streams boxes3d.json
     # MERGE_BOXES_BLOCK_FRAMES frames at a time: parts and blocks of 2 over 5 frames (3 each, the last of a
     # single frame) must write the bytes of one part and one block
     from avsim.render.labels import merge as labels_merge
     from avsim.render.run import units
 
-    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    sample = session_sample_1s_dir
     monkeypatch.setattr(labels_merge, "MERGE_BOXES_BLOCK_FRAMES", 2)
     monkeypatch.setattr(units, "SEGMENT_FRAMES", 2)
     common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
-    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
+    assert main(["labels", str(sample), str(tmp_path / "lab"), *common]) == 0
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == {**PINNED_CHUNKED_SHA256, **PINNED_LABELS_CMD_SHA256}
 
 
@@ -153,12 +156,11 @@ def _drawn_alone(prims: Primitives, rays: np.ndarray, n_objects: int) -> np.ndar
 
 
 @pytest.fixture(scope="module")
-def small_renderer(tmp_path_factory: pytest.TempPathFactory) -> SceneRenderer:
-    folder = tmp_path_factory.mktemp("labels_speed") / "s"
-    assert main(["sample", str(folder), "--duration-s", "1"]) == 0
-    return SceneRenderer(load_scenario(folder), size=(240, 136))
+def small_renderer(session_sample_1s_dir: Path) -> SceneRenderer:
+    return SceneRenderer(load_scenario(session_sample_1s_dir), size=(240, 136))
 
 
+@pytest.mark.slow
 def test_coverage_pass_equals_each_object_drawn_alone(small_renderer: SceneRenderer) -> None:
     renderer = small_renderer
     checked = 0

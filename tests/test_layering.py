@@ -205,6 +205,7 @@ def all_violations(root: Path = REPO) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_repository_follows_the_layering_rule() -> None:
     assert len(source_files()) > 10
     assert any(p.parts[-2] == "bench" for p in source_files()), "bench/ is checked too"
@@ -304,6 +305,7 @@ def test_installed_avsim_is_this_tree() -> None:
 
 
 # ---- and at run time ---------------------------------------------------------------------------
+@pytest.mark.subprocess
 def test_core_commands_do_not_import_torch() -> None:
     code = (
         "import sys\n"

@@ -62,6 +62,7 @@ def test_zero_initialised_control_equals_base_exactly():
     assert out_base.shape == x.shape and out_base.dtype == torch.float64
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_control_weight_zero_equals_base_exactly():
     model = _transfer(random_projections=True)
@@ -126,6 +127,7 @@ def test_rope_scores_depend_only_on_relative_position():
     assert score(3, 1) != pytest.approx(score(3, 2), abs=1e-6)
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_swapping_two_views_permutes_the_output():
     model = _transfer(random_projections=True)
@@ -188,6 +190,7 @@ class _PermutingSequenceParallel:
         return x[:, self.inverse]
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_sequence_parallel_allows_any_token_split():
     model = _transfer(random_projections=True)
@@ -205,6 +208,7 @@ def test_sequence_parallel_allows_any_token_split():
     assert torch.equal(model(x, T_STEP, ctx, cond, num_views=V, control_latent=ctrl), ref)
 
 
+@pytest.mark.slow
 @torch.no_grad()
 @pytest.mark.parametrize("model_cls", [DiT, TransferDiT])
 def test_sequence_parallel_sees_num_views_however_it_is_passed(model_cls):
@@ -274,6 +278,7 @@ def test_patch_embedding_feature_order_and_unpatchify():
     assert out[0, 2, 1, 1, 2].item() == 1.0 and out.sum().item() == 1.0
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_projected_text_is_equivalent_and_shapes_are_checked():
     model = _transfer(random_projections=True)
@@ -287,6 +292,7 @@ def test_projected_text_is_equivalent_and_shapes_are_checked():
         model(x[:, :, :3], T_STEP, ctx, cond[:, :, :3], num_views=2)
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_bf16_parameters_keep_fp32_islands():
     model = _transfer(random_projections=True).to(torch.bfloat16)
@@ -310,6 +316,7 @@ GOLDEN_DIT = [5.076343933704727, -1.6769967516081854, 4.009167445508477, -5.9046
 GOLDEN_DIT_SUM = 269.47031027554607
 
 
+@pytest.mark.slow
 @torch.no_grad()
 def test_base_network_matches_an_independent_implementation():
     cfg = dataclasses.replace(CFG, num_view_embeddings=0, view_condition_dim=0)

@@ -164,6 +164,7 @@ def test_pickled_code_is_refused(tmp_path):
         load_dit_state_dict(path)
 
 
+@pytest.mark.slow
 def test_vae_state_dict_has_no_prefix(tmp_path):
     vae = WanVAE(VAEConfig(dim=8, dim_mult=(1, 2, 2, 2)))
     torch.save(vae.state_dict(), tmp_path / "tokenizer.pth")

@@ -39,6 +39,7 @@ def controls(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.e2e
 def test_debug_config_generates_all_views_from_rendered_controls(controls, tmp_path, capsys):
     out = tmp_path / "gen"
     code = main(["generate", str(controls), str(out), "--config", "debug", "--random-weights"])
@@ -64,6 +65,7 @@ def test_debug_config_generates_all_views_from_rendered_controls(controls, tmp_p
     assert frames.std() > 1.0  # something was generated
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_and_seeded(controls, tmp_path):
     args = ["generate", str(controls / "clip0"), "--config", "debug", "--random-weights", "--views", "front_wide,rear_tele",
             "--steps", "2"]
@@ -83,6 +85,7 @@ def test_generation_is_deterministic_and_seeded(controls, tmp_path):
     ).read_bytes()
 
 
+@pytest.mark.e2e
 def test_autoregressive_chunks_with_conditioning_and_embeddings(controls, tmp_path):
     cfg = debug()
     cams = ["camera_cross_left_120fov", "camera_front_wide_120fov"]
@@ -180,6 +183,7 @@ def test_model_frames_are_chosen_by_time_not_by_stride(tmp_path):
     assert np.allclose(times, np.arange(7) / 30.0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_single_view_layout_generates_one_view():
     import dataclasses
 

@@ -70,6 +70,7 @@ def test_template_padding_and_truncation(tokenizer):
     assert long_ids.shape == (TEXT_TOKENS,) and (long_ids != tokenizer.pad_token_id).all()
 
 
+@pytest.mark.slow
 def test_layer_selection_and_normalisation(model, tokenizer):
     ids = token_ids(tokenizer, "night, rain, wet road")[None]
     layers = model.model.language_model.layers
@@ -111,12 +112,14 @@ def test_normalisation_runs_in_the_encoder_dtype():
     assert 0 < float((got16 - old).abs().max()) <= 2**-7 * float(old.abs().max())
 
 
+@pytest.mark.slow
 def test_pads_are_forwarded_without_mask_and_depend_on_the_prompt(model, tokenizer):
     a = embed_token_ids(model, token_ids(tokenizer, "sunny")[None])
     b = embed_token_ids(model, token_ids(tokenizer, "snowy")[None])
     assert (a[0, -1] - b[0, -1]).abs().max() > 1e-4  # the last pad sees the prompt
 
 
+@pytest.mark.slow
 def test_encoder_from_directory_with_cache(model, tokenizer, tmp_path):
     model.save_pretrained(tmp_path / "reason1")
     tokenizer.save_pretrained(tmp_path / "reason1")

@@ -28,6 +28,7 @@ def _video(frames: int, h: int = 32, w: int = 40, seed: int = 0) -> torch.Tensor
     return torch.rand(1, 3, frames, h, w, generator=g, dtype=torch.float64) * 2 - 1
 
 
+@pytest.mark.slow
 def test_time_chunks_of_4_8_16_give_identical_latents(vae):
     x = _video(17, 16, 24)
     z4 = vae.encode(x, chunk_frames=4)
@@ -37,6 +38,7 @@ def test_time_chunks_of_4_8_16_give_identical_latents(vae):
         vae.encode(x, chunk_frames=6)
 
 
+@pytest.mark.slow
 def test_encoder_is_causal(vae):
     x = _video(13, 16, 24)
     z = vae.encode(x)
@@ -49,6 +51,7 @@ def test_encoder_is_causal(vae):
         assert (z2[:, :, first_changed] - z[:, :, first_changed]).abs().max() > 1e-6
 
 
+@pytest.mark.slow
 def test_decoder_is_causal(vae):
     z = torch.randn(1, 16, 4, 4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     y = vae.decode(z)
@@ -59,6 +62,7 @@ def test_decoder_is_causal(vae):
     assert (y2[:, :, 5:] - y[:, :, 5:]).abs().max() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames", [1, 5, 9])
 def test_encode_decode_shapes_for_1_plus_4k_frames(vae, frames):
     x = _video(frames, 16, 24)
@@ -76,6 +80,7 @@ def test_invalid_frame_counts_are_refused(vae):
         vae.encode(_video(5, 12, 16))
 
 
+@pytest.mark.slow
 def test_views_are_encoded_and_decoded_independently(vae):
     views = [_video(5, 16, 16, seed=s) for s in range(3)]
     joint = vae.encode_views(torch.cat(views, dim=2), num_views=3)
@@ -100,6 +105,7 @@ def test_latent_normalisation_uses_the_spec_statistics(vae):
     assert SMALL.latent_mean[7] == 1.5508 and SMALL.latent_std[8] == 3.2687
 
 
+@pytest.mark.slow
 def test_spatial_tiling_is_close_to_untiled(vae):
     x = _video(1, 32, 48)
     z = vae.encode(x)
@@ -125,6 +131,7 @@ GOLDEN_Y = [0.046584044735426225, 0.03103881921163966, 0.038096377974899134, 0.0
 GOLDEN_Y_SUM = -192.50503428480883
 
 
+@pytest.mark.slow
 def test_matches_an_independent_wan21_implementation():
     torch.manual_seed(0)
     model = WanVAE(SMALL).double().eval()

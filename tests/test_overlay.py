@@ -96,6 +96,7 @@ def _render(scenario_dir: Path, out: Path, real: Path, *extra: str) -> int:
     return main(["render", str(scenario_dir), str(out), "--size", f"{W}x{H}", "--cameras", CAM, "--overlay", str(real), *extra])
 
 
+@pytest.mark.slow
 def test_overlay_has_no_halo(scenario_dir, tmp_path):
     real = tmp_path / "real"
     real.mkdir()
@@ -171,6 +172,7 @@ def test_real_frames_of_another_size_are_resized_or_refused(scenario_dir, tmp_pa
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_nuscenes_style_image_names_give_the_times(scenario_dir, tmp_path, capsys):
     real = tmp_path / "real"
     folder = real / CAM

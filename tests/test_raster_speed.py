@@ -83,6 +83,7 @@ def sample():
     return make_sample_scenario(seed=0, duration_s=4.0)
 
 
+@pytest.mark.slow
 def test_sample_aa_frames_and_ids_are_pinned(sample):
     got = _render(SceneRenderer(sample, size=(320, 180), antialias=True), (0, 47, 110), "320/")
     big = SceneRenderer(sample, size=(1280, 720), cameras=BIG_CAMERAS, antialias=True)

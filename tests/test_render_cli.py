@@ -66,6 +66,7 @@ def test_render_resumes_and_keeps_finished_cameras(scenario_dir, tmp_path):
     assert summary["camera_frames_rendered"] == 4 and summary["camera_frames_skipped"] == 4
 
 
+@pytest.mark.e2e
 def test_two_renders_are_identical(scenario_dir, tmp_path):
     outs = [tmp_path / "a", tmp_path / "b"]
     for out in outs:
@@ -76,6 +77,7 @@ def test_two_renders_are_identical(scenario_dir, tmp_path):
         assert a.read_bytes() == b.read_bytes()
 
 
+@pytest.mark.e2e
 def test_cosmos_rig_rerenders_another_rig_on_the_same_ego(tmp_path):
     scenario = highway_scenario(1.0, rig=named_rig("nuscenes"))
     opts = RenderOptions(out=tmp_path, frames="2", width_px=160, height_px=96, rig="cosmos", layout="posttrain")
@@ -95,6 +97,7 @@ def test_chunks_are_written_as_numbered_clips(tmp_path):
     assert frames == [6, 6, 4] and summary.frames == 16
 
 
+@pytest.mark.slow
 def test_workers_give_the_same_videos(scenario_dir, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     base = ["render", str(scenario_dir), "--size", SIZE, "--frames", "3", "--cameras", CAMS]
@@ -224,6 +227,7 @@ def _render_variants(variants: Path, out: Path) -> int:
     return main(["render", str(variants), str(out), "--size", "256x144", "--cameras", VARIANT_CAM, "--frames", "4"])
 
 
+@pytest.mark.e2e
 def test_render_of_an_edit_output_renders_every_variant_and_resumes(variants_dir, tmp_path, capsys):
     manifest = json.loads((variants_dir / "manifest.json").read_text())
     ids = [v["scenario_id"] for v in manifest["variants"]]

@@ -92,18 +92,6 @@ def test_unknown_type_is_other_solid():
     assert rgb == style.OTHER_LANE_RGB and _painted(p0, p1) == pytest.approx(10.0)
 
 
-def test_style_table_agrees_with_maps_table():
-    from avsim.maps import LANE_TYPE_STYLES
-
-    names = {"solid": "solid", "long_dash": "long_dash", "short_dash": "short_dash", "dot_dash": "dot_dash", "dotted": "dotted"}
-    assert set(LANE_TYPE_STYLES) == set(style.LANE_STYLES)
-    for lane_type, (rgb, pattern) in LANE_TYPE_STYLES.items():
-        ours = style.LANE_STYLES[lane_type]
-        assert tuple(rgb) == ours.rgb
-        expected = pattern[1:] if isinstance(pattern, tuple) else (pattern,)
-        assert tuple(names[p] for p in expected) == tuple(p.name for p in ours.patterns)
-
-
 def test_clip_segments_is_exact_at_near_and_far_planes():
     p0 = np.array([[0.0, 1.0, -5.0], [1.0, 0.0, 10.0], [0.0, 0.0, -1.0], [0.0, 0.0, 150.0]])
     p1 = np.array([[0.0, 1.0, 20.0], [2.0, 0.0, 20.0], [0.0, 0.0, -3.0], [0.0, 0.0, 300.0]])

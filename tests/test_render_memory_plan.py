@@ -94,6 +94,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.e2e
 def test_a_tiny_budget_writes_the_same_bytes_one_stream_per_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)
     cams = COSMOS[:2]

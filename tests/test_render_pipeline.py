@@ -54,6 +54,7 @@ def _summary(out: Path) -> dict:
     return json.loads((out / CLIP / "render_summary.json").read_text())
 
 
+@pytest.mark.e2e
 def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_path, monkeypatch):
     monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)  # 3 time segments
     written: dict[str, list[np.ndarray]] = {}
@@ -91,6 +92,7 @@ def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_
     assert not list(tmp_path.rglob(".parts"))
 
 
+@pytest.mark.e2e
 def test_workers_give_identical_bytes(scenario, tmp_path, monkeypatch):
     monkeypatch.setattr(units, "SEGMENT_FRAMES", 4)  # planned in this process: the pool gets 2 segments
     real = tmp_path / "real"
@@ -108,6 +110,7 @@ def test_workers_give_identical_bytes(scenario, tmp_path, monkeypatch):
         assert _sha(outs[1] / CLIP / name) == _sha(outs[3] / CLIP / name), name
 
 
+@pytest.mark.e2e
 def test_resume_skips_unchanged_and_rerenders_changed_and_keeps_the_record(scenario, tmp_path):
     first = run_render(scenario, _opts(tmp_path))
     assert first.camera_frames_rendered == 20

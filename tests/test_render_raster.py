@@ -272,6 +272,7 @@ def small_renderer() -> SceneRenderer:
     return SceneRenderer(scenario, cameras=cams, size=(320, 180))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("antialias", [False, True])
 def test_numba_and_torch_backends_agree(small_renderer, antialias):
     prims = small_renderer.primitives(5)

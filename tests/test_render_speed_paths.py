@@ -123,6 +123,7 @@ def _check_pinned(renderer: SceneRenderer, pinned: dict[str, str]) -> None:
     assert got == pinned
 
 
+@pytest.mark.slow
 def test_sample_frames_are_pinned(sample):
     _check_pinned(SceneRenderer(sample, size=SIZE, antialias=False), SAMPLE_PINNED)
 
@@ -142,6 +143,7 @@ def test_antialiased_frames_are_pinned(sample, sample_tenfold):
     assert got == AA_PINNED
 
 
+@pytest.mark.slow
 def test_real_av2_frames_are_pinned(shared_data):
     from avsim.scenario.importers.registry import convert
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from avsim.edit import preview
-from avsim.maps import LANE_TYPE_STYLES, HDMap, LaneLines, Polylines, raster
+from avsim.maps import HDMap, LaneLines, Polylines, raster
 from avsim.maps import style as table
 from avsim.render import style as render_style
 from avsim.render.geometry import projection as geo
@@ -30,14 +30,6 @@ def test_renderer_patterns_are_the_spec_values() -> None:
     assert table.DOTTED.pairs == ((0.05, 0.45),) and table.DOTTED.period_m == pytest.approx(0.5)
     assert table.LONG_DASH.pairs == ((3.0, 9.0),) and table.SHORT_DASH.pairs == ((1.5, 1.5),)
     assert table.DOT_DASH.period_m == pytest.approx(3.6576) and len(table.DOT_DASH.pairs or ()) == 6
-
-
-def test_map_lane_type_table_is_the_style_table() -> None:
-    assert set(LANE_TYPE_STYLES) == set(table.LANE_STYLES)
-    for lane_type, (rgb, pattern) in LANE_TYPE_STYLES.items():
-        lane = table.LANE_STYLES[lane_type]
-        names = pattern[1:] if isinstance(pattern, tuple) else (pattern,)
-        assert rgb == lane.rgb and tuple(names) == tuple(p.name for p in lane.patterns)
 
 
 def test_bev_raster_and_preview_use_the_spec_palette() -> None:

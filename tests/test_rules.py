@@ -19,10 +19,8 @@ SN_WAYMO = "scenarionet/sd_waymo_v1.2_eb4b91b10ca94ff2.pkl"
 
 
 @pytest.fixture(scope="module")
-def sample():
-    from avsim.scenario.sample import make_sample_scenario
-
-    return make_sample_scenario(seed=0)
+def sample(session_sample):
+    return session_sample
 
 
 def _rule(scenario, kind, config=None):
@@ -35,6 +33,7 @@ def _car(scenario, tid, waypoints):
     return ops_agents.add_agent_waypoints(scenario, tid, "Car", wp[:, 0], wp[:, 1:])
 
 
+@pytest.mark.slow
 def test_sample_obeys_every_rule(sample):
     assert not [f for f in validate_scenario(sample) if f.kind in RULE_KINDS]
 
@@ -65,6 +64,7 @@ def test_every_light_red_catches_every_crossing(sample):
     assert _rule(all_red, "red_light", ValidationConfig(rule_checks=("wrong_way",))) == []
 
 
+@pytest.mark.slow
 def test_right_turn_on_red_after_a_stop(sample):
     # let light_S_through_right control the right-turn connector from its stop point (as Waymo does)
     meta = {**sample.metadata, "traffic_light_lanes": {**sample.metadata["traffic_light_lanes"],
@@ -133,6 +133,7 @@ def test_stopped_past_the_stop_line(sample):
 
 
 # ----------------------------------------------------------------------------- jaywalking
+@pytest.mark.slow
 def test_pedestrian_stepout_example_is_jaywalking(sample):
     results = apply_edit_file(sample, REPO_ROOT / "docs" / "examples" / "pedestrian_stepout.yaml")
     for r in results:
@@ -182,6 +183,7 @@ def test_real_waymo_speed_limits_from_the_source_lanes(shared_data):
     assert _rule(ops_agents.scale_speed(s, ["43"], 0.5), "speed_limit") == []
 
 
+@pytest.mark.slow
 def test_real_waymo_wrong_way_and_jaywalking(shared_data):
     s = _convert(shared_data, SN_WAYMO, "scenarionet", "waymo")
     assert _rule(s, "wrong_way") == []
@@ -227,6 +229,7 @@ def test_unknown_rule_is_refused():
 
 
 # ----------------------------------------------------------------------------- CLI
+@pytest.mark.e2e
 def test_cli_red_longer_variants_report_the_ego_running_the_red(tmp_path, capsys):
     """`avsim sample s && avsim edit s docs/examples/red_longer.yaml v && avsim validate v/*`."""
     import json

@@ -85,6 +85,7 @@ def _controlled_lanes(sc) -> list[tuple[str, np.ndarray, np.ndarray, float]]:
 
 # --- determinism and arguments ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_arrays(scenario):
     again = make_sample_scenario(seed=0)
     a, b = _arrays(scenario), _arrays(again)
@@ -94,6 +95,7 @@ def test_same_seed_gives_identical_arrays(scenario):
     assert scenario.metadata == again.metadata and scenario.rig == again.rig
 
 
+@pytest.mark.slow
 def test_other_seed_changes_agents_but_not_map(scenario):
     other = make_sample_scenario(seed=1)
     a, b = _arrays(scenario), _arrays(other)
@@ -122,6 +124,7 @@ def test_short_clip_at_other_rate():
 
 # --- content ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_rates_duration_and_rig(scenario):
     assert scenario.duration_s == pytest.approx(20.0)
     assert scenario.ego.rate_hz == pytest.approx(30.0)
@@ -238,6 +241,7 @@ def test_no_vehicle_crosses_a_stop_line_on_red(scenario):
             scenario.agents.track_id[row], light, t / NS_PER_S)
 
 
+@pytest.mark.slow
 def test_vehicles_wait_at_red_lights(scenario):
     """A vehicle that reaches the last 1.5 m before a red light's wait line comes to a
     standstill there (unless the light turns green within a second), and queues do form."""
@@ -339,6 +343,7 @@ def _boxes_at(sc, agents, t_ns):
     return boxes, names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate_hz", [10.0, 30.0])
 def test_no_two_boxes_ever_overlap(scenario, rate_hz):
     """Pairwise oriented-box overlap (ego included) over all frames, at the stored 10 Hz and

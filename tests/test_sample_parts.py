@@ -122,6 +122,7 @@ def test_find_overlaps_sees_a_crossing_between_samples():
     assert overlaps.find_overlaps(agent, t, xy, yaw, size, upsample=3) == {(0, 1)}
 
 
+@pytest.mark.slow
 def test_ego_kinematics_reproduce_the_simulated_steps():
     sim = run_sample_traffic(seed=5, duration_s=6.0)
     res = sim.result
@@ -143,6 +144,7 @@ def test_map_is_built_once_per_call_and_identical():
     assert np.array_equal(a.lanes.centre.points_m, b.lanes.centre.points_m)
 
 
+@pytest.mark.slow
 def test_sample_round_trips_through_the_native_format(tmp_path):
     sc = make_sample_scenario(seed=4, duration_s=3.0, fps=15.0)
     save_scenario(sc, tmp_path / "sample")

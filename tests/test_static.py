@@ -16,6 +16,8 @@ import pytest
 
 from avsim.devtools.typecheck import CHECKED, run_mypy
 
+pytestmark = pytest.mark.lint
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,6 +36,7 @@ def test_mypy_finds_no_error() -> None:
     assert any(line.startswith("Success") for line in lines), lines
 
 
+@pytest.mark.slow
 def test_mypy_reports_real_source_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A planted error in src/avsim/maps/ is reported at that repository path."""
     root = tmp_path / "repo"
@@ -48,6 +51,7 @@ def test_mypy_reports_real_source_paths(tmp_path: Path, monkeypatch: pytest.Monk
     assert any(line.startswith("src/avsim/maps/bad.py:1:") and "incompatible" in line.lower() for line in lines), lines
 
 
+@pytest.mark.slow
 def test_no_oversized_files_or_functions() -> None:
     from avsim.devtools.sizes import scan
 

@@ -96,6 +96,7 @@ KILLED_SAVE = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("where", ["write", "rename"])
 def test_killed_save_leaves_previous_checkpoint_loadable(tmp_path: Path, where: str) -> None:

@@ -225,6 +225,7 @@ def _fwd_bwd(mode: str, batch: dict, nb) -> tuple[float, dict[str, torch.Tensor]
     return float(loss.detach()), grads, mem.peak
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_activation_checkpointing_keeps_losses_and_lowers_peak_memory(tmp_path: Path) -> None:
     ds = LatentClipDataset(synth_cache(tmp_path / "cache", n=1))
@@ -248,6 +249,7 @@ def test_activation_checkpointing_keeps_losses_and_lowers_peak_memory(tmp_path: 
 # FLOP count (the benchmark's MFU)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["control", "full"])
 def test_hand_flop_count_matches_torch_flop_counter(mode: str) -> None:
     """dit_flops (derived by hand, docs/training.md) against torch's FlopCounterMode on the

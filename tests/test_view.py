@@ -54,6 +54,7 @@ def _rgba(rgb) -> int:
     return (r << 24) | (g << 16) | (b << 8) | 0xFF
 
 
+@pytest.mark.slow
 def test_saved_recording_holds_the_scenario_at_a_chosen_time(sample):
     from avsim.maps import style
     from avsim.view.scene import lane_line_strips
@@ -139,6 +140,7 @@ def test_api_logs_into_a_users_recording(sample, tmp_path):
     assert row[f"/videos/generated/{scenario.rig.names[0]}:VideoFrameReference:timestamp"] == [0]
 
 
+@pytest.mark.e2e
 def test_bad_inputs_fail_with_one_line(sample, tmp_path, capsys):
     _, root = sample
     cases = [
@@ -164,6 +166,7 @@ def test_view_without_the_extra_names_it_in_one_line(sample, capsys, monkeypatch
     assert not (root / "never.rrd").exists()
 
 
+@pytest.mark.subprocess
 def test_importing_the_viewer_does_not_import_rerun():
     code = "import sys, avsim.view, avsim.view.cli\nprint('rerun' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

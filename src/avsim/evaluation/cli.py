@@ -99,9 +99,9 @@ def fid(
         _emit(frechet_from_feature_files(real, generated, "fid"), out)
         return
     norm = cast("Normalization", normalization)
-    from avsim.evaluation.progress import rich_steps
+    from avsim.core.progress import step_bars
 
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         table = run_fid(real, generated, weights, max_frames, batch_size, norm, cache, device, progress)
     _emit(table, out)
 
@@ -119,15 +119,15 @@ def fvd(
 ) -> None:
     """FVD (TF-Hub I3D) between two sets of clips, both covariance normalisers; or between two
     feature files (.npy, one row of logits per 16-frame window)."""
+    from avsim.core.progress import step_bars
     from avsim.evaluation.jobs import run_fvd
-    from avsim.evaluation.progress import rich_steps
 
     if _feature_files(real, generated):
         from avsim.evaluation.feature_files import frechet_from_feature_files
 
         _emit(frechet_from_feature_files(real, generated, "fvd"), out)
         return
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         table = run_fvd(real, generated, weights, stride, max_windows, cache, device, progress)
     _emit(table, out)
 
@@ -175,8 +175,8 @@ def sampson(
         _emit(sampson_points_table(points), out)
         return
     assert video is not None
+    from avsim.core.progress import step_bars
     from avsim.evaluation.jobs import run_sampson
-    from avsim.evaluation.progress import rich_steps
     from avsim.evaluation.rectify import RectifyConfig
     from avsim.evaluation.sampson import MatchConfig, RectifyMode
     from avsim.evaluation.sampson_run import SampsonOptions
@@ -184,7 +184,7 @@ def sampson(
     w, h = _rect_size(rect_size)
     opts = SampsonOptions(camera, other_camera, scenario, calibration, rig, fps, start_frame, max_frames, frame_gap, ransac,
                           cast("RectifyMode", rectify), RectifyConfig(w, h, rect_fov), MatchConfig(ratio=ratio, keep_ratio=keep_ratio))  # fmt: skip
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         table = run_sampson(video, other, opts, progress)
     _emit(table, out)
     if out is None:
@@ -204,10 +204,10 @@ def let(
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """LET-3D-AP / APL / APH per class and range bin (Waymo camera-only definition)."""
+    from avsim.core.progress import step_bars
     from avsim.evaluation.jobs import run_let
-    from avsim.evaluation.progress import rich_steps
 
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         table = run_let(gt, pred, _sensor_location(sensor), tolerance_fraction, min_tolerance, progress)
     _emit(table, out)
 
@@ -238,10 +238,10 @@ def rnds(
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:
     """RNDS curve over chunks: (Q[i]/Q_gt[i]) / (Q[1]/Q_gt[1]) with a bootstrap band over videos."""
+    from avsim.core.progress import step_bars
     from avsim.evaluation.jobs import run_rnds
-    from avsim.evaluation.progress import rich_steps
 
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         table = run_rnds(generated, real, chunk_frames, scorer, seed, n_resamples, progress)
     _emit(table, out)
 
@@ -257,10 +257,10 @@ def detect(
     generated: Path | None = typer.Option(None, help="Generated clip folder(s): run the detector on them too, into OUT/generated."),
 ) -> None:
     """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
+    from avsim.core.progress import step_bars
     from avsim.evaluation.detect import detect_sides
-    from avsim.evaluation.progress import rich_steps
 
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         res = detect_sides(clips, out, detector, generated, progress)
     for side, doc in res["sides"].items():
         typer.echo(f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if generated else out}")
@@ -295,9 +295,9 @@ def report(
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
                        cache_dir=str(cache if cache else out / "cache"))
-    from avsim.evaluation.progress import rich_steps
+    from avsim.core.progress import step_bars
 
-    with rich_steps() as progress:
+    with step_bars("eval") as progress:
         result = build_report(real, generated, ground_truth, cfg, progress)
     table = report_headlines(result)
     _print_table(table.title, table.header, table.rows)

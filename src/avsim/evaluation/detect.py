@@ -35,10 +35,10 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
 from avsim.evaluation.let_result import LetClass
-from avsim.evaluation.progress import StepProgress, report_step
 
 FRONT_CAMERA = "camera_front_wide_120fov"
 # avsim camera axes (x right, y down, z forward) in OpenLane / Waymo camera axes (x forward, y left, z up)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
-from avsim.evaluation.progress import StepProgress, report_step
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.results import json_ready
 from avsim.evaluation.video_frames import (
     clip_frame_count,

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
-from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.results import MetricTable
 
 if TYPE_CHECKING:

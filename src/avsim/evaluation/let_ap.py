@@ -28,6 +28,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.box_iou import paired_iou_3d
 from avsim.evaluation.let_pairs import heading_accuracy, let_aligned_centers, quantised_weight
 from avsim.evaluation.let_result import (
@@ -41,7 +42,6 @@ from avsim.evaluation.let_result import (
     average_precision,
     let_result,
 )
-from avsim.evaluation.progress import StepProgress, report_step
 
 __all__ = ["APResult", "Boxes3D", "LetClass", "LetConfig", "LetEvaluation", "average_precision", "evaluate_let"]
 

@@ -34,11 +34,11 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
 from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
-from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
 from avsim.evaluation.report_video import video_section
 from avsim.evaluation.results import json_ready

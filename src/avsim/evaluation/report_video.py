@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, get_args
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import StepProgress
 from avsim.evaluation.bootstrap import Interval, no_interval, resample_counts, too_few_units
 from avsim.evaluation.frechet import CovarianceNorm
-from avsim.evaluation.progress import StepProgress
 
 if TYPE_CHECKING:
     from avsim.evaluation.features import FeatureCache

@@ -28,8 +28,8 @@ import numpy as np
 
 from avsim.core.cameras import PinholeCamera
 from avsim.core.errors import AvsimValueError
+from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.matchers import Matcher, SiftMatcher
-from avsim.evaluation.progress import StepProgress, report_step
 from avsim.evaluation.rectify import (
     PinholeRectifier,
     RayCamera,

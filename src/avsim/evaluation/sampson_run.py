@@ -19,9 +19,9 @@ import numpy as np
 
 from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
+from avsim.core.progress import StepProgress
 from avsim.evaluation.calibration import SampsonCalibration, calibration_from_scenario, load_calibration_json
 from avsim.evaluation.matchers import Matcher
-from avsim.evaluation.progress import StepProgress
 from avsim.evaluation.rectify import RectifyConfig
 from avsim.evaluation.results import MetricTable
 from avsim.evaluation.sampson import (
