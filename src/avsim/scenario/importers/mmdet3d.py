@@ -18,7 +18,9 @@ one info ``.pkl`` (else exactly one ``.coco.json``) and its ``samples/<CAM>/`` i
   (the info's ``lidar2cam`` was built through the ego pose at the camera's time), merged into one
   strictly increasing trajectory;
 - agents: ``instances`` (lidar frame; box convention in `mmdet3d_boxes`) moved to the world
-  through ``lidar2ego`` and ``ego2global`` at the sample time; source class = the metainfo class
+  through ``lidar2ego`` and ``ego2global`` at the sample time, upright in the world with the
+  heading whose lidar-frame yaw is the info's (`mmdet3d_boxes.upright_world_yaw`: the lidar's
+  roll and pitch are not carried into the box); source class = the metainfo class
   name of ``bbox_label_3d``; track id = ``instance_token`` when the info has one, else
   ``<sample_idx>:<k>`` (v1.1 infos carry no instance tokens, so tracks are one box long);
 - reference labels (`reference_source`): ``cam_instances`` ``center_2d`` / ``bbox``, matched to
@@ -272,7 +274,7 @@ class _Collected:
 
 
 def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out: _Collected, path: Path) -> tuple[list[str], np.ndarray]:
-    from avsim.core.transforms import matrix_to_quat
+    from avsim.core.transforms import yaw_to_quat
 
     where = f"data_list[{k}]"
     inst, b = _instances(sample, path, where)
@@ -280,7 +282,7 @@ def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out
         return [], np.zeros((0, 3))
     c_lidar, lwh, yaw = boxes.lidar_boxes(b, is_legacy(meta))
     centre = c_lidar @ world_T_lidar[:3, :3].T + world_T_lidar[:3, 3]
-    R = np.einsum("ij,njk->nik", world_T_lidar[:3, :3], boxes.yaw_matrix(yaw))
+    heading = boxes.upright_world_yaw(world_T_lidar[:3, :3], yaw)  # upright in the world, as nuScenes boxes are
     names = class_names(meta, path)
     idx = sample.get("sample_idx", k)
     ids = [str(r.get("instance_token") or f"{idx}:{j}") for j, r in enumerate(inst)]
@@ -289,7 +291,7 @@ def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out
     except (TypeError, ValueError):
         raise AvsimInputError(path, f"{where}.instances", "bbox_label_3d is not an integer") from None
     t_ns = seconds_to_ns(sample["timestamp"], path, f"{where}.timestamp")
-    out.tracks.add(np.array(ids), np.array(cls), np.full(len(ids), t_ns, dtype=np.int64), centre, lwh, matrix_to_quat(R))
+    out.tracks.add(np.array(ids), np.array(cls), np.full(len(ids), t_ns, dtype=np.int64), centre, lwh, yaw_to_quat(heading))
     return ids, centre
 
 
