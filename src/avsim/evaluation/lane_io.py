@@ -11,7 +11,9 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
 - Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
   rows of a lane in order.
 - Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
-  frame (x = -y_ego, y = x_ego, z = z_ego) with the origin below the front camera.
+  frame (x = -y_ego, y = x_ego, z = z_ego) with the origin below the front camera, each one
+  near-to-far (reversed where the map holds it the other way: the metrics count a lane only
+  when its first point is the near end, as OpenLane's evaluator does).
 """
 
 from __future__ import annotations
@@ -189,6 +191,7 @@ def lanes_from_scenario(
             for k in np.flatnonzero(near):
                 pts = ego_SE3_world.apply(lines[k]) - o
                 g = np.column_stack([-pts[:, 1], pts[:, 0], pts[:, 2]])
+                g = g[::-1] if g[-1, 1] < g[0, 1] else g  # near-to-far, as OpenLane GT and model outputs run
                 frames.append(int(t))
                 lanes.append(g)
                 if cat is None:

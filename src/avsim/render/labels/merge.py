@@ -28,8 +28,11 @@ from avsim.render.labels.boxes import FrameBoxes3D, frame_boxes_3d
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.records import (
     COCO_CATEGORIES,
+    BOXES3D_CONVENTIONS,
     LABELS_FORMAT,
+    LABELS_LAYOUT_VERSION,
     MERGE_BOXES_BLOCK_FRAMES,
+    NUSCENES_META,
     NUSCENES_NAME,
     json_strings,
     sample_token,
@@ -73,9 +76,10 @@ def write_labels(
         _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size)
         written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
     samples = _write_boxes3d(scenario, folder / "boxes3d.json", frames, stamps, seen, cameras, video)
-    index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
-             "width_px": size[0], "height_px": size[1], "frames": samples,
-             "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip
+    index = {"format": LABELS_FORMAT, "layout_version": LABELS_LAYOUT_VERSION, "scenario_id": scenario.scenario_id, "fps": fps,
+             "rig": rig, "cameras": list(cameras), "width_px": size[0], "height_px": size[1], "frames": samples,
+             "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"},
+             "conventions": BOXES3D_CONVENTIONS}  # fmt: skip
     write_json(folder / "index.json", index)
     return [*written, folder / "boxes3d.json", folder / "index.json"]
 
@@ -114,8 +118,7 @@ def _write_annotations(out: IO[str], records: list[dict[str, Any]], n_written: i
 def _write_boxes3d(scenario: Scenario, path: Path, frames: list[int], stamps: dict[int, int], seen: dict[int, dict[str, list[str]]],
                    cameras: tuple[str, ...], video: dict[int, tuple[str, int]]) -> list[dict[str, Any]]:  # fmt: skip
     """`boxes3d.json`, MERGE_BOXES_BLOCK_FRAMES frames at a time; returns the index's frame entries."""
-    meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
-            "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
+    meta = dict(NUSCENES_META)
     name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
     samples = []
     path.parent.mkdir(parents=True, exist_ok=True)

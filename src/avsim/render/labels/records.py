@@ -38,17 +38,38 @@ from avsim.render.labels.boxes import (
     camera_box_labels,
 )  # fmt: skip
 from avsim.render.labels.json_text import columns_json
-from avsim.render.labels.lanes import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
+from avsim.render.labels.lanes import (
+    camera_json,
+    lane_lines_text,
+    lane_points_camera,
+    lane_table,
+    near_lines,
+    near_to_far,
+    openlane_intrinsic,
+)
 from avsim.render.labels.rle import rle_string, rle_strings
 from avsim.render.raster.draw import Primitives, object_coverage_visible_px
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
+# index.json["layout_version"]: which layout a label folder has (docs/labels.md "Layout versions"); folders
+# without the field are version 1 (COCO boxes half a pixel off, OpenLane lanes in map order, f-theta intrinsic null)
+LABELS_LAYOUT_VERSION = 2
 MERGE_BOXES_BLOCK_FRAMES = 64  # frames whose boxes the writer resamples together (where the render's are not cached)
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
 NUSCENES_NAME = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle", "Others": "barrier"}
 COCO_CATEGORIES = ("Car", "Truck", "Pedestrian", "Cyclist", "Others")
+# `boxes3d.json["meta"]`: the five flags of a nuScenes detection-results file (the boxes come from the scenario, listed
+# per camera that shows them); what the file's frames and fields are is in `index.json["files"]` and docs/labels.md
+NUSCENES_META = {"use_camera": True, "use_lidar": False, "use_radar": False, "use_map": False, "use_external": False}
+BOXES3D_CONVENTIONS = {  # index.json["conventions"]: the frames and units of boxes3d.json and the COCO extras
+    "boxes3d": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
+               "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)",
+    "coco_bbox": "COCO pixel edges: pixel (i, j) covers [i, i + 1) x [j, j + 1); bbox = pycocotools' box of the mask",
+    "pixels": "center_px, corners_px, box2d_full_px: the camera model's pixels, pixel (i, j) centred at (i, j) "
+              "(add 0.5 for COCO's pixel-edge coordinates)",
+}  # fmt: skip
 # OpenCV camera axes (x right, y down, z forward) -> Waymo/OpenLane camera axes (x forward, y left, z up)
 CV_TO_OPENLANE_CAM = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
@@ -130,10 +151,13 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 
     `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up), `extrinsic` the 4x4
     ego_T_camera in those axes (Waymo convention), so OpenLane's own evaluator (and `avsim eval
-    lanes`) bring them into its ground frame. Every lane line of the map within LANE_RADIUS_M of
-    the ego is written whole: `visibility` is 1 for every point (the map is the truth, also where
-    the image does not show it); `visible_in_image` is 1 where the point is in front of the
-    camera, within the render range and inside the image. The points' text comes from
+    lanes`) bring them into its ground frame (x right, y forward along the ego's x axis, z up).
+    Every lane line of the map within LANE_RADIUS_M of the ego is written whole, near-to-far
+    along that forward axis (`lanes.near_to_far`: the evaluator counts no lane written the other
+    way): `visibility` is 1 for every point (the map is the truth, also where the image does not
+    show it); `visible_in_image` is 1 where the point is in front of the camera, within the render
+    range and inside the image. `intrinsic` is always 3x3 (`lanes.openlane_intrinsic`; kind in
+    `intrinsic_model`), the full camera in `camera_model`. The points' text comes from
     `labels_json.float_lists_json` (the bytes of `json.dumps` of the document, faster).
 
     Args:
@@ -145,7 +169,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 
     Returns:
         The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
-        file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
+        file_path, timestamp_ns, extrinsic, intrinsic, intrinsic_model, camera_model, lane_lines.
     """
     table = lane_table(scenario.map.lane_lines)
     idx = near_lines(table, np.asarray(world_SE3_ego.translation)[:2], LANE_RADIUS_M)
@@ -155,15 +179,16 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     text = ""
     if len(idx):
         p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
-        xyz = (p_all @ CV_TO_OPENLANE_CAM.T).T
-        text = lane_lines_text(xyz, bounds, vis, table.category[idx], idx, 6)
+        order = near_to_far(p_all @ R_ec[0], bounds)  # OpenLane's ground y is the ego's x axis for every camera
+        xyz = (p_all[order] @ CV_TO_OPENLANE_CAM.T).T
+        text = lane_lines_text(xyz, bounds, vis[order], table.category[idx], idx, 6)
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
-    K = getattr(camera, "K", None)
+    K, kind = openlane_intrinsic(camera)
     head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
-        "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
+        "extrinsic": ext.tolist(), "intrinsic": K.tolist(), "intrinsic_model": kind,
     }  # fmt: skip
     # the text json.dumps writes for head + camera_model + lane_lines (the camera's part encoded once per camera)
     return json.dumps(head, separators=(",", ":"))[:-1] + ',"camera_model":' + camera_json(camera) + ',"lane_lines":[' + text + "]}"
@@ -249,7 +274,7 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     head = []
     for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
         rle = masks[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
-        head.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
+        head.append(f'"category_id":{cat[m]},"bbox":[{x0},{y0},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
                     f'"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},"track_id":{tids[m]},"class":{cls[m]},'
                     f'"source_class":{src[m]}')  # fmt: skip
     floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
