@@ -11,13 +11,13 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from labels_numpy import unoccluded_pixels
 
 from avsim.cli import main
 from avsim.core import video as core_video
 from avsim.render import style
 from avsim.render.geometry.projection import PIXEL_CENTRE_OFFSET
 from avsim.render.geometry.scene import SceneRenderer
-from avsim.render.labels.boxes import unoccluded_pixels
 from avsim.render.raster.draw import (
     Primitives,
     _f64,

@@ -24,11 +24,11 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayFloat
-from avsim.render.labels.boxes import FrameBoxes3D, frame_boxes_3d
+from avsim.render.labels.boxes import FrameBoxes3D, FrameBoxesCache
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.records import (
-    COCO_CATEGORIES,
     BOXES3D_CONVENTIONS,
+    COCO_CATEGORIES,
     LABELS_FORMAT,
     LABELS_LAYOUT_VERSION,
     MERGE_BOXES_BLOCK_FRAMES,
@@ -121,13 +121,14 @@ def _write_boxes3d(scenario: Scenario, path: Path, frames: list[int], stamps: di
     meta = dict(NUSCENES_META)
     name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
     samples = []
+    cache = FrameBoxesCache(scenario, MERGE_BOXES_BLOCK_FRAMES)  # this merge's own: one block of frames at a time
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         out.write(f'{{"meta":{json.dumps(meta, separators=_COMPACT)},"results":{{')
         for j in range(0, len(frames), MERGE_BOXES_BLOCK_FRAMES):
             block = frames[j : j + MERGE_BOXES_BLOCK_FRAMES]
             times = np.asarray([stamps[f] for f in block], np.int64)
-            boxes = [frame_boxes_3d(scenario, stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
+            boxes = [cache.at(stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
             tokens = [sample_token(stamps[f]) for f in block]
             for f, b, token, entries in zip(block, boxes, tokens, _box3d_entries(boxes, tokens)):
                 cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in b.track_id.tolist()]

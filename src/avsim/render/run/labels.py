@@ -25,6 +25,7 @@ from avsim.render.run import writer
 
 if TYPE_CHECKING:
     from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.labels.boxes import FrameBoxesCache
     from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
@@ -100,13 +101,39 @@ class ImageBuffers:
         return cls(np.empty((height_px, width_px), np.int32), np.zeros((height_px, width_px), np.uint8))
 
 
+@dataclass(frozen=True)
+class Labeller:
+    """What labels one renderer's camera-frames: the renderer and the 3-D boxes of its frames.
+
+    The boxes of a frame are shared by every camera of the frame; `boxes` keeps them, for this
+    renderer's scenario only (made once per renderer: a render worker's, or `avsim labels`').
+    """
+
+    renderer: SceneRenderer
+    boxes: FrameBoxesCache
+
+    @classmethod
+    def of(cls, renderer: SceneRenderer) -> Labeller:
+        """A labeller of `renderer`'s frames with an empty box cache.
+
+        Args:
+            renderer: the scene renderer.
+
+        Returns:
+            The labeller.
+        """
+        from avsim.render.labels.boxes import FrameBoxesCache
+
+        return cls(renderer, FrameBoxesCache(renderer.scenario))
+
+
 def frame_record(
-    renderer: SceneRenderer, frame_index: int, camera_index: int, buffers: ImageBuffers | None = None
+    labeller: Labeller, frame_index: int, camera_index: int, buffers: ImageBuffers | None = None
 ) -> tuple[NDArrayByte, dict[str, Any]]:
     """One camera image and its labels, from one rasterisation with object ids.
 
     Args:
-        renderer: the scene renderer.
+        labeller: the renderer and its frames' boxes.
         frame_index: frame at the render rate.
         camera_index: index into the renderer's rig.
         buffers: optional scratch buffers of the camera's image size (None: new ones).
@@ -114,11 +141,10 @@ def frame_record(
     Returns:
         (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
     """
-    from avsim.render.labels.boxes import frame_boxes_3d
-
+    renderer = labeller.renderer
     img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
-    boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
+    boxes = labeller.boxes.at(int(renderer.timestamps_ns[frame_index]), block)
     rig = renderer.rig
     ego_SE3_camera = rig.ego_SE3_camera[camera_index]
     if rig.has_capture_offsets:  # the camera at its capture time, in the ego frame of the frame time
@@ -130,26 +156,27 @@ def frame_record(
     return img, rec
 
 
-def labelled_frames(renderer: SceneRenderer, segment: writer.Segment, part: Path) -> Iterator[NDArrayByte]:
+def labelled_frames(labeller: Labeller, segment: writer.Segment, part: Path) -> Iterator[NDArrayByte]:
     """The segment's images; once the last is taken, its records are written to `part`.
 
     The OpenLane documents are final per camera-frame files: they are written straight to
     `labels/openlane/<camera>/` (one JSON encoding), the rest of the record goes to the part.
 
     Args:
-        renderer: the scene renderer.
+        labeller: the renderer and its frames' boxes.
         segment: the render segment.
         part: its label part file.
 
     Returns:
         An iterator of (H, W, 3) uint8 RGB frames.
     """
-    i = renderer.rig.index(segment.camera)
+    rig = labeller.renderer.rig
+    i = rig.index(segment.camera)
     records = []
-    cam = renderer.rig.cameras[i]
+    cam = rig.cameras[i]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     for f in range(segment.start, segment.stop):
-        img, rec = frame_record(renderer, f, i, buffers)
+        img, rec = frame_record(labeller, f, i, buffers)
         records.append(rec)
         yield img
     write_segment(part, segment.camera, records)
@@ -249,17 +276,17 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     folder.parent.mkdir(parents=True, exist_ok=True)
     renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        parts = _label_parts(renderer, Path(tmp), first, stop, progress)
+        parts = _label_parts(Labeller.of(renderer), Path(tmp), first, stop, progress)
         write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames))
     return folder
 
 
-def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
+def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
                  progress: Callable[[int], None] | None) -> list[tuple[str, Path]]:  # fmt: skip
     """Every camera's records of frames [first, stop) as part files under `folder/.parts`, a render
     segment's frames (`writer.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
-    cameras = renderer.rig.names
-    cam = renderer.rig.cameras[0]
+    cameras = labeller.renderer.rig.names
+    cam = labeller.renderer.rig.cameras[0]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     parts: list[tuple[str, Path]] = []
     for start in range(first, stop, writer.SEGMENT_FRAMES):
@@ -267,7 +294,7 @@ def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
         records: dict[str, list[dict[str, Any]]] = {c: [] for c in cameras}
         for f in range(start, end):
             for i, c in enumerate(cameras):
-                records[c].append(frame_record(renderer, f, i, buffers)[1])
+                records[c].append(frame_record(labeller, f, i, buffers)[1])
                 if progress is not None:
                     progress(1)
         for c in cameras:

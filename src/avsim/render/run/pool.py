@@ -33,6 +33,7 @@ from avsim.render.run.real_frames import RealCamera, RealReader
 
 if TYPE_CHECKING:
     from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.labels import Labeller
     from avsim.render.run.runner import RenderOptions
     from avsim.scenario import Scenario
 
@@ -146,6 +147,7 @@ class SegmentWorker:
         self.first = 0
         self.queue: _CountQueue | None = None
         self._readers: dict[str, RealReader] = {}
+        self._labeller: Labeller | None = None  # of `renderer`, made when labels are first asked for
 
     def start(self, scenario: Scenario, opts: RenderOptions, reals: dict[str, RealCamera], first: int,
               queue: _CountQueue | None) -> None:  # fmt: skip
@@ -166,7 +168,7 @@ class SegmentWorker:
             fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
         )  # fmt: skip
         self.opts, self.reals, self.first, self.queue = opts, reals, first, queue
-        self._readers = {}
+        self._readers, self._labeller = {}, None
 
     def _frames(self, seg: TimeSegment, camera: str, clock: _Clock) -> Iterator[tuple[NDArrayByte, NDArrayBool | None]]:
         """One camera's frames of the segment (and their coverage when its overlay is written)."""
@@ -179,8 +181,10 @@ class SegmentWorker:
         if opts.labels and cam_part is not None:
             from avsim.render.run import labels as labels_run
 
+            if self._labeller is None:  # one per renderer: it keeps the frames' boxes for every camera
+                self._labeller = labels_run.Labeller.of(renderer)
             part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), cam_part)
-            labelled = labels_run.labelled_frames(renderer, cam_part, part)
+            labelled = labels_run.labelled_frames(self._labeller, cam_part, part)
         for f in range(seg.start, seg.stop):
             coverage = None
             if labelled is not None:
