@@ -12,7 +12,12 @@ one info ``.pkl`` (else exactly one ``.coco.json``) and its ``samples/<CAM>/`` i
 - rig: every camera of the first sample: ``cam2img`` intrinsics (pinhole), ``cam2ego`` mounting;
   image size from the image file's header when ``samples/<CAM>/<img_path>`` exists next to the
   info, else the info's ``width``/``height``, else nuScenes' 1600x900 (``metadata.image_size``
-  says which); capture offset per camera = median(camera timestamp - sample timestamp);
+  says which); capture offset per camera = camera timestamp - sample timestamp of the clip's
+  first sample (so frame 0 is exactly that sample's captures; the largest difference to the
+  other samples' offsets is ``metadata.capture_offsets_spread_ns``);
+- frames: frame 0 of a render is the clip's first sample (lidar keyframe) time
+  (`Scenario.frame_origin_ns`), each camera at its capture offset from it, so frame 0 pairs with
+  the first sample's images and labels (the ego span starts earlier, at the first capture);
 - ego: ``ego2global`` at each sample's (lidar) timestamp and each lidar sweep's, plus the ego
   pose at every camera's capture time, ``ego2global @ lidar2ego @ inv(lidar2cam) @ inv(cam2ego)``
   (the info's ``lidar2cam`` was built through the ego pose at the camera's time), merged into one
@@ -367,7 +372,8 @@ def info_reference_source(src: str | os.PathLike[str], rig_name: str | None = No
     meta = info.get("metainfo") or {}
     log, samples = select_log(info["data_list"], selector, path)
     out, frames = _collect(samples, meta, path.parent, path)
-    offsets = {cam: int(np.median(v)) for cam, v in out.offsets.items()}
+    offsets = {cam: int(v[0]) for cam, v in out.offsets.items()}  # the first sample's: frame 0 is exactly its capture
+    spread = {cam: int(np.max(np.abs(np.asarray(v) - v[0]))) for cam, v in out.offsets.items()}
     rig = named_rig(rig_name) if rig_name else make_rig(frames, offsets, path)
     ego_t, world_SE3_ego = merge_poses(out.poses, path)
     metadata = {
@@ -382,13 +388,16 @@ def info_reference_source(src: str | os.PathLike[str], rig_name: str | None = No
         "track_ids": "instance_token" if any("instance_token" in r for _, s in samples for r in s.get("instances") or []) else "<sample_idx>:<k> (no instance tokens in the info)",
         "image_size": "; ".join(sorted({f.size_source for f in frames})),
         "capture_offsets_ns": {k: int(v) for k, v in sorted(offsets.items())},
+        "capture_offsets_spread_ns": {k: v for k, v in sorted(spread.items())},
         "reference_labels_unmatched": out.unmatched,
         "map": boxes.PLACEHOLDER_NOTE,
         "rig": rig_name or "mmdet3d calibration (cam2img, cam2ego)",
+        "frame_origin": "the first sample's (lidar keyframe) timestamp; cameras fire at their capture offsets from it",
     }
     scenario = build_scenario(
         path, scenario_id=log or path.stem, rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=out.tracks.build(path), hd_map=boxes.placeholder_map(world_SE3_ego.translation), lights=TrafficLightStates.empty(), metadata=metadata,
+        frame_origin_ns=seconds_to_ns(samples[0][1]["timestamp"], path, f"data_list[{samples[0][0]}].timestamp"),
     )  # fmt: skip
     return ReferenceSource(scenario, tuple(out.labels), out.images)
 
