@@ -72,7 +72,7 @@ def render(
     end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start."),
     frames: str = typer.Option(None, "--frames", help="N (the first N) or A:B."),
     fps: float = typer.Option(None, "--fps", help="Render rate (default 30)."),
-    size: str = typer.Option(None, "--size", help="Frame size WxH (default 1280x720)."),
+    size: str = typer.Option(None, "--size", help="Frame size WxH for every camera (default: each camera at its own aspect, 720 high)."),
     chunk: int = typer.Option(None, "--chunk", help="Chunk length in frames (0: one video)."),
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     backend: str = typer.Option(None, "--backend", help="numba or torch."),
@@ -96,7 +96,7 @@ def labels(
     end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start."),
     frames: str = typer.Option(None, "--frames", help="N (the first N) or A:B."),
     fps: float = typer.Option(None, "--fps", help="Frame rate (default 30)."),
-    size: str = typer.Option(None, "--size", help="Image size WxH."),
+    size: str = typer.Option(None, "--size", help="Image size WxH for every camera (default: each camera at its own aspect, 720 high)."),
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip

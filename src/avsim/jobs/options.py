@@ -108,7 +108,8 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     from avsim.render.run import writer
     from avsim.render.run.runner import RIG_CHOICES, X264_PRESETS, RenderOptions
 
-    width_px, height_px = parse_size(str(options.get("size", f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}")), source)
+    size = options.get("size")  # given: every camera at exactly WxH; absent: each at its own aspect, 720 high
+    width_px, height_px = parse_size(str(size), source) if size is not None else (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX)
     checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch")}
     for key, allowed in checks.items():
         if key in options and options[key] not in allowed:
@@ -121,7 +122,7 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     cameras = tuple(c.strip() for c in str(options["cameras"]).split(",") if c.strip()) if options.get("cameras") else None
     return RenderOptions(
         out=out, cameras=cameras, start_s=options.get("start"), end_s=options.get("end"), frames=options.get("frames"),
-        fps=fps, width_px=width_px, height_px=height_px, chunk_frames=int(options.get("chunk", 0)), workers=1,
+        fps=fps, width_px=width_px, height_px=height_px, exact_size=size is not None, chunk_frames=int(options.get("chunk", 0)), workers=1,
         rig=str(options.get("rig", "scenario")), backend=str(options.get("backend", "numba")),
         preset=str(options.get("preset", writer.DEFAULT_PRESET)), layout=str(options.get("layout", "default")),
         labels=True if labels_only else bool(options.get("labels", False)), mosaic=bool(options.get("mosaic", False)),

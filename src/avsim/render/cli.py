@@ -35,6 +35,7 @@ from avsim.render.run.runner import (
     plan_overlay,
     progress_units,
     read_variants,
+    render_sizes,
     resolve_rig,
     run_render,
     run_render_variants,
@@ -77,16 +78,26 @@ MAX_SIDE_PX = 8192  # a frame side above 8K is no camera's; bounds memory (a 100
 MAX_FPS = 1000.0  # timestamps are built per frame: 1e9 fps would be 2e10 of them for 20 s
 
 
-def _parse_size(value: str) -> tuple[int, int]:
+SIZE_HELP = ("WxH: every camera at exactly that size (a camera of another aspect is stretched, and a line says so); "
+             "xH: each camera at its own aspect, H pixels high. Default: each camera at its own aspect, "
+             f"{style.DEFAULT_HEIGHT_PX} high ({style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX} for a 16:9 camera).")
+
+
+def _parse_size(value: str | None) -> tuple[int, int, bool]:
+    """(width, height, exact) of `--size`: WxH exact, xH (or nothing: 720) each camera's own aspect at that height."""
+    if value is None:
+        return style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX, False
+    exact = not value.lower().startswith("x")
     try:
-        w, h = (int(v) for v in value.lower().split("x"))
+        w, h = (int(v) for v in value.lower().split("x")) if exact else (0, int(value[1:]))
     except ValueError:
-        raise typer.BadParameter(f"--size: expected WxH such as 1280x720, got {value!r}") from None
+        raise typer.BadParameter(f"--size: expected WxH such as 1280x720, or xH such as x720, got {value!r}") from None
+    w = w if exact else 2 * round(h * style.DEFAULT_WIDTH_PX / style.DEFAULT_HEIGHT_PX / 2)  # a 16:9 camera's width at H
     if w <= 0 or h <= 0 or w % 2 or h % 2:
         raise typer.BadParameter(f"--size: width and height must be positive and even, got {value!r}")
     if max(w, h) > MAX_SIDE_PX:
         raise typer.BadParameter(f"--size: each side at most {MAX_SIDE_PX} px, got {value!r}")
-    return w, h
+    return w, h, exact
 
 
 def _check_choices(layout: str, rig: str, backend: str, fps: float, preset: str, workers: int, chunk: int, aa: str = "on",
@@ -176,6 +187,17 @@ def _report(console: Console, summaries: list[RenderSummary], out: Path, variant
         )
 
 
+def _note_stretch(console: Console, scenario: Scenario, opts: RenderOptions) -> None:
+    """One line when an exact `--size` stretches some camera (`geometry.sizes.stretch_note`)."""
+    from avsim.render.geometry.sizes import stretch_note
+
+    rig = resolve_rig(scenario, opts.rig)
+    rig = rig.subset(list(opts.cameras or rig.names))
+    note = stretch_note(rig, tuple(render_sizes(scenario, opts).values()))
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+
+
 def _check_scenario(console: Console, scenario: Scenario, opts: RenderOptions) -> None:
     """Unknown cameras and real frames that do not fit fail here, in one line, before anything is written."""
     if opts.cameras:
@@ -185,6 +207,7 @@ def _check_scenario(console: Console, scenario: Scenario, opts: RenderOptions) -
     for real in plan_overlay(scenario, opts).values():
         if real.message():
             console.print(real.message())
+    _note_stretch(console, scenario, opts)  # once the render is known to go ahead
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -197,7 +220,7 @@ def render_command(
     end: float = typer.Option(None, "--end", help="Last time to render, seconds from the clip start (inclusive)."),
     frames: str = typer.Option(None, "--frames", help="Frames to render: N (the first N) or A:B (frames A..B-1)."),
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
-    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Output frame size WxH."),
+    size: str = typer.Option(None, "--size", help=SIZE_HELP),
     chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
     workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of every camera, mosaic and overlay)."),
     overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control frames on (paired by time, docs/render.md)."),
@@ -222,10 +245,10 @@ def render_command(
     from rich.console import Console
 
     _check_choices(layout, rig, backend, fps, preset, workers, chunk, aa, max_memory)
-    width, height = _parse_size(size)
+    width, height, exact = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
-        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, chunk_frames=chunk,
+        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, exact_size=exact, chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
         layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa == "on",
         overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
@@ -260,17 +283,17 @@ def labels_command(
     end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start (inclusive)."),
     frames: str = typer.Option(None, "--frames", help="Frames: N (the first N) or A:B (frames A..B-1)."),
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Frame rate (as `avsim render --fps`)."),
-    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help="Image size WxH."),
+    size: str = typer.Option(None, "--size", help=SIZE_HELP),
     rig: str = typer.Option("scenario", "--rig", help="Camera rig: scenario, cosmos, nuscenes, av2, waymo."),
 ) -> None:
     """Write labels (COCO 2-D boxes + masks, nuScenes-style 3-D boxes, OpenLane lanes) of a scenario's frames."""
     from rich.console import Console
 
     _check_choices("default", rig, "numba", fps, writer.DEFAULT_PRESET, 1, 0)
-    width, height = _parse_size(size)
+    width, height, exact = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
-        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, rig=rig, labels=True,
+        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, exact_size=exact, rig=rig, labels=True,
     )  # fmt: skip
     scen = load_scenario_folder(scenario)
     first, stop = _selected_frames(scen, opts)
@@ -280,6 +303,7 @@ def labels_command(
     from avsim.render.run.labels import run_labels
 
     console = Console(stderr=True)
+    _note_stretch(console, scen, opts)
     with _progress_bar(console) as bar:
         task = bar.add_task("labels", total=n_cams * (stop - first))
         folder = run_labels(scen, opts, progress=lambda n: bar.advance(task, n))

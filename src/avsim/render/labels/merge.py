@@ -46,7 +46,7 @@ _COMPACT = (",", ":")
 
 def write_labels(
     scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, cameras: tuple[str, ...],
-    fps: float, video: dict[int, tuple[str, int]], size: tuple[int, int], rig: str,
+    fps: float, video: dict[int, tuple[str, int]], sizes: dict[str, tuple[int, int]], rig: str,
 ) -> list[Path]:  # fmt: skip
     """Write a clip's label files.
 
@@ -58,7 +58,7 @@ def write_labels(
         cameras: the cameras, in rig order.
         fps: render rate.
         video: frame index -> (video clip id, frame within that video).
-        size: (width, height) of the images.
+        sizes: camera -> (width, height) of its images.
         rig: the rig name rendered through.
 
     Returns:
@@ -73,11 +73,14 @@ def write_labels(
         for h in by_camera[cam]:
             for tid in h["track_ids"]:
                 seen[h["frame_index"]].setdefault(tid, []).append(cam)
-        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size)
+        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), sizes[cam])
         written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
     samples = _write_boxes3d(scenario, folder / "boxes3d.json", frames, stamps, seen, cameras, video)
+    shared = {sizes[c] for c in cameras}
+    (width, height) = next(iter(shared)) if len(shared) == 1 else (None, None)  # the size every camera has (None: they differ)
     index = {"format": LABELS_FORMAT, "layout_version": LABELS_LAYOUT_VERSION, "scenario_id": scenario.scenario_id, "fps": fps,
-             "rig": rig, "cameras": list(cameras), "width_px": size[0], "height_px": size[1], "frames": samples,
+             "rig": rig, "cameras": list(cameras), "width_px": width, "height_px": height,
+             "camera_sizes_px": {c: list(sizes[c]) for c in cameras}, "frames": samples,
              "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"},
              "conventions": BOXES3D_CONVENTIONS}  # fmt: skip
     write_json(folder / "index.json", index)

@@ -218,13 +218,16 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
     Returns:
         The label files written.
     """
+    from avsim.render.run.runner import render_sizes
+
     folder = labels_folder(opts.out, clip_id)
     parts = [(s.camera, part_path(opts.out, clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
-    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames))
+    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames),
+                            render_sizes(scenario, opts))  # fmt: skip
 
 
 def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, parts: list[tuple[str, Path]],
-                     video: dict[int, tuple[str, int]]) -> list[Path]:  # fmt: skip
+                     video: dict[int, tuple[str, int]], sizes: dict[str, tuple[int, int]]) -> list[Path]:  # fmt: skip
     """Write the label files into `folder` from part files, one part in memory at a time, then drop the parts.
 
     Args:
@@ -233,6 +236,7 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, part
         folder: the label folder.
         parts: (camera, part file) in frame order.
         video: frame index -> (video clip id, frame within that video).
+        sizes: camera -> its image (width, height).
 
     Returns:
         The label files written.
@@ -243,8 +247,7 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, part
     def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
         return (labels_io.read_part(p) for cam, p in parts if cam == camera)
 
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps, video,
-                                        (opts.width_px, opts.height_px), opts.rig)  # fmt: skip
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps, video, sizes, opts.rig)
     for _, p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
@@ -265,7 +268,7 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
         The label folder.
     """
     from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.runner import check_cameras, resolve_rig, select_frames
+    from avsim.render.run.runner import check_cameras, render_sizes, resolve_rig, select_frames
 
     rig = resolve_rig(scenario, opts.rig)
     cameras = tuple(opts.cameras) if opts.cameras else rig.names
@@ -274,10 +277,12 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     clip_id = writer.safe_name(scenario.scenario_id)
     folder = labels_folder(opts.out, clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, size=(opts.width_px, opts.height_px), fps=opts.fps, antialias=opts.antialias)
+    sizes = render_sizes(scenario, opts, cameras)
+    renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, sizes=tuple(sizes.values()), fps=opts.fps, antialias=opts.antialias)
     with atomic_output_path(folder, is_dir=True) as tmp:
         parts = _label_parts(Labeller.of(renderer), Path(tmp), first, stop, progress)
-        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames))
+        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames),
+                         sizes)  # fmt: skip
     return folder
 
 
@@ -286,15 +291,15 @@ def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
     """Every camera's records of frames [first, stop) as part files under `folder/.parts`, a render
     segment's frames (`writer.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
     cameras = labeller.renderer.rig.names
-    cam = labeller.renderer.rig.cameras[0]
-    buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
+    buffers = {(c.width_px, c.height_px): ImageBuffers.of_size(c.width_px, c.height_px) for c in labeller.renderer.rig.cameras}
     parts: list[tuple[str, Path]] = []
     for start in range(first, stop, writer.SEGMENT_FRAMES):
         end = min(stop, start + writer.SEGMENT_FRAMES)
         records: dict[str, list[dict[str, Any]]] = {c: [] for c in cameras}
         for f in range(start, end):
             for i, c in enumerate(cameras):
-                records[c].append(frame_record(labeller, f, i, buffers)[1])
+                cam = labeller.renderer.rig.cameras[i]
+                records[c].append(frame_record(labeller, f, i, buffers[cam.width_px, cam.height_px])[1])
                 if progress is not None:
                     progress(1)
         for c in cameras:

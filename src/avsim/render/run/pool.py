@@ -161,10 +161,11 @@ class SegmentWorker:
             queue: where finished stream-frames are reported (pool), or None.
         """
         from avsim.render.geometry.scene import SceneRenderer
-        from avsim.render.run.runner import resolve_rig
+        from avsim.render.run.runner import render_sizes, resolve_rig
 
+        sizes = tuple(render_sizes(scenario, opts).values())  # each camera's own aspect unless opts.exact_size
         self.renderer = SceneRenderer(
-            scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, size=(opts.width_px, opts.height_px),
+            scenario, rig=resolve_rig(scenario, opts.rig), cameras=opts.cameras, sizes=sizes,
             fps=opts.fps, backend=opts.backend, antialias=opts.antialias,
         )  # fmt: skip
         self.opts, self.reals, self.first, self.queue = opts, reals, first, queue
@@ -229,7 +230,8 @@ class SegmentWorker:
         with ExitStack() as stack:
             encoders: dict[tuple[str, str], tuple[MP4Writer, writer.Segment]] = {}
             for p in seg.parts:
-                size = (mosaic_w, mosaic_h) if p.kind == "mosaic" else (opts.width_px, opts.height_px)
+                cam_px = renderer.rig.cameras[renderer.rig.index(p.camera)] if p.kind != "mosaic" else None
+                size = (mosaic_w, mosaic_h) if cam_px is None else (cam_px.width_px, cam_px.height_px)
                 encoders[p.kind, p.camera] = (stack.enter_context(MP4Writer(p.segment.part, *size, opts.fps, preset=opts.preset)), p.segment)
             streams = {cam: self._frames(seg, cam, clock) for cam in cameras}
             for f in range(seg.start, seg.stop):

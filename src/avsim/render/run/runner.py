@@ -65,6 +65,7 @@ class RenderOptions:
     fps: float = style.DEFAULT_FPS
     width_px: int = style.DEFAULT_WIDTH_PX
     height_px: int = style.DEFAULT_HEIGHT_PX
+    exact_size: bool = True  # every camera at width_px x height_px; False: each at its own aspect at height_px (geometry/sizes.py; the CLI default)
     chunk_frames: int = 0
     workers: int = 1
     overlay: Path | None = None
@@ -332,6 +333,24 @@ def resolve_rig(scenario: Scenario, name: str) -> CameraRig:
     return scenario.rig if name == "scenario" else named_rig(name)
 
 
+def render_sizes(scenario: Scenario, opts: RenderOptions, cameras: tuple[str, ...] | None = None) -> dict[str, tuple[int, int]]:
+    """Each camera's image size in a render with `opts` (`geometry.sizes.camera_sizes` of the rig it asks for).
+
+    Args:
+        scenario: the scenario.
+        opts: render options (size, `exact_size`, rig, cameras).
+        cameras: the cameras (None: per `opts` and the rig).
+
+    Returns:
+        Camera -> (width, height), in rig order of `cameras`.
+    """
+    from avsim.render.geometry.sizes import camera_sizes
+
+    rig = resolve_rig(scenario, opts.rig)
+    rig = rig.subset(list(cameras or (tuple(opts.cameras) if opts.cameras else rig.names)))
+    return dict(zip(rig.names, camera_sizes(rig, opts.width_px, opts.height_px, opts.exact_size)))
+
+
 # ---- execution -------------------------------------------------------------------------------------
 def check_cameras(cameras: tuple[str, ...], rig: CameraRig) -> None:
     """Every asked-for camera must be in the rig (AvsimInputError naming `--cameras` otherwise).
@@ -380,8 +399,8 @@ def plan_overlay(scenario: Scenario, opts: RenderOptions, cameras: tuple[str, ..
 
     times_s = np.arange(stop - first, dtype=np.float64) / opts.fps + opts.overlay_offset_s
     clip_id = writer.safe_name(scenario.scenario_id)
-    size = (opts.width_px, opts.height_px)
-    return {cam: plan_camera(Path(opts.overlay), cam, clip_id, times_s, opts.fps, size, opts.overlay_fps) for cam in cameras}
+    sizes = render_sizes(scenario, opts, cameras)
+    return {cam: plan_camera(Path(opts.overlay), cam, clip_id, times_s, opts.fps, sizes[cam], opts.overlay_fps) for cam in cameras}
 
 
 def _rel(opts: RenderOptions, path: Path) -> str:
@@ -407,7 +426,7 @@ def plan_streams(clip_id: str, cameras: tuple[str, ...], first: int, stop: int, 
     Returns:
         (kind, job) pairs; a mosaic job's camera is "mosaic", an overlay's "<camera>.overlay".
     """
-    common = {"fps": opts.fps, "size": [opts.width_px, opts.height_px], "rig": opts.rig, "backend": opts.backend,
+    common = {"fps": opts.fps, "size": [opts.width_px, opts.height_px], "exact_size": opts.exact_size, "rig": opts.rig, "backend": opts.backend,
               "antialias": opts.antialias, "segment_frames": writer.SEGMENT_FRAMES}  # fmt: skip
     real_hex = {cam: r.digest() for cam, r in reals.items()}
     out: list[tuple[str, writer.CameraJob]] = []
