@@ -202,7 +202,7 @@ def test_exported_labels_score_perfectly_against_the_scenario(sample_dir: Path, 
     from avsim.evaluation.jobs import run_lanes, run_let
 
     out = tmp_path / "lab"
-    assert main(["labels", str(sample_dir), str(out), "--fps", "10", "--size", "320x180", "--cameras", FRONT]) == 0
+    assert main(["labels", str(sample_dir), str(out), "--fps", "10", "--size", "320x180", "--cameras", FRONT, "--label-files", "standard"]) == 0
     folder = out / CLIP / "labels"
     let = run_let(sample_dir, folder / "boxes3d.json").document["mean"]
     assert let["ap"] == pytest.approx(1.0) and let["apl"] == pytest.approx(1.0) and let["aph"] == pytest.approx(1.0)
@@ -217,7 +217,7 @@ def test_render_labels_writes_videos_and_label_files(sample_dir: Path, tmp_path:
 
     args = [str(sample_dir), "--frames", "3", "--size", "320x180", "--cameras", FRONT]
     assert main(["render", args[0], str(tmp_path / "a"), *args[1:]]) == 0
-    assert main(["render", args[0], str(tmp_path / "b"), *args[1:], "--labels"]) == 0
+    assert main(["render", args[0], str(tmp_path / "b"), *args[1:], "--labels", "--label-files", "standard"]) == 0
     video = f"{CLIP}/{CLIP}.{FRONT}.mp4"
     assert (tmp_path / "a" / video).read_bytes() == (tmp_path / "b" / video).read_bytes()
     folder = tmp_path / "b" / CLIP / "labels"

@@ -29,7 +29,7 @@ CLIP = "avsim_sample_seed0"
 def sample_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("clients")
     assert main(["sample", str(root / "s"), "--duration-s", "1"]) == 0
-    assert main(["labels", str(root / "s"), str(root / "out"), "--fps", "10", "--size", "320x180"]) == 0
+    assert main(["labels", str(root / "s"), str(root / "out"), "--fps", "10", "--size", "320x180", "--label-files", "both"]) == 0
     return root / "out" / CLIP / "labels"
 
 
@@ -42,7 +42,7 @@ def av2_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"no Argoverse 2 sensor log under {DATA_DIR} (real data is not shipped with avsim)")
     root = tmp_path_factory.mktemp("clients_av2")
     assert main(["convert", str(logs[0]), str(root / "s")]) == 0
-    assert main(["labels", str(root / "s"), str(root / "out"), "--fps", "1", "--frames", "4", "--size", "640x480"]) == 0
+    assert main(["labels", str(root / "s"), str(root / "out"), "--fps", "1", "--frames", "4", "--size", "x480", "--label-files", "both"]) == 0
     (folder,) = (root / "out").glob("*/labels")
     return folder
 
@@ -167,3 +167,78 @@ def test_real_av2_labels_are_read_by_the_clients(av2_labels: Path, tmp_path: Pat
     assert files == 7 * 4 and counted > 20
     doc = json.loads((av2_labels / "openlane" / "ring_front_center" / "000000.json").read_text())
     assert doc["intrinsic_model"] == "pinhole" and np.array(doc["intrinsic"]).shape == (3, 3)
+
+
+# ---- compact layout -----------------------------------------------------------------------------------
+@pytest.mark.e2e
+def test_compact_tables_give_the_standard_documents_back(sample_labels: Path, tmp_path: Path) -> None:
+    from avsim.evaluation.jobs import run_lanes, run_let
+    from avsim.render.labels import compact
+
+    assert compact.is_compact(sample_labels)
+    for cam in _cameras(sample_labels):  # OpenLane: the very bytes (lanes and poses are stored in float64)
+        docs = list(compact.openlane_documents(sample_labels, cam))
+        assert len(docs) == 11 and all((sample_labels / "openlane" / cam / f"{f:06d}.json").read_text() == t + "\n" for f, t in docs)
+        std, ours = json.loads((sample_labels / "coco" / f"{cam}.json").read_text()), compact.coco_document(sample_labels, cam)
+        assert ours["images"] == std["images"] and len(ours["annotations"]) == len(std["annotations"])
+        for a, b in zip(ours["annotations"], std["annotations"]):  # COCO: the same, extras within float32
+            assert {k: v for k, v in a.items() if not isinstance(v, (float, list)) or k == "bbox"} == {
+                k: v for k, v in b.items() if not isinstance(v, (float, list)) or k == "bbox"}  # fmt: skip
+            np.testing.assert_allclose(np.array(a["corners_px"], float), np.array(b["corners_px"], float), atol=2e-3, rtol=1e-6)
+    std, ours = json.loads((sample_labels / "boxes3d.json").read_text()), compact.boxes3d_document(sample_labels)
+    assert ours["meta"] == std["meta"] and list(ours["results"]) == list(std["results"])
+    for token, boxes in std["results"].items():
+        for a, b in zip(ours["results"][token], boxes):
+            assert (a["track_id"], a["detection_name"], a["cameras"]) == (b["track_id"], b["detection_name"], b["cameras"])
+            np.testing.assert_allclose(a["translation"] + a["size"] + a["rotation"], b["translation"] + b["size"] + b["rotation"], atol=1e-4)
+    # avsim's evaluators read the compact folder as they read the standard files
+    scenario = sample_labels.parents[2] / "s"
+    cam = "camera_front_wide_120fov"
+    compact_only = tmp_path / "c"
+    compact_only.mkdir()
+    for name in ("index.json", *compact.COMPACT_FILES.values()):
+        (compact_only / name).write_bytes((sample_labels / name).read_bytes())
+    a, b = run_lanes(compact_only / "openlane" / cam, scenario).document, run_lanes(sample_labels / "openlane" / cam, scenario).document
+    assert a == b and a["f_score"] == pytest.approx(1.0)
+    let = run_let(scenario, compact_only).document["mean"]  # float32 boxes: APL within 1e-6 of the JSON's
+    assert let == pytest.approx(run_let(scenario, sample_labels / "boxes3d.json").document["mean"], abs=1e-6) and let["ap"] == pytest.approx(1.0)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fmt", ["png", "jpg"])
+def test_images_beside_coco_are_what_a_detector_trainer_reads(tmp_path: Path, fmt: str) -> None:
+    import cv2
+    from pycocotools.coco import COCO
+
+    from avsim.core.video import read_video
+
+    cam = "camera_front_wide_120fov"
+    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    args = ["--frames", "3", "--size", "320x180", "--cameras", cam]
+    assert main(["render", str(tmp_path / "s"), str(tmp_path / "out"), *args, "--labels", "--images", fmt]) == 0
+    folder = tmp_path / "out" / CLIP / "labels"
+    assert not (folder / "boxes3d.json").exists() and (folder / "annotations.parquet").is_file()  # compact, plus COCO for the images
+    coco = COCO(str(folder / "coco" / f"{cam}.json"))
+    video = read_video(tmp_path / "out" / CLIP / f"{CLIP}.{cam}.mp4")
+    for img in coco.loadImgs(coco.getImgIds()):
+        assert img["file_name"] == f"images/{cam}/{img['id']:06d}.{fmt}"
+        pixels = cv2.imread(str(folder / img["file_name"]))[..., ::-1]
+        assert pixels.shape == (img["height"], img["width"], 3) == (180, 320, 3)
+        assert np.abs(pixels.astype(int) - video[img["id"]]).mean() < 3.0  # the frame the video holds (both lossy but png)
+    if fmt == "png":  # lossless: the renderer's own frame
+        from avsim.render.geometry.scene import SceneRenderer
+        from avsim.scenario.io import load_scenario
+
+        frame = SceneRenderer(load_scenario(tmp_path / "s"), cameras=[cam], size=(320, 180)).render_camera(1, 0)
+        assert np.array_equal(cv2.imread(str(folder / "images" / cam / f"000001.{fmt}"))[..., ::-1], frame)
+
+
+def test_run_options_carry_the_label_layout_and_images(tmp_path: Path) -> None:
+    from avsim.core.errors import AvsimInputError
+    from avsim.jobs.options import coerce_options, render_options
+
+    opts = render_options(coerce_options("labels", {"label_files": "both", "images": "jpg"}, "t"), tmp_path, labels_only=True)
+    assert (opts.label_files, opts.label_images, opts.exact_size) == ("both", "jpg", False)
+    assert render_options({}, tmp_path).label_files == "compact"
+    with pytest.raises(AvsimInputError, match="label_files"):
+        render_options({"label_files": "zip"}, tmp_path)

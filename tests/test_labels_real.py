@@ -23,7 +23,7 @@ def mono3d(shared_data: Path) -> Path:
 def test_exported_centres_match_official_center2d(mono3d: Path, tmp_path: Path) -> None:
     assert main(["convert", "--from", "mmdet3d", str(mono3d), str(tmp_path / "scn")]) == 0
     # the keyframe at the images' native size (labels are in the pixels of the rendered size)
-    assert main(["labels", str(tmp_path / "scn"), str(tmp_path / "out"), "--frames", "1", "--size", "1600x900"]) == 0
+    assert main(["labels", str(tmp_path / "scn"), str(tmp_path / "out"), "--frames", "1", "--size", "1600x900", "--label-files", "standard"]) == 0
     ref = json.loads(mono3d.read_text())
     camera_of = {im["id"]: im["file_name"].split("/")[1] for im in ref["images"]}
     (folder,) = (tmp_path / "out").glob("*/labels")
@@ -66,7 +66,7 @@ def test_frame_0_of_a_converted_info_is_the_keyframe(shared_data: Path, tmp_path
     from avsim.scenario.importers.safe_pickle import load_pickle
 
     assert main(["convert", "--from", "mmdet3d", str(info), str(tmp_path / "scn")]) == 0
-    assert main(["labels", str(tmp_path / "scn"), str(tmp_path / "out"), "--frames", "1", "--size", "1600x900"]) == 0
+    assert main(["labels", str(tmp_path / "scn"), str(tmp_path / "out"), "--frames", "1", "--size", "1600x900", "--label-files", "standard"]) == 0
     (folder,) = (tmp_path / "out").glob("*/labels")
     sample = min(load_pickle(info)["data_list"], key=lambda s: s["timestamp"])
     index = json.loads((folder / "index.json").read_text())

@@ -47,7 +47,8 @@ def test_labelled_render_videos_are_pinned(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(core_video, "rgb_to_yuv420p", _swscale_yuv420p)
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
     out = tmp_path / "out"
-    args = ["render", str(tmp_path / "s"), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS]
+    args = ["render", str(tmp_path / "s"), str(out), "--labels", "--size", "320x180", "--frames", "4", "--cameras", CAMERAS,
+            "--label-files", "standard"]  # fmt: skip
     assert main(args) == 0
     clip = out / "avsim_sample_seed0"
     got = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(clip.glob("*.mp4"))}
@@ -81,7 +82,7 @@ def test_chunked_render_and_labels_command_write_the_same_labels(tmp_path: Path,
     from avsim.render.run import labels as labels_run
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
-    common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
+    common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS, "--label-files", "both"]
     render = ["render", str(tmp_path / "s"), str(tmp_path / "out"), "--labels", "--chunk", "2", *common]
     with monkeypatch.context() as m:  # a run stopped after its segments, before the merge: the parts stay
         m.setattr(labels_run, "merge_parts", _stopped)
@@ -107,13 +108,13 @@ def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path:
     from avsim.render.run import writer
 
     assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
-    common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS]
+    common = ["--size", "160x90", "--frames", "1:6", "--cameras", CAMERAS, "--label-files", "both"]
     assert main(["labels", str(tmp_path / "s"), str(tmp_path / "one"), *common]) == 0
     monkeypatch.setattr(labels_merge, "MERGE_BOXES_BLOCK_FRAMES", 2)
     monkeypatch.setattr(writer, "SEGMENT_FRAMES", 2)
     assert main(["labels", str(tmp_path / "s"), str(tmp_path / "lab"), *common]) == 0
     one = _label_hashes(tmp_path / "one" / "avsim_sample_seed0" / "labels")
-    assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == one and len(one) == 14
+    assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == one and len(one) == 18  # 14 standard, 4 compact
 
 
 def _stopped(*args: object) -> None:

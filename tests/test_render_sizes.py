@@ -55,7 +55,8 @@ def test_cli_sizes_and_the_stretch_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert "stretches" not in capsys.readouterr().err
     index = json.loads(next((tmp_path / "a").glob("*/labels/index.json")).read_text())
     assert index["camera_sizes_px"] == {cam: [320, 180]} and (index["width_px"], index["height_px"]) == (320, 180)
-    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "b"), "--frames", "1", "--size", "320x240", "--cameras", cam]) == 0
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "b"), "--frames", "1", "--size", "320x240", "--cameras", cam,
+                 "--label-files", "standard"]) == 0  # fmt: skip
     lines = [x for x in capsys.readouterr().err.splitlines() if "stretches" in x]
     assert len(lines) == 1 and f"{cam} 1280x720 -> 320x240 (0.75x wide)" in lines[0] and lines[0].endswith("aspect")
     coco = json.loads(next((tmp_path / "b").glob(f"*/labels/coco/{cam}.json")).read_text())

@@ -19,6 +19,7 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,21 @@ def _xyz(value: Any, where: str, p: Path) -> np.ndarray:
 
 def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> LaneSet:
     """Lanes from one OpenLane JSON file or a folder of them (see module docstring)."""
+    return read_openlane_documents(((f, read_json(f)) for f in _json_files(Path(path))), ground_truth)
+
+
+def read_openlane_documents(docs: Iterable[tuple[Path, Any]], ground_truth: bool) -> LaneSet:
+    """Lanes from OpenLane documents already read (file, document), as `read_openlane_json` reads each file.
+
+    Args:
+        docs: (the file it came from, named in errors and as the fallback frame key; the parsed JSON).
+        ground_truth: GT documents ((3, N) camera-frame points and an extrinsic) or results ((N, 3) ground frame).
+
+    Returns:
+        The lanes in the ground frame.
+    """
     frames, lanes, cats, vis = [], [], [], []
-    for f in _json_files(Path(path)):
-        doc = read_json(f)
+    for f, doc in docs:
         if not isinstance(doc, dict):
             raise AvsimInputError(f, "json", f"top level must be an object, got {type(doc).__name__}")
         key = str(doc.get("file_path", f.stem))

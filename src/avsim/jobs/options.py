@@ -17,10 +17,11 @@ from avsim.core.errors import AvsimInputError
 _RENDER_TYPES: dict[str, type] = {
     "cameras": str, "start": float, "end": float, "frames": str, "fps": float, "size": str, "chunk": int,
     "rig": str, "backend": str, "preset": str, "layout": str, "labels": bool, "mosaic": bool, "png": bool,
+    "label_files": str, "images": str,
 }  # fmt: skip
 OPTION_TYPES: dict[str, dict[str, type]] = {
     "render": _RENDER_TYPES,
-    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig")},
+    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig", "label_files", "images")},
     "convert": {"format": str, "rig": str},
     "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
 }
@@ -110,7 +111,11 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
 
     size = options.get("size")  # given: every camera at exactly WxH; absent: each at its own aspect, 720 high
     width_px, height_px = parse_size(str(size), source) if size is not None else (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX)
-    checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch")}
+    from avsim.render.labels.merge import LABEL_FILES
+    from avsim.render.run.labels import IMAGE_FORMATS
+
+    checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch"),
+              "label_files": LABEL_FILES, "images": IMAGE_FORMATS}  # fmt: skip
     for key, allowed in checks.items():
         if key in options and options[key] not in allowed:
             raise AvsimInputError(source, key, f"expected one of {', '.join(allowed)}, got {options[key]!r}")
@@ -125,6 +130,8 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
         fps=fps, width_px=width_px, height_px=height_px, exact_size=size is not None, chunk_frames=int(options.get("chunk", 0)), workers=1,
         rig=str(options.get("rig", "scenario")), backend=str(options.get("backend", "numba")),
         preset=str(options.get("preset", writer.DEFAULT_PRESET)), layout=str(options.get("layout", "default")),
-        labels=True if labels_only else bool(options.get("labels", False)), mosaic=bool(options.get("mosaic", False)),
+        labels=True if labels_only else bool(options.get("labels", False)) or options.get("images") is not None,
+        label_files=next(f for f in LABEL_FILES if f == options.get("label_files", "compact")), label_images=options.get("images"),
+        mosaic=bool(options.get("mosaic", False)),
         png=bool(options.get("png", False)),
     )  # fmt: skip

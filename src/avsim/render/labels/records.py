@@ -39,6 +39,7 @@ from avsim.render.labels.boxes import (
 )  # fmt: skip
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.lanes import (
+    LaneTable,
     camera_json,
     lane_lines_text,
     lane_points_camera,
@@ -172,6 +173,24 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         file_path, timestamp_ns, extrinsic, intrinsic, intrinsic_model, camera_model, lane_lines.
     """
     table = lane_table(scenario.map.lane_lines)
+    return openlane_text(table, np.arange(len(table.category)), camera, ego_SE3_camera, world_SE3_ego, timestamp_ns)
+
+
+def openlane_text(table: LaneTable, line_ids: NDArrayInt, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3,
+                  timestamp_ns: int) -> str:  # fmt: skip
+    """`lane_record` of a lane table: the OpenLane document's text of one camera-frame.
+
+    Args:
+        table: the lane lines (the map's, or the stored subset of a compact label folder).
+        line_ids: (K,) each table line's index in the map (`track_id` of its entry).
+        camera: the camera (at the image size).
+        ego_SE3_camera: its extrinsic (RDF camera axes).
+        world_SE3_ego: the ego pose.
+        timestamp_ns: the frame time.
+
+    Returns:
+        The document's compact JSON text (`lane_record`).
+    """
     idx = near_lines(table, np.asarray(world_SE3_ego.translation)[:2], LANE_RADIUS_M)
     R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
     R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
@@ -181,7 +200,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
         p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
         order = near_to_far(p_all @ R_ec[0], bounds)  # OpenLane's ground y is the ego's x axis for every camera
         xyz = (p_all[order] @ CV_TO_OPENLANE_CAM.T).T
-        text = lane_lines_text(xyz, bounds, vis[order], table.category[idx], idx, 6)
+        text = lane_lines_text(xyz, bounds, vis[order], table.category[idx], np.asarray(line_ids, np.int64)[idx], 6)
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
@@ -197,7 +216,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 def camera_frame_record(
     scenario: Scenario, boxes: FrameBoxes3D, track_of_object: np.ndarray, camera_name: str, camera: Camera,
     ego_SE3_camera: SE3, frame_index: int, ids: NDArrayInt32, prims: Primitives, rays: NDArrayFloat32,
-    id_stats: NDArrayInt | None = None, scratch: NDArrayByte | None = None,
+    id_stats: NDArrayInt | None = None, scratch: NDArrayByte | None = None, openlane: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """The labels of one camera image, from its id buffer and primitives.
 
@@ -215,11 +234,15 @@ def camera_frame_record(
         id_stats: optional (N, 9) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
             coverage is then recomputed only for contested objects (same labels).
         scratch: optional (H, W) uint8 zeros for the coverage pass (`raster.object_coverage_visible_px`).
+        openlane: compute the OpenLane document (the standard files); a compact label folder stores the
+            lane lines once instead.
 
     Returns:
         {"frame_index", "camera", "timestamp_ns", "track_ids": [str, ...] (every box with unoccluded
-        pixels: the boxes3d entries' "cameras"), "annotations": `ImageAnnotations` (the visible
-        boxes' COCO annotations), "openlane": str} (the OpenLane document's JSON text, `lane_record`).
+        pixels: the boxes3d entries' "cameras"), "ego_SE3_camera": 3x4 rows (the camera at its capture
+        time in the ego frame of the frame time), "annotations": `ImageAnnotations` (the visible boxes'
+        COCO annotations), "openlane": str (the OpenLane document's JSON text, `lane_record`; "" without
+        `openlane`)}.
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
@@ -230,9 +253,10 @@ def camera_frame_record(
     objs = np.flatnonzero(unocc > 0)
     track_ids = [str(t) for t in boxes.track_id[lab.box].tolist()]
     anns = _annotations(boxes, lab, ids, objs)
-    openlane = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns)
+    text = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns) if openlane else ""
+    pose = np.c_[np.asarray(ego_SE3_camera.rotation), np.asarray(ego_SE3_camera.translation)].tolist()
     return {"frame_index": int(frame_index), "camera": camera_name, "timestamp_ns": int(boxes.timestamp_ns),
-            "track_ids": track_ids, "annotations": anns, "openlane": openlane}  # fmt: skip
+            "track_ids": track_ids, "ego_SE3_camera": pose, "annotations": anns, "openlane": text}  # fmt: skip
 
 
 ANNOTATION_FLOATS = ("center_camera_m", "size_lwh_m", "rotation_camera_wxyz", "center_px", "center_depth_m", "corners_px",
@@ -328,7 +352,7 @@ def encoded_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-PART_FORMAT = "avsim-labels-part-2"
+PART_FORMAT = "avsim-labels-part-3"  # 3: records carry ego_SE3_camera (issue 41)
 
 
 def json_strings(values: np.ndarray) -> list[str]:
@@ -445,7 +469,7 @@ def write_json(path: Path, doc: Any) -> None:
 
 
 def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
-    """Write many small JSON files into `folder`: into one temporary folder beside them, then each renamed into place.
+    """Write many small JSON (or image) files into `folder`: into one temporary folder beside them, then each renamed into place.
 
     One `atomic_output_path` per call instead of per file (its stale-temporary scan lists the
     folder, which made per-file writes quadratic in the number of frames); every file appears
@@ -454,7 +478,7 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     Args:
         folder: the destination folder (made if missing).
         docs: file name -> JSON-ready document, or a str: the document's JSON text already
-            (`lane_record`), written as it is.
+            (`lane_record`), written as it is (with a newline), or bytes (an image), written as they are.
 
     Returns:
         The files written, in `docs` order.
@@ -463,6 +487,9 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     staging = folder / ".staging"
     with atomic_output_path(staging, is_dir=True) as tmp:
         for name, doc in docs.items():
+            if isinstance(doc, bytes):
+                (Path(tmp) / name).write_bytes(doc)
+                continue
             text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"))
             (Path(tmp) / name).write_text(text + "\n", encoding="utf-8")
         for name in docs:

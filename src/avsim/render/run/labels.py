@@ -65,18 +65,59 @@ def _part_in(folder: Path, camera: str, start: int) -> Path:
     return folder / ".parts" / f"{camera}.{start:06d}.json"
 
 
+IMAGE_FORMATS = ("jpg", "png")
+JPEG_QUALITY = 95
+
+
+def image_name(camera: str, frame_index: int, image_format: str) -> str:
+    """`images/<camera>/<frame:06d>.<ext>`: a frame's image file, relative to the label folder (COCO `file_name`).
+
+    Args:
+        camera: the camera.
+        frame_index: frame at the render rate.
+        image_format: "jpg" or "png".
+
+    Returns:
+        The relative path.
+    """
+    return f"images/{camera}/{int(frame_index):06d}.{image_format}"
+
+
+def encode_image(img: NDArrayByte, image_format: str) -> bytes:
+    """An RGB frame as JPEG (quality JPEG_QUALITY) or PNG bytes (OpenCV; the same frame gives the same bytes).
+
+    Args:
+        img: (H, W, 3) uint8 RGB.
+        image_format: "jpg" or "png".
+
+    Returns:
+        The encoded file.
+    """
+    import cv2
+
+    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if image_format == "jpg" else []
+    ok, buf = cv2.imencode(f".{image_format}", np.ascontiguousarray(img[..., ::-1]), params)
+    if not ok:
+        raise RuntimeError(f"OpenCV could not encode a {img.shape} frame as {image_format}")
+    return bytes(buf)
+
+
 def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> None:
-    """One camera segment's labels: its OpenLane files (final per camera-frame files, written straight to
-    `labels/openlane/<camera>/`, one JSON encoding) and the rest of its records as the part file.
+    """One camera segment's labels: its OpenLane files and images (final per camera-frame files, written straight
+    to `labels/openlane/<camera>/` and `labels/images/<camera>/`) and the rest of its records as the part file.
 
     Args:
         part: the part file (`<label folder>/.parts/...`).
         camera: the camera.
-        records: its camera-frame records in frame order ("openlane" is taken out of them).
+        records: its camera-frame records in frame order ("openlane" and "image" are taken out of them).
     """
     folder = part.parent.parent
     lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
-    labels_io.write_json_files(folder / "openlane" / camera, lanes)
+    images = {Path(name).name: data for name, data in (r.pop("image", None) or ("", b"") for r in records) if name}
+    if any(lanes.values()):  # the standard files asked for
+        labels_io.write_json_files(folder / "openlane" / camera, lanes)
+    if images:
+        labels_io.write_json_files(folder / "images" / camera, images)
     labels_io.write_part(part, records)
 
 
@@ -111,20 +152,24 @@ class Labeller:
 
     renderer: SceneRenderer
     boxes: FrameBoxesCache
+    openlane: bool = True  # compute the OpenLane documents (the standard files); a compact folder stores the lanes once
+    image_format: str | None = None  # also keep each frame as a jpg / png file beside the labels
 
     @classmethod
-    def of(cls, renderer: SceneRenderer) -> Labeller:
+    def of(cls, renderer: SceneRenderer, files: str = "standard", image_format: str | None = None) -> Labeller:
         """A labeller of `renderer`'s frames with an empty box cache.
 
         Args:
             renderer: the scene renderer.
+            files: the label layout ("compact", "standard", "both").
+            image_format: "jpg" / "png" to keep the frames as image files, or None.
 
         Returns:
             The labeller.
         """
         from avsim.render.labels.boxes import FrameBoxesCache
 
-        return cls(renderer, FrameBoxesCache(renderer.scenario))
+        return cls(renderer, FrameBoxesCache(renderer.scenario), files != "compact", image_format)
 
 
 def frame_record(
@@ -139,7 +184,8 @@ def frame_record(
         buffers: optional scratch buffers of the camera's image size (None: new ones).
 
     Returns:
-        (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
+        (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record
+        (with "image": (its file name, encoded bytes) when the labeller keeps images).
     """
     renderer = labeller.renderer
     img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
@@ -152,7 +198,10 @@ def frame_record(
     rec = labels_io.camera_frame_record(
         renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
         ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index), id_stats, None if buffers is None else buffers.mask,
+        labeller.openlane,
     )  # fmt: skip
+    if labeller.image_format is not None:
+        rec["image"] = (image_name(rig.names[camera_index], frame_index, labeller.image_format), encode_image(img, labeller.image_format))
     return img, rec
 
 
@@ -218,36 +267,39 @@ def merge_parts(scenario: Scenario, opts: RenderOptions, clip_id: str, segments:
     Returns:
         The label files written.
     """
-    from avsim.render.run.runner import render_sizes
-
     folder = labels_folder(opts.out, clip_id)
     parts = [(s.camera, part_path(opts.out, clip_id, s)) for s in sorted(segments, key=lambda s: s.start)]
-    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames),
-                            render_sizes(scenario, opts))  # fmt: skip
+    return write_from_parts(scenario, opts, folder, parts, video_map(clip_id, first, stop, opts.chunk_frames))
 
 
 def write_from_parts(scenario: Scenario, opts: RenderOptions, folder: Path, parts: list[tuple[str, Path]],
-                     video: dict[int, tuple[str, int]], sizes: dict[str, tuple[int, int]]) -> list[Path]:  # fmt: skip
+                     video: dict[int, tuple[str, int]]) -> list[Path]:  # fmt: skip
     """Write the label files into `folder` from part files, one part in memory at a time, then drop the parts.
 
     Args:
         scenario: the scenario.
-        opts: the render options (cameras resolved).
+        opts: the render options (cameras resolved; `label_files`, `label_images`).
         folder: the label folder.
         parts: (camera, part file) in frame order.
         video: frame index -> (video clip id, frame within that video).
-        sizes: camera -> its image (width, height).
 
     Returns:
         The label files written.
     """
+    from avsim.render.run.runner import render_sizes, resolve_rig
+
     assert opts.cameras is not None
     heads = [h for _, p in parts for h in labels_io.read_part_heads(p)]
 
     def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
         return (labels_io.read_part(p) for cam, p in parts if cam == camera)
 
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, tuple(opts.cameras), opts.fps, video, sizes, opts.rig)
+    cameras = tuple(opts.cameras)
+    rig = resolve_rig(scenario, opts.rig).subset(list(cameras)).resize_each(tuple(render_sizes(scenario, opts).values()))
+    names = {(h["camera"], h["frame_index"]): image_name(h["camera"], h["frame_index"], opts.label_images)
+             for h in heads} if opts.label_images else {}  # fmt: skip
+    clip = labels_merge.ClipLabels(cameras, opts.fps, video, dict(zip(rig.names, rig.cameras)), opts.rig, opts.label_files, names)
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, clip)
     for _, p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
@@ -280,9 +332,8 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     sizes = render_sizes(scenario, opts, cameras)
     renderer = SceneRenderer(scenario, rig=rig, cameras=cameras, sizes=tuple(sizes.values()), fps=opts.fps, antialias=opts.antialias)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        parts = _label_parts(Labeller.of(renderer), Path(tmp), first, stop, progress)
-        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames),
-                         sizes)  # fmt: skip
+        parts = _label_parts(Labeller.of(renderer, opts.label_files, opts.label_images), Path(tmp), first, stop, progress)
+        write_from_parts(scenario, replace(opts, cameras=cameras), Path(tmp), parts, video_map(clip_id, first, stop, opts.chunk_frames))
     return folder
 
 

@@ -183,7 +183,7 @@ class SegmentWorker:
             from avsim.render.run import labels as labels_run
 
             if self._labeller is None:  # one per renderer: it keeps the frames' boxes for every camera
-                self._labeller = labels_run.Labeller.of(renderer)
+                self._labeller = labels_run.Labeller.of(renderer, opts.label_files, opts.label_images)
             part = labels_run.part_path(opts.out, writer.safe_name(renderer.scenario.scenario_id), cam_part)
             labelled = labels_run.labelled_frames(self._labeller, cam_part, part)
         for f in range(seg.start, seg.stop):

@@ -32,6 +32,7 @@ from avsim.render.run.pool import StageTimes, StreamPart, TimeSegment, render_se
 from avsim.render.run.real_frames import RealCamera, plan_camera
 
 if TYPE_CHECKING:
+    from avsim.render.labels.merge import LabelFiles
     from avsim.scenario import Scenario
 
 RIG_CHOICES = ("scenario", *NAMED_RIGS)
@@ -77,6 +78,8 @@ class RenderOptions:
     overwrite: bool = False
     preset: str = writer.DEFAULT_PRESET
     labels: bool = False  # also write labels (render/labels_run.py): same pass, numba id buffer
+    label_files: LabelFiles = "compact"  # compact parquet tables, the standard files, or both (render/labels/merge.py LABEL_FILES)
+    label_images: str | None = None  # also keep every labelled frame as a jpg / png file under labels/images/
     antialias: bool = True  # 4x MSAA on edge pixels (render/raster_aa.py); False (`--aa off`): the exact single-sample frames
     overlay_offset_s: float = 0.0  # render time t shows real time t + offset (render/real_frames.py)
     overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
