@@ -63,9 +63,10 @@ def ego_T_lidar(tilted: bool) -> np.ndarray:
 
 
 def converter_yaw(lidar_R_world: np.ndarray, world_yaw: float) -> float:
-    """The yaw mmdet3d's nuScenes converter writes: ``yaw_pitch_roll[0]`` of the box rotation in the lidar frame."""
-    R = lidar_R_world @ rz(world_yaw)
-    return float(np.arctan2(R[1, 0], R[0, 0]))
+    """The yaw mmdet3d's nuScenes converter writes: pyquaternion's ``yaw_pitch_roll[0]`` of the box rotation in the lidar frame."""
+    from pyquaternion import Quaternion
+
+    return float(Quaternion(matrix=lidar_R_world @ rz(world_yaw), atol=1e-9).yaw_pitch_roll[0])
 EGO_T_CAM = se3(rz(0.05) @ np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]), (1.70, 0.02, 1.51))
 
 

@@ -42,14 +42,15 @@ def test_exported_centres_match_official_center2d(mono3d: Path, tmp_path: Path) 
 
 
 def _world_heading(lidar_R_world: np.ndarray, yaw_lidar: float) -> float:
-    """The world heading of the upright box whose lidar-frame yaw (the converter's yaw_pitch_roll[0]) is `yaw_lidar`,
-    found by bisection on the converter's own forward rule (independent of the importer's closed form)."""
+    """The world heading of the upright box whose lidar-frame yaw (the converter's pyquaternion yaw_pitch_roll[0]) is
+    `yaw_lidar`, found by bisection on the converter's own forward rule (independent of the importer's closed form)."""
+    from pyquaternion import Quaternion  # what the converter calls
     from scipy.optimize import brentq
 
     def converter_yaw(psi: float) -> float:
         c, s = np.cos(psi), np.sin(psi)
         R = lidar_R_world @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        return float(np.angle(np.exp(1j * (np.arctan2(R[1, 0], R[0, 0]) - yaw_lidar))))
+        return float(np.angle(np.exp(1j * (Quaternion(matrix=R, rtol=1e-5, atol=1e-5).yaw_pitch_roll[0] - yaw_lidar))))
 
     guess = yaw_lidar + np.arctan2(lidar_R_world[0, 1], lidar_R_world[0, 0])  # the yaw-only answer
     return brentq(converter_yaw, guess - 0.3, guess + 0.3, xtol=1e-14)

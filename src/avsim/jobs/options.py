@@ -112,7 +112,7 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     size = options.get("size")  # given: every camera at exactly WxH; absent: each at its own aspect, 720 high
     width_px, height_px = parse_size(str(size), source) if size is not None else (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX)
     from avsim.render.labels.merge import LABEL_FILES
-    from avsim.render.run.labels import IMAGE_FORMATS
+    from avsim.render.labels.records import IMAGE_FORMATS
 
     checks = {"rig": RIG_CHOICES, "preset": X264_PRESETS, "layout": writer.LAYOUTS, "backend": ("numba", "torch"),
               "label_files": LABEL_FILES, "images": IMAGE_FORMATS}  # fmt: skip

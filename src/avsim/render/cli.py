@@ -109,7 +109,7 @@ IMAGES_HELP = "Also write every labelled frame as an image file (jpg or png) und
 def _check_label_choices(label_files: str, images: str | None) -> LabelFiles:
     """`--label-files` as its layout name, or a usage error (as `--images`)."""
     from avsim.render.labels.merge import LABEL_FILES
-    from avsim.render.run.labels import IMAGE_FORMATS
+    from avsim.render.labels.records import IMAGE_FORMATS
 
     if images is not None and images not in IMAGE_FORMATS:
         raise typer.BadParameter(f"--images: expected one of {', '.join(IMAGE_FORMATS)}, got {images!r}")
@@ -335,6 +335,23 @@ def labels_command(
         task = bar.add_task("labels", total=n_cams * (stop - first))
         folder = run_labels(scen, opts, progress=lambda n: bar.advance(task, n))
     console.print(f"labelled {stop - first} frames x {n_cams} cameras -> {folder}")
+
+
+@app.command("labels-mmdet3d")
+def labels_mmdet3d_command(
+    out: Path = typer.Argument(..., help="The info file to write (.pkl); image paths in it are relative to its folder."),
+    folders: list[Path] = typer.Argument(..., help="Label folders, or render / generate / `avsim run` outputs holding them."),
+) -> None:
+    """Write an mmdetection3d 1.1+ nuScenes-style info file of labelled clips (docs/labels.md)."""
+    from avsim.render.labels.mmdet3d_info import MMDET3D_LAYOUT, write_mmdet3d_info
+    from avsim.render.run.labels import find_label_folders
+
+    found = find_label_folders(folders)
+    if not found:
+        raise AvsimInputError(folders[0], "labels", "no label folder (labels/index.json) found")
+    _check_output(out.parent)
+    n = write_mmdet3d_info(found, out)
+    typer.echo(f"wrote {out}: {n} samples of {len(found)} clips ({MMDET3D_LAYOUT})", err=True)
 
 
 def _check_output(out: Path) -> None:

@@ -446,6 +446,29 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
 
 
+IMAGE_FORMATS = ("jpg", "png")  # `--images`
+JPEG_QUALITY = 95
+
+
+def encode_image(img: NDArrayByte, image_format: str) -> bytes:
+    """An RGB frame as JPEG (quality JPEG_QUALITY) or PNG bytes (OpenCV; the same frame gives the same bytes).
+
+    Args:
+        img: (H, W, 3) uint8 RGB.
+        image_format: "jpg" or "png".
+
+    Returns:
+        The encoded file.
+    """
+    import cv2
+
+    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if image_format == "jpg" else []
+    ok, buf = cv2.imencode(f".{image_format}", np.ascontiguousarray(img[..., ::-1]), params)
+    if not ok:
+        raise RuntimeError(f"OpenCV could not encode a {img.shape} frame as {image_format}")
+    return bytes(buf)
+
+
 def write_text(path: Path, text: str) -> None:
     """Write a text file (atomic; parent folders made).
 

@@ -65,10 +65,6 @@ def _part_in(folder: Path, camera: str, start: int) -> Path:
     return folder / ".parts" / f"{camera}.{start:06d}.json"
 
 
-IMAGE_FORMATS = ("jpg", "png")
-JPEG_QUALITY = 95
-
-
 def image_name(camera: str, frame_index: int, image_format: str) -> str:
     """`images/<camera>/<frame:06d>.<ext>`: a frame's image file, relative to the label folder (COCO `file_name`).
 
@@ -81,25 +77,6 @@ def image_name(camera: str, frame_index: int, image_format: str) -> str:
         The relative path.
     """
     return f"images/{camera}/{int(frame_index):06d}.{image_format}"
-
-
-def encode_image(img: NDArrayByte, image_format: str) -> bytes:
-    """An RGB frame as JPEG (quality JPEG_QUALITY) or PNG bytes (OpenCV; the same frame gives the same bytes).
-
-    Args:
-        img: (H, W, 3) uint8 RGB.
-        image_format: "jpg" or "png".
-
-    Returns:
-        The encoded file.
-    """
-    import cv2
-
-    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if image_format == "jpg" else []
-    ok, buf = cv2.imencode(f".{image_format}", np.ascontiguousarray(img[..., ::-1]), params)
-    if not ok:
-        raise RuntimeError(f"OpenCV could not encode a {img.shape} frame as {image_format}")
-    return bytes(buf)
 
 
 def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> None:
@@ -201,7 +178,7 @@ def frame_record(
         labeller.openlane,
     )  # fmt: skip
     if labeller.image_format is not None:
-        rec["image"] = (image_name(rig.names[camera_index], frame_index, labeller.image_format), encode_image(img, labeller.image_format))
+        rec["image"] = (image_name(rig.names[camera_index], frame_index, labeller.image_format), labels_io.encode_image(img, labeller.image_format))
     return img, rec
 
 
@@ -357,3 +334,24 @@ def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
             parts.append((c, _part_in(folder, c, start)))
             write_segment(parts[-1][1], c, records[c])
     return parts
+
+
+def find_label_folders(roots: list[Path]) -> list[Path]:
+    """The label folders given, or found one or two levels below the given folders (`<clip>/labels`, `labels`).
+
+    Args:
+        roots: label folders, render / generate outputs or dataset outputs.
+
+    Returns:
+        Label folders (holding `index.json`), sorted, each once.
+    """
+    found: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if (root / "index.json").is_file():
+            found.add(root)
+            continue
+        found.update(p.parent for pattern in ("labels/index.json", "*/labels/index.json", "*/*/labels/index.json")
+                     for p in root.glob(pattern))  # fmt: skip
+    return sorted(found)
+

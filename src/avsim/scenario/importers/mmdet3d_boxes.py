@@ -106,15 +106,14 @@ def lidar_boxes(bbox_3d: np.ndarray, legacy: bool) -> tuple[np.ndarray, np.ndarr
 def upright_world_yaw(world_R_lidar: np.ndarray, yaw_lidar_rad: np.ndarray) -> np.ndarray:
     """World headings of the upright boxes whose lidar-frame yaw mmdet3d's converter wrote.
 
-    nuScenes boxes are upright in the world (rotation about the world z only). The converter
-    moves each into the lidar frame and keeps one angle, the yaw of that rotation
-    (``yaw_pitch_roll[0]`` = atan2(R[1, 0], R[0, 0])); the lidar's roll and pitch are dropped.
-    The box's heading u is horizontal in the world, and in the lidar frame it lies in the plane
-    spanned by (cos yaw, sin yaw, 0) and the lidar z axis, i.e. u is perpendicular to that
-    plane's normal n = world_R_lidar (-sin yaw, cos yaw, 0): u = +-(n_y, -n_x, 0), with the sign
-    that points along world_R_lidar (cos yaw, sin yaw, 0). The converter's yaw of the upright
-    box with this heading is `yaw_lidar_rad` again (exact inverse; a yaw-only lidar pose gives
-    yaw + the lidar's heading).
+    nuScenes boxes are upright in the world (rotation about the world z only, heading psi). The
+    converter moves each into the lidar frame and keeps one angle, pyquaternion's
+    ``yaw_pitch_roll[0]`` of the rotation R = lidar_R_world Rz(psi): atan2(-R[0, 1], R[0, 0]) (its
+    z-y'-x'' angles of R = Rx(roll) Ry(pitch) Rz(yaw)). With (a, b) the first row of
+    lidar_R_world, R[0, 0] = a cos psi + b sin psi and -R[0, 1] = a sin psi - b cos psi, so that
+    angle is exactly psi - atan2(b, a), the lidar's roll and pitch included: psi = yaw + the heading
+    of the lidar's x axis in the world (atan2(world_R_lidar[1, 0], world_R_lidar[0, 0])). The box
+    is rebuilt upright with that heading; carried through the tilted lidar pose it would be tilted.
 
     Args:
         world_R_lidar: (3, 3) rotation of the lidar in the world at the sample time.
@@ -123,12 +122,7 @@ def upright_world_yaw(world_R_lidar: np.ndarray, yaw_lidar_rad: np.ndarray) -> n
     Returns:
         (N,) world headings (rad), about the world z axis, counter-clockwise from x.
     """
-    c, s = np.cos(yaw_lidar_rad), np.sin(yaw_lidar_rad)
-    n_w = np.stack([-s, c, np.zeros_like(c)], -1) @ world_R_lidar.T  # (N, 3)
-    h_w = np.stack([c, s, np.zeros_like(c)], -1) @ world_R_lidar.T
-    heading = np.arctan2(-n_w[:, 0], n_w[:, 1])
-    flip = np.cos(heading) * h_w[:, 0] + np.sin(heading) * h_w[:, 1] < 0
-    return np.where(flip, heading + np.pi, heading)
+    return np.asarray(yaw_lidar_rad, np.float64) + np.arctan2(world_R_lidar[1, 0], world_R_lidar[0, 0])
 
 
 def cam_boxes_to_world(
