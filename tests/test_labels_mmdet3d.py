@@ -43,9 +43,8 @@ def _check_info(info_path: Path, scenario_dir: Path, frames: int) -> dict:
                 assert set(ci) == CAM_INSTANCE_KEYS and ci["depth"] > 0
                 x1, y1, x2, y2 = ci["bbox"]
                 assert 0 <= x1 <= x2 <= im["width"] and 0 <= y1 <= y2 <= im["height"]
-        for inst, ci_all in [(s["instances"], None)]:
-            for b in inst:
-                assert len(b["bbox_3d"]) == 7 and len(b["velocity"]) == 2 and b["num_lidar_pts"] in (0, 1)
+        for b in s["instances"]:
+            assert len(b["bbox_3d"]) == 7 and len(b["velocity"]) == 2 and b["num_lidar_pts"] in (0, 1)
     # the camera boxes' angle is the converter's: -yaw_pitch_roll[0] of the box rotation in the camera frame
     s = info["data_list"][0]
     ego_T_cam = np.asarray(s["images"][CAM]["cam2ego"]) if CAM in s["images"] else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -104,6 +104,21 @@ def _parse_size(value: str | None) -> tuple[int, int, bool]:
 LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json, about a tenth of the bytes), standard (COCO, "
                     "nuScenes-style boxes3d.json, OpenLane files) or both (docs/labels.md).")
 IMAGES_HELP = "Also write every labelled frame as an image file (jpg or png) under labels/images/<camera>/, named by the COCO files."
+
+
+LABEL_FILES_OPTION = typer.Option("compact", "--label-files", help=LABEL_FILES_HELP)
+IMAGES_OPTION = typer.Option(None, "--images", help=IMAGES_HELP)
+
+
+def _size_options(size: str | None) -> dict[str, Any]:
+    """`RenderOptions`' size fields of `--size` (`_parse_size`)."""
+    width, height, exact = _parse_size(size)
+    return {"width_px": width, "height_px": height, "exact_size": exact}
+
+
+def _label_options(labels: bool, label_files: str, images: str | None) -> dict[str, Any]:
+    """`RenderOptions`' label fields: `--labels` (implied by `--images`), the checked `--label-files` and `--images`."""
+    return {"labels": labels or images is not None, "label_files": _check_label_choices(label_files, images), "label_images": images}
 
 
 def _check_label_choices(label_files: str, images: str | None) -> LabelFiles:
@@ -255,8 +270,7 @@ def render_command(
     aa: str = typer.Option("on", "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
     max_memory: int = typer.Option(memory_plan.DEFAULT_MAX_MEMORY_MIB, "--max-memory-mib", help="Memory budget of one render process in MiB: a time segment whose encoders would pass it is written in several passes (same bytes; docs/render.md). 0: no budget."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
-    label_files: str = typer.Option("compact", "--label-files", help=LABEL_FILES_HELP),
-    images: str = typer.Option(None, "--images", help=IMAGES_HELP),
+    label_files: str = LABEL_FILES_OPTION, images: str = IMAGES_OPTION,
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
 
@@ -266,15 +280,12 @@ def render_command(
     from rich.console import Console
 
     _check_choices(layout, rig, backend, fps, preset, workers, chunk, aa, max_memory)
-    files = _check_label_choices(label_files, images)
-    width, height, exact = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
-        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, exact_size=exact, chunk_frames=chunk,
+        start_s=start, end_s=end, frames=frames, fps=fps, **_size_options(size), chunk_frames=chunk,
         workers=min(workers, os.cpu_count() or 1) if workers > 1 else 1, overlay=overlay, mosaic=mosaic, png=png,
-        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, labels=labels or images is not None,
-        label_files=files, label_images=images, antialias=aa == "on",
-        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
+        layout=layout, rig=rig, backend=backend, overwrite=overwrite, preset=preset, **_label_options(labels, label_files, images),
+        antialias=aa == "on", overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
     )  # fmt: skip
     _check_output(out)  # bad input fails here, in one line, before the progress bar appears
     variants_mode = is_variants_folder(scenario)
@@ -308,19 +319,15 @@ def labels_command(
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Frame rate (as `avsim render --fps`)."),
     size: str = typer.Option(None, "--size", help=SIZE_HELP),
     rig: str = typer.Option("scenario", "--rig", help="Camera rig: scenario, cosmos, nuscenes, av2, waymo."),
-    label_files: str = typer.Option("compact", "--label-files", help=LABEL_FILES_HELP),
-    images: str = typer.Option(None, "--images", help=IMAGES_HELP),
+    label_files: str = LABEL_FILES_OPTION, images: str = IMAGES_OPTION,
 ) -> None:
     """Write labels (COCO 2-D boxes + masks, nuScenes-style 3-D boxes, OpenLane lanes) of a scenario's frames."""
     from rich.console import Console
 
     _check_choices("default", rig, "numba", fps, writer.DEFAULT_PRESET, 1, 0)
-    files = _check_label_choices(label_files, images)
-    width, height, exact = _parse_size(size)
     opts = RenderOptions(
         out=out, cameras=tuple(c.strip() for c in cameras.split(",") if c.strip()) if cameras else None,
-        start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height, exact_size=exact, rig=rig, labels=True,
-        label_files=files, label_images=images,
+        start_s=start, end_s=end, frames=frames, fps=fps, **_size_options(size), rig=rig, **_label_options(True, label_files, images),
     )  # fmt: skip
     scen = load_scenario_folder(scenario)
     first, stop = _selected_frames(scen, opts)

@@ -85,7 +85,7 @@ def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
                                        b["velocity_ego_mps"], b["cameras"]) for b in boxes]  # fmt: skip
     out = {}
     for f, rs in rows.items():
-        cols = list(zip(*rs)) if rs else [[]] * 7
+        cols: list[Any] = list(zip(*rs)) if rs else [()] * 7
         out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], np.asarray(cols[2], np.float64).reshape(-1, 3),
                            np.asarray(cols[3], np.float64).reshape(-1, 3), np.asarray(cols[4], np.float64).reshape(-1, 4),
                            np.asarray(cols[5], np.float64).reshape(-1, 3), [list(c) for c in cols[6]])  # fmt: skip
