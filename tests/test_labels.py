@@ -323,3 +323,16 @@ def test_the_box_cache_belongs_to_its_labeller_not_the_process(sample_dir: Path)
     assert first.boxes.at(t) is a  # kept for the frame's other cameras
     rec_a, rec_b = frame_record(first, 3, 0)[1], frame_record(second, 3, 0)[1]
     assert rec_a["timestamp_ns"] == rec_b["timestamp_ns"] and len(first.boxes._frames) > 2  # the record's block is kept
+
+
+@pytest.mark.e2e
+def test_a_render_asked_for_another_label_layout_rewrites_the_labels(sample_dir: Path, tmp_path: Path) -> None:
+    args = ["render", str(sample_dir), str(tmp_path / "out"), "--frames", "2", "--size", "160x90", "--cameras", FRONT, "--labels"]
+    assert main(args) == 0
+    folder = tmp_path / "out" / CLIP / "labels"
+    assert json.loads((folder / "index.json").read_text())["layout"] == "compact" and not (folder / "boxes3d.json").exists()
+    assert main([*args, "--label-files", "standard"]) == 0  # the videos are kept, the labels written in the new layout
+    index = json.loads((folder / "index.json").read_text())
+    assert index["layout"] == "standard" and (folder / "boxes3d.json").is_file() and "images" not in index["files"]
+    assert main([*args, "--label-files", "standard", "--images", "png"]) == 0
+    assert len(list((folder / "images" / FRONT).glob("*.png"))) == 2

@@ -10,6 +10,7 @@ the same records and parts without encoding any video.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +45,28 @@ def labels_folder(out: Path, clip_id: str) -> Path:
         The folder.
     """
     return Path(out) / clip_id / LABELS_FOLDER
+
+
+def labels_done(opts: RenderOptions, clip_id: str) -> bool:
+    """Whether `OUT/<clip>/labels` holds the labels `opts` asks for: merged, in this layout version, with the
+    asked-for files (`label_files`, images or not). A folder of another layout or version is rewritten.
+
+    Args:
+        opts: the render options.
+        clip_id: the clip name.
+
+    Returns:
+        True when nothing is left to write.
+    """
+    index = labels_folder(opts.out, clip_id) / "index.json"
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else None
+    except (OSError, ValueError):
+        doc = None
+    if not isinstance(doc, dict):
+        return False
+    return (doc.get("layout_version") == labels_io.LABELS_LAYOUT_VERSION and doc.get("layout") == opts.label_files
+            and ("images" in doc.get("files", {})) == (opts.label_images is not None))  # fmt: skip
 
 
 def part_path(out: Path, clip_id: str, segment: writer.Segment) -> Path:

@@ -520,9 +520,9 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     if todo:
         resume.write_record(opts.out, clip_id, record)
     outputs = [str(p) for k, j in jobs if k == "camera" for p in j.outputs]
-    if opts.labels and (todo or not (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
-        from avsim.render.run import labels as labels_run
+    from avsim.render.run import labels as labels_run
 
+    if opts.labels and (todo or not labels_run.labels_done(opts, clip_id)):
         labels_run.merge_parts(scenario, opts, clip_id, [s for k, j in jobs if k == "camera" for s in j.segments()], first, stop)
     if opts.labels:
         outputs.append(str(labels_run_folder(opts.out, clip_id)))
@@ -558,8 +558,9 @@ def labels_run_folder(out: Path, clip_id: str) -> Path:
 
 def _labels_missing(opts: RenderOptions, clip_id: str) -> Callable[[writer.Segment], bool]:
     """Whether a segment must be (re-)rendered for its labels: asked for, not yet merged, part missing."""
-    if not opts.labels or (not opts.overwrite and (labels_run_folder(opts.out, clip_id) / "index.json").is_file()):
+    from avsim.render.run.labels import labels_done, part_path
+
+    if not opts.labels or (not opts.overwrite and labels_done(opts, clip_id)):
         return lambda s: False
-    from avsim.render.run.labels import part_path
 
     return lambda s: opts.overwrite or not part_path(opts.out, clip_id, s).is_file()
