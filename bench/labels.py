@@ -66,7 +66,8 @@ def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float],
     with ExitStack() as stack:
         enc = {on: _encoders(stack, cameras, out / str(on), start) for on in (False, True)}
         parts = {c: StreamSegment(Stream(StreamKind.CAMERA, c), start, stop, out / f"{c}.{start:06d}.mp4") for c in cameras}
-        labelled = {c: labels_run.labelled_frames(renderer, parts[c], labels_run.part_path(out, clip_id, parts[c])) for c in cameras}
+        labeller = labels_run.Labeller.of(renderer)
+        labelled = {c: labels_run.labelled_frames(labeller, parts[c], labels_run.part_path(out, clip_id, parts[c])) for c in cameras}
         for f in range(start, stop):
             for i, c in enumerate(cameras):
                 for on in (False, True) if (f + i) % 2 == 0 else (True, False):

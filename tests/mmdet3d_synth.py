@@ -45,7 +45,35 @@ def ego_pose(t_us: int) -> np.ndarray:
 
 
 EGO_T_LIDAR = se3(rz(-np.pi / 2), (0.94, 0.0, 1.84))
+TILT_RAD = np.radians(2.19)  # the lidar's tilt in the world on real nuScenes scene-0061 (issue 41)
+
+
+def rx(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def ego_T_lidar(tilted: bool) -> np.ndarray:
+    """The lidar mounting: yaw only, or rolled and pitched by about TILT_RAD (as a real mounting on a sloped road)."""
+    if not tilted:
+        return EGO_T_LIDAR
+    pitch = 0.6 * TILT_RAD
+    ry = np.array([[np.cos(pitch), 0.0, np.sin(pitch)], [0.0, 1.0, 0.0], [-np.sin(pitch), 0.0, np.cos(pitch)]])
+    return se3(rx(0.8 * TILT_RAD) @ ry @ EGO_T_LIDAR[:3, :3], EGO_T_LIDAR[:3, 3])
+
+
+def converter_yaw(lidar_R_world: np.ndarray, world_yaw: float) -> float:
+    """The yaw mmdet3d's nuScenes converter writes: pyquaternion's ``yaw_pitch_roll[0]`` of the box rotation in the lidar frame."""
+    from pyquaternion import Quaternion
+
+    return float(Quaternion(matrix=lidar_R_world @ rz(world_yaw), atol=1e-9).yaw_pitch_roll[0])
 EGO_T_CAM = se3(rz(0.05) @ np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]), (1.70, 0.02, 1.51))
+
+
+def world_boxes() -> tuple[np.ndarray, np.ndarray]:
+    """The world centres (B, 3) and headings (B,) of BOXES (upright, as nuScenes boxes are)."""
+    T = ego_pose(T0_US)
+    return np.array([T[:3, :3] @ np.array(c0) + T[:3, 3] for c0, _, _, _ in BOXES]), np.array([b[2] + 0.1 for b in BOXES])
 
 
 def _cam_instances(world_T_cam: np.ndarray) -> list[dict]:
@@ -71,17 +99,18 @@ def _cam_instances(world_T_cam: np.ndarray) -> list[dict]:
     return out
 
 
-def _sample(k: int, legacy: bool) -> dict:
+def _sample(k: int, legacy: bool, tilted: bool = False) -> dict:
     t_us = T0_US + 500_000 * k
     cam_us = t_us - CAM_DELAY_US
     world_T_ego, world_T_ego_cam = ego_pose(t_us), ego_pose(cam_us)
-    world_T_lidar = world_T_ego @ EGO_T_LIDAR
+    lidar_mount = ego_T_lidar(tilted)
+    world_T_lidar = world_T_ego @ lidar_mount
     lidar_T_world = np.linalg.inv(world_T_lidar)
     instances = []
     for c0, lwh, yaw, cls in BOXES:
         c_world = ego_pose(T0_US)[:3, :3] @ np.array(c0) + ego_pose(T0_US)[:3, 3]
         c_l = lidar_T_world[:3, :3] @ c_world + lidar_T_world[:3, 3]
-        yaw_l = yaw + 0.1 - np.arctan2(world_T_lidar[1, 0], world_T_lidar[0, 0])
+        yaw_l = converter_yaw(lidar_T_world[:3, :3], yaw + 0.1)
         box = [*c_l.tolist(), lwh[1], lwh[0], lwh[2], -yaw_l - np.pi / 2] if legacy else [*c_l.tolist(), *lwh, yaw_l]
         label = ["car", "pedestrian"].index(cls)
         instances.append({"bbox_3d": box, "bbox_label": label, "bbox_label_3d": label, "velocity": [0.0, 0.0],
@@ -93,7 +122,7 @@ def _sample(k: int, legacy: bool) -> dict:
     }  # fmt: skip
     sample = {
         "sample_idx": k, "token": f"sample{k}", "timestamp": t_us / 1e6, "ego2global": world_T_ego.tolist(),
-        "lidar_points": {"num_pts_feats": 5, "lidar_path": f"{LOG}__LIDAR_TOP__{t_us}.pcd.bin", "lidar2ego": EGO_T_LIDAR.tolist()},
+        "lidar_points": {"num_pts_feats": 5, "lidar_path": f"{LOG}__LIDAR_TOP__{t_us}.pcd.bin", "lidar2ego": lidar_mount.tolist()},
         "images": {"CAM_FRONT": image}, "instances": instances,
     }  # fmt: skip
     if not legacy:
@@ -101,19 +130,19 @@ def _sample(k: int, legacy: bool) -> dict:
     return sample
 
 
-def info_dict(legacy: bool = False) -> dict:
-    """The info as mmdet3d writes it (v1.1, or legacy with ``CLASSES`` and 0.x boxes)."""
+def info_dict(legacy: bool = False, tilted: bool = False) -> dict:
+    """The info as mmdet3d writes it (v1.1, or legacy with ``CLASSES`` and 0.x boxes); `tilted`: a rolled and pitched lidar."""
     if legacy:
         meta = {"CLASSES": ("car", "pedestrian"), "DATASET": "Nuscenes", "version": "v1.0-mini"}
     else:
         meta = {"categories": {"car": 0, "pedestrian": 1}, "dataset": "nuscenes", "version": "v1.0-mini", "info_version": "1.1"}
-    return {"metainfo": meta, "data_list": [_sample(1, legacy), _sample(0, legacy)]}  # unsorted on purpose
+    return {"metainfo": meta, "data_list": [_sample(1, legacy, tilted), _sample(0, legacy, tilted)]}  # unsorted on purpose
 
 
-def write_info(folder: Path, legacy: bool = False, image: bool = True, info: dict | None = None) -> Path:
+def write_info(folder: Path, legacy: bool = False, image: bool = True, info: dict | None = None, tilted: bool = False) -> Path:
     """Write the info (and a black CAM_FRONT image per sample) under `folder`; returns the .pkl."""
     folder.mkdir(parents=True, exist_ok=True)
-    info = info if info is not None else info_dict(legacy)
+    info = info if info is not None else info_dict(legacy, tilted)
     path = folder / ("nus_legacy.pkl" if legacy else "nus_infos_v11.pkl")
     path.write_bytes(pickle.dumps(info, protocol=4))
     if image:

@@ -176,11 +176,11 @@ def test_offset_outside_the_trajectory_extrapolates_like_pose_at(sample: Scenari
 def test_labels_and_sampson_calibration_use_the_capture_pose(sample: Scenario, tmp_path: Path) -> None:
     from avsim.evaluation.calibration import calibration_from_scenario
     from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.labels import frame_record
+    from avsim.render.run.labels import Labeller, frame_record
 
     timed = sample.replace(rig=_with_offsets(sample.rig, OFFSETS_NS))
     renderer = SceneRenderer(timed, size=(160, 90))
-    img, rec = frame_record(renderer, 10, 0)
+    img, rec = frame_record(Labeller.of(renderer), 10, 0)
     assert img.tobytes() == renderer.render_camera(10, 0).tobytes() and isinstance(rec, dict)
     save_scenario(timed, tmp_path / "s")
     cal = calibration_from_scenario(tmp_path / "s", fps=30.0, start_frame=3)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from labels_numpy import edge_box, edge_points, projected_boxes, truncation, unoccluded_pixels
 
 from avsim.cli import main
 from avsim.core.agents import box_corners
@@ -16,7 +17,7 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3, matrix_to_quat
 from avsim.render.geometry import projection as geo
 from avsim.render.geometry.scene import FrameObjects, camera_primitives
-from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, unoccluded_pixels, visible_boxes
+from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, visible_boxes
 from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE, rle_decode
 from avsim.render.raster.draw import rasterize_numba
 from avsim.render.raster.primitives import ray_map
@@ -118,15 +119,7 @@ def _random_boxes(n: int, seed: int) -> FrameBoxes3D:
 @pytest.mark.parametrize("model", ["pinhole", "ftheta"])
 def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
     from avsim.core.transforms import quat_to_matrix
-    from avsim.render.labels.boxes import (
-        _edge_box,
-        _edge_points,
-        _project_box_points,
-        _rotations_camera,
-        _truncation_of,
-        projected_boxes,
-        truncation,
-    )
+    from avsim.render.labels.boxes import _project_box_points, _rotations_camera, _truncation_of
 
     camera = PIN if model == "pinhole" else cosmos_rig().resize(320, 180).cameras[0]
     boxes = _random_boxes(40, 7)
@@ -143,9 +136,9 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
     np.testing.assert_allclose(lab.box2d_full_px, full, rtol=0, atol=1e-9)
     # each compiled step on the very same input: bit for bit
     uv, pts = _project_box_points(camera, corners, boxes.center_world_m)
-    edges = _edge_points(corners)
+    edges = edge_points(corners)
     assert np.array_equal(pts[9 * n :], edges.reshape(-1, 3))
-    assert np.array_equal(_edge_box(uv[9 * n :].reshape(n, -1, 2), edges), lab.box2d_full_px, equal_nan=True)
+    assert np.array_equal(edge_box(uv[9 * n :].reshape(n, -1, 2), edges), lab.box2d_full_px, equal_nan=True)
     assert np.array_equal(_truncation_of(full, camera.width_px, camera.height_px), truncation(full, camera.width_px, camera.height_px))
     R_cw = quat_to_matrix(np.array([0.5, -0.5, 0.5, -0.5])).T  # axis-aligned camera: exact zeros in the products
     for R in (R_cw, quat_to_matrix(np.array([0.9, 0.1, -0.3, 0.2])).T):
@@ -209,7 +202,7 @@ def test_exported_labels_score_perfectly_against_the_scenario(sample_dir: Path, 
     from avsim.evaluation.jobs import run_lanes, run_let
 
     out = tmp_path / "lab"
-    assert main(["labels", str(sample_dir), str(out), "--fps", "10", "--size", "320x180", "--cameras", FRONT]) == 0
+    assert main(["labels", str(sample_dir), str(out), "--fps", "10", "--size", "320x180", "--cameras", FRONT, "--label-files", "standard"]) == 0
     folder = out / CLIP / "labels"
     let = run_let(sample_dir, folder / "boxes3d.json").document["mean_over_classes_with_gt"]
     assert let["ap"] == pytest.approx(1.0) and let["apl"] == pytest.approx(1.0) and let["aph"] == pytest.approx(1.0)
@@ -224,7 +217,7 @@ def test_render_labels_writes_videos_and_label_files(sample_dir: Path, tmp_path:
 
     args = [str(sample_dir), "--frames", "3", "--size", "320x180", "--cameras", FRONT]
     assert main(["render", args[0], str(tmp_path / "a"), *args[1:]]) == 0
-    assert main(["render", args[0], str(tmp_path / "b"), *args[1:], "--labels"]) == 0
+    assert main(["render", args[0], str(tmp_path / "b"), *args[1:], "--labels", "--label-files", "standard"]) == 0
     video = f"{CLIP}/{CLIP}.{FRONT}.mp4"
     assert (tmp_path / "a" / video).read_bytes() == (tmp_path / "b" / video).read_bytes()
     folder = tmp_path / "b" / CLIP / "labels"
@@ -309,3 +302,37 @@ def test_centres_match_the_official_mmdet3d_center2d(shared_data: Path) -> None:
         np.testing.assert_allclose(lab.center_px[m], expected[k, :2], atol=0.5)
         assert lab.center_depth_m[m] == pytest.approx(expected[k, 2], abs=1e-6)
     assert len(lab.box) >= 4  # the boxes in view (one may be cut off entirely)
+
+
+def test_the_box_cache_belongs_to_its_labeller_not_the_process(sample_dir: Path) -> None:
+    """Two scenarios whose objects could share an address (a worker labels many items) never share boxes."""
+    from avsim.core.agents import AgentTracks
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run.labels import Labeller, frame_record
+    from avsim.scenario.io import load_scenario
+
+    scenario = load_scenario(sample_dir)
+    a = scenario.agents
+    moved = scenario.replace(agents=AgentTracks(a.track_id, a.source_class, a.timestamps_ns, a.center_m + [3.0, 0.0, 0.0],
+                                                a.size_m, a.orientation))  # fmt: skip
+    first = Labeller.of(SceneRenderer(scenario, size=(160, 90), cameras=[FRONT]))
+    second = Labeller.of(SceneRenderer(moved, size=(160, 90), cameras=[FRONT]))
+    t = int(first.renderer.timestamps_ns[2])
+    a, b = first.boxes.at(t), second.boxes.at(t)
+    np.testing.assert_allclose(b.center_world_m - a.center_world_m, np.tile([3.0, 0.0, 0.0], (len(a.track_id), 1)))
+    assert first.boxes.at(t) is a  # kept for the frame's other cameras
+    rec_a, rec_b = frame_record(first, 3, 0)[1], frame_record(second, 3, 0)[1]
+    assert rec_a["timestamp_ns"] == rec_b["timestamp_ns"] and len(first.boxes._frames) > 2  # the record's block is kept
+
+
+@pytest.mark.e2e
+def test_a_render_asked_for_another_label_layout_rewrites_the_labels(sample_dir: Path, tmp_path: Path) -> None:
+    args = ["render", str(sample_dir), str(tmp_path / "out"), "--frames", "2", "--size", "160x90", "--cameras", FRONT, "--labels"]
+    assert main(args) == 0
+    folder = tmp_path / "out" / CLIP / "labels"
+    assert json.loads((folder / "index.json").read_text())["layout"] == "compact" and not (folder / "boxes3d.json").exists()
+    assert main([*args, "--label-files", "standard"]) == 0  # the videos are kept, the labels written in the new layout
+    index = json.loads((folder / "index.json").read_text())
+    assert index["layout"] == "standard" and (folder / "boxes3d.json").is_file() and "images" not in index["files"]
+    assert main([*args, "--label-files", "standard", "--images", "png"]) == 0
+    assert len(list((folder / "images" / FRONT).glob("*.png"))) == 2

@@ -40,7 +40,7 @@ def test_generate_writes_the_control_labels_beside_the_generated_clip(sample, tm
     clip = settings["clip"]
     assert Path(rec["control_labels"]) == (control / clip / "labels").resolve()
     index = json.loads((out / "labels" / "index.json").read_text())  # readable through the link / copy
-    assert (out / "labels" / "coco" / f"{CAM}.json").is_file()
+    assert (out / "labels" / "annotations.parquet").is_file()  # the compact tables (the default layout)
     info = video_info(out / f"{clip}.{CAM}.mp4")
     mine = [f for f in index["frames"] if f["video_clip"] == clip]
     assert info["frames"] == len(mine) == rec["frames"] and info["fps"] == pytest.approx(index["fps"])

@@ -72,13 +72,16 @@ def test_info_pkl_rig_ego_and_agents(mmdet_dir: Path) -> None:
     assert "0:0" in set(scn.agents.track_id) and "1:37" in set(scn.agents.track_id)
 
 
-def test_capture_offsets_are_median_camera_minus_sample_time(mmdet_dir: Path) -> None:
+def test_capture_offsets_are_the_first_samples_camera_minus_sample_time(mmdet_dir: Path) -> None:
     info = load_pickle(mmdet_dir / "nus_info.pkl")
     scn = load_mmdet3d(mmdet_dir / "nus_info.pkl")
+    samples = sorted(info["data_list"], key=lambda s: s["timestamp"])
+    assert scn.frame_origin_ns == round(samples[0]["timestamp"] * 1e6) * 1000 > scn.start_ns  # frame 0: the keyframe
     for cam in scn.rig.names:
-        d = [round(s["images"][cam]["timestamp"] * 1e6) - round(s["timestamp"] * 1e6) for s in info["data_list"]]
-        assert scn.metadata["capture_offsets_ns"][cam] == int(np.median(d)) * 1000
-        assert int(scn.rig.capture_offset_ns[scn.rig.index(cam)]) == int(np.median(d)) * 1000
+        d = [round(s["images"][cam]["timestamp"] * 1e6) - round(s["timestamp"] * 1e6) for s in samples]
+        assert scn.metadata["capture_offsets_ns"][cam] == d[0] * 1000
+        assert int(scn.rig.capture_offset_ns[scn.rig.index(cam)]) == d[0] * 1000
+        assert scn.metadata["capture_offsets_spread_ns"][cam] == max(abs(v - d[0]) for v in d) * 1000 > 0
 
 
 def test_info_pkl_projection_matches_lidar2cam(mmdet_dir: Path) -> None:

@@ -23,7 +23,7 @@ import avsim
 from avsim.core.progress import progress_bar
 from avsim.scenario import Scenario
 from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
-from avsim.scenario.summary import scenario_summary, summary_pose_lines
+from avsim.scenario.summary import scenario_summary, summary_frame_line, summary_pose_lines
 
 # typer >= 0.2x vendors click, so `click.UsageError` no longer matches what typer raises; find
 # the class typer really uses (BadParameter derives from it in every typer version).
@@ -177,6 +177,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     console.print(f"native rates: ego {rate} ({s['ego_poses']} poses){boxes}")
     render = s["render"]
     console.print(f"render: {render['frames']} frames at {render['fps']:g} fps (poses, boxes interpolated)")
+    console.print(summary_frame_line(s), markup=False, highlight=False)
     ext = s["extent"]
     console.print(
         f"extent x [{ext['x_min_m']:.1f}, {ext['x_max_m']:.1f}] m, y [{ext['y_min_m']:.1f}, {ext['y_max_m']:.1f}] m "

@@ -186,6 +186,20 @@ class CameraRig:
         cameras = tuple(c.resize(width_px, height_px) for c in self.cameras)
         return CameraRig(self.names, cameras, self.ego_SE3_camera, capture_offset_ns=self.capture_offset_ns)
 
+    def resize_each(self, sizes_px: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> CameraRig:
+        """Each camera re-imaged at its own size (same lens, same mounting).
+
+        Args:
+            sizes_px: (width, height) of each camera, in rig order.
+
+        Returns:
+            CameraRig with the resized cameras.
+        """
+        if len(sizes_px) != len(self.cameras):
+            raise AvsimValueError(f"sizes_px: expected {len(self.cameras)} (width, height) pairs, got {len(sizes_px)}")
+        cameras = tuple(c.resize(int(w), int(h)) for c, (w, h) in zip(self.cameras, sizes_px))
+        return CameraRig(self.names, cameras, self.ego_SE3_camera, capture_offset_ns=self.capture_offset_ns)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CameraRig):
             return NotImplemented

@@ -201,7 +201,7 @@ def render_command(
     end: float = typer.Option(None, "--end", help="Last time to render, seconds from the clip start (inclusive)."),
     frames: str = typer.Option(None, "--frames", help="Frames to render: N (the first N) or A:B (frames A..B-1)."),
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Render rate in frames per second."),
-    size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help=render_cli.SIZE_HELP),
+    size: str = typer.Option(None, "--size", help=render_cli.SIZE_HELP),
     chunk: int = typer.Option(0, "--chunk", help="Split the clip into chunks of this many frames (e.g. 121), written as <clip>_<k>; 0 = one video."),
     workers: int = typer.Option(1, "--workers", help="Worker processes (work unit: 150 frames of every camera, mosaic and overlay)."),
     overlay: Path = typer.Option(None, "--overlay", help="Folder of real camera frames (<camera>.mp4 or <camera>/*.jpg) to blend the control frames on (paired by time, docs/render.md)."),
@@ -217,6 +217,8 @@ def render_command(
     aa: AntiAliasing = typer.Option(AntiAliasing.ON, "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
     max_memory: int = typer.Option(DEFAULT_MAX_MEMORY_MIB, "--max-memory-mib", help="Memory budget of one render process in MiB: a time segment whose encoders would pass it is written in several passes (same bytes; docs/render.md). 0: no budget."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
+    label_files: str = typer.Option("compact", "--label-files", help=render_cli.LABEL_FILES_HELP),
+    images: str = typer.Option(None, "--images", help=render_cli.IMAGES_HELP),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
 
@@ -225,12 +227,11 @@ def render_command(
     """
     from avsim.edit.render_report import render_scenario_or_variants
 
-    width, height = render_cli.parse_size(size)
     opts = render_cli.render_options(
-        out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height,
+        out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, **render_cli.size_fields(size),
         chunk_frames=chunk, workers=workers, overlay=overlay, mosaic=mosaic, png=png, layout=layout, rig=rig,
-        backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa is AntiAliasing.ON,
-        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
+        backend=backend, overwrite=overwrite, preset=preset, antialias=aa is AntiAliasing.ON, overlay_offset_s=overlay_offset,
+        overlay_fps=overlay_fps, max_memory_mib=max_memory, **render_cli.label_fields(labels, label_files, images),
     )  # fmt: skip
     render_cli.check_output(out)  # bad input fails here, in one line, before the progress bar appears
     try:

@@ -1,7 +1,9 @@
 """Time edits: crop the clip, resample it to a new rate, play it faster or slower.
 
 Timestamps stay absolute (int64 ns); the edit clock (0 = the ego's first timestamp) of the
-result starts at its own first ego pose.
+result starts at its own first ego pose. A scenario's frame origin (`Scenario.frame_origin_ns`,
+the source's first sample) is kept where the result still spans it (scaled with the clock by
+`retime`), else frames start at the first ego pose.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def crop(scenario: Scenario, start_s: float = 0.0, stop_s: float | None = None) 
         np.concatenate([np.full(int(known.sum()), lo, dtype=np.int64), ts[inside]]),
         np.concatenate([at_start[known], np.asarray(lights.state)[inside].astype(str)]),
     )
-    return scenario.replace(ego=ego, agents=agents, lights=new_lights)
+    origin = scenario.frame_origin_ns  # frame 0 stays on the source's sample when the window keeps it
+    return scenario.replace(ego=ego, agents=agents, lights=new_lights,
+                            frame_origin_ns=origin if origin is not None and lo <= origin <= hi else None)
 
 
 def resample(scenario: Scenario, rate_hz: float) -> Scenario:
@@ -62,7 +66,9 @@ def resample(scenario: Scenario, rate_hz: float) -> Scenario:
         raise AvsimValueError(f"rate_hz: {rate_hz:g} Hz leaves fewer than two frames")
     ego = scenario.ego.resample(ts)
     agents = scenario.agents.resample(ts, max_extrapolation_s=0.0) if len(scenario.agents) else scenario.agents
-    return scenario.replace(ego=ego, agents=build_agents(columns(agents)))
+    origin = scenario.frame_origin_ns
+    keep = origin is not None and int(ts[0]) <= origin <= int(ts[-1])
+    return scenario.replace(ego=ego, agents=build_agents(columns(agents)), frame_origin_ns=origin if keep else None)
 
 
 def retime(scenario: Scenario, speed_factor: float) -> Scenario:
@@ -89,4 +95,5 @@ def retime(scenario: Scenario, speed_factor: float) -> Scenario:
     new_lights = TrafficLightStates(
         np.array(lights.light_id, copy=True), scale(lights.timestamps_ns), np.array(lights.state, copy=True)
     )
-    return scenario.replace(ego=ego, agents=build_agents(cols), lights=new_lights)
+    origin = None if scenario.frame_origin_ns is None else int(scale(np.array([scenario.frame_origin_ns]))[0])
+    return scenario.replace(ego=ego, agents=build_agents(cols), lights=new_lights, frame_origin_ns=origin)

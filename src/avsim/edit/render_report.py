@@ -13,6 +13,7 @@ from rich.console import Console
 
 from avsim.core.progress import progress_bar
 from avsim.edit.render_variants import is_variants_folder, read_variants, run_render_variants
+from avsim.render.geometry.sizes import stretch_note
 from avsim.render.run.plan import RenderOptions, RenderPlan
 from avsim.render.run.runner import RenderSummary, plan_overlay, run_render
 from avsim.scenario import Scenario
@@ -34,13 +35,17 @@ def render_scenario_or_variants(path: Path, opts: RenderOptions, console: Consol
     variants = read_variants(path) if is_variants_folder(path) else None
     scenario = None if variants is not None else load_scenario(path)
     if scenario is not None:
-        for real in plan_overlay(scenario, opts, RenderPlan.resolve(scenario, opts)).values():  # bad real frames fail here
+        plan = RenderPlan.resolve(scenario, opts)
+        for real in plan_overlay(scenario, opts, plan).values():  # bad real frames fail here
             if real.message():
                 console.print(real.message())
+        note = stretch_note(plan.rig.subset(list(plan.cameras)), plan.sizes_px)  # once the render is known to go ahead
+        if note:
+            console.print(note, markup=False, highlight=False, soft_wrap=True)
     with progress_bar("render", unit="frames", console=console) as bar:
         task = bar.add_task("", total=None)
 
-        def plan(s: Scenario, description: str = "") -> None:
+        def start(s: Scenario, description: str = "") -> None:
             bar.reset(task, total=RenderPlan.resolve(s, opts).progress_units, description=description)
 
         def advance(n: int) -> None:
@@ -48,9 +53,9 @@ def render_scenario_or_variants(path: Path, opts: RenderOptions, console: Consol
 
         if scenario is None:
             n = len(variants or [])
-            summaries = run_render_variants(path, opts, progress=advance, on_variant=lambda i, v, s: plan(s, f"{i + 1}/{n} {v.name}"))
+            summaries = run_render_variants(path, opts, progress=advance, on_variant=lambda i, v, s: start(s, f"{i + 1}/{n} {v.name}"))
         else:
-            plan(scenario)
+            start(scenario)
             summaries = [run_render(scenario, opts, progress=advance, source=path)]
     print_summaries(console, summaries, opts.out, variants is not None, opts.max_memory_mib)
     return summaries

@@ -197,7 +197,7 @@ def sampson(
 @app.command()
 def let(
     gt: Path = typer.Option(..., help="Ground truth: box table (parquet/csv) or an avsim scenario folder."),
-    pred: Path = typer.Option(..., help="Predictions: box table or nuScenes submission JSON (ego frame)."),
+    pred: Path = typer.Option(..., help="Predictions: box table, nuScenes submission JSON (ego frame), or avsim labels (a label folder, its boxes3d.json or boxes3d.parquet)."),
     sensor: str = typer.Option("1.43,0,2.18", help="Sensor location x,y,z (m) in the vehicle frame."),
     tolerance_fraction: float = typer.Option(0.10, help="Longitudinal tolerance as a fraction of range."),
     min_tolerance: float = typer.Option(0.5, help="Minimum longitudinal tolerance (m)."),
@@ -214,7 +214,7 @@ def let(
 
 @app.command()
 def lanes(
-    gt: Path = typer.Option(..., help="Ground truth: lane table, OpenLane GT JSON (file/folder), or scenario folder."),
+    gt: Path = typer.Option(..., help="Ground truth: lane table, OpenLane GT JSON (file/folder), LABELS/openlane/<camera> of avsim labels (compact too), or scenario folder."),
     pred: Path = typer.Option(..., help="Predictions: lane table or OpenLane-format JSON (ground frame)."),
     out: Path | None = typer.Option(None, help=OUT_HELP),
 ) -> None:

@@ -165,10 +165,15 @@ def video_path(clip_dir: Path, video_clip: str, camera: str) -> Path:
 
 
 def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibration:
-    """A camera's model and mounting from the labels' OpenLane file of that frame."""
+    """A camera's model and mounting from the labels' OpenLane file of that frame (or the compact tables)."""
     from avsim.core.safe_json import read_json
+    from avsim.render.labels import compact
 
-    p = clip_dir / "labels" / "openlane" / camera / f"{frame_index:06d}.json"
+    labels = clip_dir / "labels"
+    p = labels / "openlane" / camera / f"{frame_index:06d}.json"
+    if not p.is_file() and compact.is_compact(labels):
+        model = compact.read_index(labels).get("camera_models", {}).get(camera)
+        return CameraCalibration(camera, dict(model or {}), compact.camera_pose(labels, camera, frame_index))
     doc = read_json(p, "openlane")
     model = doc.get("camera_model")
     if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
@@ -216,15 +221,20 @@ def front_camera(cameras: list[str]) -> str:
 
 
 def clip_ground_truth(clip_dir: Path) -> tuple[Boxes3D, LaneSet]:
-    """The labels' boxes (boxes3d.json) and front-camera OpenLane lanes, frames keyed by clip."""
+    """The labels' boxes and front-camera OpenLane lanes (either label layout), frames keyed by clip."""
     from avsim.evaluation.detections import read_nuscenes_submission
-    from avsim.evaluation.lane_io import read_openlane_json
+    from avsim.evaluation.lane_io import read_label_lanes
+    from avsim.render.labels import compact
 
     index = read_index(clip_dir)
     name = clip_name(index, clip_dir)
     tokens = {str(f["sample_token"]): frame_key(name, str(f["sample_token"])) for f in index["frames"]}
-    boxes = read_nuscenes_submission(clip_dir / "labels" / "boxes3d.json", token_to_frame=tokens)
-    lanes = read_openlane_json(clip_dir / "labels" / "openlane" / front_camera(list(index["cameras"])), ground_truth=True)
+    labels = clip_dir / "labels"
+    if (labels / "boxes3d.json").is_file() or not compact.is_compact(labels):
+        boxes = read_nuscenes_submission(labels / "boxes3d.json", token_to_frame=tokens)
+    else:
+        boxes = read_nuscenes_submission(labels / compact.BOXES3D, token_to_frame=tokens, doc=compact.boxes3d_document(labels))
+    lanes = read_label_lanes(labels, front_camera(list(index["cameras"])), ground_truth=True)
     keys = np.array([tokens.get(str(k), frame_key(name, str(k))) for k in lanes.frame])
     return boxes, LaneSet(keys, lanes.category, lanes.points_m, lanes.offsets, lanes.visibility)
 

@@ -136,15 +136,17 @@ def read_nuscenes_submission(
     world_SE3_ego: dict[str, np.ndarray] | None = None,
     token_to_frame: dict[str, Any] | None = None,
     class_map: dict[str, str] | None = None,
+    doc: Any = None,
 ) -> Boxes3D:
     """Predictions from a nuScenes detection submission JSON (`{"results": {token: [...]}}`).
 
     nuScenes boxes are in the global frame with size (w, l, h): give `world_SE3_ego`
     (token -> 4x4 matrix) to bring them into the ego frame; without it the boxes are taken as
-    already ego-frame. Frames are the sample tokens, or `token_to_frame[token]`.
+    already ego-frame. Frames are the sample tokens, or `token_to_frame[token]`. `doc`: the
+    document already read (from `path` or, for avsim's compact labels, rebuilt from a table).
     """
     p = Path(path)
-    doc = read_json(p)
+    doc = read_json(p) if doc is None else doc
     try:
         results = doc["results"]
     except (KeyError, TypeError) as exc:

@@ -134,10 +134,16 @@ def read_gt_boxes(path: Path) -> tuple[Boxes3D, dict[str, int]]:
 
 
 def read_pred_boxes(path: Path) -> Boxes3D:
-    """Predicted boxes: a box table, a nuScenes submission JSON (ego frame) or a Waymo
-    `metrics_pb2.Objects` file (`.bin`)."""
+    """Predicted boxes: a box table, a nuScenes submission JSON (ego frame), a Waymo
+    `metrics_pb2.Objects` file (`.bin`), or avsim's labels (a label folder, its `boxes3d.json`
+    or the compact `boxes3d.parquet`, read as the same nuScenes results)."""
     from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
+    from avsim.render.labels import compact
 
+    if path.is_dir() and (path / "index.json").is_file():  # a label folder: its standard file, else its compact table
+        path = path / "boxes3d.json" if (path / "boxes3d.json").is_file() else path / compact.BOXES3D
+    if path.name == compact.BOXES3D and compact.is_compact(path.parent):
+        return read_nuscenes_submission(path, doc=compact.boxes3d_document(path.parent))
     if path.suffix.lower() == ".bin":
         from avsim.evaluation.waymo_objects import read_waymo_objects
 
@@ -194,12 +200,14 @@ def _check_frames_overlap(gt: Path, pred: Path, gt_boxes: Boxes3D, pred_boxes: B
 
 
 def read_lanes(path: Path, ground_truth: bool) -> LaneSet:
-    """Lanes from a lane table, OpenLane JSON (file or folder) or an avsim scenario folder."""
-    from avsim.evaluation.lane_io import (
-        lanes_from_scenario,
-        read_lane_table,
-        read_openlane_json,
-    )
+    """Lanes from a lane table, OpenLane JSON (file or folder), an avsim scenario folder, or
+    `LABELS/openlane/<camera>` of a compact label folder (its OpenLane documents rebuilt from the tables)."""
+    from avsim.evaluation.lane_io import lanes_from_scenario, read_label_lanes, read_lane_table, read_openlane_json
+    from avsim.render.labels import compact
+
+    labels = path.parent.parent
+    if not path.exists() and path.parent.name == "openlane" and compact.is_compact(labels):
+        return read_label_lanes(labels, path.name, ground_truth)
 
     if path.is_dir() and (path / "scenario.json").is_file():
         from avsim.scenario.io import load_scenario

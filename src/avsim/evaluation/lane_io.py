@@ -11,12 +11,15 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
 - Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
   rows of a lane in order.
 - Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
-  frame (x = -y_ego, y = x_ego, z = z_ego) with the origin below the front camera.
+  frame (x = -y_ego, y = x_ego, z = z_ego) with the origin below the front camera, each one
+  near-to-far (reversed where the map holds it the other way: the metrics count a lane only
+  when its first point is the near end, as OpenLane's evaluator does).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +67,21 @@ def _xyz(value: Any, where: str, p: Path) -> np.ndarray:
 
 def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> LaneSet:
     """Lanes from one OpenLane JSON file or a folder of them (see module docstring)."""
+    return read_openlane_documents(((f, read_json(f)) for f in _json_files(Path(path))), ground_truth)
+
+
+def read_openlane_documents(docs: Iterable[tuple[Path, Any]], ground_truth: bool) -> LaneSet:
+    """Lanes from OpenLane documents already read (file, document), as `read_openlane_json` reads each file.
+
+    Args:
+        docs: (the file it came from, named in errors and as the fallback frame key; the parsed JSON).
+        ground_truth: GT documents ((3, N) camera-frame points and an extrinsic) or results ((N, 3) ground frame).
+
+    Returns:
+        The lanes in the ground frame.
+    """
     frames, lanes, cats, vis = [], [], [], []
-    for f in _json_files(Path(path)):
-        doc = read_json(f)
+    for f, doc in docs:
         if not isinstance(doc, dict):
             raise AvsimInputError(f, "json", f"top level must be an object, got {type(doc).__name__}")
         key = str(doc.get("file_path", f.stem))
@@ -189,6 +204,7 @@ def lanes_from_scenario(
             for k in np.flatnonzero(near):
                 pts = ego_SE3_world.apply(lines[k]) - o
                 g = np.column_stack([-pts[:, 1], pts[:, 0], pts[:, 2]])
+                g = g[::-1] if g[-1, 1] < g[0, 1] else g  # near-to-far, as OpenLane GT and model outputs run
                 frames.append(int(t))
                 lanes.append(g)
                 if cat is None:
@@ -196,3 +212,29 @@ def lanes_from_scenario(
                 else:
                     cats.append(int(cat[k]))
     return LaneSet.from_lists(frames, lanes, cats)
+
+
+def read_label_lanes(labels: Path, camera: str, ground_truth: bool) -> LaneSet:
+    """One camera's OpenLane lanes of an avsim label folder, in either layout.
+
+    Args:
+        labels: the label folder (holds index.json).
+        camera: the camera.
+        ground_truth: read as ground truth (visibility kept).
+
+    Returns:
+        The lanes: from `openlane/<camera>/` when the standard files are there, else the OpenLane
+        documents rebuilt from the compact tables.
+    """
+    import json
+
+    from avsim.render.labels import compact
+
+    folder = Path(labels) / "openlane" / camera
+    if folder.exists() or not compact.is_compact(Path(labels)):
+        return read_openlane_json(folder, ground_truth)
+    if camera not in compact.read_index(Path(labels)).get("cameras", []):
+        raise AvsimInputError(folder, "camera", f"no camera {camera!r} in {Path(labels) / 'index.json'}")
+    docs = ((folder / f"{f:06d}.json", json.loads(text)) for f, text in compact.openlane_documents(Path(labels), camera))
+    return read_openlane_documents(docs, ground_truth)
+

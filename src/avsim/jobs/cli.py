@@ -67,6 +67,8 @@ CPUS = typer.Option(1.0, "--cpus-per-task", help="CPUs each task requests (ray).
 WORKERS = typer.Option(None, "--workers", help=WORKERS_HELP)
 RETRIES = typer.Option(3, "--max-retries", help="ray: retries of a task whose worker died.")
 GPUS = typer.Option(None, "--gpus-per-task", help="GPUs per task (ray: requested; local: each worker's own); default 1 when the engine has a GPU, else 0.")
+LABEL_FILES = typer.Option(None, "--label-files", help="Label layout: compact (default), standard or both (docs/labels.md).")
+IMAGES = typer.Option(None, "--images", help="Also write every labelled frame as a jpg or png file under labels/images/<camera>/.")
 
 
 @app.command("render")
@@ -78,18 +80,20 @@ def render(
     end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start."),
     frames: str = typer.Option(None, "--frames", help="N (the first N) or A:B."),
     fps: float = typer.Option(None, "--fps", help="Render rate (default 30)."),
-    size: str = typer.Option(None, "--size", help="Frame size WxH (default 1280x720)."),
+    size: str = typer.Option(None, "--size", help="Frame size WxH for every camera (default: each camera at its own aspect, 720 high)."),
     chunk: int = typer.Option(None, "--chunk", help="Chunk length in frames (0: one video)."),
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     backend: str = typer.Option(None, "--backend", help="numba or torch."),
     preset: str = typer.Option(None, "--preset", help="libx264 preset."),
     layout: str = typer.Option(None, "--layout", help="default, posttrain, both, multiview or omnidreams (see avsim render --help)."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels."),
+    label_files: str = LABEL_FILES, images: str = IMAGES,
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """Render every scenario of DATASET (`avsim render` per item)."""
     options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "chunk": chunk,
-               "rig": rig, "backend": backend, "preset": preset, "layout": layout, "labels": labels or None}  # fmt: skip
+               "rig": rig, "backend": backend, "preset": preset, "layout": layout, "labels": labels or None,
+               "label_files": label_files, "images": images}  # fmt: skip
     _run("render", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
 
 
@@ -102,12 +106,14 @@ def labels(
     end: float = typer.Option(None, "--end", help="Last time, seconds from the clip start."),
     frames: str = typer.Option(None, "--frames", help="N (the first N) or A:B."),
     fps: float = typer.Option(None, "--fps", help="Frame rate (default 30)."),
-    size: str = typer.Option(None, "--size", help="Image size WxH."),
+    size: str = typer.Option(None, "--size", help="Image size WxH for every camera (default: each camera at its own aspect, 720 high)."),
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
+    label_files: str = LABEL_FILES, images: str = IMAGES,
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """Write the labels of every scenario of DATASET (`avsim labels` per item)."""
-    options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "rig": rig}
+    options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "rig": rig,
+               "label_files": label_files, "images": images}  # fmt: skip
     _run("labels", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
 
 

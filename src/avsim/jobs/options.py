@@ -17,10 +17,11 @@ from avsim.core.errors import AvsimInputError
 _RENDER_TYPES: dict[str, type] = {
     "cameras": str, "start": float, "end": float, "frames": str, "fps": float, "size": str, "chunk": int,
     "rig": str, "backend": str, "preset": str, "layout": str, "labels": bool, "mosaic": bool, "png": bool,
+    "label_files": str, "images": str,
 }  # fmt: skip
 OPTION_TYPES: dict[str, dict[str, type]] = {
     "render": _RENDER_TYPES,
-    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig")},
+    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig", "label_files", "images")},
     "convert": {"format": str, "rig": str},
     "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
     "generate": {
@@ -119,14 +120,16 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     from avsim.render import style
     from avsim.render.run.plan import FrameSelectionError, RenderOptions
 
-    width_px, height_px = parse_size(str(options.get("size", f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}")), source)
+    size = options.get("size")  # given: every camera at exactly WxH; absent: each at its own aspect, 720 high
+    width_px, height_px = parse_size(str(size), source) if size is not None else (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX)
     cameras = tuple(c.strip() for c in str(options["cameras"]).split(",") if c.strip()) if options.get("cameras") else None
     fields: dict[str, Any] = {"start_s": options.get("start"), "end_s": options.get("end"), "frames": options.get("frames"),
-                              "chunk_frames": int(options.get("chunk", 0))}  # fmt: skip
-    fields.update({k: options[k] for k in ("fps", "rig", "backend", "preset", "layout", "mosaic", "png") if k in options})
+                              "chunk_frames": int(options.get("chunk", 0)), "label_images": options.get("images")}  # fmt: skip
+    fields.update({k: options[k] for k in ("fps", "rig", "backend", "preset", "layout", "mosaic", "png", "label_files") if k in options})
+    labels = True if labels_only else bool(options.get("labels", False)) or options.get("images") is not None
     try:
-        return RenderOptions(out=out, cameras=cameras, width_px=width_px, height_px=height_px, workers=1,
-                             labels=True if labels_only else bool(options.get("labels", False)), **fields)  # fmt: skip
+        return RenderOptions(out=out, cameras=cameras, width_px=width_px, height_px=height_px, exact_size=size is not None,
+                             workers=1, labels=labels, **fields)  # fmt: skip
     except (AvsimValueError, FrameSelectionError) as exc:
         key, _, reason = str(exc).partition(":")
         raise AvsimInputError(source, {"chunk_frames": "chunk", "frames": "frames"}.get(key, key), reason.strip() or str(exc)) from None

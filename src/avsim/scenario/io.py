@@ -164,6 +164,7 @@ def load_scenario(folder: str | Path, *, allow_empty_map: bool = False) -> Scena
             map=hd_map,
             lights=lights,
             metadata=header["metadata"],
+            frame_origin_ns=header.get("frame_origin_ns"),
         ),
     )
 

@@ -61,6 +61,8 @@ def header_json(scenario: Scenario, rows: dict[str, int], digests: dict[str, str
         "tables": {name: {"rows": n, **({"sha256": digests[name]} if digests else {})} for name, n in rows.items()},
         "metadata": metadata,
     }
+    if scenario.frame_origin_ns is not None:  # written only when frame 0 is not the first ego pose
+        doc["frame_origin_ns"] = int(scenario.frame_origin_ns)
     return _pretty_json(doc) + "\n"
 
 
@@ -160,6 +162,9 @@ def read_header(path: Path) -> dict[str, Any]:
             raise AvsimInputError(path, key, f"must be a JSON {kind.__name__.replace('str', 'string').replace('dict', 'object')}")
     if not doc["scenario_id"]:
         raise AvsimInputError(path, "scenario_id", "is empty")
+    origin = doc.get("frame_origin_ns")
+    if origin is not None and type(origin) is not int:
+        raise AvsimInputError(path, "frame_origin_ns", f"must be integer nanoseconds, got {origin!r}")
     return doc
 
 

@@ -64,6 +64,21 @@ def _agent_rate_hz(scenario: Scenario) -> float | None:
     return float(1e9 / np.median(dt_ns)) if len(dt_ns) else None
 
 
+def _frames(scenario: Scenario) -> dict[str, Any]:
+    """How render frames map to the source's samples (the times its agent boxes were labelled)."""
+    sample_ns = np.unique(np.asarray(scenario.agents.timestamps_ns)) if len(scenario.agents) else np.zeros(0, np.int64)
+    steps = np.diff(sample_ns)
+    origin = scenario.metadata.get("frame_origin")
+    return {
+        "frame0_timestamp_ns": scenario.frame_start_ns,
+        "frame0_after_first_pose_ms": (scenario.frame_start_ns - scenario.start_ns) / 1e6,
+        "frame0_is": origin if isinstance(origin, str) and scenario.frame_origin_ns is not None else "the first ego pose",
+        "source_samples": len(sample_ns),
+        "first_sample_timestamp_ns": int(sample_ns[0]) if len(sample_ns) else None,
+        "sample_interval_s": float(np.median(steps)) / 1e9 if len(steps) else None,
+    }
+
+
 def scenario_summary(scenario: Scenario, render_fps: float = 30.0) -> dict[str, Any]:
     """The facts `avsim info` prints, as plain JSON-able values.
 
@@ -81,7 +96,8 @@ def scenario_summary(scenario: Scenario, render_fps: float = 30.0) -> dict[str, 
         extent (xy bounding box of ego path, agents and map, m), ego_orientation ("full",
         "yaw_only" or None when the source did not say), capture_offsets_ms (camera name -> its
         capture time minus the frame time in ms; empty when every camera fires at the frame
-        time) and the metadata.
+        time), frames (frame 0's time and what it is, e.g. the source's first sample, and the
+        source's labelled sample times: count, first, median interval) and the metadata.
     """
     ego = scenario.ego
     lights = scenario.lights
@@ -119,6 +135,7 @@ def scenario_summary(scenario: Scenario, render_fps: float = 30.0) -> dict[str, 
         "extent": _extent(scenario),
         "ego_orientation": _ego_orientation(scenario),
         "capture_offsets_ms": _capture_offsets_ms(scenario),
+        "frames": _frames(scenario),
         "metadata": scenario.metadata,
     }
 
@@ -142,4 +159,28 @@ def summary_pose_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["scenario_summary", "summary_pose_lines"]
+def summary_frame_line(summary: dict[str, Any]) -> str:
+    """The `avsim info` line saying how render frames map to the source's samples.
+
+    Args:
+        summary: a `scenario_summary` dict.
+
+    Returns:
+        One line: what frame 0 is (and how far after the first ego pose), that frame k is at
+        frame 0 + k / fps, and how often the source has samples (labelled agent times).
+    """
+    f = summary["frames"]
+    line = f"frames: frame 0 = {f['frame0_is']}"
+    if f["frame0_after_first_pose_ms"]:
+        line += f" ({f['frame0_after_first_pose_ms']:.1f} ms after the first ego pose)"
+    line += "; frame k at frame 0 + k / fps"
+    dt = f["sample_interval_s"]
+    if dt:
+        lag = (f["first_sample_timestamp_ns"] - f["frame0_timestamp_ns"]) / 1e6
+        at = "on frame 0" if lag == 0 else f"{lag:+.1f} ms from frame 0"
+        line += f"; {f['source_samples']} source samples (labelled times) every {dt:.3f} s (median), the first {at}: " \
+                f"at --fps {1.0 / dt:.4g} frame k is about sample k"
+    return line
+
+
+__all__ = ["scenario_summary", "summary_frame_line", "summary_pose_lines"]

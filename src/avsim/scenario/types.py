@@ -12,7 +12,7 @@ from avsim.core.agents import AgentTracks
 from avsim.core.errors import AvsimValueError
 from avsim.core.lights import TrafficLightStates
 from avsim.core.rig import CameraRig
-from avsim.core.trajectory import EgoTrajectory, UniformTimes
+from avsim.core.trajectory import EgoTrajectory, UniformTimes, uniform_timestamps
 from avsim.maps import HDMap
 
 
@@ -20,7 +20,10 @@ from avsim.maps import HDMap
 class Scenario:
     """A clip: camera rig, ego trajectory, agent tracks, HD map, light states, metadata.
 
-    All world-frame data share one world frame; timestamps are int64 ns.
+    All world-frame data share one world frame; timestamps are int64 ns. `frame_origin_ns` is
+    the time of frame 0 of a render (the source's first sample, its keyframe, where an importer
+    knows one), within the ego span; None: the first ego pose. Frames run from it at the render
+    rate to the last ego pose.
     """
 
     scenario_id: str
@@ -30,6 +33,7 @@ class Scenario:
     map: HDMap
     lights: TrafficLightStates
     metadata: dict[str, Any] = field(default_factory=dict)
+    frame_origin_ns: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario_id, str) or not self.scenario_id:
@@ -40,6 +44,13 @@ class Scenario:
         if not hasattr(self.map, "element_counts"):
             raise AvsimValueError(f"map: expected an HDMap, got {type(self.map).__name__}")
         object.__setattr__(self, "metadata", dict(self.metadata))
+        if self.frame_origin_ns is not None:
+            t = self.frame_origin_ns
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise AvsimValueError(f"frame_origin_ns: expected integer nanoseconds or None, got {t!r}")
+            if not self.start_ns <= int(t) <= self.end_ns:
+                raise AvsimValueError(f"frame_origin_ns: {int(t)} is outside the ego span [{self.start_ns}, {self.end_ns}]")
+            object.__setattr__(self, "frame_origin_ns", int(t))
 
     @property
     def start_ns(self) -> int:
@@ -53,13 +64,18 @@ class Scenario:
     def duration_s(self) -> float:
         return self.ego.duration_s
 
+    @property
+    def frame_start_ns(self) -> int:
+        """Time of frame 0: `frame_origin_ns`, else the first ego pose."""
+        return self.start_ns if self.frame_origin_ns is None else self.frame_origin_ns
+
     def frame_timestamps(self, rate_hz: float) -> np.ndarray:
-        """Render timestamps (K,) over the ego span at `rate_hz`."""
-        return self.ego.uniform_timestamps(rate_hz)
+        """Render timestamps (K,) at `rate_hz` from `frame_start_ns` to at most the last ego pose."""
+        return uniform_timestamps(self.frame_start_ns, self.end_ns, rate_hz)
 
     def frame_times(self, rate_hz: float) -> UniformTimes:
         """`frame_timestamps`, lazily: `len()` without building them, frames made when indexed."""
-        return self.ego.uniform_times(rate_hz)
+        return UniformTimes(self.frame_start_ns, self.end_ns, rate_hz)
 
     def replace(self, **changes: Any) -> Scenario:
         """A copy with the given fields replaced (validated like a new Scenario)."""

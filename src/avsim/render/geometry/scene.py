@@ -68,7 +68,9 @@ class SceneRenderer:
 
     rig: the scenario's own rig by default, or any other (e.g. `cosmos_rig()`) placed on the
     same ego; cameras: a subset of its names (default all); size: (width, height) every camera
-    is re-imaged to; fps: render rate over the ego span; backend: ``numba`` or ``torch``; antialias: 4x MSAA on edges.
+    is re-imaged to, or sizes: one (width, height) per camera (in `cameras` order; `sizes.camera_sizes`),
+    which wins over `size`; fps: render rate from the scenario's frame 0; backend: ``numba`` or ``torch``;
+    antialias: 4x MSAA on edges.
     """
 
     def __init__(
@@ -78,13 +80,13 @@ class SceneRenderer:
         cameras: list[str] | tuple[str, ...] | None = None,
         size: tuple[int, int] = (style.DEFAULT_WIDTH_PX, style.DEFAULT_HEIGHT_PX),
         fps: float = style.DEFAULT_FPS,
-        backend: str = "numba", antialias: bool = True,
+        backend: str = "numba", antialias: bool = True, sizes: tuple[tuple[int, int], ...] | None = None,
     ) -> None:
         rig = scenario.rig if rig is None else rig
         if cameras is not None:
             rig = rig.subset(list(cameras))
         self.scenario = scenario
-        self.rig = rig.resize(int(size[0]), int(size[1]))
+        self.rig = rig.resize_each(sizes) if sizes is not None else rig.resize(int(size[0]), int(size[1]))
         self.fps = float(fps)
         self.backend, self.antialias = backend, antialias
         self.timestamps_ns = scenario.frame_times(self.fps)  # lazy: only the frames rendered are made

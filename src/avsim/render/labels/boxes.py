@@ -1,6 +1,6 @@
 """Labels of rendered frames, from the same projection and z-buffer as the pixels.
 
-Per camera and frame (`camera_frame_labels`): every agent box that covers at least one pixel
+Per camera and frame (`camera_box_labels`): every agent box that covers at least one pixel
 when rendered alone gets its 3-D box in the camera frame, its projected corners and centre
 (the camera model's `project`), the 2-D box of the full projected cuboid, the 2-D box and
 count of its *visible* pixels (the renderer's per-pixel object id, same z-test as the
@@ -8,9 +8,12 @@ colours), the pixels it covers rendered alone (`unoccluded_px`: the union of its
 coverage, `raster.object_coverage_px`), `visible_fraction = visible_px / unoccluded_px` and
 `truncation = 1 - area(full box inside the image) / area(full box)`.
 
-Per frame (`frame_boxes_3d`): every agent of the scenario at the frame time (tracks resampled
-by avsim's rules, exactly as `avsim.evaluation.detections.boxes_from_scenario` does), in the
-world and ego frames, with velocity.
+Per frame (`frame_boxes_3d`; a `FrameBoxesCache`, owned by what labels the frames, keeps them for
+every camera of a frame): every agent of the scenario at the frame time (tracks resampled by
+avsim's rules, exactly as `avsim.evaluation.detections.boxes_from_scenario` does), in the world
+and ego frames, with velocity.
+
+The numpy definitions the compiled steps equal live in tests/labels_numpy.py.
 
 Box convention: centre of the box; size (length, width, height) along the object's x
 (heading), y, z axes; `rotation_*_wxyz` is the quaternion frame_R_object; `yaw_ego_rad` is
@@ -31,11 +34,10 @@ import numpy.typing as npt
 from avsim.core.agents import AgentTracks
 from avsim.core.cameras import Camera
 from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angle
-from avsim.core.typing import NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayFloat, NDArrayInt, NDArrayInt32
 from avsim.render import style
 from avsim.render.geometry import projection as geo
 from avsim.render.geometry.projector import cached_projector, project_xyz_px
-from avsim.render.raster.draw import object_coverage_px
 from avsim.render.raster.kernels import grow_visible_box
 from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
@@ -51,7 +53,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 VELOCITY_DT_S = 0.05  # velocity: central difference of the resampled track over +/- this
 BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
 EDGE_SAMPLES = 9  # points per cuboid edge for the full projected 2-D box (curved f-theta edges)
-_EDGE_T = np.linspace(0.0, 1.0, EDGE_SAMPLES)  # the points' parameters along an edge (as `_edge_points`)
+_EDGE_T = np.linspace(0.0, 1.0, EDGE_SAMPLES)  # the points' parameters along an edge (tests/labels_numpy.py `edge_points`)
 _EDGE_T.flags.writeable = False
 _F64_MAX = float(np.finfo(np.float64).max)  # np.nan_to_num's value for +inf
 
@@ -107,33 +109,60 @@ class FrameBoxes3D:
         return quat_to_matrix(self.rotation_world_wxyz) if len(self.track_id) else np.zeros((0, 3, 3))
 
 
-_BOXES_CACHE: dict[tuple[int, str, int], FrameBoxes3D] = {}
-
-
-def frame_boxes_3d(scenario: Scenario, timestamp_ns: int, block_ns: NDArrayInt | None = None) -> FrameBoxes3D:
-    """All agents of `scenario` at one time (resampled as the renderer and the LET ground truth do).
+def frame_boxes_3d(scenario: Scenario, timestamps_ns: NDArrayInt) -> list[FrameBoxes3D]:
+    """All agents of `scenario` at each of some times, in one resampling pass (as the renderer and the LET ground truth resample).
 
     Args:
         scenario: an avsim Scenario.
-        timestamp_ns: the frame time.
-        block_ns: (B,) other frame times to compute (and cache) in the same resampling pass.
+        timestamps_ns: (B,) frame times.
 
     Returns:
-        The frame's boxes in the world and ego frames.
+        B frames' boxes in the world and ego frames, in the order of `timestamps_ns`.
     """
-    t = int(timestamp_ns)
-    key = (id(scenario), scenario.scenario_id, t)
-    if key not in _BOXES_CACHE:
-        times = np.unique(np.r_[np.asarray([] if block_ns is None else block_ns, np.int64), t])
-        dt = int(VELOCITY_DT_S * 1e9)
-        agents = scenario.agents
-        table = agents.resample(np.unique(np.r_[times - dt, times, times + dt])) if len(agents) else agents
-        poses = scenario.ego.pose_at(times)
-        for j, tj in enumerate(times.tolist()):
-            if len(_BOXES_CACHE) >= BOXES_CACHE_FRAMES:
-                _BOXES_CACHE.pop(next(iter(_BOXES_CACHE)))
-            _BOXES_CACHE[(id(scenario), scenario.scenario_id, tj)] = _frame_boxes(table, tj, dt, poses[j])
-    return _BOXES_CACHE[key]
+    times = np.asarray(timestamps_ns, np.int64).reshape(-1)
+    dt = int(VELOCITY_DT_S * 1e9)
+    agents = scenario.agents
+    table = agents.resample(np.unique(np.r_[times - dt, times, times + dt])) if len(agents) else agents
+    poses = scenario.ego.pose_at(times)
+    return [_frame_boxes(table, tj, dt, poses[j]) for j, tj in enumerate(times.tolist())]
+
+
+class FrameBoxesCache:
+    """The frame boxes of one scenario by frame time, computed a block of frames at a time and kept for the
+    cameras of the same frames (at most `max_frames`, the oldest dropped first).
+
+    It belongs to what labels the scenario's frames (a `labels_run.Labeller`, which wraps one renderer, or
+    one merge of label parts), never to the process: it holds its own scenario, so another scenario
+    object, even one at the same address after this one is freed, has its own cache.
+
+    Args:
+        scenario: the scenario.
+        max_frames: frames kept.
+    """
+
+    def __init__(self, scenario: Scenario, max_frames: int = BOXES_CACHE_FRAMES) -> None:
+        self.scenario = scenario
+        self.max_frames = int(max_frames)
+        self._frames: dict[int, FrameBoxes3D] = {}
+
+    def at(self, timestamp_ns: int, block_ns: NDArrayInt | None = None) -> FrameBoxes3D:
+        """The boxes at one frame time.
+
+        Args:
+            timestamp_ns: the frame time.
+            block_ns: (B,) other frame times to compute (and keep) in the same resampling pass when this one is not kept.
+
+        Returns:
+            The frame's boxes.
+        """
+        t = int(timestamp_ns)
+        if t not in self._frames:
+            times = np.unique(np.r_[np.asarray([] if block_ns is None else block_ns, np.int64), t])
+            for tj, boxes in zip(times.tolist(), frame_boxes_3d(self.scenario, times)):
+                if len(self._frames) >= self.max_frames:
+                    self._frames.pop(next(iter(self._frames)))
+                self._frames[tj] = boxes
+        return self._frames[t] if t in self._frames else frame_boxes_3d(self.scenario, np.array([t]))[0]
 
 
 def _frame_boxes(table: AgentTracks, t: int, dt: int, pose: SE3) -> FrameBoxes3D:
@@ -210,7 +239,7 @@ if _njit is not None:
     def _box_points(corners: NDArrayFloat, centre: NDArrayFloat, edges: NDArrayInt, t: NDArrayFloat,
                     pts: NDArrayFloat, xyz: NDArrayFloat) -> None:  # fmt: skip
         # pts (P, 3) and its rows xyz (3, P), P = M (9 + 12 S): the M x 8 corners, the M centres, then
-        # the S points a + t (b - a) of every edge (a, b) of every box (as `_edge_points`)
+        # the S points a + t (b - a) of every edge (a, b) of every box (tests/labels_numpy.py `edge_points`)
         m, s = corners.shape[0], len(t)
         for b in range(m):
             for c in range(8):
@@ -341,71 +370,6 @@ def visible_boxes(
     return counts, boxes
 
 
-def unoccluded_pixels(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
-    """Pixels each object covers when rendered alone (`raster.object_coverage_px`).
-
-    Args:
-        prims: the image's primitives with object ids.
-        rays: (H, W, 2) the camera's ray map.
-        n_objects: number of objects N.
-
-    Returns:
-        (N,) int64 pixel counts.
-    """
-    return object_coverage_px(prims, rays, n_objects)
-
-
-def _edge_points(corners_cam: NDArrayFloat) -> NDArrayFloat:
-    """(M, 12 * EDGE_SAMPLES, 3) points along the 12 edges of each cuboid (M, 8, 3)."""
-    a, b = corners_cam[:, geo.CUBOID_EDGES[:, 0]], corners_cam[:, geo.CUBOID_EDGES[:, 1]]  # (M, 12, 3)
-    t = np.linspace(0.0, 1.0, EDGE_SAMPLES)[None, None, :, None]
-    return (a[:, :, None] + t * (b - a)[:, :, None]).reshape(len(corners_cam), 12 * EDGE_SAMPLES, 3)
-
-
-def _edge_box(uv: NDArrayFloat, pts: NDArrayFloat) -> NDArrayFloat:
-    """(M, 4) bounds of projected edge points uv (M, P, 2), ignoring points pts (M, P, 3) not in front."""
-    uv = uv.copy()
-    uv[pts[..., 2] <= style.NEAR_M] = np.nan
-    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
-        sup.filter(RuntimeWarning)
-        return np.concatenate([np.nanmin(uv, 1), np.nanmax(uv, 1)], 1)
-
-
-def projected_boxes(camera: Camera, corners_cam: NDArrayFloat) -> NDArrayFloat:
-    """2-D boxes (x0, y0, x1, y1) of projected cuboids (points along every edge, in front of the camera).
-
-    Args:
-        camera: the camera.
-        corners_cam: (M, 8, 3) camera-frame corners.
-
-    Returns:
-        (M, 4) float boxes, not clipped to the image (NaN for a box wholly behind the camera).
-    """
-    pts = _edge_points(corners_cam)
-    uv = camera.project(pts.reshape(-1, 3))[0].reshape(len(corners_cam), -1, 2)
-    return _edge_box(uv, pts)
-
-
-def truncation(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
-    """1 - (area of each box inside the image) / (its area); the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5].
-
-    Args:
-        box_px: (M, 4) x0, y0, x1, y1.
-        width_px: image width.
-        height_px: image height.
-
-    Returns:
-        (M,) in [0, 1] (1 for a NaN or empty box).
-    """
-    (ix0, ix1), (iy0, iy1) = geo.image_extent_px(width_px), geo.image_extent_px(height_px)
-    w = np.clip(box_px[:, 2], ix0, ix1) - np.clip(box_px[:, 0], ix0, ix1)
-    h = np.clip(box_px[:, 3], iy0, iy1) - np.clip(box_px[:, 1], iy0, iy1)
-    area = (box_px[:, 2] - box_px[:, 0]) * (box_px[:, 3] - box_px[:, 1])
-    with np.errstate(all="ignore"):
-        frac = np.where(area > 0, np.maximum(w, 0) * np.maximum(h, 0) / area, 0.0)
-    return np.clip(1.0 - np.nan_to_num(frac, nan=0.0), 0.0, 1.0)
-
-
 def _rotations_camera(R_cw: NDArrayFloat, world_R_object: NDArrayFloat) -> NDArrayFloat:
     """(M, 4) camera_R_object quaternions: `matrix_to_quat(einsum("ij,njk->nik", R_cw, world_R_object))`, compiled."""
     out = np.empty((len(world_R_object), 4))
@@ -415,7 +379,8 @@ def _rotations_camera(R_cw: NDArrayFloat, world_R_object: NDArrayFloat) -> NDArr
 
 
 def _truncation_of(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
-    """`truncation(box_px, width_px, height_px)` in one compiled pass."""
+    """1 - (area of each box (M, 4) inside the image) / (its area), in [0, 1] (1 for a NaN or empty box); the image
+    spans [-0.5, W - 0.5] x [-0.5, H - 0.5]. One compiled pass (numpy definition: tests/labels_numpy.py `truncation`)."""
     (ix0, ix1), (iy0, iy1) = geo.image_extent_px(width_px), geo.image_extent_px(height_px)
     out = np.empty(len(box_px))
     _truncation(np.ascontiguousarray(box_px, np.float64), float(ix0), float(ix1), float(iy0), float(iy1), out)
@@ -432,7 +397,7 @@ def _project_box_points(camera: Camera, corners_cam: NDArrayFloat, centre: NDArr
 
     Returns:
         uv (P, 2) `camera.project` pixels and pts (P, 3), P = M (9 + 12 EDGE_SAMPLES): the
-        corners (box-major), the centres, then `_edge_points(corners_cam)` flattened.
+        corners (box-major), the centres, then the EDGE_SAMPLES points along each of the 12 edges of every box.
     """
     m = len(corners_cam)
     p = m * (9 + 12 * EDGE_SAMPLES)
@@ -455,7 +420,7 @@ def camera_box_labels(
         boxes: the frame's 3-D boxes.
         box_of_object: (N,) index into `boxes` of each object id of the id buffer.
         ids: (H, W) int32 object ids of the image.
-        unoccluded_px: (N,) pixels of each object rendered alone (`unoccluded_pixels`).
+        unoccluded_px: (N,) pixels of each object rendered alone (`raster.object_coverage_px`).
         region_px: optional inclusive (x0, y0, x1, y1) outside which `ids` has no object
             (`object_region_px`); only that crop is scanned.
         visible: optional (counts (N,), boxes (N, 4)) of `visible_boxes(ids, N)` computed already
@@ -478,7 +443,7 @@ def camera_box_labels(
     uv_all, pts = _project_box_points(camera, corners_cam, centre)  # corners, centres, edge points: one projection
     uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], np.ascontiguousarray(pts[8 * m : 9 * m, 2])
     full = np.empty((m, 4))
-    _edge_bounds(uv_all, pts, 9 * m, 12 * EDGE_SAMPLES, style.NEAR_M, full)  # `_edge_box` of the edge points
+    _edge_bounds(uv_all, pts, 9 * m, 12 * EDGE_SAMPLES, style.NEAR_M, full)  # bounds of the edge points in front (tests/labels_numpy.py `edge_box`)
     vis, unocc = counts[on], np.asarray(unoccluded_px, np.int64)[on]
     return CameraBoxLabels(
         box, centre, rot_cam, uv, cuv, depth, full, vis_box[on], vis, unocc,

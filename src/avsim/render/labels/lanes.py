@@ -109,6 +109,59 @@ def _camera_json(camera: Camera) -> str:
     return json.dumps(camera.to_dict(), separators=(",", ":"))
 
 
+def openlane_intrinsic(camera: Camera) -> tuple[NDArrayFloat, str]:
+    """The 3x3 `intrinsic` of an OpenLane file: the camera's K, or a pinhole equivalent of an f-theta lens.
+
+    OpenLane's evaluator multiplies `intrinsic` with the extrinsic (`projection_g2im_extrinsic`)
+    and so needs a 3x3 matrix, though its metrics never use the product. For an f-theta lens
+    the matrix is the pinhole that agrees with it at the principal point: focal length = the
+    forward polynomial's linear term (d r / d theta at theta = 0), times the lens' linear
+    (c, d, e) term, and the principal point; it is exact only near the image centre (the
+    full model is the file's `camera_model`).
+
+    Args:
+        camera: the camera (at the image size).
+
+    Returns:
+        (3, 3) float64 matrix and its kind: "pinhole" (the camera's K; its distortion, if any, is
+        in `camera_model`) or "ftheta_pinhole_equivalent".
+    """
+    K = getattr(camera, "K", None)
+    if K is not None:
+        return np.asarray(K, np.float64), "pinhole"
+    f = float(camera.forward_poly[1])  # type: ignore[attr-defined]  # f-theta: the only other model
+    c, d, e = camera.linear_cde  # type: ignore[attr-defined]
+    cx, cy = camera.cx_px, camera.cy_px  # type: ignore[attr-defined]
+    return np.array([[c * f, d * f, cx], [e * f, f, cy], [0.0, 0.0, 1.0]]), "ftheta_pinhole_equivalent"
+
+
+def near_to_far(forward: NDArrayFloat, bounds: NDArrayInt) -> NDArrayInt:
+    """Point order that makes every line run near-to-far: lines whose last point is behind their first are reversed.
+
+    OpenLane's evaluator keeps a ground-truth lane only when its first point is before the far
+    end of its range and its last point past the near end (`lane[0, 1] < y_max` and
+    `lane[-1, 1] > y_min` in its ground frame, y forward), so a lane written far-to-near is
+    never counted, while models output their lanes near-to-far.
+
+    Args:
+        forward: (N,) each point's coordinate along the forward axis (lines back to back).
+        bounds: (L + 1,) first point of each line.
+
+    Returns:
+        (N,) int64 permutation of the points (each line's points stay within its own slice).
+    """
+    n = len(forward)
+    order = np.arange(n, dtype=np.int64)
+    if not n:
+        return order
+    first, last = bounds[:-1], bounds[1:] - 1
+    flip = (bounds[1:] > bounds[:-1]) & (forward[np.maximum(last, 0)] < forward[np.minimum(first, n - 1)])
+    line = np.repeat(np.arange(len(first)), np.diff(bounds))
+    rev = flip[line]
+    order[rev] = (first[line] + last[line] - order)[rev]
+    return order
+
+
 def near_lines(table: LaneTable, centre_xy_m: NDArrayFloat, radius_m: float) -> NDArrayInt:
     """Indices of the lines whose xy bounds come within `radius_m` of a point (per axis, as a box test).
 

@@ -10,26 +10,35 @@
 
 Each COCO file and `boxes3d.json` is written as it goes into its temporary file (renamed when
 complete), so the writer's memory does not grow with the clip's length beyond the heads. The
-bytes are those of one `json.dumps` of the whole documents (pinned in tests/test_labels_speed.py).
+bytes are those of one `json.dumps` of the whole documents. A compact folder (`ClipLabels.files`)
+gets the parquet tables of `labels.compact` instead (or as well): their rows are gathered for the
+whole clip (columns of a few numbers per box and annotation).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
+from avsim.core.cameras import Camera
 from avsim.core.typing import NDArrayFloat
-from avsim.render.labels.boxes import FrameBoxes3D, frame_boxes_3d
+from avsim.render.labels import compact as compact_io
+from avsim.render.labels.boxes import FrameBoxes3D, FrameBoxesCache
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.records import (
+    BOXES3D_CONVENTIONS,
     COCO_CATEGORIES,
     LABELS_FORMAT,
+    LABELS_LAYOUT_VERSION,
     MERGE_BOXES_BLOCK_FRAMES,
+    NUSCENES_META,
     NUSCENES_NAME,
     json_strings,
     sample_token,
@@ -41,54 +50,93 @@ ChunkSource = Callable[[str], Iterable[list[dict[str, Any]]]]  # camera -> its r
 _COMPACT = (",", ":")
 
 
-def write_labels(
-    scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, cameras: tuple[str, ...],
-    fps: float, video: dict[int, tuple[str, int]], size: tuple[int, int], rig: str,
-) -> list[Path]:  # fmt: skip
-    """Write a clip's label files.
+LabelFiles = Literal["compact", "standard", "both"]
+LABEL_FILES: tuple[LabelFiles, ...] = ("compact", "standard", "both")
+STANDARD_FILES = {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}
+
+
+@dataclass(frozen=True)
+class ClipLabels:
+    """What a clip's label files are written from (besides its records).
+
+    cameras: in rig order; fps: render rate; video: frame index -> (video clip id, frame in it);
+    camera_models: camera -> the camera at its image size; rig: the rig name; files: which
+    layout (`compact` tables, `standard` files, or `both`); image_names: (camera, frame) -> an
+    image file beside the labels (`--images`; the COCO files then name it), else empty.
+    """
+
+    cameras: tuple[str, ...]
+    fps: float
+    video: dict[int, tuple[str, int]]
+    camera_models: dict[str, Camera]
+    rig: str
+    files: LabelFiles = "standard"
+    image_names: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, clip: ClipLabels) -> list[Path]:
+    """Write a clip's label files (docs/labels.md): the standard files, the compact tables, or both.
 
     Args:
         scenario: the scenario.
         folder: `OUT/<clip>/labels`.
-        heads: the head of every camera-frame record of the clip ("frame_index", "camera", "timestamp_ns", "track_ids").
+        heads: the head of every camera-frame record of the clip ("frame_index", "camera", "timestamp_ns",
+            "track_ids", "ego_SE3_camera").
         chunks: each camera's records with their annotation texts, a segment at a time in frame order.
-        cameras: the cameras, in rig order.
-        fps: render rate.
-        video: frame index -> (video clip id, frame within that video).
-        size: (width, height) of the images.
-        rig: the rig name rendered through.
+        clip: cameras, rate, videos, camera models, rig and layout.
 
     Returns:
         The files written.
     """
+    cameras = clip.cameras
     frames = sorted({h["frame_index"] for h in heads})
     stamps = {h["frame_index"]: h["timestamp_ns"] for h in heads}
     by_camera = {cam: sorted((h for h in heads if h["camera"] == cam), key=lambda h: h["frame_index"]) for cam in cameras}
     seen: dict[int, dict[str, list[str]]] = {f: {} for f in frames}
+    standard, compact = clip.files in ("standard", "both"), clip.files in ("compact", "both")
+    sizes = {c: (clip.camera_models[c].width_px, clip.camera_models[c].height_px) for c in cameras}
     written = []
     for cam in cameras:
         for h in by_camera[cam]:
             for tid in h["track_ids"]:
                 seen[h["frame_index"]].setdefault(tid, []).append(cam)
-        _write_coco(folder / "coco" / f"{cam}.json", cam, video, by_camera[cam], chunks(cam), size)
-        written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
-    samples = _write_boxes3d(scenario, folder / "boxes3d.json", frames, stamps, seen, cameras, video)
-    index = {"format": LABELS_FORMAT, "scenario_id": scenario.scenario_id, "fps": fps, "rig": rig, "cameras": list(cameras),
-             "width_px": size[0], "height_px": size[1], "frames": samples,
-             "files": {"boxes3d": "boxes3d.json", "coco": "coco/<camera>.json", "openlane": "openlane/<camera>/<frame:06d>.json"}}  # fmt: skip
+        if standard or clip.image_names:  # images come with the COCO file that names them
+            names = {f: clip.image_names[cam, f] for f in frames if (cam, f) in clip.image_names}
+            _write_coco(folder / "coco" / f"{cam}.json", cam, clip.video, by_camera[cam], chunks(cam), sizes[cam], names)
+            written += [folder / "coco" / f"{cam}.json"] + ([folder / "openlane" / cam] if standard else [])
+    samples = _write_boxes3d(scenario, folder, frames, stamps, seen, clip, standard, compact)
+    if compact:
+        compact_io.write_annotations(folder / compact_io.ANNOTATIONS, cameras, chunks)
+        xy = np.array([np.asarray(s["world_SE3_ego"])[:2, 3] for s in samples]).reshape(-1, 2)
+        compact_io.write_lanes(folder / compact_io.LANES, scenario, xy)
+        compact_io.write_camera_poses(folder / compact_io.CAMERA_POSES, heads)
+        written += [folder / name for name in compact_io.COMPACT_FILES.values()]
+    shared = set(sizes.values())
+    (width, height) = next(iter(shared)) if len(shared) == 1 else (None, None)  # the size every camera has (None: they differ)
+    files = {**(STANDARD_FILES if standard else {}), **(compact_io.COMPACT_FILES if compact else {}),
+             **({"coco": "coco/<camera>.json", "images": "images/<camera>/<frame:06d>.<ext>"} if clip.image_names else {})}  # fmt: skip
+    index = {"format": LABELS_FORMAT, "layout_version": LABELS_LAYOUT_VERSION, "layout": clip.files, "scenario_id": scenario.scenario_id,
+             "fps": clip.fps, "rig": clip.rig, "cameras": list(cameras), "width_px": width, "height_px": height,
+             "camera_sizes_px": {c: list(sizes[c]) for c in cameras},
+             "camera_models": {c: clip.camera_models[c].to_dict() for c in cameras}, "frames": samples, "files": files,
+             "conventions": BOXES3D_CONVENTIONS}  # fmt: skip
     write_json(folder / "index.json", index)
-    return [*written, folder / "boxes3d.json", folder / "index.json"]
+    return [*written, *([folder / "boxes3d.json"] if standard else []), folder / "index.json"]
 
 
 def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], heads: list[dict[str, Any]],
-                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int]) -> None:  # fmt: skip
-    """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed chunk by chunk."""
+                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int], image_names: dict[int, str]) -> None:  # fmt: skip
+    """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed chunk by chunk.
+
+    `file_name` is the frame's image file (relative to the label folder) where `image_names` has one,
+    else its video (with `video_frame`).
+    """
     images = []
     for h in heads:
         clip, vf = video[h["frame_index"]]
         image_id = int(h["frame_index"])
-        images.append({"id": image_id, "file_name": f"{clip}.{camera}.mp4", "video_frame": vf, "frame_index": image_id,
-                       "timestamp_ns": h["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
+        images.append({"id": image_id, "file_name": image_names.get(image_id, f"{clip}.{camera}.mp4"), "video_frame": vf,
+                       "frame_index": image_id, "timestamp_ns": h["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
     info = {"format": "COCO instances (avsim labels)", "camera": camera}
     cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,27 +159,34 @@ def _write_annotations(out: IO[str], records: list[dict[str, Any]], n_written: i
     return n_written
 
 
-def _write_boxes3d(scenario: Scenario, path: Path, frames: list[int], stamps: dict[int, int], seen: dict[int, dict[str, list[str]]],
-                   cameras: tuple[str, ...], video: dict[int, tuple[str, int]]) -> list[dict[str, Any]]:  # fmt: skip
-    """`boxes3d.json`, MERGE_BOXES_BLOCK_FRAMES frames at a time; returns the index's frame entries."""
-    meta = {"format": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
-            "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)", "use_camera": True}  # fmt: skip
-    name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
-    samples = []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
-        out.write(f'{{"meta":{json.dumps(meta, separators=_COMPACT)},"results":{{')
+def _write_boxes3d(scenario: Scenario, folder: Path, frames: list[int], stamps: dict[int, int], seen: dict[int, dict[str, list[str]]],
+                   clip: ClipLabels, standard: bool, compact: bool) -> list[dict[str, Any]]:  # fmt: skip
+    """`boxes3d.json` (standard) and `boxes3d.parquet` (compact), MERGE_BOXES_BLOCK_FRAMES frames at a time; returns the index's frame entries."""
+    name = {c: json.dumps(c) for c in clip.cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
+    samples, rows = [], []
+    cache = FrameBoxesCache(scenario, MERGE_BOXES_BLOCK_FRAMES)  # this merge's own: one block of frames at a time
+    folder.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        out = stack.enter_context(open(stack.enter_context(atomic_output_path(folder / "boxes3d.json")), "w", encoding="utf-8")) if standard else None
+        if out is not None:
+            out.write(f'{{"meta":{json.dumps(dict(NUSCENES_META), separators=_COMPACT)},"results":{{')
         for j in range(0, len(frames), MERGE_BOXES_BLOCK_FRAMES):
             block = frames[j : j + MERGE_BOXES_BLOCK_FRAMES]
             times = np.asarray([stamps[f] for f in block], np.int64)
-            boxes = [frame_boxes_3d(scenario, stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
+            boxes = [cache.at(stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
             tokens = [sample_token(stamps[f]) for f in block]
-            for f, b, token, entries in zip(block, boxes, tokens, _box3d_entries(boxes, tokens)):
-                cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in b.track_id.tolist()]
-                body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
-                out.write(("," if f != frames[0] else "") + json.dumps(token) + ":[" + body + "]")
-                samples.append(_sample(f, stamps[f], b, video))
-        out.write("}}\n")
+            for f, b, token, entries in zip(block, boxes, tokens, _box3d_entries(boxes, tokens) if out is not None else [[]] * len(block)):
+                if out is not None:
+                    cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in b.track_id.tolist()]
+                    body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
+                    out.write(("," if f != frames[0] else "") + json.dumps(token) + ":[" + body + "]")
+                if compact:
+                    rows.append(compact_io.boxes_rows(f, b, seen[f]))
+                samples.append(_sample(f, stamps[f], b, clip.video))
+        if out is not None:
+            out.write("}}\n")
+    if compact:
+        compact_io.write_boxes3d(folder / compact_io.BOXES3D, rows)
     return samples
 
 

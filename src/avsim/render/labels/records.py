@@ -38,18 +38,40 @@ from avsim.render.labels.boxes import (
     camera_box_labels,
 )  # fmt: skip
 from avsim.render.labels.json_text import columns_json
-from avsim.render.labels.lanes import camera_json, lane_lines_text, lane_points_camera, lane_table, near_lines
+from avsim.render.labels.lanes import (
+    LaneTable,
+    camera_json,
+    lane_lines_text,
+    lane_points_camera,
+    lane_table,
+    near_lines,
+    near_to_far,
+    openlane_intrinsic,
+)
 from avsim.render.labels.rle import rle_string, rle_strings
 from avsim.render.raster.draw import object_coverage_visible_px
 from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
 
 LABELS_FORMAT = "avsim-labels"
+# index.json["layout_version"]: which layout a label folder has (docs/labels.md "Layout versions"); folders
+# without the field are version 1 (COCO boxes half a pixel off, OpenLane lanes in map order, f-theta intrinsic null)
+LABELS_LAYOUT_VERSION = 2
 MERGE_BOXES_BLOCK_FRAMES = 64  # frames whose boxes the writer resamples together (where the render's are not cached)
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
 NUSCENES_NAME = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle", "Others": "barrier"}
 COCO_CATEGORIES = ("Car", "Truck", "Pedestrian", "Cyclist", "Others")
+# `boxes3d.json["meta"]`: the five flags of a nuScenes detection-results file (the boxes come from the scenario, listed
+# per camera that shows them); what the file's frames and fields are is in `index.json["files"]` and docs/labels.md
+NUSCENES_META = {"use_camera": True, "use_lidar": False, "use_radar": False, "use_map": False, "use_external": False}
+BOXES3D_CONVENTIONS = {  # index.json["conventions"]: the frames and units of boxes3d.json and the COCO extras
+    "boxes3d": "nuScenes detection results layout; boxes in the EGO frame (x forward, y left, z up, m); "
+               "size = [width, length, height]; rotation = ego_R_object (w, x, y, z)",
+    "coco_bbox": "COCO pixel edges: pixel (i, j) covers [i, i + 1) x [j, j + 1); bbox = pycocotools' box of the mask",
+    "pixels": "center_px, corners_px, box2d_full_px: the camera model's pixels, pixel (i, j) centred at (i, j) "
+              "(add 0.5 for COCO's pixel-edge coordinates)",
+}  # fmt: skip
 # OpenCV camera axes (x right, y down, z forward) -> Waymo/OpenLane camera axes (x forward, y left, z up)
 CV_TO_OPENLANE_CAM = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
@@ -131,10 +153,13 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 
     `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up), `extrinsic` the 4x4
     ego_T_camera in those axes (Waymo convention), so OpenLane's own evaluator (and `avsim eval
-    lanes`) bring them into its ground frame. Every lane line of the map within LANE_RADIUS_M of
-    the ego is written whole: `visibility` is 1 for every point (the map is the truth, also where
-    the image does not show it); `visible_in_image` is 1 where the point is in front of the
-    camera, within the render range and inside the image. The points' text comes from
+    lanes`) bring them into its ground frame (x right, y forward along the ego's x axis, z up).
+    Every lane line of the map within LANE_RADIUS_M of the ego is written whole, near-to-far
+    along that forward axis (`lanes.near_to_far`: the evaluator counts no lane written the other
+    way): `visibility` is 1 for every point (the map is the truth, also where the image does not
+    show it); `visible_in_image` is 1 where the point is in front of the camera, within the render
+    range and inside the image. `intrinsic` is always 3x3 (`lanes.openlane_intrinsic`; kind in
+    `intrinsic_model`), the full camera in `camera_model`. The points' text comes from
     `labels_json.float_lists_json` (the bytes of `json.dumps` of the document, faster).
 
     Args:
@@ -146,9 +171,27 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 
     Returns:
         The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
-        file_path, timestamp_ns, extrinsic, intrinsic, camera_model, lane_lines.
+        file_path, timestamp_ns, extrinsic, intrinsic, intrinsic_model, camera_model, lane_lines.
     """
     table = lane_table(scenario.map.lane_lines)
+    return openlane_text(table, np.arange(len(table.category)), camera, ego_SE3_camera, world_SE3_ego, timestamp_ns)
+
+
+def openlane_text(table: LaneTable, line_ids: NDArrayInt, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3,
+                  timestamp_ns: int) -> str:  # fmt: skip
+    """`lane_record` of a lane table: the OpenLane document's text of one camera-frame.
+
+    Args:
+        table: the lane lines (the map's, or the stored subset of a compact label folder).
+        line_ids: (K,) each table line's index in the map (`track_id` of its entry).
+        camera: the camera (at the image size).
+        ego_SE3_camera: its extrinsic (RDF camera axes).
+        world_SE3_ego: the ego pose.
+        timestamp_ns: the frame time.
+
+    Returns:
+        The document's compact JSON text (`lane_record`).
+    """
     idx = near_lines(table, np.asarray(world_SE3_ego.translation)[:2], LANE_RADIUS_M)
     R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
     R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
@@ -156,15 +199,16 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
     text = ""
     if len(idx):
         p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
-        xyz = (p_all @ CV_TO_OPENLANE_CAM.T).T
-        text = lane_lines_text(xyz, bounds, vis, table.category[idx], idx, 6)
+        order = near_to_far(p_all @ R_ec[0], bounds)  # OpenLane's ground y is the ego's x axis for every camera
+        xyz = (p_all[order] @ CV_TO_OPENLANE_CAM.T).T
+        text = lane_lines_text(xyz, bounds, vis[order], table.category[idx], np.asarray(line_ids, np.int64)[idx], 6)
     ext = np.eye(4)
     ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
     ext[:3, 3] = ego_SE3_camera.translation
-    K = getattr(camera, "K", None)
+    K, kind = openlane_intrinsic(camera)
     head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
-        "extrinsic": ext.tolist(), "intrinsic": np.asarray(K).tolist() if K is not None else None,
+        "extrinsic": ext.tolist(), "intrinsic": K.tolist(), "intrinsic_model": kind,
     }  # fmt: skip
     # the text json.dumps writes for head + camera_model + lane_lines (the camera's part encoded once per camera)
     return json.dumps(head, separators=(",", ":"))[:-1] + ',"camera_model":' + camera_json(camera) + ',"lane_lines":[' + text + "]}"
@@ -173,7 +217,7 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 def camera_frame_record(
     scenario: Scenario, boxes: FrameBoxes3D, track_of_object: np.ndarray, camera_name: str, camera: Camera,
     ego_SE3_camera: SE3, frame_index: int, ids: NDArrayInt32, prims: Primitives, rays: NDArrayFloat32,
-    id_stats: NDArrayInt | None = None, scratch: NDArrayByte | None = None,
+    id_stats: NDArrayInt | None = None, scratch: NDArrayByte | None = None, openlane: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """The labels of one camera image, from its id buffer and primitives.
 
@@ -191,11 +235,15 @@ def camera_frame_record(
         id_stats: optional (N, 9) id statistics of the rasterisation (`SceneRenderer.render_camera_id_stats`):
             coverage is then recomputed only for contested objects (same labels).
         scratch: optional (H, W) uint8 zeros for the coverage pass (`raster.object_coverage_visible_px`).
+        openlane: compute the OpenLane document (the standard files); a compact label folder stores the
+            lane lines once instead.
 
     Returns:
         {"frame_index", "camera", "timestamp_ns", "track_ids": [str, ...] (every box with unoccluded
-        pixels: the boxes3d entries' "cameras"), "annotations": `ImageAnnotations` (the visible
-        boxes' COCO annotations), "openlane": str} (the OpenLane document's JSON text, `lane_record`).
+        pixels: the boxes3d entries' "cameras"), "ego_SE3_camera": 3x4 rows (the camera at its capture
+        time in the ego frame of the frame time), "annotations": `ImageAnnotations` (the visible boxes'
+        COCO annotations), "openlane": str (the OpenLane document's JSON text, `lane_record`; "" without
+        `openlane`)}.
     """
     where = {tid: i for i, tid in enumerate(boxes.track_id.tolist())}
     box_of_object = np.array([where.get(t, -1) for t in track_of_object.tolist()], np.int64)
@@ -206,9 +254,10 @@ def camera_frame_record(
     objs = np.flatnonzero(unocc > 0)
     track_ids = [str(t) for t in boxes.track_id[lab.box].tolist()]
     anns = _annotations(boxes, lab, ids, objs)
-    openlane = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns)
+    text = lane_record(scenario, camera, ego_SE3_camera, boxes.world_SE3_ego, boxes.timestamp_ns) if openlane else ""
+    pose = np.c_[np.asarray(ego_SE3_camera.rotation), np.asarray(ego_SE3_camera.translation)].tolist()
     return {"frame_index": int(frame_index), "camera": camera_name, "timestamp_ns": int(boxes.timestamp_ns),
-            "track_ids": track_ids, "annotations": anns, "openlane": openlane}  # fmt: skip
+            "track_ids": track_ids, "ego_SE3_camera": pose, "annotations": anns, "openlane": text}  # fmt: skip
 
 
 ANNOTATION_FLOATS = ("center_camera_m", "size_lwh_m", "rotation_camera_wxyz", "center_px", "center_depth_m", "corners_px",
@@ -250,7 +299,7 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     head = []
     for m, (x0, y0, x1, y1) in enumerate(vis_box.tolist()):
         rle = masks[m].replace("\\", "\\\\")  # JSON escapes the RLE alphabet's backslash
-        head.append(f'"category_id":{cat[m]},"bbox":[{x0 - 0.5!r},{y0 - 0.5!r},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
+        head.append(f'"category_id":{cat[m]},"bbox":[{x0},{y0},{x1 - x0 + 1},{y1 - y0 + 1}],"area":{vis_n[m]},'
                     f'"iscrowd":0,"segmentation":{{"size":[{h},{w}],"counts":"{rle}"}},"track_id":{tids[m]},"class":{cls[m]},'
                     f'"source_class":{src[m]}')  # fmt: skip
     floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
@@ -304,7 +353,7 @@ def encoded_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-PART_FORMAT = "avsim-labels-part-2"
+PART_FORMAT = "avsim-labels-part-3"  # 3: records carry ego_SE3_camera (issue 41)
 
 
 def json_strings(values: np.ndarray) -> list[str]:
@@ -398,6 +447,29 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
 
 
+IMAGE_FORMATS = ("jpg", "png")  # `--images`
+JPEG_QUALITY = 95
+
+
+def encode_image(img: NDArrayByte, image_format: str) -> bytes:
+    """An RGB frame as JPEG (quality JPEG_QUALITY) or PNG bytes (OpenCV; the same frame gives the same bytes).
+
+    Args:
+        img: (H, W, 3) uint8 RGB.
+        image_format: "jpg" or "png".
+
+    Returns:
+        The encoded file.
+    """
+    import cv2
+
+    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if image_format == "jpg" else []
+    ok, buf = cv2.imencode(f".{image_format}", np.ascontiguousarray(img[..., ::-1]), params)
+    if not ok:
+        raise RuntimeError(f"OpenCV could not encode a {img.shape} frame as {image_format}")
+    return bytes(buf)
+
+
 def write_text(path: Path, text: str) -> None:
     """Write a text file (atomic; parent folders made).
 
@@ -421,7 +493,7 @@ def write_json(path: Path, doc: Any) -> None:
 
 
 def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
-    """Write many small JSON files into `folder`: into one temporary folder beside them, then each renamed into place.
+    """Write many small JSON (or image) files into `folder`: into one temporary folder beside them, then each renamed into place.
 
     One `atomic_output_path` per call instead of per file (its stale-temporary scan lists the
     folder, which made per-file writes quadratic in the number of frames); every file appears
@@ -430,7 +502,7 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     Args:
         folder: the destination folder (made if missing).
         docs: file name -> JSON-ready document, or a str: the document's JSON text already
-            (`lane_record`), written as it is.
+            (`lane_record`), written as it is (with a newline), or bytes (an image), written as they are.
 
     Returns:
         The files written, in `docs` order.
@@ -439,6 +511,9 @@ def write_json_files(folder: Path, docs: dict[str, Any]) -> list[Path]:
     staging = folder / ".staging"
     with atomic_output_path(staging, is_dir=True) as tmp:
         for name, doc in docs.items():
+            if isinstance(doc, bytes):
+                (Path(tmp) / name).write_bytes(doc)
+                continue
             text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"))
             (Path(tmp) / name).write_text(text + "\n", encoding="utf-8")
         for name in docs:

@@ -10,6 +10,7 @@ the same records and parts without encoding any video.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels import merge as labels_merge
 from avsim.render.labels import records as labels_io
-from avsim.render.labels.boxes import frame_boxes_3d
+from avsim.render.labels.boxes import FrameBoxesCache
 from avsim.render.run import units, writer
 from avsim.render.run.plan import RenderOptions, RenderPlan
 from avsim.render.run.units import StreamSegment
@@ -66,18 +67,58 @@ def _part_in(folder: Path, camera: str, start: int) -> Path:
     return folder / ".parts" / f"{camera}.{start:06d}.json"
 
 
+def labels_done(opts: RenderOptions, clip_id: str) -> bool:
+    """Whether `OUT/<clip>/labels` holds the labels `opts` asks for: merged, in this layout version, with the
+    asked-for files (`label_files`, images or not). A folder of another layout or version is rewritten.
+
+    Args:
+        opts: the render options.
+        clip_id: the clip name.
+
+    Returns:
+        True when nothing is left to write.
+    """
+    index = labels_folder(opts.out, clip_id) / "index.json"
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else None
+    except (OSError, ValueError):
+        doc = None
+    if not isinstance(doc, dict):
+        return False
+    return (doc.get("layout_version") == labels_io.LABELS_LAYOUT_VERSION and doc.get("layout") == opts.label_files
+            and ("images" in doc.get("files", {})) == (opts.label_images is not None))  # fmt: skip
+
+
+def image_name(camera: str, frame_index: int, image_format: str) -> str:
+    """`images/<camera>/<frame:06d>.<ext>`: a frame's image file, relative to the label folder (COCO `file_name`).
+
+    Args:
+        camera: the camera.
+        frame_index: frame at the render rate.
+        image_format: "jpg" or "png".
+
+    Returns:
+        The relative path.
+    """
+    return f"images/{camera}/{int(frame_index):06d}.{image_format}"
+
+
 def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> None:
-    """One camera segment's labels: its OpenLane files (final per camera-frame files, written straight to
-    `labels/openlane/<camera>/`, one JSON encoding) and the rest of its records as the part file.
+    """One camera segment's labels: its OpenLane files and images (final per camera-frame files, written straight
+    to `labels/openlane/<camera>/` and `labels/images/<camera>/`) and the rest of its records as the part file.
 
     Args:
         part: the part file (`<label folder>/.parts/...`).
         camera: the camera.
-        records: its camera-frame records in frame order ("openlane" is taken out of them).
+        records: its camera-frame records in frame order ("openlane" and "image" are taken out of them).
     """
     folder = part.parent.parent
     lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
-    labels_io.write_json_files(folder / "openlane" / camera, lanes)
+    images = {Path(name).name: data for name, data in (r.pop("image", None) or ("", b"") for r in records) if name}
+    if any(lanes.values()):  # the standard files asked for
+        labels_io.write_json_files(folder / "openlane" / camera, lanes)
+    if images:
+        labels_io.write_json_files(folder / "images" / camera, images)
     labels_io.write_part(part, records)
 
 
@@ -102,23 +143,53 @@ class ImageBuffers:
         return cls(np.empty((height_px, width_px), np.int32), np.zeros((height_px, width_px), np.uint8))
 
 
+@dataclass(frozen=True)
+class Labeller:
+    """What labels one renderer's camera-frames: the renderer and the 3-D boxes of its frames.
+
+    The boxes of a frame are shared by every camera of the frame; `boxes` keeps them, for this
+    renderer's scenario only (made once per renderer: a render worker's, or `avsim labels`').
+    """
+
+    renderer: SceneRenderer
+    boxes: FrameBoxesCache
+    openlane: bool = True  # compute the OpenLane documents (the standard files); a compact folder stores the lanes once
+    image_format: str | None = None  # also keep each frame as a jpg / png file beside the labels
+
+    @classmethod
+    def of(cls, renderer: SceneRenderer, files: str = "standard", image_format: str | None = None) -> Labeller:
+        """A labeller of `renderer`'s frames with an empty box cache.
+
+        Args:
+            renderer: the scene renderer.
+            files: the label layout ("compact", "standard", "both").
+            image_format: "jpg" / "png" to keep the frames as image files, or None.
+
+        Returns:
+            The labeller.
+        """
+        return cls(renderer, FrameBoxesCache(renderer.scenario), files != "compact", image_format)
+
+
 def frame_record(
-    renderer: SceneRenderer, frame_index: int, camera_index: int, buffers: ImageBuffers | None = None
+    labeller: Labeller, frame_index: int, camera_index: int, buffers: ImageBuffers | None = None
 ) -> tuple[NDArrayByte, dict[str, Any]]:
     """One camera image and its labels, from one rasterisation with object ids.
 
     Args:
-        renderer: the scene renderer.
+        labeller: the renderer and its frames' boxes.
         frame_index: frame at the render rate.
         camera_index: index into the renderer's rig.
         buffers: optional scratch buffers of the camera's image size (None: new ones).
 
     Returns:
-        (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record.
+        (H, W, 3) uint8 RGB (as `render_camera` with the numba backend) and the camera-frame record
+        (with "image": (its file name, encoded bytes) when the labeller keeps images).
     """
+    renderer = labeller.renderer
     img, ids, prims, id_stats = renderer.render_camera_id_stats(frame_index, camera_index, None if buffers is None else buffers.ids)
     block = renderer.timestamps_ns[frame_index : frame_index + BOXES_BLOCK_FRAMES]  # one resampling per block
-    boxes = frame_boxes_3d(renderer.scenario, int(renderer.timestamps_ns[frame_index]), block)
+    boxes = labeller.boxes.at(int(renderer.timestamps_ns[frame_index]), block)
     rig = renderer.rig
     ego_SE3_camera = rig.ego_SE3_camera[camera_index]
     if rig.has_capture_offsets:  # the camera at its capture time, in the ego frame of the frame time
@@ -126,30 +197,34 @@ def frame_record(
     rec = labels_io.camera_frame_record(
         renderer.scenario, boxes, renderer.box_track_ids(frame_index), rig.names[camera_index], rig.cameras[camera_index],
         ego_SE3_camera, frame_index, ids, prims, renderer.rays(camera_index), id_stats, None if buffers is None else buffers.mask,
+        labeller.openlane,
     )  # fmt: skip
+    if labeller.image_format is not None:
+        rec["image"] = (image_name(rig.names[camera_index], frame_index, labeller.image_format), labels_io.encode_image(img, labeller.image_format))
     return img, rec
 
 
-def labelled_frames(renderer: SceneRenderer, segment: StreamSegment, part: Path) -> Iterator[NDArrayByte]:
+def labelled_frames(labeller: Labeller, segment: StreamSegment, part: Path) -> Iterator[NDArrayByte]:
     """The segment's images; once the last is taken, its records are written to `part`.
 
     The OpenLane documents are final per camera-frame files: they are written straight to
     `labels/openlane/<camera>/` (one JSON encoding), the rest of the record goes to the part.
 
     Args:
-        renderer: the scene renderer.
+        labeller: the renderer and its frames' boxes.
         segment: the render segment.
         part: its label part file.
 
     Returns:
         An iterator of (H, W, 3) uint8 RGB frames.
     """
-    i = renderer.rig.index(segment.stream.camera)
+    rig = labeller.renderer.rig
+    i = rig.index(segment.stream.camera)
     records = []
-    cam = renderer.rig.cameras[i]
+    cam = rig.cameras[i]
     buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
     for f in range(segment.start, segment.stop):
-        img, rec = frame_record(renderer, f, i, buffers)
+        img, rec = frame_record(labeller, f, i, buffers)
         records.append(rec)
         yield img
     write_segment(part, segment.stream.camera, records)
@@ -212,7 +287,11 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, 
     def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
         return (labels_io.read_part(p) for cam, p in parts if cam == camera)
 
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, plan.cameras, plan.fps, video, plan.size_px, opts.rig)
+    rig = plan.rig.subset(list(plan.cameras)).resize_each(plan.sizes_px)
+    names = {(h["camera"], h["frame_index"]): image_name(h["camera"], h["frame_index"], opts.label_images)
+             for h in heads} if opts.label_images else {}  # fmt: skip
+    clip = labels_merge.ClipLabels(plan.cameras, plan.fps, video, dict(zip(rig.names, rig.cameras)), opts.rig, opts.label_files, names)
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, clip)
     for _, p in parts:
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
@@ -235,30 +314,51 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     plan = RenderPlan.resolve(scenario, opts)
     folder = labels_folder(opts.out, plan.clip_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, size=plan.size_px, fps=plan.fps, antialias=opts.antialias)
+    renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps, antialias=opts.antialias)
     with atomic_output_path(folder, is_dir=True) as tmp:
-        parts = _label_parts(renderer, Path(tmp), plan.first, plan.stop, progress)
+        parts = _label_parts(Labeller.of(renderer, opts.label_files, opts.label_images), Path(tmp), plan.first, plan.stop, progress)
         write_from_parts(scenario, opts, plan, Path(tmp), parts)
     return folder
 
 
-def _label_parts(renderer: SceneRenderer, folder: Path, first: int, stop: int,
+def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
                  progress: Callable[[int], None] | None) -> list[tuple[str, Path]]:  # fmt: skip
     """Every camera's records of frames [first, stop) as part files under `folder/.parts`, a render
     segment's frames (`units.SEGMENT_FRAMES`) at a time, and its OpenLane files; returns (camera, part) in frame order."""
-    cameras = renderer.rig.names
-    cam = renderer.rig.cameras[0]
-    buffers = ImageBuffers.of_size(cam.width_px, cam.height_px)
+    cameras = labeller.renderer.rig.names
+    buffers = {(c.width_px, c.height_px): ImageBuffers.of_size(c.width_px, c.height_px) for c in labeller.renderer.rig.cameras}
     parts: list[tuple[str, Path]] = []
     for start in range(first, stop, units.SEGMENT_FRAMES):
         end = min(stop, start + units.SEGMENT_FRAMES)
         records: dict[str, list[dict[str, Any]]] = {c: [] for c in cameras}
         for f in range(start, end):
             for i, c in enumerate(cameras):
-                records[c].append(frame_record(renderer, f, i, buffers)[1])
+                cam = labeller.renderer.rig.cameras[i]
+                records[c].append(frame_record(labeller, f, i, buffers[cam.width_px, cam.height_px])[1])
                 if progress is not None:
                     progress(1)
         for c in cameras:
             parts.append((c, _part_in(folder, c, start)))
             write_segment(parts[-1][1], c, records[c])
     return parts
+
+
+def find_label_folders(roots: list[Path]) -> list[Path]:
+    """The label folders given, or found one or two levels below the given folders (`<clip>/labels`, `labels`).
+
+    Args:
+        roots: label folders, render / generate outputs or dataset outputs.
+
+    Returns:
+        Label folders (holding `index.json`), sorted, each once.
+    """
+    found: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if (root / "index.json").is_file():
+            found.add(root)
+            continue
+        found.update(p.parent for pattern in ("labels/index.json", "*/labels/index.json", "*/*/labels/index.json")
+                     for p in root.glob(pattern))  # fmt: skip
+    return sorted(found)
+

@@ -19,6 +19,9 @@ from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.rig import NAMED_RIGS, CameraRig, named_rig
 from avsim.core.typing import StrEnum
 from avsim.render import style
+from avsim.render.geometry.sizes import camera_sizes
+from avsim.render.labels.merge import LABEL_FILES, LabelFiles
+from avsim.render.labels.records import IMAGE_FORMATS
 
 if TYPE_CHECKING:
     from avsim.scenario import Scenario
@@ -180,6 +183,7 @@ class RenderOptions:
     fps: float = style.DEFAULT_FPS
     width_px: int = style.DEFAULT_WIDTH_PX
     height_px: int = style.DEFAULT_HEIGHT_PX
+    exact_size: bool = True  # every camera at width_px x height_px; False: each at its own aspect, height_px high (the CLI default)
     chunk_frames: int = 0
     workers: int = 1
     overlay: Path | None = None
@@ -191,6 +195,8 @@ class RenderOptions:
     overwrite: bool = False
     preset: Preset = DEFAULT_PRESET
     labels: bool = False  # also write labels (run/labels.py): same pass, numba id buffer
+    label_files: LabelFiles = "compact"  # compact parquet tables, the standard files, or both (labels/merge.py)
+    label_images: str | None = None  # "jpg" / "png": also keep every labelled frame as an image file under labels/images/
     antialias: bool = True  # 4x MSAA on edge pixels (raster/aa.py); False (`--aa off`): the exact single-sample frames
     overlay_offset_s: float = 0.0  # render time t shows real time t + offset (run/real_frames.py)
     overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
@@ -210,6 +216,10 @@ class RenderOptions:
             raise AvsimValueError(f"rig: expected one of {', '.join(rig_choices())}, got {self.rig!r}")
         if self.cameras is not None:
             set_(self, "cameras", tuple(self.cameras))
+        if self.label_files not in LABEL_FILES:
+            raise AvsimValueError(f"label_files: expected one of {', '.join(LABEL_FILES)}, got {self.label_files!r}")
+        if self.label_images is not None and self.label_images not in IMAGE_FORMATS:
+            raise AvsimValueError(f"images: expected one of {', '.join(IMAGE_FORMATS)}, got {self.label_images!r}")
         self._check_numbers()
 
     def _check_numbers(self) -> None:
@@ -225,7 +235,7 @@ class RenderOptions:
 
     @property
     def size_px(self) -> tuple[int, int]:
-        """(width, height) of a camera frame."""
+        """(width, height) asked for (`exact_size`: every camera's; else the height of each, a 16:9 camera's width)."""
         return self.width_px, self.height_px
 
 
@@ -279,7 +289,7 @@ class RenderPlan:
         first: first frame index at `fps`.
         stop: one past the last frame index.
         fps: render rate.
-        size_px: (width, height) of a camera frame.
+        sizes_px: (width, height) of each camera's frames, in `cameras` order (`geometry.sizes.camera_sizes`).
         streams: the output streams: each camera's video, then the mosaic, then each overlay.
     """
 
@@ -289,7 +299,7 @@ class RenderPlan:
     first: int
     stop: int
     fps: float
-    size_px: tuple[int, int]
+    sizes_px: tuple[tuple[int, int], ...]
     streams: tuple[Stream, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -297,6 +307,8 @@ class RenderPlan:
             raise AvsimValueError(f"frames: a plan needs frames, got [{self.first}, {self.stop})")
         if not self.cameras:
             raise AvsimValueError("cameras: a plan needs at least one camera")
+        if len(self.sizes_px) != len(self.cameras):
+            raise AvsimValueError(f"sizes_px: one size per camera expected, got {len(self.sizes_px)} for {len(self.cameras)}")
 
     @classmethod
     def resolve(cls, scenario: Scenario, opts: RenderOptions) -> RenderPlan:
@@ -316,12 +328,22 @@ class RenderPlan:
         streams = [Stream(StreamKind.CAMERA, c) for c in cameras]
         streams += [Stream(StreamKind.MOSAIC)] if opts.mosaic else []
         streams += [Stream(StreamKind.OVERLAY, c) for c in cameras] if opts.overlay is not None else []
-        return cls(safe_name(scenario.scenario_id), rig, cameras, first, stop, opts.fps, opts.size_px, tuple(streams))
+        sizes = camera_sizes(rig.subset(list(cameras)), opts.width_px, opts.height_px, opts.exact_size)
+        return cls(safe_name(scenario.scenario_id), rig, cameras, first, stop, opts.fps, sizes, tuple(streams))
 
     @property
     def n_frames(self) -> int:
         """Frames rendered per stream."""
         return self.stop - self.first
+
+    def size_of(self, camera: str) -> tuple[int, int]:
+        """(width, height) of one camera's frames."""
+        return self.sizes_px[self.cameras.index(camera)]
+
+    @property
+    def largest_px(self) -> tuple[int, int]:
+        """The largest camera frame (what a memory estimate per camera assumes)."""
+        return max(self.sizes_px, key=lambda wh: wh[0] * wh[1])
 
     @property
     def progress_units(self) -> int:

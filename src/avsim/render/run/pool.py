@@ -102,6 +102,7 @@ class SegmentWorker:
         self.first = 0
         self.queue: _CountQueue | None = None
         self._readers: dict[str, RealReader] = {}
+        self._labeller: labels_run.Labeller | None = None  # of `renderer`, made when labels are first asked for
 
     def start(self, scenario: Scenario, opts: RenderOptions, plan: RenderPlan, reals: dict[str, RealCamera],
               queue: _CountQueue | None) -> None:  # fmt: skip
@@ -114,10 +115,10 @@ class SegmentWorker:
             reals: camera -> its real frames (overlay only; else empty).
             queue: where finished stream-frames are reported (pool), or None.
         """
-        self.renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, size=plan.size_px, fps=plan.fps,
+        self.renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps,
                                       backend=opts.backend, antialias=opts.antialias)  # fmt: skip
         self.opts, self.plan, self.reals, self.first, self.queue = opts, plan, reals, plan.first, queue
-        self._readers = {}
+        self._readers, self._labeller = {}, None
 
     def _frames(self, seg: TimeSegment, camera: str, clock: _Clock) -> Iterator[tuple[NDArrayByte, NDArrayBool | None]]:
         """One camera's frames of the segment (and their coverage when its overlay is written)."""
@@ -129,8 +130,10 @@ class SegmentWorker:
         labelled: Iterator[NDArrayByte] | None = None
         if opts.labels and cam_part is not None:
             assert self.plan is not None
+            if self._labeller is None:  # one per renderer: it keeps the frames' boxes for every camera
+                self._labeller = labels_run.Labeller.of(renderer, opts.label_files, opts.label_images)
             part = labels_run.part_path(opts.out, self.plan.clip_id, cam_part)
-            labelled = labels_run.labelled_frames(renderer, cam_part, part)
+            labelled = labels_run.labelled_frames(self._labeller, cam_part, part)
         for f in range(seg.start, seg.stop):
             coverage = None
             if labelled is not None:
@@ -175,7 +178,7 @@ class SegmentWorker:
         with ExitStack() as stack:
             encoders: list[tuple[MP4Writer, StreamSegment]] = []
             for p in seg.parts:
-                size = (mosaic_w, mosaic_h) if p.stream.kind is StreamKind.MOSAIC else plan.size_px
+                size = (mosaic_w, mosaic_h) if p.stream.kind is StreamKind.MOSAIC else plan.size_of(p.stream.camera)
                 encoders.append((stack.enter_context(MP4Writer(p.part, *size, plan.fps, preset=str(opts.preset))), p))
             streams = {cam: self._frames(seg, cam, clock) for cam in cameras}
             for f in range(seg.start, seg.stop):

@@ -108,7 +108,7 @@ def plan_overlay(scenario: Scenario, opts: RenderOptions, plan: RenderPlan | Non
 
     plan = plan or RenderPlan.resolve(scenario, opts)
     times_s = np.arange(plan.n_frames, dtype=np.float64) / plan.fps + opts.overlay_offset_s
-    return {cam: plan_camera(Path(opts.overlay), cam, plan.clip_id, times_s, plan.fps, plan.size_px, opts.overlay_fps)
+    return {cam: plan_camera(Path(opts.overlay), cam, plan.clip_id, times_s, plan.fps, plan.size_of(cam), opts.overlay_fps)
             for cam in plan.cameras}  # fmt: skip
 
 
@@ -131,8 +131,10 @@ def plan_streams(plan: RenderPlan, opts: RenderOptions, scenario_hex: str, reals
     Returns:
         The jobs (each stream's kind is in `job.stream`).
     """
-    common = {"fps": plan.fps, "size": list(plan.size_px), "rig": opts.rig, "backend": opts.backend.value,
+    common = {"fps": plan.fps, "size": list(opts.size_px), "rig": opts.rig, "backend": opts.backend.value,
               "antialias": opts.antialias, "segment_frames": units.SEGMENT_FRAMES}  # fmt: skip
+    if not opts.exact_size:  # each camera at its own aspect (digests of exact-size renders unchanged)
+        common["exact_size"] = False
     real_hex = {cam: r.digest() for cam, r in reals.items()}
     out: list[StreamJob] = []
     for job in plan_jobs(plan, opts):
@@ -218,7 +220,7 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     camera_jobs = [j for j, cam in zip(jobs, is_camera) if cam]
     outputs = [str(p) for j in camera_jobs for p in j.outputs]
     labels = labels_run.labels_folder(opts.out, plan.clip_id)
-    if opts.labels and (todo or not (labels / "index.json").is_file()):
+    if opts.labels and (todo or not labels_run.labels_done(opts, plan.clip_id)):
         labels_run.merge_parts(scenario, opts, plan, [s for j in camera_jobs for s in j.segments()])
     if opts.labels:
         outputs.append(str(labels))
@@ -241,6 +243,6 @@ def _finish(opts: RenderOptions, plan: RenderPlan, stats: StageTimes, seconds: f
 
 def _labels_missing(opts: RenderOptions, clip_id: str) -> Callable[[StreamSegment], bool]:
     """Whether a segment must be (re-)rendered for its labels: asked for, not yet merged, part missing."""
-    if not opts.labels or (not opts.overwrite and (labels_run.labels_folder(opts.out, clip_id) / "index.json").is_file()):
+    if not opts.labels or (not opts.overwrite and labels_run.labels_done(opts, clip_id)):
         return lambda s: False
     return lambda s: opts.overwrite or not labels_run.part_path(opts.out, clip_id, s).is_file()

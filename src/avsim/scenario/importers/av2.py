@@ -276,9 +276,13 @@ def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = Non
         "rig_source": "named default" if rig_name or not has_calibration else "calibration/*.feather (7 ring cameras)",
         "ego_orientation": "full",  # city_SE3_egovehicle quaternions, roll and pitch kept
     }
+    first_sweep = int(agents.timestamps_ns.min()) if len(agents) else None  # the first annotated lidar sweep
+    if first_sweep is not None:
+        metadata["frame_origin"] = "the first annotated lidar sweep (annotations.feather timestamp_ns)"
     return build_scenario(
         log, scenario_id=log.name, rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=agents, hd_map=read_vector_map(map_path).build(), lights=TrafficLightStates.empty(), metadata=metadata,
+        frame_origin_ns=first_sweep,
     )  # fmt: skip
 
 

@@ -277,15 +277,21 @@ def build_scenario(
     hd_map: HDMap,
     lights: TrafficLightStates,
     metadata: dict,
+    frame_origin_ns: int | None = None,
 ) -> Scenario:
-    """Assemble an `avsim.scenario.Scenario`, turning in-memory validation errors into input errors."""
+    """Assemble an `avsim.scenario.Scenario`, turning in-memory validation errors into input errors.
+
+    `frame_origin_ns`: the source's first sample (keyframe) time, where frame 0 of a render goes
+    (None: the first ego pose).
+    """
     from avsim.core.trajectory import EgoTrajectory
     from avsim.scenario import Scenario
 
     try:
         ego = EgoTrajectory(check_increasing(ego_timestamps_ns, path, "ego.timestamps_ns"), world_SE3_ego)
         return Scenario(
-            scenario_id=str(scenario_id), rig=rig, ego=ego, agents=agents, map=hd_map, lights=lights, metadata=metadata
+            scenario_id=str(scenario_id), rig=rig, ego=ego, agents=agents, map=hd_map, lights=lights, metadata=metadata,
+            frame_origin_ns=frame_origin_ns,
         )
     except AvsimValueError as exc:
         raise AvsimInputError(path, "scenario", str(exc)) from None

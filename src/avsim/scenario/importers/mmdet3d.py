@@ -12,13 +12,20 @@ one info ``.pkl`` (else exactly one ``.coco.json``) and its ``samples/<CAM>/`` i
 - rig: every camera of the first sample: ``cam2img`` intrinsics (pinhole), ``cam2ego`` mounting;
   image size from the image file's header when ``samples/<CAM>/<img_path>`` exists next to the
   info, else the info's ``width``/``height``, else nuScenes' 1600x900 (``metadata.image_size``
-  says which); capture offset per camera = median(camera timestamp - sample timestamp);
+  says which); capture offset per camera = camera timestamp - sample timestamp of the clip's
+  first sample (so frame 0 is exactly that sample's captures; the largest difference to the
+  other samples' offsets is ``metadata.capture_offsets_spread_ns``);
+- frames: frame 0 of a render is the clip's first sample (lidar keyframe) time
+  (`Scenario.frame_origin_ns`), each camera at its capture offset from it, so frame 0 pairs with
+  the first sample's images and labels (the ego span starts earlier, at the first capture);
 - ego: ``ego2global`` at each sample's (lidar) timestamp and each lidar sweep's, plus the ego
   pose at every camera's capture time, ``ego2global @ lidar2ego @ inv(lidar2cam) @ inv(cam2ego)``
   (the info's ``lidar2cam`` was built through the ego pose at the camera's time), merged into one
   strictly increasing trajectory;
 - agents: ``instances`` (lidar frame; box convention in `mmdet3d_boxes`) moved to the world
-  through ``lidar2ego`` and ``ego2global`` at the sample time; source class = the metainfo class
+  through ``lidar2ego`` and ``ego2global`` at the sample time, upright in the world with the
+  heading whose lidar-frame yaw is the info's (`mmdet3d_boxes.upright_world_yaw`: the lidar's
+  roll and pitch are not carried into the box); source class = the metainfo class
   name of ``bbox_label_3d``; track id = ``instance_token`` when the info has one, else
   ``<sample_idx>:<k>`` (v1.1 infos carry no instance tokens, so tracks are one box long);
 - reference labels (`reference_source`): ``cam_instances`` ``center_2d`` / ``bbox``, matched to
@@ -272,7 +279,7 @@ class _Collected:
 
 
 def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out: _Collected, path: Path) -> tuple[list[str], np.ndarray]:
-    from avsim.core.transforms import matrix_to_quat
+    from avsim.core.transforms import yaw_to_quat
 
     where = f"data_list[{k}]"
     inst, b = _instances(sample, path, where)
@@ -280,7 +287,7 @@ def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out
         return [], np.zeros((0, 3))
     c_lidar, lwh, yaw = boxes.lidar_boxes(b, is_legacy(meta))
     centre = c_lidar @ world_T_lidar[:3, :3].T + world_T_lidar[:3, 3]
-    R = np.einsum("ij,njk->nik", world_T_lidar[:3, :3], boxes.yaw_matrix(yaw))
+    heading = boxes.upright_world_yaw(world_T_lidar[:3, :3], yaw)  # upright in the world, as nuScenes boxes are
     names = class_names(meta, path)
     idx = sample.get("sample_idx", k)
     ids = [str(r.get("instance_token") or f"{idx}:{j}") for j, r in enumerate(inst)]
@@ -289,7 +296,7 @@ def _add_agents(sample: dict, k: int, world_T_lidar: np.ndarray, meta: dict, out
     except (TypeError, ValueError):
         raise AvsimInputError(path, f"{where}.instances", "bbox_label_3d is not an integer") from None
     t_ns = seconds_to_ns(sample["timestamp"], path, f"{where}.timestamp")
-    out.tracks.add(np.array(ids), np.array(cls), np.full(len(ids), t_ns, dtype=np.int64), centre, lwh, matrix_to_quat(R))
+    out.tracks.add(np.array(ids), np.array(cls), np.full(len(ids), t_ns, dtype=np.int64), centre, lwh, yaw_to_quat(heading))
     return ids, centre
 
 
@@ -365,7 +372,8 @@ def info_reference_source(src: str | os.PathLike[str], rig_name: str | None = No
     meta = info.get("metainfo") or {}
     log, samples = select_log(info["data_list"], selector, path)
     out, frames = _collect(samples, meta, path.parent, path)
-    offsets = {cam: int(np.median(v)) for cam, v in out.offsets.items()}
+    offsets = {cam: int(v[0]) for cam, v in out.offsets.items()}  # the first sample's: frame 0 is exactly its capture
+    spread = {cam: int(np.max(np.abs(np.asarray(v) - v[0]))) for cam, v in out.offsets.items()}
     rig = named_rig(rig_name) if rig_name else make_rig(frames, offsets, path)
     ego_t, world_SE3_ego = merge_poses(out.poses, path)
     metadata = {
@@ -380,13 +388,16 @@ def info_reference_source(src: str | os.PathLike[str], rig_name: str | None = No
         "track_ids": "instance_token" if any("instance_token" in r for _, s in samples for r in s.get("instances") or []) else "<sample_idx>:<k> (no instance tokens in the info)",
         "image_size": "; ".join(sorted({f.size_source for f in frames})),
         "capture_offsets_ns": {k: int(v) for k, v in sorted(offsets.items())},
+        "capture_offsets_spread_ns": {k: v for k, v in sorted(spread.items())},
         "reference_labels_unmatched": out.unmatched,
         "map": boxes.PLACEHOLDER_NOTE,
         "rig": rig_name or "mmdet3d calibration (cam2img, cam2ego)",
+        "frame_origin": "the first sample's (lidar keyframe) timestamp; cameras fire at their capture offsets from it",
     }
     scenario = build_scenario(
         path, scenario_id=log or path.stem, rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=out.tracks.build(path), hd_map=boxes.placeholder_map(world_SE3_ego.translation), lights=TrafficLightStates.empty(), metadata=metadata,
+        frame_origin_ns=seconds_to_ns(samples[0][1]["timestamp"], path, f"data_list[{samples[0][0]}].timestamp"),
     )  # fmt: skip
     return ReferenceSource(scenario, tuple(out.labels), out.images)
 

@@ -103,6 +103,28 @@ def lidar_boxes(bbox_3d: np.ndarray, legacy: bool) -> tuple[np.ndarray, np.ndarr
     return b[:, :3].copy(), b[:, 3:6].copy(), b[:, 6].copy()
 
 
+def upright_world_yaw(world_R_lidar: np.ndarray, yaw_lidar_rad: np.ndarray) -> np.ndarray:
+    """World headings of the upright boxes whose lidar-frame yaw mmdet3d's converter wrote.
+
+    nuScenes boxes are upright in the world (rotation about the world z only, heading psi). The
+    converter moves each into the lidar frame and keeps one angle, pyquaternion's
+    ``yaw_pitch_roll[0]`` of the rotation R = lidar_R_world Rz(psi): atan2(-R[0, 1], R[0, 0]) (its
+    z-y'-x'' angles of R = Rx(roll) Ry(pitch) Rz(yaw)). With (a, b) the first row of
+    lidar_R_world, R[0, 0] = a cos psi + b sin psi and -R[0, 1] = a sin psi - b cos psi, so that
+    angle is exactly psi - atan2(b, a), the lidar's roll and pitch included: psi = yaw + the heading
+    of the lidar's x axis in the world (atan2(world_R_lidar[1, 0], world_R_lidar[0, 0])). The box
+    is rebuilt upright with that heading; carried through the tilted lidar pose it would be tilted.
+
+    Args:
+        world_R_lidar: (3, 3) rotation of the lidar in the world at the sample time.
+        yaw_lidar_rad: (N,) the info's lidar-frame yaws.
+
+    Returns:
+        (N,) world headings (rad), about the world z axis, counter-clockwise from x.
+    """
+    return np.asarray(yaw_lidar_rad, np.float64) + np.arctan2(world_R_lidar[1, 0], world_R_lidar[0, 0])
+
+
 def cam_boxes_to_world(
     boxes_cam: np.ndarray, world_SE3_camera: SE3, convention: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -371,7 +371,11 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
         "capture_offset_source": "named rig: none" if rig_name else
         "per camera, median over the keyframes of (camera sample_data timestamp - sample timestamp)",
     }
+    keyframe_ns = int(samples[0]["timestamp"]) * 1000  # the LIDAR_TOP keyframe, which the ego span starts at
+    inside = int(ego_t[0]) <= keyframe_ns <= int(ego_t[-1])
+    metadata["frame_origin"] = "the scene's first sample (keyframe) timestamp" if inside else "the first ego pose"
     return build_scenario(
         where, scenario_id=scene["name"], rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata,
+        frame_origin_ns=keyframe_ns if inside else None,
     )  # fmt: skip

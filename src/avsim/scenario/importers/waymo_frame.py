@@ -293,11 +293,12 @@ def _scenario_of(frames: list, path: Path, rig_name: str | None) -> Scenario:
         "rolling_shutter_direction": dict(sorted(shutters.items())),
         "camera_model_note": "rendered as a global shutter at the image pose_timestamp; Waymo's own projection is "
         "rolling shutter (avsim check-projection models it from each image's timing and velocity)",
+        "frame_origin": "the first frame's timestamp_micros (its laser labels' time)",
     }
     return build_scenario(
         path, scenario_id=frames[0].context.name or path.stem, rig=rig, ego_timestamps_ns=t_ns,
         world_SE3_ego=_se3(world_T_ego), agents=builder.build(path), hd_map=hd_map,
-        lights=TrafficLightStates.empty(), metadata=metadata,
+        lights=TrafficLightStates.empty(), metadata=metadata, frame_origin_ns=min(int(f.timestamp_micros) for f in frames) * 1000,
     )  # fmt: skip
 
 
