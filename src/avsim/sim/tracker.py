@@ -1,0 +1,181 @@
+"""The trajectory tracker: NAVSIM's LQR tracker (`batch_lqr.py`, `batch_lqr_utils.py`), restated.
+
+A reference trajectory (poses at the sim's step, the first one the current pose) is turned into
+velocity and curvature profiles by two regularised least-squares fits (jerk and curvature-rate
+penalties), then two one-step LQR problems give the commands: a longitudinal one (velocity at
+`tracking_horizon` steps ahead, acceleration held) and a lateral one (lateral error, heading
+error and steering angle of the linearised bicycle over the horizon, steering rate held); near a
+stop a proportional controller replaces both. The fits solve their normal equations with
+`numpy.linalg.solve` where NAVSIM takes `pinv`: the matrices are positive definite (the penalty
+terms), so the solutions are the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avsim.core.typing import NDArrayFloat
+from avsim.sim.vehicle import StateIndex
+
+
+@dataclass(frozen=True)
+class LQRConfig:
+    """NAVSIM's `BatchLQRTracker` defaults."""
+
+    q_longitudinal: float = 10.0
+    r_longitudinal: float = 1.0
+    q_lateral: tuple[float, float, float] = (1.0, 10.0, 0.0)
+    r_lateral: float = 1.0
+    tracking_horizon: int = 10
+    jerk_penalty: float = 1e-4
+    curvature_rate_penalty: float = 1e-2
+    stopping_proportional_gain: float = 0.5
+    stopping_velocity_mps: float = 0.2
+
+
+def _wrap(angle: NDArrayFloat) -> NDArrayFloat:
+    return np.arctan2(np.sin(angle), np.cos(angle))
+
+
+def _profile(initial: NDArrayFloat, derivatives: NDArrayFloat, dt_s: float) -> NDArrayFloat:
+    """(B, M+1) values from initial (B,) and derivatives (B, M) by Euler integration."""
+    return initial[:, None] + np.concatenate([np.zeros((len(initial), 1)), np.cumsum(derivatives * dt_s, axis=-1)], axis=-1)
+
+
+def fit_velocity(xy_disp: NDArrayFloat, headings: NDArrayFloat, dt_s: float, jerk_penalty: float) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """Initial velocity (B,) and accelerations (B, M-1) whose integration best explains the
+    displacements along the headings (`_fit_initial_velocity_and_acceleration_profile`).
+
+    Args:
+        xy_disp: (B, M, 2) displacements between consecutive poses.
+        headings: (B, M) heading at the start of each displacement.
+        dt_s: time between poses.
+        jerk_penalty: weight of the squared acceleration differences.
+
+    Returns:
+        (v0 (B,), accelerations (B, M-1)).
+    """
+    b, m = headings.shape
+    y = xy_disp.reshape(b, -1)
+    col = np.empty((b, 2 * m))
+    col[:, 0::2], col[:, 1::2] = np.cos(headings), np.sin(headings)
+    A = np.repeat(col[..., None] * dt_s**2, m, axis=2)
+    A[..., 0] = col * dt_s
+    A[:, np.repeat(np.triu(np.ones((m, m), bool), k=1), 2, axis=0)] = 0.0
+    band = np.zeros((m - 2, m - 1))
+    idx = np.arange(m - 2)
+    band[idx, idx + 1], band[idx, idx] = 1.0, -1.0
+    R = np.concatenate([np.zeros((m - 2, 1)), band], axis=1)
+    At = A.transpose(0, 2, 1)
+    x = np.linalg.solve(At @ A + jerk_penalty * (R.T @ R), np.einsum("bij,bj->bi", At, y)[..., None])[..., 0]
+    return x[:, 0], x[:, 1:]
+
+
+def fit_curvature(heading_disp: NDArrayFloat, velocity: NDArrayFloat, dt_s: float, curvature_rate_penalty: float,
+                  initial_curvature_penalty: float = 1e-10) -> tuple[NDArrayFloat, NDArrayFloat]:  # fmt: skip
+    """Initial curvature (B,) and curvature rates (B, M-1) (`_fit_initial_curvature_and_curvature_rate_profile`).
+
+    Args:
+        heading_disp: (B, M) heading changes between poses.
+        velocity: (B, M) velocity at the start of each change.
+        dt_s: time between poses.
+        curvature_rate_penalty: weight of the squared curvature rates.
+        initial_curvature_penalty: small weight on the initial curvature (well posed at zero speed).
+
+    Returns:
+        (kappa0 (B,), curvature rates (B, M-1)).
+    """
+    b, m = heading_disp.shape
+    A = np.repeat(np.tri(m)[None], b, axis=0)
+    A[:, :, 0] = velocity * dt_s
+    A[:, 1:, 1:] *= (velocity * dt_s**2)[:, 1:, None]
+    Q = curvature_rate_penalty * np.eye(m)
+    Q[0, 0] = initial_curvature_penalty
+    At = A.transpose(0, 2, 1)
+    x = np.linalg.solve(At @ A + Q, np.einsum("bij,bj->bi", At, heading_disp)[..., None])[..., 0]
+    return x[:, 0], x[:, 1:]
+
+
+def velocity_curvature_profiles(poses: NDArrayFloat, dt_s: float, config: LQRConfig) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """Velocity (B, M) and curvature (B, M) profiles of reference poses (B, M+1, 3)
+    (`get_velocity_curvature_profiles_with_derivatives_from_poses`)."""
+    diff = np.diff(poses, axis=1)
+    v0, accel = fit_velocity(diff[..., :2], poses[:, :-1, 2], dt_s, config.jerk_penalty)
+    velocity = _profile(v0, accel, dt_s)
+    k0, rates = fit_curvature(_wrap(diff[..., 2]), velocity, dt_s, config.curvature_rate_penalty)
+    return velocity, _profile(k0, rates, dt_s)
+
+
+class LQRTracker:
+    """NAVSIM's `BatchLQRTracker.track_trajectory` for a batch of reference trajectories.
+
+    Args:
+        wheel_base_m: the ego's wheel base.
+        dt_s: time between reference poses (the sim step).
+        config: weights and horizon (NAVSIM's defaults).
+    """
+
+    def __init__(self, wheel_base_m: float, dt_s: float, config: LQRConfig | None = None) -> None:
+        self.wheel_base_m, self.dt_s = float(wheel_base_m), float(dt_s)
+        self.config = config or LQRConfig()
+
+    def commands(self, states: NDArrayFloat, reference: NDArrayFloat, index: int = 0,
+                 profiles: tuple[NDArrayFloat, NDArrayFloat] | None = None) -> NDArrayFloat:  # fmt: skip
+        """Acceleration and steering-rate commands that track `reference` from `states`.
+
+        Args:
+            states: (B, 11) current states.
+            reference: (B, N+1, 3) reference poses (x, y, heading) at the sim step; pose `index`
+                is the reference at the current time (0 in closed loop: the plan starts now).
+            index: the current iteration within the reference (NAVSIM's `current_iteration.index`).
+            profiles: the references' (velocity, curvature) profiles when already fitted.
+
+        Returns:
+            (B, 2) (acceleration m/s^2, steering rate rad/s).
+        """
+        cfg, h, dt = self.config, self.config.tracking_horizon, self.dt_s
+        velocity, curvature = profiles if profiles is not None else velocity_curvature_profiles(reference, dt, cfg)
+        ref = reference[:, index]
+        dx, dy = states[:, StateIndex.X] - ref[:, 0], states[:, StateIndex.Y] - ref[:, 1]
+        lateral = np.stack([-dx * np.sin(ref[:, 2]) + dy * np.cos(ref[:, 2]), _wrap(states[:, StateIndex.HEADING] - ref[:, 2]),
+                            states[:, StateIndex.STEERING_ANGLE]], axis=-1)  # fmt: skip
+        v0 = states[:, StateIndex.VELOCITY_X]
+        ref_idx = min(index + h, velocity.shape[1] - 1)
+        ref_v = velocity[:, ref_idx]
+        curv = np.repeat(curvature[:, ref_idx, None], h, axis=1)
+        curv[:, : ref_idx - index] = curvature[:, index:ref_idx]
+        out = np.zeros((len(states), 2))
+        stop = (ref_v <= cfg.stopping_velocity_mps) & (v0 <= cfg.stopping_velocity_mps)
+        out[stop, 0] = -cfg.stopping_proportional_gain * (v0[stop] - ref_v[stop])
+        go = ~stop
+        if go.any():
+            b_lon = h * dt
+            accel = -1.0 / (b_lon * cfg.q_longitudinal * b_lon + cfg.r_longitudinal) * b_lon * cfg.q_longitudinal * (v0[go] - ref_v[go])
+            out[go, 0] = accel
+            v_prof = _profile(v0[go], np.repeat(accel[:, None], h, axis=1), dt)[:, :h]
+            out[go, 1] = self._lateral(lateral[go], v_prof, curv[go])
+        return out
+
+    def _lateral(self, x0: NDArrayFloat, velocity: NDArrayFloat, curvature: NDArrayFloat) -> NDArrayFloat:
+        """Steering rate (B,) of the one-step lateral LQR over the horizon (`_lateral_lqr_controller`)."""
+        cfg, dt, base = self.config, self.dt_s, self.wheel_base_m
+        b = len(x0)
+        A, B, g = np.tile(np.eye(3), (b, 1, 1)), np.zeros((b, 3, 1)), np.zeros((b, 3))
+        step = np.tile(np.eye(3), (b, 1, 1))
+        for k in range(cfg.tracking_horizon):
+            step[:, 0, 1] = velocity[:, k] * dt
+            step[:, 1, 2] = velocity[:, k] * dt / base
+            affine = np.zeros((b, 3))
+            affine[:, 1] = -velocity[:, k] * curvature[:, k] * dt
+            A = step @ A
+            B = step @ B
+            B[:, 2, 0] += dt
+            g = np.einsum("bij,bj->bi", step, g) + affine
+        err = np.einsum("bij,bj->bi", A, x0) + g
+        err[:, 1:] = _wrap(err[:, 1:])
+        Q = np.diag(cfg.q_lateral)
+        BtQ = B.transpose(0, 2, 1) @ Q  # (b, 1, 3)
+        inv = -1.0 / ((BtQ @ B)[:, 0, 0] + cfg.r_lateral)
+        return inv * np.einsum("bj,bj->b", BtQ[:, 0], err)
