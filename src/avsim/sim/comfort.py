@@ -19,6 +19,8 @@ acceleration between two overlapping simulated plans stay within 0.7, 0.5, 0.1, 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy.signal import savgol_filter
 
@@ -38,6 +40,28 @@ EC_YAW_RATE = 0.1
 EC_YAW_ACCEL = 0.1
 
 
+@lru_cache(maxsize=64)
+def _savgol_operator(n: int, window: int, poly: int, deriv: int, delta: float) -> NDArrayFloat:
+    """The (n, n) matrix of `savgol_filter` along an axis of length n (mode "interp"): the filter is
+    linear, so its columns are the filtered unit vectors (computed once per shape and options)."""
+    return savgol_filter(np.eye(n), window_length=window, polyorder=poly, deriv=deriv, delta=delta, axis=0)
+
+
+def savgol(y: NDArrayFloat, window: int, poly: int, deriv: int = 0, delta: float = 1.0) -> NDArrayFloat:
+    """`scipy.signal.savgol_filter(y, window, poly, deriv, delta, axis=-1)` as one matrix product
+    (the same numbers up to rounding; a batch of sequences costs one product).
+
+    Args:
+        y: (..., n) sequences.
+        window, poly, deriv, delta: the filter's options.
+
+    Returns:
+        (..., n) filtered sequences.
+    """
+    op = _savgol_operator(int(y.shape[-1]), int(window), int(poly), int(deriv), float(delta))
+    return np.asarray(y, np.float64) @ op.T
+
+
 def center_acceleration(states: NDArrayFloat, rear_axle_to_center_m: float) -> NDArrayFloat:
     """(..., 2) acceleration at the box centre (NAVSIM's `get_acceleration_shifted` by (d, 0)):
     ax + d w^2 + d w_dot, ay."""
@@ -52,7 +76,7 @@ def _acceleration(states: NDArrayFloat, coordinate: str, rear_axle_to_center_m: 
         acc = center_acceleration(states, rear_axle_to_center_m)[..., 0 if coordinate == "x" else 1]
     else:
         acc = np.hypot(states[..., StateIndex.ACCELERATION_X], states[..., StateIndex.ACCELERATION_Y])
-    return np.round(savgol_filter(acc, polyorder=2, window_length=min(window, n_time), axis=-1), 8)
+    return np.round(savgol(acc, min(window, n_time), 2), 8)
 
 
 def _derivative(y: NDArrayFloat, time_s: NDArrayFloat, window: int = 5, poly: int = 2, deriv: int = 1) -> NDArrayFloat:
@@ -63,7 +87,7 @@ def _derivative(y: NDArrayFloat, time_s: NDArrayFloat, window: int = 5, poly: in
     dx = np.diff(time_s)
     if not (dx > 0).all():
         raise RuntimeError("dx is not monotonically increasing!")
-    return savgol_filter(y, polyorder=poly, window_length=window, deriv=deriv, delta=float(dx.mean()), axis=-1)
+    return savgol(y, window, poly, deriv, float(dx.mean()))
 
 
 def _jerk(states: NDArrayFloat, coordinate: str, time_s: NDArrayFloat, rear_axle_to_center_m: float) -> NDArrayFloat:

@@ -92,10 +92,10 @@ class NoCameras:
         return None
 
 
-def world_SE3_ego_of(state: NDArrayFloat) -> SE3:
-    """The ego pose (rear axle on the ground) of a state row."""
+def world_SE3_ego_of(state: NDArrayFloat, z_m: float = 0.0) -> SE3:
+    """The ego pose of a state row: rear axle at height `z_m` (the logged ego's), rotated by its heading."""
     x, y, h = state[StateIndex.X], state[StateIndex.Y], state[StateIndex.HEADING]
-    return SE3.from_yaw(np.asarray(h), np.array([x, y, 0.0]))
+    return SE3.from_yaw(np.asarray(h), np.array([x, y, z_m]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +103,7 @@ class Observation:
     """One step's observation.
 
     step, timestamp_ns, time_s: the clock; ego_state: (11,) `StateIndex` row (world frame, rear
-    axle); lights: light id -> state; boxes: every road user in the world frame (not the ego);
+    axle); world_SE3_ego: its pose (at the logged ego's height); lights: light id -> state; boxes: every road user in the world frame (not the ego);
     cameras: camera name -> (H, W, 3) uint8 frame (empty without cameras); episode: the episode's
     fixed information. `route_ego_xy` and `scene()` are computed when first read.
     """
@@ -112,14 +112,11 @@ class Observation:
     timestamp_ns: int
     time_s: float
     ego_state: NDArrayFloat
+    world_SE3_ego: SE3
     lights: dict[str, str]
     boxes: Boxes
     cameras: dict[str, NDArrayByte]
     episode: EpisodeInfo = field(repr=False)
-
-    @cached_property
-    def world_SE3_ego(self) -> SE3:
-        return world_SE3_ego_of(self.ego_state)
 
     @cached_property
     def route_ego_xy(self) -> NDArrayFloat:

@@ -119,17 +119,17 @@ class IDMPlannerPolicy:
         near = np.full((len(forecast), n + len(red)), np.inf)
         vel = np.zeros_like(near)
         if len(forecast[0]):
-            for j, b in enumerate(forecast):
-                s_o = path.project(b.center_m[:, :2])
-                xy, yaw = path.pose_at(s_o)
-                rel = b.center_m[:, :2] - xy
-                lat = -np.sin(yaw) * rel[:, 0] + np.cos(yaw) * rel[:, 1]
-                dyaw = b.yaw_rad - yaw
-                across = np.abs(np.sin(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.cos(dyaw)) * b.size_m[:, 1] / 2
-                along = np.abs(np.cos(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.sin(dyaw)) * b.size_m[:, 1] / 2
-                inside = (np.abs(lat) < half_w + across) & (s_o > 0) & (s_o < path.length_m)
-                near[j, : len(b)] = np.where(inside, s_o - along, np.inf)
-                vel[j, : len(b)] = b.velocity_mps[:, 0] * np.cos(yaw) + b.velocity_mps[:, 1] * np.sin(yaw)
+            b = Boxes.concat(forecast)
+            s_o = path.project(b.center_m[:, :2])
+            xy, yaw = path.pose_at(s_o)
+            rel = b.center_m[:, :2] - xy
+            lat = -np.sin(yaw) * rel[:, 0] + np.cos(yaw) * rel[:, 1]
+            dyaw = b.yaw_rad - yaw
+            across = np.abs(np.sin(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.cos(dyaw)) * b.size_m[:, 1] / 2
+            along = np.abs(np.cos(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.sin(dyaw)) * b.size_m[:, 1] / 2
+            inside = (np.abs(lat) < half_w + across) & (s_o > 0) & (s_o < path.length_m)
+            near[:, :n] = np.where(inside, s_o - along, np.inf).reshape(len(forecast), n)
+            vel[:, :n] = (b.velocity_mps[:, 0] * np.cos(yaw) + b.velocity_mps[:, 1] * np.sin(yaw)).reshape(len(forecast), n)
         if len(red):
             s = ep.road.samples
             entry = s.xy[s.start[red]]

@@ -160,6 +160,9 @@ class RoadGraph:
         self.intersection = shapely.union_all(self.geometry.polygons[crossing]) if crossing.any() else shapely.Polygon()
         shapely.prepare(self.drivable)
         shapely.prepare(self.intersection)
+        for poly in self.geometry.polygons:
+            shapely.prepare(poly)
+        self.lane_bounds = shapely.bounds(self.geometry.polygons).reshape(-1, 4) if self.n_lanes else np.zeros((0, 4))
 
     # ------------------------------------------------------------------ graph
     def _successors(self, centres: list[NDArrayFloat], named: object) -> list[list[int]]:

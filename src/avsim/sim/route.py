@@ -20,6 +20,7 @@ from functools import cached_property
 
 import numpy as np
 import shapely
+from scipy.spatial import cKDTree
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.sim.roadgraph import RoadGraph
@@ -68,20 +69,43 @@ class Path:
         shapely.prepare(line)
         return line
 
-    def project(self, xy: NDArrayFloat) -> NDArrayFloat:
-        """Arc length (n,) of the nearest point of the path to each point (`PDMPath.project`).
+    @cached_property
+    def tree(self) -> cKDTree:
+        return cKDTree(self.xy)
+
+    def locate(self, xy: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
+        """Arc length (n,) of the nearest point of the path to each point and the distance (n,) to it.
+
+        The nearest vertex is found first and the point projected onto the segments on either side
+        of it (exact where the path does not come back within its vertex spacing of itself, as
+        dense centre lines do not).
 
         Args:
             xy: (n, 2) points.
 
         Returns:
-            (n,) arc lengths in [0, length].
+            (arc length in [0, length], distance).
         """
-        return np.asarray(shapely.line_locate_point(self.line, shapely.points(np.asarray(xy, np.float64).reshape(-1, 2))), np.float64)
+        p = np.asarray(xy, np.float64).reshape(-1, 2)
+        _, i = self.tree.query(p)
+        best_s, best_d = np.zeros(len(p)), np.full(len(p), np.inf)
+        for lo in (np.maximum(i - 1, 0), np.minimum(i, len(self.xy) - 2)):
+            a, b = self.xy[lo], self.xy[lo + 1]
+            ab = b - a
+            f = np.clip(np.einsum("ij,ij->i", p - a, ab) / np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-24), 0.0, 1.0)
+            d = np.linalg.norm(a + f[:, None] * ab - p, axis=1)
+            better = d < best_d
+            best_d = np.where(better, d, best_d)
+            best_s = np.where(better, self.s_m[lo] + f * (self.s_m[lo + 1] - self.s_m[lo]), best_s)
+        return best_s, best_d
+
+    def project(self, xy: NDArrayFloat) -> NDArrayFloat:
+        """Arc length (n,) of the nearest point of the path to each point (`PDMPath.project`)."""
+        return self.locate(xy)[0]
 
     def distance(self, xy: NDArrayFloat) -> NDArrayFloat:
         """Distance (n,) of each point to the path."""
-        return np.asarray(shapely.distance(self.line, shapely.points(np.asarray(xy, np.float64).reshape(-1, 2))), np.float64)
+        return self.locate(xy)[1]
 
     def pose_at(self, s_m: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
         """Points (n, 2) and headings (n,) at arc lengths (clamped to the path)."""

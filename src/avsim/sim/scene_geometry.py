@@ -81,12 +81,17 @@ def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadGra
 
 
 def _lanes_holding(road: RoadGraph, pts: NDArrayFloat) -> NDArrayBool:
-    """(P, K) whether each lane polygon contains each point (shapely `contains_xy`, boundary excluded)."""
+    """(P, K) whether each lane polygon contains each point (shapely `contains_xy`: boundary excluded),
+    tested only where the point lies in the lane's bounding box."""
     out = np.zeros((len(pts), road.n_lanes), bool)
     if not road.n_lanes or not len(pts):
         return out
-    p_idx, l_idx = road.geometry.tree.query(shapely.points(pts), predicate="within")
-    out[p_idx, l_idx] = True
+    bounds = road.lane_bounds
+    for k in range(road.n_lanes):
+        x0, y0, x1, y1 = bounds[k]
+        cand = np.flatnonzero((pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1))
+        if len(cand):
+            out[cand, k] = shapely.contains_xy(road.geometry.polygons[k], pts[cand, 0], pts[cand, 1])
     return out
 
 
@@ -143,6 +148,9 @@ class FlatWorld:
         direction = np.stack([np.cos(geo.yaw[bb, tt]), np.sin(geo.yaw[bb, tt])], axis=-1)
         ego_xy = geo.center[bb, tt] + direction * (geo.speed[bb, tt] * shift_s)[:, None]
         box = self.boxes
+        reach = np.hypot(vehicle.length_m, vehicle.width_m) / 2 + np.hypot(box.size_m[rows, 0], box.size_m[rows, 1]) / 2
+        near = np.flatnonzero(np.hypot(*(ego_xy - box.center_m[rows, :2]).T) <= reach)  # bounding circles first
+        bb, tt, rows, ego_xy = bb[near], tt[near], rows[near], ego_xy[near]
         hit = boxes_overlap(ego_xy, geo.yaw[bb, tt], vehicle.length_m, vehicle.width_m,
                             box.center_m[rows, :2], box.yaw_rad[rows], box.size_m[rows, 0], box.size_m[rows, 1])  # fmt: skip
         order = np.lexsort((rows[hit], bb[hit], tt[hit]))

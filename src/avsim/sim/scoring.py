@@ -210,20 +210,27 @@ class Scene:
         score, when = np.ones(b_n), np.full(b_n, np.inf)
         ignored: list[set[str]] = [set() for _ in range(b_n)]
         last = t0 + (t1 - t0) - int(self.ttc_offsets.max(initial=0))
-        events = []
+        parts = []
         for k, c in enumerate(self.ttc_contacts):
             sel = np.flatnonzero((c.t >= t0) & (c.t <= last))
-            events += [(int(c.t[i]), k, int(c.b[i]), int(c.obj[i])) for i in sel.tolist()]
-        for t, _, b, obj in sorted(events):
-            token = str(track[obj])
-            if token in ignored[b] or g.speed[b, t] < cfg.stopped_speed_threshold_mps:
+            parts.append(np.stack([c.t[sel], np.full(len(sel), k), c.b[sel], c.obj[sel]], axis=1))
+        ev = np.concatenate(parts) if parts else np.zeros((0, 4), np.int64)
+        ev = ev[np.lexsort((ev[:, 3], ev[:, 2], ev[:, 1], ev[:, 0]))]  # NAVSIM's loop order: time, offset, proposal
+        t_e, b_e, o_e = ev[:, 0], ev[:, 2], ev[:, 3]
+        pos = self.world.boxes.center_m[o_e, :2]
+        ahead = is_agent_ahead(g.rear_axle[b_e, t_e], g.yaw[b_e, t_e], pos)
+        behind = is_agent_behind(g.rear_axle[b_e, t_e], g.yaw[b_e, t_e], pos)
+        risky = g.multiple_lanes[b_e, t_e] | g.non_drivable[b_e, t_e] | g.rear_axle_in_intersection[b_e, t_e]
+        infraction = ahead | (risky & ~behind)
+        moving = g.speed[b_e, t_e] >= cfg.stopped_speed_threshold_mps
+        tokens = track[o_e]
+        for i in np.flatnonzero(moving).tolist():
+            b, token = int(b_e[i]), str(tokens[i])
+            if token in ignored[b]:
                 continue
-            pos = self.world.boxes.center_m[obj, :2]
-            ahead = bool(is_agent_ahead(g.rear_axle[b, t], g.yaw[b, t], pos))
-            risky = g.multiple_lanes[b, t] or g.non_drivable[b, t] or g.rear_axle_in_intersection[b, t]
-            if ahead or (risky and not bool(is_agent_behind(g.rear_axle[b, t], g.yaw[b, t], pos))):
+            if infraction[i]:
                 score[b] = 0.0
-                when[b] = min(when[b], t - t0)
+                when[b] = min(when[b], int(t_e[i]) - t0)
             else:
                 ignored[b].add(token)
         return score, when

@@ -139,6 +139,7 @@ class Simulator:
         centers = self.log_states[:, :2] + self.vehicle.rear_axle_to_center_m * np.stack(
             [np.cos(self.log_states[:, 2]), np.sin(self.log_states[:, 2])], axis=1)  # fmt: skip
         self.route = build_route(self.road, centers[self.step_times_ns <= end], self.log_states[self.step_times_ns <= end, 2])
+        self.ego_z_m = scenario.ego.pose_at(np.clip(self.step_times_ns, start, end)).translation[:, 2]
         self.n_steps = n_steps
         self.episode: EpisodeInfo | None = None
         self.recorder: Recorder | None = None
@@ -233,10 +234,11 @@ class Simulator:
         boxes = self.traffic.boxes(self.k) if self.k < len(self.step_times_ns) else Boxes.empty()
         lights = self.lights.at(self.k)
         t_ns = int(self.step_times_ns[self.k])
-        pose = world_SE3_ego_of(self.state)
+        pose = world_SE3_ego_of(self.state, float(self.ego_z_m[self.k]))
         frames = self.source.frames(FrameState(self.k, t_ns, pose, boxes, lights))
         self.recorder.record_state(self.k, self.state, boxes)
-        return Observation(self.k, t_ns, (t_ns - self.scenario.start_ns) / NS_PER_S, self.state.copy(), lights, boxes, frames, self.episode)
+        return Observation(self.k, t_ns, (t_ns - self.scenario.start_ns) / NS_PER_S, self.state.copy(), pose, lights, boxes, frames,
+                           self.episode)  # fmt: skip
 
 
 def perfect_tracking(state: NDArrayFloat, ref: NDArrayFloat, dt_s: float, wheel_base_m: float) -> NDArrayFloat:

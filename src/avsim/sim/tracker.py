@@ -159,23 +159,31 @@ class LQRTracker:
         return out
 
     def _lateral(self, x0: NDArrayFloat, velocity: NDArrayFloat, curvature: NDArrayFloat) -> NDArrayFloat:
-        """Steering rate (B,) of the one-step lateral LQR over the horizon (`_lateral_lqr_controller`)."""
+        """Steering rate (B,) of the one-step lateral LQR over the horizon (`_lateral_lqr_controller`).
+
+        NAVSIM chains the horizon's step matrices S_k = [[1, a_k, 0], [0, 1, b_k], [0, 0, 1]]
+        (a_k = v_k dt, b_k = v_k dt / L) and affine terms (0, w_k, 0) (w_k = -v_k kappa_k dt) one
+        matrix product at a time; these matrices multiply in closed form (M(a, b, c) M(a', b', c') =
+        M(a + a', b + b', c + c' + a b')), so the same A, B and g come from prefix sums:
+        A = M(sum a, sum b, sum_{i > j} a_i b_j), B = dt sum_k (c_k, sum_{i > k} b_i, 1) and
+        g = sum_k w_k (sum_{i > k} a_i, 1, 0), with c_k = sum_{i > j > k} a_i b_j.
+        """
         cfg, dt, base = self.config, self.dt_s, self.wheel_base_m
-        b = len(x0)
-        A, B, g = np.tile(np.eye(3), (b, 1, 1)), np.zeros((b, 3, 1)), np.zeros((b, 3))
-        step = np.tile(np.eye(3), (b, 1, 1))
-        for k in range(cfg.tracking_horizon):
-            step[:, 0, 1] = velocity[:, k] * dt
-            step[:, 1, 2] = velocity[:, k] * dt / base
-            affine = np.zeros((b, 3))
-            affine[:, 1] = -velocity[:, k] * curvature[:, k] * dt
-            A = step @ A
-            B = step @ B
-            B[:, 2, 0] += dt
-            g = np.einsum("bij,bj->bi", step, g) + affine
+        a = velocity * dt
+        b = velocity * dt / base
+        w = -velocity * curvature * dt
+        after_a = np.cumsum(a[:, ::-1], axis=1)[:, ::-1] - a  # sum over i > k
+        after_b = np.cumsum(b[:, ::-1], axis=1)[:, ::-1] - b
+        ab = b * after_a  # a_i b_j summed over i > j, per j
+        after_ab = np.cumsum(ab[:, ::-1], axis=1)[:, ::-1] - ab  # c_k
+        A = np.zeros((len(a), 3, 3))
+        A[:, 0, 0] = A[:, 1, 1] = A[:, 2, 2] = 1.0
+        A[:, 0, 1], A[:, 1, 2], A[:, 0, 2] = a.sum(axis=1), b.sum(axis=1), ab.sum(axis=1)
+        B = dt * np.stack([after_ab.sum(axis=1), after_b.sum(axis=1), np.full(len(a), float(a.shape[1]))], axis=1)
+        g = np.stack([(w * after_a).sum(axis=1), w.sum(axis=1), np.zeros(len(a))], axis=1)
         err = np.einsum("bij,bj->bi", A, x0) + g
         err[:, 1:] = _wrap(err[:, 1:])
-        Q = np.diag(cfg.q_lateral)
-        BtQ = B.transpose(0, 2, 1) @ Q  # (b, 1, 3)
-        inv = -1.0 / ((BtQ @ B)[:, 0, 0] + cfg.r_lateral)
-        return inv * np.einsum("bj,bj->b", BtQ[:, 0], err)
+        q = np.asarray(cfg.q_lateral)
+        btq = B * q  # B^T Q for diagonal Q, (b, 3)
+        inv = -1.0 / ((btq * B).sum(axis=1) + cfg.r_lateral)
+        return inv * (btq * err).sum(axis=1)
