@@ -1,7 +1,7 @@
 """A dataset job's items: what DATASET (a folder or a manifest) holds, one item per task.
 
 DATASET is one of
-- a folder of scenario folders (render, labels) or of `avsim edit` variants folders (render),
+- a folder of scenario folders (render, labels, sim) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
 - a manifest, `.csv` or `.parquet`, with a column `path` (relative paths are taken relative to
@@ -23,7 +23,7 @@ from typing import Any
 from avsim.core.errors import AvsimInputError
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
-KINDS = ("render", "labels", "convert", "eval")
+KINDS = ("render", "labels", "convert", "eval", "sim")
 SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
 
 
@@ -59,6 +59,10 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
         if any((dataset / m).is_file() for m in SCENARIO_MARKERS):
             raise AvsimInputError(dataset, "DATASET", f"is one scenario, not a folder of them; use `avsim {kind}`")
         paths = [p for p in dataset.iterdir() if p.is_dir() and any((p / m).is_file() for m in SCENARIO_MARKERS)]
+    elif kind == "sim":
+        if (dataset / "scenario.json").is_file():
+            raise AvsimInputError(dataset, "DATASET", "is one scenario, not a folder of them; use `avsim sim`")
+        paths = [p for p in dataset.iterdir() if p.is_dir() and (p / "scenario.json").is_file()]
     elif kind == "eval":
         from avsim.evaluation.video_frames import list_clips
 

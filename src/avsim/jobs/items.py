@@ -22,7 +22,7 @@ from typing import Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
-from avsim.jobs.options import render_options
+from avsim.jobs.options import render_options, sim_options
 
 JOB_JSON = "job.json"
 JOB_FORMAT = "avsim-job-item-v1"
@@ -136,6 +136,12 @@ def _eval(task: ItemTask, tmp: Path) -> None:
     write_clip_features(task.source, tmp, task.options)
 
 
+def _sim(task: ItemTask, tmp: Path) -> None:
+    from avsim.sim.run import run_sim
+
+    run_sim(task.source, tmp, sim_options(task.options, task.source))
+
+
 def _relocate_summaries(tmp: Path, final: Path) -> None:
     """Point the paths `run_render` wrote into its summaries at the final folder, not the temporary."""
     old, new = json.dumps(str(tmp))[1:-1], json.dumps(str(final))[1:-1]
@@ -159,7 +165,7 @@ def _hang_for_test(name: str) -> None:
 
 
 def _run(task: ItemTask, digest: str) -> None:
-    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval}[task.kind]
+    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim}[task.kind]
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         runner(task, tmp)

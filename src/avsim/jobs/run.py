@@ -22,7 +22,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.jobs.dataset import read_items
 from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
 from avsim.jobs.items import ItemResult, ItemTask
-from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
+from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options, sim_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,6 +40,7 @@ class JobReport:
     kind: str
     results: list[ItemResult]
     frechet: dict[str, Any] | None = None
+    sim_rows: list[dict[str, Any]] | None = None
 
     def count(self, status: str) -> int:
         """Items that ended with `status` ("done", "skipped", "failed")."""
@@ -51,27 +52,34 @@ class JobReport:
         return self.count("failed") > 0
 
 
-def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) -> list[ItemTask]:
-    """One task per item of `dataset`: item options override the command's.
+def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], seeds: tuple[int, ...] = (0,)) -> list[ItemTask]:
+    """One task per item of `dataset` (sim: per item and seed): item options override the command's.
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: render, labels, convert, eval or sim.
         dataset: a dataset folder or manifest.
-        out: the job's output folder; an item writes `out/<name>/`.
+        out: the job's output folder; an item writes `out/<name>/` (sim: `out/<name>/seed<N>/`).
         options: the command's options (see `avsim.jobs.options.OPTION_TYPES`).
+        seeds: sim only: the seeds every item runs with.
 
     Returns:
-        The tasks, sorted by item name.
+        The tasks, sorted by item name (then seed).
     """
     base = coerce_options(kind, options, "options")
     if kind in ("render", "labels"):
         render_options(base, out, labels_only=kind == "labels")  # bad options fail here, once
+    if kind == "sim":
+        sim_options(base)
     if kind == "eval" and base.get("metric", "fid") not in ("fid", "fvd"):
         raise AvsimInputError("options", "metric", f"expected fid or fvd, got {base['metric']!r}")
     items = read_items(dataset, kind, tuple(OPTION_TYPES[kind]))
     root = out.resolve()
-    return [ItemTask(kind, item.name, item.path.resolve(), root / item.name,
-                     {**base, **coerce_options(kind, item.options, item.path)}) for item in items]  # fmt: skip
+    tasks = [ItemTask(kind, item.name, item.path.resolve(), root / item.name,
+                      {**base, **coerce_options(kind, item.options, item.path)}) for item in items]  # fmt: skip
+    if kind != "sim":
+        return tasks
+    return [ItemTask(kind, f"{t.name}/seed{seed}", t.source, t.out_dir / f"seed{seed}", {**t.options, "seed": seed})
+            for t in tasks for seed in seeds]  # fmt: skip
 
 
 def _progress(console: Console, kind: str) -> Any:
@@ -148,11 +156,11 @@ def print_table(console: Console, report: JobReport) -> None:
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
             real: Path | None = None, console: Console | None = None,
-            bootstrap: ClipBootstrap | None = None) -> JobReport:  # fmt: skip
+            bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,)) -> JobReport:  # fmt: skip
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
-        kind: render, labels, convert or eval.
+        kind: render, labels, convert, eval or sim.
         dataset: the dataset (eval: the generated clips).
         out: the job's output folder.
         options: the command's options.
@@ -160,6 +168,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         real: eval only: the real clips (a folder of clips or a manifest).
         console: progress bar and table (None: silent).
         bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
+        seeds: sim only: the seeds every scenario runs with.
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -174,13 +183,20 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         tasks = plan_tasks(kind, dataset, out / "generated", options) + plan_tasks(kind, real, out / "real", options)
         tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
     else:
-        tasks = plan_tasks(kind, dataset, out, options)
+        tasks = plan_tasks(kind, dataset, out, options, seeds)
     report = JobReport(kind, execute(kind, tasks, config, console))
     write_job_report(out, kind, dataset, config, report)
     if console is not None:
         print_table(console, report)
     if kind == "eval" and not report.failed:
         report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
+    if kind == "sim":
+        from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
+
+        rows = write_sim_summary(out, tasks, report.results)
+        if console is not None:
+            print_sim_summary(console, rows)
+        report = JobReport(kind, report.results, sim_rows=rows)
     return report
 
 

@@ -132,6 +132,18 @@ class Conflicts:
     valid: NDArrayBool
 
 
+def polygonal(geom: shapely.Geometry) -> shapely.Geometry:
+    """The areal parts of a geometry as one (Multi)Polygon: a GeometryCollection (what unions of
+    repaired polygons can give) has no fast prepared point test."""
+    parts = [p for p in shapely.get_parts(shapely.get_parts(geom)) if p.geom_type == "Polygon" and not p.is_empty]
+    if not parts:
+        return shapely.Polygon()
+    merged = shapely.union_all(parts)
+    if merged.geom_type in ("Polygon", "MultiPolygon"):
+        return merged
+    return shapely.MultiPolygon([p for p in shapely.get_parts(merged) if p.geom_type == "Polygon"])
+
+
 class RoadGraph:
     """The derived road of a scenario (see the module docstring).
 
@@ -142,6 +154,7 @@ class RoadGraph:
     def __init__(self, scenario: Scenario) -> None:
         self.geometry = LaneGeometry.of(scenario.map)
         self.lane_ids = self.geometry.ids
+        self.lane_polygons = np.array([polygonal(p) for p in self.geometry.polygons], dtype=object)
         centres = [np.asarray(c)[:, :2] for c in scenario.map.lanes.centre]
         self.samples = LaneSamples.of(centres)
         self.n_lanes = len(centres)
@@ -156,13 +169,13 @@ class RoadGraph:
         self.light_of_lane = self._lit_lanes(scenario)
         limits = scenario.metadata.get("lane_speed_limits_mps") or {}
         self.speed_limit_mps = np.array([float(limits.get(str(i), np.nan)) for i in self.lane_ids], np.float64)
-        self.drivable = self._drivable(scenario)
-        self.intersection = shapely.union_all(self.geometry.polygons[crossing]) if crossing.any() else shapely.Polygon()
+        self.drivable = polygonal(self._drivable(scenario))
+        self.intersection = polygonal(shapely.union_all(self.lane_polygons[crossing])) if crossing.any() else shapely.Polygon()
         shapely.prepare(self.drivable)
         shapely.prepare(self.intersection)
-        for poly in self.geometry.polygons:
+        for poly in self.lane_polygons:
             shapely.prepare(poly)
-        self.lane_bounds = shapely.bounds(self.geometry.polygons).reshape(-1, 4) if self.n_lanes else np.zeros((0, 4))
+        self.lane_bounds = shapely.bounds(self.lane_polygons).reshape(-1, 4) if self.n_lanes else np.zeros((0, 4))
 
     # ------------------------------------------------------------------ graph
     def _successors(self, centres: list[NDArrayFloat], named: object) -> list[list[int]]:
@@ -240,7 +253,7 @@ class RoadGraph:
 
     def _drivable(self, scenario: Scenario) -> shapely.Geometry:
         area = drivable_area(scenario.map)
-        parts = [p for p in [area, *self.geometry.polygons] if p is not None and not p.is_empty]
+        parts = [p for p in [area, *self.lane_polygons] if p is not None and not p.is_empty]
         return shapely.union_all(parts) if parts else shapely.Polygon()
 
     # ------------------------------------------------------------------ queries

@@ -4,7 +4,8 @@ NAVSIM scores progress along a centre line built from the scenario's route (its 
 `centerline`, `route_lane_ids`); avsim's scenarios carry no route, so it is read from the log:
 the logged ego's poses are matched onto lanes as NAVSIM's `extract_centerline_for_agent` does for
 traffic agents (start on the lane nearest in heading, then at each pose the nearest of the current
-lane and its successors), the lane sequence is extended past the log by the straightest
+lane and its successors; where none of them is within `MATCH_LATERAL_M` and `MATCH_HEADING_RAD` of
+the pose, a map without that link, the lane nearest in heading anywhere), the lane sequence is extended past the log by the straightest
 successors (`EXTEND_M`), and the centre line is the chained centre lines of those lanes. Where the
 map has no lane under the logged ego, the route is the logged path itself (no route lanes).
 
@@ -149,8 +150,13 @@ def match_lanes(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> list[in
         s_near = shapely.line_locate_point(centres[candidates], points[t])
         tangent = _tangent(road, np.asarray(candidates), s_near)
         turn = np.abs(np.arctan2(np.sin(tangent - yaw[t]), np.cos(tangent - yaw[t])))
-        best = candidates[int(np.lexsort((turn, np.round(dist, 1)))[0])]
-        if best != current:
+        pick = int(np.lexsort((turn, np.round(dist, 1)))[0])
+        best = candidates[pick]
+        if dist[pick] > MATCH_LATERAL_M or turn[pick] > MATCH_HEADING_RAD:
+            # off every lane the graph leads to (a missing link): match this pose afresh
+            found, _ = road.nearest_lanes(xy[t : t + 1], yaw[t : t + 1], MATCH_LATERAL_M, MATCH_HEADING_RAD)
+            best = int(found[0]) if found[0] >= 0 else current
+        if best != current and best not in lanes[-3:]:
             lanes.append(best)
     return lanes
 
@@ -200,7 +206,7 @@ def _same_direction_neighbours(road: RoadGraph, on_route: NDArrayBool) -> NDArra
     """Lanes beside an on-route lane, running the same way (nuPlan's roadblock siblings)."""
     out = np.zeros(road.n_lanes, bool)
     route = np.flatnonzero(on_route)
-    polys = road.geometry.polygons
+    polys = road.lane_polygons
     tree = shapely.STRtree(polys)
     heading = _mean_heading(road)
     for r in route.tolist():

@@ -91,7 +91,7 @@ def _lanes_holding(road: RoadGraph, pts: NDArrayFloat) -> NDArrayBool:
         x0, y0, x1, y1 = bounds[k]
         cand = np.flatnonzero((pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1))
         if len(cand):
-            out[cand, k] = shapely.contains_xy(road.geometry.polygons[k], pts[cand, 0], pts[cand, 1])
+            out[cand, k] = shapely.contains_xy(road.lane_polygons[k], pts[cand, 0], pts[cand, 1])
     return out
 
 

@@ -155,7 +155,7 @@ class Scene:
         if len(zones):
             polys = shapely.polygons(self.geo.corners)
             for j, z in enumerate(zones.tolist()):
-                self.touch[:, :, j] = shapely.intersects(polys, self.road.geometry.polygons[z])
+                self.touch[:, :, j] = shapely.intersects(polys, self.road.lane_polygons[z])
         return self.touch
 
     # ------------------------------------------------------------------ metrics

@@ -229,16 +229,19 @@ class Simulator:
         self.k += 1
         return self._observe()
 
+    def _frame_state(self) -> FrameState:
+        """The world at the current step."""
+        boxes = self.traffic.boxes(self.k)
+        t_ns = int(self.step_times_ns[self.k])
+        return FrameState(self.k, t_ns, world_SE3_ego_of(self.state, float(self.ego_z_m[self.k])), boxes, self.lights.at(self.k))
+
     def _observe(self) -> Observation:
         assert self.episode is not None and self.recorder is not None
-        boxes = self.traffic.boxes(self.k) if self.k < len(self.step_times_ns) else Boxes.empty()
-        lights = self.lights.at(self.k)
-        t_ns = int(self.step_times_ns[self.k])
-        pose = world_SE3_ego_of(self.state, float(self.ego_z_m[self.k]))
-        frames = self.source.frames(FrameState(self.k, t_ns, pose, boxes, lights))
-        self.recorder.record_state(self.k, self.state, boxes)
-        return Observation(self.k, t_ns, (t_ns - self.scenario.start_ns) / NS_PER_S, self.state.copy(), pose, lights, boxes, frames,
-                           self.episode)  # fmt: skip
+        fs = self._frame_state()
+        frames = self.source.frames(fs)
+        self.recorder.record_state(self.k, self.state, fs.boxes)
+        return Observation(self.k, fs.timestamp_ns, (fs.timestamp_ns - self.scenario.start_ns) / NS_PER_S, self.state.copy(),
+                           fs.world_SE3_ego, fs.lights, fs.boxes, frames, self.episode)  # fmt: skip
 
 
 def perfect_tracking(state: NDArrayFloat, ref: NDArrayFloat, dt_s: float, wheel_base_m: float) -> NDArrayFloat:
