@@ -58,11 +58,10 @@ def write_sim_summary(out: Path, tasks: list[ItemTask], results: list[ItemResult
         The rows.
     """
     rows = [_row(t, r) for t, r in zip(tasks, results)]
-    with atomic_output_path(out / SUMMARY_CSV) as tmp:
-        with tmp.open("w", newline="", encoding="utf-8") as stream:
-            writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else ["scenario"])
-            writer.writeheader()
-            writer.writerows(rows)
+    with atomic_output_path(out / SUMMARY_CSV) as tmp, tmp.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else ["scenario"])
+        writer.writeheader()
+        writer.writerows(rows)
     return rows
 
 

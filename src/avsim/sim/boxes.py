@@ -67,7 +67,7 @@ class Boxes:
 _FIELDS = ("track_id", "source_class", "object_class", "center_m", "size_m", "yaw_rad", "velocity_mps")
 
 
-def footprint(center_xy: NDArrayFloat, yaw_rad: NDArrayFloat, length_m: NDArrayFloat, width_m: NDArrayFloat) -> NDArrayFloat:
+def footprint(center_xy: NDArrayFloat, yaw_rad: NDArrayFloat, length_m: npt.ArrayLike, width_m: npt.ArrayLike) -> NDArrayFloat:
     """(..., 4, 2) corners of boxes: front-left, rear-left, rear-right, front-right (`BBCoordsIndex` order).
 
     Args:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat
 
 
-def boxes_overlap(xy_a: NDArrayFloat, yaw_a: NDArrayFloat, length_a: NDArrayFloat, width_a: NDArrayFloat,
-                  xy_b: NDArrayFloat, yaw_b: NDArrayFloat, length_b: NDArrayFloat, width_b: NDArrayFloat) -> NDArrayBool:  # fmt: skip
+def boxes_overlap(xy_a: npt.ArrayLike, yaw_a: npt.ArrayLike, length_a: npt.ArrayLike, width_a: npt.ArrayLike,
+                  xy_b: npt.ArrayLike, yaw_b: npt.ArrayLike, length_b: npt.ArrayLike, width_b: npt.ArrayLike) -> NDArrayBool:  # fmt: skip
     """Whether pairs of rectangles intersect (touching counts, as shapely's `intersects`).
 
     Separating-axis test on the four edge normals; every argument broadcasts against the others.

@@ -45,7 +45,7 @@ N_OBJECT_FEATURES = 8
 BOUND = 1e7  # observation bounds (finite, beyond any map's coordinates)
 
 
-class AvsimDrivingEnv(gymnasium.Env):  # type: ignore[misc]
+class AvsimDrivingEnv(gymnasium.Env):
     """A scenario as a gymnasium environment (see the module docstring).
 
     Args:
@@ -96,6 +96,7 @@ class AvsimDrivingEnv(gymnasium.Env):  # type: ignore[misc]
             self.sim.reset(0)  # the source learns its cameras and sizes
             frames = self.sim.source.frames(self.sim._frame_state())
             parts["cameras"] = spaces.Dict({k: spaces.Box(0, 255, v.shape, np.uint8) for k, v in frames.items()})
+        self._has_cameras = "cameras" in parts
         return spaces.Dict(parts)
 
     def _action_space(self) -> spaces.Box:
@@ -180,6 +181,6 @@ class AvsimDrivingEnv(gymnasium.Env):  # type: ignore[misc]
             feats[: len(order)] = np.c_[rot(rel[order]), heading, b.size_m[order, :2], rot(b.velocity_mps[order]), cls]
             mask[: len(order)] = 1
         out["objects"], out["objects_mask"] = feats, mask
-        if "cameras" in self.observation_space.spaces:
+        if self._has_cameras:
             out["cameras"] = dict(obs.cameras)
         return out

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avsim.core.typing import NDArrayFloat
+from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.sim.actions import Trajectory
 from avsim.sim.boxes import Boxes
 from avsim.sim.observation import EpisodeInfo, Observation
@@ -105,12 +105,12 @@ class IDMPlannerPolicy:
         base = limit if np.isfinite(limit) else self.config.fallback_target_velocity_mps
         return np.asarray(self.config.speed_fractions) * base
 
-    def _red_lanes(self, lights: dict[str, str]) -> NDArrayFloat:
+    def _red_lanes(self, lights: dict[str, str]) -> NDArrayInt:
         road, on = self.episode.road, self.episode.route.on_route
         return np.flatnonzero([on[k] and bool(road.light_of_lane[k]) and lights.get(str(road.light_of_lane[k])) == "red"
                                for k in range(road.n_lanes)]).astype(np.int64)  # fmt: skip
 
-    def _obstacles(self, path: Path, forecast: list[Boxes], red: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
+    def _obstacles(self, path: Path, forecast: list[Boxes], red: NDArrayInt) -> tuple[NDArrayFloat, NDArrayFloat]:
         """(near edge progress (H+1, N), velocity along the path (H+1, N)) of the objects in the path's
         corridor at each time (inf where not in it); red stops are objects of speed 0."""
         ep = self.episode
@@ -136,7 +136,7 @@ class IDMPlannerPolicy:
             near[:, n:] = path.project(entry)[None, :]
         return near, vel
 
-    def _unroll(self, paths: list[Path], s0: float, state: NDArrayFloat, forecast: list[Boxes], red: NDArrayFloat,
+    def _unroll(self, paths: list[Path], s0: float, state: NDArrayFloat, forecast: list[Boxes], red: NDArrayInt,
                 targets: NDArrayFloat) -> NDArrayFloat:  # fmt: skip
         """IDM along each path for each target speed: poses (B, H+1, 3) of the rear axle."""
         cfg, dt, veh = self.config, self.episode.dt_s, self.episode.vehicle

@@ -82,7 +82,11 @@ class LaneSamples:
             d = np.diff(xy, axis=0)
             yaw = np.arctan2(d[:, 1], d[:, 0]) if len(d) else np.zeros(0)
             yaw = np.r_[yaw, yaw[-1] if len(yaw) else 0.0]
-            xs.append(xy), yaws.append(yaw), ss.append(s), lengths.append(total), steps.append(total / max(n - 1, 1))
+            xs.append(xy)
+            yaws.append(yaw)
+            ss.append(s)
+            lengths.append(total)
+            steps.append(total / max(n - 1, 1))
             counts.append(len(s))
         start = np.r_[0, np.cumsum(counts)].astype(np.int64)
         return cls(start, np.asarray(lengths), np.asarray(steps), np.concatenate(xs) if xs else np.zeros((0, 2)),

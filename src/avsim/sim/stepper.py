@@ -158,12 +158,13 @@ class Simulator:
         rng = np.random.default_rng(seed)
         self.episode = EpisodeInfo(self.scenario, self.road, self.route, self.vehicle, self.dt_s, self.step_times_ns, seed,
                                    np.random.default_rng([seed, 1]))  # fmt: skip
-        if self.config.agents is AgentMode.IDM:
-            self.traffic: IDMTraffic | LogTraffic = IDMTraffic(self.road, self.log, self.config.idm, self.dt_s, rng)
-        else:
-            self.traffic = LogTraffic(self.log)
         self.k = 0
         self.state = self.log_states[0].copy()
+        if self.config.agents is AgentMode.IDM:
+            self.traffic: IDMTraffic | LogTraffic = IDMTraffic(self.road, self.log, self.config.idm, self.dt_s, rng)
+            self.traffic.spawn(0, self.ego_box())
+        else:
+            self.traffic = LogTraffic(self.log)
         self.source.reset(self.episode)
         self.recorder = Recorder(self.n_steps)
         return self._observe()

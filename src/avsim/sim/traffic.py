@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
+from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.sim.boxes import Boxes, LogTable
 from avsim.sim.roadgraph import CORRIDOR_HALF_WIDTH_M, SAMPLE_STEP_M, RoadGraph
 
@@ -194,7 +194,7 @@ class IDMTraffic:
             ego: the ego's box (one row).
             lights: light id -> state at `step`.
         """
-        self._spawn(step, ego)
+        self.spawn(step, ego)
         if self.config.radius_m is not None:
             self._drop_far(ego)
         on = np.flatnonzero(self.state == 1)
@@ -205,8 +205,13 @@ class IDMTraffic:
         self._propagate(on, gap, v_lead, l_rear)
 
     # ------------------------------------------------------------------ steps
-    def _spawn(self, step: int, ego: Boxes) -> None:
-        """Agents whose log starts by now join when their snapped box is free (nuPlan's initial collision check)."""
+    def spawn(self, step: int, ego: Boxes) -> None:
+        """Agents whose log starts by now join when their snapped box is free (nuPlan's initial collision check).
+
+        Args:
+            step: the current step.
+            ego: the ego's box.
+        """
         wait = np.flatnonzero((self.state == 0) & (self.enter_step <= step))
         if not len(wait):
             return
