@@ -110,6 +110,13 @@ class LogTable:
         self.rows = Boxes(track, src, collapsed, center, size, yaw, _velocities(table, order, times))
         self.n_steps = len(times)
 
+    def subset(self, keep: NDArrayBool) -> LogTable:
+        """The table of the rows where `keep` holds (same steps)."""
+        out = LogTable.__new__(LogTable)
+        out.step, out.rows, out.n_steps = self.step[keep], self.rows.select(keep), self.n_steps
+        out.bounds = np.searchsorted(out.step, np.arange(self.n_steps + 1))
+        return out
+
     def at(self, step: int) -> Boxes:
         """The logged boxes at step `step` (empty past the table)."""
         if not 0 <= step < self.n_steps:

@@ -52,13 +52,19 @@ class EpisodeInfo:
 
 @dataclass(frozen=True, eq=False)
 class FrameState:
-    """The world at one step, as an observation source needs it."""
+    """The world at one step, as an observation source needs it: the ego state row and its height
+    (`world_SE3_ego` is built from them when read), the boxes, the lights."""
 
     step: int
     timestamp_ns: int
-    world_SE3_ego: SE3
+    ego_state: NDArrayFloat
+    ego_z_m: float
     boxes: Boxes
     lights: dict[str, str]
+
+    @cached_property
+    def world_SE3_ego(self) -> SE3:
+        return world_SE3_ego_of(self.ego_state, self.ego_z_m)
 
 
 class ObservationSource(Protocol):
@@ -112,11 +118,21 @@ class Observation:
     timestamp_ns: int
     time_s: float
     ego_state: NDArrayFloat
-    world_SE3_ego: SE3
-    lights: dict[str, str]
-    boxes: Boxes
+    frame: FrameState = field(repr=False)
     cameras: dict[str, NDArrayByte]
     episode: EpisodeInfo = field(repr=False)
+
+    @property
+    def world_SE3_ego(self) -> SE3:
+        return self.frame.world_SE3_ego
+
+    @property
+    def lights(self) -> dict[str, str]:
+        return self.frame.lights
+
+    @property
+    def boxes(self) -> Boxes:
+        return self.frame.boxes
 
     @cached_property
     def route_ego_xy(self) -> NDArrayFloat:

@@ -28,7 +28,7 @@ from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.scenario import Scenario
 from avsim.sim.actions import Action, Control, Trajectory, reference_poses
 from avsim.sim.boxes import Boxes, LogTable
-from avsim.sim.observation import EpisodeInfo, FrameState, NoCameras, Observation, ObservationSource, world_SE3_ego_of
+from avsim.sim.observation import EpisodeInfo, FrameState, NoCameras, Observation, ObservationSource
 from avsim.sim.recorder import Plan, Recorder
 from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import build_route
@@ -234,15 +234,15 @@ class Simulator:
         """The world at the current step."""
         boxes = self.traffic.boxes(self.k)
         t_ns = int(self.step_times_ns[self.k])
-        return FrameState(self.k, t_ns, world_SE3_ego_of(self.state, float(self.ego_z_m[self.k])), boxes, self.lights.at(self.k))
+        return FrameState(self.k, t_ns, self.state.copy(), float(self.ego_z_m[self.k]), boxes, self.lights.at(self.k))
 
     def _observe(self) -> Observation:
         assert self.episode is not None and self.recorder is not None
         fs = self._frame_state()
         frames = self.source.frames(fs)
         self.recorder.record_state(self.k, self.state, fs.boxes)
-        return Observation(self.k, fs.timestamp_ns, (fs.timestamp_ns - self.scenario.start_ns) / NS_PER_S, self.state.copy(),
-                           fs.world_SE3_ego, fs.lights, fs.boxes, frames, self.episode)  # fmt: skip
+        return Observation(self.k, fs.timestamp_ns, (fs.timestamp_ns - self.scenario.start_ns) / NS_PER_S, fs.ego_state, fs, frames,
+                           self.episode)  # fmt: skip
 
 
 def perfect_tracking(state: NDArrayFloat, ref: NDArrayFloat, dt_s: float, wheel_base_m: float) -> NDArrayFloat:

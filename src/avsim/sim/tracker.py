@@ -13,6 +13,7 @@ terms), so the solutions are the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -44,6 +45,18 @@ def _profile(initial: NDArrayFloat, derivatives: NDArrayFloat, dt_s: float) -> N
     return initial[:, None] + np.concatenate([np.zeros((len(initial), 1)), np.cumsum(derivatives * dt_s, axis=-1)], axis=-1)
 
 
+@lru_cache(maxsize=16)
+def _velocity_structure(m: int, jerk_penalty: float) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """The parts of the velocity fit that depend only on its size: the (2M, M) mask of the
+    displacement matrix's nonzero acceleration terms and the jerk penalty's R^T R (M, M)."""
+    mask = np.repeat(np.tril(np.ones((m, m)), k=0), 2, axis=0)
+    band = np.zeros((m - 2, m - 1))
+    idx = np.arange(m - 2)
+    band[idx, idx + 1], band[idx, idx] = 1.0, -1.0
+    R = np.concatenate([np.zeros((m - 2, 1)), band], axis=1)
+    return mask, jerk_penalty * (R.T @ R)
+
+
 def fit_velocity(xy_disp: NDArrayFloat, headings: NDArrayFloat, dt_s: float, jerk_penalty: float) -> tuple[NDArrayFloat, NDArrayFloat]:
     """Initial velocity (B,) and accelerations (B, M-1) whose integration best explains the
     displacements along the headings (`_fit_initial_velocity_and_acceleration_profile`).
@@ -61,16 +74,20 @@ def fit_velocity(xy_disp: NDArrayFloat, headings: NDArrayFloat, dt_s: float, jer
     y = xy_disp.reshape(b, -1)
     col = np.empty((b, 2 * m))
     col[:, 0::2], col[:, 1::2] = np.cos(headings), np.sin(headings)
-    A = np.repeat(col[..., None] * dt_s**2, m, axis=2)
+    mask, penalty = _velocity_structure(m, float(jerk_penalty))
+    A = col[..., None] * (dt_s**2 * mask)  # acceleration j acts on displacement i >= j (dt^2 each)
     A[..., 0] = col * dt_s
-    A[:, np.repeat(np.triu(np.ones((m, m), bool), k=1), 2, axis=0)] = 0.0
-    band = np.zeros((m - 2, m - 1))
-    idx = np.arange(m - 2)
-    band[idx, idx + 1], band[idx, idx] = 1.0, -1.0
-    R = np.concatenate([np.zeros((m - 2, 1)), band], axis=1)
     At = A.transpose(0, 2, 1)
-    x = np.linalg.solve(At @ A + jerk_penalty * (R.T @ R), np.einsum("bij,bj->bi", At, y)[..., None])[..., 0]
+    x = np.linalg.solve(At @ A + penalty, np.einsum("bij,bj->bi", At, y)[..., None])[..., 0]
     return x[:, 0], x[:, 1:]
+
+
+@lru_cache(maxsize=16)
+def _curvature_structure(m: int, curvature_rate_penalty: float, initial_curvature_penalty: float) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """The curvature fit's lower-triangular ones (M, M) and its penalty matrix Q (M, M)."""
+    Q = curvature_rate_penalty * np.eye(m)
+    Q[0, 0] = initial_curvature_penalty
+    return np.tri(m), Q
 
 
 def fit_curvature(heading_disp: NDArrayFloat, velocity: NDArrayFloat, dt_s: float, curvature_rate_penalty: float,
@@ -88,11 +105,10 @@ def fit_curvature(heading_disp: NDArrayFloat, velocity: NDArrayFloat, dt_s: floa
         (kappa0 (B,), curvature rates (B, M-1)).
     """
     b, m = heading_disp.shape
-    A = np.repeat(np.tri(m)[None], b, axis=0)
+    tri, Q = _curvature_structure(m, float(curvature_rate_penalty), float(initial_curvature_penalty))
+    A = np.repeat(tri[None], b, axis=0)
     A[:, :, 0] = velocity * dt_s
     A[:, 1:, 1:] *= (velocity * dt_s**2)[:, 1:, None]
-    Q = curvature_rate_penalty * np.eye(m)
-    Q[0, 0] = initial_curvature_penalty
     At = A.transpose(0, 2, 1)
     x = np.linalg.solve(At @ A + Q, np.einsum("bij,bj->bi", At, heading_disp)[..., None])[..., 0]
     return x[:, 0], x[:, 1:]

@@ -38,6 +38,7 @@ import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.sim.boxes import Boxes, LogTable
+from avsim.sim.geometry import boxes_overlap
 from avsim.sim.roadgraph import CORRIDOR_HALF_WIDTH_M, SAMPLE_STEP_M, RoadGraph
 
 ROUTE_SLOTS = 4  # current lane and up to three ahead
@@ -76,7 +77,15 @@ class Occupancy:
     start: NDArrayInt
 
 
-def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[NDArrayInt, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]:
+Rows = tuple[NDArrayInt, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]  # lane, a, b, v, owner
+
+
+def _no_rows() -> Rows:
+    z = np.zeros(0)
+    return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
+
+
+def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[Rows, NDArrayInt]:
     """Intervals of the lanes whose corridor each box reaches (by the lane samples it covers).
 
     Args:
@@ -85,19 +94,17 @@ def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[NDArr
         owner: (N,) owner code of each box.
 
     Returns:
-        (lane, a, b, v along the lane, owner) rows.
+        (lane, a, b, v along the lane, owner) rows and the box (N,) index of each row.
     """
     s = road.samples
     if not len(boxes) or not len(s.xy):
-        z = np.zeros(0)
-        return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
+        return _no_rows(), np.zeros(0, np.int64)
     length, width = boxes.size_m[:, 0], boxes.size_m[:, 1]
     reach = np.hypot(length, width) / 2 + CORRIDOR_HALF_WIDTH_M + SAMPLE_STEP_M
     hits = s.tree.query_ball_point(boxes.center_m[:, :2], reach)
     counts = np.fromiter((len(h) for h in hits), np.int64, len(hits))
     if not counts.sum():
-        z = np.zeros(0)
-        return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
+        return _no_rows(), np.zeros(0, np.int64)
     idx = np.concatenate([np.asarray(h, np.int64) for h in hits if h])
     obj = np.repeat(np.arange(len(boxes)), counts)
     rel = s.xy[idx] - boxes.center_m[obj, :2]
@@ -106,8 +113,7 @@ def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[NDArr
     covered = np.hypot(np.maximum(lon, 0.0), np.maximum(lat, 0.0)) < CORRIDOR_HALF_WIDTH_M
     idx, obj = idx[covered], obj[covered]
     if not len(idx):
-        z = np.zeros(0)
-        return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
+        return _no_rows(), np.zeros(0, np.int64)
     key = obj * road.n_lanes + s.lane[idx]
     order = np.lexsort((s.s_m[idx], key))
     key, idx, obj = key[order], idx[order], obj[order]
@@ -118,7 +124,7 @@ def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[NDArr
     yaw_lane = s.yaw[idx[first]]
     vel = boxes.velocity_mps[obj[first]]
     v_along = vel[:, 0] * np.cos(yaw_lane) + vel[:, 1] * np.sin(yaw_lane)
-    return lane, s.s_m[idx[first]] - half, s.s_m[idx[last]] + half, v_along, owner[obj[first]]
+    return (lane, s.s_m[idx[first]] - half, s.s_m[idx[last]] + half, v_along, owner[obj[first]]), obj[first]
 
 
 class IDMTraffic:
@@ -163,8 +169,22 @@ class IDMTraffic:
         self.length, self.width = box.size_m[:, 0].copy(), box.size_m[:, 1].copy()
         factor = 1.0 + cfg.spread * rng.uniform(-1.0, 1.0, size=(n, 2)) if cfg.spread > 0 else np.ones((n, 2))
         self.v0_factor, self.headway = factor[:, 0], cfg.headway_s * factor[:, 1]
+        self.v0 = np.zeros(n)  # set from the route at every step (`_target_velocity`)
         self.state = np.zeros(n, np.int8)  # 0 waiting, 1 active, 2 gone
         self.stop_at_end = np.zeros(n, bool)
+        self.map_end = np.zeros(n, bool)  # the route reached a lane without successors: never extended again
+        self.blocked_at = np.full(n, -1, np.int64)  # the lights' version under which a stop was last planned
+        self._lights_seen: tuple[str, ...] = ()
+        self._lights_version = 0
+        last_row = {tid: i for i, tid in enumerate(rows.track_id.tolist())}
+        self.exit_step = np.array([self.log.step[last_row[t]] for t in self.track_id.tolist()], np.int64)
+        self.replay = self.log.subset(~np.isin(rows.track_id, self.track_id)) if n else self.log
+        placed, obj = place_boxes(self.road, self.replay.rows, np.full(len(self.replay.rows), OWNER_OTHER, np.int64))
+        order = np.argsort(self.replay.step[obj], kind="stable")
+        self._replay_rows = tuple(c[order] for c in placed)
+        self._replay_bounds = np.searchsorted(self.replay.step[obj][order], np.arange(self.log.n_steps + 1))
+        lit = np.flatnonzero(self.road.light_of_lane != "") if self.road.n_lanes else np.zeros(0, np.int64)
+        self._lit_lanes, self._lit_ids = lit, [str(x) for x in self.road.light_of_lane[lit]]
 
     # ------------------------------------------------------------------ public
     def boxes(self, step: int) -> Boxes:
@@ -173,8 +193,14 @@ class IDMTraffic:
 
     def _replayed(self, step: int) -> Boxes:
         """The logged boxes at `step` that are not IDM agents (waiting, active or gone)."""
-        replay = self.log.at(step)
-        return replay.select(~np.isin(replay.track_id, self.track_id)) if len(self.track_id) else replay
+        return self.replay.at(step)
+
+    def _replay_placed(self, step: int) -> Rows:
+        """The lane intervals of the replayed boxes at `step` (placed once for the whole log)."""
+        if not 0 <= step < self.log.n_steps:
+            return _no_rows()
+        lo, hi = int(self._replay_bounds[step]), int(self._replay_bounds[step + 1])
+        return tuple(c[lo:hi] for c in self._replay_rows)  # type: ignore[return-value]
 
     def _agent_boxes(self) -> Boxes:
         on = np.flatnonzero(self.state == 1)
@@ -200,8 +226,12 @@ class IDMTraffic:
         on = np.flatnonzero(self.state == 1)
         if not len(on):
             return
-        self._plan_routes(on, lights)
-        gap, v_lead, l_rear = self._leads(on, step, ego, lights)
+        self._plan_routes(on, lights)  # with the v0 of the last step, as nuPlan's `plan_route`
+        self.v0[on] = self._target_velocity(on)
+        route = self.route[on]
+        seg = np.where(route >= 0, self.road.samples.length_m[np.maximum(route, 0)], 0.0)
+        occ = self._occupancy(on, route, step, ego, lights)
+        gap, v_lead, l_rear = self._leads(on, route, seg, occ)
         self._propagate(on, gap, v_lead, l_rear)
 
     # ------------------------------------------------------------------ steps
@@ -212,21 +242,27 @@ class IDMTraffic:
             step: the current step.
             ego: the ego's box.
         """
+        self.state[(self.state == 0) & (self.exit_step < step)] = 2  # its log ended before it found room
         wait = np.flatnonzero((self.state == 0) & (self.enter_step <= step))
         if not len(wait):
             return
-        present = set(self.log.at(step).track_id.tolist())
         others = Boxes.concat([ego, self._agent_boxes(), self._replayed(step)])
-        for i in wait.tolist():
-            if str(self.track_id[i]) not in present:
-                continue  # its log has ended before it found room
-            xy, yaw = self.road.samples.pose_at(self.route[i : i + 1, 0], self.s[i : i + 1])
-            if len(others) and _overlaps(xy[0], float(yaw[0]), self.length[i], self.width[i], others):
-                continue
-            self.state[i] = 1
-            mine = self.box.select(np.array([i]))
-            others = Boxes.concat([others, Boxes(mine.track_id, mine.source_class, mine.object_class,
-                                                 np.c_[xy, mine.center_m[:, 2:]], mine.size_m, yaw, mine.velocity_mps)])
+        xy, yaw = self.road.samples.pose_at(self.route[wait, 0], self.s[wait])
+        length, width = self.length[wait], self.width[wait]
+        free = np.ones(len(wait), bool)
+        if len(others):
+            free = ~boxes_overlap(xy[:, None], yaw[:, None], length[:, None], width[:, None], others.center_m[None, :, :2],
+                                  others.yaw_rad[None], others.size_m[None, :, 0], others.size_m[None, :, 1]).any(axis=1)  # fmt: skip
+        cand = np.flatnonzero(free)
+        if len(cand) > 1:  # two newcomers must not overlap each other either: the earlier in track order wins
+            pair = boxes_overlap(xy[cand, None], yaw[cand, None], length[cand, None], width[cand, None], xy[None, cand],
+                                 yaw[None, cand], length[None, cand], width[None, cand])  # fmt: skip
+            keep: list[int] = []
+            for j in range(len(cand)):
+                if not any(pair[j, k] for k in keep):
+                    keep.append(j)
+            cand = cand[keep]
+        self.state[wait[cand]] = 1
 
     def _drop_far(self, ego: Boxes) -> None:
         on = np.flatnonzero(self.state == 1)
@@ -235,6 +271,8 @@ class IDMTraffic:
         self.state[on[far]] = 2
 
     def _target_velocity(self, on: NDArrayInt) -> NDArrayFloat:
+        """v0 of each agent: the speed limit of the last lane of its route where the map has one
+        (nuPlan: its route's end segment), else `target_velocity_mps`, times its factor."""
         last = self.route[on, np.maximum((self.route[on] >= 0).sum(axis=1) - 1, 0)]
         limit = self.road.speed_limit_mps[last]
         base = np.where(np.isfinite(limit) & (limit > 0), limit, self.config.target_velocity_mps)
@@ -243,34 +281,45 @@ class IDMTraffic:
     def _plan_routes(self, on: NDArrayInt, lights: dict[str, str]) -> None:
         """nuPlan's `plan_route` for the agents whose path to go is shorter than they need."""
         lengths = self.road.samples.length_m
-        togo = np.where(self.route[on] >= 0, lengths[np.maximum(self.route[on], 0)], 0.0).sum(axis=1) - self.s[on]
-        need = self.config.minimum_path_length_m + self._target_velocity(on) * self.headway[on]
-        for i in on[togo < need].tolist():
-            self._extend(i, lights)
+        route = self.route[on]
+        togo = np.where(route >= 0, lengths[np.maximum(route, 0)], 0.0).sum(axis=1) - self.s[on]
+        v0 = np.where(self.v0[on] > 0, self.v0[on], self._target_velocity(on))  # an agent's first step: its route's
+        need = self.config.minimum_path_length_m + v0 * self.headway[on]
+        states = tuple(lights.values())
+        if states != self._lights_seen:
+            self._lights_seen, self._lights_version = states, self._lights_version + 1
+        version = self._lights_version
+        retry = ~self.stop_at_end[on] | (self.blocked_at[on] != version)  # a stop is re-planned when a light changes
+        short = (togo < need) & ~self.map_end[on] & retry
+        for i, want in zip(on[short].tolist(), need[short].tolist()):
+            self._extend(i, lights, want)
+            if self.stop_at_end[i]:
+                self.blocked_at[i] = version
 
-    def _extend(self, i: int, lights: dict[str, str]) -> None:
+    def _extend(self, i: int, lights: dict[str, str], need: float) -> None:
         road, route = self.road, self.route[i]
-        need = self.config.minimum_path_length_m + self._target_velocity(np.array([i]))[0] * self.headway[i]
-        while True:
-            filled = int((route >= 0).sum())
-            togo = float(road.samples.length_m[route[:filled]].sum()) - self.s[i]
-            if togo >= need or filled == ROUTE_SLOTS:
-                self.stop_at_end[i] = False
-                return
+        lengths = road.samples.length_m
+        filled = int((route >= 0).sum())
+        togo = float(lengths[route[:filled]].sum()) - float(self.s[i])
+        while togo < need and filled < ROUTE_SLOTS:
             options = road.successors[int(route[filled - 1])]
             allowed = [j for j in options if _may_enter(road.light_of_lane[j], lights)]
             if not allowed:
                 self.stop_at_end[i] = bool(options)  # no successor at all: the map ends, drive off
+                self.map_end[i] = not options
                 return
             route[filled] = road.straightest(allowed)
+            togo += float(lengths[route[filled]])
+            filled += 1
+        self.stop_at_end[i] = False
 
-    def _occupancy(self, on: NDArrayInt, step: int, ego: Boxes, lights: dict[str, str]) -> Occupancy:
+    def _occupancy(self, on: NDArrayInt, route: NDArrayInt, step: int, ego: Boxes, lights: dict[str, str]) -> Occupancy:
         """Every object placed on lanes (see the module docstring)."""
         road, lengths = self.road, self.road.samples.length_m
-        lane0, s, half, v = self.route[on, 0], self.s[on], self.length[on] / 2, self.v[on]
+        lane0, s, half, v = route[:, 0], self.s[on], self.length[on] / 2, self.v[on]
         a, b = s - half, s + half + v * self.headway[on]
         parts = [(lane0, a, np.minimum(b, lengths[lane0]), v, on)]
-        nxt = self.route[on, 1]
+        nxt = route[:, 1]
         spill = (b > lengths[lane0]) & (nxt >= 0)
         parts.append((nxt[spill], np.zeros(int(spill.sum())), (b - lengths[lane0])[spill], v[spill], on[spill]))
         back = (a < 0) & (self.prev_lane[on] >= 0)
@@ -278,23 +327,26 @@ class IDMTraffic:
         parts.append((pl, lengths[pl] + a[back], lengths[pl], v[back], on[back]))
         own = [np.concatenate(c) for c in zip(*parts)]
         parts.append(_conflict_rows(road, *own))
-        replay = self._replayed(step)
-        others = Boxes.concat([ego, replay])
-        owners = np.r_[OWNER_EGO, np.full(len(replay), OWNER_OTHER)].astype(np.int64)
-        parts.append(place_boxes(road, others, owners))
-        red = np.flatnonzero([lights.get(str(lid), "") == "red" for lid in road.light_of_lane]) if len(road.light_of_lane) else np.zeros(0, np.int64)
+        parts.append(self._replay_placed(step))
+        parts.append(place_boxes(road, ego, np.array([OWNER_EGO], np.int64))[0])
+        red = self._lit_lanes[np.array([lights.get(lid) == "red" for lid in self._lit_ids], bool)] if self._lit_ids else self._lit_lanes
         parts.append((red, np.zeros(len(red)), np.full(len(red), STOP_LINE_DEPTH_M), np.zeros(len(red)), np.full(len(red), OWNER_STOP)))
         lane, a_all, b_all, v_all, owner = (np.concatenate(c) for c in zip(*parts))
         order = np.argsort(lane, kind="stable")
         start = np.searchsorted(lane[order], np.arange(road.n_lanes + 1))
         return Occupancy(lane[order], a_all[order], b_all[order], v_all[order], owner[order].astype(np.int64), start)
 
-    def _leads(self, on: NDArrayInt, step: int, ego: Boxes, lights: dict[str, str]) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:
-        """Gap to, velocity of and rear length of each agent's leading object (free road: path end)."""
-        occ = self._occupancy(on, step, ego, lights)
-        lengths = self.road.samples.length_m
-        route = self.route[on]
-        seg = np.where(route >= 0, lengths[np.maximum(route, 0)], 0.0)
+    def _leads(self, on: NDArrayInt, route: NDArrayInt, seg: NDArrayFloat, occ: Occupancy) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:
+        """Gap to, velocity of and rear length of each agent's leading object (free road: path end).
+
+        Args:
+            on: (n,) the active agents.
+            route: (n, R) their routes; seg: (n, R) the routes' lane lengths (0 past the end).
+            occ: the objects on lanes.
+
+        Returns:
+            (gap (n,), lead velocity (n,), rear length (n,)) for the IDM step.
+        """
         offset = np.concatenate([np.zeros((len(on), 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1) - self.s[on, None]
         lane_q = np.maximum(route, 0)
         count = np.where(route >= 0, occ.start[lane_q + 1] - occ.start[lane_q], 0)
@@ -321,7 +373,7 @@ class IDMTraffic:
         """nuPlan's IDM forward-Euler step, then the agents move along their routes."""
         cfg, dt = self.config, self.dt_s
         v = self.v[on]
-        v0 = self._target_velocity(on)
+        v0 = self.v0[on]
         s_star = cfg.min_gap_m + v * self.headway[on] + v * (v - v_lead) / (2 * np.sqrt(cfg.accel_max_mps2 * cfg.decel_max_mps2))
         s_alpha = np.maximum(gap - l_rear, cfg.min_gap_m)
         dv = cfg.accel_max_mps2 * (1 - (v / v0) ** 4 - (s_star / s_alpha) ** 2)
@@ -355,22 +407,12 @@ def _may_enter(light: str, lights: dict[str, str]) -> bool:
 
 
 def _conflict_rows(road: RoadGraph, lane: NDArrayInt, a: NDArrayFloat, b: NDArrayFloat, v: NDArrayFloat,
-                   owner: NDArrayInt) -> tuple[NDArrayInt, NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayInt]:  # fmt: skip
+                   owner: NDArrayInt) -> Rows:  # fmt: skip
     """Intervals on conflicting lanes of the rows that reach into a conflict zone."""
     c = road.conflicts
     if not c.valid.shape[1] or not len(lane):
-        z = np.zeros(0)
-        return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
+        return _no_rows()
     hit = c.valid[lane] & (a[:, None] <= c.s1[lane]) & (b[:, None] >= c.s0[lane])
     r, k = np.nonzero(hit)
     ln = lane[r]
     return c.other[ln, k], c.t0[ln, k], c.t1[ln, k], v[r] * c.cos[ln, k], owner[r]
-
-
-def _overlaps(xy: NDArrayFloat, yaw: float, length: float, width: float, others: Boxes) -> bool:
-    """Whether a box overlaps any of `others` (separating axes of the footprints)."""
-    from avsim.sim.geometry import boxes_overlap
-
-    n = len(others)
-    return bool(boxes_overlap(np.repeat(xy[None], n, 0), np.full(n, yaw), np.full(n, length), np.full(n, width),
-                              others.center_m[:, :2], others.yaw_rad, others.size_m[:, 0], others.size_m[:, 1]).any())  # fmt: skip
