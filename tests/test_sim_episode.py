@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from sim_cases import scenario
 from sim_policies import CrashAtStep3, NaNAtStep2, SlowAtStep4, WrongShape, brake
+
 from avsim.sim.episode import run_episode
 from avsim.sim.metrics import EpisodeScorer
 from avsim.sim.policies import ConstantVelocityPolicy, ExpertPolicy, load_policy

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from sim_cases import DT_S, VEHICLE
+
 from avsim.sim.actions import Control, PolicyError, Trajectory, parse_action, reference_poses
 from avsim.sim.stepper import pad_reference, perfect_tracking
 from avsim.sim.tracker import LQRConfig, LQRTracker, velocity_curvature_profiles

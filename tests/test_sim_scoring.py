@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from sim_cases import DT_S, box, moving_box, road_and_route, scene, states_along
+
 from avsim.sim.metrics import human_filtered
 from avsim.sim.scoring import ScorerConfig, aggregate, normalized_progress
 

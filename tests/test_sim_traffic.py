@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from sim_cases import DT_S, scenario
+
 from avsim.core.agents import AgentTracks
 from avsim.core.transforms import yaw_to_quat
 from avsim.sim.actions import Control
