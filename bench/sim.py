@@ -44,10 +44,13 @@ def _sample(seed: int = 0) -> Any:
     return make_sample_scenario(seed=seed, duration_s=20.0, fps=10.0)
 
 
+_ALL_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
 def _pin(cpus: int) -> str:
-    """Pin the process to `cpus` CPUs (where the OS allows); returns what it did."""
+    """Pin the process to the first `cpus` of the CPUs it started with (where the OS allows); returns what it did."""
     if hasattr(os, "sched_setaffinity"):
-        avail = sorted(os.sched_getaffinity(0))
+        avail = _ALL_CPUS
         os.sched_setaffinity(0, avail[:cpus])
         return f"pinned to CPU {avail[:cpus]}"
     return "not pinned"
