@@ -38,8 +38,9 @@ def test_stopped_ego_hit_from_behind_is_not_at_fault(road_route) -> None:  # typ
 
 
 def test_rear_collision_between_moving_vehicles_is_not_at_fault(road_route) -> None:  # type: ignore[no-untyped-def]
-    ego = states_along(0.0, 0.0, np.full(T, 3.0))
-    m = scene(ego, moving_box("car", -15.0, 0.0, 9.0, T), road_route=road_route).metrics(0, T - 1)
+    """Even with the ego across two lanes (where a lateral contact would be at fault)."""
+    ego = states_along(0.0, 1.75, np.full(T, 3.0))
+    m = scene(ego, moving_box("car", -15.0, 1.75, 9.0, T), road_route=road_route).metrics(0, T - 1)
     assert m.no_at_fault_collisions[0] == 1.0  # ACTIVE_REAR_COLLISION: the track is behind (angle > 150 deg)
 
 
