@@ -56,10 +56,12 @@ def sim_command(
                          duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
                          step_scores=not no_step_scores)  # fmt: skip
     console = Console(stderr=True)
-    bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"), TimeElapsedColumn(), console=console)
+    bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
+                   console=console)  # fmt: skip
     with bar:
         task = bar.add_task("", total=None)
-        summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n))
+        summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
+                          on_phase=lambda phase: bar.update(task, description=phase))  # fmt: skip
     s = summary.scores
     if summary.status != "completed":
         typer.echo(f"episode ended early: {summary.end_reason}", err=True)

@@ -113,7 +113,7 @@ def check_sim_output(out: Path) -> None:
 
 
 def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None = None,
-            scenario: Scenario | None = None) -> SimSummary:  # fmt: skip
+            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None) -> SimSummary:  # fmt: skip
     """Run one episode and write its outputs (see the module docstring).
 
     Args:
@@ -122,6 +122,7 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         options: what to run.
         on_step: progress, called with (steps done, steps planned).
         scenario: the loaded scenario (None: read from `scenario_dir`).
+        on_phase: called with the name of each phase after the steps (scoring, writing).
 
     Returns:
         The summary.
@@ -142,7 +143,11 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
     assert sim.recorder is not None
     meta = settings(options, sim, policy_name(policy), result)
     rollout = rollout_scenario(scenario, sim.recorder, sim.step_times_ns, meta, f"{scenario.scenario_id}_sim")
+    if on_phase is not None:
+        on_phase("scoring")
     doc, table = score_documents(sim, rollout, result, meta, options.step_scores)
+    if on_phase is not None:
+        on_phase("writing")
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         save_scenario(rollout, tmp / SCENARIO_DIR)
