@@ -176,6 +176,7 @@ class IDMTraffic:
         self.blocked_at = np.full(n, -1, np.int64)  # the lights' version under which a stop was last planned
         self._lights_seen: tuple[str, ...] = ()
         self._lights_version = 0
+        self._boxes: Boxes | None = None  # `_agent_boxes` of the current state
         last_row = {tid: i for i, tid in enumerate(rows.track_id.tolist())}
         self.exit_step = np.array([self.log.step[last_row[t]] for t in self.track_id.tolist()], np.int64)
         self.replay = self.log.subset(~np.isin(rows.track_id, self.track_id)) if n else self.log
@@ -203,6 +204,12 @@ class IDMTraffic:
         return tuple(c[lo:hi] for c in self._replay_rows)  # type: ignore[return-value]
 
     def _agent_boxes(self) -> Boxes:
+        """The active agents' boxes now (kept until the agents next move or join)."""
+        if self._boxes is None:
+            self._boxes = self._make_agent_boxes()
+        return self._boxes
+
+    def _make_agent_boxes(self) -> Boxes:
         on = np.flatnonzero(self.state == 1)
         if not len(on):
             return Boxes.empty()
@@ -251,8 +258,11 @@ class IDMTraffic:
         length, width = self.length[wait], self.width[wait]
         free = np.ones(len(wait), bool)
         if len(others):
-            free = ~boxes_overlap(xy[:, None], yaw[:, None], length[:, None], width[:, None], others.center_m[None, :, :2],
-                                  others.yaw_rad[None], others.size_m[None, :, 0], others.size_m[None, :, 1]).any(axis=1)  # fmt: skip
+            reach = np.hypot(length, width)[:, None] / 2 + np.hypot(others.size_m[:, 0], others.size_m[:, 1])[None] / 2
+            wi, oi = np.nonzero(((xy[:, None] - others.center_m[None, :, :2]) ** 2).sum(-1) <= reach**2)  # bounding circles first
+            hit = boxes_overlap(xy[wi], yaw[wi], length[wi], width[wi], others.center_m[oi, :2], others.yaw_rad[oi], others.size_m[oi, 0],
+                                others.size_m[oi, 1])  # fmt: skip
+            free[wi[hit]] = False
         cand = np.flatnonzero(free)
         if len(cand) > 1:  # two newcomers must not overlap each other either: the earlier in track order wins
             pair = boxes_overlap(xy[cand, None], yaw[cand, None], length[cand, None], width[cand, None], xy[None, cand],
@@ -263,12 +273,14 @@ class IDMTraffic:
                     keep.append(j)
             cand = cand[keep]
         self.state[wait[cand]] = 1
+        self._boxes = None
 
     def _drop_far(self, ego: Boxes) -> None:
         on = np.flatnonzero(self.state == 1)
         xy, _ = self.road.samples.pose_at(self.route[on, 0], self.s[on])
         far = np.linalg.norm(xy - ego.center_m[0, :2], axis=1) > float(self.config.radius_m)  # type: ignore[arg-type]
         self.state[on[far]] = 2
+        self._boxes = None
 
     def _target_velocity(self, on: NDArrayInt) -> NDArrayFloat:
         """v0 of each agent: the speed limit of the last lane of its route where the map has one
@@ -380,6 +392,7 @@ class IDMTraffic:
         self.s[on] += dt * v
         self.v[on] = np.maximum(v + dt * np.clip(dv, -cfg.decel_max_mps2, cfg.accel_max_mps2), 0.0)
         self._advance_lanes(on)
+        self._boxes = None
 
     def _advance_lanes(self, on: NDArrayInt) -> None:
         lengths = self.road.samples.length_m
