@@ -94,7 +94,7 @@ class AvsimDrivingEnv(gymnasium.Env):
         source = self.sim.source
         if source.camera_names or not isinstance(source, NoCameras):
             self.sim.reset(0)  # the source learns its cameras and sizes
-            frames = self.sim.source.frames(self.sim._frame_state())
+            frames = self.sim.source.frames(self.sim.frame_state())
             parts["cameras"] = spaces.Dict({k: spaces.Box(0, 255, v.shape, np.uint8) for k, v in frames.items()})
         self._has_cameras = "cameras" in parts
         return spaces.Dict(parts)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -221,9 +221,3 @@ def route_ahead(route: Route, state: NDArrayFloat) -> NDArrayFloat:
 
 def _wrap(angle: NDArrayFloat) -> NDArrayFloat:
     return (angle + np.pi) % (2 * np.pi) - np.pi
-
-
-def describe(obs: Observation) -> dict[str, Any]:
-    """A short summary of an observation (for logs and errors)."""
-    return {"step": obs.step, "time_s": round(obs.time_s, 3), "speed_mps": round(obs.speed_mps, 3), "boxes": len(obs.boxes),
-            "cameras": sorted(obs.cameras)}  # fmt: skip

@@ -72,7 +72,7 @@ class IDMPlannerPolicy:
         boxes = _near(observation.boxes, state, cfg.map_radius_m)
         forecast = [_moved(boxes, j * ep.dt_s) for j in range(self.steps + 1)]
         red = self._red_lanes(observation.lights)
-        targets = self._targets(s0)
+        targets = self._targets()
         poses = self._unroll(paths, s0, state, forecast, red, targets)  # (B, H+1, 3)
         driven = self._drive(state, poses)
         scene = Scene(driven, forecast, [red] * (self.steps + 1), ep.road, ep.route, ep.vehicle, ep.dt_s, self.scorer)
@@ -94,7 +94,7 @@ class IDMPlannerPolicy:
         paths = [Path.of(xy)] + [Path.of(xy + d * normal) for d in self.config.lateral_offsets_m]
         return paths, s_now - s[0]
 
-    def _targets(self, s_rel: float) -> NDArrayFloat:
+    def _targets(self) -> NDArrayFloat:
         """Target speeds: fractions of the current lane's limit (else the fallback)."""
         road, route = self.episode.road, self.episode.route
         limit = np.nan

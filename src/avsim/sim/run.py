@@ -68,8 +68,8 @@ class SimOptions:
     step_scores: bool = True
     idm: IDMConfig = field(default_factory=IDMConfig)
 
-    def config(self, scenario: Scenario) -> SimConfig:
-        """The simulator's config for `scenario`."""
+    def config(self) -> SimConfig:
+        """The simulator's config."""
         if self.steps is not None and self.duration_s is not None:
             raise AvsimInputError("options", "--steps/--duration", "give one of them, not both")
         steps = self.steps
@@ -134,7 +134,7 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
     policy = load_policy(options.policy)
     source = options.source()
     t0 = time.perf_counter()
-    sim = Simulator(scenario, options.config(scenario), source)
+    sim = Simulator(scenario, options.config(), source)
     try:
         result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
     finally:

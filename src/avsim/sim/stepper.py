@@ -230,7 +230,7 @@ class Simulator:
         self.k += 1
         return self._observe()
 
-    def _frame_state(self) -> FrameState:
+    def frame_state(self) -> FrameState:
         """The world at the current step."""
         boxes = self.traffic.boxes(self.k)
         t_ns = int(self.step_times_ns[self.k])
@@ -238,7 +238,7 @@ class Simulator:
 
     def _observe(self) -> Observation:
         assert self.episode is not None and self.recorder is not None
-        fs = self._frame_state()
+        fs = self.frame_state()
         frames = self.source.frames(fs)
         self.recorder.record_state(self.k, self.state, fs.boxes)
         return Observation(self.k, fs.timestamp_ns, (fs.timestamp_ns - self.scenario.start_ns) / NS_PER_S, fs.ego_state, fs, frames,
