@@ -113,3 +113,30 @@ def test_frames_are_rendered_from_the_simulated_state() -> None:
     for cam in cams:
         np.testing.assert_array_equal(obs.cameras[cam], want[cam])
     sim.source.close()
+
+
+def test_privileged_scene_is_the_labels_record() -> None:
+    """`observation.scene().boxes` holds what `avsim labels` writes to boxes3d.json for the same time."""
+    from avsim.core.agents import AgentTracks
+    from avsim.core.transforms import yaw_to_quat
+    from avsim.render.labels.boxes import frame_boxes_3d
+
+    n = 41
+    t = np.arange(n) * 0.1
+    agents = AgentTracks.from_unsorted(
+        np.repeat(["car_b", "car_a"], n), np.repeat(["car", "truck"], n), np.tile(np.round(t * 1e9).astype(np.int64), 2),
+        np.r_[np.c_[-20 + 6 * t, np.full(n, 3.5), np.full(n, 0.8)], np.c_[30 - 5 * t, np.full(n, -3.5), np.full(n, 1.2)]],
+        np.r_[np.tile([4.5, 2.0, 1.6], (n, 1)), np.tile([9.0, 2.5, 2.4], (n, 1))], yaw_to_quat(np.r_[np.zeros(n), np.full(n, np.pi)]),
+    )  # fmt: skip
+    sc = scenario(np.c_[np.linspace(-40.0, -8.0, n), np.zeros(n)], np.zeros(n), agents=agents)
+    sim = Simulator(sc, SimConfig(controller=Controller.PERFECT, steps=12))
+    obs = sim.reset()
+    policy = ExpertPolicy()
+    policy.reset(sim.episode)  # type: ignore[arg-type]
+    for _ in range(7):
+        obs = sim.step(policy(obs))
+    mine, labels = obs.scene().boxes, frame_boxes_3d(sc, obs.timestamp_ns)
+    np.testing.assert_array_equal(mine.track_id, labels.track_id)
+    np.testing.assert_array_equal(mine.object_class, labels.object_class)
+    for name in ("center_ego_m", "size_lwh_m", "rotation_ego_wxyz", "yaw_ego_rad"):
+        np.testing.assert_allclose(getattr(mine, name), getattr(labels, name), atol=1e-9, err_msg=name)
