@@ -10,13 +10,14 @@ Layers, lowest first; a module may import only the layers listed for it:
     evaluation/       evaluation  core, maps, scenario, render, evaluation
     edit/             edit        core, maps, scenario, render, edit
     view/             view        core, maps, scenario, render, edit, view (rerun only inside functions)
+    sim/              sim         core, maps, scenario, render, edit, sim (closed loop; gymnasium only inside functions)
     models/           models      core, models (+ torch)
     train/            train       every library layer
-    jobs/             jobs        every library layer, jobs (dataset-scale runs: the top layer)
-    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view, jobs too) only inside
+    jobs/             jobs        every library layer, sim, jobs (dataset-scale runs: the top layer)
+    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view, sim, jobs too) only inside
                                   functions or through importlib (command groups mount lazily)
     avsim/devtools/   devtools    nothing from avsim (maintainer scripts)
-    bench/            bench       every library layer, never the CLI
+    bench/            bench       every library layer and sim, never the CLI
     avsim/*.py,       compat      aliases of moved modules (docs/core_api.md, "Moved names"):
     avsim/importers/              only their targets; no avsim module or bench script imports them
 
@@ -53,6 +54,7 @@ PACKAGE_LAYERS = {
     "avsim.models": "models",
     "avsim.train": "train",
     "avsim.view": "view",
+    "avsim.sim": "sim",
     "avsim.jobs": "jobs",
     "avsim.cli": "cli",
     "avsim.devtools": "devtools",
@@ -70,10 +72,11 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"core", "models"},
     "train": LIBRARY,
     "view": {"core", "maps", "scenario", "render", "edit", "view"},
-    "jobs": LIBRARY | {"jobs"},
-    "cli": LIBRARY | {"cli", "view", "jobs"},  # module level: CLI_EAGER only
+    "sim": {"core", "maps", "scenario", "render", "edit", "sim"},
+    "jobs": LIBRARY | {"jobs", "sim"},
+    "cli": LIBRARY | {"cli", "view", "jobs", "sim"},  # module level: CLI_EAGER only
     "devtools": {"devtools"},
-    "bench": LIBRARY | {"bench"},
+    "bench": LIBRARY | {"bench", "sim"},
     "compat": {"core", "scenario"},
 }
 CLI_EAGER = {"core", "maps", "scenario", "cli"}

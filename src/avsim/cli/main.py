@@ -31,6 +31,7 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "validate": ("avsim.edit.cli", True),
     "view": ("avsim.view.cli", True),
     "check-projection": ("avsim.cli.projection", True),
+    "sim": ("avsim.sim.cli", True),
     "run": ("avsim.jobs.cli", False),
 }
 CORE_MODULE = "avsim.cli.scenario"

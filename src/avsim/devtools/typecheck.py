@@ -21,7 +21,7 @@ SOURCE_DIR = "src"
 CHECKED = (
     "avsim.core", "avsim.maps", "avsim.scenario", "avsim.render", "avsim.models",
     "avsim.evaluation", "avsim.edit", "avsim.train", "avsim.cli", "avsim.devtools", "avsim.view",
-    "avsim.jobs",
+    "avsim.jobs", "avsim.sim",
 )
 _LOCATION = re.compile(r"^(?P<path>[^:\s]+\.py)(?P<rest>:.*)$")
 

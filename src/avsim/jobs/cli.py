@@ -1,4 +1,4 @@
-"""`avsim run render|labels|convert|eval|generate|pair|encode DATASET OUT`: dataset-scale jobs (option
+"""`avsim run render|labels|convert|eval|generate|pair|encode|sim DATASET OUT`: dataset-scale jobs (option
 parsing only; the work is in `avsim.jobs.run`). See docs/jobs.md."""
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
 
 
 def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None,
-         bootstrap: ClipBootstrap | None = None) -> None:  # fmt: skip
+         bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,)) -> None:  # fmt: skip
     from rich.console import Console
 
     from avsim.jobs.run import run_job
 
-    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap)
+    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds)
     if report.frechet is not None:
         metric = "fvd" if "fvd" in report.frechet else "fid"
         value, ivs = report.frechet[metric], report.frechet.get("bootstrap", {})
@@ -232,3 +232,39 @@ def encode(
     options = {"model": model, "vae": _resolved(vae), "random_vae": random_vae or None, "text_encoder": _resolved(text_encoder),
                "zero_text": zero_text or None, "max_clips_per_video": max_clips, "device": device, "store_dtype": store_dtype}  # fmt: skip
     _run("encode", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
+
+
+def _seeds(value: str) -> tuple[int, ...]:
+    """`0,1,2` or `0:8` (a range) -> the seeds."""
+    try:
+        if ":" in value:
+            lo, hi = (int(v) for v in value.split(":"))
+            seeds = tuple(range(lo, hi))
+        else:
+            seeds = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"--seeds: expected 0,1,2 or A:B, got {value!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise typer.BadParameter(f"--seeds: expected distinct seeds >= 0, got {value!r}")
+    return seeds
+
+
+@app.command("sim")
+def sim(
+    dataset: Path = typer.Argument(..., help=f"Scenario folders. {DATASET_HELP}"),
+    out: Path = typer.Argument(..., help="Output folder: OUT/<item>/seed<N>/ (as `avsim sim`), OUT/sim_summary.csv."),
+    policy: str = typer.Option(None, "--policy", help="expert, constant-velocity, idm (default) or MODULE:CALLABLE."),
+    agents: str = typer.Option(None, "--agents", help="log (default) or idm."),
+    seeds: str = typer.Option("0", "--seeds", help="Seeds each scenario runs with: 0,1,2 or A:B."),
+    cameras: str = typer.Option(None, "--cameras", help="Cameras rendered every step for the policy (comma-separated, or all)."),
+    size: str = typer.Option(None, "--size", help="Camera image size WxH."),
+    steps: int = typer.Option(None, "--steps", help="Episode length in steps (default: each scenario's span)."),
+    duration: float = typer.Option(None, "--duration", help="Episode length in seconds."),
+    controller: str = typer.Option(None, "--controller", help="auto (default), lqr or perfect."),
+    budget: float = typer.Option(None, "--budget", help="Seconds each policy call may take (default 1)."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+) -> None:  # fmt: skip
+    """Drive every scenario of DATASET with a policy for every seed (`avsim sim` per item and seed); a table of scores."""
+    options = {"policy": policy, "agents": agents, "cameras": cameras, "size": size, "steps": steps, "duration": duration,
+               "controller": controller, "budget": budget}  # fmt: skip
+    _run("sim", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), seeds=_seeds(seeds))

@@ -1,7 +1,7 @@
 """A dataset job's items: what DATASET (a folder or a manifest) holds, one item per task.
 
 DATASET is one of
-- a folder of scenario folders (render, labels) or of `avsim edit` variants folders (render),
+- a folder of scenario folders (render, labels, sim) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
 - a folder of render items, the output of `avsim run render` (generate, pair),
@@ -39,6 +39,7 @@ class JobKind(StrEnum):
     GENERATE = "generate"
     PAIR = "pair"
     ENCODE = "encode"
+    SIM = "sim"
 
 
 KINDS = JobKind.choices()
@@ -77,6 +78,10 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
         if any((dataset / m).is_file() for m in SCENARIO_MARKERS):
             raise AvsimInputError(dataset, "DATASET", f"is one scenario, not a folder of them; use `avsim {kind}`")
         paths = [p for p in dataset.iterdir() if p.is_dir() and any((p / m).is_file() for m in SCENARIO_MARKERS)]
+    elif kind == "sim":
+        if (dataset / "scenario.json").is_file():
+            raise AvsimInputError(dataset, "DATASET", "is one scenario, not a folder of them; use `avsim sim`")
+        paths = [p for p in dataset.iterdir() if p.is_dir() and (p / "scenario.json").is_file()]
     elif kind == "eval":
         from avsim.evaluation.video_frames import list_clips
 

@@ -25,7 +25,7 @@ from avsim.core.errors import AvsimError
 from avsim.core.typing import StrEnum
 from avsim.jobs.dataset import JobKind
 from avsim.jobs.model_items import digest_inputs, encode_item, generate_item, pair_item
-from avsim.jobs.options import render_options
+from avsim.jobs.options import render_options, sim_options
 
 JOB_JSON = "job.json"
 JOB_FORMAT = "avsim-job-item-v1"
@@ -157,6 +157,12 @@ def _eval(task: ItemTask, tmp: Path) -> None:
     write_clip_features(task.source, tmp, task.options)
 
 
+def _sim(task: ItemTask, tmp: Path) -> None:
+    from avsim.sim.run import run_sim
+
+    run_sim(task.source, tmp, sim_options(task.options, task.source))
+
+
 MODEL_RUNNERS = {"generate": generate_item, "pair": pair_item, "encode": encode_item}
 RECORDS_WITH_PATHS = ("render_summary.json", "settings.json")  # `run_render`'s summaries, `avsim generate`'s settings
 
@@ -184,7 +190,7 @@ def _hang_for_test(name: str) -> None:
 
 
 def _run(task: ItemTask, digest: str) -> None:
-    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, **MODEL_RUNNERS}[task.kind]
+    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim, **MODEL_RUNNERS}[task.kind]
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         runner(task, tmp)

@@ -33,6 +33,8 @@ OPTION_TYPES: dict[str, dict[str, type]] = {
     "pair": {"real": str, "caption": str},
     "encode": {"model": str, "vae": str, "random_vae": bool, "text_encoder": str, "zero_text": bool,
                "max_clips_per_video": int, "device": str, "store_dtype": str},
+    "sim": {"policy": str, "agents": str, "cameras": str, "size": str, "backend": str, "steps": int, "duration": float, "seed": int,
+            "rate": float, "controller": str, "budget": float},
 }
 PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real"})
 """Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""
@@ -133,3 +135,36 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     except (AvsimValueError, FrameSelectionError) as exc:
         key, _, reason = str(exc).partition(":")
         raise AvsimInputError(source, {"chunk_frames": "chunk", "frames": "frames"}.get(key, key), reason.strip() or str(exc)) from None
+
+
+def sim_options(options: Mapping[str, Any], source: object = "options") -> Any:
+    """The `SimOptions` of one sim item.
+
+    Args:
+        options: typed options (see `coerce_options`).
+        source: named in an error.
+
+    Returns:
+        An `avsim.sim.run.SimOptions`.
+    """
+    from avsim.sim.run import SimOptions
+    from avsim.sim.stepper import AgentMode
+
+    agents = str(options.get("agents", "log"))
+    if agents not in ("log", "idm"):
+        raise AvsimInputError(source, "agents", f"expected log or idm, got {agents!r}")
+    backend = str(options.get("backend", "numba"))
+    if backend not in ("numba", "torch"):
+        raise AvsimInputError(source, "backend", f"expected numba or torch, got {backend!r}")
+    cams = options.get("cameras")
+    cameras = None if cams is None else (() if str(cams).strip() == "all" else tuple(c.strip() for c in str(cams).split(",") if c.strip()))
+    rate, budget = float(options.get("rate", 10.0)), float(options.get("budget", 1.0))
+    if not 0 < rate <= 100 or not budget > 0:
+        raise AvsimInputError(source, "rate/budget", f"rate must be in (0, 100] and budget > 0, got {rate}, {budget}")
+    seed, steps = int(options.get("seed", 0)), options.get("steps")
+    if seed < 0 or (steps is not None and int(steps) < 1):
+        raise AvsimInputError(source, "seed/steps", f"seed must be >= 0 and steps >= 1, got {seed}, {steps}")
+    return SimOptions(policy=str(options.get("policy", "idm")), agents=AgentMode(agents), cameras=cameras,
+                      size=parse_size(str(options.get("size", "1280x720")), source), backend=backend,
+                      steps=None if steps is None else int(steps), duration_s=options.get("duration"), seed=seed, rate_hz=rate,
+                      controller=str(options.get("controller", "auto")), budget_s=budget)  # fmt: skip

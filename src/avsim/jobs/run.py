@@ -37,7 +37,7 @@ from avsim.jobs.model_items import (
     merge_layout,
     weight_digests,
 )
-from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options
+from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options, sim_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,6 +55,7 @@ class JobReport:
     kind: str
     results: list[ItemResult]
     frechet: dict[str, Any] | None = None
+    sim_rows: list[dict[str, Any]] | None = None
 
     def count(self, status: ItemStatus) -> int:
         """Items that ended with `status`."""
@@ -66,22 +67,25 @@ class JobReport:
         return self.count(ItemStatus.FAILED) > 0
 
 
-def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) -> list[ItemTask]:
-    """One task per item of `dataset`: item options override the command's.
+def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], seeds: tuple[int, ...] = (0,)) -> list[ItemTask]:
+    """One task per item of `dataset` (sim: per item and seed): item options override the command's.
 
     Args:
         kind: a `JobKind`.
         dataset: a dataset folder or manifest.
-        out: the job's output folder; an item writes `out/<name>/`.
+        out: the job's output folder; an item writes `out/<name>/` (sim: `out/<name>/seed<N>/`).
         options: the command's options (see `avsim.jobs.options.OPTION_TYPES`).
+        seeds: sim only: the seeds every item runs with.
 
     Returns:
-        The tasks, sorted by item name.
+        The tasks, sorted by item name (then seed).
     """
     kind = JobKind(kind)
     base = coerce_options(kind, options, "options")
     if kind in ("render", "labels"):
         render_options(base, out, labels_only=kind == "labels")  # bad options fail here, once
+    if kind == "sim":
+        sim_options(base)
     if kind == "eval" and base.get("metric", "fid") not in ("fid", "fvd"):
         raise AvsimInputError("options", "metric", f"expected fid or fvd, got {base['metric']!r}")
     if kind == "encode":
@@ -102,7 +106,10 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any]) 
             key = json.dumps({k: opts.get(k) for k in WEIGHT_OPTIONS}, sort_keys=True)
             opts.update(digests.setdefault(key, weight_digests(opts)))
         tasks.append(ItemTask(kind, item.name, item.path.resolve(), root / item.name, opts))
-    return tasks
+    if kind != JobKind.SIM:
+        return tasks
+    return [ItemTask(kind, f"{t.name}/seed{seed}", t.source, t.out_dir / f"seed{seed}", {**t.options, "seed": seed})
+            for t in tasks for seed in seeds]  # fmt: skip
 
 
 def _item_real(base: Mapping[str, Any], item_options: Mapping[str, Any], name: str, dataset: Path) -> str:
@@ -178,7 +185,7 @@ def print_table(console: Console, report: JobReport) -> None:
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
             real: Path | None = None, console: Console | None = None,
-            bootstrap: ClipBootstrap | None = None) -> JobReport:  # fmt: skip
+            bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,)) -> JobReport:  # fmt: skip
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
@@ -190,6 +197,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         real: eval only: the real clips (a folder of clips or a manifest).
         console: progress bar and table (None: silent).
         bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
+        seeds: sim only: the seeds every scenario runs with.
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -207,7 +215,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
             tasks = plan_tasks(kind, dataset, out, options)
     else:
-        tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options)
+        tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options, seeds)
     results = execute(kind, tasks, config, console)
     if kind == "pair":
         results = merge_layout(out, tasks, results)
@@ -219,6 +227,13 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         print_table(console, report)
     if kind == "eval" and not report.failed:
         report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
+    if kind == "sim":
+        from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
+
+        rows = write_sim_summary(out, tasks, report.results)
+        if console is not None:
+            print_sim_summary(console, rows)
+        report = JobReport(kind, report.results, sim_rows=rows)
     return report
 
 

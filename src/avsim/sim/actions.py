@@ -1,0 +1,109 @@
+"""What a policy returns: a future trajectory in the ego frame or direct controls, and the check
+that turns any returned value into one of them (or a one-line reason why not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from avsim.core.typing import NDArrayFloat
+
+
+class PolicyError(Exception):
+    """A policy's output (or its call) cannot be used; `str()` is the one-line reason."""
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Future poses of the ego's rear axle in the ego frame at the current step (x forward, y left).
+
+    poses: (N, 3) x_m, y_m, heading_rad at times interval_s, 2 interval_s, ... after now (NAVSIM's
+    `Trajectory`: 8 poses at 0.5 s); they are interpolated to the sim's step and tracked by the
+    LQR tracker.
+    """
+
+    poses: NDArrayFloat
+    interval_s: float = 0.1
+
+
+@dataclass(frozen=True)
+class Control:
+    """Direct commands: longitudinal acceleration (m/s^2) and tyre steering rate (rad/s)."""
+
+    accel_mps2: float
+    steering_rate_radps: float
+
+
+Action = Trajectory | Control
+
+
+def parse_action(value: Any, dt_s: float) -> Action:
+    """A policy's return value as an action, or `PolicyError` saying what is wrong with it.
+
+    Accepted: a `Trajectory`, a `Control`, an array (N, 3) (poses at the sim's step) or an array (2,)
+    (acceleration, steering rate).
+
+    Args:
+        value: what the policy returned.
+        dt_s: the sim's step (the interval of a bare pose array).
+
+    Returns:
+        The action.
+    """
+    if isinstance(value, Control):
+        arr = np.array([value.accel_mps2, value.steering_rate_radps], dtype=np.float64)
+        _finite(arr, "control")
+        return value
+    if isinstance(value, Trajectory):
+        poses = _as_array(value.poses, "trajectory.poses")
+        if poses.ndim != 2 or poses.shape[1] != 3 or len(poses) < 1:
+            raise PolicyError(f"trajectory.poses: expected shape (N, 3) with N >= 1, got {poses.shape}")
+        _finite(poses, "trajectory.poses")
+        if not (np.isfinite(value.interval_s) and value.interval_s > 0):
+            raise PolicyError(f"trajectory.interval_s: expected a finite number > 0, got {value.interval_s!r}")
+        return Trajectory(poses, float(value.interval_s))
+    arr = _as_array(value, "action")
+    if arr.shape == (2,):
+        _finite(arr, "action")
+        return Control(float(arr[0]), float(arr[1]))
+    if arr.ndim == 2 and arr.shape[1] == 3 and len(arr) >= 1:
+        _finite(arr, "action")
+        return Trajectory(arr, dt_s)
+    raise PolicyError(f"action: expected a Trajectory, a Control, an array (N, 3) of poses or (2,) controls, got shape {arr.shape}")
+
+
+def _as_array(value: Any, name: str) -> NDArrayFloat:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise PolicyError(f"{name}: expected numbers, got {type(value).__name__}") from None
+
+
+def _finite(arr: NDArrayFloat, name: str) -> None:
+    if not np.all(np.isfinite(arr)):
+        raise PolicyError(f"{name}: contains NaN or infinite values")
+
+
+def reference_poses(traj: Trajectory, world_pose: tuple[float, float, float], dt_s: float) -> NDArrayFloat:
+    """The world-frame reference (M+1, 3) the tracker follows: the current pose, then the trajectory
+    interpolated at the sim's step (x, y linear, heading unwrapped linear), as NAVSIM's
+    `transform_trajectory` + `InterpolatedTrajectory` do.
+
+    Args:
+        traj: the ego-frame trajectory.
+        world_pose: (x, y, heading) of the ego now.
+        dt_s: the sim's step.
+
+    Returns:
+        (M+1, 3) poses at 0, dt, 2 dt, ... up to the trajectory's last time.
+    """
+    x0, y0, h0 = world_pose
+    c, s = np.cos(h0), np.sin(h0)
+    local = np.vstack([np.zeros((1, 3)), traj.poses])
+    world = np.stack([x0 + c * local[:, 0] - s * local[:, 1], y0 + s * local[:, 0] + c * local[:, 1], np.unwrap(h0 + local[:, 2])], axis=1)
+    t_src = np.arange(len(local)) * traj.interval_s
+    count = max(int(np.floor(t_src[-1] / dt_s + 1e-9)), 1)
+    t_dst = np.minimum(np.arange(count + 1) * dt_s, t_src[-1])
+    return np.stack([np.interp(t_dst, t_src, world[:, k]) for k in range(3)], axis=1)

@@ -1,0 +1,70 @@
+"""`avsim sim SCENARIO OUT`: option parsing only; the work is `avsim.sim.run.run_sim` (docs/closed_loop.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+def _size(value: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise typer.BadParameter(f"--size: expected WxH such as 1280x720, got {value!r}") from None
+    if w <= 0 or h <= 0 or w % 2 or h % 2 or max(w, h) > 8192:
+        raise typer.BadParameter(f"--size: width and height must be positive, even and at most 8192, got {value!r}")
+    return w, h
+
+
+@app.command("sim")
+def sim_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (sample, converted or edited)."),
+    out: Path = typer.Argument(..., help="Output folder: scenario/ (the rollout), sim_metrics.json, steps.parquet, timing.json."),
+    policy: str = typer.Option("idm", "--policy", help="expert (log replay), constant-velocity, idm (PDM-Closed-style planner) or MODULE:CALLABLE."),
+    agents: str = typer.Option("log", "--agents", help="log (replay the log) or idm (IDM agents that react, nuPlan's)."),
+    cameras: str = typer.Option(None, "--cameras", help="Render these cameras every step for the policy (comma-separated, or 'all'); default none."),
+    size: str = typer.Option("1280x720", "--size", help="Camera image size WxH."),
+    backend: str = typer.Option("numba", "--backend", help="Renderer backend: numba or torch."),
+    steps: int = typer.Option(None, "--steps", help="Episode length in steps (default: the scenario's span)."),
+    duration: float = typer.Option(None, "--duration", help="Episode length in seconds (instead of --steps)."),
+    seed: int = typer.Option(0, "--seed", help="Seed: IDM agents' parameter spread, handed to the policy."),
+    rate: float = typer.Option(10.0, "--rate", help="Steps per second."),
+    controller: str = typer.Option("auto", "--controller", help="How trajectories are followed: lqr, perfect, auto (perfect for expert)."),
+    budget: float = typer.Option(1.0, "--budget", help="Seconds each policy call may take."),
+    no_step_scores: bool = typer.Option(False, "--no-step-scores", help="Skip the per-step 4 s window scores."),
+) -> None:
+    """Drive SCENARIO in closed loop with a policy; write the rollout, its scores and a per-step table to OUT."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from avsim.sim.run import SimOptions, run_sim
+    from avsim.sim.stepper import AgentMode
+
+    if agents not in ("log", "idm"):
+        raise typer.BadParameter(f"--agents: expected log or idm, got {agents!r}")
+    if backend not in ("numba", "torch"):
+        raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
+    if steps is not None and duration is not None:
+        raise typer.BadParameter("--steps and --duration: give one of them")
+    if (steps is not None and steps < 1) or seed < 0 or not 0 < rate <= 100 or not budget > 0:
+        raise typer.BadParameter("--steps must be >= 1, --seed >= 0, --rate in (0, 100], --budget > 0")
+    cams = None if cameras is None else (() if cameras.strip() == "all" else tuple(c.strip() for c in cameras.split(",") if c.strip()))
+    options = SimOptions(policy=policy, agents=AgentMode(agents), cameras=cams, size=_size(size), backend=backend, steps=steps,
+                         duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
+                         step_scores=not no_step_scores)  # fmt: skip
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
+                   console=console)  # fmt: skip
+    with bar:
+        task = bar.add_task("", total=None)
+        summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
+                          on_phase=lambda phase: bar.update(task, description=phase))  # fmt: skip
+    s = summary.scores
+    if summary.status != "completed":
+        typer.echo(f"episode ended early: {summary.end_reason}", err=True)
+    typer.echo(f"{summary.steps} steps ({summary.status}); PDMS {s.get('pdms', float('nan')):.4f}, EPDMS {s.get('epdms', float('nan')):.4f} "
+               f"(NC {s.get('no_at_fault_collisions')}, DAC {s.get('drivable_area_compliance')}, TLC {s.get('traffic_light_compliance')}, "
+               f"EP {s.get('ego_progress', float('nan')):.3f}) -> {summary.out}")  # fmt: skip

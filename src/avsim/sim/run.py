@@ -1,0 +1,198 @@
+"""`avsim sim SCENARIO OUT`: one closed-loop episode, scored, written as a native scenario.
+
+`run_sim` loads the scenario, builds the simulator (agents, controller, cameras), runs the policy
+(`avsim.sim.episode.run_episode`), scores the rollout (`avsim.sim.metrics`) and writes, atomically,
+
+- `OUT/scenario/`: the rollout as a native scenario (`avsim render`, `labels`, `view`, `validate`,
+  `eval`, `export-scene` read it; `avsim view OUT/scenario --before SCENARIO` shows it beside the log);
+- `OUT/sim_metrics.json`: how the episode ended, NAVSIM's scores of the whole rollout (PDMS, EPDMS,
+  human-filtered EPDMS and every sub-score), their mean over the per-step windows, avsim's rule
+  findings for the ego, and the settings (same inputs and seed: same bytes);
+- `OUT/steps.parquet`: one row per step: the ego's state and commands, the per-step facts
+  (contact, areas, red zone, route progress) and the scores of the 4 s window from that step;
+- `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
+
+A policy that fails (raises, bad output, over budget) ends the episode early: everything above is
+still written for the steps it drove, with `status: policy_error` and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from avsim.core.atomic import atomic_output_path
+from avsim.core.errors import AvsimInputError
+from avsim.core.trajectory import NS_PER_S
+from avsim.scenario import Scenario
+from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
+from avsim.sim.metrics import EpisodeScorer, rule_findings
+from avsim.sim.observation import NoCameras, ObservationSource
+from avsim.sim.policies import BuiltinPolicy, load_policy
+from avsim.sim.recorder import rollout_scenario
+from avsim.sim.stepper import AgentMode, Controller, SimConfig, Simulator
+from avsim.sim.steps_table import step_table
+from avsim.sim.traffic import IDMConfig
+
+METRICS_JSON = "sim_metrics.json"
+STEPS_PARQUET = "steps.parquet"
+TIMING_JSON = "timing.json"
+SCENARIO_DIR = "scenario"
+FORMAT = "avsim-sim-v1"
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """What `avsim sim` runs: policy (built-in name or MODULE:CALLABLE), agents, cameras (None: no
+    frames; () : every camera of the rig), image size and backend, length (steps or duration_s, None:
+    the scenario's span), seed, rate, controller ("auto": perfect for the expert, else lqr), the
+    policy's time budget per call, per-step window scores."""
+
+    policy: str = BuiltinPolicy.IDM.value
+    agents: AgentMode = AgentMode.LOG
+    cameras: tuple[str, ...] | None = None
+    size: tuple[int, int] = (1280, 720)
+    backend: str = "numba"
+    steps: int | None = None
+    duration_s: float | None = None
+    seed: int = 0
+    rate_hz: float = 10.0
+    controller: str = "auto"
+    budget_s: float = DEFAULT_BUDGET_S
+    step_scores: bool = True
+    idm: IDMConfig = field(default_factory=IDMConfig)
+
+    def config(self) -> SimConfig:
+        """The simulator's config."""
+        if self.steps is not None and self.duration_s is not None:
+            raise AvsimInputError("options", "--steps/--duration", "give one of them, not both")
+        steps = self.steps
+        if self.duration_s is not None:
+            if not self.duration_s > 0:
+                raise AvsimInputError("options", "--duration", f"must be > 0, got {self.duration_s}")
+            steps = max(int(round(self.duration_s * self.rate_hz)), 1)
+        controller = self.controller
+        if controller == "auto":
+            controller = Controller.PERFECT.value if self.policy == BuiltinPolicy.EXPERT.value else Controller.LQR.value
+        if controller not in (c.value for c in Controller):
+            raise AvsimInputError("options", "--controller", f"expected auto, lqr or perfect, got {controller!r}")
+        return SimConfig(rate_hz=self.rate_hz, agents=AgentMode(self.agents), controller=Controller(controller), steps=steps,
+                         seed=self.seed, idm=self.idm)  # fmt: skip
+
+    def source(self) -> ObservationSource:
+        """The camera frames' source."""
+        if self.cameras is None:
+            return NoCameras()
+        from avsim.sim.render_source import RenderedControlSource
+
+        return RenderedControlSource(self.cameras or None, self.size, self.backend)
+
+
+@dataclass(frozen=True)
+class SimSummary:
+    """What `run_sim` did: the output folder, how the episode ended, its headline scores."""
+
+    out: Path
+    status: str
+    end_reason: str
+    steps: int
+    scores: dict[str, Any]
+    wall_s: float
+
+
+def check_sim_output(out: Path) -> None:
+    """Refuse an OUT that is a file or a non-empty folder that is not an `avsim sim` output."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / METRICS_JSON).is_file())):
+        raise AvsimInputError(out, "OUT", "exists and is not an empty folder or an `avsim sim` output; refusing to replace it")
+
+
+def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None = None,
+            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None) -> SimSummary:  # fmt: skip
+    """Run one episode and write its outputs (see the module docstring).
+
+    Args:
+        scenario_dir: the scenario folder.
+        out: the output folder (replaced as a whole).
+        options: what to run.
+        on_step: progress, called with (steps done, steps planned).
+        scenario: the loaded scenario (None: read from `scenario_dir`).
+        on_phase: called with the name of each phase after the steps (scoring, writing).
+
+    Returns:
+        The summary.
+    """
+    from avsim.scenario.io import load_scenario, save_scenario
+
+    check_sim_output(out)
+    scenario = scenario if scenario is not None else load_scenario(scenario_dir)
+    policy = load_policy(options.policy)
+    source = options.source()
+    t0 = time.perf_counter()
+    sim = Simulator(scenario, options.config(), source)
+    try:
+        result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+    finally:
+        source.close()
+    wall = time.perf_counter() - t0
+    assert sim.recorder is not None
+    meta = settings(options, sim, policy_name(policy), result)
+    rollout = rollout_scenario(scenario, sim.recorder, sim.step_times_ns, meta, f"{scenario.scenario_id}_sim")
+    if on_phase is not None:
+        on_phase("scoring")
+    doc, table = score_documents(sim, rollout, result, meta, options.step_scores)
+    if on_phase is not None:
+        on_phase("writing")
+    with atomic_output_path(out, is_dir=True) as tmp:
+        tmp.mkdir(parents=True, exist_ok=True)
+        save_scenario(rollout, tmp / SCENARIO_DIR)
+        (tmp / METRICS_JSON).write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+        table.write_parquet(tmp / STEPS_PARQUET)
+        timing = {"episode_wall_s": round(wall, 4), "policy_total_s": round(result.policy_total_s, 4),
+                  "policy_max_s": round(result.policy_max_s, 4), "steps": result.steps,
+                  "steps_per_s": round(result.steps / wall, 2) if wall > 0 else None}  # fmt: skip
+        (tmp / TIMING_JSON).write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
+    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall)
+
+
+def settings(options: SimOptions, sim: Simulator, name: str, result: EpisodeResult) -> dict[str, Any]:
+    """The episode's settings and outcome (also stored in the rollout scenario's metadata)."""
+    cfg = sim.config
+    return {"format": FORMAT, "source_scenario_id": sim.scenario.scenario_id, "policy": options.policy, "policy_name": name,
+            "agents": cfg.agents.value, "controller": cfg.controller.value, "seed": int(cfg.seed), "rate_hz": cfg.rate_hz,
+            "steps_planned": int(sim.n_steps), "steps_run": int(result.steps), "status": result.status,
+            "end_reason": result.end_reason, "cameras": list(sim.source.camera_names),
+            "idm": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg.idm).items()} if cfg.agents is AgentMode.IDM else None,
+            "start_ns": int(sim.step_times_ns[0]), "duration_s": round(result.steps / cfg.rate_hz, 6)}  # fmt: skip
+
+
+def score_documents(sim: Simulator, rollout: Scenario, result: EpisodeResult, meta: dict[str, Any], step_scores: bool) -> tuple[dict[str, Any], Any]:
+    """`sim_metrics.json`'s document and the per-step table of a finished episode."""
+    assert sim.recorder is not None
+    scorer = EpisodeScorer(sim, sim.recorder.plans)
+    episode = _clean(scorer.episode())
+    windows = scorer.per_step() if step_scores else [{} for _ in range(sim.recorder.n_recorded)]
+    scored = [w for w in windows if w]
+    mean = {k: round(float(np.mean([w[k] for w in scored])), 6) for k in ("pdms", "epdms", "epdms_human_filtered")} if scored else {}
+    findings = rule_findings(rollout) if sim.recorder.n_recorded > 1 else []
+    doc = {"format": FORMAT, "settings": meta, "episode": episode, "per_step_window_mean": mean, "per_step_windows_scored": len(scored),
+           "rules": {"findings": findings, "counts": _counts(findings)},
+           "time_s": round((int(sim.step_times_ns[sim.recorder.n_recorded - 1]) - int(sim.step_times_ns[0])) / NS_PER_S, 6)}  # fmt: skip
+    return doc, step_table(sim, scorer, windows)
+
+
+def _counts(findings: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f["kind"]] = out.get(f["kind"], 0) + 1
+    return out
+
+
+def _clean(doc: dict[str, Any]) -> dict[str, Any]:
+    """Floats rounded to 6 decimals (stable JSON)."""
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in doc.items()}

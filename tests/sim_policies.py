@@ -1,0 +1,41 @@
+"""Policies for the closed-loop tests, loadable as `avsim sim --policy sim_policies:NAME`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+
+class CrashAtStep3:
+    name = "crash-at-3"
+
+    def __call__(self, observation: Any) -> Any:
+        if observation.step == 3:
+            raise ZeroDivisionError("division by zero in the planner")
+        return np.array([0.0, 0.0])
+
+
+class NaNAtStep2:
+    def __call__(self, observation: Any) -> Any:
+        return np.array([np.nan, 0.0]) if observation.step == 2 else np.array([0.5, 0.0])
+
+
+class WrongShape:
+    def __call__(self, observation: Any) -> Any:
+        return np.zeros((4, 2))
+
+
+class SlowAtStep4:
+    """Sleeps 5 s at step 4 (the budget interrupts it)."""
+
+    def __call__(self, observation: Any) -> Any:
+        if observation.step == 4:
+            time.sleep(5.0)
+        return np.array([0.0, 0.0])
+
+
+def brake(observation: Any) -> Any:
+    """A plain function policy: brake gently."""
+    return np.array([-1.0, 0.0])
