@@ -11,7 +11,7 @@ import pytest
 
 from avsim.cli import main
 from avsim.core.errors import AvsimInputError, AvsimValueError
-from avsim.scenario.importers.mmdet3d import load_mmdet3d
+from avsim.scenario.importers.mmdet3d_source import load_mmdet3d
 from avsim.scenario.io import load_scenario, save_scenario, scenario_differences
 
 

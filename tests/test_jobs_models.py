@@ -196,8 +196,8 @@ def test_ray_generate_survives_a_killed_worker_and_writes_what_the_local_engine_
 def test_local_gpu_slots_and_the_status_enum() -> None:
     from avsim.core.errors import AvsimValueError
     from avsim.jobs.engines import Engine, EngineConfig, gpu_slots
-    from avsim.jobs.items import ItemResult, ItemStatus
     from avsim.jobs.run import JobReport
+    from avsim.jobs.tasks import ItemResult, ItemStatus
 
     gpus = ["0", "1", "2", "3"]
     assert gpu_slots(gpus, 1) == gpus and gpu_slots(gpus, 2) == ["0,1", "2,3"] and gpu_slots(gpus, 3) == ["0,1,2"]

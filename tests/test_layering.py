@@ -1,32 +1,36 @@
-"""The layering rule, checked on the source with `ast`; the layers are the folders.
+"""The layering rule, checked on the source with `ast`; the layers are the folders of src/avsim/.
 
 Layers, lowest first; a module may import only the layers listed for it:
 
-    folder            layer       may import
-    avsim/core/       core        core (numpy, scipy, av; no torch at module level)
-    maps/             maps        core, maps
-    avsim/scenario/   scenario    core, maps, scenario
-    render/           render      core, maps, scenario, render
-    evaluation/       evaluation  core, maps, scenario, render, evaluation
-    edit/             edit        core, maps, scenario, render, edit
-    view/             view        core, maps, scenario, render, edit, view (rerun only inside functions)
-    sim/              sim         core, maps, scenario, render, edit, sim (closed loop; gymnasium only inside functions)
-    models/           models      core, models (+ torch)
-    train/            train       every library layer
-    jobs/             jobs        every library layer, sim, jobs (dataset-scale runs: the top layer)
-    avsim/cli/        cli         at module level core, maps, scenario, cli; the rest (view, sim, jobs too) only inside
-                                  functions or through importlib (command groups mount lazily)
-    avsim/devtools/   devtools    nothing from avsim (maintainer scripts)
-    bench/            bench       every library layer and sim, never the CLI
-    avsim/*.py,       compat      aliases of moved modules (docs/core_api.md, "Moved names"):
-    avsim/importers/              only their targets; no avsim module or bench script imports them
+    folder (src/avsim/)  layer       may import
+    core/                core        core (numpy, scipy, av, numba; no torch at module level)
+    maps/                maps        core, maps
+    scenario/            scenario    core, maps, scenario
+    render/              render      core, maps, scenario, render (inside: RENDER_LAYERS below)
+    evaluation/          evaluation  core, maps, scenario, render, evaluation
+    edit/                edit        core, maps, scenario, render, edit
+    view/                view        core, maps, scenario, render, edit, view (rerun only inside functions)
+    sim/                 sim         core, maps, scenario, render, edit, sim (closed loop; gymnasium only inside functions)
+    models/              models      core, models (+ torch)
+    train/               train       every library layer
+    jobs/                jobs        every library layer, sim, jobs (dataset-scale runs: the top layer)
+    cli/                 cli         at module level core, maps, scenario, cli; the rest (view, sim, jobs too) only inside
+                                     functions or through importlib (command groups mount lazily)
+    devtools/            devtools    nothing from avsim (maintainer scripts)
+    bench/ (repo root)   bench       every library layer and sim, never the CLI
+    *.py, importers/     compat      aliases of moved modules (docs/core_api.md, "Moved names"):
+                                     only their targets; no avsim module or bench script imports them
 
-A folder's layer is its longest listed prefix; a Python file in a folder with no layer fails the
-test, so a new folder must be given one here. Every import counts: module level, inside
+Inside render the four sub-packages are layers too, lowest first: raster < geometry < labels <
+run, with `avsim.render`, `render.style` and `render.moved` below all of them and `render.cli` on
+top. A folder's layer is its longest listed prefix; a Python file in a folder with no layer fails
+the test, so a new folder must be given one here. Every import counts: module level, inside
 functions, under `if TYPE_CHECKING`, and string names given to `importlib.import_module` /
-`__import__`. Bare top-level names of the source folders (`import maps`) are refused: installed,
-those folders exist only as `avsim.*`. The layers that `avsim info` loads (core, maps, scenario,
-cli) must not import torch at module level.
+`__import__`. No import of a renderer module by its old flat name (`avsim.render.moved`), and no
+import cycle anywhere (`test_no_import_cycles`, function-level imports included). Bare top-level
+names of the source folders (`import maps`) are refused: installed, those folders exist only as
+`avsim.*`. The layers that `avsim info` loads (core, maps, scenario, cli) must not import torch
+at module level.
 """
 
 from __future__ import annotations
@@ -154,8 +158,30 @@ def _is_cli_module(module: str) -> bool:
     return last in {"cli", "__main__"} or module == "avsim.cli" or module.startswith("avsim.cli.")
 
 
+# inside avsim.render: sub-package -> rank; a render module imports render modules of its rank or lower
+RENDER_LAYERS = {"avsim.render": 0, "avsim.render.style": 0, "avsim.render.moved": 0, "avsim.render.raster": 1,
+                 "avsim.render.geometry": 2, "avsim.render.labels": 3, "avsim.render.run": 4, "avsim.render.cli": 5}  # fmt: skip
+
+
+def render_rank(module: str) -> int | None:
+    """The sub-layer of a module of avsim.render (None outside render)."""
+    matches = [p for p in RENDER_LAYERS if module == p or module.startswith(p + ".")]
+    return RENDER_LAYERS[max(matches, key=len)] if matches else None
+
+
+def _moved_names() -> set[str]:
+    from avsim.render.moved import MOVED
+
+    return set(MOVED)
+
+
 def _import_problem(layer: str, module: str, imp: Import) -> str | None:
     """What is wrong with one import of a module of layer `layer`; None when it is allowed."""
+    if imp.target in _moved_names() or any(imp.target.startswith(m + ".") for m in _moved_names()):
+        return f"imports {imp.target} by its old flat name; import {imp.target.split('.', 2)[-1]}'s new module (avsim.render.moved)"
+    own, theirs = render_rank(module), render_rank(imp.target)
+    if own is not None and theirs is not None and theirs > own:
+        return f"(render layer {own}) imports {imp.target} (render layer {theirs}): render's sub-packages import downward only"
     top = imp.target.split(".")[0]
     if top in BARE_NAMES:
         return f"imports bare {imp.target!r}; use 'avsim.{imp.target}'"
@@ -251,6 +277,10 @@ KNOWN = {"avsim.maps", "avsim.maps.elements", "avsim.render", "avsim.render.rast
         ("avsim.newfolder.x", "import numpy", "its folder has no layer"),
         ("avsim.cli", "from avsim.render import cli", "at module level; import it inside a function"),
         ("avsim.render.raster.draw", "import maps", "bare 'maps'"),
+        ("avsim.render.raster.draw", "from avsim.render.geometry.scene import SceneRenderer", "render's sub-packages import downward only"),
+        ("avsim.render.labels.boxes", "def f():\n    from avsim.render.run import pool", "render's sub-packages import downward only"),
+        ("avsim.render.run.runner", "from avsim.render.frame import SceneRenderer", "by its old flat name"),
+        ("avsim.edit.ops", "from avsim.render.runner import run_render", "by its old flat name"),
     ],
 )
 def test_checker_flags(module: str, source: str, expected: str) -> None:
@@ -305,6 +335,76 @@ def test_installed_avsim_is_this_tree() -> None:
     source = (REPO / "src" / "avsim").resolve()
     for line in result.stdout.split():
         assert Path(line).resolve().is_relative_to(source), line
+
+
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+    """Module -> the avsim modules it imports (every import, function-level and TYPE_CHECKING ones included)."""
+    files = source_files(root)
+    names = {module_name(p, root): p for p in files}
+    known = set(names)
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        targets = set()
+        for imp in imports_of(path.read_text(encoding="utf-8"), name, path.name == "__init__.py", known):
+            t = imp.target
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                targets.add(t)
+        graph[name] = targets
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles: strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return out
+
+
+def test_no_import_cycles() -> None:
+    cycles = strongly_connected(import_graph())
+    assert cycles == [], "import cycles (function-level and TYPE_CHECKING imports count):\n" + "\n".join(map(str, cycles))
+
+
+def test_cycle_finder_finds_a_lazy_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
 
 
 # ---- and at run time ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from avsim.cli import main
 from avsim.scenario import projection_check as pc
-from avsim.scenario.importers.mmdet3d import load_mmdet3d
+from avsim.scenario.importers.mmdet3d_source import load_mmdet3d
 from avsim.scenario.importers.registry import detect_format
 from avsim.scenario.importers.safe_pickle import load_pickle
 from avsim.scenario.io import load_scenario

@@ -26,7 +26,8 @@ from typing import Any
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.typing import StrEnum
-from avsim.jobs.items import ItemResult, ItemStatus, ItemTask, one_line, run_item
+from avsim.jobs.items import run_item
+from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask, one_line
 
 
 class Engine(StrEnum):

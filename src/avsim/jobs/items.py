@@ -15,71 +15,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
-from avsim.core.typing import StrEnum
-from avsim.jobs.dataset import JobKind
 from avsim.jobs.model_items import digest_inputs, encode_item, generate_item, pair_item
 from avsim.jobs.options import render_options, sim_options
+from avsim.jobs.tasks import JOB_FORMAT, JOB_JSON, ItemResult, ItemStatus, ItemTask, one_line
 
-JOB_JSON = "job.json"
-JOB_FORMAT = "avsim-job-item-v1"
 # test-only: a folder; a task whose `<folder>/<item>.hang` exists claims it (renames it to
 # `<item>.pid`, holding the worker's pid) and sleeps with its outputs half-written
 HANG_ENV = "AVSIM_JOBS_TEST_HANG_DIR"
-REASON_CHARS = 300
-
-
-@dataclass(frozen=True)
-class ItemTask:
-    """What a worker needs for one item: kind, name, input path, item output folder, options."""
-
-    kind: JobKind
-    name: str
-    source: Path
-    out_dir: Path
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-class ItemStatus(StrEnum):
-    """How an item ended: run now, skipped because its outputs are current, or failed (one-line reason).
-
-    The value is what `job_report.json` and the final table show.
-    """
-
-    DONE = "done"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class ItemResult:
-    """How one item ended: `done`, `skipped` (current) or `failed` (with a one-line `reason`)."""
-
-    name: str
-    status: ItemStatus
-    reason: str = ""
-    seconds: float = 0.0
-    digest: str = ""
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: avsim errors as they print, others prefixed by their type.
-
-    Args:
-        exc: the exception.
-
-    Returns:
-        At most `REASON_CHARS` characters, no newline.
-    """
-    text = str(exc) if isinstance(exc, AvsimError) else f"{type(exc).__name__}: {exc}"
-    text = " ".join(text.split())
-    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
 def task_digest(task: ItemTask) -> str:

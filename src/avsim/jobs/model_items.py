@@ -24,14 +24,12 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_files, input_digest
 from avsim.core.errors import AvsimInputError
-
-if TYPE_CHECKING:
-    from avsim.jobs.items import ItemResult, ItemTask
+from avsim.jobs.tasks import JOB_JSON, ItemResult, ItemStatus, ItemTask
 
 PAIR_CLIPS = "clips"  # `avsim run pair` items live in OUT/clips/<item>/; OUT/ itself is the merged layout
 WEIGHT_OPTIONS = ("checkpoint", "vae", "embeddings")  # files whose content (not path) an item's digest covers
@@ -222,8 +220,6 @@ def merge_layout(out: Path, tasks: list[ItemTask], results: list[ItemResult]) ->
     Returns:
         The results, with collisions turned into failures.
     """
-    from avsim.jobs.items import ItemResult, ItemStatus
-
     owner: dict[str, str] = {}
     merged: list[ItemResult] = []
     files: list[tuple[Path, Path]] = []
@@ -268,7 +264,6 @@ def merge_cache(out: Path, tasks: list[ItemTask], results: list[ItemResult]) -> 
         The number of samples indexed (0: nothing written, no clip encoded).
     """
     from avsim.core.safe_json import read_json
-    from avsim.jobs.items import JOB_JSON, ItemStatus
     from avsim.models.config import get_config
     from avsim.train.data import BLANK_FILE, ClipSpec
     from avsim.train.encode import write_index

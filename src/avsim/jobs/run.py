@@ -27,7 +27,6 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import JobKind, read_items
 from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
-from avsim.jobs.items import ItemResult, ItemStatus, ItemTask
 from avsim.jobs.model_items import (
     PAIR_CLIPS,
     WEIGHT_OPTIONS,
@@ -38,6 +37,7 @@ from avsim.jobs.model_items import (
     weight_digests,
 )
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options, sim_options
+from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimError
-from avsim.jobs.items import ItemResult, ItemTask
+from avsim.jobs.tasks import ItemResult, ItemTask
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -69,7 +69,7 @@ def reference_source(path: str | os.PathLike[str]) -> ReferenceSource:
         AvsimInputError: no reader recognises `path`, or the reader rejects it.
     """
     from avsim.scenario.importers.common import split_selector
-    from avsim.scenario.importers.mmdet3d import reference_source as mmdet3d_source
+    from avsim.scenario.importers.mmdet3d_source import reference_source as mmdet3d_source
 
     base, _ = split_selector(path)
     if not base.exists():

@@ -28,11 +28,10 @@ from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.sim.actions import Trajectory
 from avsim.sim.boxes import Boxes
 from avsim.sim.observation import EpisodeInfo, Observation
-from avsim.sim.policies import to_ego_frame
 from avsim.sim.route import Path
 from avsim.sim.scoring import Scene, ScorerConfig, aggregate, normalized_progress
 from avsim.sim.tracker import LQRTracker, velocity_curvature_profiles
-from avsim.sim.vehicle import KinematicBicycle, StateIndex, VehicleLimits
+from avsim.sim.vehicle import KinematicBicycle, StateIndex, VehicleLimits, to_ego_frame
 
 
 @dataclass(frozen=True)

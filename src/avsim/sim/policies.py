@@ -20,10 +20,10 @@ import numpy as np
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.trajectory import NS_PER_S
-from avsim.core.typing import NDArrayFloat
 from avsim.sim.actions import Trajectory
 from avsim.sim.observation import EpisodeInfo, Observation
-from avsim.sim.vehicle import StateIndex
+from avsim.sim.planner import IDMPlannerPolicy
+from avsim.sim.vehicle import StateIndex, to_ego_frame
 
 HORIZON_S = 4.0
 
@@ -34,15 +34,6 @@ class BuiltinPolicy(str, Enum):
     EXPERT = "expert"
     CONSTANT_VELOCITY = "constant-velocity"
     IDM = "idm"
-
-
-def to_ego_frame(poses_world: NDArrayFloat, state: NDArrayFloat) -> NDArrayFloat:
-    """World poses (N, 3) in the frame of the ego state row (rear axle)."""
-    x, y, h = state[StateIndex.X], state[StateIndex.Y], state[StateIndex.HEADING]
-    c, s = np.cos(h), np.sin(h)
-    dx, dy = poses_world[:, 0] - x, poses_world[:, 1] - y
-    heading = (poses_world[:, 2] - h + np.pi) % (2 * np.pi) - np.pi
-    return np.stack([c * dx + s * dy, -s * dx + c * dy, heading], axis=1)
 
 
 class ExpertPolicy:
@@ -93,8 +84,6 @@ def load_policy(spec: str) -> Any:
             return ExpertPolicy()
         if kind is BuiltinPolicy.CONSTANT_VELOCITY:
             return ConstantVelocityPolicy()
-        from avsim.sim.planner import IDMPlannerPolicy
-
         return IDMPlannerPolicy()
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:

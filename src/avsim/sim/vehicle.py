@@ -238,3 +238,12 @@ def initial_state(x_m: float, y_m: float, heading_rad: float, speed_mps: float, 
     if speed_mps > 0.5:
         state[StateIndex.STEERING_ANGLE] = float(np.clip(np.arctan(wheel_base_m * yaw_rate_radps / speed_mps), -np.pi / 3, np.pi / 3))
     return state
+
+
+def to_ego_frame(poses_world: NDArrayFloat, state: NDArrayFloat) -> NDArrayFloat:
+    """World poses (N, 3) in the frame of the ego state row (rear axle)."""
+    x, y, h = state[StateIndex.X], state[StateIndex.Y], state[StateIndex.HEADING]
+    c, s = np.cos(h), np.sin(h)
+    dx, dy = poses_world[:, 0] - x, poses_world[:, 1] - y
+    heading = (poses_world[:, 2] - h + np.pi) % (2 * np.pi) - np.pi
+    return np.stack([c * dx + s * dy, -s * dx + c * dy, heading], axis=1)

@@ -28,7 +28,7 @@ one info ``.pkl`` (else exactly one ``.coco.json``) and its ``samples/<CAM>/`` i
   roll and pitch are not carried into the box); source class = the metainfo class
   name of ``bbox_label_3d``; track id = ``instance_token`` when the info has one, else
   ``<sample_idx>:<k>`` (v1.1 infos carry no instance tokens, so tracks are one box long);
-- reference labels (`reference_source`): ``cam_instances`` ``center_2d`` / ``bbox``, matched to
+- reference labels (`mmdet3d_source.reference_source`): ``cam_instances`` ``center_2d`` / ``bbox``, matched to
   the lidar instance whose world centre is nearest (within `MATCH_RADIUS_M`).
 """
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
     from avsim.scenario.reference import ReferenceLabel, ReferenceSource
-    from avsim.scenario.types import Scenario
 
 MATCH_RADIUS_M = 0.3
 MAX_SAMPLE_GAP_NS = 2_000_000_000  # keyframes are 0.5 s apart; a longer gap starts another scene
@@ -423,39 +422,3 @@ def find_info_file(folder: Path) -> Path:
     if len(jsons) == 1:
         return jsons[0]
     raise AvsimInputError(folder, "source", f"expected one mmdet3d info .pkl or one .coco.json, found {len(jsons)} .coco.json and no info .pkl")
-
-
-def reference_source(src: str | os.PathLike[str], rig_name: str | None = None) -> ReferenceSource:
-    """Import an mmdet3d source (info .pkl, mono3d .coco.json or a folder) with its reference labels.
-
-    Args:
-        src: the source, optionally ``::LOG`` (info .pkl) or ``::SAMPLE_TOKEN`` (.coco.json).
-        rig_name: replace the calibrated rig by a named default rig.
-
-    Returns:
-        `ReferenceSource` of the scenario, the source's 2-D labels and its images.
-    """
-    from avsim.scenario.importers.mmdet3d_mono import mono3d_reference_source
-
-    path, selector = split_selector(src)
-    if path.is_dir():
-        path = find_info_file(path)
-    if not path.is_file():
-        raise AvsimInputError(path, "source", "not found")
-    target = f"{path}::{selector}" if selector else str(path)
-    if path.name.endswith(".json"):
-        return mono3d_reference_source(target, rig_name)
-    return info_reference_source(target, rig_name)
-
-
-def load_mmdet3d(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
-    """Convert an mmdet3d source (see the module docstring) into a `Scenario`.
-
-    Args:
-        src: info .pkl, mono3d .coco.json or a folder, optionally with a ``::`` selector.
-        rig_name: replace the calibrated rig by a named default rig.
-
-    Returns:
-        The scenario.
-    """
-    return reference_source(src, rig_name).scenario

@@ -56,7 +56,7 @@ def _load_waymo(src: str, rig_name: str | None) -> Scenario:
 
 
 def _load_mmdet3d(src: str, rig_name: str | None) -> Scenario:
-    from avsim.scenario.importers.mmdet3d import load_mmdet3d
+    from avsim.scenario.importers.mmdet3d_source import load_mmdet3d
 
     return load_mmdet3d(src, rig_name)
 
