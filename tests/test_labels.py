@@ -118,8 +118,9 @@ def _random_boxes(n: int, seed: int) -> FrameBoxes3D:
 
 @pytest.mark.parametrize("model", ["pinhole", "ftheta"])
 def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
+    from avsim.core.quat_kernels import rotated_quats
     from avsim.core.transforms import quat_to_matrix
-    from avsim.render.labels.boxes import _project_box_points, _rotations_camera, _truncation_of
+    from avsim.render.labels.boxes import _project_box_points, _truncation_of
 
     camera = PIN if model == "pinhole" else cosmos_rig().resize(320, 180).cameras[0]
     boxes = _random_boxes(40, 7)
@@ -143,7 +144,7 @@ def test_compiled_box_geometry_equals_the_numpy_definition(model: str) -> None:
     R_cw = quat_to_matrix(np.array([0.5, -0.5, 0.5, -0.5])).T  # axis-aligned camera: exact zeros in the products
     for R in (R_cw, quat_to_matrix(np.array([0.9, 0.1, -0.3, 0.2])).T):
         ref = matrix_to_quat(np.einsum("ij,njk->nik", R, quat_to_matrix(boxes.rotation_world_wxyz)))
-        assert _rotations_camera(R, boxes.rotation_world_matrices()).tobytes() == ref.tobytes()
+        assert rotated_quats(R, boxes.rotation_world_matrices()).tobytes() == ref.tobytes()
 
 
 def test_compiled_pinhole_pixels_equal_the_camera_model() -> None:

@@ -20,10 +20,10 @@ def sample(session_sample_1s_dir: Path) -> Path:
     return session_sample_1s_dir
 
 
-def _render(sample: Path, out: Path, fps: float, frames: int) -> Path:
+def _render(sample: Path, out: Path, fps: float, frames: int, label_files: str = "both") -> Path:
     cfg = debug()
     code = main(["render", str(sample), str(out), "--labels", "--fps", f"{fps:g}", "--frames", str(frames),
-                 "--size", f"{cfg.width_px}x{cfg.height_px}", "--cameras", CAM])  # fmt: skip
+                 "--size", f"{cfg.width_px}x{cfg.height_px}", "--cameras", CAM, "--label-files", label_files])  # fmt: skip
     assert code == 0
     return out
 
@@ -86,6 +86,12 @@ def test_generate_from_a_30fps_render_labels_the_generated_frames_by_timestamp(s
     assert boxes["results"] == {f["sample_token"]: boxes_src["results"][f["sample_token"]] for f in index["frames"]}
     lanes = sorted(p.name for p in (out / "labels" / "openlane" / CAM).iterdir())
     assert lanes == [f"{i:06d}.json" for i in keep]
+    import polars as pl
+
+    for table, key in (("boxes3d.parquet", "frame_index"), ("annotations.parquet", "image_id"), ("camera_poses.parquet", "frame_index")):
+        got, whole = pl.read_parquet(out / "labels" / table), pl.read_parquet(src / table)  # the compact tables, cut by frame
+        assert got.equals(whole.filter(pl.col(key).is_in(list(keep)))) and len(got), table
+    assert pl.read_parquet(out / "labels" / "lanes.parquet").equals(pl.read_parquet(src / "lanes.parquet"))
 
 
 def test_generate_refuses_labels_of_another_size_before_loading_weights(sample, tmp_path, capsys):

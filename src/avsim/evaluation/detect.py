@@ -35,6 +35,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.label_folders import INDEX_JSON, is_label_folder, labels_folder
 from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
@@ -134,11 +135,11 @@ def load_detector(spec: str) -> Detector:
 
 def list_clip_folders(path: Path) -> list[Path]:
     """Clip folders at or under `path` (folders holding labels/index.json), sorted by name."""
-    if (path / "labels" / "index.json").is_file():
+    if is_label_folder(labels_folder(path)):
         return [path]
     if not path.is_dir():
         raise AvsimInputError(path, "CLIPS", "not a folder")
-    found = sorted(c for c in path.iterdir() if c.is_dir() and (c / "labels" / "index.json").is_file())
+    found = sorted(c for c in path.iterdir() if c.is_dir() and is_label_folder(labels_folder(c)))
     if not found:
         raise AvsimInputError(path, "CLIPS", "no clip folder (a folder with labels/index.json and its videos)")
     return found
@@ -147,9 +148,10 @@ def list_clip_folders(path: Path) -> list[Path]:
 def read_index(clip_dir: Path) -> dict[str, Any]:
     from avsim.core.safe_json import read_json
 
-    index = read_json(clip_dir / "labels" / "index.json", "index")
+    path = labels_folder(clip_dir) / INDEX_JSON
+    index = read_json(path, "index")
     if not isinstance(index, dict) or not isinstance(index.get("frames"), list) or not index.get("cameras"):
-        raise AvsimInputError(clip_dir / "labels" / "index.json", "frames", "expected cameras and frames")
+        raise AvsimInputError(path, "frames", "expected cameras and frames")
     return index
 
 
@@ -169,7 +171,7 @@ def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibrat
     from avsim.core.safe_json import read_json
     from avsim.render.labels import compact
 
-    labels = clip_dir / "labels"
+    labels = labels_folder(clip_dir)
     p = labels / "openlane" / camera / f"{frame_index:06d}.json"
     if not p.is_file() and compact.is_compact(labels):
         model = compact.read_index(labels).get("camera_models", {}).get(camera)
@@ -229,7 +231,7 @@ def clip_ground_truth(clip_dir: Path) -> tuple[Boxes3D, LaneSet]:
     index = read_index(clip_dir)
     name = clip_name(index, clip_dir)
     tokens = {str(f["sample_token"]): frame_key(name, str(f["sample_token"])) for f in index["frames"]}
-    labels = clip_dir / "labels"
+    labels = labels_folder(clip_dir)
     if (labels / "boxes3d.json").is_file() or not compact.is_compact(labels):
         boxes = read_nuscenes_submission(labels / "boxes3d.json", token_to_frame=tokens)
     else:

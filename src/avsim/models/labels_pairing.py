@@ -39,10 +39,11 @@ from typing import Any
 
 import numpy as np
 
+from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.label_folders import LABELS_FOLDER
 from avsim.core.safe_json import read_json
 
-LABELS_FOLDER = "labels"
 TIME_TOLERANCE_NS = 1_000_000  # 1 ms: a label and a video frame with times this close are the same frame
 
 
@@ -211,7 +212,13 @@ def write_selected_labels(pairing: LabelsPairing, out: Path, cameras: Sequence[s
         boxes = read_json(src / "boxes3d.json", "labels boxes3d")
         results = boxes.get("results", {}) if isinstance(boxes, dict) else {}
         _write_json(out / "boxes3d.json", {**boxes, "results": {t: v for t, v in results.items() if t in tokens}})
+    _write_selected_tables(src, out, keep, views)
     for camera in views:
+        for frame_index in keep:  # `--images` frames: copied
+            image = next(iter(sorted((src / "images" / camera).glob(f"{frame_index:06d}.*"))), None) if (src / "images").is_dir() else None
+            if image is not None:
+                (out / "images" / camera).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(image, out / "images" / camera / image.name)
         if (src / "coco" / f"{camera}.json").is_file():
             _write_json(out / "coco" / f"{camera}.json", _selected_coco(src / "coco" / f"{camera}.json", keep, pairing.video_clip, camera))
         for frame_index in keep:
@@ -219,6 +226,22 @@ def write_selected_labels(pairing: LabelsPairing, out: Path, cameras: Sequence[s
             if lane.is_file():
                 (out / "openlane" / camera).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(lane, out / "openlane" / camera / lane.name)
+
+
+def _write_selected_tables(src: Path, out: Path, keep: dict[int, int], views: Sequence[str]) -> None:
+    """The compact tables (`*.parquet`, docs/labels.md) cut to the kept frames and views; tables without a frame
+    column (the lane lines, once per clip) are copied."""
+    import polars as pl
+
+    for table in sorted(src.glob("*.parquet")):
+        df = pl.read_parquet(table)
+        key = next((c for c in ("frame_index", "image_id") if c in df.columns), None)
+        if key is not None:
+            df = df.filter(pl.col(key).is_in(sorted(keep)))
+        if "camera" in df.columns:
+            df = df.filter(pl.col("camera").cast(pl.String).is_in(list(views)))
+        with atomic_output_path(out / table.name) as tmp:
+            df.write_parquet(tmp, compression="zstd")
 
 
 def place_labels(pairing: LabelsPairing, tmp_out: Path, final_out: Path, generated_frames: int,

@@ -148,8 +148,8 @@ def labels_mmdet3d_command(
     folders: list[Path] = typer.Argument(..., help="Label folders, or render / generate / `avsim run` outputs holding them."),
 ) -> None:
     """Write an mmdetection3d 1.1+ nuScenes-style info file of labelled clips (docs/labels.md)."""
+    from avsim.core.label_folders import find_label_folders
     from avsim.render.labels.mmdet3d_info import MMDET3D_LAYOUT, write_mmdet3d_info
-    from avsim.render.run.labels import find_label_folders
 
     found = find_label_folders(folders)
     if not found:

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from avsim.core.agents import AgentTracks
 from avsim.core.cameras import Camera
-from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, wrap_angle
+from avsim.core.jit import njit
+from avsim.core.quat_kernels import rotated_quats
+from avsim.core.transforms import SE3, quat_to_matrix, wrap_angle
 from avsim.core.typing import NDArrayFloat, NDArrayInt, NDArrayInt32
 from avsim.render import style
 from avsim.render.geometry import projection as geo
@@ -41,14 +42,6 @@ from avsim.render.geometry.projector import cached_projector, project_xyz_px
 from avsim.render.raster.kernels import grow_visible_box
 from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
-
-_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
-try:
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
 
 VELOCITY_DT_S = 0.05  # velocity: central difference of the resampled track over +/- this
 BOXES_CACHE_FRAMES = 512  # frame boxes are shared by every camera of a frame
@@ -187,7 +180,7 @@ def _frame_boxes(table: AgentTracks, t: int, dt: int, pose: SE3) -> FrameBoxes3D
     R_ew = ego_SE3_world.rotation
     rot_world = table.orientation[rows]
     world_R_object = quat_to_matrix(rot_world) if len(ids) else np.zeros((0, 3, 3))
-    rot_ego = _rotations_camera(R_ew, world_R_object) if len(ids) else rot_world  # ego_R_object
+    rot_ego = rotated_quats(R_ew, world_R_object) if len(ids) else rot_world  # ego_R_object
     names, inverse = np.unique(src, return_inverse=True)  # one class lookup per source class
     return FrameBoxes3D(
         t, pose, ids, src, np.array([collapse_class(c) for c in names.tolist()], dtype=str)[inverse],
@@ -223,126 +216,87 @@ class CameraBoxLabels:
     truncation: NDArrayFloat
 
 
-if _njit is not None:
-
-    @_njit
-    def _id_boxes(ids: NDArrayInt32, counts: NDArrayInt, boxes: NDArrayInt) -> None:
-        h, w = ids.shape
-        for y in range(h):
-            for x in range(w):
-                k = ids[y, x]
-                if 0 <= k < len(counts):
-                    grow_visible_box(counts, boxes, k, y, x)
+@njit
+def _id_boxes(ids: NDArrayInt32, counts: NDArrayInt, boxes: NDArrayInt) -> None:
+    h, w = ids.shape
+    for y in range(h):
+        for x in range(w):
+            k = ids[y, x]
+            if 0 <= k < len(counts):
+                grow_visible_box(counts, boxes, k, y, x)
 
 
-    @_njit
-    def _box_points(corners: NDArrayFloat, centre: NDArrayFloat, edges: NDArrayInt, t: NDArrayFloat,
-                    pts: NDArrayFloat, xyz: NDArrayFloat) -> None:  # fmt: skip
-        # pts (P, 3) and its rows xyz (3, P), P = M (9 + 12 S): the M x 8 corners, the M centres, then
-        # the S points a + t (b - a) of every edge (a, b) of every box (tests/labels_numpy.py `edge_points`)
-        m, s = corners.shape[0], len(t)
-        for b in range(m):
-            for c in range(8):
-                for k in range(3):
-                    pts[8 * b + c, k] = corners[b, c, k]
+@njit
+def _box_points(corners: NDArrayFloat, centre: NDArrayFloat, edges: NDArrayInt, t: NDArrayFloat,
+                pts: NDArrayFloat, xyz: NDArrayFloat) -> None:  # fmt: skip
+    # pts (P, 3) and its rows xyz (3, P), P = M (9 + 12 S): the M x 8 corners, the M centres, then
+    # the S points a + t (b - a) of every edge (a, b) of every box (tests/labels_numpy.py `edge_points`)
+    m, s = corners.shape[0], len(t)
+    for b in range(m):
+        for c in range(8):
             for k in range(3):
-                pts[8 * m + b, k] = centre[b, k]
-        for b in range(m):
-            for e in range(len(edges)):
-                i0, i1 = edges[e, 0], edges[e, 1]
-                for j in range(s):
-                    i = 9 * m + (b * len(edges) + e) * s + j
-                    for k in range(3):
-                        a = corners[b, i0, k]
-                        pts[i, k] = a + t[j] * (corners[b, i1, k] - a)
-        for i in range(len(pts)):
-            for k in range(3):
-                xyz[k, i] = pts[i, k]
-
-    @_njit
-    def _edge_bounds(uv: NDArrayFloat, pts: NDArrayFloat, first: int, per_box: int, near: float, out: NDArrayFloat) -> None:
-        # out (M, 4): per box, nanmin / nanmax of the pixels of its per_box points from row `first` on,
-        # each pixel column on its own, points with z <= near left out (NaN where none is left)
-        for b in range(out.shape[0]):
-            for col in range(2):
-                lo, hi, seen = np.inf, -np.inf, False
-                for j in range(per_box):
-                    i = first + b * per_box + j
-                    if pts[i, 2] <= near:
-                        continue
-                    v = uv[i, col]
-                    if v == v:
-                        seen = True
-                        if v < lo:
-                            lo = v
-                        if v > hi:
-                            hi = v
-                out[b, col] = lo if seen else np.nan
-                out[b, 2 + col] = hi if seen else np.nan
-
-    @_njit
-    def _camera_quats(R_cw: NDArrayFloat, W: NDArrayFloat, out: NDArrayFloat) -> bool:
-        # out (M, 4) = matrix_to_quat(einsum("ij,njk->nik", R_cw, W)) with numpy's operation order (sums
-        # left to right, the largest-diagonal branch, norm of the squares summed in order, canonical sign);
-        # False (out unusable) where a matrix has NaN or a zero-norm branch: the caller takes numpy's path
-        m = np.empty((3, 3))
-        for n in range(W.shape[0]):
-            for i in range(3):
+                pts[8 * b + c, k] = corners[b, c, k]
+        for k in range(3):
+            pts[8 * m + b, k] = centre[b, k]
+    for b in range(m):
+        for e in range(len(edges)):
+            i0, i1 = edges[e, 0], edges[e, 1]
+            for j in range(s):
+                i = 9 * m + (b * len(edges) + e) * s + j
                 for k in range(3):
-                    m[i, k] = R_cw[i, 0] * W[n, 0, k] + R_cw[i, 1] * W[n, 1, k] + R_cw[i, 2] * W[n, 2, k]
-                    if m[i, k] != m[i, k]:
-                        return False
-            trace = m[0, 0] + m[1, 1] + m[2, 2]
-            best, top = 0, trace
-            for j in range(3):
-                if m[j, j] > top:
-                    best, top = j + 1, m[j, j]
-            if best == 0:
-                q = (1 + trace, m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1])
-            elif best == 1:
-                q = (m[2, 1] - m[1, 2], 1 + m[0, 0] - m[1, 1] - m[2, 2], m[0, 1] + m[1, 0], m[0, 2] + m[2, 0])
-            elif best == 2:
-                q = (m[0, 2] - m[2, 0], m[0, 1] + m[1, 0], 1 - m[0, 0] + m[1, 1] - m[2, 2], m[1, 2] + m[2, 1])
-            else:
-                q = (m[1, 0] - m[0, 1], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1], 1 - m[0, 0] - m[1, 1] + m[2, 2])
-            norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-            if norm == 0:
-                return False
-            first = q[0] / norm
-            for j in range(4):
-                if abs(q[j] / norm) > 1e-12:
-                    first = q[j] / norm
-                    break
-            for j in range(4):
-                out[n, j] = -(q[j] / norm) if first < 0 else q[j] / norm
-        return True
+                    a = corners[b, i0, k]
+                    pts[i, k] = a + t[j] * (corners[b, i1, k] - a)
+    for i in range(len(pts)):
+        for k in range(3):
+            xyz[k, i] = pts[i, k]
 
-    @_njit
-    def _clip(x: float, lo: float, hi: float) -> float:
-        # np.clip of one float (NaN passes through)
-        if x != x:
-            return x
-        y = x if x > lo else lo
-        return y if y < hi else hi
+@njit
+def _edge_bounds(uv: NDArrayFloat, pts: NDArrayFloat, first: int, per_box: int, near: float, out: NDArrayFloat) -> None:
+    # out (M, 4): per box, nanmin / nanmax of the pixels of its per_box points from row `first` on,
+    # each pixel column on its own, points with z <= near left out (NaN where none is left)
+    for b in range(out.shape[0]):
+        for col in range(2):
+            lo, hi, seen = np.inf, -np.inf, False
+            for j in range(per_box):
+                i = first + b * per_box + j
+                if pts[i, 2] <= near:
+                    continue
+                v = uv[i, col]
+                if v == v:
+                    seen = True
+                    if v < lo:
+                        lo = v
+                    if v > hi:
+                        hi = v
+            out[b, col] = lo if seen else np.nan
+            out[b, 2 + col] = hi if seen else np.nan
 
-    @_njit
-    def _truncation(box: NDArrayFloat, ix0: float, ix1: float, iy0: float, iy1: float, out: NDArrayFloat) -> None:
-        # `truncation` of every box, the same operations in the same order
-        for b in range(len(box)):
-            x0, y0, x1, y1 = box[b, 0], box[b, 1], box[b, 2], box[b, 3]
-            w = _clip(x1, ix0, ix1) - _clip(x0, ix0, ix1)
-            h = _clip(y1, iy0, iy1) - _clip(y0, iy0, iy1)
-            area = (x1 - x0) * (y1 - y0)
-            frac = 0.0
-            if area > 0:
-                frac = (w if w >= 0 or w != w else 0.0) * (h if h >= 0 or h != h else 0.0) / area
-                if frac != frac:
-                    frac = 0.0
-                elif frac == np.inf:
-                    frac = _F64_MAX
-                elif frac == -np.inf:
-                    frac = -_F64_MAX
-            out[b] = _clip(1.0 - frac, 0.0, 1.0)
+@njit
+def _clip(x: float, lo: float, hi: float) -> float:
+    # np.clip of one float (NaN passes through)
+    if x != x:
+        return x
+    y = x if x > lo else lo
+    return y if y < hi else hi
+
+@njit
+def _truncation(box: NDArrayFloat, ix0: float, ix1: float, iy0: float, iy1: float, out: NDArrayFloat) -> None:
+    # `truncation` of every box, the same operations in the same order
+    for b in range(len(box)):
+        x0, y0, x1, y1 = box[b, 0], box[b, 1], box[b, 2], box[b, 3]
+        w = _clip(x1, ix0, ix1) - _clip(x0, ix0, ix1)
+        h = _clip(y1, iy0, iy1) - _clip(y0, iy0, iy1)
+        area = (x1 - x0) * (y1 - y0)
+        frac = 0.0
+        if area > 0:
+            frac = (w if w >= 0 or w != w else 0.0) * (h if h >= 0 or h != h else 0.0) / area
+            if frac != frac:
+                frac = 0.0
+            elif frac == np.inf:
+                frac = _F64_MAX
+            elif frac == -np.inf:
+                frac = -_F64_MAX
+        out[b] = _clip(1.0 - frac, 0.0, 1.0)
 
 
 def visible_boxes(
@@ -368,14 +322,6 @@ def visible_boxes(
     on = counts > 0
     boxes[on] += np.array([x0, y0, x0, y0])
     return counts, boxes
-
-
-def _rotations_camera(R_cw: NDArrayFloat, world_R_object: NDArrayFloat) -> NDArrayFloat:
-    """(M, 4) camera_R_object quaternions: `matrix_to_quat(einsum("ij,njk->nik", R_cw, world_R_object))`, compiled."""
-    out = np.empty((len(world_R_object), 4))
-    if _camera_quats(np.ascontiguousarray(R_cw, np.float64), np.ascontiguousarray(world_R_object, np.float64), out):
-        return out
-    return matrix_to_quat(np.einsum("ij,njk->nik", R_cw, world_R_object))
 
 
 def _truncation_of(box_px: NDArrayFloat, width_px: int, height_px: int) -> NDArrayFloat:
@@ -438,7 +384,7 @@ def camera_box_labels(
     t_cw = -R_cw @ np.asarray(world_SE3_camera.translation)
     centre = boxes.center_world_m[box] @ R_cw.T + t_cw
     rot = boxes.rotation_world_wxyz[box]
-    rot_cam = _rotations_camera(R_cw, boxes.rotation_world_matrices()[box]) if m else rot
+    rot_cam = rotated_quats(R_cw, boxes.rotation_world_matrices()[box]) if m else rot
     corners_cam = boxes.corners_world_m()[box] @ R_cw.T + t_cw  # (M, 8, 3)
     uv_all, pts = _project_box_points(camera, corners_cam, centre)  # corners, centres, edge points: one projection
     uv, cuv, depth = uv_all[: 8 * m].reshape(-1, 8, 2), uv_all[8 * m : 9 * m], np.ascontiguousarray(pts[8 * m : 9 * m, 2])

@@ -14,107 +14,97 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from avsim.core.jit import njit
 from avsim.core.typing import NDArrayFloat, NDArrayInt
-
-_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
-try:
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
 
 MAX_DIGITS_Q = 10**15  # |q| below this: at most 15 significant digits, the decimal is repr's
 
 
-if _njit is not None:
-
-    @_njit
-    def put_int(out: npt.NDArray[np.uint8], n: int, value: int, digits: npt.NDArray[np.uint8]) -> int:
-        # writes the decimal integer `value` (json.dumps / str of an int) at out[n:]; digits: (20,) scratch; returns the new length
-        if value < 0:
-            out[n] = 45  # -
-            n += 1
-            value = -value
-        k = 0
-        while True:
-            digits[k] = 48 + value % 10
-            value //= 10
-            k += 1
-            if value == 0:
-                break
-        for j in range(k - 1, -1, -1):
-            out[n] = digits[j]
-            n += 1
-        return n
-
-    @_njit
-    def put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
-                    digits: npt.NDArray[np.uint8]) -> tuple[int, bool]:  # fmt: skip
-        # writes rint(x * p) / p as repr would (fixed notation); scale = 10**nd, digits: (20,) scratch;
-        # returns (new length, written exactly)
-        if not np.isfinite(x):
-            for c in (110, 117, 108, 108):  # null
-                out[n] = c
-                n += 1
-            return n, True
-        qf = np.rint(x * p)
-        neg = qf < 0.0 or (qf == 0.0 and np.copysign(1.0, qf) < 0.0)
-        qa = abs(qf)
-        if qa >= MAX_DIGITS_Q or (qa != 0.0 and qa < lo):
-            return n, False
-        q = np.int64(qa)
-        if neg:
-            out[n] = 45  # -
-            n += 1
-        ip, fp = q // scale, q % scale
-        n = put_int(out, n, ip, digits)
-        out[n] = 46  # .
+@njit
+def put_int(out: npt.NDArray[np.uint8], n: int, value: int, digits: npt.NDArray[np.uint8]) -> int:
+    # writes the decimal integer `value` (json.dumps / str of an int) at out[n:]; digits: (20,) scratch; returns the new length
+    if value < 0:
+        out[n] = 45  # -
         n += 1
-        keep = nd
-        while keep > 1 and fp % 10 == 0:
-            fp //= 10
-            keep -= 1
-        for j in range(keep - 1, -1, -1):
-            digits[j] = 48 + fp % 10
-            fp //= 10
-        for j in range(keep):
-            out[n] = digits[j]
-            n += 1
-        if nd == 0:  # "3.0"
-            out[n] = 48
+        value = -value
+    k = 0
+    while True:
+        digits[k] = 48 + value % 10
+        value //= 10
+        k += 1
+        if value == 0:
+            break
+    for j in range(k - 1, -1, -1):
+        out[n] = digits[j]
+        n += 1
+    return n
+
+@njit
+def put_number(out: npt.NDArray[np.uint8], n: int, x: float, p: float, nd: int, lo: float, scale: int,
+                digits: npt.NDArray[np.uint8]) -> tuple[int, bool]:  # fmt: skip
+    # writes rint(x * p) / p as repr would (fixed notation); scale = 10**nd, digits: (20,) scratch;
+    # returns (new length, written exactly)
+    if not np.isfinite(x):
+        for c in (110, 117, 108, 108):  # null
+            out[n] = c
             n += 1
         return n, True
+    qf = np.rint(x * p)
+    neg = qf < 0.0 or (qf == 0.0 and np.copysign(1.0, qf) < 0.0)
+    qa = abs(qf)
+    if qa >= MAX_DIGITS_Q or (qa != 0.0 and qa < lo):
+        return n, False
+    q = np.int64(qa)
+    if neg:
+        out[n] = 45  # -
+        n += 1
+    ip, fp = q // scale, q % scale
+    n = put_int(out, n, ip, digits)
+    out[n] = 46  # .
+    n += 1
+    keep = nd
+    while keep > 1 and fp % 10 == 0:
+        fp //= 10
+        keep -= 1
+    for j in range(keep - 1, -1, -1):
+        digits[j] = 48 + fp % 10
+        fp //= 10
+    for j in range(keep):
+        out[n] = digits[j]
+        n += 1
+    if nd == 0:  # "3.0"
+        out[n] = 48
+        n += 1
+    return n, True
 
-    @_njit
-    def _lists_text(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, nds: NDArrayInt,
-                    out: npt.NDArray[np.uint8], ends: NDArrayInt, exact: npt.NDArray[np.bool_]) -> None:  # fmt: skip
-        # "[v,v,...]" of values[starts[s]:stops[s]] rounded to nds[s] decimals for every s, back to
-        # back; ends[s]: end offset in out
-        digits = np.empty(20, np.uint8)
-        n = 0
-        for s in range(len(starts)):
-            nd = nds[s]
-            p = 10.0**nd
-            lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
-            scale = np.int64(10) ** nd
-            out[n] = 91  # [
-            n += 1
-            for i in range(starts[s], stops[s]):
-                if i > starts[s]:
-                    out[n] = 44  # ,
-                    n += 1
-                n, ok = put_number(out, n, values[i], p, nd, lo, scale, digits)
-                if not ok:
-                    exact[s] = False
-            out[n] = 93  # ]
-            n += 1
-            ends[s] = n
+@njit
+def _lists_text(values: NDArrayFloat, starts: NDArrayInt, stops: NDArrayInt, nds: NDArrayInt,
+                out: npt.NDArray[np.uint8], ends: NDArrayInt, exact: npt.NDArray[np.bool_]) -> None:  # fmt: skip
+    # "[v,v,...]" of values[starts[s]:stops[s]] rounded to nds[s] decimals for every s, back to
+    # back; ends[s]: end offset in out
+    digits = np.empty(20, np.uint8)
+    n = 0
+    for s in range(len(starts)):
+        nd = nds[s]
+        p = 10.0**nd
+        lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # |value| >= 1e-4: fixed notation in repr
+        scale = np.int64(10) ** nd
+        out[n] = 91  # [
+        n += 1
+        for i in range(starts[s], stops[s]):
+            if i > starts[s]:
+                out[n] = 44  # ,
+                n += 1
+            n, ok = put_number(out, n, values[i], p, nd, lo, scale, digits)
+            if not ok:
+                exact[s] = False
+        out[n] = 93  # ]
+        n += 1
+        ends[s] = n
 
 
 def _slow_list(values: NDArrayFloat, decimals: int) -> str:

@@ -28,20 +28,13 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.cameras import Camera
+from avsim.core.jit import njit
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 from avsim.render import style
 from avsim.render.geometry.projector import cached_projector, pixels_px
 from avsim.render.labels.json_text import float_lists_json, put_int, put_number
-
-_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
-try:
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
 
 # the keys of an entry, as bytes (read-only constants of the compiled writer)
 _HEAD, _VIS_KEY, _IMG_KEY = (np.frombuffer(t, np.uint8) for t in (b'{"xyz":[', b'],"visibility":[', b'],"visible_in_image":['))
@@ -262,62 +255,60 @@ def _lane_entries(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool, c
     return ",".join(lanes)
 
 
-if _njit is not None:
+@njit
+def _put_bytes(out: npt.NDArray[np.uint8], n: int, text: npt.NDArray[np.uint8]) -> int:
+    for c in text:
+        out[n] = c
+        n += 1
+    return n
 
-    @_njit
-    def _put_bytes(out: npt.NDArray[np.uint8], n: int, text: npt.NDArray[np.uint8]) -> int:
-        for c in text:
-            out[n] = c
+@njit
+def _put_flags(out: npt.NDArray[np.uint8], n: int, flags: NDArrayBool, a: int, b: int, all_ones: bool) -> int:
+    # "f,f,...": 1/0 of flags[a:b] (every one 1 with all_ones)
+    for i in range(a, b):
+        if i > a:
+            out[n] = 44  # ,
             n += 1
-        return n
+        out[n] = 49 if (all_ones or flags[i]) else 48
+        n += 1
+    return n
 
-    @_njit
-    def _put_flags(out: npt.NDArray[np.uint8], n: int, flags: NDArrayBool, a: int, b: int, all_ones: bool) -> int:
-        # "f,f,...": 1/0 of flags[a:b] (every one 1 with all_ones)
-        for i in range(a, b):
-            if i > a:
-                out[n] = 44  # ,
-                n += 1
-            out[n] = 49 if (all_ones or flags[i]) else 48
+@njit
+def _lane_text(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool, category: NDArrayInt, track_id: NDArrayInt,
+               nd: int, out: npt.NDArray[np.uint8]) -> int:  # fmt: skip
+    # the entries back to back into out; returns the length, or -1 where a number is not exact
+    p = 10.0**nd
+    lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # as labels_json._lists_text
+    scale = np.int64(10) ** nd
+    digits = np.empty(24, np.uint8)
+    n = 0
+    for s in range(len(category)):
+        a, b = bounds[s], bounds[s + 1]
+        if s:
+            out[n] = 44  # ,
             n += 1
-        return n
-
-    @_njit
-    def _lane_text(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool, category: NDArrayInt, track_id: NDArrayInt,
-                   nd: int, out: npt.NDArray[np.uint8]) -> int:  # fmt: skip
-        # the entries back to back into out; returns the length, or -1 where a number is not exact
-        p = 10.0**nd
-        lo = 10.0 ** (nd - 4) if nd >= 4 else 0.0  # as labels_json._lists_text
-        scale = np.int64(10) ** nd
-        digits = np.empty(24, np.uint8)
-        n = 0
-        for s in range(len(category)):
-            a, b = bounds[s], bounds[s + 1]
-            if s:
-                out[n] = 44  # ,
-                n += 1
-            n = _put_bytes(out, n, _HEAD)
-            for r in range(3):
-                out[n] = 91  # [
-                n += 1
-                for i in range(a, b):
-                    if i > a:
-                        out[n] = 44
-                        n += 1
-                    n, ok = put_number(out, n, xyz[r, i], p, nd, lo, scale, digits)
-                    if not ok:
-                        return -1
-                out[n] = 93  # ]
-                n += 1
-                if r < 2:
+        n = _put_bytes(out, n, _HEAD)
+        for r in range(3):
+            out[n] = 91  # [
+            n += 1
+            for i in range(a, b):
+                if i > a:
                     out[n] = 44
                     n += 1
-            n = _put_flags(out, _put_bytes(out, n, _VIS_KEY), visible, a, b, True)
-            n = _put_flags(out, _put_bytes(out, n, _IMG_KEY), visible, a, b, False)
-            n = _put_bytes(out, n, _CAT_KEY)
-            n = put_int(out, n, category[s], digits)
-            n = _put_bytes(out, n, _TID_KEY)
-            n = put_int(out, n, track_id[s], digits)
-            out[n] = 125  # }
+                n, ok = put_number(out, n, xyz[r, i], p, nd, lo, scale, digits)
+                if not ok:
+                    return -1
+            out[n] = 93  # ]
             n += 1
-        return n
+            if r < 2:
+                out[n] = 44
+                n += 1
+        n = _put_flags(out, _put_bytes(out, n, _VIS_KEY), visible, a, b, True)
+        n = _put_flags(out, _put_bytes(out, n, _IMG_KEY), visible, a, b, False)
+        n = _put_bytes(out, n, _CAT_KEY)
+        n = put_int(out, n, category[s], digits)
+        n = _put_bytes(out, n, _TID_KEY)
+        n = put_int(out, n, track_id[s], digits)
+        out[n] = 125  # }
+        n += 1
+    return n

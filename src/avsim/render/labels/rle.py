@@ -11,70 +11,62 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from avsim.core.jit import njit
 from avsim.core.typing import NDArrayBool, NDArrayInt, NDArrayInt32
-
-_njit: Any  # numba.njit with the kernels' options (labels need the numba backend)
-try:
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _njit = None
 
 __all__ = ["rle_string", "rle_strings"]
 
-if _njit is not None:
 
-    @_njit
-    def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
-        more = True
-        while more:
-            c = d & 0x1F
-            d >>= 5
-            more = (d != -1) if (c & 0x10) else (d != 0)
-            out[n] = (c | 0x20 if more else c) + 48
-            n += 1
-        return n
+@njit
+def _emit(out: npt.NDArray[np.uint8], n: int, d: int) -> int:
+    more = True
+    while more:
+        c = d & 0x1F
+        d >>= 5
+        more = (d != -1) if (c & 0x10) else (d != 0)
+        out[n] = (c | 0x20 if more else c) + 48
+        n += 1
+    return n
 
-    @_njit
-    def _rle_runs(a: npt.NDArray[Any], value: Any, ax0: int, ay0: int, ch: int, cw: int, x0: int, y0: int, h: int,
-                  total: int, out: npt.NDArray[np.uint8], n: int) -> int:  # fmt: skip
-        # column-major runs of an image-size mask that is (a[ay0:ay0+ch, ax0:ax0+cw] == value) at
-        # (x0, y0) and False elsewhere, in pycocotools' compressed string encoding, appended to
-        # out[n:]; returns the new length
-        k, prev1, prev2, start, on = 0, 0, 0, 0, False
-        for x in range(cw):
-            for y in range(ch):
-                pos = (x0 + x) * h + y0 + y
-                v = a[ay0 + y, ax0 + x] == value
-                if v == on:
-                    continue
-                run = pos - start
-                n = _emit(out, n, run - prev2 if k > 2 else run)
-                prev2, prev1, k, start, on = prev1, run, k + 1, pos, v
-            pos = (x0 + x) * h + y0 + ch  # the next pixel in memory order: False unless in the crop
-            if on and (y0 + ch < h or y0 > 0 or x == cw - 1) and pos < total:
-                run = pos - start
-                n = _emit(out, n, run - prev2 if k > 2 else run)
-                prev2, prev1, k, start, on = prev1, run, k + 1, pos, False
-        run = total - start
-        return _emit(out, n, run - prev2 if k > 2 else run)
+@njit
+def _rle_runs(a: npt.NDArray[Any], value: Any, ax0: int, ay0: int, ch: int, cw: int, x0: int, y0: int, h: int,
+              total: int, out: npt.NDArray[np.uint8], n: int) -> int:  # fmt: skip
+    # column-major runs of an image-size mask that is (a[ay0:ay0+ch, ax0:ax0+cw] == value) at
+    # (x0, y0) and False elsewhere, in pycocotools' compressed string encoding, appended to
+    # out[n:]; returns the new length
+    k, prev1, prev2, start, on = 0, 0, 0, 0, False
+    for x in range(cw):
+        for y in range(ch):
+            pos = (x0 + x) * h + y0 + y
+            v = a[ay0 + y, ax0 + x] == value
+            if v == on:
+                continue
+            run = pos - start
+            n = _emit(out, n, run - prev2 if k > 2 else run)
+            prev2, prev1, k, start, on = prev1, run, k + 1, pos, v
+        pos = (x0 + x) * h + y0 + ch  # the next pixel in memory order: False unless in the crop
+        if on and (y0 + ch < h or y0 > 0 or x == cw - 1) and pos < total:
+            run = pos - start
+            n = _emit(out, n, run - prev2 if k > 2 else run)
+            prev2, prev1, k, start, on = prev1, run, k + 1, pos, False
+    run = total - start
+    return _emit(out, n, run - prev2 if k > 2 else run)
 
-    @_njit
-    def _rle_chars(crop: NDArrayBool, x0: int, y0: int, h: int, out: npt.NDArray[np.uint8], total: int) -> int:
-        # the runs of an image-size mask that is `crop` at (x0, y0); returns the number of chars written
-        return _rle_runs(crop, True, 0, 0, crop.shape[0], crop.shape[1], x0, y0, h, total, out, 0)
+@njit
+def _rle_chars(crop: NDArrayBool, x0: int, y0: int, h: int, out: npt.NDArray[np.uint8], total: int) -> int:
+    # the runs of an image-size mask that is `crop` at (x0, y0); returns the number of chars written
+    return _rle_runs(crop, True, 0, 0, crop.shape[0], crop.shape[1], x0, y0, h, total, out, 0)
 
-    @_njit
-    def _rle_of_ids(ids: NDArrayInt32, objs: NDArrayInt, boxes: NDArrayInt, out: npt.NDArray[np.uint8], ends: NDArrayInt) -> None:
-        # the runs of (ids == objs[m]) inside boxes[m] (inclusive x0, y0, x1, y1) for every m, back to back
-        h, w = ids.shape
-        n = 0
-        for m in range(len(objs)):
-            x0, y0 = boxes[m, 0], boxes[m, 1]
-            ch, cw = boxes[m, 3] - y0 + 1, boxes[m, 2] - x0 + 1
-            n = _rle_runs(ids, np.int32(objs[m]), x0, y0, ch, cw, x0, y0, h, h * w, out, n)
-            ends[m] = n
+@njit
+def _rle_of_ids(ids: NDArrayInt32, objs: NDArrayInt, boxes: NDArrayInt, out: npt.NDArray[np.uint8], ends: NDArrayInt) -> None:
+    # the runs of (ids == objs[m]) inside boxes[m] (inclusive x0, y0, x1, y1) for every m, back to back
+    h, w = ids.shape
+    n = 0
+    for m in range(len(objs)):
+        x0, y0 = boxes[m, 0], boxes[m, 1]
+        ch, cw = boxes[m, 3] - y0 + 1, boxes[m, 2] - x0 + 1
+        n = _rle_runs(ids, np.int32(objs[m]), x0, y0, ch, cw, x0, y0, h, h * w, out, n)
+        ends[m] = n
 
 
 def rle_string(crop: NDArrayBool, x0: int, y0: int, height_px: int, width_px: int) -> str:

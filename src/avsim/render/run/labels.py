@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from avsim.core import label_folders
 from avsim.core.atomic import atomic_output_path
 from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render.geometry.scene import SceneRenderer
@@ -31,7 +32,6 @@ from avsim.render.run.units import StreamSegment
 if TYPE_CHECKING:
     from avsim.scenario import Scenario
 
-LABELS_FOLDER = "labels"
 BOXES_BLOCK_FRAMES = 64  # frames whose agents are resampled together
 
 
@@ -45,7 +45,7 @@ def labels_folder(out: Path, clip_id: str) -> Path:
     Returns:
         The folder.
     """
-    return Path(out) / clip_id / LABELS_FOLDER
+    return label_folders.labels_folder(Path(out) / clip_id)
 
 
 def part_path(out: Path, clip_id: str, segment: StreamSegment) -> Path:
@@ -341,24 +341,3 @@ def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
             parts.append((c, _part_in(folder, c, start)))
             write_segment(parts[-1][1], c, records[c])
     return parts
-
-
-def find_label_folders(roots: list[Path]) -> list[Path]:
-    """The label folders given, or found one or two levels below the given folders (`<clip>/labels`, `labels`).
-
-    Args:
-        roots: label folders, render / generate outputs or dataset outputs.
-
-    Returns:
-        Label folders (holding `index.json`), sorted, each once.
-    """
-    found: set[Path] = set()
-    for root in roots:
-        root = Path(root)
-        if (root / "index.json").is_file():
-            found.add(root)
-            continue
-        found.update(p.parent for pattern in ("labels/index.json", "*/labels/index.json", "*/*/labels/index.json")
-                     for p in root.glob(pattern))  # fmt: skip
-    return sorted(found)
-
