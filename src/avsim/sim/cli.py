@@ -23,7 +23,7 @@ def _size(value: str) -> tuple[int, int]:
 def sim_command(
     scenario: Path = typer.Argument(..., help="Scenario folder (sample, converted or edited)."),
     out: Path = typer.Argument(..., help="Output folder: scenario/ (the rollout), sim_metrics.json, steps.parquet, timing.json."),
-    policy: str = typer.Option("idm", "--policy", help="expert (log replay), constant-velocity, idm (PDM-Closed-style planner) or MODULE:CALLABLE."),
+    policy: str = typer.Option("idm", "--policy", help="expert (log replay), constant-velocity, idm (PDM-Closed-style planner), MODULE:CALLABLE or alpasim://HOST:PORT (an AlpaSim egodriver)."),
     agents: str = typer.Option("log", "--agents", help="log (replay the log) or idm (IDM agents that react, nuPlan's)."),
     cameras: str = typer.Option(None, "--cameras", help="Render these cameras every step for the policy (comma-separated, or 'all'); default none."),
     size: str = typer.Option("1280x720", "--size", help="Camera image size WxH."),
@@ -35,12 +35,26 @@ def sim_command(
     controller: str = typer.Option("auto", "--controller", help="How trajectories are followed: lqr, perfect, auto (perfect for expert)."),
     budget: float = typer.Option(1.0, "--budget", help="Seconds each policy call may take."),
     no_step_scores: bool = typer.Option(False, "--no-step-scores", help="Skip the per-step 4 s window scores."),
+    observe: str = typer.Option(None, "--observe", help="What the policy sees: none, control (rendered control frames; the default with --cameras) or generated (video generated chunk by chunk with the Transfer model)."),
+    config: str = typer.Option("transfer25_2b_multiview", "--config", help="--observe generated: model config (transfer25_2b_multiview, debug, ...)."),
+    checkpoint: Path = typer.Option(None, "--checkpoint", help="--observe generated: the Transfer DiT checkpoint."),
+    vae: Path = typer.Option(None, "--vae", help="--observe generated: the Wan2.1 VAE checkpoint."),
+    random_weights: bool = typer.Option(False, "--random-weights", help="--observe generated: random weights (smoke test; the frames are noise)."),
+    embeddings: Path = typer.Option(None, "--embeddings", help="--observe generated: precomputed prompt embeddings (avsim generate's)."),
+    zero_text: bool = typer.Option(False, "--zero-text", help="--observe generated: all-zero text contexts."),
+    chunk_frames: int = typer.Option(None, "--chunk-frames", help="--observe generated: frames per chunk (1 + 4k, at most the config's 29)."),
+    overlap: int = typer.Option(1, "--overlap", help="--observe generated: generated frames each chunk is conditioned on (0 or 1 + 4k)."),
+    replan: str = typer.Option("hold", "--replan", help="--observe generated: hold (re-plan every step, the chunk's frames held) or wait (plan once per chunk, follow it)."),
+    gen_steps: int = typer.Option(None, "--gen-steps", help="--observe generated: sampling steps (default: the config's)."),
+    device: str = typer.Option(None, "--device", help="--observe generated: torch device (default: cuda when present)."),
 ) -> None:
     """Drive SCENARIO in closed loop with a policy; write the rollout, its scores and a per-step table to OUT."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from avsim.sim.run import SimOptions, run_sim
+    from avsim.sim.chunks import ReplanMode
+    from avsim.sim.generated.options import GenerationOptions
+    from avsim.sim.run import Observe, SimOptions, run_sim
     from avsim.sim.stepper import AgentMode
 
     if agents not in ("log", "idm"):
@@ -51,10 +65,17 @@ def sim_command(
         raise typer.BadParameter("--steps and --duration: give one of them")
     if (steps is not None and steps < 1) or seed < 0 or not 0 < rate <= 100 or not budget > 0:
         raise typer.BadParameter("--steps must be >= 1, --seed >= 0, --rate in (0, 100], --budget > 0")
+    if observe is not None and observe not in (o.value for o in Observe):
+        raise typer.BadParameter(f"--observe: expected none, control or generated, got {observe!r}")
+    if replan not in (r.value for r in ReplanMode):
+        raise typer.BadParameter(f"--replan: expected hold or wait, got {replan!r}")
+    generation = GenerationOptions(config=config, checkpoint=checkpoint, vae=vae, random_weights=random_weights, embeddings=embeddings,
+                                   zero_text=zero_text, steps=gen_steps, chunk_frames=chunk_frames, overlap=overlap, device=device)  # fmt: skip
     cams = None if cameras is None else (() if cameras.strip() == "all" else tuple(c.strip() for c in cameras.split(",") if c.strip()))
     options = SimOptions(policy=policy, agents=AgentMode(agents), cameras=cams, size=_size(size), backend=backend, steps=steps,
                          duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
-                         step_scores=not no_step_scores)  # fmt: skip
+                         step_scores=not no_step_scores, observe=None if observe is None else Observe(observe), generation=generation,
+                         replan=ReplanMode(replan))  # fmt: skip
     console = Console(stderr=True)
     bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
                    console=console)  # fmt: skip

@@ -9,7 +9,8 @@ map's lane lines near the ego (the `LaneTable` OpenLane labels are cut from), mo
 `ObservationSource` is the seam for camera frames: the stepper calls `frames(state)` once per
 step with the world state and uses whatever images come back. `NoCameras` makes none;
 `avsim.sim.render_source.RenderedControlSource` renders the rig's world-scenario control frames
-in memory; a generated-video source (issue 46) implements the same protocol.
+in memory; `avsim.sim.generated.source.GeneratedSource` generates them chunk by chunk with the
+Transfer model.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ class EpisodeInfo:
 @dataclass(frozen=True, eq=False)
 class FrameState:
     """The world at one step, as an observation source needs it: the ego state row and its height
-    (`world_SE3_ego` is built from them when read), the boxes, the lights."""
+    (`world_SE3_ego` is built from them when read), the boxes, the lights, and the plan the ego
+    followed into this step: `plan_world` (M+1, 3) world x, y, heading at the sim's step, row 0 the
+    previous step's pose, row j the pose planned j steps after it (the tracker's reference; None at
+    step 0 and after a `Control`). A source that shows the future (the generated video) forecasts
+    the ego along it."""
 
     step: int
     timestamp_ns: int
@@ -61,6 +66,7 @@ class FrameState:
     ego_z_m: float
     boxes: Boxes
     lights: dict[str, str]
+    plan_world: NDArrayFloat | None = None
 
     @cached_property
     def world_SE3_ego(self) -> SE3:

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from avsim.core.agents import box_corners
+from avsim.core.rig import CameraRig
 from avsim.core.transforms import SE3, yaw_to_quat
 from avsim.core.typing import NDArrayByte
 from avsim.render import style
@@ -61,6 +62,12 @@ class RenderedControlSource:
         self.camera_names = self._renderer.camera_names
         if self._pool is None and self.workers > 1 and self.backend == "numba":
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="avsim-sim-render")
+
+    @property
+    def rig(self) -> CameraRig:
+        """The rendered cameras at the image size (after `reset`)."""
+        assert self._renderer is not None, "call reset() first"
+        return self._renderer.rig
 
     def objects(self, state: FrameState) -> tuple[FrameObjects, cull.Spheres, tuple[int, ...]]:
         """The step's world-frame objects, their bounding spheres and where each kind starts among them."""

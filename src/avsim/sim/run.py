@@ -19,9 +19,11 @@ still written for the steps it drove, with `status: policy_error` and the reason
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,9 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.trajectory import NS_PER_S
 from avsim.scenario import Scenario
+from avsim.sim.chunks import ChunkPlanPolicy, ReplanMode
 from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
+from avsim.sim.generated.options import GenerationOptions
 from avsim.sim.metrics import EpisodeScorer, rule_findings
 from avsim.sim.observation import NoCameras, ObservationSource
 from avsim.sim.policies import BuiltinPolicy, load_policy
@@ -44,15 +48,27 @@ METRICS_JSON = "sim_metrics.json"
 STEPS_PARQUET = "steps.parquet"
 TIMING_JSON = "timing.json"
 SCENARIO_DIR = "scenario"
+GENERATED_DIR = "generated"
 FORMAT = "avsim-sim-v1"
+
+
+class Observe(str, Enum):
+    """The policy's camera frames: none, the rendered control frames, or video generated from them."""
+
+    NONE = "none"
+    CONTROL = "control"
+    GENERATED = "generated"
 
 
 @dataclass(frozen=True)
 class SimOptions:
-    """What `avsim sim` runs: policy (built-in name or MODULE:CALLABLE), agents, cameras (None: no
-    frames; () : every camera of the rig), image size and backend, length (steps or duration_s, None:
-    the scenario's span), seed, rate, controller ("auto": perfect for the expert, else lqr), the
-    policy's time budget per call, per-step window scores."""
+    """What `avsim sim` runs: policy (built-in name, MODULE:CALLABLE or alpasim://HOST:PORT), agents,
+    what the policy sees (observe: None means control frames when `cameras` is given, else none),
+    cameras (None: none, or the model's views when generating; () : every camera of the rig), image
+    size and backend, length (steps or duration_s, None: the scenario's span), seed, rate,
+    controller ("auto": perfect for the expert, else lqr), the policy's time budget per call,
+    per-step window scores; with generated frames the model (`generation`) and how the policy
+    re-plans inside a chunk (`replan`)."""
 
     policy: str = BuiltinPolicy.IDM.value
     agents: AgentMode = AgentMode.LOG
@@ -67,6 +83,16 @@ class SimOptions:
     budget_s: float = DEFAULT_BUDGET_S
     step_scores: bool = True
     idm: IDMConfig = field(default_factory=IDMConfig)
+    observe: Observe | None = None
+    generation: GenerationOptions | None = None
+    replan: ReplanMode = ReplanMode.HOLD
+
+    @property
+    def observe_mode(self) -> Observe:
+        """`observe`, or what `cameras` implies."""
+        if self.observe is not None:
+            return Observe(self.observe)
+        return Observe.NONE if self.cameras is None else Observe.CONTROL
 
     def config(self) -> SimConfig:
         """The simulator's config."""
@@ -85,13 +111,26 @@ class SimOptions:
         return SimConfig(rate_hz=self.rate_hz, agents=AgentMode(self.agents), controller=Controller(controller), steps=steps,
                          seed=self.seed, idm=self.idm)  # fmt: skip
 
-    def source(self) -> ObservationSource:
-        """The camera frames' source."""
-        if self.cameras is None:
+    def source(self, video_dir: Path | None = None, on_phase: Callable[[str], None] | None = None) -> ObservationSource:
+        """The camera frames' source (`video_dir`: where generated video is streamed)."""
+        mode = self.observe_mode
+        if mode is Observe.NONE:
             return NoCameras()
-        from avsim.sim.render_source import RenderedControlSource
+        if mode is Observe.CONTROL:
+            from avsim.sim.render_source import RenderedControlSource
 
-        return RenderedControlSource(self.cameras or None, self.size, self.backend)
+            return RenderedControlSource(self.cameras or None, self.size, self.backend)
+        from avsim.sim.generated.generator import ChunkGenerator
+        from avsim.sim.generated.source import GeneratedSource
+
+        progress = None if on_phase is None else (lambda step, done, total: on_phase(f"{step} {done}/{total}"))
+        generator = ChunkGenerator(self.generation or GenerationOptions(), self.cameras or None, _stderr, progress)
+        return GeneratedSource(generator, self.backend, video_dir,
+                               on_chunk=None if on_phase is None else (lambda c, k: on_phase(f"chunk {c} at step {k}")))  # fmt: skip
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -122,42 +161,78 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         options: what to run.
         on_step: progress, called with (steps done, steps planned).
         scenario: the loaded scenario (None: read from `scenario_dir`).
-        on_phase: called with the name of each phase after the steps (scoring, writing).
+        on_phase: called with the name of each long phase (a chunk being generated, scoring, writing).
 
     Returns:
         The summary.
     """
-    from avsim.scenario.io import load_scenario, save_scenario
+    from avsim.scenario.io import load_scenario
 
     check_sim_output(out)
     scenario = scenario if scenario is not None else load_scenario(scenario_dir)
+    with atomic_output_path(out, is_dir=True) as tmp:
+        tmp.mkdir(parents=True, exist_ok=True)
+        video_dir = tmp / GENERATED_DIR if options.observe_mode is Observe.GENERATED else None
+        source = options.source(video_dir, on_phase)
+        policy = _policy(options, source)
+        t0 = time.perf_counter()
+        sim = Simulator(scenario, options.config(), source)
+        try:
+            result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+        finally:
+            source.close()
+            _close_policy(policy)
+        wall = time.perf_counter() - t0
+        doc = _write_outputs(tmp, scenario, sim, options, policy, result, wall, on_phase)
+    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall)
+
+
+def _policy(options: SimOptions, source: ObservationSource) -> Any:
+    """The policy to run: the named one, planning once per chunk when generated frames wait for the next chunk."""
     policy = load_policy(options.policy)
-    source = options.source()
-    t0 = time.perf_counter()
-    sim = Simulator(scenario, options.config(), source)
-    try:
-        result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
-    finally:
-        source.close()
-    wall = time.perf_counter() - t0
+    if isinstance(source, _generated_source_type()) and options.replan is ReplanMode.WAIT:
+        return ChunkPlanPolicy(policy, source.schedule)
+    return policy
+
+
+def _generated_source_type() -> type:
+    from avsim.sim.generated.source import GeneratedSource
+
+    return GeneratedSource
+
+
+def _close_policy(policy: Any) -> None:
+    """Call `policy.close()` when it has one (a remote driver closes its session)."""
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()
+
+
+def _write_outputs(tmp: Path, scenario: Scenario, sim: Simulator, options: SimOptions, policy: Any, result: EpisodeResult, wall: float,
+                   on_phase: Callable[[str], None] | None) -> dict[str, Any]:  # fmt: skip
+    """Score the episode and write the rollout, the metrics, the per-step table and the timings into `tmp`."""
+    from avsim.scenario.io import save_scenario
+
     assert sim.recorder is not None
     meta = settings(options, sim, policy_name(policy), result)
     rollout = rollout_scenario(scenario, sim.recorder, sim.step_times_ns, meta, f"{scenario.scenario_id}_sim")
     if on_phase is not None:
         on_phase("scoring")
     doc, table = score_documents(sim, rollout, result, meta, options.step_scores)
+    timing: dict[str, Any] = {"episode_wall_s": round(wall, 4), "policy_total_s": round(result.policy_total_s, 4),
+                              "policy_max_s": round(result.policy_max_s, 4), "steps": result.steps,
+                              "steps_per_s": round(result.steps / wall, 2) if wall > 0 else None}  # fmt: skip
+    summary = getattr(sim.source, "summary", None)
+    if callable(summary):
+        doc["generation"] = summary()
+        timing["chunks"] = sim.source.timing()  # type: ignore[attr-defined]
     if on_phase is not None:
         on_phase("writing")
-    with atomic_output_path(out, is_dir=True) as tmp:
-        tmp.mkdir(parents=True, exist_ok=True)
-        save_scenario(rollout, tmp / SCENARIO_DIR)
-        (tmp / METRICS_JSON).write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
-        table.write_parquet(tmp / STEPS_PARQUET)
-        timing = {"episode_wall_s": round(wall, 4), "policy_total_s": round(result.policy_total_s, 4),
-                  "policy_max_s": round(result.policy_max_s, 4), "steps": result.steps,
-                  "steps_per_s": round(result.steps / wall, 2) if wall > 0 else None}  # fmt: skip
-        (tmp / TIMING_JSON).write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
-    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall)
+    save_scenario(rollout, tmp / SCENARIO_DIR)
+    (tmp / METRICS_JSON).write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    table.write_parquet(tmp / STEPS_PARQUET)
+    (tmp / TIMING_JSON).write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
+    return doc
 
 
 def settings(options: SimOptions, sim: Simulator, name: str, result: EpisodeResult) -> dict[str, Any]:
@@ -166,7 +241,8 @@ def settings(options: SimOptions, sim: Simulator, name: str, result: EpisodeResu
     return {"format": FORMAT, "source_scenario_id": sim.scenario.scenario_id, "policy": options.policy, "policy_name": name,
             "agents": cfg.agents.value, "controller": cfg.controller.value, "seed": int(cfg.seed), "rate_hz": cfg.rate_hz,
             "steps_planned": int(sim.n_steps), "steps_run": int(result.steps), "status": result.status,
-            "end_reason": result.end_reason, "cameras": list(sim.source.camera_names),
+            "end_reason": result.end_reason, "cameras": list(sim.source.camera_names), "observe": options.observe_mode.value,
+            "replan": options.replan.value if options.observe_mode is Observe.GENERATED else None,
             "idm": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg.idm).items()} if cfg.agents is AgentMode.IDM else None,
             "start_ns": int(sim.step_times_ns[0]), "duration_s": round(result.steps / cfg.rate_hz, 6)}  # fmt: skip
 

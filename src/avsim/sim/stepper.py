@@ -141,6 +141,7 @@ class Simulator:
         self.route = build_route(self.road, centers[self.step_times_ns <= end], self.log_states[self.step_times_ns <= end, 2])
         self.ego_z_m = scenario.ego.pose_at(np.clip(self.step_times_ns, start, end)).translation[:, 2]
         self.n_steps = n_steps
+        self.reference: NDArrayFloat | None = None  # the last trajectory's world reference (FrameState.plan_world)
         self.episode: EpisodeInfo | None = None
         self.recorder: Recorder | None = None
 
@@ -160,6 +161,7 @@ class Simulator:
                                    np.random.default_rng([seed, 1]))  # fmt: skip
         self.k = 0
         self.state = self.log_states[0].copy()
+        self.reference = None
         if self.config.agents is AgentMode.IDM:
             self.traffic: IDMTraffic | LogTraffic = IDMTraffic(self.road, self.log, self.config.idm, self.dt_s, rng)
             self.traffic.spawn(0, self.ego_box())
@@ -196,12 +198,14 @@ class Simulator:
             rate the new state implies).
         """
         st = self.state
+        self.reference = None
         if isinstance(action, Control):
             cmd = np.array([action.accel_mps2, action.steering_rate_radps])
             return self.model.propagate(st[None], cmd[None], self.dt_s)[0], cmd
         assert isinstance(action, Trajectory)
         ref = reference_poses(action, (st[StateIndex.X], st[StateIndex.Y], st[StateIndex.HEADING]), self.dt_s)
         ref = pad_reference(ref, self.config.tracker.tracking_horizon + 2)
+        self.reference = ref
         if self.recorder is not None and self.k % max(int(round(PLAN_INTERVAL_S / self.dt_s)), 1) == 0:
             self.recorder.record_plan(Plan(self.k, st.copy(), ref))
         if self.config.controller is Controller.PERFECT:
@@ -234,7 +238,8 @@ class Simulator:
         """The world at the current step."""
         boxes = self.traffic.boxes(self.k)
         t_ns = int(self.step_times_ns[self.k])
-        return FrameState(self.k, t_ns, self.state.copy(), float(self.ego_z_m[self.k]), boxes, self.lights.at(self.k))
+        return FrameState(self.k, t_ns, self.state.copy(), float(self.ego_z_m[self.k]), boxes, self.lights.at(self.k),
+                          self.reference)  # fmt: skip
 
     def _observe(self) -> Observation:
         assert self.episode is not None and self.recorder is not None
