@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from avsim.sim.run import SimOptions
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -49,12 +53,9 @@ def sim_command(
     device: str = typer.Option(None, "--device", help="--observe generated: torch device (default: cuda when present)."),
 ) -> None:
     """Drive SCENARIO in closed loop with a policy; write the rollout, its scores and a per-step table to OUT."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from avsim.sim.chunks import ReplanMode
     from avsim.sim.generated.options import GenerationOptions
-    from avsim.sim.run import Observe, SimOptions, run_sim
+    from avsim.sim.run import Observe, SimOptions
     from avsim.sim.stepper import AgentMode
 
     if agents not in ("log", "idm"):
@@ -76,9 +77,18 @@ def sim_command(
                          duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
                          step_scores=not no_step_scores, observe=None if observe is None else Observe(observe), generation=generation,
                          replan=ReplanMode(replan))  # fmt: skip
-    console = Console(stderr=True)
+    _run(scenario, out, options)
+
+
+def _run(scenario: Path, out: Path, options: SimOptions) -> None:
+    """`run_sim` under a progress bar, then the one-line summary."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from avsim.sim.run import run_sim
+
     bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
-                   console=console)  # fmt: skip
+                   console=Console(stderr=True))  # fmt: skip
     with bar:
         task = bar.add_task("", total=None)
         summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
