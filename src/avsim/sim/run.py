@@ -33,6 +33,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.trajectory import NS_PER_S
 from avsim.scenario import Scenario
+from avsim.sim.alpasim.address import is_driver_address
 from avsim.sim.chunks import ChunkPlanPolicy, ReplanMode
 from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
 from avsim.sim.generated.options import GenerationOptions
@@ -188,8 +189,14 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
 
 
 def _policy(options: SimOptions, source: ObservationSource) -> Any:
-    """The policy to run: the named one, planning once per chunk when generated frames wait for the next chunk."""
-    policy = load_policy(options.policy)
+    """The policy to run: an AlpaSim driver (alpasim://) or the named one, planning once per chunk when
+    generated frames wait for the next chunk."""
+    if is_driver_address(options.policy):
+        from avsim.sim.alpasim.driver import AlpasimDriverPolicy
+
+        policy: Any = AlpasimDriverPolicy(options.policy, options.budget_s, rig=lambda: getattr(source, "rig", None))
+    else:
+        policy = load_policy(options.policy)
     if isinstance(source, _generated_source_type()) and options.replan is ReplanMode.WAIT:
         return ChunkPlanPolicy(policy, source.schedule)
     return policy

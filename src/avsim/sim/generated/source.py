@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.rig import CameraRig
 from avsim.core.typing import NDArrayByte, NDArrayFloat
 from avsim.core.video import MP4Writer
 from avsim.sim.chunks import ChunkSchedule
@@ -90,6 +91,11 @@ class GeneratedSource:
         self._tail: tuple[dict[str, NDArrayByte], dict[str, NDArrayByte]] | None = None  # last overlap frames: generated, control
         self._writers: dict[str, MP4Writer] = {}
         self._seed = 0
+
+    @property
+    def rig(self) -> CameraRig:
+        """The generated cameras at the model's size (after `reset`)."""
+        return self.control.rig
 
     def reset(self, episode: EpisodeInfo) -> None:
         fps = self.generator.fps
