@@ -32,6 +32,7 @@ LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "view": ("avsim.view.cli", True),
     "check-projection": ("avsim.cli.projection", True),
     "sim": ("avsim.sim.cli", True),
+    "serve": ("avsim.sim.alpasim.cli", False),
     "run": ("avsim.jobs.cli", False),
 }
 CORE_MODULE = "avsim.cli.scenario"
