@@ -39,3 +39,8 @@ class SlowAtStep4:
 def brake(observation: Any) -> Any:
     """A plain function policy: brake gently."""
     return np.array([-1.0, 0.0])
+
+
+def hard_brake(observation: Any) -> Any:
+    """A plain function policy: brake hard (the generated-world tests need a rollout that leaves the log)."""
+    return np.array([-6.0, 0.0])
