@@ -29,6 +29,11 @@ Rows (target on a GPU; every figure comes from the library's own code paths):
                       frozen, full activation checkpointing, FSDP2 on one GPU: s/step, tokens/s,
                       MFU by avsim.train.flops (dense bf16 peak from its table) and peak memory:
                       MFU >= 25 % (a floor; the design goal is 40 %) and it fits the GPU.
+  sim.closed_loop_chunk one chunk of `avsim sim --observe generated` (bench/closed_loop.py): the
+                      2B config, random weights, bf16, 7 views x 29 frames at 720p, from the
+                      forecast and control render to the drift figures, with 1 sampling step
+                      (the figure projects the config's 35 from it), seconds per part and peak
+                      memory: peak < 80 GiB. It comes last: `--only closed_loop` runs it alone.
 
 Each row is PASS, FAIL or SKIP with a reason. A row that raises (an OOM too) is FAIL with its
 one-line error and the rest still run; the exit status is 1 when any row failed. `--budget-s`
@@ -71,7 +76,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="folder for gpu_check.md / gpu_check.json")
     p.add_argument("--budget-s", type=float, default=None, help="start no check past this (default 480; dry 300)")
     p.add_argument("--hard-limit-s", type=float, default=None, help="print what is done and exit 3 (default budget + 75)")
-    p.add_argument("--only", default="", help="comma-separated check names (render,parity,dist,generate,train)")
+    p.add_argument("--only", default="", help="comma-separated check names (render,parity,dist,generate,train,closed_loop)")
     p.add_argument("--train-frames", type=int, default=29, help="pixel frames per view of the training step (1 + 4k)")
     p.add_argument("--render-frames", type=int, default=30, help="frames (x 7 cameras) per render backend")
     p.add_argument("--force-fail", default="", help="comma-separated rows whose target is made impossible")

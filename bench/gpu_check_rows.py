@@ -46,7 +46,9 @@ TARGETS: dict[str, tuple[str, str]] = {  # row -> (target on a GPU, target of --
     "gen.dit_sdpa": (f"peak < {H100_GIB:g} GiB (fits an H100 80 GB)", "runs"),
     "gen.dit_flash": (f"peak < {H100_GIB:g} GiB, output within {FLASH_MAX:g} of SDPA", "CUDA only"),
     "train.step": (f"MFU >= {MFU_FLOOR:.0%} (floor; goal {MFU_GOAL:.0%}), peak < GPU memory", "runs (dry: no MFU)"),
+    "sim.closed_loop_chunk": (f"peak < {H100_GIB:g} GiB (fits an H100 80 GB)", "runs"),
 }
+CLOSED_LOOP_STEPS = 1  # sampling steps of the measured closed-loop chunk on a GPU (the figure projects the config's)
 
 
 @dataclass
@@ -511,6 +513,31 @@ def check_train(ctx: Context) -> Iterator[Row]:
 
 
 # ---------------------------------------------------------------------------------------------
+# one closed-loop chunk: the generated world of `avsim sim --observe generated`
+
+
+def check_closed_loop(ctx: Context) -> Iterator[Row]:
+    """bench/closed_loop.py's chunk budget: one chunk of 7 views at 720p, 2B config, random weights (dry: 2 views, debug)."""
+    from avsim.models.config import get_config
+    from bench.closed_loop import VIEWS7, chunk_budget
+
+    def measure() -> Row:
+        ctx.reset_peak()
+        name, views = ("debug", VIEWS7[:2]) if ctx.dry else (FULL_MODEL, VIEWS7)
+        steps = None if ctx.dry else CLOSED_LOOP_STEPS
+        b = chunk_budget(name, views, str(ctx.device), steps, chunks=1, policy="constant-velocity")
+        full = get_config(name).default_steps
+        done = steps or full
+        projected = b["chunk_s"] + b["sampling_s"] * (full / done - 1)
+        figure = (f"{b['chunk_s']:.1f} s per chunk at {done} sampling step(s): render {b['render_s']:.1f}, VAE encode {b['vae_encode_s']:.1f}, "
+                  f"sampling {b['sampling_s']:.1f}, VAE decode {b['vae_decode_s']:.1f}, drift {b['drift_s']:.1f} s; {projected:.0f} s at {full} steps; "
+                  f"{ctx.peak()} ({len(views)} views x {b['frames']} frames at {b['size'][0]}x{b['size'][1]}, load {b['load_s']:.0f} s)")  # fmt: skip
+        return ctx.judge("sim.closed_loop_chunk", figure, ctx.fits(H100_GIB))
+
+    yield ctx.attempt("sim.closed_loop_chunk", measure)
+
+
+# ---------------------------------------------------------------------------------------------
 # the list the script runs, in order
 
 
@@ -534,4 +561,5 @@ CHECKS: tuple[Check, ...] = (
     Check("dist", ("dist.fsdp2_cp",), check_dist, _need(25)),
     Check("generate", ("gen.vae_encode", "gen.vae_decode", "gen.dit_sdpa", "gen.dit_flash"), check_generate, _need(120)),
     Check("train", ("train.step",), check_train, lambda ctx: sum(train_seconds(ctx))),
+    Check("closed_loop", ("sim.closed_loop_chunk",), check_closed_loop, _need(240, 2.0)),
 )

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "gpu_check.py"
 ROWS = [
     "render.torch", "render.equal", "parity.dit_forward", "parity.sampler_step", "dist.fsdp2_cp",
-    "gen.vae_encode", "gen.vae_decode", "gen.dit_sdpa", "gen.dit_flash", "train.step",
+    "gen.vae_encode", "gen.vae_decode", "gen.dit_sdpa", "gen.dit_flash", "train.step", "sim.closed_loop_chunk",
 ]  # fmt: skip
 CUDA_ONLY = {"gen.dit_flash"}
 HEADER = "| row | figure | target | result |"

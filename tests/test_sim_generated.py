@@ -200,7 +200,7 @@ def test_generated_episodes_are_deterministic_and_wait_mode_plans_per_chunk(tmp_
     doc = json.loads(docs[0])
     assert doc["settings"]["replan"] == "wait" and doc["settings"]["observe"] == "generated"
     assert len(calls) == 4  # two chunks an episode: the same frames (the mp4 bitstream is not compared: libx264 may vary)
-    for (c0, k0, g0), (c1, k1, g1) in zip(calls[:2], calls[2:]):
+    for (c0, _, g0), (c1, _, g1) in zip(calls[:2], calls[2:]):
         assert all(np.array_equal(x, y) for x, y in zip(g0 + c0, g1 + c1))
 
 

@@ -34,7 +34,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.trajectory import NS_PER_S
 from avsim.scenario import Scenario
 from avsim.sim.alpasim.address import is_driver_address
-from avsim.sim.chunks import ChunkPlanPolicy, ReplanMode
+from avsim.sim.chunks import ChunkPlanPolicy, ChunkSchedule, ReplanMode
 from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
 from avsim.sim.generated.options import GenerationOptions
 from avsim.sim.metrics import EpisodeScorer, rule_findings
@@ -197,15 +197,10 @@ def _policy(options: SimOptions, source: ObservationSource) -> Any:
         policy: Any = AlpasimDriverPolicy(options.policy, options.budget_s, rig=lambda: getattr(source, "rig", None))
     else:
         policy = load_policy(options.policy)
-    if isinstance(source, _generated_source_type()) and options.replan is ReplanMode.WAIT:
-        return ChunkPlanPolicy(policy, source.schedule)
+    schedule = getattr(source, "schedule", None)  # a generated source's chunks
+    if isinstance(schedule, ChunkSchedule) and options.replan is ReplanMode.WAIT:
+        return ChunkPlanPolicy(policy, schedule)
     return policy
-
-
-def _generated_source_type() -> type:
-    from avsim.sim.generated.source import GeneratedSource
-
-    return GeneratedSource
 
 
 def _close_policy(policy: Any) -> None:

@@ -53,7 +53,7 @@ class LocalFrame:
     def of(cls, scenario: Scenario) -> LocalFrame:
         """The scenario's local frame: its ego's first position rounded to whole metres."""
         first = scenario.ego.pose_at(np.array([scenario.start_ns])).translation[0]
-        return cls(np.round(np.asarray(first, np.float64)))
+        return cls(np.asarray(np.round(np.asarray(first, np.float64)), np.float64))
 
     def to_local(self, world: SE3) -> SE3:
         """A world pose in the local frame."""

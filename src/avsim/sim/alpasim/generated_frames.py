@@ -51,6 +51,6 @@ class GeneratedImages:
             raise SpecError(f"camera_intrinsics.logical_id: {', '.join(unknown) or 'a camera twice'}: --generated needs distinct model views ({', '.join(self.known)})")
         gen = self._generator(names)
         w, h = gen.size
-        control = [cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA)[None] for _, img in views]
+        control: list[NDArrayByte] = [np.asarray(cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA), np.uint8)[None] for _, img in views]
         out = gen.generate(control, None, self.seed)
         return [np.ascontiguousarray(cv2.resize(v[0], (img.shape[1], img.shape[0]), interpolation=cv2.INTER_LINEAR)) for v, (_, img) in zip(out, views)]

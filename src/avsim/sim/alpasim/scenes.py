@@ -155,7 +155,7 @@ class LoadedScene:
         centre = world_SE3_cam.translation[:2]
         keep = drawn_rows(rows, centre, MAP_REACH_M) if len(rows.t) else np.zeros(0, bool)
         rows = AgentRows(*(getattr(rows, f.name)[keep] for f in fields(AgentRows)))
-        objects, spheres, starts = world_objects(self.static, self.spheres, centre, lambda ids: self.scenario.lights.state_at(ids, t_ns),
+        objects, spheres, starts = world_objects(self.static, self.spheres, centre, lambda ids: self.scenario.lights.state_at(ids, t_ns).tolist(),
                                                  rows.corners, rows.front, rows.back, rows.min_size)  # fmt: skip
         cone = geo.cone_half_angle_rad(req.camera)
         return camera_image(req.camera, cone, self._rays_of(req.camera), world_SE3_cam, objects, spheres, starts, self.backend, self.antialias)
