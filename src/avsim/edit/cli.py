@@ -216,6 +216,7 @@ def render_command(
     aa: AntiAliasing = typer.Option(AntiAliasing.ON, "--aa", help="Anti-aliasing: on (4x MSAA on edges, the look of the released model's training renders) or off (one sample per pixel, exact palette colours)."),
     max_memory: int = typer.Option(DEFAULT_MAX_MEMORY_MIB, "--max-memory-mib", help="Memory budget of one render process in MiB: a time segment whose encoders would pass it is written in several passes (same bytes; docs/render.md). 0: no budget."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
+    wait: bool = typer.Option(False, "--wait", help=render_cli.WAIT_HELP),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
 
@@ -229,7 +230,7 @@ def render_command(
         out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, width_px=width, height_px=height,
         chunk_frames=chunk, workers=workers, overlay=overlay, mosaic=mosaic, png=png, layout=layout, rig=rig,
         backend=backend, overwrite=overwrite, preset=preset, labels=labels, antialias=aa is AntiAliasing.ON,
-        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory,
+        overlay_offset_s=overlay_offset, overlay_fps=overlay_fps, max_memory_mib=max_memory, wait=wait,
     )  # fmt: skip
     render_cli.check_output(out)  # bad input fails here, in one line, before the progress bar appears
     try:

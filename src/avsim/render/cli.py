@@ -23,6 +23,7 @@ from avsim.scenario import Scenario
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 SIZE_HELP = "Output frame size WxH."
+WAIT_HELP = "When another avsim process is writing OUT/<clip>, wait for it (default: stop with one line)."
 RIG_HELP = f"Camera rig: the scenario's own (scenario), or a named rig on the same ego ({', '.join(rig_choices()[1:])})."
 _OPTION_NAMES = {"chunk_frames": "--chunk", "max_memory_mib": "--max-memory-mib"}  # other fields: --<field> with dashes
 
@@ -96,6 +97,7 @@ def labels_command(
     fps: float = typer.Option(style.DEFAULT_FPS, "--fps", help="Frame rate (as `avsim render --fps`)."),
     size: str = typer.Option(f"{style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX}", "--size", help=SIZE_HELP),
     rig: str = typer.Option("scenario", "--rig", help=RIG_HELP),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
 ) -> None:
     """Write labels (COCO 2-D boxes + masks, nuScenes-style 3-D boxes, OpenLane lanes) of a scenario's frames."""
     from avsim.render.run.labels import run_labels
@@ -103,7 +105,7 @@ def labels_command(
 
     width, height = parse_size(size)
     opts = render_options(out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, width_px=width,
-                          height_px=height, rig=rig, labels=True)  # fmt: skip
+                          height_px=height, rig=rig, labels=True, wait=wait)  # fmt: skip
     scen = load_scenario(scenario)
     plan = resolve_plan(scen, opts)
     check_output(out)
