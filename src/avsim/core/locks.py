@@ -24,6 +24,9 @@ BUSY_REASON = "another avsim process is writing here; wait for it to finish, or 
 def output_lock(folder: str | os.PathLike[str], *, wait: bool = False) -> Iterator[Path]:
     """Hold the exclusive writer lock of `folder` (created if missing) for the `with` block.
 
+    The folder is removed again on exit when it is empty (a run that failed before writing
+    anything leaves nothing behind); a process that was waiting for it then locks the new one.
+
     Args:
         folder: the output folder one writer at a time may write (e.g. `OUT/<clip>`).
         wait: block until another holder is done (else refuse at once).
@@ -33,13 +36,29 @@ def output_lock(folder: str | os.PathLike[str], *, wait: bool = False) -> Iterat
         the lock and `wait` is False.
     """
     path = Path(folder)
-    path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = _locked(path, wait)
     try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):  # not empty (the usual case), or already gone
+            path.rmdir()
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def _locked(path: Path, wait: bool) -> int:
+    """A descriptor of `path` holding its lock; retried when the folder was replaced meanwhile."""
+    while True:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
+            os.close(fd)
             raise AvsimOutputError(path, BUSY_REASON) from None
-        yield path
-    finally:
-        os.close(fd)  # closing the last descriptor releases the lock
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:  # the holder removed the (empty) folder as it finished
+            same = False
+        if same:
+            return fd
+        os.close(fd)

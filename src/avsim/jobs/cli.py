@@ -40,12 +40,12 @@ def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
 
 
 def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None,
-         bootstrap: ClipBootstrap | None = None) -> None:  # fmt: skip
+         bootstrap: ClipBootstrap | None = None, wait: bool = False) -> None:  # fmt: skip
     from rich.console import Console
 
     from avsim.jobs.run import run_job
 
-    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap)
+    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, wait=wait)
     if report.frechet is not None:
         metric = "fvd" if "fvd" in report.frechet else "fid"
         value, ivs = report.frechet[metric], report.frechet.get("bootstrap", {})
@@ -61,6 +61,7 @@ ADDRESS = typer.Option(None, "--address", help=ADDRESS_HELP)
 CPUS = typer.Option(1.0, "--cpus-per-task", help="CPUs each task requests (ray).")
 WORKERS = typer.Option(None, "--workers", help=WORKERS_HELP)
 RETRIES = typer.Option(3, "--max-retries", help="ray: retries of a task whose worker died.")
+WAIT = typer.Option(False, "--wait", help="When another avsim process is running a job into OUT, wait for it (default: stop with one line).")
 
 
 @app.command("render")
@@ -80,11 +81,12 @@ def render(
     layout: str = typer.Option(None, "--layout", help="default, posttrain or both."),
     labels: bool = typer.Option(False, "--labels", help="Also write labels."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Render every scenario of DATASET (`avsim render` per item)."""
     options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "chunk": chunk,
                "rig": rig, "backend": backend, "preset": preset, "layout": layout, "labels": labels or None}  # fmt: skip
-    _run("render", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("render", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("labels")
@@ -99,10 +101,11 @@ def labels(
     size: str = typer.Option(None, "--size", help="Image size WxH."),
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Write the labels of every scenario of DATASET (`avsim labels` per item)."""
     options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "rig": rig}
-    _run("labels", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("labels", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("convert")
@@ -112,9 +115,10 @@ def convert(
     from_format: str = typer.Option(None, "--from", help="Source format (default: detected per item)."),
     rig: str = typer.Option(None, "--rig", help="Replace each source's camera rig by this named rig."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Convert every source of DATASET (`avsim convert` per item)."""
-    _run("convert", dataset, out, {"format": from_format, "rig": rig}, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("convert", dataset, out, {"format": from_format, "rig": rig}, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("eval")
@@ -134,6 +138,7 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
     no_bootstrap: bool = typer.Option(False, "--no-bootstrap", help="Skip the bootstrap interval over clips."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver,
     and the bootstrap interval over clips that `avsim eval report` gives."""
@@ -143,4 +148,4 @@ def evaluate(
                "batch_size": batch_size, "stride": stride, "max_windows": max_windows,
                "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
-    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap)
+    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap, wait=wait)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
+from avsim.core.locks import output_lock
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import read_items
 from avsim.jobs.engines import EngineConfig, import_ray, run_tasks
@@ -139,7 +140,7 @@ def print_table(console: Console, report: JobReport) -> None:
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
             real: Path | None = None, console: Console | None = None,
-            bootstrap: ClipBootstrap | None = None) -> JobReport:  # fmt: skip
+            bootstrap: ClipBootstrap | None = None, wait: bool = False) -> JobReport:  # fmt: skip
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
@@ -151,6 +152,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         real: eval only: the real clips (a folder of clips or a manifest).
         console: progress bar and table (None: silent).
         bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
+        wait: wait for another process running a job into `out` (else one line; avsim.core.locks).
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -166,12 +168,13 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
     else:
         tasks = plan_tasks(kind, dataset, out, options)
-    report = JobReport(kind, execute(kind, tasks, config, console))
-    write_job_report(out, kind, dataset, config, report)
-    if console is not None:
-        print_table(console, report)
-    if kind == "eval" and not report.failed:
-        report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
+    with output_errors(out), output_lock(out, wait=wait):  # one job per OUT at a time
+        report = JobReport(kind, execute(kind, tasks, config, console))
+        write_job_report(out, kind, dataset, config, report)
+        if console is not None:
+            print_table(console, report)
+        if kind == "eval" and not report.failed:
+            report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
     return report
 
 
