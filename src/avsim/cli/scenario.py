@@ -21,8 +21,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 import avsim
-from avsim.core.progress import progress_bar
 from avsim.core.errors import ALLOW_TRUNCATED_ENV
+from avsim.core.progress import progress_bar
 from avsim.scenario import Scenario
 from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
 from avsim.scenario.summary import scenario_summary, summary_pose_lines

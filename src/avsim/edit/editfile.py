@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
+import string as string_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,10 +55,12 @@ from .editfile_parse import (
     num,
     points,
     pos,
+    rate_hz,
     read_document,
     region,
     s_range,
     seq,
+    speed_factor,
     speed_profile,
     string,
     strings,
@@ -72,6 +76,8 @@ SUPPORTED_VERSIONS = (1,)
 _REF = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 _INLINE_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_VARIANTS = 1000  # variants of one edit file (each a scenario folder written)
+MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
 
@@ -149,7 +155,7 @@ OPS: dict[str, OpSpec] = {
     "shift_agents": OpSpec({**_AGENT_TARGET, "dx_m": (num, False), "dy_m": (num, False), "dz_m": (num, False), "dt_s": (num, False), "lateral_m": (num, False)},
                            lambda s, a: ops_agents.shift_agents(s, _targets(s, a), a.get("dx_m", 0.0), a.get("dy_m", 0.0), a.get("dz_m", 0.0), a.get("dt_s", 0.0), a.get("lateral_m", 0.0)),
                            "move tracks in space and/or time", (("track_id", "track_ids", "select"),)),
-    "scale_speed": OpSpec({**_AGENT_TARGET, "factor": (pos, True), "from_s": (nonneg, False)},
+    "scale_speed": OpSpec({**_AGENT_TARGET, "factor": (speed_factor, True), "from_s": (nonneg, False)},
                           lambda s, a: ops_agents.scale_speed(s, _targets(s, a), a["factor"], a.get("from_s", 0.0)),
                           "replay tracks faster or slower", (("track_id", "track_ids", "select"),)),
     "mirror_agents": OpSpec(dict(_AGENT_TARGET), lambda s, a: ops_agents.mirror_agents(s, _targets(s, a)),
@@ -190,8 +196,8 @@ OPS: dict[str, OpSpec] = {
     # time
     "crop": OpSpec({"start_s": (nonneg, False), "stop_s": (nonneg, False)},
                    lambda s, a: ops_time.crop(s, a.get("start_s", 0.0), a.get("stop_s")), "keep a time window"),
-    "resample": OpSpec({"rate_hz": (pos, True)}, lambda s, a: ops_time.resample(s, a["rate_hz"]), "resample to a clip rate"),
-    "retime": OpSpec({"speed_factor": (pos, True)}, lambda s, a: ops_time.retime(s, a["speed_factor"]), "play faster or slower"),
+    "resample": OpSpec({"rate_hz": (rate_hz, True)}, lambda s, a: ops_time.resample(s, a["rate_hz"]), "resample to a clip rate"),
+    "retime": OpSpec({"speed_factor": (speed_factor, True)}, lambda s, a: ops_time.retime(s, a["speed_factor"]), "play faster or slower"),
     # ego
     "ego_waypoints": OpSpec({"waypoints": (waypoints, True)}, lambda s, a: ops_ego.replace_ego_waypoints(s, *a["waypoints"]), "replace the ego path by waypoints"),
     "ego_route": OpSpec(dict(_EGO_ROUTE), lambda s, a: ops_ego.replace_ego_route(s, a["speed"], a.get("start_xy"), _deg(a, "heading_deg"), a.get("turns", ())),
@@ -296,16 +302,35 @@ def _default_name(params: dict[str, Any], stem: str, ops_sub: Any) -> str:
 
 
 def _variant_name(template: str | None, params: dict[str, Any], index: int, at: At, default: str) -> str:
-    """The variant's name: the `name` template filled in, else `default` (made filesystem-safe)."""
+    """The variant's name: the `name` template filled in, else `default` (made filesystem-safe).
+
+    A template holds text and plain `{param}` fields only: no attribute or index access, format
+    spec or conversion (`{a.__class__}`, `{a:>2000000000}` are refused before anything is built).
+    """
     if template is None:
         raw = default
     else:
-        try:
-            raw = template.format(**{k: _fmt(v) for k, v in params.items()})
-        except (KeyError, IndexError, ValueError) as exc:
-            _fail(at.line, at.path, f"name template {template!r}: {exc}")
+        raw = "".join(text + (_fmt(params[field]) if field is not None else "") for text, field in _template_fields(template, params, at))
     name = _NAME_OK.sub("_", raw).strip("._") or f"variant_{index:03d}"
+    if len(name) > MAX_NAME_CHARS:
+        _fail(at.line, at.path, f"variant name of {len(name)} characters, more than {MAX_NAME_CHARS} (a folder name)")
     return name
+
+
+def _template_fields(template: str, params: dict[str, Any], at: At) -> list[tuple[str, str | None]]:
+    """(literal text, plain parameter name or None) pieces of a name template; anything else fails."""
+    try:
+        pieces = list(string_module.Formatter().parse(template))
+    except ValueError as exc:
+        _fail(at.line, at.path, f"name template {template[:80]!r}: {exc}")
+    out: list[tuple[str, str | None]] = []
+    for text, field, spec, conversion in pieces:
+        if field is not None and (spec or conversion or field not in params):
+            why = f"unknown parameter {{{field[:40]}}}" if not (spec or conversion) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field) \
+                else "only plain {param} fields are allowed (no attributes, indexes, format specs or conversions)"
+            _fail(at.line, at.path, f"name template {template[:80]!r}: {why}")
+        out.append((text, field))
+    return out
 
 
 def _check_sweep(doc: LineDict, root: At) -> dict[Any, Any]:
@@ -333,6 +358,9 @@ def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, A
     if not isinstance(ops_raw, list) or not ops_raw:
         _fail(ops_at.line, "ops", "expected a non-empty list of operations")
     keys = list(sweep.keys())
+    n_variants = math.prod(len(sweep[k]) for k in keys)
+    if n_variants > MAX_VARIANTS:
+        _fail(root.child("sweep", doc).line, "sweep", f"{n_variants} variants, more than the {MAX_VARIANTS} one edit file may make")
     combos = list(itertools.product(*(sweep[k] for k in keys))) if keys else [()]
     variants: list[Variant] = []
     names: dict[str, int] = {}
