@@ -310,7 +310,7 @@ def _variant_name(template: str | None, params: dict[str, Any], index: int, at: 
     if template is None:
         raw = default
     else:
-        raw = "".join(text + (_fmt(params[field]) if field is not None else "") for text, field in _template_fields(template, params, at))
+        raw = "".join(text + (_fmt(params[name]) if name is not None else "") for text, name in _template_fields(template, params, at))
     name = _NAME_OK.sub("_", raw).strip("._") or f"variant_{index:03d}"
     if len(name) > MAX_NAME_CHARS:
         _fail(at.line, at.path, f"variant name of {len(name)} characters, more than {MAX_NAME_CHARS} (a folder name)")
@@ -324,12 +324,12 @@ def _template_fields(template: str, params: dict[str, Any], at: At) -> list[tupl
     except ValueError as exc:
         _fail(at.line, at.path, f"name template {template[:80]!r}: {exc}")
     out: list[tuple[str, str | None]] = []
-    for text, field, spec, conversion in pieces:
-        if field is not None and (spec or conversion or field not in params):
-            why = f"unknown parameter {{{field[:40]}}}" if not (spec or conversion) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field) \
-                else "only plain {param} fields are allowed (no attributes, indexes, format specs or conversions)"
+    for text, name, spec, conversion in pieces:
+        if name is not None and (spec or conversion or name not in params):
+            plain = not (spec or conversion) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+            why = f"unknown parameter {{{name[:40]}}}" if plain else "only plain {param} fields are allowed (no attributes, indexes, format specs or conversions)"
             _fail(at.line, at.path, f"name template {template[:80]!r}: {why}")
-        out.append((text, field))
+        out.append((text, name))
     return out
 
 
