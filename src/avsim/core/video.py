@@ -188,8 +188,15 @@ def _allow_truncated(allow_truncated: bool | None) -> bool:
     return os.environ.get(ALLOW_TRUNCATED_ENV) == "1" if allow_truncated is None else allow_truncated
 
 
-def _open_video(path: Path) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
-    """An input container and its first video stream, size-checked (the caller closes it)."""
+def open_video(path: Path) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
+    """An input container and its first video stream, the frame size checked from the header.
+
+    Args:
+        path: video file (a regular file: a FIFO or device is refused before it is opened).
+
+    Returns:
+        (container, stream); the caller closes the container.
+    """
     regular_file(path, "file")
     try:
         container = av.open(str(path))
@@ -231,7 +238,7 @@ def iter_video_frames(path: str | os.PathLike[str], allow_truncated: bool | None
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise AvsimInputError(path, "file", "video file not found")
-    container, stream = _open_video(path)
+    container, stream = open_video(path)
     with container:
         listed = int(stream.frames or 0)
         stream.thread_type = "AUTO"
@@ -242,11 +249,24 @@ def iter_video_frames(path: str | os.PathLike[str], allow_truncated: bool | None
                 decoded += 1
         except av.error.FFmpegError as exc:
             raise AvsimInputError(path, "frames", f"corrupt or truncated video: {exc}") from exc
-    if decoded < listed:
-        reason = f"truncated: {decoded} of the {listed} frames its container lists could be decoded"
-        if not _allow_truncated(allow_truncated):
-            raise AvsimInputError(path, "frames", f"{reason} (avsim --allow-truncated reads what is there)")
-        warnings.warn(f"{path}: frames: {reason}; using those {decoded}", TruncatedMediaWarning, stacklevel=2)
+    check_complete(path, decoded, listed, allow_truncated)
+
+
+def check_complete(path: str | os.PathLike[str], got: int, listed: int, allow_truncated: bool | None = None) -> None:
+    """A video read to its end must give the frames its container lists (else it was truncated).
+
+    Args:
+        path: the video (named in the message).
+        got: frames (or packets) read to the end of the file.
+        listed: the container's frame count (0: it does not say; nothing is checked).
+        allow_truncated: warn (`TruncatedMediaWarning`) instead of failing; None: `ALLOW_TRUNCATED_ENV` decides.
+    """
+    if got >= listed:
+        return
+    reason = f"truncated: {got} of the {listed} frames its container lists could be read"
+    if not _allow_truncated(allow_truncated):
+        raise AvsimInputError(path, "frames", f"{reason} (avsim --allow-truncated reads what is there)")
+    warnings.warn(f"{path}: frames: {reason}; using those {got}", TruncatedMediaWarning, stacklevel=3)
 
 
 def read_video(path: str | os.PathLike[str], max_frames: int | None = None) -> np.ndarray:
@@ -284,7 +304,7 @@ def video_info(path: str | os.PathLike[str]) -> dict[str, float | int]:
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise AvsimInputError(path, "file", "video file not found")
-    container, stream = _open_video(path)
+    container, stream = open_video(path)
     with container:
         return {
             "frames": int(stream.frames),
