@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -112,7 +113,8 @@ def _run(argv: list[str]) -> int:
         reason = OUTPUT_ERRNO_REASONS.get(exc.errno or 0)
         if reason is None:
             raise
-        typer.echo(f"error: {exc.filename or 'output'}: {reason}", err=True)
+        where = Path(exc.filename).parent if exc.filename else "output"  # the folder (the file may be a temporary)
+        typer.echo(f"error: {where}: {reason}", err=True)
         return 1
     return result if isinstance(result, int) else 0
 

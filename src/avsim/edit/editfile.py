@@ -35,6 +35,7 @@ import numpy as np
 
 from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
 from avsim.core.lights import LIGHT_STATES
+from avsim.core.safe_files import file_kind
 from avsim.scenario import Scenario
 
 from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
@@ -77,6 +78,7 @@ _REF = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 _INLINE_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_VARIANTS = 1000  # variants of one edit file (each a scenario folder written)
+MAX_EDIT_FILE_BYTES = 16 * 1024**2  # an edit file is a few kB
 MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
@@ -395,8 +397,11 @@ def parse_edit_text(text: str, path: Path) -> EditFile:
 
 def load_edit_file(path: str | Path) -> EditFile:
     path = Path(path)
-    if not path.is_file():
-        raise AvsimInputError(path, "file", "edit file not found")
+    kind = file_kind(path)
+    if kind is not None:
+        raise AvsimInputError(path, "file", "edit file not found" if kind == "missing" else f"is {kind}, not an edit file")
+    if path.stat().st_size > MAX_EDIT_FILE_BYTES:
+        raise AvsimInputError(path, "file", f"{path.stat().st_size} bytes, more than the {MAX_EDIT_FILE_BYTES} an edit file may have")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
