@@ -55,6 +55,8 @@ def edit_command(
     source = _load(scenario)
     results = apply_edit_file(source, edit, validate=not no_validate, progress=progress)
     for r in results:
+        for op_index, name in r.unchanged_ops:
+            typer.echo(f"  {r.name} (op {op_index}): {name} changes nothing", err=True)
         for op_index, f in r.new_findings:
             typer.echo(f"  {r.name} (op {op_index}): {f}", err=True)
     if strict and any(r.new_findings for r in results):

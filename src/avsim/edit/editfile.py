@@ -37,6 +37,7 @@ from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
 from avsim.core.lights import LIGHT_STATES
 from avsim.core.safe_files import file_kind
 from avsim.scenario import Scenario
+from avsim.scenario.compare import scenario_differences
 
 from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
 from .editfile_parse import (
@@ -416,6 +417,7 @@ class VariantResult:
     params: dict[str, Any]
     scenario: Scenario
     new_findings: list[tuple[int, Finding]] = field(default_factory=list)  # (op index, finding)
+    unchanged_ops: list[tuple[int, str]] = field(default_factory=list)  # (op index, op name) of ops that changed nothing
 
 
 def _field_of(message: str, op: BoundOp) -> str | None:
@@ -441,7 +443,8 @@ def apply_op(scenario: Scenario, op: BoundOp, path: Path, variant: str) -> Scena
 
 def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate: bool = True,
                   config: ValidationConfig | None = None, base_findings: list[Finding] | None = None) -> VariantResult:  # fmt: skip
-    """Apply a variant's ops in order; after every op, record findings that op introduced.
+    """Apply a variant's ops in order; after every op, record findings that op introduced (and
+    whether it changed nothing at all: `VariantResult.unchanged_ops`).
 
     `base_findings` (the input's own findings) may be passed to skip validating the input again.
     """
@@ -451,7 +454,9 @@ def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate
     before = {f.key for f in (base_findings or [])} if validate else set()
     current = scenario
     for op in variant.ops:
-        current = apply_op(current, op, edit.path, variant.name if variant.params else "")
+        previous, current = current, apply_op(current, op, edit.path, variant.name if variant.params else "")
+        if not scenario_differences(previous, current, limit=1):
+            result.unchanged_ops.append((op.index, op.name))
         if validate:
             found = validate_scenario(current, config)
             for f in found:
