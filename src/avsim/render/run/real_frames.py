@@ -100,8 +100,8 @@ def find_source(folder: Path, camera: str, clip_id: str) -> Path:
     if not folder.is_dir():
         raise AvsimInputError(folder, "--overlay", "not a folder of real camera frames")
     for candidate in (folder / f"{clip_id}.{camera}.mp4", folder / f"{camera}.mp4"):
-        if candidate.is_file():
-            return candidate
+        if candidate.exists() or candidate.is_symlink():
+            return regular_file(candidate, "video")  # a FIFO or device is named, not taken for missing
     image_dir = folder / camera
     if image_dir.is_dir() and _image_files(image_dir):
         return image_dir
@@ -219,7 +219,7 @@ def plan_camera(
     source = find_source(folder, camera, clip_id)
     video: Path | None = None
     images: tuple[Path, ...] = ()
-    if source.is_file():
+    if not source.is_dir():
         video = source
         times_s, size_px = video_times_s(source)
     else:
