@@ -32,7 +32,9 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
         disable: True draws nothing; None draws only on a terminal when `transient`, else always.
 
     Returns:
-        The (not yet started) `rich.progress.Progress`; use it as a context manager.
+        The (not yet started) `rich.progress.Progress`; use it as a context manager. A `with`
+        block that ends in an exception clears the bar (as `transient` would), so that a failed
+        command's stderr holds its one error line only.
     """
     from rich.console import Console as RichConsole
     from rich.progress import (
@@ -54,4 +56,11 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
     columns += [TextColumn(f"{{task.fields[{extra_field}]}}")] if extra_field else []
     if disable is None:
         disable = transient and not console.is_terminal
-    return Progress(*columns, console=console, transient=transient, disable=disable)
+
+    class _Progress(Progress):
+        def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+            if exc_type is not None:
+                self.live.transient = True  # an error leaves its one line, not a half-full bar
+            super().__exit__(exc_type, *rest)  # type: ignore[arg-type]
+
+    return _Progress(*columns, console=console, transient=transient, disable=disable)
