@@ -45,8 +45,46 @@ def check_frame_size(path: str | os.PathLike[str], width_px: int, height_px: int
         raise AvsimInputError(path, "size", f"frame size {width_px}x{height_px} px in the header is not valid")
 
 
+def iso_boxes_end(path: str | os.PathLike[str]) -> str | None:
+    """Why an mp4/mov file (ISO base media) is cut short, or None when its top-level boxes tile it exactly.
+
+    A faststart mp4 keeps its index (`moov`) at the front, so a copy cut short still lists every
+    frame; only the boxes' sizes tell that the media data (`mdat`) ends past the file's end.
+    Files that are not ISO base media (no `ftyp` box first) are not checked (None).
+
+    Args:
+        path: the file.
+
+    Returns:
+        None, or a one-line reason.
+    """
+    size = os.path.getsize(path)
+    seen: set[bytes] = set()
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8 or head[4:8] != b"ftyp":
+            return None
+        offset = 0
+        while offset < size:
+            fh.seek(offset)
+            header = fh.read(16)
+            if len(header) < 8:
+                return f"a box header is cut at byte {offset} of {size}"
+            box_size, kind = int.from_bytes(header[:4], "big"), header[4:8]
+            if box_size == 1 and len(header) == 16:
+                box_size = int.from_bytes(header[8:16], "big")
+            elif box_size == 0:  # extends to the end of the file
+                box_size = size - offset
+            if box_size < 8 or offset + box_size > size:
+                return f"box {kind.decode('latin-1')!r} ends at byte {offset + box_size}, the file has {size}"
+            seen.add(kind)
+            offset += box_size
+    missing = [k.decode() for k in (b"moov", b"mdat") if k not in seen]
+    return f"no {' or '.join(missing)} box" if missing else None
+
+
 def mp4_frame_count(path: str | os.PathLike[str]) -> int:
-    """The frame count a video's container header lists (nothing decoded).
+    """The frame count a video's container header lists (nothing decoded), once its boxes are whole.
 
     Args:
         path: video file.
@@ -55,9 +93,12 @@ def mp4_frame_count(path: str | os.PathLike[str]) -> int:
         frames of the first video stream (0 when the container does not say).
 
     Raises:
-        AvsimInputError: not a readable container (e.g. an mp4 whose index never got written) or
-            no video stream.
+        AvsimInputError: not a readable container (e.g. an mp4 whose index never got written), an
+            mp4 cut short (`iso_boxes_end`) or no video stream.
     """
+    cut = iso_boxes_end(path)
+    if cut is not None:
+        raise AvsimInputError(path, "container", f"truncated: {cut}")
     try:
         with av.open(str(path)) as container:
             if not container.streams.video:
