@@ -289,7 +289,9 @@ def iter_video_frames(path: str | os.PathLike[str], allow_truncated: bool | None
                 yield frame.to_ndarray(format="rgb24")
                 decoded += 1
         except av.error.FFmpegError as exc:
-            raise AvsimInputError(path, "frames", f"corrupt or truncated video: {exc}") from exc
+            if iso_boxes_end(path) is None:  # damaged inside, not cut short
+                raise AvsimInputError(path, "frames", f"corrupt or truncated video: {exc}") from exc
+            listed = max(listed, decoded + 1)  # the last packet was cut in the middle
     check_complete(path, decoded, listed, allow_truncated)
 
 
