@@ -97,7 +97,7 @@ def test_a_track_that_vanishes_in_view_is_a_finding(sample: Scenario) -> None:
     assert check_track_ends(cut_short, drivable_area(cut_short.map), far) == []
 
 
-def _config(**kw: float):  # noqa: ANN202
+def _config(**kw: float):
     from avsim.edit.validate import ValidationConfig
 
     return ValidationConfig(**kw)

@@ -40,7 +40,7 @@ def test_contained_paths_refuse_absolute_parent_and_links_out(tmp_path: Path) ->
 
 # ---------------------------------------------------------------------------- DCP checkpoints
 @pytest.fixture
-def checkpoint(tmp_path: Path):  # noqa: ANN201 - (manager, model, optimizer, ema, folder)
+def checkpoint(tmp_path: Path):
     import torch
     from torch import nn
 
@@ -58,7 +58,7 @@ def checkpoint(tmp_path: Path):  # noqa: ANN201 - (manager, model, optimizer, em
     return manager, model, opt, ema, path
 
 
-def _rewrite_storage(path: Path, change) -> None:  # noqa: ANN001
+def _rewrite_storage(path: Path, change) -> None:
     from avsim.train.safe_dcp import read_dcp_metadata
 
     metadata = read_dcp_metadata(path / ".metadata")
@@ -80,7 +80,7 @@ def _rewrite_storage(path: Path, change) -> None:  # noqa: ANN001
     ],
     ids=["parent", "absolute", "device link", "link out", "fifo", "offset", "length"],
 )
-def test_dcp_storage_paths_stay_in_the_checkpoint_folder(checkpoint, tmp_path: Path, change, why: str) -> None:  # noqa: ANN001
+def test_dcp_storage_paths_stay_in_the_checkpoint_folder(checkpoint, tmp_path: Path, change, why: str) -> None:
     manager, model, opt, ema, path = checkpoint
     outside = tmp_path / "outside" / "dcp"
     outside.mkdir(parents=True)
@@ -100,7 +100,7 @@ def test_dcp_storage_paths_stay_in_the_checkpoint_folder(checkpoint, tmp_path: P
      ({"world_size": 0}, "world_size: must be an integer"), ({"loader_batch": -5}, "loader_batch: must be an integer"),
      ({"loader_batch": 1.5}, "loader_batch: must be an integer"), ({"model": "m" * 5000}, "model: a string of 5000 characters")],
 )  # fmt: skip
-def test_meta_json_fields_are_bounded(checkpoint, meta: dict, why: str) -> None:  # noqa: ANN001
+def test_meta_json_fields_are_bounded(checkpoint, meta: dict, why: str) -> None:
     manager, model, opt, ema, path = checkpoint
     doc = json.loads((path / "meta.json").read_text())
     (path / "meta.json").write_text(json.dumps({**doc, **meta}))
@@ -108,7 +108,7 @@ def test_meta_json_fields_are_bounded(checkpoint, meta: dict, why: str) -> None:
         manager.load(1, model, opt, ema)
 
 
-def test_untouched_checkpoint_still_loads(checkpoint) -> None:  # noqa: ANN001
+def test_untouched_checkpoint_still_loads(checkpoint) -> None:
     manager, model, opt, ema, _ = checkpoint
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

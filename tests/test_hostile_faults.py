@@ -138,7 +138,6 @@ def test_encoder_close_failing_leaves_nothing(tmp_path: Path, monkeypatch: pytes
     """A full disk fails in the container's close (the faststart pass rewrites the file): the
     temporary must go, not be renamed into place (it was, as a 4-8 kB truncated part)."""
     import av.container
-
     import numpy as np
 
     real_close = av.container.OutputContainer.close

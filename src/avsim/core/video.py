@@ -244,7 +244,7 @@ def open_video(path: Path) -> tuple[av.container.InputContainer, av.video.stream
     except av.error.FFmpegError as exc:
         raise AvsimInputError(path, "container", f"cannot open video: {exc}") from exc
     if not container.streams.video:
-        kinds = sorted({s.type for s in container.streams}) or ["none"]
+        kinds: list[str] = sorted({str(s.type) for s in container.streams}) or ["none"]
         container.close()
         raise AvsimInputError(path, "streams", f"no video stream (streams: {', '.join(kinds)})")
     stream = container.streams.video[0]

@@ -42,11 +42,11 @@ from avsim.train.safe_dcp import load_dcp
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
 MAX_META_BYTES = 16 * 1024**2  # a checkpoint's meta.json holds a few counters
-# meta.json fields: (type, lowest, highest); a resume reads them back as run state
-META_LIMITS: dict[str, tuple[type, int, int]] = {
-    "step": (int, 0, 99_999_999),  # the folder name has 8 digits
-    "world_size": (int, 1, 1 << 20),
-    "loader_batch": (int, 0, 1 << 40),
+# integer meta.json fields: (lowest, highest); a resume reads them back as run state
+META_LIMITS: dict[str, tuple[int, int]] = {
+    "step": (0, 99_999_999),  # the folder name has 8 digits
+    "world_size": (1, 1 << 20),
+    "loader_batch": (0, 1 << 40),
 }
 MAX_META_TEXT_CHARS = 4096  # a string field (the model's name)
 
@@ -240,8 +240,8 @@ def _read_meta(path: Path, step: int) -> dict[str, Any]:
         raise AvsimInputError(path, "step", "meta.json must be an object with an integer step")
     for key, value in meta.items():
         limit = META_LIMITS.get(key)
-        if limit is not None and (type(value) is not limit[0] or not limit[1] <= value <= limit[2]):
-            raise AvsimInputError(path, key, f"must be an integer from {limit[1]} to {limit[2]}, got {str(value)[:40]}")
+        if limit is not None and not (type(value) is int and limit[0] <= value <= limit[1]):
+            raise AvsimInputError(path, key, f"must be an integer from {limit[0]} to {limit[1]}, got {str(value)[:40]}")
         if isinstance(value, str) and len(value) > MAX_META_TEXT_CHARS:
             raise AvsimInputError(path, key, f"a string of {len(value)} characters, more than {MAX_META_TEXT_CHARS}")
     if meta["step"] != step:

@@ -105,9 +105,10 @@ def check_storage_entries(metadata: Metadata, path: Path) -> None:
     sizes: dict[str, int] = {}
     for index, info in storage.items():
         where = f"storage_data[{getattr(index, 'fqn', '?')!s:.200}]"
-        relative = getattr(info, "relative_path", None)
-        if relative not in sizes:
-            sizes[relative] = contained_file(path.parent, relative, path, f"{where}.relative_path").stat().st_size
+        raw = getattr(info, "relative_path", None)
+        relative = str(raw)
+        if relative not in sizes:  # refused unless a relative path to a regular file inside the folder
+            sizes[relative] = contained_file(path.parent, raw, path, f"{where}.relative_path").stat().st_size
         offset, length = getattr(info, "offset", None), getattr(info, "length", None)
         if type(offset) is not int or type(length) is not int or offset < 0 or length < 0 or offset + length > sizes[relative]:
             raise AvsimInputError(path, where, f"bytes [{offset!r}, +{length!r}) are not within {relative} ({sizes[relative]} bytes)")
