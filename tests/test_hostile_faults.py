@@ -263,3 +263,23 @@ def test_ray_that_cannot_start_is_one_line() -> None:
 
     with pytest.raises(AvsimValueError, match=r"^engine: ray could not start \(a local instance\): Exception: The current node timed out during startup\. This could"):
         _start_ray(Ray, EngineConfig("ray"))
+
+
+@pytest.mark.e2e
+def test_run_with_ray_that_cannot_start_is_one_line(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """What a memory cap does to `ray.init` (measured: `ulimit -v 3000000` makes it raise "The
+    current node timed out during startup" after ~30 s), stood in for by a raising `ray.init`."""
+    ray = pytest.importorskip("ray")
+
+    def init(**kwargs: object) -> None:
+        raise Exception("The current node timed out during startup. This could happen because some of the raylet failed")
+
+    monkeypatch.setattr(ray, "init", init)
+    (tmp_path / "ds").mkdir()
+    shutil.copytree(sample, tmp_path / "ds" / "a")
+    capsys.readouterr()
+    assert main(["run", "render", str(tmp_path / "ds"), str(tmp_path / "out"), "--engine", "ray", "--frames", "2", "--size", "64x36"]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: engine: ray could not start (a local instance): Exception: The current node timed out")
+    assert not (tmp_path / "out").exists()

@@ -59,8 +59,10 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
 
     class _Progress(Progress):
         def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-            if exc_type is not None:
-                self.live.transient = True  # an error leaves its one line, not a half-full bar
-            super().__exit__(exc_type, *rest)  # type: ignore[arg-type]
+            if exc_type is None:
+                super().__exit__(exc_type, *rest)  # type: ignore[arg-type]
+            elif not self.disable:  # an error leaves its one line: no half-full bar, no trailing newline
+                self.live.transient = True
+                self.live.stop()
 
     return _Progress(*columns, console=console, transient=transient, disable=disable)

@@ -110,7 +110,8 @@ def _start_ray(ray: Any, config: EngineConfig) -> bool:
     """Join the cluster or start a local instance; False when Ray was already initialised here."""
     if ray.is_initialized():
         return False
-    common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "configure_logging": True}
+    # Ray's own log at ERROR: its start-up notices are not avsim's output, and a failed start is one line of ours
+    common: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
     try:
         if config.address:
             ray.init(address=config.address, **common)
