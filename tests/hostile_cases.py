@@ -498,7 +498,7 @@ def render_table() -> str:
         "checked against its frame count before its rename; a resume keeps only parts that pass that",
         "check), and a plain rerun after freeing space ends byte-identical to an uninterrupted run. One",
         "process writes `OUT/<clip>` (render, labels) or a job folder (`avsim run`) at a time: a second",
-        "says `another avsim process is writing here` (exit 1) or waits with `--wait`; the lock is an",
+        "says `another avsim process is writing here` (exit 1) or waits with `--wait` (one `warning:` line); the lock is an",
         "`flock` that dies with its process, so a killed run never blocks the next. FIFOs, devices and",
         "links are named for what they are (never opened), and a FIFO or `/dev/zero` never hangs a command.",
         "",

@@ -22,7 +22,7 @@ import pytest
 
 from avsim.cli import main
 from avsim.core.atomic import atomic_output_path, output_errors
-from avsim.core.errors import AvsimOutputError
+from avsim.core.errors import AvsimOutputError, AvsimWarning
 from avsim.core.locks import BUSY_REASON, output_lock
 from avsim.core.video import MP4Writer, check_written_mp4, mp4_frame_count
 
@@ -197,7 +197,7 @@ def test_a_second_writer_is_refused_in_one_line_and_waits_with_wait(tmp_path: Pa
         got: list[float] = []
 
         def second() -> None:
-            with output_lock(folder, wait=True):
+            with pytest.warns(AvsimWarning, match="another avsim process is writing here; waiting for it"), output_lock(folder, wait=True):
                 got.append(time.monotonic())
 
         t = threading.Thread(target=second)
@@ -237,15 +237,14 @@ def test_render_and_labels_into_a_busy_clip_folder_are_one_line(sample: Path, tm
             assert main([command, str(sample), str(tmp_path / "out"), *args]) == 1
             assert _one_error_line(capsys.readouterr().err) == f"error: {clip}: {BUSY_REASON}"
     assert not clip.exists()
-    timer = threading.Timer(0.5, lambda: None)
     with output_lock(clip):
-        timer.start()
         waiter = threading.Thread(target=lambda: main(["render", str(sample), str(tmp_path / "out"), *args, "--wait"]))
         waiter.start()
         time.sleep(1.0)
         assert waiter.is_alive() and not list(clip.glob("*.mp4")), "--wait must not write while another holds the folder"
     waiter.join(300)
     assert len(list(clip.glob("*.mp4"))) == 1
+    assert f"warning: {clip}: another avsim process is writing here; waiting for it (--wait)" in capsys.readouterr().err
 
 
 def test_ray_that_cannot_start_is_one_line() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from avsim.core.atomic import OUTPUT_ERRNO_REASONS
-from avsim.core.errors import AvsimError, TruncatedMediaWarning
+from avsim.core.errors import AvsimError, AvsimWarning
 
 # command name -> (module, merge). merge=True adds the module's commands at top level
 # (e.g. `avsim render`); merge=False mounts the module's app as a group (e.g. `avsim eval fid`).
@@ -73,11 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; exit codes: 0 success, 1 bad input (or an output that cannot be written), 2 usage error."""
     argv = sys.argv[1:] if argv is None else argv
     with warnings.catch_warnings():
-        warnings.simplefilter("always", TruncatedMediaWarning)
+        warnings.simplefilter("always", AvsimWarning)
         default_show = warnings.showwarning
 
         def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-            if issubclass(category, TruncatedMediaWarning):  # avsim's own: one `warning: ...` line
+            if issubclass(category, AvsimWarning):  # avsim's own: one `warning: ...` line
                 typer.echo(f"warning: {message}", err=True)
             else:
                 default_show(message, category, *args, **kwargs)

@@ -55,5 +55,9 @@ class AvsimOutputError(AvsimError):
 ALLOW_TRUNCATED_ENV = "AVSIM_ALLOW_TRUNCATED"  # "1" (`avsim --allow-truncated`): read what a truncated video holds, warned
 
 
-class TruncatedMediaWarning(UserWarning):
+class AvsimWarning(UserWarning):
+    """A notice for the user (the CLI prints it as one `warning: ...` line on stderr)."""
+
+
+class TruncatedMediaWarning(AvsimWarning):
     """Frames were read from a video that ended before its container's frame count (`--allow-truncated`)."""

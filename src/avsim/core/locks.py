@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from avsim.core.errors import AvsimOutputError
+from avsim.core.errors import AvsimOutputError, AvsimWarning
 
 BUSY_REASON = "another avsim process is writing here; wait for it to finish, or pass --wait to wait for it"
 
@@ -29,7 +30,7 @@ def output_lock(folder: str | os.PathLike[str], *, wait: bool = False) -> Iterat
 
     Args:
         folder: the output folder one writer at a time may write (e.g. `OUT/<clip>`).
-        wait: block until another holder is done (else refuse at once).
+        wait: block until another holder is done, with an `AvsimWarning` saying so (else refuse at once).
 
     Returns:
         A context manager yielding the folder; `AvsimOutputError` when another process holds
@@ -51,10 +52,13 @@ def _locked(path: Path, wait: bool) -> int:
         path.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            raise AvsimOutputError(path, BUSY_REASON) from None
+            if not wait:
+                os.close(fd)
+                raise AvsimOutputError(path, BUSY_REASON) from None
+            warnings.warn(f"{path}: another avsim process is writing here; waiting for it (--wait)", AvsimWarning, stacklevel=4)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:  # the holder removed the (empty) folder as it finished
