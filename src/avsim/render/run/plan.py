@@ -201,6 +201,7 @@ class RenderOptions:
     overlay_offset_s: float = 0.0  # render time t shows real time t + offset (run/real_frames.py)
     overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
     max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB  # budget of one render process (run/memory.py; 0: none); bytes unchanged
+    wait: bool = False  # `--wait`: wait for another process writing OUT/<clip> (else refuse at once; avsim.core.locks)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
