@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from avsim.render.run.labels import run_labels
-    from avsim.render.run.runner import RenderOptions
+    from avsim.render.run.plan import RenderOptions
 
     scenario = _scenario(args)
     with tempfile.TemporaryDirectory() as tmp:

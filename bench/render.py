@@ -129,7 +129,8 @@ def run_clip_memory(case: str, clip_s: float, size: tuple[int, int], stride: int
 
 def run_render_memory(clip_s: float, size: tuple[int, int], max_memory_mib: int, labels: bool) -> dict:
     """The sample rendered whole (7 cameras, `--mosaic --workers 2`, `--max-memory-mib`, `--labels`): peak RSS of the main process and its largest child."""
-    from avsim.render.run.runner import RenderOptions, run_render
+    from avsim.render.run.plan import RenderOptions
+    from avsim.render.run.runner import run_render
 
     scenario = load_case("sample", clip_s)
     wall = time.perf_counter()
@@ -156,7 +157,8 @@ def render_memory_rows(size: str, labels: bool) -> None:
 def run_one(case: str, mode: str, clip_s: float, raster_frames: int) -> dict:
     """One measurement (runs inside its own process)."""
     from avsim.render.geometry.scene import SceneRenderer
-    from avsim.render.run.runner import RenderOptions, run_render
+    from avsim.render.run.plan import RenderOptions
+    from avsim.render.run.runner import run_render
 
     if mode == "raster_aa":
         return run_raster_aa(case, clip_s, raster_frames)
@@ -376,7 +378,8 @@ def _versions() -> str:
 _MAIN_JOB_SCRIPT = """
 import json, resource, sys, tempfile, time
 from pathlib import Path
-from avsim.render.run.runner import RenderOptions, run_render
+from avsim.render.run.plan import RenderOptions
+from avsim.render.run.runner import run_render
 from avsim.scenario.sample import make_sample_scenario
 scenario = make_sample_scenario(seed=0, duration_s=float(sys.argv[1]), fps=30.0)
 with tempfile.TemporaryDirectory() as tmp:

@@ -162,6 +162,121 @@ def _pickle_bomb() -> bytes:
     return b"\x80\x04\x8e" + struct.pack("<Q", 10**12) + b"ab"  # BINBYTES8 claiming 1e12 bytes
 
 
+def _fifo(w: World, name: str) -> Path:
+    path = w.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def _link(w: World, name: str, target: str = "/dev/zero") -> Path:
+    path = w.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return path
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height (no image data: only the header is ever read)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", 0)
+
+
+def _encoded(w: World, name: str, width: int, height: int, frames: int = 2) -> Path:
+    """A tiny H.264 mp4 of `frames` black frames (e.g. 8200x16: wider than frames may be)."""
+    import av
+    import numpy as np
+
+    path = w.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w", format="mp4") as c:
+        stream = c.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for _ in range(frames):
+            c.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((height, width, 3), np.uint8), format="rgb24")))
+        c.mux(stream.encode(None))
+    return path
+
+
+def _audio_only(w: World, name: str) -> Path:
+    """An mp4 holding 0.1 s of silence and no video stream."""
+    import av
+    import numpy as np
+
+    path = w.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w", format="mp4") as c:
+        stream = c.add_stream("aac", rate=48000)
+        frame = av.AudioFrame.from_ndarray(np.zeros((1, 4800), np.float32), format="fltp", layout="mono")
+        frame.sample_rate = 48000
+        c.mux(stream.encode(frame))
+        c.mux(stream.encode(None))
+    return path
+
+
+def _half(w: World, name: str = "half.mp4") -> Path:
+    """The rendered clip cut at half its bytes: the container lists 20 frames, the data holds fewer."""
+    data = w.video.read_bytes()
+    return _write(w, name, data[: len(data) // 2])
+
+
+def _table(name: str, change: Callable[[object], object]) -> Callable[[Path], None]:
+    """Rewrite one table of the scenario through `change(polars frame)`."""
+
+    def apply(folder: Path) -> None:
+        import polars as pl
+
+        change(pl.read_parquet(folder / name)).write_parquet(folder / name)  # type: ignore[attr-defined]
+
+    return apply
+
+
+def _set(column: str, row: int, value: float) -> Callable[[object], object]:
+    def change(df: object) -> object:
+        import polars as pl
+
+        assert isinstance(df, pl.DataFrame)
+        dtype = df.schema[column]
+        values = df[column].to_list()
+        values[row] = [value, *values[row][1:]] if isinstance(dtype, pl.List) else value
+        return df.with_columns(pl.Series(column, values, dtype=dtype))
+
+    return change
+
+
+def _many_rows(folder: Path) -> None:
+    import polars as pl
+
+    pl.DataFrame({"timestamp_ns": pl.zeros(20_000_001, pl.Int8, eager=True)}).write_parquet(folder / "ego.parquet")
+
+
+def _edit(w: World, text: str, name: str = "e.yaml") -> list[str]:
+    return ["edit", str(_scenario(w)), str(_write(w, name, text)), str(w.root / "o")]
+
+
+def _sweep_edit(sweep: str, name: str = "", op: str = "  - op: crop\n    start_s: 0\n") -> str:
+    return f"version: 1\n{name}sweep:\n{sweep}ops:\n{op}"
+
+
+def _overlay(w: World, make: Callable[[World], Path]) -> list[str]:
+    """`avsim render S OUT --overlay DIR` of one camera, DIR holding what `make` builds."""
+    folder = make(w).parent
+    return ["render", str(_scenario(w)), str(w.root / "out"), "--overlay", str(folder), "--cameras", "camera_front_wide_120fov",
+            "--frames", "5", "--size", "320x180", "--overlay-fps", "30"]  # fmt: skip
+
+
+def _variants(w: World, entry: dict[str, str], link_out: bool = False) -> Path:
+    """An `avsim edit` output whose manifest lists `entry`: its folder a link out of it, or an empty folder."""
+    folder = w.root / "ev"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "avsim-edit-manifest", "variants": [entry]}))
+    if link_out:
+        (folder / entry["folder"]).symlink_to(_scenario(w), target_is_directory=True)
+    else:
+        (folder / entry["folder"]).mkdir()
+    return folder
+
+
 # ----------------------------------------------------------------------------- the cases
 def _info(name: str, what: str, change: Callable[[Path], None], expect: str) -> Case:
     return Case(name, f"avsim info S  ({what})", lambda w: ["info", str(_scenario(w, change))], 1, expect)
@@ -319,7 +434,75 @@ TRAIN_CASES = [
     Case("export config nested", "avsim train export RUN net.pt  (config.json of 200,000 brackets)", lambda w: ["train", "export", str(_write(w, "run/config.json", _deep()).parent), str(w.root / "net.pt")], 1, "config.json"),
 ]
 
-CASES: list[Case] = [*SCENARIO_CASES, *RENDER_CASES, *EDIT_CASES, *CONVERT_CASES, *EVAL_VIDEO_CASES, *EVAL_CASES, *TRAIN_CASES]
+CAM0 = "rig.cameras[0]"
+
+BOUND_CASES = [  # named limits (docs: "Limits"), checked before the work
+    _info("table rows over the limit", "ego.parquet footer says 20,000,001 rows", _many_rows, "more than the 20000000 a table may have"),
+    _info("scenario id huge", "scenario_id of 10 MB", _header(lambda d: d.update(scenario_id="x" * 10_000_000)), "scenario_id: 10000000 characters, more than 256"),
+    _info("metadata string huge", "a metadata string of 70,000 characters", _header(lambda d: d["metadata"].update(note="n" * 70_000)), "more than 65536"),
+    _info("camera name huge", "a camera name of 300 characters", _header(lambda d: d["rig"]["cameras"][0].update(name="c" * 300)), "at most 256 characters"),
+    _info("camera width huge", "rig camera width_px 100000", _header(lambda d: d["rig"]["cameras"][0].update(width_px=100_000)), "more than the 16384 a camera may have"),
+    _info("pinhole focal tiny", "rig camera fy_px 1e-300", _header(lambda d: d["rig"]["cameras"][0].update(model="pinhole", fx_px=1000.0, fy_px=1e-300, distortion=[0, 0, 0, 0, 0])), "fy_px: focal length 1e-300 px is outside"),
+    _info("map vertex huge", "a lane-line vertex x of 1e300", _table("map_lane_lines.parquet", _set("x_m", 0, 1e300)), "beyond the 1e+08 m a scenario may hold"),
+    _info("agent centre far", "an agent centre x of 1e9 m", _table("agents.parquet", _set("center_x_m", 0, 1e9)), "center_x_m: row 0"),
+    _info("agent box huge", "an agent length of 1e5 m", _table("agents.parquet", _set("length_m", 0, 1e5)), "beyond the 10000 m"),
+    _info("ego position huge", "ego tx_m 1e300", _table("ego.parquet", _set("tx_m", 3, 1e300)), "tx_m: row 3"),
+    Case("validate map vertex huge", "avsim validate S  (a lane-line vertex of 1e300)", lambda w: ["validate", str(_scenario(w, _table("map_lane_lines.parquet", _set("x_m", 0, 1e300))))], 1, "beyond the 1e+08 m"),
+    Case("render map vertex huge", "avsim render S OUT  (a lane-line vertex of 1e300)", lambda w: ["render", str(_scenario(w, _table("map_lane_lines.parquet", _set("x_m", 0, 1e300)))), str(w.root / "out")], 1, "beyond the 1e+08 m"),
+    Case("edit sweep of a million", "avsim edit S sweep.yaml OUT  (3 parameters of 100 values)", lambda w: _edit(w, _sweep_edit("".join(f"  {k}: {list(range(100))}\n" for k in "abc"))), 1, "1000000 variants, more than the 1000"),
+    Case("name template attribute", 'avsim edit S e.yaml OUT  (name "{a.__class__.__mro__}")', lambda w: _edit(w, _sweep_edit("  a: [1, 2]\n", 'name: "{a.__class__.__mro__}"\n')), 1, "only plain {param} fields"),
+    Case("name template huge padding", 'avsim edit S e.yaml OUT  (name "{a:>2000000000}")', lambda w: _edit(w, _sweep_edit("  a: [1, 2]\n", 'name: "{a:>2000000000}"\n')), 1, "only plain {param} fields"),
+    Case("name template index", 'avsim edit S e.yaml OUT  (name "{a[0]}")', lambda w: _edit(w, _sweep_edit("  a: [1, 2]\n", 'name: "{a[0]}"\n')), 1, "only plain {param} fields"),
+    Case("name template conversion", 'avsim edit S e.yaml OUT  (name "{a!r}")', lambda w: _edit(w, _sweep_edit("  a: [1, 2]\n", 'name: "{a!r}"\n')), 1, "only plain {param} fields"),
+    Case("name template unknown", 'avsim edit S e.yaml OUT  (name "{b}")', lambda w: _edit(w, _sweep_edit("  a: [1, 2]\n", 'name: "{b}"\n')), 1, "unknown parameter {b}"),
+    Case("resample rate huge", "avsim edit S e.yaml OUT  (resample rate_hz 1e6)", lambda w: _edit(w, "version: 1\nops:\n  - op: resample\n    rate_hz: 1000000\n"), 1, "rate_hz: must be <= 1000"),
+    Case("retime factor tiny", "avsim edit S e.yaml OUT  (retime speed_factor 1e-9)", lambda w: _edit(w, "version: 1\nops:\n  - op: retime\n    speed_factor: 1.0e-9\n"), 1, "speed_factor: must be >= 0.01"),
+    Case("scale_speed factor huge", "avsim edit S e.yaml OUT  (scale_speed factor 1e6)", lambda w: _edit(w, "version: 1\nops:\n  - op: scale_speed\n    track_id: car_000\n    factor: 1000000\n"), 1, "factor: must be <= 100"),
+    Case("shift huge", "avsim edit S e.yaml OUT  (shift_agents dx_m 1e300)", lambda w: _edit(w, "version: 1\nops:\n  - op: shift_agents\n    track_id: car_000\n    dx_m: 1.0e+300\n"), 1, "magnitude at most 1e+07"),
+    Case("number beyond float", "avsim edit S e.json OUT  (dx_m of 400 digits)", lambda w: _edit(w, '{"version": 1, "ops": [{"op": "shift_agents", "track_id": "car_000", "dx_m": 1' + "0" * 400 + "}]}", "e.json"), 1, "magnitude at most 1e+07"),
+    Case("seed beyond 64 bits", "avsim edit S e.yaml OUT  (perturb_agents seed 10**30)", lambda w: _edit(w, f"version: 1\nops:\n  - op: perturb_agents\n    track_id: car_000\n    seed: {10**30}\n"), 1, "does not fit in 64 bits"),
+    Case("edit string huge", "avsim edit S e.yaml OUT  (a track id of 2000 characters)", lambda w: _edit(w, f"version: 1\nops:\n  - op: remove_agents\n    track_id: {'t' * 2000}\n"), 1, "more than 1024"),
+]
+
+FILE_KIND_CASES = [  # FIFOs, devices and links are named for what they are, never read
+    Case("header is a FIFO", "avsim info S  (scenario.json a named pipe)", lambda w: ["info", str(_scenario(w, lambda f: ((f / "scenario.json").unlink(), os.mkfifo(f / "scenario.json"))))], 1, "named pipe (FIFO)"),
+    Case("table links to /dev/zero", "avsim info S  (agents.parquet -> /dev/zero)", lambda w: ["info", str(_scenario(w, lambda f: ((f / "agents.parquet").unlink(), (f / "agents.parquet").symlink_to("/dev/zero"))))], 1, "agents.parquet: file: is a character device"),
+    Case("table is a folder", "avsim info S  (ego.parquet a folder)", lambda w: ["info", str(_scenario(w, lambda f: ((f / "ego.parquet").unlink(), (f / "ego.parquet").mkdir())))], 1, "ego.parquet: file: is a folder"),
+    Case("header dangling link", "avsim info S  (scenario.json -> missing file)", lambda w: ["info", str(_scenario(w, lambda f: ((f / "scenario.json").unlink(), (f / "scenario.json").symlink_to(f / "gone"))))], 1, "a dangling link"),
+    Case("edit file is a FIFO", "avsim edit S fifo.yaml OUT", lambda w: ["edit", str(_scenario(w)), str(_fifo(w, "f.yaml")), str(w.root / "o")], 1, "f.yaml: file: is a named pipe"),
+    Case("edit file links to /dev/zero", "avsim edit S zero.yaml OUT", lambda w: ["edit", str(_scenario(w)), str(_link(w, "z.yaml")), str(w.root / "o")], 1, "z.yaml: file: is a character device"),
+    Case("convert a FIFO", "avsim convert fifo.pkl OUT --from scenarionet", lambda w: ["convert", str(_fifo(w, "f.pkl")), str(w.root / "o"), "--from", "scenarionet"], 1, "f.pkl: source: is a named pipe"),
+    Case("convert /dev/zero", "avsim convert zero.pkl OUT  (a link to /dev/zero)", lambda w: ["convert", str(_link(w, "z.pkl")), str(w.root / "o")], 1, "z.pkl: source: is a character device"),
+    Case("fid FIFO", "avsim eval fid fifo.mp4 clip.mp4", lambda w: ["eval", "fid", str(_fifo(w, "f.mp4")), str(w.video)], 1, "f.mp4: path: is a named pipe"),
+    Case("fid /dev/zero link", "avsim eval fid zero.mp4 clip.mp4", lambda w: ["eval", "fid", str(_link(w, "z.mp4")), str(w.video)], 1, "z.mp4: path: is a character device"),
+    Case("sampson calibration FIFO", "avsim eval sampson clip.mp4 --calibration fifo.json", lambda w: ["eval", "sampson", str(w.video), "--calibration", str(_fifo(w, "c.json"))], 1, "c.json: file: is a named pipe"),
+    Case("overlay video FIFO", "avsim render S OUT --overlay DIR  (DIR/<camera>.mp4 a named pipe)", lambda w: _overlay(w, lambda w: _fifo(w, "real/camera_front_wide_120fov.mp4")), 1, "camera_front_wide_120fov.mp4: video: is a named pipe"),
+    Case("render variant links out", "avsim render EDIT_OUT OUT  (manifest folder v -> a folder outside)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "v"}, link_out=True)), str(w.root / "out")], 1, "resolves outside"),
+    Case("render variant name huge", "avsim render EDIT_OUT OUT  (manifest variant name of 300 characters)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "n" * 300})), str(w.root / "out")], 1, "must be a string of 1 to 255 characters"),
+]
+
+MEDIA_CASES = [  # truncated, too large or stream-less media, wherever frames are read
+    *[Case(f"{cmd} truncated", f"avsim eval {cmd} half.mp4 ...  (mp4 cut at half its bytes)", build, 1, "frames: truncated:") for cmd, build in (
+        ("fid", lambda w: ["eval", "fid", str(_half(w)), str(w.video)]),
+        ("fvd", lambda w: ["eval", "fvd", str(_half(w)), str(w.video)]),
+        ("sampson", lambda w: ["eval", "sampson", str(_half(w)), "--ransac"]),
+        ("rnds", lambda w: ["eval", "rnds", "--generated", str(_half(w)), "--real", str(w.video)]),
+    )],
+    *[Case(f"{cmd} frames too large", f"avsim eval {cmd} wide.mp4 ...  (8200x16 frames)", build, 1, "8200x16 px frames are too large") for cmd, build in (
+        ("fid", lambda w: ["eval", "fid", str(_encoded(w, "wide.mp4", 8200, 16)), str(w.video)]),
+        ("sampson", lambda w: ["eval", "sampson", str(_encoded(w, "wide.mp4", 8200, 16)), "--ransac"]),
+        ("rnds", lambda w: ["eval", "rnds", "--generated", str(_encoded(w, "wide.mp4", 8200, 16)), "--real", str(w.video)]),
+    )],
+    Case("fid image too large", "avsim eval fid frames/ clip.mp4  (a PNG claiming 20000x20000)", lambda w: ["eval", "fid", str(_write(w, "fr/000.png", _png_header(20000, 20000)).parent), str(w.video)], 1, "20000x20000 px frames are too large"),
+    Case("fid audio only", "avsim eval fid audio.mp4 clip.mp4  (no video stream)", lambda w: ["eval", "fid", str(_audio_only(w, "a.mp4")), str(w.video)], 1, "no video stream (streams: audio)"),
+    Case("overlay audio only", "avsim render S OUT --overlay DIR  (DIR/<camera>.mp4 audio only)", lambda w: _overlay(w, lambda w: _audio_only(w, "real/camera_front_wide_120fov.mp4")), 1, "no video stream (streams: audio)"),
+    Case("overlay truncated", "avsim render S OUT --overlay DIR  (DIR/<camera>.mp4 cut at half)", lambda w: _overlay(w, lambda w: _half(w, "real/camera_front_wide_120fov.mp4")), 1, "frames: truncated:"),
+    Case("overlay frames too large", "avsim render S OUT --overlay DIR  (8200x16 real video)", lambda w: _overlay(w, lambda w: _encoded(w, "real/camera_front_wide_120fov.mp4", 8200, 16)), 1, "8200x16 px frames are too large"),
+    Case("overlay image too large", "avsim render S OUT --overlay DIR  (DIR/<camera>/0.png claiming 20000x20000)", lambda w: _overlay(w, lambda w: _write(w, "real/camera_front_wide_120fov/000000.png", _png_header(20000, 20000)).parent), 1, "20000x20000 px frames are too large"),
+]
+
+CASES: list[Case] = [*SCENARIO_CASES, *RENDER_CASES, *EDIT_CASES, *CONVERT_CASES, *EVAL_VIDEO_CASES, *EVAL_CASES, *TRAIN_CASES,
+                     *BOUND_CASES, *FILE_KIND_CASES, *MEDIA_CASES]  # fmt: skip
 
 
 def render_table() -> str:
@@ -339,6 +522,15 @@ def render_table() -> str:
         "render` with SIGKILL at several points and reruns them to identical bytes with no stray file",
         "(render also drops a dead run's part temporaries and empty `.parts` folders on resume).",
         "",
+        "Faults (`tests/test_hostile_faults.py`): a full or read-only disk is one line, `error: OUT: disk full`",
+        "(`read-only file system`), exit 1, with nothing half-written under a final name (every mp4 is",
+        "checked against its frame count before its rename; a resume keeps only parts that pass that",
+        "check), and a plain rerun after freeing space ends byte-identical to an uninterrupted run. One",
+        "process writes `OUT/<clip>` (render, labels) or a job folder (`avsim run`) at a time: a second",
+        "says `another avsim process is writing here` (exit 1) or waits with `--wait` (one `warning:` line); the lock is an",
+        "`flock` that dies with its process, so a killed run never blocks the next. FIFOs, devices and",
+        "links are named for what they are (never opened), and a FIFO or `/dev/zero` never hangs a command.",
+        "",
         "Limits (each a named constant; raise it in code if a real input needs more):",
         "",
         "| input | limit | constant |",
@@ -348,8 +540,15 @@ def render_table() -> str:
         "| RDS-HQ tars | 512 MiB a member, 1 GiB all members read; only .json/.npy members are read | `safe_tar.MAX_MEMBER_BYTES`, `MAX_TOTAL_BYTES` |",
         "| ClipGT parquet tables | 1 GiB a file, 20 M rows, 4 GiB decoded (column chunks' uncompressed sizes), all read from the footer before decoding | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_UNCOMPRESSED_BYTES` |",
         "| ScenarioNet pickles | a length field larger than memory is an error, not a MemoryError | `safe_pickle.loads_pickle` |",
-        "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.cli.MAX_SIDE_PX`, `MAX_FPS` |",
-        "| DCP checkpoint `.metadata` / `meta.json` | 256 MiB / 16 MiB | `avsim.train.safe_dcp.MAX_METADATA_BYTES` |",
+        "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.run.plan.MAX_SIDE_PX`, `MAX_FPS` |",
+        "| frames read from videos and images (eval, overlay, generate, train) | 8192 px a side, from the stream or image header | `avsim.core.video.MAX_FRAME_SIDE_PX` |",
+        "| a video read to its end | the frames its container lists (else `truncated`, or a warning with `avsim --allow-truncated`) | `avsim.core.video.check_complete` |",
+        "| scenario tables (parquet) | 20,000,000 rows (footer) and 2 GiB decoded (strings and lists measured streaming) a table | `avsim.scenario.io_schema.MAX_TABLE_ROWS`, `MAX_TABLE_DECODED_BYTES` |",
+        "| `scenario.json` | 64 MiB; `scenario_id` and camera names 256 characters; metadata strings 65,536 | `io_schema.MAX_HEADER_BYTES`, `MAX_ID_CHARS`, `MAX_METADATA_TEXT_CHARS` |",
+        "| scenario values | positions within 1e8 m (the world extent), box sizes 1e4 m, pinhole focal lengths 0.01 to 1e7 px, camera sides 16384 px | `io_schema.MAX_WORLD_COORD_M`, `MAX_BOX_SIZE_M`, `MIN_FOCAL_PX`, `MAX_FOCAL_PX`, `MAX_CAMERA_SIDE_PX` |",
+        "| edit files | 16 MiB; 1000 variants a sweep; numbers finite within 1e7; strings 1024 characters; `rate_hz` 1000 (as `render --fps`); speed factors 1/100 to 100; name templates plain `{param}` fields | `avsim.edit.editfile.MAX_VARIANTS`, `editfile_parse.MAX_EDIT_MAGNITUDE`, `MAX_SPEED_FACTOR` |",
+        "| `avsim edit` manifests (read by `avsim render`) | 64 MiB; variant folders inside the output (no links out), names 255 characters | `avsim.edit.render_variants.MAX_MANIFEST_BYTES` |",
+        "| DCP checkpoint `.metadata` / `meta.json` | 256 MiB / 16 MiB; storage entries are byte ranges of regular files inside the checkpoint folder; `step`, `world_size`, `loader_batch` in range | `avsim.train.safe_dcp.MAX_METADATA_BYTES`, `check_storage_entries`, `avsim.train.checkpoint.META_LIMITS` |",
         "| Waymo `metrics_pb2.Objects` files | 2 GiB (protobuf's message limit) | `avsim.evaluation.waymo_objects.MAX_OBJECTS_FILE_BYTES` |",
         "",
         f"{len(CASES)} cases.",

@@ -134,8 +134,8 @@ def test_aa_off_frames_are_byte_identical_to_main():
 def test_render_options_and_cli_default_to_aa_on(tmp_path):
     from typer.testing import CliRunner
 
-    from avsim.render.cli import app
-    from avsim.render.run.runner import RenderOptions
+    from avsim.edit.cli import app  # the render command lives there (it also renders edit outputs)
+    from avsim.render.run.plan import RenderOptions
 
     assert RenderOptions(out=tmp_path).antialias is True
     result = CliRunner().invoke(app, ["render", str(tmp_path), str(tmp_path / "out"), "--aa", "maybe"])

@@ -203,14 +203,14 @@ def test_info_on_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[st
 @pytest.mark.subprocess
 def test_console_script_is_installed_and_runs(scenario_folder: Path, tmp_path: Path) -> None:
     assert CONSOLE_SCRIPT.exists(), f"{CONSOLE_SCRIPT} missing: is avsim installed in this environment?"
-    ok = subprocess.run([CONSOLE_SCRIPT, "--help"], capture_output=True, text=True, timeout=120)
+    ok = subprocess.run([CONSOLE_SCRIPT, "--help"], capture_output=True, text=True, timeout=360)
     assert ok.returncode == 0, ok.stderr
     assert all(c in ok.stdout for c in ("sample", "convert", "info"))
-    info = subprocess.run([CONSOLE_SCRIPT, "info", scenario_folder, "--json"], capture_output=True, text=True, timeout=120)
+    info = subprocess.run([CONSOLE_SCRIPT, "info", scenario_folder, "--json"], capture_output=True, text=True, timeout=360)
     assert info.returncode == 0 and json.loads(info.stdout)["scenario_id"] == "scene-11"
-    bad = subprocess.run([CONSOLE_SCRIPT, "info", tmp_path / "nope"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([CONSOLE_SCRIPT, "info", tmp_path / "nope"], capture_output=True, text=True, timeout=360)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "scenario: not found" in bad.stderr
-    usage = subprocess.run([CONSOLE_SCRIPT, "info"], capture_output=True, text=True, timeout=120)
+    usage = subprocess.run([CONSOLE_SCRIPT, "info"], capture_output=True, text=True, timeout=360)
     assert usage.returncode == 2 and "Missing argument" in usage.stderr
 
 

@@ -42,7 +42,7 @@ def test_every_group_is_walked():
 def test_help_reads_at_80_columns(words):
     code = "import sys; from avsim.cli import main; sys.exit(main(sys.argv[1:]))"
     env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    result = subprocess.run([sys.executable, "-c", code, *words.split(), "--help"], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code, *words.split(), "--help"], capture_output=True, text=True, env=env, timeout=360)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "…" not in text, text  # nothing truncated

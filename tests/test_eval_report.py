@@ -111,7 +111,7 @@ def test_report_html_in_headless_chromium(tmp_path) -> None:
         proc = subprocess.run(
             [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + png.stem)}", f"--window-size={size}",
              f"--screenshot={png}", page.as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True, text=True, timeout=360, check=False,
         )
         assert png.is_file(), proc.stderr[-2000:]
         return proc.stderr

@@ -173,12 +173,12 @@ def test_ray_generate_survives_a_killed_worker_and_writes_what_the_local_engine_
     argv = ["run", "generate", str(rendered / "render"), str(out), *GENERATE, "--engine", "ray", "--gpus-per-task", "0"]
     job = threading.Thread(target=lambda: codes.append(main(argv)))
     job.start()
-    pid_file, deadline = ray_hang_dir / "a.pid", time.monotonic() + 300
+    pid_file, deadline = ray_hang_dir / "a.pid", time.monotonic() + 900
     while not (pid_file.is_file() and pid_file.read_text().strip()):
         assert time.monotonic() < deadline and job.is_alive(), "the task never reached the test hang"
         time.sleep(0.1)
     os.kill(int(pid_file.read_text()), signal.SIGKILL)  # kill -9 of the worker, its item half written
-    job.join(600)
+    job.join(1800)
     assert codes == [0] and _statuses(out) == {"a": "done", "b": "done"}
     assert [p for p in out.rglob(".*")] == []  # the retry removed the dead worker's temporary
     local, on_ray = _files(generated), _files(out)
@@ -220,11 +220,11 @@ def test_a_local_worker_sees_only_its_gpu_slot(monkeypatch: pytest.MonkeyPatch) 
     task = [object()]  # only the count matters for the pool's size
     monkeypatch.setattr(engines, "local_gpus", lambda: ["3", "5"])
     with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=1)) as pool:  # type: ignore[arg-type]
-        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=120) == "3"
+        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=360) == "3"
     with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=None)) as pool:  # type: ignore[arg-type]
-        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=120) == "3"  # default: one GPU per task
+        assert pool.submit(os.getenv, "CUDA_VISIBLE_DEVICES").result(timeout=360) == "3"  # default: one GPU per task
     monkeypatch.setattr(engines, "local_gpus", lambda: [])
     with pytest.raises(AvsimValueError, match="--gpus-per-task 0"):
         engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=1))  # type: ignore[arg-type]
     with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=None)) as pool:  # type: ignore[arg-type]
-        assert pool.submit(os.getenv, "AVSIM_NO_SUCH_VARIABLE").result(timeout=120) is None  # no GPU: a plain CPU pool
+        assert pool.submit(os.getenv, "AVSIM_NO_SUCH_VARIABLE").result(timeout=360) is None  # no GPU: a plain CPU pool

@@ -367,7 +367,7 @@ def test_one_source_tree() -> None:
 def test_installed_avsim_is_this_tree() -> None:
     """Run from another directory, `avsim` and its subpackages all come from this src/ tree."""
     code = "import avsim, avsim.render, avsim.core; print(avsim.__file__); print(avsim.render.__file__); print(avsim.core.__file__)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests", timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests", timeout=360)
     assert result.returncode == 0, result.stderr
     source = (REPO / "src" / "avsim").resolve()
     for line in result.stdout.split():
@@ -455,6 +455,6 @@ def test_core_commands_do_not_import_torch() -> None:
         "heavy = sorted(m for m in ('torch', 'avsim.render', 'avsim.models', 'avsim.train') if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=360)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""

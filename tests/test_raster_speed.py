@@ -9,6 +9,7 @@ and tests/test_render_speed_paths.py.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import numpy as np
@@ -94,7 +95,9 @@ def test_sample_aa_frames_and_ids_are_pinned(sample):
 def test_real_av2_aa_frames_and_ids_are_pinned(shared_data):
     from avsim.scenario.importers.registry import convert
 
-    scenario = convert(str(shared_data / AV2_LOG))
+    # pinned before frame 0 moved to the log's first annotated sweep (frame_origin_ns, tests/test_frame_origin.py):
+    # the renderer's frames of the log's own frame times
+    scenario = dataclasses.replace(convert(str(shared_data / AV2_LOG)), frame_origin_ns=None)
     assert _render(SceneRenderer(scenario, size=(320, 180), antialias=True), (0, 100), "") == AV2_AA_PINNED
 
 

@@ -87,7 +87,7 @@ def test_the_main_job_is_split_only_at_1080p_or_with_labels(size, labels, units)
 
 
 def _plan(opts: RenderOptions) -> RenderPlan:
-    return RenderPlan(CLIP, cosmos_rig(), COSMOS, 0, 150, opts.fps, opts.size_px)
+    return RenderPlan(CLIP, cosmos_rig(), COSMOS, 0, 150, opts.fps, (opts.size_px,) * len(COSMOS))
 
 
 def _sha(path: Path) -> str:

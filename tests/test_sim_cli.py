@@ -25,7 +25,7 @@ def _avsim(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedP
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("sim")
-    result = _avsim("sample", "s", cwd=folder, timeout=300)
+    result = _avsim("sample", "s", cwd=folder, timeout=900)
     assert result.returncode == 0, result.stderr
     return folder
 
@@ -75,8 +75,8 @@ def test_a_crashing_policy_ends_cleanly_and_keeps_its_rollout(sample: Path) -> N
 @pytest.mark.e2e
 @pytest.mark.subprocess
 def test_bad_options_are_usage_errors(sample: Path) -> None:
-    assert _avsim("sim", "s", "o", "--agents", "smart", cwd=sample, timeout=120).returncode == 2
-    res = _avsim("sim", "s", "o", "--policy", "nowhere:nothing", cwd=sample, timeout=120)
+    assert _avsim("sim", "s", "o", "--agents", "smart", cwd=sample, timeout=360).returncode == 2
+    res = _avsim("sim", "s", "o", "--policy", "nowhere:nothing", cwd=sample, timeout=360)
     assert res.returncode == 1 and res.stderr.strip().splitlines()[-1].startswith("error: --policy: policy: cannot import module")
     assert not (sample / "o").exists()
 

@@ -135,7 +135,7 @@ def test_privileged_scene_is_the_labels_record() -> None:
     policy.reset(sim.episode)  # type: ignore[arg-type]
     for _ in range(7):
         obs = sim.step(policy(obs))
-    mine, labels = obs.scene().boxes, frame_boxes_3d(sc, obs.timestamp_ns)
+    mine, labels = obs.scene().boxes, frame_boxes_3d(sc, np.array([obs.timestamp_ns]))[0]
     np.testing.assert_array_equal(mine.track_id, labels.track_id)
     np.testing.assert_array_equal(mine.object_class, labels.object_class)
     for name in ("center_ego_m", "size_lwh_m", "rotation_ego_wxyz", "yaw_ego_rad"):

@@ -58,7 +58,7 @@ def _weights(cfg: TrainConfig, tmp: Path, ema: bool = False) -> dict[str, torch.
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(720)
 def test_fsdp_and_context_parallel_match_one_process(tmp_path: Path) -> None:
     from avsim.models.checkpoint import save_net_state_dict
     from avsim.models.config import debug as debug_model
@@ -100,7 +100,7 @@ def test_fsdp_and_context_parallel_match_one_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_kill_and_resume_is_bit_exact(tmp_path: Path) -> None:
     cache = synth_cache(tmp_path / "cache", n=5)
     # data parallel over 2 ranks (different samples per rank), checkpoints every 2 steps

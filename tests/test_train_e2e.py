@@ -35,7 +35,7 @@ def _cli(*args: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_smoke_chain_encode_train_export_generate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """`avsim train smoke OUT`: every step's line, its files, nothing outside OUT, a second run refused."""
     from avsim.models.checkpoint import load_dit_state_dict

@@ -226,7 +226,7 @@ def _fwd_bwd(mode: str, batch: dict, nb) -> tuple[float, dict[str, torch.Tensor]
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(360)
 def test_activation_checkpointing_keeps_losses_and_lowers_peak_memory(tmp_path: Path) -> None:
     ds = LatentClipDataset(synth_cache(tmp_path / "cache", n=1))
     batch = collate([ds[0]])

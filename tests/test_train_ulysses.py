@@ -88,7 +88,7 @@ def _ulysses_worker() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(360)
 def test_ulysses_matches_single_process_attention() -> None:
     from avsim.train.dist import launch_local
 
@@ -150,7 +150,7 @@ def _model_cp_worker() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(360)
 def test_context_parallel_dit_matches_single_process() -> None:
     """The whole TransferDiT (control branch included) under CP, float64: forward and every
     parameter gradient equal the single-process ones, for the time split and the padded

@@ -169,7 +169,7 @@ def test_view_without_the_extra_names_it_in_one_line(sample, capsys, monkeypatch
 @pytest.mark.subprocess
 def test_importing_the_viewer_does_not_import_rerun():
     code = "import sys, avsim.view, avsim.view.cli\nprint('rerun' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=360)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 

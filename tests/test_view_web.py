@@ -88,7 +88,7 @@ class DevToolsPipe:
 
     def close(self) -> None:
         self.proc.kill()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=360)
         self._out.close()
         self._in.close()
 
@@ -144,5 +144,5 @@ def test_served_web_viewer_shows_the_scenario_in_headless_chromium(tmp_path):
         if browser is not None:
             browser.close()
         server.send_signal(signal.SIGINT)
-        rc = server.wait(timeout=30)
+        rc = server.wait(timeout=360)
     assert rc == 0

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
+from pathlib import Path
+from typing import Any
 
 import typer
 
-from avsim.core.errors import AvsimError
+from avsim.core.atomic import OUTPUT_ERRNO_REASONS
+from avsim.core.errors import AvsimError, AvsimWarning
 
 # command name -> (module, merge). merge=True adds the module's commands at top level
 # (e.g. `avsim render`); merge=False mounts the module's app as a group (e.g. `avsim eval fid`).
@@ -70,8 +74,24 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; exit codes: 0 success, 1 bad input, 2 usage error."""
+    """Run the CLI; exit codes: 0 success, 1 bad input (or an output that cannot be written), 2 usage error."""
     argv = sys.argv[1:] if argv is None else argv
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", AvsimWarning)
+        default_show = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, AvsimWarning):  # avsim's own: one `warning: ...` line
+                typer.echo(f"warning: {message}", err=True)
+            else:
+                default_show(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
+    """`main` without the warning set-up."""
     app = build_app(argv)
     # typer vendors its own click: take its exception classes from typer, not from `click`
     click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -92,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except click_exception as exc:
         exc.show()  # type: ignore[attr-defined]
+        return 1
+    except OSError as exc:  # a write no library entry point named its output for: still one line
+        reason = OUTPUT_ERRNO_REASONS.get(exc.errno or 0)
+        if reason is None:
+            raise
+        where = Path(exc.filename).parent if exc.filename else "output"  # the folder (the file may be a temporary)
+        typer.echo(f"error: {where}: {reason}", err=True)
         return 1
     return result if isinstance(result, int) else 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 import avsim
+from avsim.core.errors import ALLOW_TRUNCATED_ENV
 from avsim.core.progress import progress_bar
 from avsim.scenario import Scenario
 from avsim.scenario.io import SCENARIO_JSON, SCHEMA_VERSION, TABLE_FILES, ProgressFn, load_scenario
@@ -67,8 +69,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    allow_truncated: bool = typer.Option(False, "--allow-truncated", help="Read what a truncated video holds, with a warning naming the frame counts (default: a truncated video is an error)."),
 ) -> None:
     """avsim: world-scenario control videos, multi-view generation and evaluation for AV simulation."""
+    # an environment variable, so that decoding threads, worker processes and Ray tasks see it too
+    if allow_truncated:
+        os.environ[ALLOW_TRUNCATED_ENV] = "1"
+    else:
+        os.environ.pop(ALLOW_TRUNCATED_ENV, None)
 
 
 # ---- progress --------------------------------------------------------------------------------

@@ -1,18 +1,37 @@
-"""Atomic outputs: a writer never leaves a half-written file or folder behind."""
+"""Atomic outputs: a writer never leaves a half-written file or folder behind.
+
+Every output is written to a temporary name beside its final one, closed, checked (by the
+writer's own check, e.g. an mp4's frame count) and only then renamed. A write that fails
+because the disk is full or read-only is reported by `output_errors` as one line naming the
+output folder (`OUT: disk full`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from avsim.core.errors import AvsimOutputError
+
+# errno of a write that failed for lack of room or permission, and the one-line reason for each
+OUTPUT_ERRNO_REASONS: dict[int, str] = {
+    errno.ENOSPC: "disk full",
+    errno.EDQUOT: "disk full (quota exceeded)",
+    errno.EFBIG: "file too large (for the file system or the process's file size limit)",
+    errno.EROFS: "read-only file system",
+}
 
 
 @contextlib.contextmanager
-def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) -> Iterator[Path]:
+def atomic_output_path(
+    path: str | os.PathLike[str], *, is_dir: bool = False, check: Callable[[Path], None] | None = None
+) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only on success.
 
     The temporary lives in the same folder, so the final `os.replace` is atomic on POSIX.
@@ -22,9 +41,14 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
     name work. Temporaries a killed process left for the same `path` (same host, a process id
     that no longer runs) are removed first, so a rerun leaves no stray files.
 
+    Before the rename the temporary must exist (a file must be a regular file) and pass `check`
+    (raising from it drops the temporary): a writer that failed without raising never leaves a
+    file under the final name.
+
     Args:
         path: the final file or folder.
         is_dir: whether a folder is written (the temporary is then an empty folder).
+        check: called with the finished temporary (closed by the writer) before the rename.
 
     Returns:
         A context manager yielding the temporary path to write.
@@ -38,6 +62,10 @@ def atomic_output_path(path: str | os.PathLike[str], *, is_dir: bool = False) ->
         tmp.rmdir()  # the writer creates the file itself
     try:
         yield tmp
+        if not (tmp.is_dir() if is_dir else tmp.is_file() and not tmp.is_symlink()):
+            raise AvsimOutputError(final, "the writer left no output")
+        if check is not None:
+            check(tmp)
         if is_dir and final.exists():
             old = final.with_name(f".{final.name}.old{_owner_tag()}")
             os.replace(final, old)
@@ -101,3 +129,27 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
                 entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+@contextlib.contextmanager
+def output_errors(out: str | os.PathLike[str]) -> Iterator[None]:
+    """Report a write that failed for lack of room or permission as one line naming `out`.
+
+    An `OSError` whose errno is in `OUTPUT_ERRNO_REASONS` (disk full, quota, read-only file
+    system) becomes `AvsimOutputError(out, reason)`, e.g. ``OUT: disk full``; every other
+    exception passes unchanged. Writers inside use `atomic_output_path`, so nothing half-written
+    is left under a final name and a rerun after freeing space continues from what was finished.
+
+    Args:
+        out: the output folder (or file) named in the message.
+
+    Returns:
+        A context manager.
+    """
+    try:
+        yield
+    except OSError as exc:
+        reason = OUTPUT_ERRNO_REASONS.get(exc.errno or 0)
+        if reason is None:
+            raise
+        raise AvsimOutputError(out, reason) from None

@@ -35,7 +35,9 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
         disable: True draws nothing; None draws only on a terminal when `transient`, else always.
 
     Returns:
-        The (not yet started) `rich.progress.Progress`; use it as a context manager.
+        The (not yet started) `rich.progress.Progress`; use it as a context manager. A `with`
+        block that ends in an exception clears the bar (as `transient` would), so that a failed
+        command's stderr holds its one error line only.
     """
     from rich.console import Console as RichConsole
     from rich.progress import (

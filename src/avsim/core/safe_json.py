@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import regular_file
 
 MAX_JSON_BYTES = 1024**3  # larger than any label, result or map file avsim reads (OpenLane: ~1 MB each)
 
@@ -52,7 +52,7 @@ def read_json(path: str | os.PathLike[str], field: str = "json", max_bytes: int 
     Returns:
         the decoded value.
     """
-    p = Path(path)
+    p = regular_file(path, "file")  # a FIFO or device is named, never opened
     try:
         size = p.stat().st_size
         if size > max_bytes:

@@ -55,6 +55,8 @@ def edit_command(
     source = _load(scenario)
     results = apply_edit_file(source, edit, validate=not no_validate, progress=progress)
     for r in results:
+        for op_index, name in r.unchanged_ops:
+            typer.echo(f"  {r.name} (op {op_index}): {name} changes nothing", err=True)
         for op_index, f in r.new_findings:
             typer.echo(f"  {r.name} (op {op_index}): {f}", err=True)
     if strict and any(r.new_findings for r in results):
@@ -219,6 +221,7 @@ def render_command(
     labels: bool = typer.Option(False, "--labels", help="Also write labels (COCO 2-D boxes + masks, 3-D boxes, OpenLane lanes) to OUT/<clip>/labels/ from the same pass (docs/labels.md)."),
     label_files: str = typer.Option("compact", "--label-files", help=render_cli.LABEL_FILES_HELP),
     images: str = typer.Option(None, "--images", help=render_cli.IMAGES_HELP),
+    wait: bool = typer.Option(False, "--wait", help=render_cli.WAIT_HELP),
 ) -> None:
     """Render a scenario into world-scenario control videos, one per camera.
 
@@ -231,7 +234,7 @@ def render_command(
         out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, **render_cli.size_fields(size),
         chunk_frames=chunk, workers=workers, overlay=overlay, mosaic=mosaic, png=png, layout=layout, rig=rig,
         backend=backend, overwrite=overwrite, preset=preset, antialias=aa is AntiAliasing.ON, overlay_offset_s=overlay_offset,
-        overlay_fps=overlay_fps, max_memory_mib=max_memory, **render_cli.label_fields(labels, label_files, images),
+        overlay_fps=overlay_fps, max_memory_mib=max_memory, wait=wait, **render_cli.label_fields(labels, label_files, images),
     )  # fmt: skip
     render_cli.check_output(out)  # bad input fails here, in one line, before the progress bar appears
     try:

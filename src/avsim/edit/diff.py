@@ -160,7 +160,7 @@ def diff_scenarios(a: Scenario, b: Scenario) -> dict[str, Any]:
         if d is not None:
             changed.append({"id": tid, **d})
     added, removed = sorted(set(tracks_b) - set(tracks_a)), sorted(set(tracks_a) - set(tracks_b))
-    return {
+    d = {
         "a": a.scenario_id,
         "b": b.scenario_id,
         "time": {
@@ -181,17 +181,31 @@ def diff_scenarios(a: Scenario, b: Scenario) -> dict[str, Any]:
         "lights": _light_diff(a.lights, b.lights, t0, lo, hi),
         "metadata_changed": sorted(k for k in set(a.metadata) | set(b.metadata) if a.metadata.get(k) != b.metadata.get(k)),
     }
+    d["scene_unchanged"] = scene_unchanged(d)
+    return d
 
 
 def is_identical(d: dict[str, Any]) -> bool:
     """True when a diff shows no change at all (ids aside)."""
+    return scene_unchanged(d) and not d["metadata_changed"]
+
+
+def scene_unchanged(d: dict[str, Any]) -> bool:
+    """True when time span, ego, agents, map and lights are all unchanged (metadata may differ).
+
+    An edit output that differs from its source only in metadata (its `edit_history`) holds
+    edits that changed nothing; `format_diff` says so.
+    """
     t = d["time"]
     return (
         t["a_span_s"] == t["b_span_s"] and t["a_rate_hz"] == t["b_rate_hz"] and d["ego"]["max_displacement_m"] == 0
         and d["ego"]["poses"][0] == d["ego"]["poses"][1]
         and not (d["agents"]["added"] or d["agents"]["removed"] or d["agents"]["changed"])
-        and not d["map"] and not any(d["lights"].values()) and not d["metadata_changed"]
+        and not d["map"] and not any(d["lights"].values())
     )  # fmt: skip
+
+
+NOTHING_CHANGED = "scene unchanged: only metadata differs (the edits changed nothing)"
 
 
 def _added_removed(label: str, entry: dict) -> list[str]:
@@ -212,7 +226,7 @@ def diff_summary(d: dict[str, Any]) -> dict[str, Any]:
     Returns:
         {"a", "b", "time_changed", "ego_max_displacement_m", "agents": {added, removed, changed,
         unchanged}, "map": {element type: {added, removed, changed}}, "lights": {added, removed,
-        changed}, "metadata_changed": count}.
+        changed}, "metadata_changed": count, "scene_unchanged": `scene_unchanged(d)`}.
     """
     t = d["time"]
     ag, li = d["agents"], d["lights"]
@@ -225,6 +239,7 @@ def diff_summary(d: dict[str, Any]) -> dict[str, Any]:
         "map": {kind: {k: len(e[k]) for k in ("added", "removed", "changed")} for kind, e in d["map"].items()},
         "lights": {k: len(li[k]) for k in ("added", "removed", "changed")},
         "metadata_changed": len(d["metadata_changed"]),
+        "scene_unchanged": scene_unchanged(d),
     }
 
 
@@ -245,6 +260,8 @@ def _format_summary(d: dict[str, Any]) -> str:
         lines.append(f"metadata: {c['metadata_changed']} key(s) changed")
     if is_identical(d):
         lines.append("no differences")
+    elif scene_unchanged(d):
+        lines.append(NOTHING_CHANGED)
     return "\n".join(lines)
 
 
@@ -298,4 +315,6 @@ def format_diff(d: dict[str, Any], summary: bool = False) -> str:
         lines.append("metadata changed: " + ", ".join(d["metadata_changed"]))
     if len(lines) == 2 and is_identical(d):
         lines.append("no differences")
+    elif scene_unchanged(d) and not is_identical(d):
+        lines.append(NOTHING_CHANGED)
     return "\n".join(lines)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
+import string as string_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,9 @@ import numpy as np
 
 from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
 from avsim.core.lights import LIGHT_STATES
+from avsim.core.safe_files import file_kind
 from avsim.scenario import Scenario
+from avsim.scenario.compare import scenario_differences
 
 from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
 from .editfile_parse import (
@@ -53,10 +57,12 @@ from .editfile_parse import (
     num,
     points,
     pos,
+    rate_hz,
     read_document,
     region,
     s_range,
     seq,
+    speed_factor,
     speed_profile,
     string,
     strings,
@@ -72,6 +78,9 @@ SUPPORTED_VERSIONS = (1,)
 _REF = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 _INLINE_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_VARIANTS = 1000  # variants of one edit file (each a scenario folder written)
+MAX_EDIT_FILE_BYTES = 16 * 1024**2  # an edit file is a few kB
+MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
 
@@ -149,7 +158,7 @@ OPS: dict[str, OpSpec] = {
     "shift_agents": OpSpec({**_AGENT_TARGET, "dx_m": (num, False), "dy_m": (num, False), "dz_m": (num, False), "dt_s": (num, False), "lateral_m": (num, False)},
                            lambda s, a: ops_agents.shift_agents(s, _targets(s, a), a.get("dx_m", 0.0), a.get("dy_m", 0.0), a.get("dz_m", 0.0), a.get("dt_s", 0.0), a.get("lateral_m", 0.0)),
                            "move tracks in space and/or time", (("track_id", "track_ids", "select"),)),
-    "scale_speed": OpSpec({**_AGENT_TARGET, "factor": (pos, True), "from_s": (nonneg, False)},
+    "scale_speed": OpSpec({**_AGENT_TARGET, "factor": (speed_factor, True), "from_s": (nonneg, False)},
                           lambda s, a: ops_agents.scale_speed(s, _targets(s, a), a["factor"], a.get("from_s", 0.0)),
                           "replay tracks faster or slower", (("track_id", "track_ids", "select"),)),
     "mirror_agents": OpSpec(dict(_AGENT_TARGET), lambda s, a: ops_agents.mirror_agents(s, _targets(s, a)),
@@ -190,8 +199,8 @@ OPS: dict[str, OpSpec] = {
     # time
     "crop": OpSpec({"start_s": (nonneg, False), "stop_s": (nonneg, False)},
                    lambda s, a: ops_time.crop(s, a.get("start_s", 0.0), a.get("stop_s")), "keep a time window"),
-    "resample": OpSpec({"rate_hz": (pos, True)}, lambda s, a: ops_time.resample(s, a["rate_hz"]), "resample to a clip rate"),
-    "retime": OpSpec({"speed_factor": (pos, True)}, lambda s, a: ops_time.retime(s, a["speed_factor"]), "play faster or slower"),
+    "resample": OpSpec({"rate_hz": (rate_hz, True)}, lambda s, a: ops_time.resample(s, a["rate_hz"]), "resample to a clip rate"),
+    "retime": OpSpec({"speed_factor": (speed_factor, True)}, lambda s, a: ops_time.retime(s, a["speed_factor"]), "play faster or slower"),
     # ego
     "ego_waypoints": OpSpec({"waypoints": (waypoints, True)}, lambda s, a: ops_ego.replace_ego_waypoints(s, *a["waypoints"]), "replace the ego path by waypoints"),
     "ego_route": OpSpec(dict(_EGO_ROUTE), lambda s, a: ops_ego.replace_ego_route(s, a["speed"], a.get("start_xy"), _deg(a, "heading_deg"), a.get("turns", ())),
@@ -296,16 +305,35 @@ def _default_name(params: dict[str, Any], stem: str, ops_sub: Any) -> str:
 
 
 def _variant_name(template: str | None, params: dict[str, Any], index: int, at: At, default: str) -> str:
-    """The variant's name: the `name` template filled in, else `default` (made filesystem-safe)."""
+    """The variant's name: the `name` template filled in, else `default` (made filesystem-safe).
+
+    A template holds text and plain `{param}` fields only: no attribute or index access, format
+    spec or conversion (`{a.__class__}`, `{a:>2000000000}` are refused before anything is built).
+    """
     if template is None:
         raw = default
     else:
-        try:
-            raw = template.format(**{k: _fmt(v) for k, v in params.items()})
-        except (KeyError, IndexError, ValueError) as exc:
-            _fail(at.line, at.path, f"name template {template!r}: {exc}")
+        raw = "".join(text + (_fmt(params[name]) if name is not None else "") for text, name in _template_fields(template, params, at))
     name = _NAME_OK.sub("_", raw).strip("._") or f"variant_{index:03d}"
+    if len(name) > MAX_NAME_CHARS:
+        _fail(at.line, at.path, f"variant name of {len(name)} characters, more than {MAX_NAME_CHARS} (a folder name)")
     return name
+
+
+def _template_fields(template: str, params: dict[str, Any], at: At) -> list[tuple[str, str | None]]:
+    """(literal text, plain parameter name or None) pieces of a name template; anything else fails."""
+    try:
+        pieces = list(string_module.Formatter().parse(template))
+    except ValueError as exc:
+        _fail(at.line, at.path, f"name template {template[:80]!r}: {exc}")
+    out: list[tuple[str, str | None]] = []
+    for text, name, spec, conversion in pieces:
+        if name is not None and (spec or conversion or name not in params):
+            plain = not (spec or conversion) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+            why = f"unknown parameter {{{name[:40]}}}" if plain else "only plain {param} fields are allowed (no attributes, indexes, format specs or conversions)"
+            _fail(at.line, at.path, f"name template {template[:80]!r}: {why}")
+        out.append((text, name))
+    return out
 
 
 def _check_sweep(doc: LineDict, root: At) -> dict[Any, Any]:
@@ -333,6 +361,9 @@ def expand_variants(doc: LineDict, name_template: str | None, sweep: dict[Any, A
     if not isinstance(ops_raw, list) or not ops_raw:
         _fail(ops_at.line, "ops", "expected a non-empty list of operations")
     keys = list(sweep.keys())
+    n_variants = math.prod(len(sweep[k]) for k in keys)
+    if n_variants > MAX_VARIANTS:
+        _fail(root.child("sweep", doc).line, "sweep", f"{n_variants} variants, more than the {MAX_VARIANTS} one edit file may make")
     combos = list(itertools.product(*(sweep[k] for k in keys))) if keys else [()]
     variants: list[Variant] = []
     names: dict[str, int] = {}
@@ -367,8 +398,11 @@ def parse_edit_text(text: str, path: Path) -> EditFile:
 
 def load_edit_file(path: str | Path) -> EditFile:
     path = Path(path)
-    if not path.is_file():
-        raise AvsimInputError(path, "file", "edit file not found")
+    kind = file_kind(path)
+    if kind is not None:
+        raise AvsimInputError(path, "file", "edit file not found" if kind == "missing" else f"is {kind}, not an edit file")
+    if path.stat().st_size > MAX_EDIT_FILE_BYTES:
+        raise AvsimInputError(path, "file", f"{path.stat().st_size} bytes, more than the {MAX_EDIT_FILE_BYTES} an edit file may have")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -383,6 +417,7 @@ class VariantResult:
     params: dict[str, Any]
     scenario: Scenario
     new_findings: list[tuple[int, Finding]] = field(default_factory=list)  # (op index, finding)
+    unchanged_ops: list[tuple[int, str]] = field(default_factory=list)  # (op index, op name) of ops that changed nothing
 
 
 def _field_of(message: str, op: BoundOp) -> str | None:
@@ -408,7 +443,8 @@ def apply_op(scenario: Scenario, op: BoundOp, path: Path, variant: str) -> Scena
 
 def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate: bool = True,
                   config: ValidationConfig | None = None, base_findings: list[Finding] | None = None) -> VariantResult:  # fmt: skip
-    """Apply a variant's ops in order; after every op, record findings that op introduced.
+    """Apply a variant's ops in order; after every op, record findings that op introduced (and
+    whether it changed nothing at all: `VariantResult.unchanged_ops`).
 
     `base_findings` (the input's own findings) may be passed to skip validating the input again.
     """
@@ -418,7 +454,9 @@ def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate
     before = {f.key for f in (base_findings or [])} if validate else set()
     current = scenario
     for op in variant.ops:
-        current = apply_op(current, op, edit.path, variant.name if variant.params else "")
+        previous, current = current, apply_op(current, op, edit.path, variant.name if variant.params else "")
+        if not scenario_differences(previous, current, limit=1):
+            result.unchanged_ops.append((op.index, op.name))
         if validate:
             found = validate_scenario(current, config)
             for f in found:

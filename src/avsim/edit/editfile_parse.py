@@ -23,6 +23,7 @@ from avsim.core.agents import OBJECT_CLASSES
 from avsim.core.errors import AvsimValueError
 from avsim.core.lights import LIGHT_STATES
 from avsim.maps.elements import MAP_ELEMENT_TYPES
+from avsim.render.run.plan import MAX_FPS
 
 from .routes import SpeedProfile
 from .selectors import AgentSelector, Region
@@ -50,6 +51,9 @@ class LineList(list[Any]):
 
 
 MAX_EXPANDED_NODES = 100_000  # an edit file is a few hundred nodes; bounds a "billion laughs" document
+MAX_EDIT_MAGNITUDE = 1e7  # any number in an edit file (metres, seconds, degrees, ...): finite, |x| <= this
+MAX_EDIT_TEXT_CHARS = 1024  # any string in an edit file (ids, names, templates)
+MAX_SPEED_FACTOR = 100.0  # `scale_speed.factor`, `retime.speed_factor`: within [1/100, 100]
 
 
 class _TooLarge(Exception):
@@ -163,8 +167,10 @@ def _type_name(v: Any) -> str:
 
 
 def num(v: Any, at: At, lo: float | None = None, hi: float | None = None, positive: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        _fail(at.line, at.path, f"expected a number, got {_type_name(v)} {v!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        _fail(at.line, at.path, f"expected a number, got {_type_name(v)} {str(v)[:40]}")
+    if not (isinstance(v, float) and math.isfinite(v) or isinstance(v, int)) or not abs(v) <= MAX_EDIT_MAGNITUDE:
+        _fail(at.line, at.path, f"{str(v)[:40]} is not a finite number of magnitude at most {MAX_EDIT_MAGNITUDE:g}")
     v = float(v)
     if positive and v <= 0:
         _fail(at.line, at.path, f"must be > 0, got {v:g}")
@@ -177,7 +183,9 @@ def num(v: Any, at: At, lo: float | None = None, hi: float | None = None, positi
 
 def integer(v: Any, at: At) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        _fail(at.line, at.path, f"expected an integer, got {_type_name(v)} {v!r}")
+        _fail(at.line, at.path, f"expected an integer, got {_type_name(v)} {str(v)[:40]}")
+    if not -(2**63) <= v < 2**63:
+        _fail(at.line, at.path, f"{str(v)[:40]} does not fit in 64 bits")
     return int(v)
 
 
@@ -185,7 +193,9 @@ def string(v: Any, at: At, choices: tuple[str, ...] | None = None) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and choices is None:
         v = str(v)  # numeric ids (nuScenes tokens are strings, Waymo ids numbers)
     if not isinstance(v, str) or not v:
-        _fail(at.line, at.path, f"expected a non-empty string, got {_type_name(v)} {v!r}")
+        _fail(at.line, at.path, f"expected a non-empty string, got {_type_name(v)} {str(v)[:40]!r}")
+    if len(v) > MAX_EDIT_TEXT_CHARS:
+        _fail(at.line, at.path, f"a string of {len(v)} characters, more than {MAX_EDIT_TEXT_CHARS}")
     if choices is not None and v not in choices:
         _fail(at.line, at.path, f"{v!r} is not one of {', '.join(choices)}")
     return v
@@ -325,6 +335,15 @@ def pos(v: Any, at: At) -> float:
 
 def nonneg(v: Any, at: At) -> float:
     return num(v, at, lo=0)
+
+
+def speed_factor(v: Any, at: At) -> float:
+    return num(v, at, lo=1 / MAX_SPEED_FACTOR, hi=MAX_SPEED_FACTOR)
+
+
+def rate_hz(v: Any, at: At) -> float:
+    """A clip rate, bounded like `avsim render --fps` (`avsim.render.run.plan.MAX_FPS`)."""
+    return num(v, at, positive=True, hi=MAX_FPS)
 
 
 def map_kind(v: Any, at: At) -> str:

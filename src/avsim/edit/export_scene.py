@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from avsim.core.agents import AgentTracks, box_corners
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import matrix_to_quat
 from avsim.maps import HDMap, style
@@ -332,6 +333,6 @@ def export_scene(scenario: Scenario, out: str | os.PathLike[str], times_s: Seque
                         "time_origin": "seconds from the scenario start (the ego's first timestamp)",
                         "root_translation": "avsim_world holds the world origin of the float32 vertices"}}  # fmt: skip
     data = glb_bytes(scene, extras)
-    with atomic_output_path(out) as tmp:
+    with output_errors(Path(out).parent), atomic_output_path(out) as tmp:  # a read-only or full folder: one line
         tmp.write_bytes(data)
     return ExportSummary(summary.times_s, summary.map_nodes, summary.agent_nodes, summary.camera_nodes, len(data))

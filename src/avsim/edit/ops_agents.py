@@ -202,12 +202,23 @@ def shift_agents(
     return _with_tracks(scenario, rest, tracks)
 
 
+STATIONARY_M = 0.1  # a track (or a track's end) that moves less than this from its last position stands still
+
+
+def _standing_from(center_m: np.ndarray) -> int:
+    """Index of the first sample from which a track stays within `STATIONARY_M` of its last position."""
+    moved = np.linalg.norm(center_m[:, :2] - center_m[-1, :2], axis=1) > STATIONARY_M
+    return int(np.flatnonzero(moved)[-1]) + 1 if moved.any() else 0
+
+
 def scale_speed(scenario: Scenario, track_ids: Sequence[str], factor: float, from_s: float = 0.0) -> Scenario:
     """Replay tracks `factor` times faster from `from_s` on, along the same path.
 
     A row at time t shows the pose the track had at t_a + factor * (t - t_a), where t_a is
     `from_s` (or the track start, if later). Rows whose source time falls past the track's end
-    are dropped, so a faster agent leaves the scene earlier.
+    are dropped, so a faster agent leaves the scene earlier, unless the track stands still at its
+    end (a car waiting at a light to the end of the clip): it then holds its last pose and keeps
+    its time span. A track that never moves (a parked car) is left as it is.
     """
     if not factor > 0:
         raise AvsimValueError("factor: must be > 0")
@@ -217,10 +228,16 @@ def scale_speed(scenario: Scenario, track_ids: Sequence[str], factor: float, fro
     out = []
     for tr in tracks:
         ts = tr["timestamps_ns"]
+        standing = _standing_from(np.asarray(tr["center_m"]))
+        if standing == 0:  # parked: speed x factor is still zero, and its time span stays
+            out.append(tr)
+            continue
         t_a = max(int(to_ns(scenario, from_s)), int(ts[0]))
         before = ts < t_a
         after_ts = ts[~before]
         src = t_a + np.round((after_ts - t_a).astype(np.float64) * factor).astype(np.int64)
+        if standing < len(ts) - 1:  # stands still at its end: hold the last pose past the source's end
+            src = np.minimum(src, ts[-1])
         moved = _sample_track(tr, src)
         keep = (src >= ts[0]) & (src <= ts[-1])
         moved["timestamps_ns"] = after_ts[keep]

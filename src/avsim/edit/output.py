@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
 from avsim.scenario import Scenario
 
@@ -69,7 +69,7 @@ def write_edit_output(
 
     doc = manifest_document(source, edit, results)
     allow_empty = source.map.is_empty()
-    with atomic_output_path(out, is_dir=True) as tmp:
+    with output_errors(out), atomic_output_path(out, is_dir=True) as tmp:  # a full disk: `OUT: disk full`, nothing kept
         for r in results:
             save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
         (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")

@@ -16,6 +16,8 @@ from typing import Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import contained_path, regular_file
+from avsim.core.safe_json import read_json
 from avsim.edit.output import MANIFEST_FORMAT, MANIFEST_NAME
 from avsim.render.run.plan import RenderOptions, safe_name
 from avsim.render.run.runner import Progress, RenderSummary, run_render
@@ -23,6 +25,8 @@ from avsim.scenario import Scenario
 from avsim.scenario.io import load_scenario
 
 VARIANTS_SUMMARY_FORMAT = "avsim-render-variants-summary"
+MAX_MANIFEST_BYTES = 64 * 1024**2  # an edit manifest lists variants and their parameters: a few kB per variant
+MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,8 @@ def is_variants_folder(path: Path) -> bool:
 def read_variants(path: Path) -> list[VariantFolder]:
     """The variants of an `avsim edit` output folder, in manifest order.
 
-    Each `folder` must be a plain name inside `path` that exists (no separators, no `..`), and
-    no two variants may share one; anything else is an AvsimInputError naming the field.
+    Each `folder` must be a plain name inside `path` that exists (no separators, no `..`, no link
+    leading out of `path`), and no two variants may share one; anything else is an AvsimInputError naming the field.
 
     Args:
         path: the `avsim edit` output folder (holds manifest.json).
@@ -65,10 +69,7 @@ def read_variants(path: Path) -> list[VariantFolder]:
         One VariantFolder per manifest entry, in order.
     """
     manifest = Path(path) / MANIFEST_NAME
-    try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise AvsimInputError(manifest, "manifest", f"unreadable: {exc}") from None
+    doc = read_json(regular_file(manifest, "manifest"), "manifest", MAX_MANIFEST_BYTES)
     entries = doc.get("variants") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:
         raise AvsimInputError(manifest, "variants", "expected a non-empty list of variants")
@@ -81,10 +82,13 @@ def read_variants(path: Path) -> list[VariantFolder]:
             raise AvsimInputError(manifest, field_name, f"expected a folder name inside {path}, got {folder!r}")
         if folder in seen:
             raise AvsimInputError(manifest, field_name, f"folder {folder!r} is listed twice")
-        if not (Path(path) / folder).is_dir():
+        if not contained_path(path, folder, manifest, field_name).is_dir():  # a link out of `path` is refused
             raise AvsimInputError(manifest, field_name, f"no such variant folder {folder!r}")
         seen.add(folder)
-        variants.append(VariantFolder(str(entry.get("name", folder)), Path(path) / folder))
+        name = entry.get("name", folder)
+        if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
+            raise AvsimInputError(manifest, f"variants[{i}].name", f"must be a string of 1 to {MAX_NAME_CHARS} characters")
+        variants.append(VariantFolder(name, Path(path) / folder))
     return variants
 
 

@@ -11,6 +11,9 @@ Checks (each finding carries the edit-clock time, the ids involved and a short r
   label jitter does not count).
 - `track_gap`: a track is unobserved for longer than `gap_factor` times the scenario's
   typical sample interval (and at least `min_gap_s`).
+- `track_end`: a vehicle's track ends (longer than that before the clip ends) while its box
+  centre is on the drivable area and within `vanish_range_m` of the ego: it vanishes in view
+  (e.g. a parked car whose track an edit cut short).
 - `light_conflict`: lights controlling crossing lanes are green (or yellow) at the same time.
   The lanes a light controls are known from `metadata['traffic_light_lanes']`
   ({light_id: [lane_id, ...]}), from a light id that is also a lane id (Waymo / ScenarioNet),
@@ -63,9 +66,10 @@ def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None
     findings += check_off_road(scenario, boxes, grid, config)
     findings += check_kinematics(scenario, boxes, grid, config)
     findings += check_gaps(scenario, config)
+    road = ego_road(scenario, boxes, config)
+    findings += check_track_ends(scenario, road, config)
     findings += check_light_conflicts(scenario, config)
     if config.rule_checks:
-        road = ego_road(scenario, boxes, config)
         findings += check_traffic_rules(scenario, boxes, grid, config, light_lanes(scenario, config), road)
     return sorted(findings, key=lambda f: (round(f.time_s, 6), f.kind, f.ids))
 
@@ -242,6 +246,49 @@ def check_gaps(scenario: Scenario, config: ValidationConfig) -> list[Finding]:
             t = (int(ts[k]) - start_ns(scenario)) / 1e9
             findings.append(Finding("track_gap", t, (str(agents.track_id[k]),),
                                     f"unobserved for {gap / 1e9:.2f} s (typical step {typical:.2f} s)"))  # fmt: skip
+    return findings
+
+
+def _typical_step_s(agents: Any) -> float | None:
+    """The median interval between a track's consecutive samples (None: no track has two)."""
+    same = np.asarray(agents.track_id)[1:] == np.asarray(agents.track_id)[:-1]
+    d = np.diff(np.asarray(agents.timestamps_ns))[same]
+    return float(np.median(d)) / 1e9 if len(d) else None
+
+
+def check_track_ends(scenario: Scenario, road: shapely.Geometry | None, config: ValidationConfig) -> list[Finding]:
+    """`track_end`: vehicles whose tracks end before the clip does, on the road and near the ego.
+
+    Args:
+        scenario: the scenario.
+        road: `ego_road(...)` (None: the map does not describe the road; nothing is reported).
+        config: `gap_factor`, `min_gap_s`, `offroad_tolerance_m`, `offroad_classes`, `vanish_range_m`.
+
+    Returns:
+        One finding per vanishing track, at the time of its last sample.
+    """
+    agents = scenario.agents
+    step = _typical_step_s(agents) if len(agents) else None
+    if road is None or step is None:
+        return []
+    ids = np.asarray(agents.track_id).astype(str)
+    last = np.flatnonzero(np.r_[ids[1:] != ids[:-1], True])
+    ts = np.asarray(agents.timestamps_ns)[last]
+    ego_end = int(scenario.ego.timestamps_ns[-1])
+    early = (ego_end - ts) / 1e9 > max(config.gap_factor * step, config.min_gap_s)
+    early &= np.isin(np.asarray(agents.object_class).astype(str)[last], config.offroad_classes)
+    if not early.any():
+        return []
+    rows, ts = last[early], ts[early]
+    xy = np.asarray(agents.center_m)[rows, :2]
+    ego_xy = np.asarray(scenario.ego.pose_at(ts).translation).reshape(-1, 3)[:, :2]
+    near = np.linalg.norm(xy - ego_xy, axis=1) <= config.vanish_range_m
+    on_road = shapely.contains_xy(road.buffer(config.offroad_tolerance_m), xy[:, 0], xy[:, 1])
+    findings = []
+    for k in np.flatnonzero(near & on_road):
+        t = (int(ts[k]) - start_ns(scenario)) / 1e9
+        reason = f"track ends {(ego_end - int(ts[k])) / 1e9:.2f} s before the clip, on the road {float(np.linalg.norm(xy[k] - ego_xy[k])):.1f} m from the ego (vanishes in view)"
+        findings.append(Finding("track_end", t, (str(ids[rows[k]]),), reason))
     return findings
 
 

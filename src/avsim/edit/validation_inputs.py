@@ -37,6 +37,7 @@ class ValidationConfig:
     accel_window_s: float = 0.5
     gap_factor: float = 3.0
     min_gap_s: float = 0.35
+    vanish_range_m: float = 50.0  # track_end: how near the ego a vanishing vehicle counts as in view
     light_assoc_radius_m: float = 40.0
     light_assoc_lateral_m: float = 1.5
     # traffic rules (avsim.edit.rules)

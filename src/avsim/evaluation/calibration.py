@@ -222,9 +222,9 @@ def _camera_entry(path: Path, name: str, entry: Any) -> tuple[Camera, np.ndarray
 
 
 def _read_document(path: Path) -> dict[str, Any]:
-    if not Path(path).is_file():
+    if not Path(path).exists() and not Path(path).is_symlink():
         raise AvsimInputError(path, "calibration", "not found")
-    doc = read_json(path)
+    doc = read_json(path)  # a FIFO or device is named for what it is
     if not isinstance(doc, dict):
         raise AvsimInputError(path, "json", "expected an object at the top level")
     unknown = sorted(set(doc) - TOP_KEYS)

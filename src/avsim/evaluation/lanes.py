@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.evaluation.let_ap import frame_codes, pairs_within_groups
 
 _PAIR_BLOCK = 50_000  # lane pairs per block: bounds the (E, 100) working arrays
@@ -70,8 +71,7 @@ class LaneSet:
         pts = np.asarray(self.points_m, dtype=np.float64)
         if pts.size == 0:
             pts = pts.reshape(0, 3)
-        if pts.ndim != 2 or pts.shape[1] != 3:
-            raise AvsimValueError(f"points_m: expected shape (M, 3), got {pts.shape}")
+        check_shape(pts, ("M", 3), "points_m")
         if not np.isfinite(pts).all():
             raise AvsimValueError("points_m: must be finite")
         off = np.asarray(self.offsets, dtype=np.int64)
@@ -80,11 +80,9 @@ class LaneSet:
         if off.shape != (n + 1,) or off[0] != 0 or off[-1] != pts.shape[0] or (np.diff(off) < 0).any():
             raise AvsimValueError(f"offsets: expected non-decreasing (L+1,) from 0 to {pts.shape[0]}")
         cat = np.asarray(self.category, dtype=np.int64)
-        if cat.shape != (n,):
-            raise AvsimValueError(f"category: expected shape ({n},), got {cat.shape}")
+        check_shape(cat, (n,), "category")
         vis = np.ones(pts.shape[0], bool) if self.visibility is None else np.asarray(self.visibility) > 0.5
-        if vis.shape != (pts.shape[0],):
-            raise AvsimValueError(f"visibility: expected shape ({pts.shape[0]},), got {vis.shape}")
+        check_shape(vis, (pts.shape[0],), "visibility")
         for name, value in (("points_m", pts), ("offsets", off), ("frame", frame), ("category", cat), ("visibility", vis)):
             object.__setattr__(self, name, value)
 

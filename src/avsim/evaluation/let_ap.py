@@ -29,6 +29,7 @@ from scipy.sparse.csgraph import connected_components
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.progress import StepProgress, report_step
+from avsim.core.shapes import check_shape
 from avsim.evaluation.box_iou import paired_iou_3d
 from avsim.evaluation.let_pairs import heading_accuracy, let_aligned_centers, quantised_weight
 from avsim.evaluation.let_result import (
@@ -111,9 +112,7 @@ class Boxes3D:
         boxes = np.asarray(self.boxes, dtype=np.float64)
         if boxes.size == 0:
             boxes = boxes.reshape(0, 7)
-        n = boxes.shape[0]
-        if boxes.ndim != 2 or boxes.shape[1] != 7:
-            raise AvsimValueError(f"boxes: expected shape (N, 7), got {boxes.shape}")
+        dims = check_shape(boxes, ("N", 7), "boxes")
         if not np.isfinite(boxes).all():
             raise AvsimValueError("boxes: must be finite")
         if (boxes[:, 3:6] <= 0).any():
@@ -122,8 +121,7 @@ class Boxes3D:
         label = np.asarray(self.label, dtype=str)
         score = np.asarray(self.score, dtype=np.float64)
         for name, arr in (("frame", frame), ("label", label), ("score", score)):
-            if arr.shape != (n,):
-                raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
+            check_shape(arr, ("N",), name, dims=dims)
         if not np.isfinite(score).all():
             raise AvsimValueError("score: must be finite")
         object.__setattr__(self, "boxes", boxes)

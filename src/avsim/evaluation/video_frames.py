@@ -15,10 +15,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.image import read_image_rgb
+from avsim.core.safe_files import file_kind
 from avsim.core.video import iter_video_frames
 
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm")
@@ -37,7 +38,8 @@ def list_clips(path: str | os.PathLike[str]) -> list[Path]:
             raise AvsimInputError(p, "file", f"not a video ({', '.join(VIDEO_SUFFIXES)})")
         return [p]
     if not p.is_dir():
-        raise AvsimInputError(p, "path", "no such file or folder")
+        kind = file_kind(p)
+        raise AvsimInputError(p, "path", "no such file or folder" if kind == "missing" else f"is {kind}, not a video or a folder")
     if _images_in(p):
         return [p]
     clips = sorted(c for c in p.iterdir() if (c.is_file() and c.suffix.lower() in VIDEO_SUFFIXES) or (c.is_dir() and _images_in(c)))
@@ -71,10 +73,7 @@ def iter_frames(clip: str | os.PathLike[str]) -> Iterator[np.ndarray]:
     p = Path(clip)
     if p.is_dir():
         for img_path in _images_in(p):
-            img = cv2.imread(str(img_path), cv2.IMREAD_COLOR)
-            if img is None:
-                raise AvsimInputError(img_path, "image", "cannot decode")
-            yield cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+            yield read_image_rgb(img_path)  # size checked from the header first
     else:
         yield from iter_video_frames(p)
 

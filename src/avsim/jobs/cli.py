@@ -45,12 +45,12 @@ def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
 
 
 def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None,
-         bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,)) -> None:  # fmt: skip
+         bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,), wait: bool = False) -> None:  # fmt: skip
     from rich.console import Console
 
     from avsim.jobs.run import run_job
 
-    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds)
+    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds, wait=wait)
     if report.frechet is not None:
         metric = "fvd" if "fvd" in report.frechet else "fid"
         value, ivs = report.frechet[metric], report.frechet.get("bootstrap", {})
@@ -69,6 +69,7 @@ RETRIES = typer.Option(3, "--max-retries", help="ray: retries of a task whose wo
 GPUS = typer.Option(None, "--gpus-per-task", help="GPUs per task (ray: requested; local: each worker's own); default 1 when the engine has a GPU, else 0.")
 LABEL_FILES = typer.Option(None, "--label-files", help="Label layout: compact (default), standard or both (docs/labels.md).")
 IMAGES = typer.Option(None, "--images", help="Also write every labelled frame as a jpg or png file under labels/images/<camera>/.")
+WAIT = typer.Option(False, "--wait", help="When another avsim process is running a job into OUT, wait for it (default: stop with one line).")
 
 
 @app.command("render")
@@ -89,12 +90,13 @@ def render(
     labels: bool = typer.Option(False, "--labels", help="Also write labels."),
     label_files: str = LABEL_FILES, images: str = IMAGES,
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Render every scenario of DATASET (`avsim render` per item)."""
     options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "chunk": chunk,
                "rig": rig, "backend": backend, "preset": preset, "layout": layout, "labels": labels or None,
                "label_files": label_files, "images": images}  # fmt: skip
-    _run("render", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("render", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("labels")
@@ -110,11 +112,12 @@ def labels(
     rig: str = typer.Option(None, "--rig", help="scenario, cosmos, nuscenes, av2, waymo."),
     label_files: str = LABEL_FILES, images: str = IMAGES,
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Write the labels of every scenario of DATASET (`avsim labels` per item)."""
     options = {"cameras": cameras, "start": start, "end": end, "frames": frames, "fps": fps, "size": size, "rig": rig,
                "label_files": label_files, "images": images}  # fmt: skip
-    _run("labels", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("labels", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("convert")
@@ -124,9 +127,10 @@ def convert(
     from_format: str = typer.Option(None, "--from", help="Source format (default: detected per item)."),
     rig: str = typer.Option(None, "--rig", help="Replace each source's camera rig by this named rig."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """Convert every source of DATASET (`avsim convert` per item)."""
-    _run("convert", dataset, out, {"format": from_format, "rig": rig}, _engine(engine, address, cpus_per_task, workers, max_retries))
+    _run("convert", dataset, out, {"format": from_format, "rig": rig}, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
 @app.command("eval")
@@ -146,6 +150,7 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
     no_bootstrap: bool = typer.Option(False, "--no-bootstrap", help="Skip the bootstrap interval over clips."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
 ) -> None:  # fmt: skip
     """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver,
     and the bootstrap interval over clips that `avsim eval report` gives."""
@@ -155,7 +160,7 @@ def evaluate(
                "batch_size": batch_size, "stride": stride, "max_windows": max_windows,
                "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
-    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap)
+    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap, wait=wait)
 
 
 @app.command("generate")

@@ -180,12 +180,17 @@ def _start_ray(ray: Any, config: EngineConfig) -> bool:
     """Join the cluster or start a local instance; False when Ray was already initialised here."""
     if ray.is_initialized():
         return False
-    common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "configure_logging": True}
-    if config.address:
-        ray.init(address=config.address, **common)
-    else:
-        # "local": a new instance even when another one runs on this machine (None would join that one)
-        ray.init(address="local", num_cpus=config.workers or os.cpu_count() or 1, include_dashboard=False, **common)
+    # Ray's own log at ERROR: its start-up notices are not avsim's output, and a failed start is one line of ours
+    common: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
+    try:
+        if config.address:
+            ray.init(address=config.address, **common)
+        else:
+            # "local": a new instance even when another one runs on this machine (None would join that one)
+            ray.init(address="local", num_cpus=config.workers or os.cpu_count() or 1, include_dashboard=False, **common)
+    except Exception as exc:  # Ray raises bare Exception/RuntimeError/ConnectionError (e.g. under a memory cap)
+        where = config.address or "a local instance"
+        raise AvsimValueError(f"engine: ray could not start ({where}): {one_line(exc)}") from None
     return True
 
 

@@ -59,6 +59,7 @@ def is_current(out_dir: Path, digest: str) -> bool:
     Returns:
         True when the item can be skipped.
     """
+    from avsim.core.safe_files import contained_file
     from avsim.core.safe_json import read_json
 
     record = out_dir / JOB_JSON
@@ -70,7 +71,10 @@ def is_current(out_dir: Path, digest: str) -> bool:
         return False
     if not isinstance(doc, dict) or doc.get("input_digest") != digest or not isinstance(doc.get("outputs"), list):
         return False
-    return all((out_dir / str(rel)).exists() for rel in doc["outputs"])
+    try:  # every output a regular file inside the item folder (a path leading out is never probed)
+        return all(contained_file(out_dir, rel, record, "outputs") for rel in doc["outputs"])
+    except AvsimError:
+        return False
 
 
 def _render(task: ItemTask, tmp: Path) -> None:

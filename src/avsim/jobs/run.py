@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
+from avsim.core.locks import output_lock
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import JobKind, read_items
 from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
@@ -185,7 +186,7 @@ def print_table(console: Console, report: JobReport) -> None:
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
             real: Path | None = None, console: Console | None = None,
-            bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,)) -> JobReport:  # fmt: skip
+            bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,), wait: bool = False) -> JobReport:  # fmt: skip
     """Run a dataset job end to end (plan, execute, report; eval: merge FID).
 
     Args:
@@ -198,6 +199,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         console: progress bar and table (None: silent).
         bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
         seeds: sim only: the seeds every scenario runs with.
+        wait: wait for another process running a job into `out` (else one line; avsim.core.locks).
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -216,24 +218,25 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
             tasks = plan_tasks(kind, dataset, out, options)
     else:
         tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options, seeds)
-    results = execute(kind, tasks, config, console)
-    if kind == "pair":
-        results = merge_layout(out, tasks, results)
-    if kind == "encode":
-        merge_cache(out, tasks, results)
-    report = JobReport(kind, results)
-    write_job_report(out, kind, dataset, config, report)
-    if console is not None:
-        print_table(console, report)
-    if kind == "eval" and not report.failed:
-        report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
-    if kind == "sim":
-        from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
-
-        rows = write_sim_summary(out, tasks, report.results)
+    with output_errors(out), output_lock(out, wait=wait):  # one job per OUT at a time
+        results = execute(kind, tasks, config, console)
+        if kind == "pair":
+            results = merge_layout(out, tasks, results)
+        if kind == "encode":
+            merge_cache(out, tasks, results)
+        report = JobReport(kind, results)
+        write_job_report(out, kind, dataset, config, report)
         if console is not None:
-            print_sim_summary(console, rows)
-        report = JobReport(kind, report.results, sim_rows=rows)
+            print_table(console, report)
+        if kind == "eval" and not report.failed:
+            report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
+        if kind == "sim":
+            from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
+
+            rows = write_sim_summary(out, tasks, report.results)
+            if console is not None:
+                print_sim_summary(console, rows)
+            report = JobReport(kind, report.results, sim_rows=rows)
     return report
 
 

@@ -8,7 +8,7 @@ computed once per run.
 Two layers:
 - `TransferPipeline` (here): tensors in, tensors out (`generate`).
 - `avsim.models.generate.run_generate(GenerateRequest)`: files in, files out (what
-  `avsim generate` calls; also importable from here).
+  `avsim generate` calls).
 
 Latents use the view-packed layout of `avsim.models.layout`; option defaults come from
 `avsim.models.defaults.GENERATION`.

@@ -25,6 +25,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 SIZE_HELP = ("WxH: every camera at exactly that size (a camera of another aspect is stretched, and a line says so); "
              "xH: each camera at its own aspect, H pixels high. Default: each camera at its own aspect, "
              f"{style.DEFAULT_HEIGHT_PX} high ({style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX} for a 16:9 camera).")
+WAIT_HELP = "When another avsim process is writing OUT/<clip>, wait for it (default: stop with one line)."
 RIG_HELP = f"Camera rig: the scenario's own (scenario), or a named rig on the same ego ({', '.join(rig_choices()[1:])})."
 LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json, about a tenth of the bytes), standard (COCO, "
                     "nuScenes-style boxes3d.json, OpenLane files) or both (docs/labels.md).")
@@ -123,13 +124,14 @@ def labels_command(
     rig: str = typer.Option("scenario", "--rig", help=RIG_HELP),
     label_files: str = typer.Option("compact", "--label-files", help=LABEL_FILES_HELP),
     images: str = typer.Option(None, "--images", help=IMAGES_HELP),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
 ) -> None:
     """Write labels (COCO 2-D boxes + masks, nuScenes-style 3-D boxes, OpenLane lanes) of a scenario's frames."""
     from avsim.render.run.labels import run_labels
     from avsim.scenario.io import load_scenario
 
     opts = render_options(out=out, cameras=cameras, start_s=start, end_s=end, frames=frames, fps=fps, rig=rig,
-                          **size_fields(size), **label_fields(True, label_files, images))  # fmt: skip
+                          wait=wait, **size_fields(size), **label_fields(True, label_files, images))  # fmt: skip
     scen = load_scenario(scenario)
     plan = resolve_plan(scen, opts)
     check_output(out)

@@ -19,9 +19,21 @@ import avsim
 from avsim.core.cameras import camera_from_dict
 from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.rig import MAX_CAPTURE_OFFSET_NS, CameraRig
+from avsim.core.safe_files import regular_file
 from avsim.core.transforms import SE3
 from avsim.scenario.io_checks import check_rotations
-from avsim.scenario.io_schema import FORMAT_NAME, SCHEMA_VERSION, TABLE_FILES, build_checked
+from avsim.scenario.io_schema import (
+    FORMAT_NAME,
+    MAX_CAMERA_SIDE_PX,
+    MAX_FOCAL_PX,
+    MAX_HEADER_BYTES,
+    MAX_ID_CHARS,
+    MAX_METADATA_TEXT_CHARS,
+    MIN_FOCAL_PX,
+    SCHEMA_VERSION,
+    TABLE_FILES,
+    build_checked,
+)
 from avsim.scenario.types import Scenario
 
 
@@ -131,8 +143,11 @@ def _reject_constant(token: str) -> float:
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise AvsimInputError(path, "file", "missing (not an avsim scenario folder?)")
+    size = regular_file(path, "file").stat().st_size
+    if size > MAX_HEADER_BYTES:
+        raise AvsimInputError(path, "file", f"{size} bytes, more than the {MAX_HEADER_BYTES} a scenario.json may have")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
@@ -165,7 +180,26 @@ def read_header(path: Path) -> dict[str, Any]:
     origin = doc.get("frame_origin_ns")
     if origin is not None and type(origin) is not int:
         raise AvsimInputError(path, "frame_origin_ns", f"must be integer nanoseconds, got {origin!r}")
+    if len(doc["scenario_id"]) > MAX_ID_CHARS:
+        raise AvsimInputError(path, "scenario_id", f"{len(doc['scenario_id'])} characters, more than {MAX_ID_CHARS}")
+    _check_metadata_text(path, doc["metadata"])
     return doc
+
+
+def _check_metadata_text(path: Path, metadata: dict[str, Any]) -> None:
+    """Every key and string in `metadata` is at most `MAX_METADATA_TEXT_CHARS` long (walked without recursion)."""
+    stack: list[tuple[str, Any]] = [("metadata", metadata)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str) and len(value) > MAX_METADATA_TEXT_CHARS:
+            raise AvsimInputError(path, where, f"a string of {len(value)} characters, more than {MAX_METADATA_TEXT_CHARS}")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if len(key) > MAX_METADATA_TEXT_CHARS:
+                    raise AvsimInputError(path, where, f"a key of {len(key)} characters, more than {MAX_METADATA_TEXT_CHARS}")
+                stack.append((f"{where}.{key[:40]}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
 
 
 def _json_number(path: Path, field: str, value: Any) -> float:
@@ -196,6 +230,8 @@ def _read_camera(path: Path, where: str, entry: dict[str, Any]) -> dict[str, Any
     d: dict[str, Any] = {"model": model}
     for key in ("width_px", "height_px"):
         d[key] = _json_int(path, f"{where}.{key}", entry.get(key))
+        if d[key] > MAX_CAMERA_SIDE_PX:
+            raise AvsimInputError(path, f"{where}.{key}", f"{d[key]} px, more than the {MAX_CAMERA_SIDE_PX} a camera may have")
     for key in ("cx_px", "cy_px"):
         d[key] = _json_number(path, f"{where}.{key}", entry.get(key))
     if model == "pinhole":
@@ -203,6 +239,8 @@ def _read_camera(path: Path, where: str, entry: dict[str, Any]) -> dict[str, Any
             d[key] = _json_number(path, f"{where}.{key}", entry.get(key))
             if d[key] <= 0:
                 raise AvsimInputError(path, f"{where}.{key}", f"focal length must be > 0, got {d[key]!r}")
+            if not MIN_FOCAL_PX <= d[key] <= MAX_FOCAL_PX:
+                raise AvsimInputError(path, f"{where}.{key}", f"focal length {d[key]!r} px is outside [{MIN_FOCAL_PX:g}, {MAX_FOCAL_PX:g}]")
         d["distortion"] = _json_numbers(path, f"{where}.distortion", entry.get("distortion"), 5)
     else:
         d["poly"] = _json_numbers(path, f"{where}.poly", entry.get("poly"), 6)
@@ -237,8 +275,8 @@ def read_rig(path: Path, rig: dict[str, Any]) -> CameraRig:
         if not isinstance(entry, dict):
             raise AvsimInputError(path, where, "must be an object")
         name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise AvsimInputError(path, f"{where}.name", f"must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not name or len(name) > MAX_ID_CHARS:
+            raise AvsimInputError(path, f"{where}.name", f"must be a non-empty string of at most {MAX_ID_CHARS} characters, got {str(name)[:60]!r}")
         if name in names:
             raise AvsimInputError(path, f"{where}.name", f"duplicate camera name {name!r}")
         where = f"rig.cameras[{k}] ({name})"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import file_kind
 from avsim.scenario.io import ProgressFn, check_output_folder, save_scenario
 from avsim.scenario.types import Scenario
 
@@ -93,6 +94,10 @@ def convert_to_folder(
 
     out = Path(out)
     check_output_folder(out)
+    source = Path(split_selector(src)[0])
+    kind = file_kind(source)
+    if kind not in (None, "missing", "a folder"):  # a FIFO or device would be read forever
+        raise AvsimInputError(source, "source", f"is {kind}, not a file or folder of a dataset")
     scenario = registry.convert(src, fmt, rig_name)
     return _save(scenario, out, split_selector(src)[0], on_built)
 

@@ -76,6 +76,8 @@ def _acceleration(states: NDArrayFloat, coordinate: str, rear_axle_to_center_m: 
         acc = center_acceleration(states, rear_axle_to_center_m)[..., 0 if coordinate == "x" else 1]
     else:
         acc = np.hypot(states[..., StateIndex.ACCELERATION_X], states[..., StateIndex.ACCELERATION_Y])
+    if n_time <= 2:  # too few states for NAVSIM's quadratic filter (an episode that ended at once): used unfiltered
+        return np.round(acc, 8)
     return np.round(savgol(acc, min(window, n_time), 2), 8)
 
 
@@ -98,6 +100,8 @@ def _derivative(y: NDArrayFloat, time_s: NDArrayFloat, window: int = 5, poly: in
 
 def _jerk(states: NDArrayFloat, coordinate: str, time_s: NDArrayFloat, rear_axle_to_center_m: float) -> NDArrayFloat:
     acc = _acceleration(states, coordinate, rear_axle_to_center_m)
+    if states.shape[-2] <= 2:  # no quadratic fit through fewer than 3 states: no jerk to measure
+        return np.zeros_like(acc)
     return np.round(_derivative(acc, time_s, window=min(15, states.shape[-2]), poly=2), 8)
 
 
@@ -110,6 +114,8 @@ def unwrap_heading(headings: NDArrayFloat) -> NDArrayFloat:
 
 def _yaw_rate(states: NDArrayFloat, time_s: NDArrayFloat, deriv: int = 1, poly: int = 2) -> NDArrayFloat:
     # NAVSIM passes no window here: `_approximate_derivatives`' default of 5
+    if states.shape[-2] <= poly:  # too few states for the fit (an episode that ended at once): no rate to measure
+        return np.zeros(states.shape[:-1])
     return np.round(_derivative(unwrap_heading(states[..., StateIndex.HEADING]), time_s, deriv=deriv, poly=poly), 8)
 
 

@@ -29,6 +29,7 @@ from avsim.render.geometry.camera import FrameObjects, camera_primitives
 from avsim.render.geometry.scene import MAP_REACH_M, SceneRenderer
 from avsim.render.geometry.static_world import StaticWorld
 from avsim.render.raster.draw import rasterize
+from avsim.render.run.plan import RenderPlan
 from avsim.sim.boxes import Boxes
 from avsim.sim.geometry import point_in_boxes
 from avsim.sim.observation import EpisodeInfo, FrameState
@@ -55,8 +56,9 @@ class RenderedControlSource:
 
     def reset(self, episode: EpisodeInfo) -> None:
         if self._renderer is None or self._renderer.scenario is not episode.scenario:
-            self._renderer = SceneRenderer(episode.scenario, cameras=self.requested, size=self.size, backend=self.backend,
-                                           antialias=self.antialias)  # fmt: skip
+            plan = RenderPlan.for_sensors(episode.scenario, self.requested, self.size)  # a render's cameras and sizes
+            self._renderer = SceneRenderer(episode.scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px,
+                                           backend=self.backend, antialias=self.antialias)  # fmt: skip
             self._renderer.prepare_rays(self._renderer.camera_names)
             self._cones = [geo.cone_half_angle_rad(c) for c in self._renderer.rig.cameras]
             self._static_spheres = static_spheres(self._renderer.static)

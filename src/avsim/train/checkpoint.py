@@ -36,10 +36,19 @@ from torch.distributed.checkpoint.state_dict import (
 from torch.distributed.checkpoint.stateful import Stateful
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_json import read_json
 from avsim.train.ema import EMA
 from avsim.train.safe_dcp import load_dcp
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
+MAX_META_BYTES = 16 * 1024**2  # a checkpoint's meta.json holds a few counters
+# integer meta.json fields: (lowest, highest); a resume reads them back as run state
+META_LIMITS: dict[str, tuple[int, int]] = {
+    "step": (0, 99_999_999),  # the folder name has 8 digits
+    "world_size": (1, 1 << 20),
+    "loader_batch": (0, 1 << 40),
+}
+MAX_META_TEXT_CHARS = 4096  # a string field (the model's name)
 
 
 class _ModelOptim(Stateful):
@@ -208,7 +217,7 @@ class CheckpointManager:
         state: dict[str, Any] = {"app": _ModelOptim(model, optimizer)}
         if ema is not None:
             state["ema"] = _EMAState(ema)
-        meta = _read_meta(meta_path)
+        meta = _read_meta(meta_path, step)
         load_dcp(state, path)  # never unpickles what the folder holds (avsim.train.safe_dcp)
         rng_path = path / f"rng_rank{_rank()}.pt"
         if meta.get("world_size") == (dist.get_world_size() if dist.is_initialized() else 1) and rng_path.is_file():
@@ -216,16 +225,27 @@ class CheckpointManager:
         return meta
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    """meta.json of a checkpoint: a JSON object (bounded in size), else a one-line error."""
-    if path.stat().st_size > 16 * 1024**2:
-        raise AvsimInputError(path, "file", "larger than a checkpoint's meta.json can be (16 MiB)")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise AvsimInputError(path, "json", f"not valid JSON: {exc}") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("step"), int):
+def _read_meta(path: Path, step: int) -> dict[str, Any]:
+    """meta.json of checkpoint `step`: a bounded JSON object whose counters are in range, else one line.
+
+    Args:
+        path: the file.
+        step: the step its folder name says (the `step` field must equal it).
+
+    Returns:
+        the document.
+    """
+    meta = read_json(path, "json", MAX_META_BYTES)
+    if not isinstance(meta, dict) or type(meta.get("step")) is not int:
         raise AvsimInputError(path, "step", "meta.json must be an object with an integer step")
+    for key, value in meta.items():
+        limit = META_LIMITS.get(key)
+        if limit is not None and not (type(value) is int and limit[0] <= value <= limit[1]):
+            raise AvsimInputError(path, key, f"must be an integer from {limit[0]} to {limit[1]}, got {str(value)[:40]}")
+        if isinstance(value, str) and len(value) > MAX_META_TEXT_CHARS:
+            raise AvsimInputError(path, key, f"a string of {len(value)} characters, more than {MAX_META_TEXT_CHARS}")
+    if meta["step"] != step:
+        raise AvsimInputError(path, "step", f"is {meta['step']} in the folder of step {step}")
     return meta
 
 

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from avsim.core.errors import AvsimInputError
 from avsim.core.progress import progress_bar
 from avsim.models.config import TransferConfig, get_config
 from avsim.models.control import TransferDiT
@@ -255,7 +256,9 @@ def _resume(ckpt: CheckpointManager, resume_step: int | None, s: Setup) -> tuple
     """(first step to run, loader batch to start from) after loading the newest checkpoint."""
     if resume_step is None:
         return 0, 0
-    meta = ckpt.load(resume_step, s.model, s.optimizer, s.ema)
+    meta = ckpt.load(resume_step, s.model, s.optimizer, s.ema)  # fields range-checked (checkpoint.META_LIMITS)
+    if "loader_batch" not in meta:
+        raise AvsimInputError(ckpt.path(resume_step) / "meta.json", "loader_batch", "missing: not a checkpoint of `avsim train run`")
     return int(meta["step"]), int(meta["loader_batch"])
 
 
@@ -325,8 +328,6 @@ def export_net(
     Runs in one process: the sharded checkpoint is resharded onto an unsharded model.
     ``use_ema``: the EMA replaces the trained parameters (the released checkpoints are EMA).
     """
-    from avsim.core.errors import AvsimInputError
-
     ckpt = CheckpointManager(Path(cfg.out_dir) / "checkpoints")
     step = step if step is not None else ckpt.latest()
     if step is None:

@@ -7,6 +7,11 @@ resume. Here `.metadata` goes through an unpickler that admits only the classes 
 made of (listed in `METADATA_GLOBALS`; anything else is refused with the name of the global), and
 non-tensor items through `torch.load(weights_only=True)` (tensors, numbers, strings, containers).
 Tensor items were already read with `weights_only=True` by DCP itself.
+
+Every storage entry of the metadata (`_StorageInfo.relative_path`, offset, length) is checked
+before anything is read: the path must be a plain relative path that resolves to a regular file
+inside the checkpoint folder (no absolute path, no `..`, no link out, no FIFO or device), and
+the byte range must lie within that file.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.checkpoint.planner import ReadItem
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import contained_file
 
 MAX_METADATA_BYTES = 256 * 1024**2  # a DCP .metadata of a 2B model is a few MB
 
@@ -82,7 +88,33 @@ def read_dcp_metadata(path: str | os.PathLike[str]) -> Metadata:
         raise AvsimInputError(p, "metadata", f"cannot read DCP metadata: {type(exc).__name__}: {exc}") from None
     if not isinstance(metadata, Metadata):
         raise AvsimInputError(p, "metadata", f"holds a {type(metadata).__name__}, not DCP Metadata")
+    check_storage_entries(metadata, p)
     return metadata
+
+
+def check_storage_entries(metadata: Metadata, path: Path) -> None:
+    """Every storage entry must name a byte range of a regular file inside the checkpoint folder.
+
+    Args:
+        metadata: the checkpoint's metadata.
+        path: its `.metadata` file (the folder is its parent).
+    """
+    storage = getattr(metadata, "storage_data", None)
+    if not isinstance(storage, dict):
+        raise AvsimInputError(path, "storage_data", f"must be a mapping of storage entries, got {type(storage).__name__}")
+    sizes: dict[str, int] = {}
+    for index, info in storage.items():
+        where = f"storage_data[{getattr(index, 'fqn', '?')!s:.200}]"
+        raw = getattr(info, "relative_path", None)
+        relative = str(raw)
+        if relative not in sizes:  # refused unless a relative path to a regular file inside the folder
+            sizes[relative] = contained_file(path.parent, raw, path, f"{where}.relative_path").stat().st_size
+        offset, length = getattr(info, "offset", None), getattr(info, "length", None)
+        if type(offset) is not int or type(length) is not int or offset < 0 or length < 0 or offset + length > sizes[relative]:
+            raise AvsimInputError(path, where, f"bytes [{offset!r}, +{length!r}) are not within {relative} ({sizes[relative]} bytes)")
+        descriptors = getattr(info, "transform_descriptors", None)
+        if descriptors is not None and not (isinstance(descriptors, (list, tuple)) and all(isinstance(d, str) for d in descriptors)):
+            raise AvsimInputError(path, f"{where}.transform_descriptors", "must be a list of strings")
 
 
 class SafeFileSystemReader(FileSystemReader):

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core import label_folders
-from avsim.core.atomic import atomic_output_path
+from avsim.core.atomic import atomic_output_path, output_errors
+from avsim.core.locks import output_lock
 from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels import merge as labels_merge
@@ -301,7 +302,8 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, 
 def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int], None] | None = None) -> Path:
     """`avsim labels`: the labels of the frames and cameras `avsim render` with `opts` would draw.
 
-    Nothing is encoded; the label folder `OUT/<clip>/labels` is written as a whole (atomic).
+    Nothing is encoded; the label folder `OUT/<clip>/labels` is written as a whole (atomic), by
+    one process at a time (the `OUT/<clip>` writer lock, as `avsim render`; `opts.wait` waits).
 
     Args:
         scenario: the scenario.
@@ -313,9 +315,8 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     """
     plan = RenderPlan.resolve(scenario, opts)
     folder = labels_folder(opts.out, plan.clip_id)
-    folder.parent.mkdir(parents=True, exist_ok=True)
     renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps, antialias=opts.antialias)
-    with atomic_output_path(folder, is_dir=True) as tmp:
+    with output_errors(opts.out), output_lock(folder.parent, wait=opts.wait), atomic_output_path(folder, is_dir=True) as tmp:
         parts = _label_parts(Labeller.of(renderer, opts.label_files, opts.label_images), Path(tmp), plan.first, plan.stop, progress)
         write_from_parts(scenario, opts, plan, Path(tmp), parts)
     return folder

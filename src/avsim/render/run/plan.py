@@ -201,6 +201,7 @@ class RenderOptions:
     overlay_offset_s: float = 0.0  # render time t shows real time t + offset (run/real_frames.py)
     overlay_fps: float | None = None  # rate of an image folder of real frames (None: times from the names)
     max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB  # budget of one render process (run/memory.py; 0: none); bytes unchanged
+    wait: bool = False  # `--wait`: wait for another process writing OUT/<clip> (else refuse at once; avsim.core.locks)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -335,6 +336,30 @@ class RenderPlan:
     def n_frames(self) -> int:
         """Frames rendered per stream."""
         return self.stop - self.first
+
+    @classmethod
+    def for_sensors(cls, scenario: Scenario, cameras: tuple[str, ...] | None, size_px: tuple[int, int],
+                    rig: str = SCENARIO_RIG, exact_size: bool = True, fps: float = style.DEFAULT_FPS) -> RenderPlan:  # fmt: skip
+        """The plan of in-memory frames (closed-loop sensors): the same rig, camera and size resolution as a render,
+        over the whole clip, with no output stream.
+
+        Args:
+            scenario: the scenario.
+            cameras: camera names (None: every camera of the rig).
+            size_px: (width, height) asked for.
+            rig: "scenario" or a named rig.
+            exact_size: every camera at exactly `size_px` (else each at its own aspect, `size_px[1]` high).
+            fps: frame rate of the clip's frames.
+
+        Returns:
+            The plan (`streams` empty).
+        """
+        resolved = resolve_rig(scenario, rig)
+        names = tuple(cameras) if cameras else resolved.names
+        check_cameras(names, resolved)
+        sizes = camera_sizes(resolved.subset(list(names)), size_px[0], size_px[1], exact_size)
+        n_frames = max(len(scenario.frame_times(fps)), 1)
+        return cls(safe_name(scenario.scenario_id), resolved, names, 0, n_frames, fps, sizes, ())
 
     def size_of(self, camera: str) -> tuple[int, int]:
         """(width, height) of one camera's frames."""

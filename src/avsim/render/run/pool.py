@@ -326,11 +326,16 @@ def _run_pool(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, segment
             # most work first, so the pool's greedy scheduling ends evenly
             ordered = sorted(segments, key=lambda s: -(s.n_frames * len(s.parts)))
             pending: set[Future[StageTimes]] = {pool.submit(_run_pool_segment, s) for s in ordered}
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    total = total.plus(fut.result())
-                _drain(queue, progress)
+            try:
+                while pending:
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        total = total.plus(fut.result())
+                    _drain(queue, progress)
+            except BaseException:  # e.g. a full disk: segments not started yet are not started at all
+                for fut in pending:
+                    fut.cancel()
+                raise
             _drain(queue, progress)
     finally:
         manager.shutdown()

@@ -26,8 +26,10 @@ import numpy as np
 
 from avsim.core.digest import input_digest
 from avsim.core.errors import AvsimInputError
+from avsim.core.image import image_size_px, read_image_rgb
+from avsim.core.safe_files import regular_file
 from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayInt
-from avsim.core.video import iter_video_frames
+from avsim.core.video import check_complete, check_frame_size, iter_video_frames, open_video
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 ASPECT_TOLERANCE = 0.01  # relative aspect-ratio difference below which real frames are resized
@@ -98,8 +100,8 @@ def find_source(folder: Path, camera: str, clip_id: str) -> Path:
     if not folder.is_dir():
         raise AvsimInputError(folder, "--overlay", "not a folder of real camera frames")
     for candidate in (folder / f"{clip_id}.{camera}.mp4", folder / f"{camera}.mp4"):
-        if candidate.is_file():
-            return candidate
+        if candidate.exists() or candidate.is_symlink():
+            return regular_file(candidate, "video")  # a FIFO or device is named, not taken for missing
     image_dir = folder / camera
     if image_dir.is_dir() and _image_files(image_dir):
         return image_dir
@@ -119,14 +121,16 @@ def video_times_s(path: Path) -> tuple[NDArrayFloat, tuple[int, int]]:
     Returns:
         (N,) seconds relative to the first frame, ascending, and (width, height).
     """
+    container, stream = open_video(path)  # no video stream, a FIFO, too large a frame: one line each
     try:
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
+        with container:
             base = stream.time_base if stream.time_base is not None else Fraction(1, 1)
             pts = sorted(int(p.pts) for p in container.demux(stream) if p.pts is not None)
             size = (int(stream.width), int(stream.height))
-    except (av.error.FFmpegError, IndexError) as exc:
+            listed = int(stream.frames or 0)
+    except av.error.FFmpegError as exc:
         raise AvsimInputError(path, "video", f"cannot read the real video: {exc}") from None
+    check_complete(path, len(pts), listed)
     if not pts:
         raise AvsimInputError(path, "frames", "the real video has no frames")
     times = np.asarray([float((p - pts[0]) * base) for p in pts], np.float64)
@@ -215,7 +219,7 @@ def plan_camera(
     source = find_source(folder, camera, clip_id)
     video: Path | None = None
     images: tuple[Path, ...] = ()
-    if source.is_file():
+    if not source.is_dir():
         video = source
         times_s, size_px = video_times_s(source)
     else:
@@ -229,12 +233,16 @@ def plan_camera(
 
 
 def _image_size(path: Path) -> tuple[int, int]:
+    size = image_size_px(regular_file(path, "image"))
+    if size is not None:
+        check_frame_size(path, *size)
+        return size
     img = read_image(path)
     return int(img.shape[1]), int(img.shape[0])
 
 
 def read_image(path: Path) -> NDArrayByte:
-    """Decode one real image.
+    """Decode one real image (size checked from its header first: `avsim.core.image.read_image_rgb`).
 
     Args:
         path: a jpg or png file.
@@ -242,11 +250,7 @@ def read_image(path: Path) -> NDArrayByte:
     Returns:
         (H, W, 3) uint8 RGB.
     """
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    if img is None:
-        raise AvsimInputError(path, "image", "cannot decode image")
-    rgb: NDArrayByte = np.ascontiguousarray(np.asarray(img, dtype=np.uint8)[..., ::-1])
-    return rgb
+    return read_image_rgb(path)
 
 
 def fit(frame_rgb: NDArrayByte, render_size_px: tuple[int, int]) -> NDArrayByte:

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from avsim.core.atomic import output_errors
+from avsim.core.locks import output_lock
 from avsim.render.run import labels as labels_run
 from avsim.render.run import resume, units, writer
 from avsim.render.run.plan import RenderOptions, RenderPlan, Stream, StreamKind
@@ -195,11 +197,20 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
 
     Returns:
         The run summary, also written (merged with earlier runs') to `opts.out/<clip>/render_summary.json`.
+        One writer at a time per `OUT/<clip>` (`avsim.core.locks.output_lock`; `opts.wait` waits);
+        a full or read-only disk is one line (`OUT: disk full`), leaving only finished files.
     """
     t0 = time.perf_counter()
     plan = RenderPlan.resolve(scenario, opts)
     reals = plan_overlay(scenario, opts, plan)  # bad real frames fail here, before anything is written
     jobs = plan_streams(plan, opts, resume.scenario_digest(scenario, source), reals)
+    with output_errors(opts.out), output_lock(opts.out / plan.clip_id, wait=opts.wait):
+        return _render_jobs(scenario, opts, plan, jobs, reals, progress, t0)
+
+
+def _render_jobs(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, jobs: list[StreamJob], reals: dict[str, RealCamera],
+                 progress: Progress | None, t0: float) -> RenderSummary:  # fmt: skip
+    """`run_render` once the clip's writer lock is held: sweep, render what is missing, join, record."""
     record = resume.read_record(opts.out, plan.clip_id)
     redo = _labels_missing(opts, plan.clip_id)
     for job in jobs:  # leftovers of a killed run (dead writers' temporaries, empty .parts)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from avsim.core.errors import AvsimValueError
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.video import mp4_frame_count
 from avsim.render.run.plan import Stream, StreamKind
 
 SEGMENT_FRAMES = 150  # encoding unit: a stream's clip is encoded in segments, then remuxed
@@ -25,6 +26,27 @@ SEGMENT_FRAMES = 150  # encoding unit: a stream's clip is encoded in segments, t
 def _pngs_done(png_dir: Path | None, start: int, stop: int) -> bool:
     """True when no PNGs are asked for (png_dir None) or frames [start, stop) all have theirs."""
     return png_dir is None or all((png_dir / f"{f:06d}.png").is_file() for f in range(start, stop))
+
+
+def video_complete(path: Path, frames: int) -> bool:
+    """Whether `path` is an mp4 whose header lists `frames` frames (what resume trusts).
+
+    A file cut short (a full disk, a copy that stopped) or one of another clip length is not
+    complete: the rerun writes it again instead of joining or keeping it.
+
+    Args:
+        path: the part or output file.
+        frames: the frames it must hold.
+
+    Returns:
+        True when it opens and lists exactly `frames` frames.
+    """
+    if not path.is_file():
+        return False
+    try:
+        return mp4_frame_count(path) == frames
+    except AvsimInputError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -41,9 +63,9 @@ class StreamSegment:
         """Whether the segment is finished (a rerun skips it).
 
         Returns:
-            True when the part and every asked-for PNG exist.
+            True when the part is a complete video of the segment's frames and every asked-for PNG exists.
         """
-        return self.part.is_file() and _pngs_done(self.png_dir, self.start, self.stop)
+        return video_complete(self.part, self.stop - self.start) and _pngs_done(self.png_dir, self.start, self.stop)
 
 
 @dataclass(frozen=True)
@@ -66,9 +88,10 @@ class StreamJob:
         """Whether the job's files are all there (the runner also compares the recorded digest).
 
         Returns:
-            True when every output and every asked-for PNG exist.
+            True when every output is a complete video of the job's frames and every asked-for PNG exists.
         """
-        return all(p.is_file() for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
+        frames = self.stop - self.start
+        return all(video_complete(p, frames) for p in self.outputs) and _pngs_done(self.png_dir, self.start, self.stop)
 
     @property
     def _part_tag(self) -> str:

@@ -34,6 +34,7 @@ from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
 from avsim.core.errors import AvsimValueError
 from avsim.core.rig import COSMOS_VIEW_NAMES, MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
+from avsim.core.video import check_written_mp4
 from avsim.render.run.plan import Layout, Stream, StreamKind
 from avsim.render.run.units import StreamJob
 
@@ -242,13 +243,15 @@ def concat_mp4(parts: list[Path], path: Path) -> None:
     """Join H.264 mp4 files of identical settings into one without re-encoding (atomic).
 
     Every part starts with an IDR frame (a fresh encoder), so the joined stream is valid;
-    timestamps are shifted to follow on.
+    timestamps are shifted to follow on. The joined file is renamed into place only once it
+    lists every packet of the parts (`avsim.core.video.mp4_frame_count`).
 
     Args:
         parts: the mp4 files, in order.
         path: the joined file.
     """
-    with atomic_output_path(path) as tmp:
+    muxed = [0]
+    with atomic_output_path(path, check=lambda tmp: check_written_mp4(tmp, muxed[0])) as tmp:
         out = av.open(str(tmp), mode="w", format="mp4", options={"movflags": "+faststart"})
         try:
             out_stream, offset = None, 0
@@ -267,9 +270,10 @@ def concat_mp4(parts: list[Path], path: Path) -> None:
                         end = max(end, packet.pts + packet.duration)
                         packet.stream = out_stream
                         out.mux(packet)
+                        muxed[0] += 1
                     offset = end
         finally:
-            out.close()
+            out.close()  # flushed (faststart pass) before the check; a failure here drops the temporary
 
 
 def write_png(path: Path, frame_rgb: NDArrayByte) -> None:
