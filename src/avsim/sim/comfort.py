@@ -82,16 +82,10 @@ def _acceleration(states: NDArrayFloat, coordinate: str, rear_axle_to_center_m: 
 
 
 def _derivative(y: NDArrayFloat, time_s: NDArrayFloat, window: int = 5, poly: int = 2, deriv: int = 1) -> NDArrayFloat:
-    """NAVSIM's `_approximate_derivatives`: a Savitzky-Golay derivative over equally spaced times.
-
-    NAVSIM raises when the window (cut to the poses there are) is not longer than the polynomial's
-    order; an episode that ended after a few steps (a policy error) has such short sequences, so
-    here the order drops to the window's length - 1 (a single pose: derivatives 0).
-    """
+    """NAVSIM's `_approximate_derivatives`: a Savitzky-Golay derivative over equally spaced times."""
     window = min(window, len(time_s))
-    if window < 2:
-        return np.zeros_like(y)
-    poly = min(poly, window - 1)
+    if not poly < window:
+        raise ValueError(f"{poly} < {window} does not hold!")
     dx = np.diff(time_s)
     if not (dx > 0).all():
         raise RuntimeError("dx is not monotonically increasing!")
