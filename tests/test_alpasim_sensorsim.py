@@ -245,6 +245,10 @@ def test_the_serve_command_answers_and_stops_cleanly(world: Path) -> None:
                                                            frame_end_us=10**12), timeout=60)  # fmt: skip
         assert info.value.code() == grpc.StatusCode.OUT_OF_RANGE
         channel.close()
+        twice = subprocess.run([sys.executable, "-m", "avsim.cli.main", "serve", "sensorsim", "scenes", "--port", match.group(1)], cwd=world,
+                               env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        lines = [ln for ln in twice.stderr.splitlines() if "RuntimeWarning" not in ln and ln.strip()]
+        assert twice.returncode == 1 and lines == [f"error: 127.0.0.1:{match.group(1)}: --port: cannot listen there (in use, or not an address of this machine)"], twice.stderr
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)

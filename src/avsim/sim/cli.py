@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,8 @@ def sim_command(
     device: str = typer.Option(None, "--device", help="--observe generated: torch device (default: cuda when present)."),
 ) -> None:
     """Drive SCENARIO in closed loop with a policy; write the rollout, its scores and a per-step table to OUT."""
+    if policy.startswith("alpasim://"):  # gRPC's own log lines (a driver that goes away) stay out of stderr
+        os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from avsim.sim.chunks import ReplanMode
     from avsim.sim.generated.options import GenerationOptions
     from avsim.sim.run import Observe, SimOptions

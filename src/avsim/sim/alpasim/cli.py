@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -30,6 +31,7 @@ def sensorsim_command(
     device: str = typer.Option(None, "--device", help="--generated: torch device."),
 ) -> None:
     """AlpaSim's SensorsimService over SCENARIOS: control images (or generated ones) for f-theta and pinhole cameras."""
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's own log lines (a port in use: an error line of its own) stay out of stderr
     from avsim.sim.alpasim.server import ServerOptions, run_server
     from avsim.sim.generated.options import GenerationOptions
 

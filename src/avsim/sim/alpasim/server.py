@@ -35,6 +35,7 @@ import grpc
 import numpy as np
 
 from avsim import __version__
+from avsim.core.errors import AvsimInputError
 from avsim.core.typing import NDArrayByte
 from avsim.sim.alpasim.frames import (
     SpecError,
@@ -254,12 +255,16 @@ def serve(root: Path, options: ServerOptions,
     catalog = SceneCatalog(Path(root), options.max_loaded, options.backend, True, options.rolling_bands)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(int(options.workers), 1)),
                          options=[("grpc.max_receive_message_length", int(options.max_request_bytes)),
-                                  ("grpc.max_send_message_length", MAX_RESPONSE_BYTES)])  # fmt: skip
+                                  ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+                                  ("grpc.so_reuseport", 0)])  # fmt: skip  # a port in use is an error, not shared
     sensorsim_pb2_grpc.add_SensorsimServiceServicer_to_server(SensorsimServer(catalog, generated), server)
     host = f"[{options.host}]" if ":" in options.host else options.host
-    port = server.add_insecure_port(f"{host}:{int(options.port)}")
+    try:
+        port = server.add_insecure_port(f"{host}:{int(options.port)}")
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {options.host}:{options.port}")
+        raise AvsimInputError(f"{options.host}:{options.port}", "--port", "cannot listen there (in use, or not an address of this machine)")
     server.start()
     return server, port
 
