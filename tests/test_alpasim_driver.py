@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -125,27 +124,15 @@ def test_a_failing_driver_ends_the_episode_with_one_line_and_keeps_the_rollout(s
 @pytest.mark.distributed
 def test_a_driver_that_disconnects_ends_the_episode(scenario, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     driver = ReferenceDriver()
-    original, servers = driver.drive, []
-
-    def drive_then_leave(request, context):  # type: ignore[no-untyped-def]
-        answer = original(request, context)
-        if len(driver.log.drives) == 3:  # answer step 2, then the server goes away
-            threading.Thread(target=lambda: servers[0].stop(grace=None).wait()).start()
-        return answer
-
-    driver.drive = drive_then_leave  # type: ignore[method-assign]
     server, port = serve_driver(driver)
-    servers.append(server)
+
+    def leave_after_step_2(k: int, n: int) -> None:  # the driver's process goes away between steps 2 and 3
+        if k == 3:
+            server.stop(grace=None).wait()
+
     opts = SimOptions(policy=f"alpasim://127.0.0.1:{port}", steps=10, budget_s=3.0, step_scores=False)
-    import time
-
-    class Slow:  # the next step starts after the server is gone
-        def __call__(self, k: int, n: int) -> None:
-            if k == 3:
-                time.sleep(0.5)
-
-    summary = run_sim(tmp_path, tmp_path / "out", opts, scenario=scenario, on_step=Slow())
-    assert summary.status == "policy_error" and summary.steps == 3
+    summary = run_sim(tmp_path, tmp_path / "out", opts, scenario=scenario, on_step=leave_after_step_2)
+    assert summary.status == "policy_error" and summary.steps == 3 and len(driver.log.drives) == 3
     assert "UNAVAILABLE" in summary.end_reason and "at step 3" in summary.end_reason
 
 
