@@ -28,11 +28,22 @@ class WrongShape:
 
 
 class SlowAtStep4:
-    """Sleeps 5 s at step 4 (the budget interrupts it)."""
+    """Sleeps 5 s at step 4 (the hang limit interrupts it)."""
 
     def __call__(self, observation: Any) -> Any:
         if observation.step == 4:
             time.sleep(5.0)
+        return np.array([0.0, 0.0])
+
+
+class SpinAtStep1:
+    """Computes (a busy loop of 0.25 CPU seconds) at step 1."""
+
+    def __call__(self, observation: Any) -> Any:
+        if observation.step == 1:
+            end = time.process_time() + 0.25
+            while time.process_time() < end:
+                pass
         return np.array([0.0, 0.0])
 
 

@@ -80,6 +80,32 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, remote.name, "out.mp4", "run"])
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="zombies are read from /proc (Linux)")
+def test_a_killed_writer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
+    """A SIGKILLed worker whose parent has not reaped it yet (a zombie: a Ray worker while its task is
+    retried) left its temporary for good before: the zombie's pid still answered kill(pid, 0)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from avsim.core.atomic import _owner_tag, remove_stale_temporaries
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        child.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":  # not reaped: no wait() yet
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        host = _owner_tag().rsplit(".", 1)[0]
+        left = tmp_path / f".a.tmp{host}.{child.pid}-x"
+        left.mkdir()
+        assert remove_stale_temporaries(tmp_path / "a", is_dir=True) == [left] and not left.exists()
+    finally:
+        child.wait()
+
+
 def _killed_then_rerun(args: list[str], cwd: Path, delays_s: tuple[float, ...]) -> None:
     """Run `avsim ARGS` killed with SIGKILL after each delay, then once to the end."""
     import shutil

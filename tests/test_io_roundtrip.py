@@ -32,6 +32,7 @@ from avsim.scenario.io import (
     save_scenario,
     scenario_differences,
 )
+from avsim.scenario.io_schema import MAX_BOX_SIZE_M, MAX_WORLD_COORD_M
 
 
 def _rotation(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -157,19 +158,19 @@ def test_scenario_differences_finds_a_one_ulp_change(scenario: Scenario) -> None
     assert scenario_differences(scenario, scenario.replace(metadata={"x": 1})) != []
 
 
-finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True, width=64)
+finite = st.floats(-MAX_WORLD_COORD_M, MAX_WORLD_COORD_M, allow_subnormal=True, width=64)  # the loader's extent
 
 
 @pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     centers=hnp.arrays(np.float64, (4, 3), elements=finite),
-    sizes=hnp.arrays(np.float64, (4, 3), elements=st.floats(min_value=5e-324, max_value=1e300)),
+    sizes=hnp.arrays(np.float64, (4, 3), elements=st.floats(min_value=5e-324, max_value=MAX_BOX_SIZE_M)),
     times=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=4, max_size=4, unique=True),
     ids=st.lists(st.text(min_size=1, max_size=8).filter(lambda s: "\x00" not in s), min_size=4, max_size=4),
 )
 def test_agent_values_round_trip_bit_exact(tmp_path_factory, centers, sizes, times, ids) -> None:
-    """Any finite float (subnormals, -0.0, huge), any int64 time, any string survive unchanged."""
+    """Any float within the limits (subnormals, -0.0, the limits themselves), any int64 time, any string survive unchanged."""
     agents = AgentTracks.from_unsorted(ids, ids[::-1], times, centers, sizes, yaw_to_quat(np.arange(4.0)))
     s = make_scenario(1).replace(agents=agents)
     folder = tmp_path_factory.mktemp("rt") / "s"
@@ -179,6 +180,19 @@ def test_agent_values_round_trip_bit_exact(tmp_path_factory, centers, sizes, tim
     np.testing.assert_array_equal(_bits(loaded.agents.center_m), _bits(agents.center_m))
     np.testing.assert_array_equal(_bits(loaded.agents.size_m), _bits(agents.size_m))
     assert loaded.agents.track_id.tolist() == agents.track_id.tolist()
+
+
+@pytest.mark.parametrize("column, value", [("size", np.nextafter(MAX_BOX_SIZE_M, np.inf)), ("center", -2 * MAX_WORLD_COORD_M)])
+def test_save_refuses_what_load_would_refuse(tmp_path: Path, column: str, value: float) -> None:
+    """A value beyond the loader's limits is refused before anything is written (never a folder nobody can load)."""
+    a = make_scenario(1).agents
+    center, size = np.array(a.center_m), np.array(a.size_m)
+    (size if column == "size" else center)[0, 0] = value
+    s = make_scenario(1).replace(agents=AgentTracks(a.track_id, a.source_class, a.timestamps_ns, center, size, a.orientation))
+    field = "length_m" if column == "size" else "center_x_m"
+    with pytest.raises(AvsimValueError, match=f"agents.parquet: {field}: row 0 .*is not saved"):
+        save_scenario(s, tmp_path / "s")
+    assert os.listdir(tmp_path) == []
 
 
 # ---- layout and determinism ------------------------------------------------------------------

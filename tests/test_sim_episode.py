@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sim_cases import scenario
-from sim_policies import CrashAtStep3, NaNAtStep2, SlowAtStep4, WrongShape, brake
+from sim_policies import CrashAtStep3, NaNAtStep2, SlowAtStep4, SpinAtStep1, WrongShape, brake
 
 from avsim.sim.episode import run_episode
 from avsim.sim.metrics import EpisodeScorer
@@ -27,16 +27,32 @@ def _road_sim(steps: int = 20, **kwargs: object) -> Simulator:
         (CrashAtStep3(), 3, "policy raised ZeroDivisionError at step 3: division by zero in the planner"),
         (NaNAtStep2(), 2, "policy output at step 2: action: contains NaN or infinite values"),
         (WrongShape(), 0, "expected a Trajectory, a Control, an array (N, 3) of poses or (2,) controls, got shape (4, 2)"),
-        (SlowAtStep4(), 4, "policy exceeded its time budget of 0.5 s at step 4"),
+        (SlowAtStep4(), 4, "policy did not return within 2 s at step 4 (its hang limit; its time budget is 0.2 s of CPU)"),
+        (SpinAtStep1(), 1, "s (CPU) at step 1, over its time budget of 0.2 s"),
     ],
 )
 def test_a_failing_policy_ends_the_episode_with_its_reason_and_keeps_the_rollout(policy: object, step: int, reason: str) -> None:
     sim = _road_sim()
-    result = run_episode(sim, policy, budget_s=0.5)  # type: ignore[arg-type]
+    result = run_episode(sim, policy, budget_s=0.2, hang_s=2.0)  # type: ignore[arg-type]
     assert result.status == "policy_error" and result.steps == step
     assert reason in result.end_reason and "\n" not in result.end_reason
     assert sim.recorder is not None and sim.recorder.n_recorded == step + 1  # the states it drove are kept
     assert np.isfinite(sim.recorder.ego_states()).all()
+
+
+def test_waiting_is_not_computing_a_busy_machine_does_not_end_the_episode() -> None:
+    """The budget counts CPU time: a call that waits 3x its budget (a starved process looks the same
+    in wall time) completes; only past the hang limit does waiting end the episode."""
+    import time
+
+    from avsim.sim.episode import MIN_HANG_S, hang_limit_s
+
+    def waits(observation: object) -> np.ndarray:
+        time.sleep(0.3)
+        return np.array([0.0, 0.0])
+
+    assert run_episode(_road_sim(steps=3), waits, budget_s=0.1).status == "completed"
+    assert hang_limit_s(0.1) == MIN_HANG_S and hang_limit_s(10.0) == 100.0
 
 
 def test_a_plain_function_is_a_policy() -> None:

@@ -91,13 +91,25 @@ def _host() -> str:
 
 
 def _pid_running(pid: int) -> bool:
+    """Whether process `pid` still runs: it exists and is not a zombie (killed, not yet reaped by its
+    parent: a SIGKILLed Ray worker stays one until the raylet reaps it, while its task is retried)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's live process
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Linux: the state field of /proc/<pid>/stat is Z (zombie) or X (dead); elsewhere False."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    fields = stat[stat.rfind(")") + 1 :].split()  # the command name in parentheses may hold spaces
+    return bool(fields) and fields[0] in ("Z", "X")
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = False) -> list[Path]:

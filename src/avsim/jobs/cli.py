@@ -266,7 +266,7 @@ def sim(
     steps: int = typer.Option(None, "--steps", help="Episode length in steps (default: each scenario's span)."),
     duration: float = typer.Option(None, "--duration", help="Episode length in seconds."),
     controller: str = typer.Option(None, "--controller", help="auto (default), lqr or perfect."),
-    budget: float = typer.Option(None, "--budget", help="Seconds each policy call may take (default 1)."),
+    budget: float = typer.Option(None, "--budget", help="CPU seconds each policy call may compute (default 1; over 10x that in wall time, at least 60 s: hung)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """Drive every scenario of DATASET with a policy for every seed (`avsim sim` per item and seed); a table of scores."""

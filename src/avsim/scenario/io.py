@@ -30,6 +30,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.maps import HDMap
 from avsim.scenario.compare import scenario_differences
+from avsim.scenario.io_checks import check_finite
 from avsim.scenario.io_header import (
     check_table_digest,
     header_json,
@@ -90,6 +91,7 @@ def save_scenario(
     if scenario.map.is_empty() and not allow_empty_map:
         raise AvsimValueError(f"map: scenario {scenario.scenario_id!r} has no map elements (an empty map is not a usable scenario)")
     tables = scenario_tables(scenario)
+    _check_loadable(scenario, tables)
     rows = {name: df.height for name, df in tables.items()}
     header_json(scenario, rows)  # checks the metadata before anything is written
     with atomic_output_path(folder, is_dir=True) as tmp:
@@ -102,6 +104,17 @@ def save_scenario(
         if progress is not None:
             progress(SCENARIO_JSON)
     return folder
+
+
+def _check_loadable(scenario: Scenario, tables: dict[str, Any]) -> None:
+    """Refuse, before anything is written, a value the loader would refuse (non-finite, beyond a limit)."""
+    for name, df in tables.items():
+        try:
+            check_finite(Path(name), df)
+        except AvsimInputError as exc:
+            raise AvsimValueError(
+                f"{name}: {exc.field}: {exc.reason}; scenario {scenario.scenario_id!r} is not saved (load_scenario would refuse it)"
+            ) from None
 
 
 def check_output_folder(folder: str | Path) -> None:

@@ -38,7 +38,7 @@ def sim_command(
     seed: int = typer.Option(0, "--seed", help="Seed: IDM agents' parameter spread, handed to the policy."),
     rate: float = typer.Option(10.0, "--rate", help="Steps per second."),
     controller: str = typer.Option("auto", "--controller", help="How trajectories are followed: lqr, perfect, auto (perfect for expert)."),
-    budget: float = typer.Option(1.0, "--budget", help="Seconds each policy call may take."),
+    budget: float = typer.Option(1.0, "--budget", help="CPU seconds each policy call may compute (a call over 10x that in wall time, at least 60 s, is hung)."),
     no_step_scores: bool = typer.Option(False, "--no-step-scores", help="Skip the per-step 4 s window scores."),
     observe: str = typer.Option(None, "--observe", help="What the policy sees: none, control (rendered control frames; the default with --cameras) or generated (video generated chunk by chunk with the Transfer model)."),
     config: str = typer.Option("transfer25_2b_multiview", "--config", help="--observe generated: model config (transfer25_2b_multiview, debug, ...)."),
