@@ -258,13 +258,12 @@ def detect(
 ) -> None:
     """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
     from avsim.core.progress import step_bars
-    from avsim.evaluation.detect import detect_sides
+    from avsim.evaluation.detect import detect_sides, summary_lines
 
     with step_bars("eval") as progress:
         res = detect_sides(clips, out, detector, generated, progress)
-    for side, doc in res["sides"].items():
-        typer.echo(f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if generated else out}")
-    typer.echo(f"next: {res['report_command']}")
+    for line in summary_lines(res, out):
+        typer.echo(line)
 
 
 # --------------------------------------------------------------------------- report

@@ -19,6 +19,11 @@ Output folder (one side of a report):
     OUT/gt/lanes.parquet         ground truth lanes (the front camera's OpenLane files)
     OUT/videos/<clip>/<camera>.mp4   links to the clip's videos (FID / FVD / Sampson)
     OUT/detect.json              the detector, clips, frames and cameras
+
+Each clip is detected on its own (`detect_clip` gives its `ClipDetections`) and the parts are
+merged, in clip order, by `write_detect_output`: `avsim eval detect` does both in one process;
+`avsim run eval detect` runs one clip per task, writes each part as a one-clip folder (no
+videos/) and merges the parts read back (`read_detect_part`) on the driver into the same files.
 """
 
 from __future__ import annotations
@@ -104,6 +109,8 @@ class Detections:
             raise AvsimValueError(f"Detections: {len(boxes)} boxes, {len(labels)} labels, {len(scores)} scores")
         if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
             raise AvsimValueError("Detections: boxes and scores must be finite")
+        if (boxes[:, 3:6] <= 0).any():  # as the box tables `avsim eval let` reads require
+            raise AvsimValueError("Detections: box sizes (length, width, height) must be > 0")
         lanes = tuple(np.asarray(ln, np.float64).reshape(-1, 3) for ln in self.lanes)
         cats = tuple(int(c) for c in self.lane_categories) or (-1,) * len(lanes)
         if len(cats) != len(lanes):
@@ -115,8 +122,11 @@ class Detections:
 Detector = Callable[[FrameBatch], Detections]
 
 
-def load_detector(spec: str) -> Detector:
-    """`module:attribute` -> the detector (a class is instantiated without arguments)."""
+def import_detector(spec: str) -> Any:
+    """`module:attribute` -> the attribute, imported but not instantiated; one line when it is not a callable.
+
+    `avsim run eval detect` checks the spec with it on the driver before any task starts.
+    """
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise AvsimInputError("--detector", "spec", f"expected MODULE:CALLABLE, got {spec!r}")
@@ -124,6 +134,14 @@ def load_detector(spec: str) -> Detector:
         obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise AvsimInputError("--detector", spec, f"cannot import: {exc}") from None
+    if not callable(obj):
+        raise AvsimInputError("--detector", spec, "is not callable")
+    return obj
+
+
+def load_detector(spec: str) -> Detector:
+    """`module:attribute` -> the detector (a class is instantiated without arguments)."""
+    obj = import_detector(spec)
     detector = obj() if isinstance(obj, type) else obj
     if not callable(detector):
         raise AvsimInputError("--detector", spec, "is not callable")
@@ -133,13 +151,18 @@ def load_detector(spec: str) -> Detector:
 # --------------------------------------------------------------------------- clips
 
 
+def is_clip_folder(path: Path) -> bool:
+    """Whether `path` is a clip folder (it holds labels/index.json)."""
+    return is_label_folder(labels_folder(path))
+
+
 def list_clip_folders(path: Path) -> list[Path]:
     """Clip folders at or under `path` (folders holding labels/index.json), sorted by name."""
-    if is_label_folder(labels_folder(path)):
+    if is_clip_folder(path):
         return [path]
     if not path.is_dir():
         raise AvsimInputError(path, "CLIPS", "not a folder")
-    found = sorted(c for c in path.iterdir() if c.is_dir() and is_label_folder(labels_folder(c)))
+    found = sorted(c for c in path.iterdir() if c.is_dir() and is_clip_folder(c))
     if not found:
         raise AvsimInputError(path, "CLIPS", "no clip folder (a folder with labels/index.json and its videos)")
     return found
@@ -244,6 +267,25 @@ def clip_ground_truth(clip_dir: Path) -> tuple[Boxes3D, LaneSet]:
 # --------------------------------------------------------------------------- run
 
 
+@dataclass(frozen=True)
+class ClipDetections:
+    """One clip's part of the output: the detector's boxes and lanes, the labels' ground truth,
+    and the clip's entry of `detect.json` (`detect_clip` makes it; `write_detect_output` merges parts).
+
+    clip_dir: the clip folder; record: `{"clip", "folder", "frames", "cameras"}`, the clip's entry
+    of detect.json `clips`; frames: the instants the detector saw; boxes, lanes: the detector's;
+    gt_boxes, gt_lanes: the labels'; all frames keyed `<clip>@<sample_token>`.
+    """
+
+    clip_dir: Path
+    record: dict[str, Any]
+    frames: int
+    boxes: Boxes3D
+    lanes: LaneSet
+    gt_boxes: Boxes3D
+    gt_lanes: LaneSet
+
+
 def _concat_boxes(parts: list[Boxes3D]) -> Boxes3D:
     if not parts:
         return Boxes3D(np.zeros(0, str), np.zeros(0, str), np.zeros((0, 7)), np.zeros(0))
@@ -252,6 +294,102 @@ def _concat_boxes(parts: list[Boxes3D]) -> Boxes3D:
 
 def _concat_lanes(frames: list[str], lanes: list[np.ndarray], cats: list[int]) -> LaneSet:
     return LaneSet.from_lists(frames, lanes, cats) if lanes else LaneSet.from_lists([], [], [])
+
+
+def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callable[[], None] | None = None) -> ClipDetections:
+    """Run `detector` on every labelled instant of one clip (all cameras) and read its ground truth.
+
+    Args:
+        clip_dir: a clip folder (module docstring).
+        detector: the callable.
+        spec: how it was named (named in an error).
+        on_frame: called after each instant (progress).
+
+    Returns:
+        The clip's part.
+    """
+    index = read_index(clip_dir)
+    pred_parts, lane_f, lane_p, lane_c, frames = [], [], [], [], 0
+    for batch in iter_batches(clip_dir):
+        det = detector(batch)
+        if not isinstance(det, Detections):
+            raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
+        key = frame_key(batch.clip, batch.sample_token)
+        n = len(det.scores)
+        pred_parts.append(Boxes3D(np.full(n, key, dtype=object).astype(str), np.array([c.value for c in det.labels], dtype=str),
+                                  det.boxes_ego, det.scores))  # fmt: skip
+        lane_f += [key] * len(det.lanes)
+        lane_p += list(det.lanes)
+        lane_c += list(det.lane_categories)
+        frames += 1
+        if on_frame is not None:
+            on_frame()
+    gt_boxes, gt_lanes = clip_ground_truth(clip_dir)
+    record = {"clip": clip_name(index, clip_dir), "folder": str(clip_dir), "frames": len(index["frames"]),
+              "cameras": list(index["cameras"])}  # fmt: skip
+    return ClipDetections(clip_dir, record, frames, _concat_boxes(pred_parts), _concat_lanes(lane_f, lane_p, lane_c), gt_boxes, gt_lanes)
+
+
+def write_detect_output(out: Path, parts: list[ClipDetections], spec: str, link_videos: bool = True) -> dict[str, Any]:
+    """Merge clip parts, in order, into the output folder (module docstring) and write `detect.json` last.
+
+    Args:
+        out: the output folder (one side of a report).
+        parts: the clips' parts; two clips of one name are refused (their frame keys would collide).
+        spec: the detector's name (recorded in detect.json).
+        link_videos: also link `out/videos/<clip>/<camera>.mp4` to the clips' videos.
+
+    Returns:
+        The detect.json document.
+    """
+    from avsim.evaluation.detections import write_box_table
+    from avsim.evaluation.lane_io import write_lane_table
+
+    seen: dict[str, Path] = {}
+    for part in parts:
+        name = str(part.record["clip"])
+        if name in seen:
+            raise AvsimInputError(part.clip_dir, "scenario_id", f"clip {name!r} is also {seen[name]}; frame keys would collide")
+        seen[name] = part.clip_dir
+    (out / "gt").mkdir(parents=True, exist_ok=True)
+    write_box_table(_concat_boxes([p.boxes for p in parts]), out / "detections.parquet")
+    write_lane_table(_merge_lane_sets([p.lanes for p in parts]), out / "lanes.parquet")
+    write_box_table(_concat_boxes([p.gt_boxes for p in parts]), out / "gt" / "boxes.parquet")
+    write_lane_table(_merge_lane_sets([p.gt_lanes for p in parts]), out / "gt" / "lanes.parquet")
+    if link_videos:
+        _link_videos([p.clip_dir for p in parts], out / "videos")
+    doc = {"format": "avsim-detect", "detector": spec, "clips": [p.record for p in parts], "frames": sum(p.frames for p in parts),
+           "frame_keys": "<clip>@<sample_token>"}  # fmt: skip
+    with atomic_output_path(out / "detect.json") as tmp:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def read_detect_part(folder: Path) -> ClipDetections:
+    """A one-clip output folder (`write_detect_output(folder, [part], spec, link_videos=False)`) read back as its part.
+
+    Args:
+        folder: the folder (detect.json with one clip, the four tables).
+
+    Returns:
+        The part, equal to the one written (frame keys as str).
+    """
+    from avsim.core.safe_json import read_json
+    from avsim.evaluation.detections import read_box_table
+    from avsim.evaluation.lane_io import read_lane_table
+
+    doc = read_json(folder / "detect.json", "detect")
+    clips = doc.get("clips") if isinstance(doc, dict) else None
+    if not isinstance(clips, list) or len(clips) != 1 or not isinstance(clips[0], dict) or "folder" not in clips[0]:
+        raise AvsimInputError(folder / "detect.json", "clips", "expected the record of one clip")
+
+    def boxes(path: Path) -> Boxes3D:
+        b = read_box_table(path)
+        return Boxes3D(b.frame.astype(str), b.label, b.boxes, b.score)
+
+    return ClipDetections(Path(str(clips[0]["folder"])), clips[0], int(doc.get("frames", 0)), boxes(folder / "detections.parquet"),
+                          read_lane_table(folder / "lanes.parquet"), boxes(folder / "gt" / "boxes.parquet"),
+                          read_lane_table(folder / "gt" / "lanes.parquet"))  # fmt: skip
 
 
 def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress: StepProgress | None = None) -> dict[str, Any]:
@@ -267,45 +405,16 @@ def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress
     Returns:
         the detect.json document.
     """
-    from avsim.evaluation.detections import write_box_table
-    from avsim.evaluation.lane_io import write_lane_table
-
     folders = list_clip_folders(clips)
     total = sum(len(read_index(c)["frames"]) for c in folders)
-    pred_parts, gt_boxes, gt_lanes, lane_f, lane_p, lane_c, done = [], [], [], [], [], [], 0
-    clips_doc = []
-    for clip_dir in folders:
-        index = read_index(clip_dir)
-        for batch in iter_batches(clip_dir):
-            det = detector(batch)
-            if not isinstance(det, Detections):
-                raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
-            key = frame_key(batch.clip, batch.sample_token)
-            n = len(det.scores)
-            pred_parts.append(Boxes3D(np.full(n, key, dtype=object).astype(str), np.array([c.value for c in det.labels], dtype=str),
-                                      det.boxes_ego, det.scores))  # fmt: skip
-            lane_f += [key] * len(det.lanes)
-            lane_p += list(det.lanes)
-            lane_c += list(det.lane_categories)
-            done += 1
-            report_step(progress, f"detect {clips.name}", done, total)
-        b, ln = clip_ground_truth(clip_dir)
-        gt_boxes.append(b)
-        gt_lanes.append(ln)
-        clips_doc.append({"clip": clip_name(index, clip_dir), "folder": str(clip_dir), "frames": len(index["frames"]),
-                          "cameras": list(index["cameras"])})  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gt").mkdir(exist_ok=True)
-    write_box_table(_concat_boxes(pred_parts), out / "detections.parquet")
-    write_lane_table(_concat_lanes(lane_f, lane_p, lane_c), out / "lanes.parquet")
-    write_box_table(_concat_boxes(gt_boxes), out / "gt" / "boxes.parquet")
-    write_lane_table(_merge_lane_sets(gt_lanes), out / "gt" / "lanes.parquet")
-    _link_videos(folders, out / "videos")
-    doc = {"format": "avsim-detect", "detector": spec, "clips": clips_doc, "frames": done,
-           "frame_keys": "<clip>@<sample_token>"}  # fmt: skip
-    with atomic_output_path(out / "detect.json") as tmp:
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    return doc
+    done = [0]
+
+    def on_frame() -> None:
+        done[0] += 1
+        report_step(progress, f"detect {clips.name}", done[0], total)
+
+    parts = [detect_clip(clip_dir, detector, spec, on_frame) for clip_dir in folders]
+    return write_detect_output(out, parts, spec)
 
 
 def _merge_lane_sets(parts: list[LaneSet]) -> LaneSet:
@@ -334,6 +443,29 @@ def _link_videos(folders: list[Path], videos: Path) -> None:
             os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)
 
 
+def report_command(out: Path, generated: bool) -> str:
+    """The `avsim eval report` line to run on `out` next (both sides, or one side and a GEN_OUT to give)."""
+    if not generated:
+        return f"avsim eval report --real {out} --generated GEN_OUT --gt {out / 'gt'}"
+    return f"avsim eval report --real {out / 'real'} --generated {out / 'generated'} --gt {out / 'real' / 'gt'} --out {out / 'report'}"
+
+
+def summary_lines(result: dict[str, Any], out: Path) -> list[str]:
+    """What `avsim eval detect` and `avsim run eval detect` print: frames and clips per side, then the next command.
+
+    Args:
+        result: `detect_sides`' result (`sides`, `report_command`).
+        out: the output folder.
+
+    Returns:
+        The lines.
+    """
+    two = len(result["sides"]) > 1
+    lines = [f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if two else out}"
+             for side, doc in result["sides"].items()]  # fmt: skip
+    return [*lines, f"next: {result['report_command']}"]
+
+
 def detect_sides(clips: Path, out: Path, spec: str, generated: Path | None = None,
                  progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
     """`avsim eval detect`: one side into `out`, or with `generated` both sides into `out/real`
@@ -344,9 +476,7 @@ def detect_sides(clips: Path, out: Path, spec: str, generated: Path | None = Non
     """
     detector = load_detector(spec)
     if generated is None:
-        doc = run_detector(clips, out, detector, spec, progress)
-        return {"sides": {"real": doc}, "report_command": f"avsim eval report --real {out} --generated GEN_OUT --gt {out / 'gt'}"}
+        return {"sides": {"real": run_detector(clips, out, detector, spec, progress)}, "report_command": report_command(out, False)}
     sides = {"real": run_detector(clips, out / "real", detector, spec, progress),
              "generated": run_detector(generated, out / "generated", detector, spec, progress)}  # fmt: skip
-    cmd = f"avsim eval report --real {out / 'real'} --generated {out / 'generated'} --gt {out / 'real' / 'gt'} --out {out / 'report'}"
-    return {"sides": sides, "report_command": cmd}
+    return {"sides": sides, "report_command": report_command(out, True)}

@@ -1,15 +1,19 @@
-"""`avsim run render|labels|convert|eval|generate|pair|encode|sim DATASET OUT`: dataset-scale jobs (option
-parsing only; the work is in `avsim.jobs.run`). See docs/jobs.md."""
+"""`avsim run render|labels|convert|generate|pair|encode|sim DATASET OUT` and `avsim run eval fid|fvd|detect
+DATASET OUT`: dataset-scale jobs (option parsing only; the work is in `avsim.jobs.run`). See docs/jobs.md."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
 from avsim.jobs.engines import ENGINES, Engine, EngineConfig
 from avsim.jobs.fid import ClipBootstrap
+
+if TYPE_CHECKING:
+    from avsim.jobs.run import JobReport
 
 app = typer.Typer(help="Run a command over a dataset: one task per item, on a local process pool or on Ray.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
@@ -45,12 +49,15 @@ def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
 
 
 def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: EngineConfig, real: Path | None = None,
-         bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,), wait: bool = False) -> None:  # fmt: skip
+         bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,), wait: bool = False,
+         generated: Path | None = None) -> JobReport:  # fmt: skip
+    """Run the job; print eval's distance; exit 1 when an item failed."""
     from rich.console import Console
 
     from avsim.jobs.run import run_job
 
-    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds, wait=wait)
+    report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds,
+                     wait=wait, generated=generated)  # fmt: skip
     if report.frechet is not None:
         metric = "fvd" if "fvd" in report.frechet else "fid"
         value, ivs = report.frechet[metric], report.frechet.get("bootstrap", {})
@@ -59,6 +66,7 @@ def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: E
         typer.echo(f"{metric.upper()} {n_1} (N-1), {by_n} (/N){how} -> {out / f'{metric}.json'}")
     if report.failed:
         raise typer.Exit(1)
+    return report
 
 
 ENGINE = typer.Option("local", "--engine", help=ENGINE_HELP)
@@ -133,34 +141,97 @@ def convert(
     _run("convert", dataset, out, {"format": from_format, "rig": rig}, _engine(engine, address, cpus_per_task, workers, max_retries), wait=wait)
 
 
-@app.command("eval")
-def evaluate(
-    dataset: Path = typer.Argument(..., help=f"Generated clips (videos or frame folders). {DATASET_HELP}"),
-    out: Path = typer.Argument(..., help="Output folder: per-clip features OUT/generated|real/<clip>/ and OUT/fid.json (fvd.json)."),
-    real: Path = typer.Option(..., "--real", help="Real clips: a folder of clips or a manifest."),
-    metric: str = typer.Option("fid", "--metric", help="fid (Inception frames) or fvd (I3D 16-frame windows)."),
-    weights: Path = typer.Option(None, "--weights", help="Inception (fid) or I3D (fvd) weights (default: the installed ones)."),
-    max_frames: int = typer.Option(None, "--max-frames", help="fid: frames per clip (default: all)."),
-    batch_size: int = typer.Option(None, "--batch-size", help="fid: frames per network batch (default 16)."),
-    stride: int = typer.Option(None, "--stride", help="fvd: frames between window starts (default 16)."),
-    max_windows: int = typer.Option(None, "--max-windows", help="fvd: windows per clip (default: all)."),
-    cache: Path = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid|fvd --cache`)."),
-    n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples over clips (at most 200 drawn, as `avsim eval report`)."),
-    level: float = typer.Option(0.95, "--level", help="The bootstrap interval's level."),
-    seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
-    no_bootstrap: bool = typer.Option(False, "--no-bootstrap", help="Skip the bootstrap interval over clips."),
+OLD_EVAL_FORM = ("`avsim run eval` takes the metric first: `avsim run eval fid|fvd DATASET OUT --real REAL [...]` "
+                 "(--metric is gone) or `avsim run eval detect DATASET OUT --detector MODULE:CALLABLE`")  # fmt: skip
+_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")  # typer's own click
+
+
+class _EvalGroup(TyperGroup):
+    """`avsim run eval`: a call in the old form (`avsim run eval DATASET OUT --metric ...`) is one line naming the new one."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            raise _USAGE_ERROR(f"{OLD_EVAL_FORM}; got {args[0]!r}")  # no context: click prints the one line
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(help="Metrics over a dataset: FID / FVD of generated against real clips, or a detector over clip folders.",
+                       no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=_EvalGroup)  # fmt: skip
+app.add_typer(eval_app, name="eval")
+
+REAL = typer.Option(..., "--real", help="Real clips: a folder of clips or a manifest.")
+CACHE = typer.Option(None, "--cache", help="Feature cache folder (shared with `avsim eval fid|fvd --cache`).")
+N_RESAMPLES = typer.Option(1000, "--n-resamples", help="Bootstrap resamples over clips (at most 200 drawn, as `avsim eval report`).")
+LEVEL = typer.Option(0.95, "--level", help="The bootstrap interval's level.")
+SEED = typer.Option(0, "--seed", help="The bootstrap's seed.")
+NO_BOOTSTRAP = typer.Option(False, "--no-bootstrap", help="Skip the bootstrap interval over clips.")
+CLIPS_HELP = f"Generated clips (videos or frame folders). {DATASET_HELP}"
+
+
+def _frechet(metric: str, dataset: Path, out: Path, real: Path, options: dict[str, Any], weights: Path | None,
+             cache: Path | None, bootstrap: ClipBootstrap | None, config: EngineConfig, wait: bool) -> None:  # fmt: skip
+    """`avsim run eval fid|fvd`: the options as the job records them (the digests of the former `--metric` form)."""
+    options = {"metric": metric, "weights": str(weights.resolve()) if weights else None, **options,
+               "cache": str(cache.resolve()) if cache else None}  # fmt: skip
+    _run("eval", dataset, out, options, config, real=real, bootstrap=bootstrap, wait=wait)
+
+
+@eval_app.command("fid")
+def eval_fid(
+    dataset: Path = typer.Argument(..., help=CLIPS_HELP),
+    out: Path = typer.Argument(..., help="Output folder: per-clip features OUT/generated|real/<clip>/ and OUT/fid.json."),
+    real: Path = REAL,
+    weights: Path = typer.Option(None, "--weights", help="Inception weights (default: the installed ones)."),
+    max_frames: int = typer.Option(None, "--max-frames", help="Frames per clip (default: all)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Frames per network batch (default 16)."),
+    cache: Path = CACHE, n_resamples: int = N_RESAMPLES, level: float = LEVEL, seed: int = SEED, no_bootstrap: bool = NO_BOOTSTRAP,
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
     wait: bool = WAIT,
 ) -> None:  # fmt: skip
-    """FID (or FVD) of DATASET against --real: per-clip features in tasks, statistics merged on the driver,
+    """FID (Inception frames) of DATASET against --real: per-clip features in tasks, statistics merged on the driver,
     and the bootstrap interval over clips that `avsim eval report` gives."""
-    if metric not in ("fid", "fvd"):
-        raise typer.BadParameter(f"--metric: expected fid or fvd, got {metric!r}")
-    options = {"metric": metric, "weights": str(weights.resolve()) if weights else None, "max_frames": max_frames,
-               "batch_size": batch_size, "stride": stride, "max_windows": max_windows,
-               "cache": str(cache.resolve()) if cache else None}  # fmt: skip
     bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
-    _run("eval", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), real=real, bootstrap=bootstrap, wait=wait)
+    _frechet("fid", dataset, out, real, {"max_frames": max_frames, "batch_size": batch_size}, weights, cache, bootstrap,
+             _engine(engine, address, cpus_per_task, workers, max_retries), wait)  # fmt: skip
+
+
+@eval_app.command("fvd")
+def eval_fvd(
+    dataset: Path = typer.Argument(..., help=CLIPS_HELP),
+    out: Path = typer.Argument(..., help="Output folder: per-clip features OUT/generated|real/<clip>/ and OUT/fvd.json."),
+    real: Path = REAL,
+    weights: Path = typer.Option(None, "--weights", help="I3D weights (default: the installed ones)."),
+    stride: int = typer.Option(None, "--stride", help="Frames between 16-frame window starts (default 16)."),
+    max_windows: int = typer.Option(None, "--max-windows", help="Windows per clip (default: all)."),
+    cache: Path = CACHE, n_resamples: int = N_RESAMPLES, level: float = LEVEL, seed: int = SEED, no_bootstrap: bool = NO_BOOTSTRAP,
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
+) -> None:  # fmt: skip
+    """FVD (I3D 16-frame windows) of DATASET against --real: per-clip features in tasks, statistics merged on the
+    driver, and the bootstrap interval over clips that `avsim eval report` gives."""
+    bootstrap = None if no_bootstrap else ClipBootstrap(n_resamples, level, seed)
+    _frechet("fvd", dataset, out, real, {"stride": stride, "max_windows": max_windows}, weights, cache, bootstrap,
+             _engine(engine, address, cpus_per_task, workers, max_retries), wait)  # fmt: skip
+
+
+@eval_app.command("detect")
+def eval_detect(
+    dataset: Path = typer.Argument(..., help=f"Clip folders (labels/index.json and the videos), or folders of them. {DATASET_HELP}"),
+    out: Path = typer.Argument(..., help="Output folder: what `avsim eval detect` writes (with --generated: OUT/real/, OUT/generated/); items in clips/<clip>/."),
+    detector: str = typer.Option(..., "--detector", help="MODULE:CALLABLE taking a FrameBatch, returning Detections (a class: one instance per clip)."),
+    generated: Path = typer.Option(None, "--generated", help="Generated clip folders (as DATASET): detected too, into OUT/generated."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS,
+    gpus_per_task: float = typer.Option(0.0, "--gpus-per-task", help="GPUs per task for the detector (ray: requested; local: each worker's own)."),
+    workers: int = WORKERS, max_retries: int = RETRIES, wait: bool = WAIT,
+) -> None:  # fmt: skip
+    """Run a detector over every clip folder of DATASET (`avsim eval detect` per clip), merged into the files
+    `avsim eval let`, `eval lanes` and `eval report` read."""
+    from avsim.evaluation.detect import summary_lines
+
+    report = _run("detect", dataset, out, {"detector": detector}, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
+                  wait=wait, generated=generated)  # fmt: skip
+    for line in summary_lines(report.detect, out) if report.detect is not None else []:  # (None: an item failed, exit 1 above)
+        typer.echo(line)
 
 
 @app.command("generate")

@@ -4,6 +4,8 @@ DATASET is one of
 - a folder of scenario folders (render, labels, sim) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
+- a folder of clip folders (detect: `labels/index.json` and the videos), or of folders of them
+  (the output of `avsim run render --labels` or `avsim run generate`: items `<item>.<clip>`),
 - a folder of render items, the output of `avsim run render` (generate, pair),
 - a post-training layout (encode: one item per clip; no manifest),
 - a manifest, `.csv` or `.parquet`, with a column `path` (relative paths are taken relative to
@@ -40,6 +42,12 @@ class JobKind(StrEnum):
     PAIR = "pair"
     ENCODE = "encode"
     SIM = "sim"
+    DETECT = "detect"
+
+    @property
+    def command(self) -> str:
+        """The words after `avsim run` that start a job of this kind."""
+        return "eval detect" if self is JobKind.DETECT else str(self.value)
 
 
 KINDS = JobKind.choices()
@@ -86,6 +94,8 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
         from avsim.evaluation.video_frames import list_clips
 
         paths = list_clips(dataset)
+    elif kind == "detect":
+        return _clip_folder_items(dataset)
     elif kind == "encode":
         from avsim.train.data import layout_clips
 
@@ -95,6 +105,20 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
     else:
         paths = [p for p in dataset.iterdir() if not p.name.startswith(".")]
     return [Item(item_name(p), p) for p in paths]
+
+
+def _clip_folder_items(dataset: Path) -> list[Item]:
+    """detect: each clip folder of `dataset`, and each clip folder of a subfolder that holds clip
+    folders (named `<subfolder>.<clip>`); any other subfolder is an item too, and fails with its reason."""
+    from avsim.evaluation.detect import is_clip_folder
+
+    if is_clip_folder(dataset):
+        raise AvsimInputError(dataset, "DATASET", "is one clip, not a folder of them; use `avsim eval detect`")
+    items = []
+    for sub in sorted(p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        clips = [] if is_clip_folder(sub) else sorted(c for c in sub.iterdir() if c.is_dir() and is_clip_folder(c))
+        items += [Item(f"{sub.name}.{c.name}", c) for c in clips] if clips else [Item(sub.name, sub)]
+    return items
 
 
 def _manifest_rows(manifest: Path) -> list[dict[str, Any]]:
@@ -165,7 +189,7 @@ def read_items(dataset: Path, kind: str, option_names: tuple[str, ...]) -> list[
     else:
         raise AvsimInputError(dataset, "DATASET", f"expected a folder or a manifest ({', '.join(MANIFEST_SUFFIXES)})")
     if not items:
-        raise AvsimInputError(dataset, "DATASET", f"no items to {kind}")
+        raise AvsimInputError(dataset, "DATASET", f"no items for `avsim run {JobKind(kind).command}`")
     seen: dict[str, Path] = {}
     for item in items:
         if item.name in seen:

@@ -108,6 +108,12 @@ def _eval(task: ItemTask, tmp: Path) -> None:
     write_clip_features(task.source, tmp, task.options)
 
 
+def _detect(task: ItemTask, tmp: Path) -> None:
+    from avsim.jobs.detect import detect_item
+
+    detect_item(task, tmp)
+
+
 def _sim(task: ItemTask, tmp: Path) -> None:
     from avsim.sim.run import run_sim
 
@@ -141,7 +147,9 @@ def _hang_for_test(name: str) -> None:
 
 
 def _run(task: ItemTask, digest: str) -> None:
-    runner = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim, **MODEL_RUNNERS}[task.kind]
+    runners = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim, "detect": _detect,
+               **MODEL_RUNNERS}  # fmt: skip
+    runner = runners[task.kind]
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         runner(task, tmp)

@@ -3,10 +3,12 @@ bar, and end with a table (done / skipped / failed with the one-line reason) and
 `OUT/job_report.json`. A failed item never stops the others; `JobReport.failed` tells the CLI
 to exit 1.
 
-`eval` runs FID feature tasks for the clips of both sides (`OUT/generated/<clip>/`,
+`eval` (`avsim run eval fid|fvd`) runs FID feature tasks for the clips of both sides (`OUT/generated/<clip>/`,
 `OUT/real/<clip>/`) and, when every clip succeeded, merges them on the driver into
 `OUT/fid.json` (or `OUT/fvd.json`; avsim.jobs.fid), with the bootstrap interval over clips
 that `avsim eval report` gives (`avsim.jobs.fid.clip_intervals`) unless turned off.
+`detect` (`avsim run eval detect`) runs one clip folder per task and, when every clip
+succeeded, merges their parts into the folder `avsim eval detect` writes (avsim.jobs.detect).
 
 `pair` items go to `OUT/clips/<item>/` and are then linked into the shared layout at `OUT/`
 (`model_items.merge_layout`); `encode` items go to `OUT/<clip>/` and the cache's index is
@@ -27,6 +29,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.locks import output_lock
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import JobKind, read_items
+from avsim.jobs.detect import DETECT_CLIPS, check_detect_options
 from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
 from avsim.jobs.model_items import (
     PAIR_CLIPS,
@@ -51,12 +54,14 @@ LISTED_ITEMS = 30  # the final table lists every item up to this many, else only
 
 @dataclass(frozen=True)
 class JobReport:
-    """What a job did: its results in item order and, for eval, the FID / FVD document."""
+    """What a job did: its results in item order and, for eval, the FID / FVD document (detect: the
+    merged sides, as `avsim.evaluation.detect.detect_sides` returns them; sim: the score rows)."""
 
     kind: str
     results: list[ItemResult]
     frechet: dict[str, Any] | None = None
     sim_rows: list[dict[str, Any]] | None = None
+    detect: dict[str, Any] | None = None
 
     def count(self, status: ItemStatus) -> int:
         """Items that ended with `status`."""
@@ -93,7 +98,10 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], 
         encode_settings(base)  # bad encoders fail here, once
     if kind == "generate":
         check_generate_options(base)
-    items = read_items(dataset, kind, tuple(OPTION_TYPES[kind]))
+    if kind == "detect":
+        check_detect_options(base)
+    # detect: one detector per job (the merged detect.json names it), so no manifest option columns
+    items = read_items(dataset, kind, () if kind == JobKind.DETECT else tuple(OPTION_TYPES[kind]))
     root = out.resolve()
     digests: dict[str, dict[str, str]] = {}  # weight files digested once per job, however many items name them
     tasks = []
@@ -140,7 +148,7 @@ def execute(kind: str, tasks: list[ItemTask], config: EngineConfig, console: Con
     """
     if console is None:
         return run_tasks(tasks, config, lambda r: None)
-    with _progress(console, kind) as bar:
+    with _progress(console, JobKind(kind).command) as bar:
         task = bar.add_task("", total=len(tasks))
         return run_tasks(tasks, config, lambda r: bar.update(task, advance=1, description=f"{r.name}: {r.status}"))
 
@@ -174,7 +182,7 @@ def print_table(console: Console, report: JobReport) -> None:
     """
     from rich.table import Table
 
-    table = Table(title=f"avsim run {report.kind}")
+    table = Table(title=f"avsim run {JobKind(report.kind).command}")
     for column in ("item", "status", "seconds", "reason"):
         table.add_column(column, overflow="fold")
     listed = report.results if len(report.results) <= LISTED_ITEMS else [r for r in report.results if r.status == ItemStatus.FAILED]
@@ -185,13 +193,13 @@ def print_table(console: Console, report: JobReport) -> None:
 
 
 def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], config: EngineConfig,
-            real: Path | None = None, console: Console | None = None,
-            bootstrap: ClipBootstrap | None = None, seeds: tuple[int, ...] = (0,), wait: bool = False) -> JobReport:  # fmt: skip
-    """Run a dataset job end to end (plan, execute, report; eval: merge FID).
+            real: Path | None = None, console: Console | None = None, bootstrap: ClipBootstrap | None = None,
+            seeds: tuple[int, ...] = (0,), wait: bool = False, generated: Path | None = None) -> JobReport:  # fmt: skip
+    """Run a dataset job end to end (plan, execute, report; eval: merge FID; detect: merge the clips).
 
     Args:
         kind: a `JobKind`.
-        dataset: the dataset (eval: the generated clips).
+        dataset: the dataset (eval: the generated clips; detect: the real clip folders).
         out: the job's output folder.
         options: the command's options.
         config: the engine.
@@ -200,6 +208,8 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         bootstrap: eval only: the bootstrap over clips written beside the distance (None: none).
         seeds: sim only: the seeds every scenario runs with.
         wait: wait for another process running a job into `out` (else one line; avsim.core.locks).
+        generated: detect only: the generated clip folders, detected into `out/generated` (the
+            dataset then goes to `out/real`).
 
     Returns:
         The report (also written to `out/job_report.json`).
@@ -208,16 +218,7 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         raise AvsimInputError(out, "OUT", "exists and is not a folder")
     if config.engine == Engine.RAY:
         import_ray()  # a missing extra fails here, in one line, before anything is written
-    if kind == "eval":
-        if real is None:
-            raise AvsimInputError(dataset, "--real", "`avsim run eval` needs the real clips (--real)")
-        tasks = plan_tasks(kind, dataset, out / "generated", options) + plan_tasks(kind, real, out / "real", options)
-        tasks = [ItemTask(t.kind, f"{t.out_dir.parent.name}/{t.name}", t.source, t.out_dir, t.options) for t in tasks]
-    elif console is not None and kind in ("generate", "encode"):
-        with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
-            tasks = plan_tasks(kind, dataset, out, options)
-    else:
-        tasks = plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options, seeds)
+    tasks = _plan(kind, dataset, out, options, console, real=real, generated=generated, seeds=seeds)
     with output_errors(out), output_lock(out, wait=wait):  # one job per OUT at a time
         results = execute(kind, tasks, config, console)
         if kind == "pair":
@@ -230,6 +231,8 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
             print_table(console, report)
         if kind == "eval" and not report.failed:
             report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
+        if kind == "detect" and not report.failed:
+            report = JobReport(kind, report.results, detect=_merge_detect(out, tasks, generated is not None, console))
         if kind == "sim":
             from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
 
@@ -238,6 +241,39 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
                 print_sim_summary(console, rows)
             report = JobReport(kind, report.results, sim_rows=rows)
     return report
+
+
+def _side_tasks(kind: str, sides: Mapping[str, Path], out: Path, options: Mapping[str, Any], under: str = "") -> list[ItemTask]:
+    """The tasks of each side's dataset, in `out/<side>[/under]/<item>`, named `<side>/<item>`, sides in order."""
+    return [ItemTask(t.kind, f"{side}/{t.name}", t.source, t.out_dir, t.options)
+            for side, data in sides.items() for t in plan_tasks(kind, data, out / side / under if under else out / side, options)]  # fmt: skip
+
+
+def _plan(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], console: Console | None, *,
+          real: Path | None, generated: Path | None, seeds: tuple[int, ...]) -> list[ItemTask]:  # fmt: skip
+    """`run_job`'s tasks: eval and detect per side, the others over `dataset`."""
+    if kind == "eval":
+        if real is None:
+            raise AvsimInputError(dataset, "--real", "`avsim run eval` needs the real clips (--real)")
+        return _side_tasks(kind, {"generated": dataset, "real": real}, out, options)
+    if kind == "detect":
+        if generated is None:
+            return plan_tasks(kind, dataset, out / DETECT_CLIPS, options)
+        return _side_tasks(kind, {"real": dataset, "generated": generated}, out, options, DETECT_CLIPS)
+    if console is not None and kind in ("generate", "encode"):
+        with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
+            return plan_tasks(kind, dataset, out, options)
+    return plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options, seeds)
+
+
+def _merge_detect(out: Path, tasks: list[ItemTask], generated: bool, console: Console | None) -> dict[str, Any]:
+    """`avsim.jobs.detect.merge_detect` under a spinner (it reads every clip's tables)."""
+    from avsim.jobs.detect import merge_detect
+
+    if console is None:
+        return merge_detect(out, tasks, generated)
+    with console.status(f"run eval detect: merging {len(tasks)} clips"):
+        return merge_detect(out, tasks, generated)
 
 
 def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None,

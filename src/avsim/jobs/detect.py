@@ -1,0 +1,82 @@
+"""`avsim run eval detect`: a detector over a dataset of clip folders, one clip per task, the
+clips' parts merged on the driver into the folder `avsim eval detect` writes.
+
+Each item is one clip folder; its task instantiates the detector (`--detector MODULE:CALLABLE`,
+once per clip), runs it over the clip (`avsim.evaluation.detect.detect_clip`) and writes the
+clip's part as a one-clip output folder without videos (`write_detect_output(...,
+link_videos=False)`): `detections.parquet`, `lanes.parquet`, `gt/`, `detect.json`. The items
+live in `OUT/clips/<clip>/` (with `--generated`: `OUT/real/clips/<clip>/` and
+`OUT/generated/clips/<clip>/`). When every item is done or current, the driver reads the parts
+back in item order (`read_detect_part`) and writes `OUT` (or `OUT/real`, `OUT/generated`) with
+`write_detect_output`, so the merged files are the ones `avsim eval detect` writes for the same
+clip folders.
+
+An item's input digest covers its clip folder's files and the detector's name, not the
+detector's code or weights: after changing those, run into a new OUT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from avsim.core.errors import AvsimInputError
+from avsim.jobs.tasks import ItemTask
+
+DETECT_CLIPS = "clips"  # OUT[/side]/clips/<clip>/: the items; OUT[/side]/ itself is the merged folder
+SIDES = ("real", "generated")
+
+
+def check_detect_options(options: Mapping[str, Any]) -> None:
+    """Refuse a missing or unimportable detector once, on the driver, before any task starts.
+
+    Args:
+        options: the job's typed options (`detector`: MODULE:CALLABLE).
+    """
+    from avsim.evaluation.detect import import_detector
+
+    if not options.get("detector"):
+        raise AvsimInputError("options", "--detector", "`avsim run eval detect` needs --detector MODULE:CALLABLE")
+    import_detector(str(options["detector"]))
+
+
+def detect_item(task: ItemTask, tmp: Path) -> None:
+    """Run the detector over one clip folder and write its part into `tmp`.
+
+    Args:
+        task: the item (source: the clip folder; options: `detector`).
+        tmp: the item's temporary output folder.
+    """
+    from avsim.evaluation.detect import detect_clip, load_detector, write_detect_output
+
+    spec = str(task.options["detector"])
+    part = detect_clip(task.source, load_detector(spec), spec)
+    write_detect_output(tmp, [part], spec, link_videos=False)
+
+
+def side_folder(out: Path, side: str, generated: bool) -> Path:
+    """Where one side's merged files go: `out`, or `out/<side>` when both sides run."""
+    return out / side if generated else out
+
+
+def merge_detect(out: Path, tasks: list[ItemTask], generated: bool) -> dict[str, Any]:
+    """Merge the items' parts, in task order, into each side's folder.
+
+    Args:
+        out: the job's output folder.
+        tasks: the detect tasks (all done or skipped), each in `<side folder>/clips/<clip>`.
+        generated: whether both sides ran (`--generated`).
+
+    Returns:
+        `{"sides": {side: detect.json}, "report_command": ...}`, as `avsim eval detect` returns it.
+    """
+    from avsim.evaluation.detect import read_detect_part, report_command, write_detect_output
+
+    spec = str(tasks[0].options["detector"])
+    sides = {}
+    for side in SIDES if generated else SIDES[:1]:
+        folder = side_folder(out, side, generated)
+        parts = [read_detect_part(t.out_dir) for t in tasks if t.out_dir.parent == folder / DETECT_CLIPS]
+        sides[side] = write_detect_output(folder, parts, spec)
+    return {"sides": sides, "report_command": report_command(out, generated)}
