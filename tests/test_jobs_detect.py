@@ -71,12 +71,14 @@ def _statuses(out: Path) -> dict[str, str]:
 
 @pytest.mark.e2e
 def test_dataset_run_writes_the_bytes_of_eval_detect_and_the_report_reads_them(clips: Path, single: Path, tmp_path: Path,
-                                                                               capsys) -> None:  # fmt: skip
+                                                                               capsys, monkeypatch) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "run"
-    args = ["run", "eval", "detect", str(clips), str(out), "--generated", str(clips), "--detector", ORACLE, "--workers", "1"]
+    args = ["run", "eval", "detect", str(clips), "run", "--generated", str(clips), "--detector", ORACLE, "--workers", "1"]  # OUT relative
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert f"real: 6 frames of 2 clip(s) -> {out / 'real'}" in printed and "next: avsim eval report --real" in printed
+    assert "real: 6 frames of 2 clip(s) -> run/real" in printed and "generated: 6 frames of 2 clip(s)" in printed
+    assert "next: avsim eval report --real run/real --generated run/generated" in printed
     merged = _merged(out)
     assert merged == _tree(single)  # every file, videos/ links included, byte for byte
     assert {f"{side}/{f}" for side in ("real", "generated") for f in MERGED} <= set(merged)

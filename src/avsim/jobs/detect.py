@@ -77,6 +77,9 @@ def merge_detect(out: Path, tasks: list[ItemTask], generated: bool) -> dict[str,
     sides = {}
     for side in SIDES if generated else SIDES[:1]:
         folder = side_folder(out, side, generated)
-        parts = [read_detect_part(t.out_dir) for t in tasks if t.out_dir.parent == folder / DETECT_CLIPS]
+        items = folder.resolve() / DETECT_CLIPS  # (task folders are absolute)
+        parts = [read_detect_part(t.out_dir) for t in tasks if t.out_dir.parent == items]
+        if not parts:
+            raise AvsimInputError(items, side, "no clip of this side to merge")
         sides[side] = write_detect_output(folder, parts, spec)
     return {"sides": sides, "report_command": report_command(out, generated)}
