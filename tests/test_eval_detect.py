@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,13 @@ def test_detector_gets_all_views_with_calibration(rendered: Path, capsys) -> Non
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error")]  # (the progress bar is above)
     assert len(err) == 1 and "--detector: test_eval_detect:wrong_detector: returned dict, expected" in err[0]
     assert not (rendered / "bad" / "detections.parquet").exists()
+    # two clip folders of one scenario: refused before anything is written (their frame keys would collide)
+    for copy in ("a", "b"):
+        shutil.copytree(rendered / "r" / "avsim_sample_seed0", rendered / "dup" / copy)
+    assert main(["eval", "detect", str(rendered / "dup"), str(rendered / "dup_out"), "--detector", "test_eval_detect:recording_detector"]) == 1
+    err = capsys.readouterr().err
+    assert "clip 'avsim_sample_seed0' is also" in err and "frame keys would collide" in err
+    assert not (rendered / "dup_out" / "detections.parquet").exists()
 
 
 def test_detections_are_validated_and_detectors_named() -> None:
@@ -87,6 +95,8 @@ def test_detections_are_validated_and_detectors_named() -> None:
         Detections(np.zeros((1, 7)), ("car",), [0.5])
     with pytest.raises(Exception, match="1 boxes, 1 labels, 2 scores"):
         Detections(np.zeros((1, 7)), ("vehicle",), [0.5, 0.1])
+    with pytest.raises(Exception, match=r"box sizes \(length, width, height\) must be > 0"):  # as `eval let`'s tables
+        Detections(np.zeros((1, 7)) + [10, 0, 1, 4, 0, 1.5, 0], ("vehicle",), [0.5])
     with pytest.raises(Exception, match="expected MODULE:CALLABLE"):
         load_detector("nocolon")
     assert callable(load_detector("avsim.evaluation.detectors:LabelsOracle"))

@@ -72,7 +72,7 @@ def frechet_interval_over_clips(fr: list[np.ndarray], fg: list[np.ndarray], norm
     """Frechet distance with a percentile bootstrap over clips, each side resampled independently
     (the sides are different sets of clips); no interval when a side has fewer than 2 clips.
 
-    `avsim eval report` and `avsim run eval` both compute their interval here.
+    `avsim eval report` and `avsim run eval fid|fvd` both compute their interval here.
 
     Args:
         fr, fg: the per-clip feature rows of the real and generated side, each `(T_i, D)`.

@@ -152,7 +152,7 @@ def fold_side(folders: list[Path], dim: int, on_clip: Callable[[], None] | None 
 
 @dataclass(frozen=True)
 class ClipBootstrap:
-    """The bootstrap over clips of `avsim run eval`: the defaults are `avsim eval report`'s
+    """The bootstrap over clips of `avsim run eval fid|fvd`: the defaults are `avsim eval report`'s
     (`avsim.evaluation.report.ReportConfig`)."""
 
     n_resamples: int = 1000
