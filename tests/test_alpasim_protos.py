@@ -111,3 +111,20 @@ def test_committed_modules_are_what_grpcio_tools_makes(tmp_path: Path) -> None:
     assert sorted(p.name for p in written) == committed and len(committed) == 9
     for path in written:
         assert path.read_bytes() == (PROTO_DIR / path.name).read_bytes(), f"{path.name}: regenerate with python -m avsim.devtools.protos"
+
+
+@pytest.mark.subprocess
+def test_regenerating_the_protos_leaves_the_lane_matcher_usable(tmp_path: Path) -> None:
+    """protoc's extension and OR-tools' corrupt the heap of a process that loads both (abort: the
+    crash of a test worker that ran the lane matcher after this module's regeneration test); protoc
+    runs in its own process, so one process may regenerate the protos and then match lanes."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from pathlib import Path; from avsim.devtools.protos import compile_protos; "
+            "compile_protos(Path(sys.argv[1])); assert 'grpc_tools._protoc_compiler' not in sys.modules; "
+            "from avsim.evaluation.lanes import min_cost_flow_assignment; "
+            "print(min_cost_flow_assignment(np.array([[1, 2], [3, 4]]))[1].tolist())")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[0, 1]"

@@ -6,10 +6,16 @@ The generated modules are committed (an install needs no compiler); `tests/test_
 regenerates them into a temporary folder and requires the same bytes. They are made by
 grpcio-tools 1.76.0 (protoc 31.1): its code runs on protobuf >= 6.31.1, the runtime ortools and
 the Waymo protos pin (grpcio-tools 1.85 needs protobuf 7).
+
+protoc runs in a process of its own (`python -m grpc_tools.protoc`): the compiler extension bundles
+its own protobuf and abseil, and a process that loads it and OR-tools' extension (the OpenLane
+matcher, `avsim.evaluation.lanes`) corrupts its heap and aborts, in either order
+(`munmap_chunk(): invalid pointer`, measured with grpcio-tools 1.76.0 and ortools 9.14.6206).
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,14 +40,14 @@ def compile_protos(out_root: Path, src: Path = SRC) -> list[Path]:
     Returns:
         The files written, sorted.
     """
-    import grpc_tools
-    from grpc_tools import protoc
+    import grpc_tools  # the package only (its _proto folder): the compiler extension loads in the child
 
     include = str(Path(grpc_tools.__file__).parent / "_proto")
     files = [str(p.relative_to(src)) for p in proto_files(src)]
-    args = ["protoc", f"-I{src}", f"-I{include}", f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}", *files]
-    if protoc.main(args) != 0:
-        raise RuntimeError(f"protoc failed on {', '.join(files)}")
+    args = [f"-I{src}", f"-I{include}", f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}", *files]
+    done = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"protoc failed on {', '.join(files)}: {done.stderr.strip()}")
     rel = PROTO_DIR.relative_to(SRC)
     return sorted(p for p in (out_root / rel).iterdir() if p.name.endswith(GENERATED_SUFFIXES))
 
