@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.trajectory import NS_PER_S, check_grouped_times, interpolation_weights
 from avsim.core.transforms import check_unit_quat, quat_normalize, quat_slerp, quat_to_matrix, quat_to_yaw
 
@@ -87,8 +88,7 @@ def box_corners(center_m: np.ndarray, size_m: np.ndarray, orientation: np.ndarra
 
 def _str_array(values: npt.ArrayLike, n: int, name: str) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.shape != (n,):
-        raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
+    check_shape(arr, (n,), name)
     if n and arr.dtype.kind not in "UO":
         raise AvsimValueError(f"{name}: expected strings, got {arr.dtype}")
     return arr.astype(str) if n else np.zeros(0, dtype="<U1")
@@ -121,8 +121,7 @@ class AgentTracks:
         arrays = {}
         for name, width in (("center_m", 3), ("size_m", 3), ("orientation", 4)):
             arr = np.asarray(getattr(self, name), dtype=np.float64).reshape(-1, width) if n == 0 else np.asarray(getattr(self, name), dtype=np.float64)
-            if arr.shape != (n, width):
-                raise AvsimValueError(f"agents.{name}: expected shape ({n}, {width}), got {arr.shape}")
+            check_shape(arr, (n, width), f"agents.{name}")
             if not np.all(np.isfinite(arr)):
                 raise AvsimValueError(f"agents.{name}: contains NaN or infinite values")
             arrays[name] = arr

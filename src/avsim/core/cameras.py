@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayFloat
 
 POLY_DEGREE = 5  # f-theta polynomials have six coefficients p0..p5
@@ -22,15 +23,13 @@ NEWTON_STEPS = 3  # refinement so the stored polynomial is honoured exactly
 
 def _check_points(points: NDArrayFloat, name: str = "points_cam") -> NDArrayFloat:
     pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] != 3:
-        raise AvsimValueError(f"{name}: expected (N, 3), got {pts.shape}")
+    check_shape(pts, ("N", 3), name)
     return pts
 
 
 def _check_uv(uv: NDArrayFloat) -> NDArrayFloat:
     uv = np.asarray(uv, dtype=np.float64)
-    if uv.ndim != 2 or uv.shape[1] != 2:
-        raise AvsimValueError(f"uv_px: expected (N, 2), got {uv.shape}")
+    check_shape(uv, ("N", 2), "uv_px")
     return uv
 
 

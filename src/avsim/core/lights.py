@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.trajectory import check_grouped_times
 
 LIGHT_STATES: tuple[str, ...] = ("red", "yellow", "green", "unknown")
@@ -32,8 +33,7 @@ class TrafficLightStates:
         ids = np.asarray(self.light_id).astype(str) if n else np.zeros(0, "<U1")
         state = np.asarray(self.state).astype(str) if n else np.zeros(0, "<U7")
         for name, arr in (("light_id", ids), ("state", state)):
-            if arr.shape != (n,):
-                raise AvsimValueError(f"lights.{name}: expected shape ({n},), got {arr.shape}")
+            check_shape(arr, (n,), f"lights.{name}")
         bad = ~np.isin(state, LIGHT_STATES)
         if bad.any():
             raise AvsimValueError(f"lights.state: unknown state {state[bad][0]!r}; expected one of {LIGHT_STATES}")

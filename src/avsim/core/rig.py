@@ -14,6 +14,7 @@ import numpy as np
 
 from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayInt
@@ -217,8 +218,7 @@ def _check_capture_offsets(offsets: Any, n_cameras: int) -> NDArrayInt:
         out = np.zeros(n_cameras, np.int64)
     else:
         arr = np.asarray(offsets)
-        if arr.shape != (n_cameras,):
-            raise AvsimValueError(f"rig.capture_offset_ns: expected shape ({n_cameras},), got {arr.shape}")
+        check_shape(arr, (n_cameras,), "rig.capture_offset_ns")
         if arr.size and not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
             raise AvsimValueError(f"rig.capture_offset_ns: expected integer nanoseconds, got {arr.dtype}")
         if np.issubdtype(arr.dtype, np.unsignedinteger) and np.any(arr > MAX_CAPTURE_OFFSET_NS):

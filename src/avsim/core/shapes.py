@@ -24,7 +24,8 @@ Dim = int | str | None
 
 
 def _spec_text(spec: Sequence[Dim]) -> str:
-    return "(" + ", ".join("*" if d == "*" else "_" if d is None else str(d) for d in spec) + ")"
+    text = ", ".join("*" if d == "*" else "_" if d is None else str(d) for d in spec)
+    return f"({text},)" if len(spec) == 1 else f"({text})"  # a tuple's spelling, like the shape got
 
 
 def check_shape(array: object, spec: Sequence[Dim], name: str, *, dims: dict[str, int] | None = None,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.transforms import SE3, matrix_to_quat, quat_slerp, quat_to_matrix
 
 NS_PER_S = 1_000_000_000
@@ -24,8 +25,7 @@ def check_timestamps(timestamps_ns: np.ndarray, name: str = "timestamps_ns") -> 
         (T,) int64 timestamps.
     """
     ts = np.asarray(timestamps_ns)
-    if ts.ndim != 1:
-        raise AvsimValueError(f"{name}: expected a 1-D array, got shape {ts.shape}")
+    check_shape(ts, ("T",), name)
     if ts.size and not np.issubdtype(ts.dtype, np.integer):
         raise AvsimValueError(f"{name}: expected integer nanoseconds, got {ts.dtype}")
     ts = ts.astype(np.int64)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 UNIT_QUAT_TOLERANCE = 1e-3
 
@@ -24,8 +25,7 @@ def _as_float(a: np.ndarray | float, name: str) -> np.ndarray:
 
 
 def _check_last(arr: np.ndarray, shape: tuple[int, ...], name: str) -> None:
-    if arr.shape[arr.ndim - len(shape) :] != shape or arr.ndim < len(shape):
-        raise AvsimValueError(f"{name}: expected shape (..., {', '.join(map(str, shape))}), got {arr.shape}")
+    check_shape(arr, ("*", *shape), name)
 
 
 def check_unit_quat(q: np.ndarray, name: str = "quaternion") -> None:
@@ -397,8 +397,7 @@ class SE3:
             float64 points of the same shape in the target frame.
         """
         pts = np.asarray(points, dtype=np.float64)
-        if pts.shape[-1] != 3:
-            raise AvsimValueError(f"points: expected (..., 3), got {pts.shape}")
+        check_shape(pts, ("*", 3), "points")
         if pts.ndim == 1:
             return self.rotation @ pts + self.translation
         return np.einsum("...ij,...nj->...ni", self.rotation, pts) + self.translation[..., None, :]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayByte
 
 _SHIFT = 15
@@ -86,8 +87,7 @@ def rgb_to_yuv420p(frame_rgb: NDArrayByte) -> NDArrayByte:
     Raises:
         ValueError: not (H, W, 3) uint8, or an odd size.
     """
-    if frame_rgb.ndim != 3 or frame_rgb.shape[2] != 3 or frame_rgb.dtype != np.uint8:
-        raise ValueError(f"frame must be (H, W, 3) uint8, got {frame_rgb.shape} {frame_rgb.dtype}")
+    check_shape(frame_rgb, ("H", "W", 3), "frame", dtype=np.uint8)
     h, w = frame_rgb.shape[:2]
     if h % 2 or w % 2:
         raise ValueError(f"yuv420p needs even frame sizes, got {w}x{h}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 _CHUNK = 200_000  # pairs per block: bounds the (K, 24, 2) working arrays to ~80 MB
 # Unit-square corner offsets in the box frame, counter-clockwise.
@@ -20,8 +20,7 @@ _CORNER_SIGNS = np.array([[0.5, 0.5], [-0.5, 0.5], [-0.5, -0.5], [0.5, -0.5]])
 
 def _check_boxes(boxes: np.ndarray, name: str) -> np.ndarray:
     b = np.asarray(boxes, dtype=np.float64)
-    if b.ndim != 2 or b.shape[1] != 7:
-        raise AvsimValueError(f"{name}: expected shape (K, 7), got {b.shape}")
+    check_shape(b, ("K", 7), name)
     return b
 
 
@@ -87,8 +86,7 @@ def bev_intersection_area(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarra
     """Area (m^2) of the BEV overlap of paired boxes `(K, 7)` and `(K, 7)` -> `(K,)`."""
     a = _check_boxes(boxes_a, "boxes_a")
     b = _check_boxes(boxes_b, "boxes_b")
-    if a.shape != b.shape:
-        raise AvsimValueError(f"boxes_b: shape {b.shape} differs from boxes_a {a.shape}")
+    check_shape(b, a.shape, "boxes_b")
     out = np.empty(a.shape[0], dtype=np.float64)
     for start in range(0, a.shape[0], _CHUNK):
         sl = slice(start, start + _CHUNK)

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 # Named covariance normalisers: the original FID/FVD code uses the unbiased estimate (N-1);
 # StyleGAN-V's FVD uses the maximum-likelihood one (/N).
@@ -32,10 +33,8 @@ class GaussianStats:
     def __post_init__(self) -> None:
         mu = np.asarray(self.mu, dtype=np.float64)
         sigma = np.asarray(self.sigma, dtype=np.float64)
-        if mu.ndim != 1:
-            raise AvsimValueError(f"mu: expected shape (D,), got {mu.shape}")
-        if sigma.shape != (mu.shape[0], mu.shape[0]):
-            raise AvsimValueError(f"sigma: expected shape {(mu.shape[0],) * 2}, got {sigma.shape}")
+        dims = check_shape(mu, ("D",), "mu")
+        check_shape(sigma, ("D", "D"), "sigma", dims=dims)
         if not (np.isfinite(mu).all() and np.isfinite(sigma).all()):
             raise AvsimValueError("mu/sigma: must be finite")
         object.__setattr__(self, "mu", mu)
@@ -47,8 +46,7 @@ def feature_stats(
 ) -> GaussianStats:
     """Fit a Gaussian to `features (N, D)`; needs N >= 2 (N-1) or N >= 1 (/N)."""
     x = np.asarray(features, dtype=np.float64)
-    if x.ndim != 2:
-        raise AvsimValueError(f"features: expected shape (N, D), got {x.shape}")
+    check_shape(x, ("N", "D"), "features")
     n = x.shape[0]
     if covariance_norm == "unbiased_n_minus_1":
         ddof = 1
@@ -83,8 +81,7 @@ def frechet_distance(
     """Fréchet distance between N(mu1, sigma1) and N(mu2, sigma2); mu (D,), sigma (D, D)."""
     a = GaussianStats(mu1, sigma1, 0)
     b = GaussianStats(mu2, sigma2, 0)
-    if a.mu.shape != b.mu.shape:
-        raise AvsimValueError(f"mu2: dimension {b.mu.shape} differs from mu1 {a.mu.shape}")
+    check_shape(b.mu, a.mu.shape, "mu2")
     diff = a.mu - b.mu
     value = (
         float(diff @ diff)
@@ -119,8 +116,8 @@ def frechet_distance_features(
     """
     x1 = np.asarray(features1, dtype=np.float64)
     x2 = np.asarray(features2, dtype=np.float64)
-    if x1.ndim != 2 or x2.ndim != 2 or x1.shape[1] != x2.shape[1]:
-        raise AvsimValueError(f"features: expected (N1, D) and (N2, D), got {x1.shape} and {x2.shape}")
+    dims = check_shape(x1, ("N1", "D"), "features1")
+    check_shape(x2, ("N2", "D"), "features2", dims=dims)
     if max(x1.shape[0], x2.shape[0]) >= x1.shape[1]:
         return frechet_distance_stats(feature_stats(x1, covariance_norm), feature_stats(x2, covariance_norm))
     a, b = feature_stats(x1, covariance_norm), feature_stats(x2, covariance_norm)  # validates N

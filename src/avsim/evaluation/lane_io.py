@@ -28,6 +28,7 @@ import polars as pl
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.safe_json import read_json
+from avsim.core.shapes import check_shape
 from avsim.evaluation.lanes import LaneSet
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 
@@ -41,8 +42,7 @@ _CAM_REPR = np.linalg.inv(np.array([[0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0], 
 def openlane_ground_from_camera(extrinsic: np.ndarray) -> np.ndarray:
     """The 4x4 transform OpenLane's evaluation applies to camera-frame GT lanes."""
     e = np.array(extrinsic, dtype=np.float64)
-    if e.shape != (4, 4):
-        raise ValueError(f"extrinsic: expected (4, 4), got {e.shape}")
+    check_shape(e, (4, 4), "extrinsic")
     e[:3, :3] = np.linalg.inv(_R_VG) @ e[:3, :3] @ _R_VG @ _R_GC
     e[0:2, 3] = 0.0
     return e @ _CAM_REPR

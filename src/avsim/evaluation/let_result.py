@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 
 class LetClass(str, Enum):
@@ -98,8 +99,7 @@ def average_precision(
     """Waymo's AP integration of a precision/recall curve (any order, any length)."""
     p = np.asarray(precisions, dtype=np.float64).ravel()
     r = np.asarray(recalls, dtype=np.float64).ravel()
-    if p.shape != r.shape:
-        raise AvsimValueError(f"recalls: shape {r.shape} differs from precisions {p.shape}")
+    check_shape(r, p.shape, "recalls")
     if not 0.0 < max_recall_delta <= 1.0:
         raise AvsimValueError("max_recall_delta: must be in (0, 1]")
     if p.size == 0:

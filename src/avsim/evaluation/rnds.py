@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.evaluation.bootstrap import Interval, bootstrap_mean, resample_counts, too_few_units
 
 ChunkScorer = Callable[[np.ndarray], float]
@@ -26,8 +27,7 @@ ChunkScorer = Callable[[np.ndarray], float]
 def sharpness_score(chunk: np.ndarray) -> float:
     """Mean variance of the Laplacian of the grey frames (higher = sharper); a weight-free proxy."""
     c = np.asarray(chunk)
-    if c.ndim != 4 or c.shape[-1] != 3:
-        raise AvsimValueError(f"chunk: expected (T, H, W, 3) uint8, got {c.shape}")
+    check_shape(c, ("T", "H", "W", 3), "chunk")
     vals = [cv2.Laplacian(cv2.cvtColor(f.astype(np.uint8), cv2.COLOR_RGB2GRAY), cv2.CV_64F).var() for f in c]
     return float(np.mean(vals))
 
@@ -60,8 +60,7 @@ def rnds_curve(q_generated: np.ndarray, q_real: np.ndarray) -> np.ndarray:
     """Per-video RNDS curves: inputs `(V, C)` (or `(C,)`) chunk scores -> `(V, C)`."""
     q = np.atleast_2d(np.asarray(q_generated, dtype=np.float64))
     g = np.atleast_2d(np.asarray(q_real, dtype=np.float64))
-    if q.shape != g.shape:
-        raise AvsimValueError(f"q_real: shape {g.shape} differs from q_generated {q.shape}")
+    check_shape(g, q.shape, "q_real")
     if q.shape[1] < 1:
         raise AvsimValueError("q_generated: needs at least one chunk")
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -29,6 +29,7 @@ import numpy as np
 from avsim.core.cameras import PinholeCamera
 from avsim.core.errors import AvsimValueError
 from avsim.core.progress import StepProgress, report_step
+from avsim.core.shapes import check_shape
 from avsim.evaluation.matchers import Matcher, SiftMatcher
 from avsim.evaluation.rectify import (
     PinholeRectifier,
@@ -60,10 +61,9 @@ PointMap = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 # --------------------------------------------------------------------------- geometry
 
 
-def _homogeneous(x: np.ndarray, name: str) -> np.ndarray:
+def _homogeneous(x: np.ndarray, name: str, dims: dict[str, int] | None = None) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[1] != 2:
-        raise AvsimValueError(f"{name}: expected shape (N, 2), got {x.shape}")
+    check_shape(x, ("N", 2), name, dims=dims)
     return np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
 
 
@@ -79,11 +79,9 @@ def sampson_distance(F: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> np.ndarra
         (N,) squared distances in px^2.
     """
     F = np.asarray(F, dtype=np.float64)
-    if F.shape != (3, 3):
-        raise AvsimValueError(f"F: expected shape (3, 3), got {F.shape}")
-    h0, h1 = _homogeneous(x0, "x0"), _homogeneous(x1, "x1")
-    if h0.shape != h1.shape:
-        raise AvsimValueError(f"x1: shape {h1.shape} differs from x0 {h0.shape}")
+    check_shape(F, (3, 3), "F")
+    dims: dict[str, int] = {}
+    h0, h1 = _homogeneous(x0, "x0", dims), _homogeneous(x1, "x1", dims)
     Fx1 = h1 @ F.T  # (N, 3) = F x1
     Ftx0 = h0 @ F  # (N, 3) = F^T x0
     num = (h0 * Fx1).sum(axis=1) ** 2

@@ -16,14 +16,14 @@ import numpy.typing as npt
 
 from avsim.core.agents import box_corners
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 from avsim.core.transforms import check_unit_quat
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt, NDArrayStr
 
 
 def _ids(values: npt.ArrayLike, n: int, name: str) -> NDArrayStr:
     arr = np.asarray(values)
-    if arr.shape != (n,):
-        raise AvsimValueError(f"{name}: expected shape ({n},), got {arr.shape}")
+    check_shape(arr, (n,), name)
     arr = arr.astype(str) if n else np.zeros(0, "<U1")
     if n and len(np.unique(arr)) != n:
         raise AvsimValueError(f"{name}: element ids must be unique")
@@ -34,8 +34,7 @@ def _points(values: npt.ArrayLike, name: str) -> NDArrayFloat:
     arr = np.asarray(values, dtype=np.float64)
     if arr.size == 0:
         arr = arr.reshape(0, 3)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise AvsimValueError(f"{name}: expected (M, 3), got {arr.shape}")
+    check_shape(arr, ("M", 3), name)
     if not np.all(np.isfinite(arr)):
         raise AvsimValueError(f"{name}: contains NaN or infinite values")
     return arr
@@ -190,8 +189,8 @@ class Cuboids:
         ids = _ids(self.ids, n, "cuboid.ids")
         size = _points(self.size_m, "cuboid.size_m")
         quat = np.asarray(self.orientation, dtype=np.float64).reshape(-1, 4) if n == 0 else np.asarray(self.orientation, dtype=np.float64)
-        if size.shape != (n, 3) or quat.shape != (n, 4):
-            raise AvsimValueError(f"cuboid: size_m {size.shape} / orientation {quat.shape} do not match {n} boxes")
+        check_shape(size, (n, 3), "cuboid.size_m")
+        check_shape(quat, (n, 4), "cuboid.orientation")
         if np.any(size <= 0):
             raise AvsimValueError("cuboid.size_m: sizes must be > 0")
         check_unit_quat(quat, "cuboid.orientation")
@@ -256,15 +255,14 @@ class LaneLines:
         k, m = len(self.lines), len(self.lines.points_m)
         color = np.asarray(self.color).astype(str) if k else np.zeros(0, "<U5")
         style = np.asarray(self.style).astype(str) if k else np.zeros(0, "<U12")
-        if color.shape != (k,) or style.shape != (k,):
-            raise AvsimValueError(f"lane_lines.color/style: expected ({k},), got {color.shape} / {style.shape}")
+        check_shape(color, (k,), "lane_lines.color")
+        check_shape(style, (k,), "lane_lines.style")
         per_vertex: dict[str, NDArrayStr | None] = {}
         for name in ("vertex_color", "vertex_style"):
             value = getattr(self, name)
             if value is not None:
                 value = np.asarray(value).astype(str) if m else np.zeros(0, "<U5")
-                if value.shape != (m,):
-                    raise AvsimValueError(f"lane_lines.{name}: expected ({m},), got {value.shape}")
+                check_shape(value, (m,), f"lane_lines.{name}")
             per_vertex[name] = value
         if (per_vertex["vertex_color"] is None) != (per_vertex["vertex_style"] is None):
             raise AvsimValueError("lane_lines: vertex_color and vertex_style must be given together")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 if TYPE_CHECKING:
     from avsim.scenario.importers.waymo_camera import RollingShutterCapture
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
 
 def _vector(value: object, n: int, name: str) -> np.ndarray:
     arr = np.array(value, dtype=np.float64).reshape(-1)
-    if arr.shape != (n,):
-        raise AvsimValueError(f"{name}: expected {n} values, got shape {arr.shape}")
+    check_shape(arr, (n,), name)
     if np.any(np.isinf(arr)):
         raise AvsimValueError(f"{name}: infinite value (use NaN for 'none')")
     arr.setflags(write=False)

@@ -34,6 +34,7 @@ from avsim.core.agents import AgentTracks
 from avsim.core.cameras import Camera
 from avsim.core.jit import njit
 from avsim.core.quat_kernels import rotated_quats
+from avsim.core.shapes import check_shape
 from avsim.core.transforms import SE3, quat_to_matrix, wrap_angle
 from avsim.core.typing import NDArrayFloat, NDArrayInt, NDArrayInt32
 from avsim.render import style
@@ -78,8 +79,7 @@ class FrameBoxes3D:
     def __post_init__(self) -> None:
         k = len(self.track_id)
         for name in ("center_world_m", "center_ego_m", "size_lwh_m", "velocity_world_mps", "velocity_ego_mps"):
-            if np.shape(getattr(self, name)) != (k, 3):
-                raise ValueError(f"{name}: expected ({k}, 3), got {np.shape(getattr(self, name))}")
+            check_shape(np.asarray(getattr(self, name)), (k, 3), name)
 
     def corners_world_m(self) -> NDArrayFloat:
         """(K, 8, 3) world-frame corners in the render spec's corner order."""

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from avsim.core.cameras import Camera
 from avsim.core.jit import njit
+from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
 from avsim.maps.elements import LaneLines
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
@@ -58,8 +59,9 @@ class LaneTable:
 
     def __post_init__(self) -> None:
         k = len(self.category)
-        if self.bounds_xy.shape != (k, 4) or self.offsets.shape != (k + 1,) or self.points_m.shape[1:] != (3,):
-            raise ValueError(f"LaneTable: inconsistent shapes {self.bounds_xy.shape}, {self.offsets.shape}, {self.points_m.shape}")
+        check_shape(self.bounds_xy, (k, 4), "LaneTable.bounds_xy")
+        check_shape(self.offsets, (k + 1,), "LaneTable.offsets")
+        check_shape(self.points_m, (None, 3), "LaneTable.points_m")
         object.__setattr__(self, "counts", np.diff(self.offsets))
 
 

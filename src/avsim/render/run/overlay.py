@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.render.raster.draw import rasterize_numba
 
@@ -59,8 +60,8 @@ def composite(real_rgb: NDArrayByte, control_rgb: NDArrayByte, coverage: NDArray
     Returns:
         (H, W, 3) uint8 RGB: round((1 - alpha) * real + alpha * control) on covered pixels, `real_rgb` elsewhere.
     """
-    if real_rgb.shape != control_rgb.shape or coverage.shape != control_rgb.shape[:2]:
-        raise ValueError(f"shapes differ: real {real_rgb.shape}, control {control_rgb.shape}, coverage {coverage.shape}")
+    check_shape(real_rgb, control_rgb.shape, "real_rgb")
+    check_shape(coverage, control_rgb.shape[:2], "coverage")
     out = real_rgb.copy()
     real_px, control_px = real_rgb[coverage].astype(np.float64), control_rgb[coverage].astype(np.float64)
     out[coverage] = np.round((1.0 - alpha) * real_px + alpha * control_px).astype(np.uint8)

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
+from avsim.core.shapes import check_shape
 
 if TYPE_CHECKING:
     from avsim.core.cameras import PinholeCamera
@@ -302,8 +303,7 @@ def project_points(
     """
     points = np.asarray(points_world_m, dtype=np.float64).reshape(-1, 3)
     velocity = np.zeros_like(points) if points_velocity_mps is None else np.asarray(points_velocity_mps, dtype=np.float64)
-    if velocity.shape != points.shape:
-        raise AvsimValueError(f"points_velocity_mps: expected shape {points.shape}, got {velocity.shape}")
+    check_shape(velocity, points.shape, "points_velocity_mps")
     if np.shape(world_SE3_ego.rotation) != (3, 3) or np.shape(ego_SE3_camera.rotation) != (3, 3):
         raise AvsimValueError("world_SE3_ego, ego_SE3_camera: expected single (unbatched) transforms")
     if capture.readout == "UNKNOWN":
