@@ -64,6 +64,29 @@ def session_sample(session_sample_dir: Path) -> Scenario:
     return load_scenario(session_sample_dir)
 
 
+@pytest.fixture(scope="module")
+def ray_hang_dir(tmp_path_factory: pytest.TempPathFactory):
+    """A local Ray instance (2 CPUs) shared by one module's Ray tests; yields the test-hang folder
+    its workers see (`avsim.jobs.items.HANG_ENV`; `tests/job_hang.py` waits for a claim and kills)."""
+    import importlib.util
+    import logging
+
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install 'avsim[ray]')")
+    import ray
+
+    from avsim.jobs.items import HANG_ENV
+
+    hang = tmp_path_factory.mktemp("hang")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(HANG_ENV, str(hang))  # the raylet, hence every worker, inherits it
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+        try:
+            yield hang
+        finally:
+            ray.shutdown()
+
+
 # Test tiers (docs/testing.md): every test carrying none of these marks is in the fast tier.
 HEAVY_MARKS = frozenset({"slow", "e2e", "subprocess", "distributed", "browser", "realdata", "lint"})
 

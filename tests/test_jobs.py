@@ -10,28 +10,23 @@ Renders are tiny (3 frames, 160x90, one camera). The Ray tests share one local R
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-import logging
 import math
 import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from job_hang import claimed_pid, needs_ray
 
 from avsim.cli.main import main
-from avsim.jobs.items import HANG_ENV
 
 CAMERA = "camera_front_wide_120fov"
 TINY = ["--frames", "3", "--size", "160x90", "--cameras", CAMERA]
-HAS_RAY = importlib.util.find_spec("ray") is not None
-needs_ray = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (pip install 'avsim[ray]')")
 
 
 @pytest.fixture(scope="module")
@@ -43,23 +38,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, seed in (("a", 0), ("b", 1)):
         write_sample(root / name, seed=seed, duration_s=2.0)
     return root
-
-
-@pytest.fixture(scope="module")
-def ray_hang_dir(tmp_path_factory: pytest.TempPathFactory):
-    """A local Ray instance (2 CPUs) shared by this module's Ray tests; yields the test-hang folder its workers see."""
-    if not HAS_RAY:
-        pytest.skip("ray is not installed (pip install 'avsim[ray]')")
-    import ray
-
-    hang = tmp_path_factory.mktemp("hang")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(HANG_ENV, str(hang))  # the raylet, hence every worker, inherits it
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-        try:
-            yield hang
-        finally:
-            ray.shutdown()
 
 
 def _files(root: Path) -> dict[str, Path]:
@@ -116,13 +94,10 @@ def test_a_killed_ray_worker_is_retried_and_leaves_no_temporaries(dataset: Path,
     codes: list[int] = []
     job = threading.Thread(target=lambda: codes.append(main(["run", "render", str(dataset), str(out), *TINY, "--engine", "ray"])))
     job.start()
-    pid_file, deadline = ray_hang_dir / "a.pid", time.monotonic() + 600
-    while not (pid_file.is_file() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline and job.is_alive(), "the task never reached the test hang"
-        time.sleep(0.1)
+    pid = claimed_pid(ray_hang_dir / "a.pid", job.is_alive, 600)
     half_written = [p.name for p in out.iterdir() if p.name.startswith(".a.tmp")]
     assert len(half_written) == 1 and any((out / half_written[0]).rglob("*.mp4"))
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
     job.join(900)
     assert codes == [0]
     assert [p for p in out.rglob(".*")] == []  # the retry removed the dead worker's temporary

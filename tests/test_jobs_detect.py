@@ -9,18 +9,16 @@ tests/test_eval_detect.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from job_hang import claimed_pid
 
 from avsim.cli.main import main
 from avsim.jobs.items import HANG_ENV
@@ -29,7 +27,6 @@ ORACLE = "avsim.evaluation.detectors:LabelsOracle"
 CAMS = "camera_front_wide_120fov,camera_cross_right_120fov"
 CLIPS = ("avsim_sample_seed0", "avsim_sample_seed1")
 MERGED = ("detect.json", "detections.parquet", "lanes.parquet", "gt/boxes.parquet", "gt/lanes.parquet")
-HAS_RAY = importlib.util.find_spec("ray") is not None
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +107,10 @@ def test_a_job_killed_with_sigkill_resumes_skipping_the_clips_done(clips: Path, 
            + os.environ.get("PYTHONPATH", "")}  # fmt: skip
     cmd = [str(Path(sys.executable).parent / "avsim"), "run", "eval", "detect", str(clips), str(out), "--detector", ORACLE, "--workers", "1"]
     driver = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    pid_file, deadline = hang / f"{CLIPS[1]}.pid", time.monotonic() + 600
-    while not (pid_file.is_file() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline and driver.poll() is None, driver.communicate()[1][-2000:]
-        time.sleep(0.1)
+    pid = claimed_pid(hang / f"{CLIPS[1]}.pid", lambda: driver.poll() is None, 600, lambda: driver.communicate()[1][-2000:])
     driver.kill()
     driver.wait(60)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
     items = out / "clips"
     assert (items / CLIPS[0] / "job.json").is_file() and not (items / CLIPS[1]).exists()
     assert any(p.name.startswith(f".{CLIPS[1]}.tmp") for p in items.iterdir())  # the killed worker's temporary
@@ -125,23 +119,6 @@ def test_a_job_killed_with_sigkill_resumes_skipping_the_clips_done(clips: Path, 
     assert _statuses(out) == {CLIPS[0]: "skipped", CLIPS[1]: "done"}
     assert [p for p in out.rglob(".*")] == []  # the rerun removed the dead worker's temporary
     assert _merged(out) == _tree(single / "real")
-
-
-@pytest.fixture(scope="module")
-def ray_hang_dir(tmp_path_factory: pytest.TempPathFactory):
-    """A local Ray instance (2 CPUs) for this module; yields the test-hang folder its workers see."""
-    if not HAS_RAY:
-        pytest.skip("ray is not installed (pip install 'avsim[ray]')")
-    import ray
-
-    hang = tmp_path_factory.mktemp("hang")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(HANG_ENV, str(hang))  # the raylet, hence every worker, inherits it
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-        try:
-            yield hang
-        finally:
-            ray.shutdown()
 
 
 @pytest.mark.distributed
@@ -155,11 +132,7 @@ def test_ray_retries_a_killed_worker_and_gives_the_local_bytes(clips: Path, sing
     codes: list[int] = []
     job = threading.Thread(target=lambda: codes.append(main(["run", "eval", "detect", str(clips), str(on_ray), *both, "--engine", "ray"])))
     job.start()
-    pid_file, deadline = hang_dir / f"{CLIPS[0]}.pid", time.monotonic() + 600
-    while not (pid_file.is_file() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline and job.is_alive(), "the task never reached the test hang"
-        time.sleep(0.1)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    os.kill(claimed_pid(hang_dir / f"{CLIPS[0]}.pid", job.is_alive, 600), signal.SIGKILL)
     job.join(900)
     assert codes == [0]
     assert [p for p in on_ray.rglob(".*")] == []

@@ -13,26 +13,22 @@ cameras); generation runs one view with one step.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import logging
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from job_hang import claimed_pid
 
 from avsim.cli.main import main
 from avsim.core.rig import COSMOS_VIEW_NAMES
-from avsim.jobs.items import HANG_ENV
 
 CAM = "camera_front_wide_120fov"
 FRAMES_30FPS = 13  # model frames 0..4 at 10 fps are render frames 0, 3, ..., 12
 GENERATE = ["--config", "debug", "--random-weights", "--steps", "1", "--views", "front_wide"]
-HAS_RAY = importlib.util.find_spec("ray") is not None
 
 
 @pytest.fixture(scope="module")
@@ -143,23 +139,6 @@ def test_render_generate_pair_encode_make_a_labelled_dataset_and_a_cache(rendere
         assert torch.equal(by_job[0][key], by_train[0][key]), key
 
 
-@pytest.fixture(scope="module")
-def ray_hang_dir(tmp_path_factory: pytest.TempPathFactory):
-    """A local Ray instance (2 CPUs) whose workers see the test-hang folder."""
-    if not HAS_RAY:
-        pytest.skip("ray is not installed (pip install 'avsim[ray]')")
-    import ray
-
-    hang = tmp_path_factory.mktemp("hang")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(HANG_ENV, str(hang))  # the raylet, hence every worker, inherits it
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-        try:
-            yield hang
-        finally:
-            ray.shutdown()
-
-
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
 def test_ray_generate_survives_a_killed_worker_and_writes_what_the_local_engine_writes(
@@ -173,11 +152,7 @@ def test_ray_generate_survives_a_killed_worker_and_writes_what_the_local_engine_
     argv = ["run", "generate", str(rendered / "render"), str(out), *GENERATE, "--engine", "ray", "--gpus-per-task", "0"]
     job = threading.Thread(target=lambda: codes.append(main(argv)))
     job.start()
-    pid_file, deadline = ray_hang_dir / "a.pid", time.monotonic() + 900
-    while not (pid_file.is_file() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline and job.is_alive(), "the task never reached the test hang"
-        time.sleep(0.1)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)  # kill -9 of the worker, its item half written
+    os.kill(claimed_pid(ray_hang_dir / "a.pid", job.is_alive, 900), signal.SIGKILL)  # kill -9 of the worker, its item half written
     job.join(1800)
     assert codes == [0] and _statuses(out) == {"a": "done", "b": "done"}
     assert [p for p in out.rglob(".*")] == []  # the retry removed the dead worker's temporary
