@@ -51,7 +51,7 @@ from avsim.sim.alpasim.render_requests import encode, frame_request
 from avsim.sim.alpasim.scenes import FrameRequest, LoadedScene, OutOfRange, SceneCatalog, UnknownScene, local_poses
 from avsim.sim.alpasim.scheduling import MIB, Cancelled, RayMapCache, Refused, RenderScheduler, request_bytes
 
-__all__ = ["ServerOptions", "SensorsimServer", "serve"]
+__all__ = ["ServerOptions", "SensorsimServer", "serve", "start"]
 
 MAX_AGGREGATED = 64
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -236,8 +236,7 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
         return out
 
 
-def serve(root: Path, options: ServerOptions,
-          generated: Callable[[LoadedScene, list[tuple[str, NDArrayByte]]], list[NDArrayByte]] | None = None) -> tuple[grpc.Server, int]:  # fmt: skip
+def serve(root: Path, options: ServerOptions, generated: Generated | None = None) -> tuple[grpc.Server, int]:
     """Start the sensor simulator on `options.host:options.port`.
 
     Args:
@@ -249,12 +248,25 @@ def serve(root: Path, options: ServerOptions,
         The started server and the port it listens on.
     """
     catalog = SceneCatalog(Path(root), options.max_loaded, options.backend, True, options.rolling_bands)
+    return start(SensorsimServer(catalog, generated, options), options)
+
+
+def start(servicer: SensorsimServer, options: ServerOptions) -> tuple[grpc.Server, int]:
+    """Start a gRPC server for `servicer` on `options.host:options.port` (`serve` with the servicer made by the caller).
+
+    Args:
+        servicer: the sensor simulator.
+        options: address, threads, bounds.
+
+    Returns:
+        The started server and the port it listens on.
+    """
     threads = options.rpc_threads
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sensorsim"), maximum_concurrent_rpcs=threads,
                          options=[("grpc.max_receive_message_length", int(options.max_request_bytes)),
                                   ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
                                   ("grpc.so_reuseport", 0)])  # fmt: skip  # a port in use is an error, not shared
-    sensorsim_pb2_grpc.add_SensorsimServiceServicer_to_server(SensorsimServer(catalog, generated, options), server)
+    sensorsim_pb2_grpc.add_SensorsimServiceServicer_to_server(servicer, server)
     host = f"[{options.host}]" if ":" in options.host else options.host
     try:
         port = server.add_insecure_port(f"{host}:{int(options.port)}")
