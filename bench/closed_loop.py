@@ -96,7 +96,7 @@ def chunk_budget(config: str = "debug", views: tuple[str, ...] = VIEWS7, device:
     load_s = time.perf_counter() - t0
     timer.take()
     per_chunk: list[dict[str, float]] = []
-    source = GeneratedSource(generator, on_chunk=lambda c, k: per_chunk.append(timer.take()) if c else None)
+    source = GeneratedSource(generator, on_chunk=lambda c, steps, n: per_chunk.append(timer.take()) if c else None)
     sim = Simulator(make_sample_scenario(0, duration_s=n_steps / 10 + 1.0), SimConfig(steps=n_steps), source)
     stamps: list[float] = []
     run_episode(sim, load_policy(policy), float("inf"), on_step=lambda k: stamps.append(time.perf_counter()))
