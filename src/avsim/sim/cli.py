@@ -88,17 +88,24 @@ def _run(scenario: Path, out: Path, options: SimOptions) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from avsim.sim.interrupts import Interrupted
     from avsim.sim.run import run_sim
 
     bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
                    console=Console(stderr=True))  # fmt: skip
-    with bar:
-        task = bar.add_task("", total=None)
-        summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
-                          on_phase=lambda phase: bar.update(task, description=phase))  # fmt: skip
+    try:
+        with bar:
+            task = bar.add_task("", total=None)
+            summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
+                              on_phase=lambda phase: bar.update(task, description=phase), interruptible=True)  # fmt: skip
+    except Interrupted as exc:
+        typer.echo(f"{exc} before the first step: nothing written", err=True)
+        raise typer.Exit(exc.exit_code) from None
     s = summary.scores
     if summary.status != "completed":
         typer.echo(f"episode ended early: {summary.end_reason}", err=True)
     typer.echo(f"{summary.steps} steps ({summary.status}); PDMS {s.get('pdms', float('nan')):.4f}, EPDMS {s.get('epdms', float('nan')):.4f} "
                f"(NC {s.get('no_at_fault_collisions')}, DAC {s.get('drivable_area_compliance')}, TLC {s.get('traffic_light_compliance')}, "
                f"EP {s.get('ego_progress', float('nan')):.3f}) -> {summary.out}")  # fmt: skip
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)
