@@ -216,10 +216,30 @@ class RoadNetwork:
         d = np.array([x - px[0], y - py[0]])
         t = float(-d[0] * np.sin(hdg[0]) + d[1] * np.cos(hdg[0]))
         along = float(d[0] * np.cos(hdg[0]) + d[1] * np.sin(hdg[0]))
+        if abs(along) < 1e-6:  # inside the road's s range: solve xy(s, t) = (x, y) with the road's 3-D frame
+            s, t = self._refine(ev, x, y, s, t)
         return s, t, abs(along)
 
+    @staticmethod
+    def _refine(ev: RoadEval, x: float, y: float, s: float, t: float) -> tuple[float, float]:
+        """Newton steps on (s, t) so that the planar position of road point (s, t, 0) is (x, y)."""
+        eps = 1e-6
+        for _ in range(8):
+            ss = np.clip(np.array([s, s + eps, s]), 0.0, ev.length)
+            p = ev.points(ss, np.array([t, t, t + eps]))[:, :2]
+            jac = np.stack([(p[1] - p[0]) / max(ss[1] - ss[0], 1e-12), (p[2] - p[0]) / eps], axis=1)
+            try:
+                step = np.linalg.solve(jac, np.array([x, y]) - p[0])
+            except np.linalg.LinAlgError:
+                break
+            s, t = float(np.clip(s + step[0], 0.0, ev.length)), t + float(step[1])
+            if np.abs(step).max() < 1e-10:
+                break
+        return s, t
+
     def locate(self, x: float, y: float, heading: float | None = None) -> RoadCoordinate | None:
-        """The road coordinate and lane under a world point (planar; superelevation ignored).
+        """The road coordinate and lane under a world point: (s, t) whose road point (s, t, 0) has the
+        point's x, y (elevation and superelevation included; h is the height above it).
 
         Candidate roads are those with a reference-line sample within their lanes' reach; the
         answer is a lane that holds the point, preferring (with `heading`) the lane whose driving
