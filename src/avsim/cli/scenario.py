@@ -169,6 +169,18 @@ def _map_options(start: str | None, goal: str | None, trajectory: Path | None, t
     return MapOptions(route, trajectory, lat_lon)
 
 
+def _idm_drive(progress: Progress, seed: int) -> Callable[[Scenario], Scenario]:
+    """The simulator's IDM drive of a bare map's route, with a progress bar of its steps."""
+
+    def drive(scenario: Scenario) -> Scenario:
+        from avsim.sim.bare_map import drive_bare_map
+
+        task = progress.add_task("driving the route (IDM ego, reactive traffic)", total=None)
+        return drive_bare_map(scenario, reactive=True, seed=seed, on_step=lambda k, n: progress.update(task, completed=k, total=n))
+
+    return drive
+
+
 @app.command()
 def convert(
     src: str = typer.Argument(..., help="Source file or folder; ROOT::name picks one scene/clip of a dataset root."),
@@ -183,6 +195,7 @@ def convert(
     speed: float | None = typer.Option(None, "--speed", help="Map formats: the ego's cruise speed in m/s (default: the lanes' speed limits, else 11 m/s)."),
     duration: float | None = typer.Option(None, "--duration", help="Map formats: scenario length in seconds (default: until the ego stops at the goal)."),
     origin: str | None = typer.Option(None, "--origin", help="lanelet2: the projection origin LAT,LON[,ELE] (default: the map's map_projector_info.yaml, else its first node)."),
+    drive: str = typer.Option("idm", "--drive", help="Map formats: idm = the simulator's IDM planner drives the route in closed loop among reactive IDM traffic (avsim sim --policy idm --agents idm); route = the ego follows the route's speed profile and the cars their lanes, open loop."),
 ) -> None:
     """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ, ...) or a map (OpenDRIVE, Lanelet2) to OUT."""
     from avsim.core.rig import NAMED_RIGS
@@ -198,10 +211,14 @@ def convert(
     for name, value in (("--speed", speed), ("--duration", duration)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise typer.BadParameter(f"must be a finite number > 0, got {value}", param_hint=f"'{name}'")
+    if drive not in ("idm", "route"):
+        raise typer.BadParameter(f"expected idm or route, got {drive!r}", param_hint="'--drive'")
     options = _map_options(start, goal, trajectory, traffic, seed, speed, duration, origin)
+    fmt = from_format.lower() if from_format else registry.detect_format(src)
     with _progress() as progress:
-        progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
-        scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out), map_options=options)
+        progress.add_task(f"reading {src} ({fmt})", total=None)
+        then = _idm_drive(progress, seed) if fmt in registry.MAP_FORMATS and drive == "idm" and trajectory is None else None
+        scenario = convert_to_folder(src, out, fmt=fmt, rig_name=rig, on_built=_writing(progress, out), map_options=options, then=then)
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
 

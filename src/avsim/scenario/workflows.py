@@ -81,6 +81,7 @@ def convert_to_folder(
     rig_name: str | None = None,
     on_built: OnBuilt | None = None,
     map_options: MapOptions | None = None,
+    then: Callable[[Scenario], Scenario] | None = None,
 ) -> Scenario:
     """Convert one real-dataset scene and save it to `out` (`avsim convert`).
 
@@ -91,6 +92,8 @@ def convert_to_folder(
         rig_name: replace the source's camera rig by this named rig.
         on_built: see the module docstring.
         map_options: the ego and traffic of a map-only format (OpenDRIVE, Lanelet2).
+        then: applied to the imported scenario before it is saved (the CLI drives a bare map's ego
+            with the simulator's IDM planner through it).
 
     Returns:
         The scenario written.
@@ -105,6 +108,8 @@ def convert_to_folder(
     if kind not in (None, "missing", "a folder"):  # a FIFO or device would be read forever
         raise AvsimInputError(source, "source", f"is {kind}, not a file or folder of a dataset")
     scenario = registry.convert(src, fmt, rig_name, map_options)
+    if then is not None:
+        scenario = then(scenario)
     return _save(scenario, out, split_selector(src)[0], on_built)
 
 

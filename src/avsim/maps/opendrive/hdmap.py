@@ -11,8 +11,9 @@ the lane graph and speed limits (objects and signals: `avsim.maps.opendrive.feat
 - **Lane lines**: every painted `<roadMark>` on the border it describes (a lane's outer border;
   the centre lane's: the lane-offset line), from its sOffset to the next mark's, in +s
   direction, typed by `marks.road_mark_type`.
-- **Road boundaries**: on roads outside junctions, each side's outermost drivable border, and
-  curb / grass / edge marks elsewhere.
+- **Road boundaries**: curb / grass / edge road marks (a junction's corner curbs included), and on
+  roads outside junctions each side's outermost drivable border where the lane beyond it is a sidewalk, border, curb, median,
+  restricted or walking lane (a painted edge or a shoulder is not a boundary).
 - **Drivable areas**: one polygon per lane section spanning its drivable lanes.
 - **Lane graph**: `RoadNetwork.successors` between the lanes kept (metadata `lane_successors`).
 - **Speed limits**: the lane's `<speed>` or else the road type's, at the section start (m/s).
@@ -34,6 +35,8 @@ from avsim.maps.opendrive.road import Frame, RoadEval
 from avsim.maps.opendrive.sampling import MAX_STEP_M, TOLERANCE_M, section_grid
 
 MIN_LANE_WIDTH_M = 0.05
+KERB_LANE_TYPES = frozenset({"sidewalk", "border", "curb", "median", "restricted", "walking"})
+"""Lane types beyond a drivable lane that make its edge a road boundary."""
 
 
 @dataclass
@@ -166,8 +169,6 @@ def _add_marks(sec: _Section, acc: _Acc, edges: dict[int, int]) -> None:
                 continue
             name = f"{road.id}:{sec.index}:{lane.id}:{k}"
             if kind is MarkKind.BOUNDARY:
-                if road.in_junction or lane.id in edges.values():
-                    continue  # the drivable edge already is a boundary; junction interiors have none
                 acc.boundary_ids.append(name)
                 acc.boundaries.append(_span(sec, a, b, lane.id))
                 continue
@@ -183,9 +184,13 @@ def _add_boundaries_and_area(sec: _Section, acc: _Acc, edges: dict[int, int]) ->
     left_t = sec.borders[edges[1]] if 1 in edges else sec.borders[0]
     right_t = sec.borders[edges[-1]] if -1 in edges else sec.borders[0]
     left, right = sec.frame.point(left_t), sec.frame.point(right_t)
+    section = road.sections[sec.index]
     if not road.in_junction:
         for side, pts in ((1, left), (-1, right)):
-            if side in edges:
+            edge = section.lane(edges[side]) if side in edges else None
+            outward = section.lane(edges[side] + side) if side in edges else None
+            curb = edge is not None and any(mark_kind(m.type) is MarkKind.BOUNDARY for m in edge.road_marks)
+            if outward is not None and outward.type in KERB_LANE_TYPES and not curb:
                 acc.boundary_ids.append(f"{road.id}:{sec.index}:{'left' if side > 0 else 'right'}")
                 acc.boundaries.append(pts)
     if np.max(np.abs(left_t - right_t)) < MIN_LANE_WIDTH_M:
