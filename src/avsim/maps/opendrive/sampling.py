@@ -51,10 +51,14 @@ def section_grid(ev: RoadEval, section: int, tolerance_m: float = TOLERANCE_M, m
 
     Returns:
         (N,) increasing s from the section's start to its end (N >= 2; one value for a
-        zero-length section).
+        zero-length section); a section followed by another ends one float below the next
+        section's start, as libOpenDRIVE evaluates it, so that profiles that change there (lane
+        offset, widths) are read from the section's own records.
     """
     sec = ev.road.sections[section]
     start, end = sec.s, min(sec.end_s, ev.length) if ev.length > sec.s else sec.end_s
+    if section + 1 < len(ev.road.sections):
+        end = float(np.nextafter(end, -np.inf))  # the section's end from below: records starting at the next section do not apply
     if end - start <= 1e-9:
         return np.array([start])
     knots = np.unique(np.r_[start, _breaks(ev, section), end])
