@@ -46,6 +46,7 @@ LATERAL_ACCEL_MPS2 = 2.0
 ACCEL_MPS2 = 1.5
 DECEL_MPS2 = 2.0
 TRAFFIC_GAP_M = 12.0
+STEP_M = 0.5  # routes are resampled this finely before the speed profile
 CAR_SIZE_M = (4.6, 1.9, 1.6)
 MAX_TRAJECTORY_BYTES = 64 * 1024**2
 
@@ -158,10 +159,16 @@ def random_route(hdmap: HDMap, successors: dict[str, list[str]], rng: np.random.
 
 
 def _chain(hdmap: HDMap, path: list[int]) -> NDArrayFloat:
+    """The lanes' centre lines joined, resampled every `STEP_M` (their vertices kept)."""
     pieces = [hdmap.lanes.centre[k] for k in path]
     pts = np.concatenate([pieces[0]] + [p[1:] if np.linalg.norm(p[0] - q[-1]) < 0.5 else p for q, p in zip(pieces[:-1], pieces[1:])])
     keep = np.r_[True, np.linalg.norm(np.diff(pts[:, :2], axis=0), axis=1) > 1e-6]
-    return np.asarray(pts[keep])
+    pts = np.asarray(pts[keep])
+    out = [pts[:1]]
+    for a, b in zip(pts[:-1], pts[1:]):
+        n = max(int(np.ceil(np.linalg.norm(b[:2] - a[:2]) / STEP_M)), 1)
+        out.append(a + (b - a) * (np.arange(1, n + 1) / n)[:, None])
+    return np.concatenate(out)
 
 
 def _limits(hdmap: HDMap, path: list[int], speeds: dict[str, float], default: float) -> tuple[NDArrayFloat, NDArrayFloat]:
@@ -190,15 +197,20 @@ def speed_profile(pts: NDArrayFloat, v_max: NDArrayFloat, v0: float, stop_at_end
 
 
 def drive(pts: NDArrayFloat, v: NDArrayFloat, times_s: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
-    """Positions (T, 3) and headings (T,) at `times_s` driving `pts` with speeds `v` (held at the end)."""
+    """Positions (T, 3) and headings (T,) at `times_s` driving `pts` with node speeds `v`, at constant
+    acceleration between nodes (held at the end)."""
     seg = np.linalg.norm(np.diff(pts[:, :2], axis=0), axis=1)
     s = np.r_[0.0, np.cumsum(seg)]
     v_mid = np.maximum((v[1:] + v[:-1]) / 2, 0.05)
-    t_node = np.r_[0.0, np.cumsum(seg / v_mid)]
-    s_t = np.interp(times_s, t_node, s)
+    dt = seg / v_mid
+    t_node = np.r_[0.0, np.cumsum(dt)]
+    k = np.clip(np.searchsorted(t_node, times_s, side="right") - 1, 0, len(seg) - 1)
+    tau = np.clip(times_s - t_node[k], 0.0, dt[k])
+    va = np.where(v_mid[k] > 0.05, v[:-1][k], v_mid[k])
+    acc = 2 * (seg[k] - va * dt[k]) / np.maximum(dt[k] ** 2, 1e-12)
+    s_t = np.minimum(s[k] + va * tau + acc * tau * tau / 2, s[k + 1])
     xyz = np.stack([np.interp(s_t, s, pts[:, i]) for i in range(3)], 1)
     yaw_seg = np.arctan2(np.diff(pts[:, 1]), np.diff(pts[:, 0]))
-    k = np.clip(np.searchsorted(s, s_t, side="right") - 1, 0, len(seg) - 1)
     return xyz, yaw_seg[k]
 
 
