@@ -140,3 +140,12 @@ def test_carla_towns_convert(path: Path) -> None:
     gaps = np.array([np.linalg.norm(m.lanes.centre[index[a]][-1] - m.lanes.centre[index[b]][0])
                      for a, bs in sc.metadata["lane_successors"].items() for b in bs])  # fmt: skip
     assert len(gaps) >= len(m.lanes) * 0.8 and np.mean(gaps < 0.002) > 0.99
+
+
+def test_map_scenarios_save_and_load_losslessly(junction: Path, tmp_path: Path) -> None:
+    from avsim.scenario.compare import scenario_differences
+    from avsim.scenario.io import save_scenario
+
+    sc = convert(junction, map_options=MapOptions(RouteOptions(traffic=2, seed=1, duration_s=3.0)))
+    save_scenario(sc, tmp_path / "s")
+    assert scenario_differences(sc, load_scenario(tmp_path / "s")) == []
