@@ -170,11 +170,14 @@ def _map_options(start: str | None, goal: str | None, trajectory: Path | None, t
 
 
 def _idm_drive(progress: Progress, seed: int) -> Callable[[Scenario], Scenario]:
-    """The simulator's IDM drive of a bare map's route, with a progress bar of its steps."""
+    """The simulator's IDM drive of a bare map's route (a map format's scenario whose ego drives a
+    route; others pass through), with a progress bar of its steps."""
 
     def drive(scenario: Scenario) -> Scenario:
         from avsim.sim.bare_map import drive_bare_map
 
+        if (scenario.metadata.get("bare_map") or {}).get("ego") != "route":
+            return scenario
         task = progress.add_task("driving the route (IDM ego, reactive traffic)", total=None)
         return drive_bare_map(scenario, reactive=True, seed=seed, on_step=lambda k, n: progress.update(task, completed=k, total=n))
 
@@ -214,11 +217,10 @@ def convert(
     if drive not in ("idm", "route"):
         raise typer.BadParameter(f"expected idm or route, got {drive!r}", param_hint="'--drive'")
     options = _map_options(start, goal, trajectory, traffic, seed, speed, duration, origin)
-    fmt = from_format.lower() if from_format else registry.detect_format(src)
     with _progress() as progress:
-        progress.add_task(f"reading {src} ({fmt})", total=None)
-        then = _idm_drive(progress, seed) if fmt in registry.MAP_FORMATS and drive == "idm" and trajectory is None else None
-        scenario = convert_to_folder(src, out, fmt=fmt, rig_name=rig, on_built=_writing(progress, out), map_options=options, then=then)
+        progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
+        then = _idm_drive(progress, seed) if drive == "idm" else None
+        scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out), map_options=options, then=then)
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
 
