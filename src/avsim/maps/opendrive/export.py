@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from avsim.maps import HDMap
-from avsim.maps.opendrive.export_marks import MarkMatcher, rail_samples
+from avsim.maps.opendrive.export_marks import SHORT_DASH_LINE_M, MarkMatcher, rail_samples
 from avsim.maps.opendrive.export_plan import Plan, plan_roads
 from avsim.maps.opendrive.fit import EndState, FittedLane, end_states, fit_lane, project
 from avsim.maps.opendrive.geometry import ReferenceLine
@@ -71,7 +71,11 @@ def _cubic_rows(parent: ET.Element, tag: str, cubic: Cubic, s_name: str) -> None
 def _marks(parent: ET.Element, marks: list[RoadMark]) -> None:
     for m in marks:
         attrs = {"sOffset": _num(m.s_offset), "type": m.type, "weight": "standard", "color": m.color if m.type != "none" else "standard"}
-        ET.SubElement(parent, "roadMark", attrs)
+        mark = ET.SubElement(parent, "roadMark", attrs)
+        if m.line_length_m is not None:  # a short-dashed line: its dash written out
+            kind = ET.SubElement(mark, "type", {"name": "short dashed", "width": "0.15"})
+            ET.SubElement(kind, "line", {"length": _num(SHORT_DASH_LINE_M[0]), "space": _num(SHORT_DASH_LINE_M[1]), "tOffset": "0.0",
+                                         "sOffset": "0.0", "rule": "none", "width": "0.15"})  # fmt: skip
 
 
 def _road_xml(root: ET.Element, rid: int, plan: Plan, k: int, fit: FittedLane, marks: tuple[list[RoadMark], list[RoadMark]], objects: list[ET.Element]) -> None:

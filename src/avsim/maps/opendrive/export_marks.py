@@ -25,6 +25,7 @@ STEP_M = 1.0
 MATCH_M = 0.3
 MIN_RUN_M = 2.0
 _SAMPLE_M = 0.5
+CLAIM_M = 0.75  # a matched sample claims its line's samples this near (the rail is walked every STEP_M)
 
 MARK_TYPES: dict[str, str] = {
     "SOLID_SINGLE": "solid", "LONG_DASHED_SINGLE": "broken", "SHORT_DASHED_SINGLE": "broken",
@@ -36,6 +37,8 @@ side; dotted-solid yellow lines have no OpenDRIVE twin and become solid)."""
 MARK_COLOURS = {"WHITE": "white", "YELLOW": "yellow", "OTHER": "blue"}
 """avsim colour -> OpenDRIVE colour (OTHER, any colour but white and yellow, is written blue)."""
 _MIRROR = {"solid broken": "broken solid", "broken solid": "solid broken"}
+SHORT_DASH_LINE_M = (1.5, 1.5)
+"""Dash and gap of a short-dashed line's `<type><line>` (avsim's SHORT_DASH pattern)."""
 
 
 def _resample(p: NDArrayFloat, step: float) -> tuple[NDArrayFloat, NDArrayFloat]:
@@ -81,7 +84,7 @@ class MarkMatcher:
 
         Args:
             rail: (N, 3) the rail, in the road's direction.
-            s_of: callable-free mapping: the road s (M,) of the rail resampled every STEP_M (same order).
+            s_of: (M,) road s of the rail's points every STEP_M (`rail_samples(rail)` projected onto the road).
 
         Returns:
             Marks with sOffset in road s, the first at 0.
@@ -104,15 +107,15 @@ class MarkMatcher:
                     self._claim(labels[i][1])
             mark = self._mark(lab, any(labels[i][2] for i in run))
             start = 0.0 if not out else float(s_of[run[0]])
-            if out and (out[-1].type, out[-1].color) == (mark.type, mark.color):
+            if out and (out[-1].type, out[-1].color, out[-1].line_length_m) == (mark.type, mark.color, mark.line_length_m):
                 continue
-            out.append(RoadMark(max(start, 0.0), mark.type, mark.color))
+            out.append(RoadMark(max(start, 0.0), mark.type, mark.color, line_length_m=mark.line_length_m))
         return out or [RoadMark(0.0, "none")]
 
     def _claim(self, h: int) -> None:
         if h < 0 or self.tree is None:
             return
-        for j in self.tree.query_ball_point(self.points[h, :2], MATCH_M):
+        for j in self.tree.query_ball_point(self.points[h, :2], CLAIM_M):
             if self.owner[j] == self.owner[h]:
                 self.claimed[j] = True
 
@@ -126,7 +129,8 @@ class MarkMatcher:
         mark_type = MARK_TYPES.get(style, "solid")
         if against:
             mark_type = _MIRROR.get(mark_type, mark_type)
-        return RoadMark(0.0, mark_type, MARK_COLOURS.get(colour, "blue"))
+        dash = SHORT_DASH_LINE_M[0] if style == "SHORT_DASHED_SINGLE" else None
+        return RoadMark(0.0, mark_type, MARK_COLOURS.get(colour, "blue"), line_length_m=dash)
 
     def unmatched_m(self) -> dict[str, float]:
         """Length (m) of lane line and boundary no rail claimed."""

@@ -174,7 +174,7 @@ def _add_marks(sec: _Section, acc: _Acc, edges: dict[int, int]) -> None:
                 continue
             acc.line_ids.append(name)
             acc.lines.append(_span(sec, a, b, lane.id))
-            acc.line_types.append(road_mark_type(mark.type, mark.color, lane.id > 0))
+            acc.line_types.append(road_mark_type(mark.type, mark.color, lane.id > 0, mark.line_length_m))
 
 
 def _add_boundaries_and_area(sec: _Section, acc: _Acc, edges: dict[int, int]) -> None:

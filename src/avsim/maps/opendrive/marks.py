@@ -43,6 +43,7 @@ _STYLES: dict[str, str] = {
     "botts dots": "DOT_DASHED_SINGLE",  # nearest: raised dots
 }
 _MIRROR = {"SOLID_DASHED": "DASHED_SOLID", "DASHED_SOLID": "SOLID_DASHED"}
+SHORT_DASH_M = 2.0  # a broken mark whose `<type><line length>` is shorter is a short-dashed line
 
 
 def _colour(color: str) -> str:
@@ -71,13 +72,15 @@ def mark_kind(mark_type: str) -> MarkKind:
     return MarkKind.LINE
 
 
-def road_mark_type(mark_type: str, color: str, left_lane: bool) -> LaneType:
+def road_mark_type(mark_type: str, color: str, left_lane: bool, dash_m: float | None = None) -> LaneType:
     """The avsim lane-line type of a painted road mark.
 
     Args:
         mark_type: the `<roadMark>` type.
         color: its colour.
         left_lane: whether it belongs to a left lane (id > 0): double marks are mirrored.
+        dash_m: the dash length its `<type><line>` gives, if any: a broken line with dashes
+            shorter than `SHORT_DASH_M` is SHORT_DASHED_SINGLE.
 
     Returns:
         (colour, style).
@@ -91,6 +94,8 @@ def road_mark_type(mark_type: str, color: str, left_lane: bool) -> LaneType:
         style = _MIRROR.get(style, style)
     if colour == "WHITE" and style in _MIRROR:
         style = "SOLID_GROUP"  # nearest: a white double line
+    if style == "LONG_DASHED_SINGLE" and t == "broken" and dash_m is not None and 0 < dash_m < SHORT_DASH_M:
+        style = "SHORT_DASHED_SINGLE"
     if colour == "YELLOW" and t == "botts dots":
         style = "LONG_DASHED_SINGLE"  # nearest: the spec has no yellow dotted single line
     return (colour, style)

@@ -120,6 +120,7 @@ class RoadMark:
     weight: str = "standard"
     width_m: float | None = None
     lane_change: str | None = None
+    line_length_m: float | None = None  # of the first `<type><line>`: the dash length of a broken mark
 
 
 @dataclass(frozen=True)

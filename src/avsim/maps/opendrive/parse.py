@@ -164,8 +164,10 @@ def _lane(r: Reader, e: ET.Element, where: str) -> Lane:
     marks = []
     for k, m in enumerate(e.findall("roadMark")):
         mw = f"{w}/roadMark[{k}]"
+        line = m.find("type/line")
+        dash = r.opt(line, "length", f"{mw}/type/line") if line is not None else None
         marks.append(RoadMark(r.num(m, "sOffset", mw, 0.0, nonneg=True), m.get("type", "none"), m.get("color", "standard"),
-                              m.get("weight", "standard"), r.opt(m, "width", mw), m.get("laneChange")))  # fmt: skip
+                              m.get("weight", "standard"), r.opt(m, "width", mw), m.get("laneChange"), dash))  # fmt: skip
     link = e.find("link")
     preds = tuple(r.int_(p, "id", f"{w}/link/predecessor") for p in link.findall("predecessor")) if link is not None else ()
     succs = tuple(r.int_(p, "id", f"{w}/link/successor") for p in link.findall("successor")) if link is not None else ()
