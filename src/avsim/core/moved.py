@@ -93,7 +93,8 @@ _PASSED = frozenset({__file__, importlib.__file__, "<frozen importlib._bootstrap
 def _importer_stacklevel() -> int:
     """The `stacklevel` of the frame that imported the old name, counted as `warnings` counts it
     (the import system's `_bootstrap` frames not at all)."""
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename in _PASSED:
         frame = frame.f_back
         if frame is not None and "_bootstrap" not in frame.f_code.co_filename:

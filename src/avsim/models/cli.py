@@ -139,7 +139,7 @@ def generate(
         _check_text_and_weights(prompt, text_encoder, model, random_vae)
         options = sampling_options(cfg, steps=steps, guidance=guidance, seed=seed, control_weight=control_weight,
                                    sampler=sampler, num_conditional_frames=num_conditional_frames, chunks=chunks, overlap=overlap)
-        text = {"negative_prompt": negative_prompt} if negative_prompt is not None else {}
+        text: dict[str, Any] = {"negative_prompt": negative_prompt} if negative_prompt is not None else {}
         run_generate(GenerateRequest(
             control_dir=control_dir, out=out, **model.model_kwargs(), prompt=prompt, text_encoder=text_encoder,
             text_cache_dir=text_cache_dir, views=split_views(views), clip=clip, input_videos=input_videos, random_vae=random_vae,
