@@ -19,7 +19,9 @@ its ClipGT round trip is one of these, made here on purpose:
   then hold the box for 0.5 s either side);
 * map: drivable areas are dropped (no table; neither renderer draws them); lane centre lines
   are re-derived from the rails (the lane table has none); lane-line types become per-vertex
-  pairs; element ids survive through ``key.map_id``;
+  pairs; element ids survive through ``key.map_id``; a crosswalk or road marking that lies in a
+  plane without forward slope gets one (`renderable_polygon`: at most 0.5 mm, so that NVIDIA's
+  renderer can triangulate it);
 * traffic-light states are dropped (the format has none; NVIDIA's loader draws every light as
   unknown); of the metadata, only ``lane_speed_limits_mps`` survives (as the lane table's mph).
 """
@@ -52,6 +54,8 @@ from avsim.scenario.types import Scenario
 NS_PER_US = 1000
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SINGLE_ROW_COPY_NS = NS_PER_US  # the copy that keeps a one-row track in NVIDIA's loader
+POLYGON_TILT_M = 1e-3  # forward height span given to a polygon NVIDIA's renderer cannot triangulate (ends move 0.5 mm)
+PLANAR_TOLERANCE_M = 1e-4  # a polygon this close to a plane is "planar" (real survey polygons are cm off one)
 
 
 def to_microseconds(timestamps_ns: np.ndarray) -> np.ndarray:
@@ -161,6 +165,40 @@ def ids_as_read(ids: Any, loader_prefix: str) -> list[str]:
     return ids if all(ids) and len(set(ids)) == len(ids) else [f"{loader_prefix}{k}" for k in range(len(ids))]
 
 
+_POLYGONS = ("crosswalks", "road_markings")  # the tables NVIDIA's renderer triangulates
+
+
+def renderable_polygon(points_m: np.ndarray) -> np.ndarray:
+    """A polygon (clip frame, FLU) that NVIDIA's renderer can triangulate; others unchanged.
+
+    NVIDIA's renderer (`triangulate_polygon_3d` of cosmos-transfer2.5) triangulates a polygon by a
+    Delaunay triangulation of its loader coordinates' first two axes, OpenCV RDF: (right, down) =
+    (-y, -z) of the clip frame. A polygon in a plane whose height does not change along x (a flat
+    crosswalk, a speed bump on a level or cross-sloped road) projects to a line there, and qhull
+    refuses it (QH6154, initial simplex is flat). Such a polygon gets the smallest forward slope that
+    it accepts: its height becomes z + s (x - x_mid) with s (x_max - x_min) = `POLYGON_TILT_M` (1 mm
+    end to end, so no vertex moves more than 0.5 mm). The projection is then an affine image of the
+    polygon's plane, so the triangles NVIDIA's renderer builds tile the polygon's convex hull.
+
+    Args:
+        points_m: (N, 3) polygon vertices, clip frame (x forward, y left, z up), metres.
+
+    Returns:
+        (N, 3) vertices: the same array when the polygon is not planar (its projection is not a
+        line), already slopes forward by `POLYGON_TILT_M` or more, or has no extent along x.
+    """
+    p = np.asarray(points_m, dtype=np.float64)
+    x_span = float(np.ptp(p[:, 0])) if len(p) else 0.0
+    if len(p) < 3 or x_span <= POLYGON_TILT_M:
+        return points_m
+    design = np.stack([np.ones(len(p)), p[:, 0] - p[:, 0].mean(), p[:, 1] - p[:, 1].mean()], -1)
+    plane, *_ = np.linalg.lstsq(design, p[:, 2], rcond=None)
+    if np.abs(design @ plane - p[:, 2]).max() > PLANAR_TOLERANCE_M or abs(plane[1]) * x_span >= 0.99 * POLYGON_TILT_M:  # 0.99: a view of a view keeps its slope
+        return points_m
+    slope = (1.0 if plane[1] >= 0 else -1.0) * POLYGON_TILT_M / x_span
+    return np.concatenate([p[:, :2], p[:, 2:] + slope * (p[:, :1] - (p[:, 0].min() + p[:, 0].max()) / 2)], -1)
+
+
 def _map_view(hd_map: HDMap) -> HDMap:
     mb = MapBuilder()
     for k, eid in enumerate(ids_as_read(hd_map.lane_lines.ids, "lane_line_")):
@@ -175,7 +213,7 @@ def _map_view(hd_map: HDMap) -> HDMap:
     for name, prefix in shapes.items():
         elements = getattr(hd_map, name)
         for k, eid in enumerate(ids_as_read(elements.ids, prefix)):
-            getattr(mb, name).add(eid, elements[k])
+            getattr(mb, name).add(eid, renderable_polygon(elements[k]) if name in _POLYGONS else elements[k])
     for name, prefix in (("traffic_lights", "traffic_light_"), ("traffic_signs", "traffic_sign_")):
         boxes = getattr(hd_map, name)
         for k, eid in enumerate(ids_as_read(boxes.ids, prefix)):
@@ -220,5 +258,5 @@ def clipgt_view(scenario: Scenario, rig_name: str | None = None) -> Scenario:
     )  # fmt: skip
 
 
-__all__ = ["SINGLE_ROW_COPY_NS", "category_as_read", "clip_id_of", "clipgt_category", "clipgt_view", "ids_as_read",
-           "speed_limits_view", "to_microseconds"]  # fmt: skip
+__all__ = ["POLYGON_TILT_M", "SINGLE_ROW_COPY_NS", "category_as_read", "clip_id_of", "clipgt_category", "clipgt_view",
+           "ids_as_read", "renderable_polygon", "speed_limits_view", "to_microseconds"]  # fmt: skip
