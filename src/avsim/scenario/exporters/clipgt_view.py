@@ -8,11 +8,14 @@ its ClipGT round trip is one of these, made here on purpose:
 * world frame: the clip frame of the format's documentation, the first ego pose at the origin
   with identity rotation (`avsim.scenario.frames.first_pose_frame`; rigid, so every camera image
   is the same);
-* times: rounded to whole microseconds (ego poses and boxes); of poses (or a track's boxes)
-  that fall in one microsecond, the first is kept;
+* times: rounded to whole microseconds (ego poses, boxes and the frame origin); of poses (or
+  a track's boxes) that fall in one microsecond, the first is kept; a frame origin
+  (`Scenario.frame_origin_ns`, frame 0 of a render) on another microsecond than the first pose is
+  kept, and written as the frame times NVIDIA's loader renders at (`export_clipgt`);
 * cameras: named as the loader names rig-JSON sensors (``CAM_FRONT`` -> ``camera_CAM_FRONT``,
   ``camera_front_wide_120fov`` unchanged); per-camera capture offsets are dropped (the format
-  has one time per frame);
+  has one time per frame); a forward-polynomial f-theta lens becomes its backward refit
+  (`clipgt_rig.backward_equivalent`, which every loader release reads);
 * agents: a source class that the loader would put in another class than avsim does becomes
   the loader's name for avsim's class (``vehicle.car`` -> ``automobile``); a track observed once
   gets a copy of its box 1 microsecond later (the loader drops one-row tracks; both renderers
@@ -34,12 +37,14 @@ from typing import Any
 import numpy as np
 
 from avsim.core.agents import AgentTracks, collapse_class
+from avsim.core.cameras import FThetaCamera
 from avsim.core.lights import TrafficLightStates
 from avsim.core.rig import CameraRig, named_rig
 from avsim.core.trajectory import EgoTrajectory
 from avsim.maps import HDMap
 from avsim.scenario.frames import first_pose_frame, transform_scenario
 from avsim.scenario.importers.av2 import _resample
+from avsim.scenario.importers.clipgt_rig import backward_equivalent
 from avsim.scenario.importers.clipgt_schema import (
     CLASS_CATEGORY,
     DEFAULT_LINE_COLOR,
@@ -112,7 +117,8 @@ def category_as_read(category: str) -> str:
 
 def _rig_view(rig: CameraRig) -> CameraRig:
     names = tuple(camera_name(sensor_name(n)) for n in rig.names)
-    return CameraRig(names, rig.cameras, rig.ego_SE3_camera)
+    cameras = tuple(backward_equivalent(c) if isinstance(c, FThetaCamera) else c for c in rig.cameras)
+    return CameraRig(names, cameras, rig.ego_SE3_camera)
 
 
 def _ego_view(ego: EgoTrajectory) -> EgoTrajectory:
@@ -237,6 +243,22 @@ def speed_limits_view(scenario: Scenario, lane_ids: Any) -> dict[str, float]:
     return {r: float(limits[w]) for w, r in zip(written, read) if isinstance(limits.get(w), (int, float)) and limits[w] > 0}
 
 
+def frame_origin_view(scenario: Scenario, ego: EgoTrajectory) -> int | None:
+    """The frame origin a clip carries: the scenario's, on its microsecond; None when that is the first pose.
+
+    Args:
+        scenario: the scenario.
+        ego: its ego trajectory as the clip carries it (`_ego_view`).
+
+    Returns:
+        Nanoseconds on a whole microsecond, or None (frame 0 = the first ego pose).
+    """
+    if scenario.frame_origin_ns is None:
+        return None
+    origin_ns = int(to_microseconds(np.array([scenario.frame_origin_ns]))[0]) * NS_PER_US
+    return None if origin_ns == int(ego.timestamps_ns[0]) else origin_ns
+
+
 def clipgt_view(scenario: Scenario, rig_name: str | None = None) -> Scenario:
     """The scenario as a ClipGT clip carries it (see the module docstring for every change).
 
@@ -251,12 +273,13 @@ def clipgt_view(scenario: Scenario, rig_name: str | None = None) -> Scenario:
         scenario = scenario.replace(rig=named_rig(rig_name))
     moved = transform_scenario(scenario, first_pose_frame(scenario))
     limits = speed_limits_view(scenario, scenario.map.lanes.ids)
+    ego = _ego_view(moved.ego)
     return Scenario(
-        scenario_id=clip_id_of(scenario.scenario_id), rig=_rig_view(scenario.rig), ego=_ego_view(moved.ego),
+        scenario_id=clip_id_of(scenario.scenario_id), rig=_rig_view(scenario.rig), ego=ego,
         agents=_agents_view(moved.agents), map=_map_view(moved.map), lights=TrafficLightStates.empty(),
-        metadata={"lane_speed_limits_mps": limits} if limits else {},
+        metadata={"lane_speed_limits_mps": limits} if limits else {}, frame_origin_ns=frame_origin_view(scenario, ego),
     )  # fmt: skip
 
 
 __all__ = ["POLYGON_TILT_M", "SINGLE_ROW_COPY_NS", "category_as_read", "clip_id_of", "clipgt_category", "clipgt_view",
-           "ids_as_read", "renderable_polygon", "speed_limits_view", "to_microseconds"]  # fmt: skip
+           "frame_origin_view", "ids_as_read", "renderable_polygon", "speed_limits_view", "to_microseconds"]  # fmt: skip
