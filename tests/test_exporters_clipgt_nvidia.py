@@ -218,3 +218,18 @@ def test_nvidia_renderer_draws_native_rigs_with_the_printed_cameras(shared_data,
     assert sorted(videos) == sorted(cameras.split(","))
     frames = len(convert(tmp_path / "clip").frame_timestamps(30.0))
     assert all(len(read_video(v)) == frames and read_video(v)[0].shape == (720, 1280, 3) for v in videos.values())
+
+
+def test_a_pinhole_with_fx_not_fy_needs_loader_v1_5_0(tmp_path):
+    """v1.4.0 ignores linear-c (= fx / fy): the export says which release places such a camera."""
+    from avsim.core.cameras import PinholeCamera
+    from avsim.core.rig import CameraRig
+
+    rig = named_rig("nuscenes")
+    cam = rig.cameras[0]
+    squeezed = PinholeCamera(cam.width_px, cam.height_px, cam.fx_px * 1.01, cam.fy_px, cam.cx_px, cam.cy_px, cam.distortion)
+    scenario = make_sample_scenario(seed=0, duration_s=0.5, fps=30.0)
+    scenario = scenario.replace(rig=CameraRig(rig.names[:1], (squeezed,), rig.ego_SE3_camera[:1]))
+    written = export_clipgt(scenario, tmp_path / "clip")
+    assert written.nvidia_min_release == "v1.5.0" and written.nvidia_error_px["camera_CAM_FRONT"] < 0.05
+    assert export_clipgt(scenario.replace(rig=named_rig("nuscenes")), tmp_path / "c2").nvidia_min_release == "v1.4.0"

@@ -39,7 +39,7 @@ from avsim.core.rig import CameraRig, named_rig
 from avsim.core.transforms import matrix_to_quat
 from avsim.scenario.exporters import clipgt_nvidia as nvidia
 from avsim.scenario.exporters.clipgt_view import clipgt_category, clipgt_view, to_microseconds
-from avsim.scenario.importers.clipgt_rig import rig_to_json, written_lens
+from avsim.scenario.importers.clipgt_rig import rig_to_json
 from avsim.scenario.importers.clipgt_schema import (
     CALIBRATION,
     CAMERA_TIMESTAMPS_CAMERA,
@@ -311,17 +311,9 @@ def _lens_notes(source: CameraRig, names: tuple[str, ...]) -> dict[str, Any]:
     rig = CameraRig(names, source.cameras, source.ego_SE3_camera)
     refitted = {n: ("pinhole" if c.model == "pinhole" else "forward") for n, c in zip(names, source.cameras)
                 if not (isinstance(c, FThetaCamera) and c.is_backward_poly)}  # fmt: skip
-    avsim = {}
-    for name, camera in zip(names, source.cameras):
-        if name in refitted:
-            u, v = np.meshgrid(np.linspace(0, camera.width_px - 1, nvidia.ERROR_GRID), np.linspace(0, camera.height_px - 1, nvidia.ERROR_GRID))
-            uv = np.stack([u.ravel(), v.ravel()], -1)
-            back, _, _ = written_lens(camera).project(camera.pixel_to_ray(uv))
-            avsim[name] = float(np.linalg.norm(back - uv, axis=-1).max())
-    errors = {r.name: nvidia.loader_errors_px(rig, r) for r in nvidia.LOADER_RELEASES}
-    newest = errors[nvidia.LOADER_RELEASES[-1].name]
-    oldest = next(r.name for r in nvidia.LOADER_RELEASES if all(abs(errors[r.name][n] - newest[n]) <= 1.0 for n in names))
-    return {"refitted": refitted, "avsim_error_px": avsim, "nvidia_error_px": newest, "nvidia_min_release": oldest,
+    avsim = {n: e for n, e in nvidia.avsim_errors_px(rig).items() if n in refitted}
+    return {"refitted": refitted, "avsim_error_px": avsim, "nvidia_error_px": nvidia.loader_errors_px(rig),
+            "nvidia_min_release": nvidia.oldest_release(rig).name,
             "nvidia_cameras_option": nvidia.renderer_cameras_option(rig), "nvidia_resized": nvidia.resized_cameras(rig)}  # fmt: skip
 
 

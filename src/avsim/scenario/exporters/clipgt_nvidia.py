@@ -23,12 +23,16 @@ v1.4.0 and 2ff49d0; never imported, its code is not a dependency):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from avsim.core.cameras import POLY_DEGREE, FThetaCamera
 from avsim.core.rig import CameraRig, named_rig
 from avsim.scenario.importers.clipgt_rig import written_lens
+
+if TYPE_CHECKING:
+    from avsim.core.cameras import CameraModel
 
 RENDER_SIZE_PX = (1280, 720)  # (width, height) every camera is resized to by generate_control_videos.py
 LOADER_FIT_SAMPLES = 500  # radii of NVIDIA's forward-polynomial fit (approximate_polynomial_inverse)
@@ -82,6 +86,11 @@ def loader_lens(written: FThetaCamera, release: LoaderRelease = V1_5_0) -> FThet
     return FThetaCamera(written.width_px, written.height_px, written.cx_px, written.cy_px, tuple(fw), False, cde)  # type: ignore[arg-type]
 
 
+def _grid(camera: CameraModel) -> np.ndarray:
+    u, v = np.meshgrid(np.linspace(0, camera.width_px - 1, ERROR_GRID), np.linspace(0, camera.height_px - 1, ERROR_GRID))
+    return np.stack([u.ravel(), v.ravel()], -1)
+
+
 def loader_errors_px(rig: CameraRig, release: LoaderRelease = V1_5_0) -> dict[str, float]:
     """Per camera, the largest distance (pixels, over a grid of its image) between where the camera
     images a ray and where NVIDIA's loader of `release` projects it from avsim's export.
@@ -95,11 +104,53 @@ def loader_errors_px(rig: CameraRig, release: LoaderRelease = V1_5_0) -> dict[st
     """
     out = {}
     for name, camera in zip(rig.names, rig.cameras):
-        u, v = np.meshgrid(np.linspace(0, camera.width_px - 1, ERROR_GRID), np.linspace(0, camera.height_px - 1, ERROR_GRID))
-        uv = np.stack([u.ravel(), v.ravel()], -1)
+        uv = _grid(camera)
         back, _, _ = loader_lens(written_lens(camera), release).project(camera.pixel_to_ray(uv))
         out[name] = float(np.linalg.norm(back - uv, axis=-1).max())
     return out
+
+
+def avsim_errors_px(rig: CameraRig) -> dict[str, float]:
+    """Per camera, the same distance as `loader_errors_px` for the written lens as avsim reads it
+    (its exact inverse): the f-theta approximation alone.
+
+    Args:
+        rig: the rig as exported.
+
+    Returns:
+        camera name -> max pixel distance (0 for a backward f-theta camera, written as it is).
+    """
+    out = {}
+    for name, camera in zip(rig.names, rig.cameras):
+        uv = _grid(camera)
+        back, _, _ = written_lens(camera).project(camera.pixel_to_ray(uv))
+        out[name] = float(np.linalg.norm(back - uv, axis=-1).max())
+    return out
+
+
+def oldest_release(rig: CameraRig, tolerance_px: float = 1.0) -> LoaderRelease:
+    """The oldest loader release that projects every camera of an export as the newest does.
+
+    Args:
+        rig: the rig as exported.
+        tolerance_px: the largest pixel distance between the two releases' projections allowed.
+
+    Returns:
+        v1.4.0, or v1.5.0 when a camera's linear term (a pinhole with fx != fy) moves pixels by
+        more than `tolerance_px` in v1.4.0, which ignores it.
+    """
+    newest = LOADER_RELEASES[-1]
+    for release in LOADER_RELEASES[:-1]:
+        gaps = []
+        for camera in rig.cameras:
+            rays = camera.pixel_to_ray(_grid(camera))
+            lens = written_lens(camera)
+            a, _, _ = loader_lens(lens, release).project(rays)
+            b, _, _ = loader_lens(lens, newest).project(rays)
+            gaps.append(float(np.linalg.norm(a - b, axis=-1).max()))
+        if max(gaps) <= tolerance_px:
+            return release
+    return newest
 
 
 def renderer_cameras_option(rig: CameraRig) -> str | None:
@@ -138,5 +189,5 @@ def resized_cameras(rig: CameraRig) -> dict[str, tuple[float, float]]:
     return out
 
 
-__all__ = ["LOADER_RELEASES", "RENDER_SIZE_PX", "V1_4_0", "V1_5_0", "LoaderRelease", "loader_errors_px", "loader_lens",
-           "renderer_cameras_option", "resized_cameras"]  # fmt: skip
+__all__ = ["LOADER_RELEASES", "avsim_errors_px", "RENDER_SIZE_PX", "V1_4_0", "V1_5_0", "LoaderRelease", "loader_errors_px", "loader_lens",
+           "oldest_release", "renderer_cameras_option", "resized_cameras"]  # fmt: skip
