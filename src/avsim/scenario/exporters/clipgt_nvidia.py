@@ -32,7 +32,7 @@ from avsim.core.rig import CameraRig, named_rig
 from avsim.scenario.importers.clipgt_rig import written_lens
 
 if TYPE_CHECKING:
-    from avsim.core.cameras import CameraModel
+    from avsim.core.cameras import Camera
 
 RENDER_SIZE_PX = (1280, 720)  # (width, height) every camera is resized to by generate_control_videos.py
 LOADER_FIT_SAMPLES = 500  # radii of NVIDIA's forward-polynomial fit (approximate_polynomial_inverse)
@@ -86,7 +86,7 @@ def loader_lens(written: FThetaCamera, release: LoaderRelease = V1_5_0) -> FThet
     return FThetaCamera(written.width_px, written.height_px, written.cx_px, written.cy_px, tuple(fw), False, cde)  # type: ignore[arg-type]
 
 
-def _grid(camera: CameraModel) -> np.ndarray:
+def _grid(camera: Camera) -> np.ndarray:
     u, v = np.meshgrid(np.linspace(0, camera.width_px - 1, ERROR_GRID), np.linspace(0, camera.height_px - 1, ERROR_GRID))
     return np.stack([u.ravel(), v.ravel()], -1)
 

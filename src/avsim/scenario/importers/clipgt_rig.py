@@ -37,7 +37,7 @@ from avsim.scenario.importers.clipgt_schema import (
 )
 
 if TYPE_CHECKING:
-    from avsim.core.cameras import CameraModel
+    from avsim.core.cameras import Camera, CameraModel
     from avsim.core.rig import CameraRig
 
 FIT_SAMPLES = 2000  # samples of the pinhole's ray angle for the f-theta polynomial fit
@@ -258,7 +258,7 @@ def backward_equivalent(camera: FThetaCamera) -> FThetaCamera:
     return FThetaCamera(camera.width_px, camera.height_px, camera.cx_px, camera.cy_px, poly, True, camera.linear_cde)
 
 
-def written_lens(camera: CameraModel) -> FThetaCamera:
+def written_lens(camera: Camera) -> FThetaCamera:
     """The f-theta lens avsim writes as a camera's ``polynomial`` (backward, for every loader release).
 
     Args:
@@ -267,7 +267,11 @@ def written_lens(camera: CameraModel) -> FThetaCamera:
     Returns:
         `backward_equivalent` of an f-theta camera, `ftheta_equivalent` of a pinhole.
     """
-    return backward_equivalent(camera) if isinstance(camera, FThetaCamera) else ftheta_equivalent(camera)  # type: ignore[arg-type]
+    if isinstance(camera, FThetaCamera):
+        return backward_equivalent(camera)
+    if isinstance(camera, PinholeCamera):
+        return ftheta_equivalent(camera)
+    raise AvsimValueError(f"camera: no f-theta lens for a {camera.model} camera")
 
 
 def _ftheta_properties(camera: FThetaCamera) -> dict[str, str]:
