@@ -233,3 +233,21 @@ def test_a_pinhole_with_fx_not_fy_needs_loader_v1_5_0(tmp_path):
     written = export_clipgt(scenario, tmp_path / "clip")
     assert written.nvidia_min_release == "v1.5.0" and written.nvidia_error_px["camera_CAM_FRONT"] < 0.05
     assert export_clipgt(scenario.replace(rig=named_rig("nuscenes")), tmp_path / "c2").nvidia_min_release == "v1.4.0"
+
+
+@pytest.mark.subprocess
+def test_restated_loader_lens_is_nvidias_projection(shared_data, tmp_path):
+    """`clipgt_nvidia.loader_lens` (what `nvidia_error_px` is measured with) against NVIDIA's own
+    `ray2pixel_np`, on the real AV2 ring cameras (pinholes with strong distortion, one portrait)."""
+    from avsim.scenario.exporters.clipgt_nvidia import loader_lens
+    from avsim.scenario.importers.clipgt_rig import written_lens
+
+    scenario = crop(convert(shared_data / AV2_LOG), 0.0, 0.3)
+    export_clipgt(scenario, tmp_path / "clip")
+    u, v = np.meshgrid(np.linspace(-0.9, 0.9, 9), np.linspace(-0.9, 0.9, 9))
+    probe = np.stack([u.ravel(), v.ravel(), np.ones(81)], -1)
+    got = run_nvidia_loader(tmp_path / "clip", probe, tmp_path)
+    for name, camera in zip(clipgt_view(scenario).rig.names, scenario.rig.cameras):
+        ours, _, inside = loader_lens(written_lens(camera)).project(probe)
+        assert inside.sum() > 10
+        np.testing.assert_allclose(np.asarray(got["pixels"][name])[inside], ours[inside], atol=0.05, err_msg=name)
