@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
+from avsim.evaluation.detect_types import GtVisibility
+
 if TYPE_CHECKING:
     from avsim.evaluation.inception import Normalization
     from avsim.evaluation.results import MetricTable
@@ -249,19 +251,27 @@ def rnds(
 # --------------------------------------------------------------------------- detect
 
 
+GT_VISIBILITY_HELP = ("Ground truth: 'visible' (default: boxes with a visible pixel in an evaluated camera, after occlusion), "
+                      "'in-view' (in a camera's field of view, maybe hidden), 'all' (every labelled box); the others are counted.")
+CAMERAS_HELP = "Evaluated cameras, comma-separated (default: with --generated the cameras both sides' clip has, else all)."
+
+
 @app.command()
 def detect(
-    clips: Path = typer.Argument(..., help="Clip folder(s): labels/index.json and <video_clip>.<camera>.mp4 beside it (the real side)."),
+    clips: Path = typer.Argument(..., help="The real side: a clip folder (labels/index.json and <video_clip>.<camera>.mp4 beside it), a folder of them, or a folder of such folders (`avsim run render --labels` output)."),
     out: Path = typer.Argument(..., help="Output folder: detections.parquet, lanes.parquet, gt/, videos/ (with --generated: real/ and generated/)."),
     detector: str = typer.Option(..., help="MODULE:CALLABLE taking a FrameBatch, returning Detections (e.g. avsim.evaluation.detectors:LabelsOracle)."),
-    generated: Path | None = typer.Option(None, help="Generated clip folder(s): run the detector on them too, into OUT/generated."),
+    generated: Path | None = typer.Option(None, help="Generated clips (the same shapes as CLIPS, e.g. `avsim run generate` output): run the detector on them too, into OUT/generated."),
+    cameras: str | None = typer.Option(None, help=CAMERAS_HELP),
+    gt_visibility: GtVisibility = typer.Option(GtVisibility.VISIBLE, "--gt-visibility", help=GT_VISIBILITY_HELP),
 ) -> None:
     """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
     from avsim.core.progress import step_bars
+    from avsim.evaluation.clip_folders import parse_cameras
     from avsim.evaluation.detect import detect_sides, summary_lines
 
     with step_bars("eval") as progress:
-        res = detect_sides(clips, out, detector, generated, progress)
+        res = detect_sides(clips, out, detector, generated, progress, parse_cameras(cameras), gt_visibility)
     for line in summary_lines(res, out):
         typer.echo(line)
 

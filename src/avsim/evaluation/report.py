@@ -40,6 +40,7 @@ from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
 from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
+from avsim.evaluation.report_instants import boxes_at, detect_notes, lanes_at, shared_instants
 from avsim.evaluation.report_video import video_section
 from avsim.evaluation.results import json_ready
 
@@ -429,13 +430,23 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     if ground_truth is not None:
         gt_boxes, gt_lanes, gt_desc = load_ground_truth(Path(ground_truth))
         result["inputs"]["ground_truth_source"] = gt_desc
-    result["detection"] = _detection_or_skip(gt_boxes, load_detections(real), load_detections(gen), cfg)
+        result["ground_truth"] = detect_notes(real, gen, Path(ground_truth))
+    det_r, det_g, lan_r, lan_g = load_detections(real), load_detections(gen), load_lanes(real), load_lanes(gen)
+    scored = (gt_boxes is not None and det_r is not None and det_g is not None) or (gt_lanes is not None and lan_r is not None and lan_g is not None)
+    if scored:  # LET and lanes on the instants both sides have (avsim.evaluation.report_instants)
+        shared = shared_instants(real, gen, (det_r, lan_r), (det_g, lan_g))
+        result["instants"] = {**shared.as_dict(), "warnings": shared.warnings()}
+        gt_boxes, det_r, det_g = (None if b is None else boxes_at(b, shared.keys) for b in (gt_boxes, det_r, det_g))
+        gt_lanes, lan_r, lan_g = (None if x is None else lanes_at(x, shared.keys) for x in (gt_lanes, lan_r, lan_g))
+    result["detection"] = _detection_or_skip(gt_boxes, det_r, det_g, cfg)
     stage(1)
-    lan_r, lan_g = load_lanes(real), load_lanes(gen)
     if gt_lanes is not None and lan_r is not None and lan_g is not None:
         result["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
     else:
         result["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
+    if scored:
+        for section in ("detection", "lanes"):
+            result[section].setdefault("instants", len(shared.keys))
     stage(2)
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
     if clips_r and clips_g:

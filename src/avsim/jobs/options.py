@@ -35,7 +35,7 @@ OPTION_TYPES: dict[str, dict[str, type]] = {
                "max_clips_per_video": int, "device": str, "store_dtype": str},
     "sim": {"policy": str, "agents": str, "cameras": str, "size": str, "backend": str, "steps": int, "duration": float, "seed": int,
             "rate": float, "controller": str, "budget": float},
-    "detect": {"detector": str},
+    "detect": {"detector": str, "cameras": str, "gt_visibility": str},
 }
 PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real"})
 """Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""

@@ -29,7 +29,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.locks import output_lock
 from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import JobKind, read_items
-from avsim.jobs.detect import DETECT_CLIPS, check_detect_options
+from avsim.jobs.detect import DETECT_CLIPS, check_detect_options, with_evaluated_cameras
 from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
 from avsim.jobs.model_items import (
     PAIR_CLIPS,
@@ -258,8 +258,8 @@ def _plan(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], conso
         return _side_tasks(kind, {"generated": dataset, "real": real}, out, options)
     if kind == "detect":
         if generated is None:
-            return plan_tasks(kind, dataset, out / DETECT_CLIPS, options)
-        return _side_tasks(kind, {"real": dataset, "generated": generated}, out, options, DETECT_CLIPS)
+            return with_evaluated_cameras(plan_tasks(kind, dataset, out / DETECT_CLIPS, options))
+        return with_evaluated_cameras(_side_tasks(kind, {"real": dataset, "generated": generated}, out, options, DETECT_CLIPS))
     if console is not None and kind in ("generate", "encode"):
         with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
             return plan_tasks(kind, dataset, out, options)
