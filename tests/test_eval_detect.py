@@ -48,7 +48,7 @@ def test_oracle_gives_the_upper_bound_and_the_report_runs_in_two_commands(render
     for f in ("detections.parquet", "lanes.parquet", "gt/boxes.parquet", "gt/lanes.parquet", "detect.json"):
         assert (real / f).is_file(), f
     views = sorted(p.name for p in (real / "videos" / "avsim_sample_seed0").iterdir())
-    assert views == ["camera_cross_right_120fov.mp4", "camera_front_wide_120fov.mp4"]
+    assert views == ["calibration.json", "camera_cross_right_120fov.mp4", "camera_front_wide_120fov.mp4"]
     let = run_let(real / "gt" / "boxes.parquet", real / "detections.parquet").document
     assert let["mean_over_classes_with_gt"]["ap"] == pytest.approx(1.0) and let["headline"]["apl"] > 0.3
     assert run_lanes(real / "gt" / "lanes.parquet", real / "lanes.parquet").document["f_score"] == pytest.approx(1.0)
@@ -67,7 +67,8 @@ def test_detector_gets_all_views_with_calibration(rendered: Path, capsys) -> Non
                  "test_eval_detect:recording_detector"]) == 0  # fmt: skip
     assert [b.frame_index for b in SEEN] == [0, 1, 2]
     b = SEEN[0]
-    assert b.cameras == tuple(CAMS.split(",")) and b.images.shape == (2, 180, 320, 3) and b.images.dtype == np.uint8
+    assert b.cameras == tuple(CAMS.split(",")) and b.stacked_images().shape == (2, 180, 320, 3) and b.images[0].dtype == np.uint8
+    assert b.image_sizes_px == ((320, 180), (320, 180)) and b.lane_camera == "camera_front_wide_120fov"
     front = b.calibration[0]
     assert front.camera["model"] == "ftheta" and front.camera["width_px"] == 320
     R = front.ego_SE3_camera[:3, :3]

@@ -74,7 +74,9 @@ def test_dataset_run_writes_the_bytes_of_eval_detect_and_the_report_reads_them(c
     args = ["run", "eval", "detect", str(clips), "run", "--generated", str(clips), "--detector", ORACLE, "--workers", "1"]  # OUT relative
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "real: 6 frames of 2 clip(s) -> run/real" in printed and "generated: 6 frames of 2 clip(s)" in printed
+    assert "real: 6 frames of 2 clip(s), cameras camera_cross_right_120fov, camera_front_wide_120fov; " in printed
+    assert "ground-truth boxes (" in printed and " more seen by no evaluated camera, left out) -> run/real" in printed
+    assert "generated: 6 frames of 2 clip(s)" in printed
     assert "next: avsim eval report --real run/real --generated run/generated" in printed
     merged = _merged(out)
     assert merged == _tree(single)  # every file, videos/ links included, byte for byte

@@ -27,11 +27,13 @@ def _print_table(title: str, header: list[str], rows: list[list[Any]], stderr: b
     from rich.console import Console
     from rich.table import Table
 
+    from avsim.evaluation.results import fmt_number
+
     t = Table(title=title)
     for h in header:
         t.add_column(h)
     for r in rows:
-        t.add_row(*[f"{v:.4g}" if isinstance(v, float) else ("n/a" if v is None else str(v)) for v in r])
+        t.add_row(*[fmt_number(v) for v in r])
     Console(stderr=stderr).print(t)
 
 
@@ -279,6 +281,19 @@ def detect(
 # --------------------------------------------------------------------------- report
 
 
+def _pairs(value: str | None) -> tuple[tuple[str, str], ...] | None:
+    """`--cse-pairs A+B,C+D` as pairs (None: not given); a malformed pair is a usage error."""
+    if value is None:
+        return None
+    out = []
+    for item in (v.strip() for v in value.split(",") if v.strip()):
+        a, sep, b = item.partition("+")
+        if not sep or not a or not b or "+" in b:
+            raise typer.BadParameter(f"expected CAMERA+CAMERA, got {item!r}", param_hint="--cse-pairs")
+        out.append((a, b))
+    return tuple(out)
+
+
 @app.command()
 def report(
     real: Path = typer.Option(..., help="Folder with the real side (see docs/evaluation.md)."),
@@ -292,6 +307,7 @@ def report(
     no_video_metrics: bool = typer.Option(False, "--no-video-metrics", help="Skip FID/FVD/Sampson."),
     rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
     cache: Path | None = typer.Option(None, help="Feature cache folder (default: OUT/cache; a rerun resumes from it)."),
+    cse_pairs: str | None = typer.Option(None, "--cse-pairs", help="CSE camera pairs A+B,C+D (default: every pair of each clip's rig whose fields of view overlap)."),
 ) -> None:
     """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals.
 
@@ -303,7 +319,7 @@ def report(
 
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
-                       cache_dir=str(cache if cache else out / "cache"))
+                       cache_dir=str(cache if cache else out / "cache"), cse_pairs=_pairs(cse_pairs))
     from avsim.core.progress import step_bars
 
     with step_bars("eval") as progress:

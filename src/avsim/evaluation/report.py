@@ -23,7 +23,6 @@ This module computes and holds the report (config, inputs, sections, the JSON-re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -41,8 +40,12 @@ from avsim.evaluation.let_ap import Boxes3D, evaluate_let
 from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
 from avsim.evaluation.report_instants import boxes_at, detect_notes, lanes_at, shared_instants
+from avsim.evaluation.report_sampson import first_view, sampson_section
+from avsim.evaluation.report_warnings import collect_warnings
 from avsim.evaluation.report_video import video_section
 from avsim.evaluation.results import json_ready
+
+__all__ = ["build_report", "collect_warnings", "list_video_clips", "load_detections", "load_ground_truth", "load_lanes", "write_report"]
 
 if TYPE_CHECKING:
     from avsim.evaluation.features import FeatureCache
@@ -216,106 +219,6 @@ def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) ->
                        "generated": {k: ev_g.result()[k] for k in ("num_gt", "num_pred", "num_matches")}}}
 
 
-def _views_for_sampson(views: dict[str, Path]) -> dict[str, Path]:
-    from avsim.evaluation.sampson import TSE_VIEWS
-
-    if "video" in views:
-        return {"video": views["video"]}
-    return {v: views[v] for v in TSE_VIEWS if v in views}
-
-
-def _camera_for(name: str, width: int, height: int) -> Any:
-    if name == "video":
-        return None
-    from avsim.core.rig import cosmos_rig
-
-    rig = cosmos_rig(width, height)
-    return rig.camera(name) if name in rig.names else None
-
-
-def _clip_sampson(views: dict[str, Path], cfg: ReportConfig) -> dict[str, dict[str, Any]]:
-    """TSE per view and CSE per view pair of one clip (per-video summaries)."""
-    from avsim.evaluation.sampson import CSE_VIEW_PAIRS, TSE_VIEWS, cross_view_sampson, temporal_sampson, video_summary
-    from avsim.evaluation.video_frames import read_clip
-
-    frames = {v: read_clip(p, cfg.max_frames) for v, p in _views_for_sampson(views).items()}
-    for cam_a, cam_b in CSE_VIEW_PAIRS:
-        if cam_a in views and cam_b in views:
-            frames.setdefault(cam_a, read_clip(views[cam_a], cfg.max_frames))
-            frames.setdefault(cam_b, read_clip(views[cam_b], cfg.max_frames))
-    tse, cse = {}, {}
-    for v, f in frames.items():
-        if v == "video" or v in TSE_VIEWS:
-            tse[v] = video_summary(temporal_sampson(f, _camera_for(v, f.shape[2], f.shape[1])))
-    for cam_a, cam_b in CSE_VIEW_PAIRS:
-        if cam_a in frames and cam_b in frames:
-            n = min(len(frames[cam_a]), len(frames[cam_b]))
-            fa, fb = frames[cam_a][:n], frames[cam_b][:n]
-            errs, _ = cross_view_sampson(fa, fb, _camera_for(cam_a, fa.shape[2], fa.shape[1]), _camera_for(cam_b, fb.shape[2], fb.shape[1]))
-            cse[f"{cam_a}+{cam_b}"] = video_summary(errs)
-    return {"tse": tse, "cse": cse}
-
-
-def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig, progress: StepProgress | None = None,
-                 step: str = "Sampson", cache: FeatureCache | None = None) -> dict[str, Any]:  # fmt: skip
-    """Per-video TSE and CSE (medians of per-frame medians) for one side, keyed "<clip>/<view>";
-    each clip's result is cached (keyed by its views' bytes and the settings); progress per clip."""
-    from avsim.evaluation.features import FeatureCache, cache_key
-    from avsim.evaluation.video_frames import content_hash
-
-    cache = cache or FeatureCache(None)
-    tse, cse = {}, {}
-    for i, (clip, views) in enumerate(clips.items()):
-        key = ""
-        if cache.folder is not None:
-            digest = "".join(content_hash(p) for _, p in sorted(views.items()))
-            key = cache_key(hashlib.sha256(digest.encode()).hexdigest(), {"kind": "sampson", "max_frames": cfg.max_frames,
-                                                                         "views": sorted(views)})  # fmt: skip
-        found = cache.get_json(key) if key else None
-        per = found if found is not None else _clip_sampson(views, cfg)
-        if key and found is None:
-            cache.put_json(key, per)
-        tse.update({f"{clip}/{v}": d for v, d in per["tse"].items()})
-        cse.update({f"{clip}/{v}": d for v, d in per["cse"].items()})
-        report_step(progress, step, i + 1, len(clips))
-    return {"tse": tse, "cse": cse}
-
-
-SAMPSON_NO_DATA = {
-    "tse": "no clip is a single video or has a camera_front_wide_120fov / camera_cross_*_120fov view",
-    "cse": "no clip has camera_front_wide_120fov together with camera_cross_right_120fov or "
-           "camera_cross_left_120fov (videos/<clip>/<camera>.mp4)",
-}  # fmt: skip
-
-
-def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig,
-                    progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
-    """TSE and CSE per side: per-video medians, their mean with a video bootstrap; a metric
-    without videos says why (`skipped`). F comes from RANSAC on rectified frames: the report
-    has no calibration (`avsim eval sampson --scenario` has)."""
-    from avsim.evaluation.bootstrap import bootstrap_grouped_mean
-    from avsim.evaluation.features import FeatureCache
-    from avsim.evaluation.sampson import dataset_summary
-
-    cache = FeatureCache(cfg.cache_dir)
-    sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}", cache) for side, clips in (("real", real), ("generated", gen))}
-    out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)",
-                           "resampling": {"unit": "clip", "description": "all views (TSE) and view pairs (CSE) of a clip are drawn together"}}  # fmt: skip
-    for kind in ("tse", "cse"):
-        for side, d in sides.items():
-            meds = np.array([v["median_of_frame_medians_px"] for v in d[kind].values()], dtype=np.float64)
-            if meds.size == 0:
-                out[f"{kind}/{side}"] = {"skipped": SAMPSON_NO_DATA[kind]}
-                continue
-            owner = np.array([k.split("/", 1)[0] for k in d[kind]])
-            out[f"{kind}/{side}"] = {
-                **dataset_summary(meds),
-                "mean_of_video_medians": bootstrap_grouped_mean(meds, owner, "clip", cfg.n_resamples, cfg.level, cfg.seed).as_dict(),
-            }
-    out["cache"] = cache.stats()
-    return out
-
-
 def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], real_dir: Path, gen_dir: Path, cfg: ReportConfig) -> dict[str, Any] | None:
     import polars as pl
 
@@ -334,8 +237,7 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
         scorer = load_scorer(cfg.rnds_scorer)
         tr, tg = {}, {}
         for clip in sorted(set(real) & set(gen)):
-            vr = next(iter(_views_for_sampson(real[clip]).values()), None)
-            vg = next(iter(_views_for_sampson(gen[clip]).values()), None)
+            vr, vg = first_view(real[clip]), first_view(gen[clip])
             if vr is None or vg is None:
                 continue
             tr[clip] = score_chunks([read_clip(vr)], cfg.rnds_chunk_frames, scorer)[0]
@@ -365,34 +267,6 @@ def provenance() -> dict[str, str]:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             out[pkg] = "not installed"
-    return out
-
-
-def collect_warnings(node: Any, where: str = "") -> list[str]:
-    """Every caveat in a report (or a section of one): skipped sections with their reason,
-    intervals and bands replaced by a note, and the sections' own warnings, each prefixed by
-    where it was found (e.g. "video/fid/unbiased_n_minus_1: n/a (1 clip)").
-
-    Args:
-        node: the report dict (or any part of it).
-        where: the path of `node` in the report.
-
-    Returns:
-        the warning lines, in report order.
-    """
-    if not isinstance(node, dict):
-        return []
-    out: list[str] = []
-    prefix = f"{where}: " if where else ""
-    if isinstance(node.get("skipped"), str):
-        out.append(f"{prefix}skipped: {node['skipped']}")
-    for key in ("note", "band_note"):
-        if node.get(key):
-            out.append(f"{prefix}{'interval' if key == 'note' else 'band'} {node[key]}")
-    out += [f"{prefix}{w}" for w in node.get("warnings", []) if isinstance(w, str)]
-    for key, value in node.items():
-        if key not in ("warnings", "provenance", "inputs", "settings", "per_view"):
-            out += collect_warnings(value, f"{where}/{key}" if where else str(key))
     return out
 
 
