@@ -46,11 +46,11 @@ class ClipTruth:
 
 def _boxes_document(labels: Path) -> tuple[Path, dict[str, Any]]:
     from avsim.core.safe_json import read_json
-    from avsim.render.labels import compact
+    from avsim.render.labels import compact, standard
 
     if (labels / "boxes3d.json").is_file() or not compact.is_compact(labels):
         return labels / "boxes3d.json", read_json(labels / "boxes3d.json", "boxes3d")
-    return labels / compact.BOXES3D, compact.boxes3d_document(labels)
+    return labels / compact.BOXES3D, standard.boxes3d_document(labels)
 
 
 def visible_tracks(labels: Path, cameras: tuple[str, ...]) -> set[tuple[int, str]]:

@@ -41,14 +41,14 @@ from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric,
 from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
 from avsim.evaluation.report_instants import boxes_at, detect_notes, lanes_at, shared_instants
 from avsim.evaluation.report_sampson import first_view, sampson_section
-from avsim.evaluation.report_warnings import collect_warnings
 from avsim.evaluation.report_video import video_section
+from avsim.evaluation.report_warnings import collect_warnings
 from avsim.evaluation.results import json_ready
 
 __all__ = ["build_report", "collect_warnings", "list_video_clips", "load_detections", "load_ground_truth", "load_lanes", "write_report"]
 
 if TYPE_CHECKING:
-    from avsim.evaluation.features import FeatureCache
+    pass
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"

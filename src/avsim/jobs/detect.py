@@ -84,8 +84,8 @@ def detect_item(task: ItemTask, tmp: Path) -> None:
         task: the item (source: the clip folder; options: `detector`, `cameras`, `gt_visibility`).
         tmp: the item's temporary output folder.
     """
-    from avsim.evaluation.detect import GtVisibility, detect_clip, load_detector, write_detect_output
     from avsim.evaluation.clip_folders import parse_cameras
+    from avsim.evaluation.detect import GtVisibility, detect_clip, load_detector, write_detect_output
 
     spec = str(task.options["detector"])
     visibility = GtVisibility(str(task.options.get("gt_visibility", GtVisibility.VISIBLE)))

@@ -105,7 +105,8 @@ def _camera_poses(folder: Path, index: dict[str, Any]) -> dict[tuple[str, int], 
         return out
     for cam in index["cameras"]:
         for f in index["frames"]:
-            ext = np.asarray(json.loads((folder / "openlane" / cam / f"{f['frame_index']:06d}.json").read_text())["extrinsic"])
+            doc = json.loads((folder / "openlane" / cam / f"{f['frame_index']:06d}.json").read_text())
+            ext = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]))  # layout 3: `extrinsic` is the camera's own ground frame
             T = np.eye(4)
             T[:3, :3], T[:3, 3] = ext[:3, :3] @ CV_TO_OPENLANE_CAM, ext[:3, 3]  # back to OpenCV axes
             out[cam, f["frame_index"]] = T
