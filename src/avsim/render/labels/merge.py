@@ -216,7 +216,7 @@ class Boxes3DJson:
             shown_by: each frame's track id -> the cameras that show it.
         """
         for b, token, entries, seen in zip(boxes, tokens, _box3d_entries(boxes, tokens, attributes), shown_by):
-            cams = ["[" + ",".join(self.name[c] for c in seen.get(str(t), ())) + "]" for t in b.track_id.tolist()]
+            cams = ["[" + ",".join(self.name.get(c) or json.dumps(c) for c in seen.get(str(t), ())) + "]" for t in b.track_id.tolist()]
             body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
             self.out.write(("" if self.first else ",") + json.dumps(token) + ":[" + body + "]")
             self.first = False
