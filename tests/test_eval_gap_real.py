@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.realdata, pytest.mark.e2e, pytest.mark.slow]
 
 def _sources(data: Path) -> dict[str, Path]:
     out = {p.stem: p for p in sorted((data / "scenarionet").glob("*.pkl"))}
-    out.update({"av2": p for p in sorted((data / "av2" / "sensor").glob("*")) if p.is_dir()})
+    logs = [p for p in sorted((data / "av2" / "sensor").glob("*")) if p.is_dir()]
+    if logs:
+        out["av2"] = logs[0]
     if (data / "waymo" / "motion_data_one_scenario.tfrecord").is_file():
         out["waymo"] = data / "waymo" / "motion_data_one_scenario.tfrecord"
     return out

@@ -72,9 +72,9 @@ def clip_rig(views: dict[str, Path]) -> ClipRig:
         from avsim.evaluation.calibration import load_calibration_json
 
         cal = load_calibration_json(folder / CALIBRATION_JSON)
-        cams = {v: cal.camera(v, *_video_size(p), option="calibration.json") if v in cal.cameras else None for v, p in views.items()}
+        models = {v: cal.camera(v, *_video_size(p), option="calibration.json") if v in cal.cameras else None for v, p in views.items()}
         digest = hashlib.sha256((folder / CALIBRATION_JSON).read_bytes()).hexdigest()
-        return ClipRig(cams, {v: m for v, m in cal.ego_SE3_camera.items() if v in views}, str(folder / CALIBRATION_JSON), digest)
+        return ClipRig(models, {v: m for v, m in cal.ego_SE3_camera.items() if v in views}, str(folder / CALIBRATION_JSON), digest)
     from avsim.core.rig import cosmos_rig
 
     known = [v for v in views if v in cosmos_rig(1280, 720).names]

@@ -155,12 +155,13 @@ def labels_convert_command(
     `--label-files standard` writes (docs/labels.md)."""
     from avsim.core.label_folders import find_label_folders
     from avsim.render.labels.compact import read_index
+    from avsim.render.labels.merge import LabelFiles
     from avsim.render.labels.standard import write_standard
 
     found = find_label_folders(folders)
     if not found:
         raise AvsimInputError(folders[0], "labels", "no label folder (labels/index.json) found")
-    layout = "standard" if drop_compact else "both"
+    layout: LabelFiles = "standard" if drop_compact else "both"
     with progress_bar("labels-convert", unit="cameras") as bar:
         task = bar.add_task("standard files", total=sum(len(read_index(f).get("cameras", [])) for f in found))
         for folder in found:

@@ -151,9 +151,10 @@ def coco_text(folder: Path, camera: str) -> str:
     """
     index = _index(folder)
     video = {f["frame_index"]: (f["video_clip"], f["video_frame"]) for f in index["frames"]}
-    size = tuple(index["camera_sizes_px"][camera])
+    w, h = index["camera_sizes_px"][camera]
+    size = (int(w), int(h))
     out = io.StringIO()
-    coco_stream(out, camera, video, _heads(folder, index, camera), _annotation_chunks(folder, camera, size), size,  # type: ignore[arg-type]
+    coco_stream(out, camera, video, _heads(folder, index, camera), _annotation_chunks(folder, camera, size), size,
                 _image_names(folder, index, camera))  # fmt: skip
     return out.getvalue()
 
@@ -232,7 +233,7 @@ def write_standard(folder: Path, layout: LabelFiles = "both", progress: Callable
     for cam in index["cameras"]:
         write_text(folder / "coco" / f"{cam}.json", coco_text(folder, cam))
         docs = {f"{f:06d}.json": text[:-1] for f, text in openlane_documents(folder, cam)}  # (write_json_files adds the newline)
-        write_json_files(folder / "openlane" / cam, docs)  # type: ignore[arg-type]
+        write_json_files(folder / "openlane" / cam, docs)
         written += [folder / "coco" / f"{cam}.json", folder / "openlane" / cam]
         if progress is not None:
             progress(cam)
