@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -300,27 +301,10 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
         report_step(progress, f"report sections ({stages[min(done, len(stages) - 1)]})", done, len(stages))
 
     stage(0)
-    gt_boxes = gt_lanes = None
-    if ground_truth is not None:
-        gt_boxes, gt_lanes, gt_desc = load_ground_truth(Path(ground_truth))
-        result["inputs"]["ground_truth_source"] = gt_desc
-        result["ground_truth"] = detect_notes(real, gen, Path(ground_truth))
-    det_r, det_g, lan_r, lan_g = load_detections(real), load_detections(gen), load_lanes(real), load_lanes(gen)
-    scored = (gt_boxes is not None and det_r is not None and det_g is not None) or (gt_lanes is not None and lan_r is not None and lan_g is not None)
-    if scored:  # LET and lanes on the instants both sides have (avsim.evaluation.report_instants)
-        shared = shared_instants(real, gen, (det_r, lan_r), (det_g, lan_g))
-        result["instants"] = {**shared.as_dict(), "warnings": shared.warnings()}
-        gt_boxes, det_r, det_g = (None if b is None else boxes_at(b, shared.keys) for b in (gt_boxes, det_r, det_g))
-        gt_lanes, lan_r, lan_g = (None if x is None else lanes_at(x, shared.keys) for x in (gt_lanes, lan_r, lan_g))
-    result["detection"] = _detection_or_skip(gt_boxes, det_r, det_g, cfg)
-    stage(1)
-    if gt_lanes is not None and lan_r is not None and lan_g is not None:
-        result["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
-    else:
-        result["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
-    if scored:
-        for section in ("detection", "lanes"):
-            result[section].setdefault("instants", len(shared.keys))
+    sections = _scored_sections(real, gen, Path(ground_truth) if ground_truth is not None else None, cfg, lambda: stage(1))
+    if "ground_truth_source" in sections:
+        result["inputs"]["ground_truth_source"] = sections.pop("ground_truth_source")
+    result.update(sections)
     stage(2)
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
     if clips_r and clips_g:
@@ -337,6 +321,34 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     result["provenance"] = provenance()
     result["warnings"] = collect_warnings(result)
     return json_ready(result)
+
+
+def _scored_sections(real: Path, gen: Path, ground_truth: Path | None, cfg: ReportConfig,
+                     lanes_next: Callable[[], None]) -> dict[str, Any]:  # fmt: skip
+    """The report's ground truth, detection and lane sections, LET and lanes on the instants both sides have
+    (`avsim.evaluation.report_instants`); `lanes_next` is called between the two (progress)."""
+    out: dict[str, Any] = {}
+    gt_boxes = gt_lanes = None
+    if ground_truth is not None:
+        gt_boxes, gt_lanes, gt_desc = load_ground_truth(ground_truth)
+        out["ground_truth_source"] = gt_desc
+        out["ground_truth"] = detect_notes(real, gen, ground_truth)
+    det_r, det_g, lan_r, lan_g = load_detections(real), load_detections(gen), load_lanes(real), load_lanes(gen)
+    scored = (gt_boxes is not None and det_r is not None and det_g is not None) or (gt_lanes is not None and lan_r is not None and lan_g is not None)
+    if scored:
+        shared = shared_instants(real, gen, (det_r, lan_r), (det_g, lan_g))
+        out["instants"] = {**shared.as_dict(), "warnings": shared.warnings()}
+        gt_boxes, det_r, det_g = (None if b is None else boxes_at(b, shared.keys) for b in (gt_boxes, det_r, det_g))
+        gt_lanes, lan_r, lan_g = (None if x is None else lanes_at(x, shared.keys) for x in (gt_lanes, lan_r, lan_g))
+    out["detection"] = _detection_or_skip(gt_boxes, det_r, det_g, cfg)
+    lanes_next()
+    if gt_lanes is not None and lan_r is not None and lan_g is not None:
+        out["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
+    else:
+        out["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
+    for section in ("detection", "lanes") if scored else ():
+        out[section].setdefault("instants", len(shared.keys))
+    return out
 
 
 def _detection_or_skip(gt: Boxes3D | None, real: Boxes3D | None, gen: Boxes3D | None, cfg: ReportConfig) -> dict[str, Any]:
