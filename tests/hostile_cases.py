@@ -363,7 +363,7 @@ def _clipgt_target(w: World) -> Path:
 
 
 CONVERT_CASES = [
-    Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "not a readable parquet file"),
+    Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "unreadable parquet (truncated or corrupt)"),
     Case("clipgt rig not json", "avsim convert CLIP OUT --from clipgt  (rig_json '{rig')", lambda w: ["convert", str(_clipgt(w, rig_json="{rig")), str(w.root / "o"), "--from", "clipgt"], 1, "calibration_estimate.rig_json"),
     Case("clipgt rig no camera", "avsim convert CLIP OUT --from clipgt  (rig_json without camera:* sensors)", lambda w: ["convert", str(_clipgt(w, rig_json='{"rig": {"sensors": []}}')), str(w.root / "o"), "--from", "clipgt"], 1, "no usable camera"),
     Case("clipgt no egomotion", "avsim convert CLIP OUT --from clipgt  (calibration only)", lambda w: ["convert", str(_clipgt(w, egomotion=False)), str(w.root / "o"), "--from", "clipgt"], 1, "egomotion_estimate.parquet"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -55,7 +56,7 @@ def atomic_output_path(
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    stem, suffix = _temp_parts(final, is_dir)
     remove_stale_temporaries(final, is_dir=is_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp{_owner_tag()}-", suffix=suffix, dir=final.parent))
     if not is_dir:
@@ -67,7 +68,7 @@ def atomic_output_path(
         if check is not None:
             check(tmp)
         if is_dir and final.exists():
-            old = final.with_name(f".{final.name}.old{_owner_tag()}")
+            old = final.with_name(f".{_short(final.name)}.old{_owner_tag()}")
             os.replace(final, old)
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
@@ -79,6 +80,22 @@ def atomic_output_path(
         elif tmp.exists():
             tmp.unlink()
         raise
+
+
+MAX_TEMP_STEM_CHARS = 120  # a longer name's temporary is named by its first 100 characters and a hash (255-byte names)
+
+
+def _short(name: str) -> str:
+    """`name`, or its first 100 characters and 8 hex digits of its hash when longer than `MAX_TEMP_STEM_CHARS`."""
+    if len(name) <= MAX_TEMP_STEM_CHARS:
+        return name
+    return f"{name[:100]}~{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _temp_parts(final: Path, is_dir: bool) -> tuple[str, str]:
+    """(stem, suffix) of the temporaries of `final`: a file keeps its suffix, a long name is shortened."""
+    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    return _short(stem), suffix if len(suffix) <= 16 else ""
 
 
 def _owner_tag() -> str:
@@ -128,9 +145,9 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
     final = Path(path)
     if not final.parent.is_dir():
         return []
-    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    stem, suffix = _temp_parts(final, is_dir)
     host = re.escape(_host())
-    pattern = re.compile(rf"^\.(?:{re.escape(stem)}\.tmp|{re.escape(final.name)}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
+    pattern = re.compile(rf"^\.(?:{re.escape(stem)}\.tmp|{re.escape(_short(final.name))}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
     removed = []
     for entry in final.parent.iterdir():
         m = pattern.match(entry.name)
