@@ -217,13 +217,14 @@ def read_frame(path: str | os.PathLike[str], limits: TableLimits, columns: Seque
 @dataclass(frozen=True)
 class Column:
     """What a column must be: its kind (``int``, ``float``, ``str``, ``floats`` (a list or array of
-    floats), ``strs``), optionally its inner width (``floats``) and the closed range of its values."""
+    numbers), ``strs``), optionally its inner width and the closed range of its (finite) values."""
 
     kind: str
     width: int | None = None
     low: float = -math.inf
     high: float = math.inf
     nullable: bool = False
+    finite: bool = True  # False: NaN allowed (a value that may be undefined), the range not checked
 
 
 def _kind_of(dtype: Any) -> str:
@@ -265,7 +266,7 @@ def check_frame(df: pl.DataFrame, path: str | os.PathLike[str], columns: dict[st
             if spec.width is not None and len(col) and not (lengths == spec.width).all():
                 row = int((lengths != spec.width).arg_max() or 0)
                 raise AvsimInputError(path, name, f"row {row} has {lengths[row]} values, expected {spec.width}")
-        if spec.kind in ("int", "float", "floats"):
+        if spec.kind in ("int", "float", "floats") and spec.finite:
             _check_values(col, path, name, spec)
 
 

@@ -40,8 +40,11 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError, AvsimValueError
-from avsim.core.label_folders import INDEX_JSON, is_label_folder, labels_folder
+from avsim.core.label_folders import is_label_folder, labels_folder
+from avsim.core.label_folders import read_index as read_label_index
+from avsim.core.names import join_names, safe_name
 from avsim.core.progress import StepProgress, report_step
+from avsim.core.safe_files import contained_file, file_kind
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
 from avsim.evaluation.let_result import LetClass
@@ -169,24 +172,44 @@ def list_clip_folders(path: Path) -> list[Path]:
 
 
 def read_index(clip_dir: Path) -> dict[str, Any]:
-    from avsim.core.safe_json import read_json
-
-    path = labels_folder(clip_dir) / INDEX_JSON
-    index = read_json(path, "index")
-    if not isinstance(index, dict) or not isinstance(index.get("frames"), list) or not index.get("cameras"):
-        raise AvsimInputError(path, "frames", "expected cameras and frames")
-    return index
+    """The clip's `labels/index.json`, checked (`avsim.core.label_folders.read_index`)."""
+    return read_label_index(labels_folder(clip_dir))
 
 
 def clip_name(index: dict[str, Any], clip_dir: Path) -> str:
-    return str(index.get("scenario_id") or clip_dir.name)
+    """The clip's name: its scenario id (or folder name) as a safe file name (it names `OUT/videos/<clip>/`)."""
+    return safe_name(str(index.get("scenario_id") or clip_dir.name))
 
 
 def video_path(clip_dir: Path, video_clip: str, camera: str) -> Path:
-    p = clip_dir / f"{video_clip}.{camera}.mp4"
-    if not p.is_file():
+    p = join_names(clip_dir, f"{video_clip}.{camera}.mp4")
+    kind = file_kind(p)
+    if kind == "missing":
         raise AvsimInputError(p, "video", f"missing: camera {camera} of {video_clip} (expected beside labels/)")
-    return p
+    return contained_file(clip_dir, p.name, p, "video")  # a FIFO, a device or a link out of the clip folder: named
+
+
+class ClipCalibrations:
+    """Every camera-frame's `CameraCalibration` of one clip: the OpenLane files, or the compact tables read once."""
+
+    def __init__(self, clip_dir: Path) -> None:
+        self.clip_dir = clip_dir
+        self._compact: tuple[dict[str, dict[str, Any]], dict[tuple[str, int], np.ndarray]] | None = None
+
+    def __call__(self, camera: str, frame_index: int) -> CameraCalibration:
+        from avsim.render.labels import compact
+
+        labels = labels_folder(self.clip_dir)
+        if os.path.lexists(join_names(labels, "openlane", camera, f"{frame_index:06d}.json")) or not compact.is_compact(labels):
+            return calibration(self.clip_dir, camera, frame_index)
+        if self._compact is None:
+            index = compact.read_index(labels)
+            models = {c: compact.camera_model(labels, index, c).to_dict() for c in index["cameras"]}
+            self._compact = models, compact.camera_poses(labels, index)
+        models, poses = self._compact
+        if camera not in models or (camera, frame_index) not in poses:
+            raise AvsimInputError(labels / compact.CAMERA_POSES, "camera", f"no pose of {camera} at frame {frame_index}")
+        return CameraCalibration(camera, models[camera], poses[camera, frame_index])
 
 
 def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibration:
@@ -195,16 +218,22 @@ def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibrat
     from avsim.render.labels import compact
 
     labels = labels_folder(clip_dir)
-    p = labels / "openlane" / camera / f"{frame_index:06d}.json"
-    if not p.is_file() and compact.is_compact(labels):
-        model = compact.read_index(labels).get("camera_models", {}).get(camera)
-        return CameraCalibration(camera, dict(model or {}), compact.camera_pose(labels, camera, frame_index))
+    p = join_names(labels, "openlane", camera, f"{frame_index:06d}.json")
+    if not os.path.lexists(p) and compact.is_compact(labels):
+        return ClipCalibrations(clip_dir)(camera, frame_index)
     doc = read_json(p, "openlane")
+    if not isinstance(doc, dict):
+        raise AvsimInputError(p, "json", "top level must be an object")
     model = doc.get("camera_model")
-    if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
-        K = np.asarray(doc["intrinsic"], np.float64)
-        model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
-    ego_T_cam = np.asarray(doc["extrinsic"], np.float64)
+    try:
+        if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
+            K = np.asarray(doc["intrinsic"], np.float64).reshape(3, 3)
+            model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
+        ego_T_cam = np.asarray(doc["extrinsic"], np.float64).reshape(4, 4)
+    except (KeyError, TypeError, ValueError):
+        raise AvsimInputError(p, "extrinsic", "intrinsic must be 3x3 and extrinsic 4x4 numbers") from None
+    if not np.isfinite(ego_T_cam).all() or not isinstance(model, dict):
+        raise AvsimInputError(p, "extrinsic", "NaN or infinite values, or no camera model")
     ego_SE3_camera = ego_T_cam.copy()
     ego_SE3_camera[:3, :3] = ego_T_cam[:3, :3] @ FLU_R_RDF
     return CameraCalibration(camera, dict(model or {}), ego_SE3_camera)
@@ -217,6 +246,7 @@ def iter_batches(clip_dir: Path) -> Iterator[FrameBatch]:
     index = read_index(clip_dir)
     cams = tuple(str(c) for c in index["cameras"])
     name = clip_name(index, clip_dir)
+    calibrations = ClipCalibrations(clip_dir)
     by_video: dict[str, list[dict[str, Any]]] = {}
     for f in index["frames"]:
         by_video.setdefault(str(f["video_clip"]), []).append(f)
@@ -231,7 +261,7 @@ def iter_batches(clip_dir: Path) -> Iterator[FrameBatch]:
                 continue
             fi = int(f["frame_index"])
             yield FrameBatch(name, clip_dir, fi, int(f["timestamp_ns"]), str(f["sample_token"]), cams, np.stack(images),
-                             tuple(calibration(clip_dir, c, fi) for c in cams), np.asarray(f["world_SE3_ego"], np.float64))  # fmt: skip
+                             tuple(calibrations(c, fi) for c in cams), np.asarray(f["world_SE3_ego"], np.float64))  # fmt: skip
 
 
 def frame_key(clip: str, sample_token: str) -> str:
@@ -434,10 +464,10 @@ def _link_videos(folders: list[Path], videos: Path) -> None:
     for clip_dir in folders:
         index = read_index(clip_dir)
         first = str(index["frames"][0]["video_clip"]) if index["frames"] else clip_name(index, clip_dir)
-        target = videos / clip_name(index, clip_dir)
+        target = join_names(videos, clip_name(index, clip_dir))
         target.mkdir(parents=True, exist_ok=True)
         for cam in index["cameras"]:
-            link = target / f"{cam}.mp4"
+            link = join_names(target, f"{cam}.mp4")
             if link.is_symlink() or link.exists():
                 link.unlink()
             os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)
