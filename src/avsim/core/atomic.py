@@ -164,9 +164,9 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
 def output_errors(out: str | os.PathLike[str]) -> Iterator[None]:
     """Report a write that failed for lack of room or permission as one line naming `out`.
 
-    An `OSError` whose errno is in `OUTPUT_ERRNO_REASONS` (disk full, quota, read-only file
-    system) becomes `AvsimOutputError(out, reason)`, e.g. ``OUT: disk full``; every other
-    exception passes unchanged. Writers inside use `atomic_output_path`, so nothing half-written
+    An exception whose errno (`write_errno`: an `OSError`'s, or the one polars or pyarrow quote in
+    their message) is in `OUTPUT_ERRNO_REASONS` (disk full, quota, read-only file system) becomes
+    `AvsimOutputError(out, reason)`, e.g. ``OUT: disk full``; every other exception passes unchanged. Writers inside use `atomic_output_path`, so nothing half-written
     is left under a final name and a rerun after freeing space continues from what was finished.
 
     Args:
@@ -177,8 +177,55 @@ def output_errors(out: str | os.PathLike[str]) -> Iterator[None]:
     """
     try:
         yield
-    except OSError as exc:
-        reason = OUTPUT_ERRNO_REASONS.get(exc.errno or 0)
+    except Exception as exc:
+        reason = OUTPUT_ERRNO_REASONS.get(write_errno(exc) or 0)
         if reason is None:
             raise
         raise AvsimOutputError(out, reason) from None
+
+
+_ERRNO_TEXT = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]")
+
+
+def write_errno(exc: BaseException) -> int | None:
+    """The errno of a failed write: an `OSError`'s own, or the one a library quotes in its message
+    (polars: ``... No space left on device (os error 28)``; pyarrow: ``[Errno 28] ...``).
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        The errno, or None.
+    """
+    if isinstance(exc, OSError) and exc.errno:
+        return exc.errno
+    m = _ERRNO_TEXT.search(str(exc))
+    return int(m.group(1) or m.group(2)) if m else None
+
+
+@contextlib.contextmanager
+def removed_if_empty_on_error(folder: str | os.PathLike[str]) -> Iterator[Path]:
+    """Remove `folder` (and the parents made for it) when the block fails and leaves them empty.
+
+    A refused or failed run (a full disk, a bad input found late) then leaves no empty output
+    folder behind; a folder that was there before is never removed.
+
+    Args:
+        folder: the output folder a command is about to create.
+
+    Returns:
+        A context manager yielding the folder.
+    """
+    path = Path(folder)
+    new = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        new.append(probe)
+        probe = probe.parent
+    try:
+        yield path
+    except BaseException:
+        for made in new:  # deepest first
+            with contextlib.suppress(OSError):  # not empty, or gone
+                made.rmdir()
+        raise
