@@ -133,7 +133,8 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
     """Remove what a killed writer of `path` left beside it (its temporary, a moved-aside old copy).
 
     Only leftovers of this host whose process is gone are removed: a writer that still runs,
-    or one on another machine sharing the folder, is never disturbed.
+    or one on another machine sharing the folder, is never disturbed. Temporaries of temporaries
+    (a writer that wrote into another's temporary, both killed) go too.
 
     Args:
         path: the final file or folder.
@@ -147,7 +148,9 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
         return []
     stem, suffix = _temp_parts(final, is_dir)
     host = re.escape(_host())
-    pattern = re.compile(rf"^\.(?:{re.escape(stem)}\.tmp|{re.escape(_short(final.name))}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
+    # a writer inside a writer (`avsim run sim` runs `avsim sim` into its own temporary) leaves `..<stem>.tmp<host>.<pid>-...`:
+    # leading dots repeat, and the outer writer's pid decides
+    pattern = re.compile(rf"^\.+(?:{re.escape(stem)}\.tmp|{re.escape(_short(final.name))}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
     removed = []
     for entry in final.parent.iterdir():
         m = pattern.match(entry.name)

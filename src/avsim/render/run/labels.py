@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core import label_folders
-from avsim.core.atomic import atomic_output_path, output_errors
+from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
 from avsim.core.locks import output_lock
 from avsim.core.names import join_names
 from avsim.core.typing import NDArrayByte, NDArrayInt32
@@ -317,7 +317,8 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     plan = RenderPlan.resolve(scenario, opts)
     folder = labels_folder(opts.out, plan.clip_id)
     renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps, antialias=opts.antialias)
-    with output_errors(opts.out), output_lock(folder.parent, wait=opts.wait), atomic_output_path(folder, is_dir=True) as tmp:
+    with removed_if_empty_on_error(opts.out), output_errors(opts.out), output_lock(folder.parent, wait=opts.wait), \
+            atomic_output_path(folder, is_dir=True) as tmp:
         parts = _label_parts(Labeller.of(renderer, opts.label_files, opts.label_images), Path(tmp), plan.first, plan.stop, progress)
         write_from_parts(scenario, opts, plan, Path(tmp), parts)
     return folder
