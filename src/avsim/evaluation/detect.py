@@ -112,6 +112,9 @@ class Detections:
             raise AvsimValueError(f"Detections: {len(boxes)} boxes, {len(labels)} labels, {len(scores)} scores")
         if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
             raise AvsimValueError("Detections: boxes and scores must be finite")
+        if ((scores < 0) | (scores > 1)).any():  # as the box tables `avsim eval let` reads require
+            bad = float(scores[(scores < 0) | (scores > 1)][0])
+            raise AvsimValueError(f"Detections: scores must be in [0, 1], got {bad:g}")
         if (boxes[:, 3:6] <= 0).any():  # as the box tables `avsim eval let` reads require
             raise AvsimValueError("Detections: box sizes (length, width, height) must be > 0")
         lanes = tuple(np.asarray(ln, np.float64).reshape(-1, 3) for ln in self.lanes)
@@ -341,7 +344,11 @@ def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callabl
     index = read_index(clip_dir)
     pred_parts, lane_f, lane_p, lane_c, frames = [], [], [], [], 0
     for batch in iter_batches(clip_dir):
-        det = detector(batch)
+        try:
+            det = detector(batch)
+        except Exception as exc:  # the user's detector (or a callable that is none, `os:system`): one line
+            text = " ".join(str(exc).split())[:300]
+            raise AvsimInputError("--detector", spec, f"raised {type(exc).__name__} on {batch.clip} frame {batch.frame_index}: {text}") from None
         if not isinstance(det, Detections):
             raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
         key = frame_key(batch.clip, batch.sample_token)
