@@ -36,6 +36,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import StepProgress, report_step
 from avsim.core.safe_files import contained_path, regular_file
+from avsim.core.safe_parquet import TableLimits, read_frame
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 # --------------------------------------------------------------------------- inputs
+
+CHUNK_SCORE_LIMITS = TableLimits(max_rows=10_000_000, max_decoded_bytes=1 << 30)  # chunk_scores.parquet
 
 
 def _first_existing(folder: Path, names: tuple[str, ...]) -> Path | None:
@@ -332,7 +335,7 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
     pr, pg = real_dir / "chunk_scores.parquet", gen_dir / "chunk_scores.parquet"
     if pr.is_file() and pg.is_file():
         def table(p: Path) -> dict[str, np.ndarray]:
-            df = pl.read_parquet(p).sort(["clip", "chunk"])
+            df = read_frame(p, CHUNK_SCORE_LIMITS).sort(["clip", "chunk"])
             return {c: df.filter(pl.col("clip") == c)["score"].cast(pl.Float64).to_numpy() for c in df["clip"].unique().sort().to_list()}
 
         tr, tg = table(pr), table(pg)

@@ -25,10 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import regular_file
+from avsim.core.safe_parquet import TableLimits
 from avsim.core.typing import StrEnum
 from avsim.jobs.options import PATH_OPTIONS
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
+
+MANIFEST_LIMITS = TableLimits(max_rows=1_000_000, max_decoded_bytes=1 << 30, max_file_bytes=1 << 30)  # items of one job
 
 
 class JobKind(StrEnum):
@@ -127,16 +131,21 @@ def _manifest_rows(manifest: Path) -> list[dict[str, Any]]:
         import polars as pl
     except ImportError:
         pl = None  # type: ignore[assignment]
+    regular_file(manifest, "manifest")  # a FIFO or a device is named, never opened
     if manifest.suffix == ".parquet":
         if pl is None:
             raise AvsimInputError(manifest, "manifest", "reading parquet needs polars (pip install polars), or use CSV")
-        try:
-            return pl.read_parquet(manifest).to_dicts()
-        except Exception as exc:
-            raise AvsimInputError(manifest, "manifest", f"cannot read parquet: {exc}") from exc
+        from avsim.core.safe_parquet import read_frame
+
+        return read_frame(manifest, MANIFEST_LIMITS).to_dicts()
+    if manifest.stat().st_size > MANIFEST_LIMITS.max_file_bytes:
+        raise AvsimInputError(manifest, "manifest", f"{manifest.stat().st_size} bytes, more than the {MANIFEST_LIMITS.max_file_bytes} a manifest may have")
     try:
         with manifest.open(newline="", encoding="utf-8") as stream:
-            return [dict(row) for row in csv.DictReader(stream)]
+            rows = [dict(row) for _, row in zip(range(MANIFEST_LIMITS.max_rows + 1), csv.DictReader(stream))]
+        if len(rows) > MANIFEST_LIMITS.max_rows:
+            raise AvsimInputError(manifest, "rows", f"more than the {MANIFEST_LIMITS.max_rows} items a manifest may list")
+        return rows
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise AvsimInputError(manifest, "manifest", f"cannot read CSV: {exc}") from exc
 
