@@ -478,7 +478,7 @@ FILE_KIND_CASES = [  # FIFOs, devices and links are named for what they are, nev
     Case("sampson calibration FIFO", "avsim eval sampson clip.mp4 --calibration fifo.json", lambda w: ["eval", "sampson", str(w.video), "--calibration", str(_fifo(w, "c.json"))], 1, "c.json: file: is a named pipe"),
     Case("overlay video FIFO", "avsim render S OUT --overlay DIR  (DIR/<camera>.mp4 a named pipe)", lambda w: _overlay(w, lambda w: _fifo(w, "real/camera_front_wide_120fov.mp4")), 1, "camera_front_wide_120fov.mp4: video: is a named pipe"),
     Case("render variant links out", "avsim render EDIT_OUT OUT  (manifest folder v -> a folder outside)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "v"}, link_out=True)), str(w.root / "out")], 1, "resolves outside"),
-    Case("render variant name huge", "avsim render EDIT_OUT OUT  (manifest variant name of 300 characters)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "n" * 300})), str(w.root / "out")], 1, "must be a string of 1 to 255 characters"),
+    Case("render variant name huge", "avsim render EDIT_OUT OUT  (manifest variant name of 300 characters)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "n" * 300})), str(w.root / "out")], 1, "has 300 characters; a name has 1 to 100"),
 ]
 
 MEDIA_CASES = [  # truncated, too large or stream-less media, wherever frames are read

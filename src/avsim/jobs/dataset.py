@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
 from avsim.core.safe_files import regular_file
 from avsim.core.safe_parquet import TableLimits
 from avsim.core.typing import StrEnum
@@ -171,7 +172,8 @@ def _manifest_items(manifest: Path, option_names: tuple[str, ...]) -> list[Item]
                 raise AvsimInputError(manifest, key, f"unknown option column; expected path, name or one of {', '.join(option_names)}")
             relative = key in PATH_OPTIONS and not Path(str(value).strip()).is_absolute()
             options[key] = str(manifest.parent / str(value).strip()) if relative else value
-        name = str(row.get("name") or "").strip() or item_name(path)
+        given = str(row.get("name") or "").strip()
+        name = check_name(given, manifest, f"row {i + 1}: name") if given else item_name(path)  # a name from a file: the name rule
         items.append(Item(name, path, options))
     return items
 
