@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hostile_cases_surfaces import SURFACE_CASES, SURFACE_LIMITS
+
 
 @dataclass(frozen=True)
 class World:
@@ -440,7 +442,7 @@ BOUND_CASES = [  # named limits (docs: "Limits"), checked before the work
     _info("table rows over the limit", "ego.parquet footer says 20,000,001 rows", _many_rows, "more than the 20000000 a table may have"),
     _info("scenario id huge", "scenario_id of 10 MB", _header(lambda d: d.update(scenario_id="x" * 10_000_000)), "scenario_id: 10000000 characters, more than 256"),
     _info("metadata string huge", "a metadata string of 70,000 characters", _header(lambda d: d["metadata"].update(note="n" * 70_000)), "more than 65536"),
-    _info("camera name huge", "a camera name of 300 characters", _header(lambda d: d["rig"]["cameras"][0].update(name="c" * 300)), "at most 256 characters"),
+    _info("camera name huge", "a camera name of 300 characters", _header(lambda d: d["rig"]["cameras"][0].update(name="c" * 300)), "has 300 characters; a name has 1 to 100"),
     _info("camera width huge", "rig camera width_px 100000", _header(lambda d: d["rig"]["cameras"][0].update(width_px=100_000)), "more than the 16384 a camera may have"),
     _info("pinhole focal tiny", "rig camera fy_px 1e-300", _header(lambda d: d["rig"]["cameras"][0].update(model="pinhole", fx_px=1000.0, fy_px=1e-300, distortion=[0, 0, 0, 0, 0])), "fy_px: focal length 1e-300 px is outside"),
     _info("map vertex huge", "a lane-line vertex x of 1e300", _table("map_lane_lines.parquet", _set("x_m", 0, 1e300)), "beyond the 1e+08 m a scenario may hold"),
@@ -502,7 +504,7 @@ MEDIA_CASES = [  # truncated, too large or stream-less media, wherever frames ar
 ]
 
 CASES: list[Case] = [*SCENARIO_CASES, *RENDER_CASES, *EDIT_CASES, *CONVERT_CASES, *EVAL_VIDEO_CASES, *EVAL_CASES, *TRAIN_CASES,
-                     *BOUND_CASES, *FILE_KIND_CASES, *MEDIA_CASES]  # fmt: skip
+                     *BOUND_CASES, *FILE_KIND_CASES, *MEDIA_CASES, *(Case(*c) for c in SURFACE_CASES)]  # fmt: skip
 
 
 def render_table() -> str:
@@ -538,18 +540,19 @@ def render_table() -> str:
         "| any JSON input (labels, results, calibration, maps, configs) | 1 GiB; nesting up to Python's recursion limit (~1000) | `avsim.core.safe_json.MAX_JSON_BYTES` |",
         "| edit files (YAML) | 100,000 nodes with aliases expanded | `avsim.edit.editfile_parse.MAX_EXPANDED_NODES` |",
         "| RDS-HQ tars | 512 MiB a member, 1 GiB all members read; only .json/.npy members are read | `safe_tar.MAX_MEMBER_BYTES`, `MAX_TOTAL_BYTES` |",
-        "| ClipGT parquet tables | 1 GiB a file, 20 M rows, 4 GiB decoded (column chunks' uncompressed sizes), all read from the footer before decoding | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_UNCOMPRESSED_BYTES` |",
+        "| ClipGT parquet tables | 1 GiB a file, 2,000,000 rows, 512 MiB decoded, counted from the page headers before decoding; a table that is a FIFO, a device or a link out of the clip folder is named, never skipped | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_DECODED_BYTES` |",
         "| ScenarioNet pickles | a length field larger than memory is an error, not a MemoryError | `safe_pickle.loads_pickle` |",
         "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.run.plan.MAX_SIDE_PX`, `MAX_FPS` |",
         "| frames read from videos and images (eval, overlay, generate, train) | 8192 px a side, from the stream or image header | `avsim.core.video.MAX_FRAME_SIDE_PX` |",
         "| a video read to its end | the frames its container lists (else `truncated`, or a warning with `avsim --allow-truncated`) | `avsim.core.video.check_complete` |",
-        "| scenario tables (parquet) | 20,000,000 rows (footer) and 2 GiB decoded (strings and lists measured streaming) a table | `avsim.scenario.io_schema.MAX_TABLE_ROWS`, `MAX_TABLE_DECODED_BYTES` |",
-        "| `scenario.json` | 64 MiB; `scenario_id` and camera names 256 characters; metadata strings 65,536 | `io_schema.MAX_HEADER_BYTES`, `MAX_ID_CHARS`, `MAX_METADATA_TEXT_CHARS` |",
+        "| scenario tables (parquet) | 20,000,000 rows and 2 GiB decoded a table, counted from the page headers | `avsim.scenario.io_schema.MAX_TABLE_ROWS`, `MAX_TABLE_DECODED_BYTES` |",
+        "| `scenario.json` | 64 MiB; `scenario_id` 256 characters; camera names the name rule below; metadata strings 65,536 | `io_schema.MAX_HEADER_BYTES`, `MAX_ID_CHARS`, `MAX_METADATA_TEXT_CHARS` |",
         "| scenario values | positions within 1e8 m (the world extent), box sizes 1e4 m, pinhole focal lengths 0.01 to 1e7 px, camera sides 16384 px | `io_schema.MAX_WORLD_COORD_M`, `MAX_BOX_SIZE_M`, `MIN_FOCAL_PX`, `MAX_FOCAL_PX`, `MAX_CAMERA_SIDE_PX` |",
         "| edit files | 16 MiB; 1000 variants a sweep; numbers finite within 1e7; strings 1024 characters; `rate_hz` 1000 (as `render --fps`); speed factors 1/100 to 100; name templates plain `{param}` fields | `avsim.edit.editfile.MAX_VARIANTS`, `editfile_parse.MAX_EDIT_MAGNITUDE`, `MAX_SPEED_FACTOR` |",
-        "| `avsim edit` manifests (read by `avsim render`) | 64 MiB; variant folders inside the output (no links out), names 255 characters | `avsim.edit.render_variants.MAX_MANIFEST_BYTES` |",
+        "| `avsim edit` manifests (read by `avsim render`) | 64 MiB; variant folders inside the output (no links out); folders and names the name rule below | `avsim.edit.render_variants.MAX_MANIFEST_BYTES` |",
         "| DCP checkpoint `.metadata` / `meta.json` | 256 MiB / 16 MiB; storage entries are byte ranges of regular files inside the checkpoint folder; `step`, `world_size`, `loader_batch` in range | `avsim.train.safe_dcp.MAX_METADATA_BYTES`, `check_storage_entries`, `avsim.train.checkpoint.META_LIMITS` |",
         "| Waymo `metrics_pb2.Objects` files | 2 GiB (protobuf's message limit) | `avsim.evaluation.waymo_objects.MAX_OBJECTS_FILE_BYTES` |",
+        *SURFACE_LIMITS,
         "",
         f"{len(CASES)} cases.",
         "",

@@ -143,13 +143,14 @@ def checked_path(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     Returns:
         The path.
     """
+    p = regular_file(path, field)  # missing, a FIFO, a device, a dangling link: named for what it is
     if root is None:
-        return regular_file(path, field)
+        return p
     try:
-        relative = Path(path).relative_to(root)
+        relative = p.relative_to(root)
     except ValueError:
         raise AvsimInputError(path, field, f"outside {root}") from None
-    return contained_file(root, str(relative), Path(path), field)
+    return contained_file(root, str(relative), p, field)  # a link to a regular file out of `root`: refused
 
 
 def read_arrow(path: str | os.PathLike[str], limits: TableLimits, columns: Sequence[str] | None = None,

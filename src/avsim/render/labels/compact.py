@@ -211,9 +211,14 @@ def is_compact(folder: Path) -> bool:
         folder: a path.
 
     Returns:
-        True when it holds `index.json` and `lanes.parquet` (in any form: a FIFO or a link is named when read).
+        True when it holds `index.json` whose `layout` is compact or both (an index without one: when
+        `lanes.parquet` is there in any form). A compact folder whose table is missing, truncated or
+        not a regular file is then reported naming that table, never read as the standard layout.
     """
-    return (Path(folder) / "index.json").is_file() and has_table(Path(folder), LANES)
+    if not (Path(folder) / "index.json").is_file():
+        return False
+    layout = read_index(folder).get("layout")
+    return layout in ("compact", "both") if layout is not None else has_table(Path(folder), LANES)
 
 
 def _lane_table(folder: Path, index: dict[str, Any]) -> tuple[LaneTable, np.ndarray]:

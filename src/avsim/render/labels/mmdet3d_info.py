@@ -95,7 +95,7 @@ _JSON_BOX_FIELDS = ("track_id", "class", "center_ego_m", "size_lwh_m", "rotation
 
 def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
     """Every frame's boxes, from `boxes3d.parquet` (compact) or `boxes3d.json` (standard), checked."""
-    if compact_tables.has_table(folder, compact.BOXES3D):
+    if compact.is_compact(folder):
         source = folder / compact.BOXES3D
         rows: dict[int, list[tuple[Any, ...]]] = {f["frame_index"]: [] for f in index["frames"]}
         for r in compact_tables.read_table(folder, compact.BOXES3D, index).iter_rows(named=True):
@@ -120,7 +120,7 @@ def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
 def _camera_poses(folder: Path, index: dict[str, Any]) -> dict[tuple[str, int], np.ndarray]:
     """(camera, frame) -> 4x4 ego_T_camera (OpenCV axes) of every camera-frame: the compact table, or the OpenLane files' extrinsics."""
     out = {}
-    if compact_tables.has_table(folder, compact.CAMERA_POSES):
+    if compact.is_compact(folder):
         for r in compact_tables.read_table(folder, compact.CAMERA_POSES, index).iter_rows(named=True):
             T = np.eye(4)
             T[:3] = np.asarray(r["ego_SE3_camera"], np.float64).reshape(3, 4)
