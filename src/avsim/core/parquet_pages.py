@@ -8,8 +8,8 @@ headers of one column chunk (Thrift compact protocol, the few fields needed; eve
 against the bytes that are there) and `decoded_bound` turns them into an upper bound of the bytes
 the chunk decodes to: fixed-width values times their width; byte arrays by the page's own bytes
 (plain) or their count times the longest dictionary entry (dictionary-encoded; the dictionary page
-is decompressed and measured when the plain bound is too coarse); plus 8 bytes a value for
-offsets, levels and validity.
+is decompressed and measured unless its own size already bounds the column below 1 MiB); plus 8
+bytes a value for offsets, levels and validity.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ MAX_PAGE_HEADER_BYTES = 16 << 20  # the parquet-cpp reader's own default limit o
 _DICT_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
 _DELTA_BYTE_ARRAY = 7  # each value a prefix of the previous one plus a suffix: a value may be as long as its page
 _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
+COARSE_BOUND_BYTES = 1 << 20  # above this, a dictionary page is read to bound its entries by the longest, not by its own size
 PER_VALUE_OVERHEAD_BYTES = 8  # offsets, repetition/definition levels and validity of one decoded value
 FIXED_WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw", "BROTLI": "brotli"}
@@ -203,7 +204,7 @@ def decoded_bound(f: IO[bytes], pages: list[Page], physical_type: str, type_leng
         physical_type: the column's parquet physical type (``INT64``, ``BYTE_ARRAY``, ...).
         type_length: a FIXED_LEN_BYTE_ARRAY's width.
         codec: the chunk's compression (``ZSTD``, ...).
-        budget: the bytes the caller allows (a dictionary page is measured only when the coarse bound is above it).
+        budget: the bytes the caller allows (a dictionary page is measured when the coarse bound is above it or 1 MiB).
 
     Returns:
         (bytes, values) counted from the page headers.
@@ -218,7 +219,7 @@ def decoded_bound(f: IO[bytes], pages: list[Page], physical_type: str, type_leng
     data = [p for p in pages if p.kind in (_DATA_PAGE, _DATA_PAGE_V2) and p.encoding not in _DICT_ENCODINGS]
     plain = sum(p.uncompressed_bytes * (p.values if p.encoding == _DELTA_BYTE_ARRAY else 1) for p in data)
     longest = dictionary.uncompressed_bytes if dictionary is not None else 0
-    if dictionary is not None and indexed * longest + plain + overhead > budget:
+    if dictionary is not None and indexed * longest > min(budget, COARSE_BOUND_BYTES):
         measured = _longest_entry(f, dictionary, codec)
         longest = longest if measured is None else measured
     return indexed * longest + plain + overhead, values
