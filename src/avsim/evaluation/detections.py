@@ -72,7 +72,7 @@ def boxes_from_scenario(
     return Boxes3D(t.astype(np.int64), labels, boxes, np.ones(len(t)))
 
 
-MAX_BOX_ROWS = 20_000_000  # boxes in one table (a 20 s clip at 10 Hz with 200 objects: 40,000)
+MAX_BOX_ROWS = 5_000_000  # boxes in one table (a 20 s clip at 10 Hz with 200 objects: 40,000); read: about 320 bytes a box
 BOX_TABLE_LIMITS = TableLimits(MAX_BOX_ROWS, 2 << 30)
 MAX_CSV_BYTES = 1 << 30
 _BOX_SPEC = {**{c: Column("float", low=-1e8, high=1e8) for c in ("x_m", "y_m", "z_m")},
