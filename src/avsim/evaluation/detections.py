@@ -80,12 +80,13 @@ _BOX_SPEC = {**{c: Column("float", low=-1e8, high=1e8) for c in ("x_m", "y_m", "
              "heading_rad": Column("float", low=-1e3, high=1e3), "score": Column("float", low=0.0, high=1.0)}  # fmt: skip
 
 
-def read_table(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
+def read_table(path: Path, columns: list[str] | None = None, limits: TableLimits = BOX_TABLE_LIMITS) -> pl.DataFrame:
     """A parquet or csv table from anyone: a regular file, bounded before decoding (`avsim.core.safe_parquet`).
 
     Args:
         path: the file (``.csv``: text; anything else: parquet).
         columns: the columns to read (parquet; None: all).
+        limits: rows and decoded bytes (default: a box table's).
 
     Returns:
         The frame.
@@ -93,17 +94,17 @@ def read_table(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
     if file_kind(path) == "missing":
         raise AvsimInputError(path, "file", "not found")
     if path.suffix.lower() != ".csv":
-        return read_frame(path, BOX_TABLE_LIMITS, columns)
+        return read_frame(path, limits, columns)
     regular_file(path, "file")
     size = path.stat().st_size
     if size > MAX_CSV_BYTES:
         raise AvsimInputError(path, "file", f"{size} bytes, more than the {MAX_CSV_BYTES} a csv table may have")
     try:
-        df = pl.read_csv(path, n_rows=MAX_BOX_ROWS + 1)
+        df = pl.read_csv(path, n_rows=limits.max_rows + 1)
     except Exception as exc:  # polars' csv errors: one line
         raise AvsimInputError(path, "table", f"cannot read: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else exc}") from None
-    if df.height > MAX_BOX_ROWS:
-        raise AvsimInputError(path, "rows", f"more than the {MAX_BOX_ROWS} rows a table may have")
+    if df.height > limits.max_rows:
+        raise AvsimInputError(path, "rows", f"more than the {limits.max_rows} rows a table may have")
     return df
 
 

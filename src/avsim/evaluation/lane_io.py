@@ -30,12 +30,13 @@ import polars as pl
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.safe_json import read_json
-from avsim.core.safe_parquet import Column, check_frame
+from avsim.core.safe_parquet import Column, TableLimits, check_frame
 from avsim.core.shapes import check_shape
 from avsim.evaluation.lanes import LaneSet
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 
 LEFT_CURB, RIGHT_CURB = 20, 21
+LANE_TABLE_LIMITS = TableLimits(20_000_000, 2 << 30)  # points of a lane table (a 20 s clip: about 600,000)
 _R_VG = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 _R_GC = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 # Waymo camera axes (x forward, y left, z up) from OpenCV-style camera axes (x right, y down, z forward).
@@ -152,7 +153,7 @@ def read_lane_table(path: str | os.PathLike[str]) -> LaneSet:
     from avsim.evaluation.detections import read_table
 
     p = Path(path)
-    df = read_table(p)
+    df = read_table(p, limits=LANE_TABLE_LIMITS)
     for col in ("frame", "lane", "x_m", "y_m", "z_m"):
         if col not in df.columns:
             raise AvsimInputError(p, col, "missing column (need frame, lane, x_m, y_m, z_m)")
