@@ -78,7 +78,7 @@ def read_variants(path: Path) -> list[VariantFolder]:
     for i, entry in enumerate(entries):
         folder = entry.get("folder") if isinstance(entry, dict) else None
         field_name = f"variants[{i}].folder"
-        check_name(folder, manifest, field_name)  # a plain name (no separators, not `..`): inside `path`
+        folder = check_name(folder, manifest, field_name)  # a plain name (no separators, not `..`): inside `path`
         if folder in seen:
             raise AvsimInputError(manifest, field_name, f"folder {folder!r} is listed twice")
         if not contained_path(path, folder, manifest, field_name).is_dir():  # a link out of `path` is refused

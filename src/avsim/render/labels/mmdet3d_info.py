@@ -113,7 +113,8 @@ def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
         norms = np.linalg.norm(arrays[2], axis=1)
         if not all(np.isfinite(a).all() for a in arrays) or (arrays[1] <= 0).any() or (norms < 1e-6).any():
             raise AvsimInputError(source, f"frame {f}", "a box with a NaN or infinite value, a size <= 0 or a zero rotation")
-        out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], *arrays, [list(c) for c in cols[6]])
+        center, size, rotation, velocity = arrays
+        out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], center, size, rotation, velocity, [list(c) for c in cols[6]])
     return out
 
 
