@@ -39,6 +39,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import contained_file
 from avsim.core.safe_json import read_json
 from avsim.core.transforms import quat_to_matrix
 from avsim.render.labels import compact, compact_tables
@@ -154,8 +155,8 @@ def _image_paths(folder: Path, index: dict[str, Any], info_dir: Path) -> dict[tu
     own = {(c, f["frame_index"]): folder / "images" / c for c in index["cameras"] for f in index["frames"]}
     for (cam, f), d in own.items():
         hits = sorted(d.glob(f"{f:06d}.*")) if d.is_dir() else []
-        if hits:
-            out[cam, f] = hits[0]
+        if hits:  # an image (or its folder) that is a link out of the label folder is refused, not listed
+            out[cam, f] = contained_file(folder, hits[0].relative_to(folder).as_posix(), hits[0], "images")
     missing = [k for k in own if k not in out]
     if missing:
         out.update(_decode_frames(folder, index, info_dir, missing))
