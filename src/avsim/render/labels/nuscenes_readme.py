@@ -1,0 +1,80 @@
+"""The README.md of an `avsim export nuscenes` dataroot: what is synthetic, what each file holds, what differs from nuScenes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def readme_text(manifest: dict[str, Any], counts: dict[str, int]) -> str:
+    """The README of one export.
+
+    Args:
+        manifest: the export's `avsim_export.json` document.
+        counts: records per table.
+
+    Returns:
+        Markdown text.
+    """
+    version = manifest["nuscenes_version"]
+    lidar = manifest["lidar"]
+    el = lidar["elevations_deg"]
+    scenes = "\n".join(f"| {s['name']} | {s['kind']} | {s['scenario_id']} | {s['samples']} | {s['frames']} | {s['frames_left_out']} | "
+                       f"{', '.join(f'{c} -> {ch}' for c, ch in s['channels'].items())} |" for s in manifest["scenes"].values())  # fmt: skip
+    logs = "\n".join(f"| {t} | {g['scenario_id']} | {g['location']} | {'yes' if g['map_expansion'] else 'no'} | "
+                     f"({g['world_offset_m'][0]:g}, {g['world_offset_m'][1]:g}) |" for t, g in manifest["logs"].items())  # fmt: skip
+    tables = ", ".join(f"{name} {n}" for name, n in counts.items())
+    return f"""# A synthetic nuScenes-format dataset written by avsim
+
+**Everything here is synthetic.** The scenes are avsim renders (world-scenario control frames) or
+frames a generative model made from them; the annotations are the scenario's boxes, not a person's;
+the LiDAR sweeps are a ray cast of the boxes and the map's road surface, not a LiDAR's returns.
+Do not mix them into real nuScenes without keeping them apart.
+
+Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
+
+## What each part is
+
+- `{version}/`: the 13 tables ({tables}). Tokens are digests of the records' content: the same
+  input gives the same tokens and bytes.
+- `samples/CAM_*/`, `sweeps/CAM_*/`: every camera frame as a JPEG, keyframes (2 Hz) under `samples/`.
+  Each image is an ideal pinhole image of the `camera_intrinsic` of its `calibrated_sensor`: cameras
+  with another lens model (f-theta, distortion) were resampled onto the pinhole that agrees with the
+  lens at the principal point, at the same size (black where the lens saw nothing).
+- `samples/LIDAR_TOP/*.pcd.bin`: one sweep per keyframe, float32 (x, y, z, intensity, ring index) in
+  the sensor frame: {len(el)} beams from {min(el):.2f} to {max(el):.2f} deg, azimuth step
+  {lidar['azimuth_step_deg']:.4g} deg, range {lidar['min_range_m']:g}-{lidar['max_range_m']:g} m,
+  the whole sweep at the keyframe instant (no motion while it spins). It hits the agent boxes
+  (inset 2 cm, so each box's points lie inside its annotation) and the map's road surface; nothing
+  else (buildings, vegetation, the ego vehicle) returns points. Intensity is synthetic.
+  `num_lidar_pts` counts the sweep's points inside each box; `num_radar_pts` is 0 (no radar).
+- `maps/<log token>.png`: each log's semantic-prior mask (the road surface, 0.1 m per pixel);
+  `maps/expansion/<location>.json`: the map expansion (v1.3) of the log at that location.
+- `avsim_export.json`: the source of every scene and log, each log's export-frame offset, the
+  camera -> channel names and the LiDAR model; `avsim convert --from nuscenes` reads it to give
+  back the source scenario's frame and camera names.
+
+## Differences from nuScenes
+
+- The global frame of each log is the scenario's world moved by a whole-metre offset (so the map
+  mask, whose corner is at the global origin, covers it); logs of different scenarios overlap.
+- Attributes come from motion (moving / stopped / parked, with / without rider, moving / standing),
+  visibility from the rendered visible fraction over all cameras; categories from the source class
+  (a nuScenes category is kept), else from avsim's class.
+- Only the first four scenarios' maps can be read by `NuScenesMap` (it knows four locations); the
+  map layers avsim has no data for (road segments, road blocks, walkways, car parks, lane
+  connectors) are empty, and lanes carry straight `arcline_path_3` segments along their centre lines.
+- Scene names are the clips' names, not nuScenes' (`nuscenes.utils.splits` does not list them).
+- Camera frames after a scene's last keyframe are left out.
+
+## Scenes
+
+| scene | frames from | scenario | samples | camera frames per camera | left out | cameras |
+|---|---|---|---|---|---|---|
+{scenes}
+
+## Logs
+
+| log token | scenario | location | map expansion | offset added to x, y (m) |
+|---|---|---|---|---|
+{logs}
+"""
