@@ -226,9 +226,9 @@ def frame_sources(clip: LabelledClip, camera: str, positions: NDArrayInt) -> tup
     return images, videos
 
 
-def find_scenario(root: Path, clip: LabelledClip, headers: dict[Path, str]) -> Path:
-    """The scenario folder a clip was made from: `root` itself, or the folder under it (two levels at most)
-    whose scenario id is the clip's.
+def find_scenario(root: Path, clip: LabelledClip, headers: dict[Path, str]) -> list[Path]:
+    """The scenario folders a clip may have been made from: `root` itself, or the folders under it (two
+    levels at most) whose scenario id is the clip's (`check_scenario` decides among several).
 
     Args:
         root: `--scenario`.
@@ -236,12 +236,14 @@ def find_scenario(root: Path, clip: LabelledClip, headers: dict[Path, str]) -> P
         headers: scenario folder -> id, filled on first use (one scan per export).
 
     Returns:
-        The scenario folder.
+        The candidate scenario folders (at least one).
     """
     from avsim.core.safe_json import read_json
 
     if (root / "scenario.json").is_file():
-        return root
+        return [root]
+    if not root.is_dir():
+        raise AvsimInputError(root, "--scenario", "not found: expected a scenario folder or a folder of them")
     if not headers:
         for path in sorted([*root.glob("*/scenario.json"), *root.glob("*/*/scenario.json")]):
             doc = read_json(path)
@@ -250,7 +252,4 @@ def find_scenario(root: Path, clip: LabelledClip, headers: dict[Path, str]) -> P
     found = [p for p, sid in headers.items() if sid == wanted]
     if not found:
         raise AvsimInputError(root, "--scenario", f"no scenario with id {wanted!r} (the id of {clip.index_path})")
-    if len(found) > 1:
-        raise AvsimInputError(root, "--scenario", f"{len(found)} scenarios with id {wanted!r}: {', '.join(map(str, found[:3]))}; "
-                              "pass the one the labels were made from")  # fmt: skip
-    return found[0]
+    return found

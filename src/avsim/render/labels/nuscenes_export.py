@@ -356,12 +356,30 @@ def export_nuscenes(label_folders: list[Path], scenario_root: Path, out: Path, o
         tmp.mkdir(parents=True, exist_ok=True)
         export = NuScenesExport(tmp, options, progress)
         for clip in clips:
-            path = find_scenario(scenario_root, clip, headers)
-            if path not in scenarios:
-                scenarios[path] = load_scenario(path)
+            path = _matching_scenario(clip, find_scenario(scenario_root, clip, headers), scenarios, load_scenario)
             export.add_clip(clip, scenarios[path], path)
         export.finish()
     return export.counts
+
+
+def _matching_scenario(clip: LabelledClip, candidates: list[Path], loaded: dict[Path, Scenario],
+                       load: Callable[[Path], Scenario]) -> Path:  # fmt: skip
+    """The one candidate scenario whose ego poses are the clip's (loaded into `loaded` as needed)."""
+    matches, last_error = [], None
+    for path in candidates:
+        if path not in loaded:
+            loaded[path] = load(path)
+        try:
+            check_scenario(clip, loaded[path], path)
+            matches.append(path)
+        except AvsimInputError as exc:
+            last_error = exc
+    if len(matches) == 1:
+        return matches[0]
+    if not matches and last_error is not None:
+        raise last_error
+    raise AvsimInputError(clip.index_path, "scenario_id", f"{len(matches)} scenarios under --scenario match these labels: "
+                          f"{', '.join(map(str, matches[:3]))}; pass the one they were made from")  # fmt: skip
 
 
 def check_output(out: Path) -> None:
@@ -377,3 +395,20 @@ def check_output(out: Path) -> None:
     if any(out.iterdir()) and not (out / MANIFEST).is_file():
         raise AvsimInputError(out, "OUT", f"is a folder with other files (not an avsim nuScenes export: no {MANIFEST}); "
                               "pass an absent or empty folder")  # fmt: skip
+
+
+def planned_files(label_folders: list[Path]) -> int:
+    """How many files (camera frames and LiDAR sweeps) exporting these clips writes: a progress bar's total.
+
+    Args:
+        label_folders: the label folders.
+
+    Returns:
+        The count.
+    """
+    total = 0
+    for folder in label_folders:
+        clip = read_clip(folder)
+        key_pos = keyframes(clip.timestamps_ns)
+        total += (int(key_pos[-1]) + 1) * len(clip.cameras) + len(key_pos)
+    return total

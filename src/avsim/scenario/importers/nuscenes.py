@@ -23,6 +23,11 @@ Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expan
   nominal size at their pose, lanes -> lanes (divider-segment nodes as rails, the arcline path
   discretised at 0.5 m as centre line) when both rails exist;
 - lights: nuScenes has no traffic-light states (empty).
+
+A dataroot written by `avsim export nuscenes` has `avsim_export.json` (`AVSIM_MANIFEST`): its
+logs' export-frame offsets are taken off again (the scenario comes back in its source frame), its
+cameras get their avsim names back (every camera sensor is read, in the source rig's order), and a
+log without a map expansion (past the four nuScenes locations) gives an empty map.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ if TYPE_CHECKING:
     from avsim.core.transforms import SE3
     from avsim.scenario.types import Scenario
 MAP_MARGIN_M = 150.0  # map kept around the ego path's bounding box
+AVSIM_MANIFEST = "avsim_export.json"  # written by `avsim export nuscenes` (avsim.render.labels.nuscenes_export)
 LANE_RESOLUTION_M = 0.5
 TRAFFIC_LIGHT_SIZE_M = (0.35, 0.35, 1.0)  # nominal housing (depth, width, height); not in the map
 
@@ -134,7 +140,7 @@ def _chain_poses(nusc: Any, chain: list[dict], where: Path) -> tuple[np.ndarray,
     return t_ns, q / norm[:, None], t
 
 
-def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3, int]:
+def _ego(nusc: Any, samples: list[dict], where: Path, channels: tuple[str, ...] = CAMERA_CHANNELS) -> tuple[np.ndarray, SE3, int]:
     """The scene's ego poses: every LIDAR_TOP (else CAM_FRONT) sample_data pose, plus the poses of
     the CAM_* sample_data inside that span (each camera record has its own ego pose, at its own
     capture time). Returns (timestamps ns, world_SE3_ego, number of camera poses added)."""
@@ -147,7 +153,7 @@ def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3, 
     check_increasing(np.sort(t_ns, kind="stable"), where, "ego_pose.timestamp")  # the reference chain itself must not repeat a time
     lo, hi = t_ns.min(), t_ns.max()
     parts = [(t_ns, q, t)]
-    for channel in CAMERA_CHANNELS:
+    for channel in channels:
         ct, cq, cp = _chain_poses(nusc, _channel_chain(nusc, samples, channel), where)
         inside = (ct >= lo) & (ct <= hi)  # the span (and so the frame times) stays the LIDAR_TOP one
         parts.append((ct[inside], cq[inside], cp[inside]))
@@ -185,14 +191,15 @@ def _capture_offsets_ns(nusc: Any, samples: list[dict], channels: tuple[str, ...
     return np.array(out, dtype=np.int64)
 
 
-def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
+def _rig(nusc: Any, samples: list[dict], where: Path, channels: tuple[str, ...] = CAMERA_CHANNELS,
+         names_of: dict[str, str] | None = None) -> CameraRig:  # fmt: skip
     from avsim.core.cameras import PinholeCamera
     from avsim.core.errors import AvsimValueError
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
 
     names, cameras, poses = [], [], []
-    for channel in CAMERA_CHANNELS:
+    for channel in channels:
         if channel not in samples[0]["data"]:
             continue
         sd = nusc.get("sample_data", samples[0]["data"][channel])
@@ -212,7 +219,8 @@ def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
     if not names:
         raise AvsimInputError(where, "calibrated_sensor", "no CAM_* channel in the scene's first sample")
     offsets = _capture_offsets_ns(nusc, samples, tuple(names), where)
-    return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses), capture_offset_ns=offsets)
+    named = tuple((names_of or {}).get(n, n) for n in names)
+    return CameraRig(named, tuple(cameras), SE3.stack(poses), capture_offset_ns=offsets)
 
 
 def _agents(nusc: Any, samples: list[dict], where: Path) -> AgentTracks:
@@ -337,6 +345,27 @@ def read_map(nmap: Any, box: tuple[float, float, float, float]) -> MapBuilder:
     return mb
 
 
+def _avsim_export(dataroot: Path, scene: dict, log: dict) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """This scene's and its log's records in `avsim_export.json`, when the dataroot is an avsim export."""
+    from avsim.core.safe_json import read_json
+
+    path = dataroot / AVSIM_MANIFEST
+    if not path.is_file():
+        return None
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("format") != "avsim-nuscenes-export":
+        raise AvsimInputError(path, "format", "not an avsim nuScenes export manifest")
+    scene_rec, log_rec = doc.get("scenes", {}).get(scene["token"]), doc.get("logs", {}).get(log["token"])
+    if not isinstance(scene_rec, dict) or not isinstance(log_rec, dict):
+        raise AvsimInputError(path, "scenes", f"no record of scene {scene['name']!r} or of its log")
+    offset = log_rec.get("world_offset_m")
+    if not (isinstance(offset, list) and len(offset) == 3 and all(isinstance(v, (int, float)) and np.isfinite(v) for v in offset)):
+        raise AvsimInputError(path, f"logs.{log['token']}.world_offset_m", "expected 3 finite numbers")
+    if not isinstance(scene_rec.get("channels"), dict):
+        raise AvsimInputError(path, f"scenes.{scene['token']}.channels", "expected camera -> channel")
+    return scene_rec, log_rec
+
+
 def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert one nuScenes scene (``DATAROOT`` or ``DATAROOT::scene-name``) into a `Scenario`."""
     from avsim.core.lights import TrafficLightStates
@@ -347,14 +376,25 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     nusc = open_nuscenes(dataroot, version)
     where = dataroot / version
     scene = _pick_scene(nusc, scene_name, where)
-    samples = _scene_samples(nusc, scene)
-    ego_t, world_SE3_ego, camera_poses = _ego(nusc, samples, where)
-    rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where)
-    agents = _agents(nusc, samples, where)
     log = nusc.get("log", scene["log_token"])
+    avsim = _avsim_export(dataroot, scene, log)
+    channels, names_of = CAMERA_CHANNELS, None
+    if avsim is not None:  # every camera, in the source rig's order, under its avsim name
+        names_of = {ch: cam for cam, ch in avsim[0]["channels"].items()}
+        channels = tuple(avsim[0]["channels"].values())
+    samples = _scene_samples(nusc, scene)
+    ego_t, world_SE3_ego, camera_poses = _ego(nusc, samples, where, channels)
+    rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where, channels, names_of)
+    agents = _agents(nusc, samples, where)
     xy = world_SE3_ego.translation[:, :2]
     box = (*(xy.min(axis=0) - MAP_MARGIN_M), *(xy.max(axis=0) + MAP_MARGIN_M))
-    hd_map = read_map(open_map(dataroot, log["location"]), (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
+    expansion = dataroot / "maps" / "expansion" / f"{log['location']}.json"
+    if avsim is not None and not expansion.exists():
+        from avsim.maps import HDMap
+
+        hd_map = HDMap.empty()
+    else:
+        hd_map = read_map(open_map(dataroot, log["location"]), (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
     metadata = {
         "source_format": "nuscenes",
         "nuscenes_version": version,
@@ -374,8 +414,23 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     keyframe_ns = int(samples[0]["timestamp"]) * 1000  # the LIDAR_TOP keyframe, which the ego span starts at
     inside = int(ego_t[0]) <= keyframe_ns <= int(ego_t[-1])
     metadata["frame_origin"] = "the scene's first sample (keyframe) timestamp" if inside else "the first ego pose"
-    return build_scenario(
+    scenario = build_scenario(
         where, scenario_id=scene["name"], rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata,
         frame_origin_ns=keyframe_ns if inside else None,
     )  # fmt: skip
+    if avsim is None:
+        return scenario
+    return _undo_export_frame(scenario, avsim[1])
+
+
+def _undo_export_frame(scenario: Scenario, log_rec: dict[str, Any]) -> Scenario:
+    """An avsim export's scenario moved back from its export frame (the log's offset taken off)."""
+    from avsim.core.transforms import SE3
+    from avsim.scenario.frames import transform_scenario
+
+    offset = np.asarray(log_rec["world_offset_m"], np.float64)
+    moved = transform_scenario(scenario, SE3(np.eye(3), -offset))
+    metadata = {**moved.metadata, "avsim_export": {"scenario_id": log_rec.get("scenario_id"), "world_offset_m": offset.tolist()},
+                "ego_frame_note": "avsim export: the log's export-frame offset is taken off (avsim_export.json)"}  # fmt: skip
+    return moved.replace(metadata=metadata)
