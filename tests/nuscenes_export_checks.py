@@ -1,0 +1,168 @@
+"""Checks of an `avsim export nuscenes` dataroot by its consumers, shared by the sample and the real-data tests.
+
+- `open_export`: nuscenes-devkit's `NuScenes` on it;
+- `check_structure`: every table's links (samples, sample_data chains, annotation chains, files);
+- `detection_eval`: the devkit's detection-eval steps (`load_gt` on a split of the exported scenes,
+  `add_center_dist`, `filter_eval_boxes`, `accumulate`, `calc_ap`, `calc_tp`) for given predictions;
+- `oracle` / `shifted`: predictions equal to the ground truth, or moved by a fixed distance;
+- `check_round_trip`: `avsim convert --from nuscenes` of the export against the source scenario.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+
+TP_METRICS = ("trans_err", "scale_err", "orient_err", "vel_err", "attr_err")
+
+
+def open_export(root: Path, version: str) -> Any:
+    from nuscenes.nuscenes import NuScenes
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return NuScenes(version=version, dataroot=str(root), verbose=False)
+
+
+def check_structure(nusc: Any, root: Path) -> dict[str, int]:
+    """Links and files of every table; returns counts of what was checked."""
+    for scene in nusc.scene:
+        tokens, t = [], scene["first_sample_token"]
+        while t:
+            tokens.append(t)
+            t = nusc.get("sample", t)["next"]
+        assert len(tokens) == scene["nbr_samples"] and tokens[-1] == scene["last_sample_token"]
+        times = [nusc.get("sample", t)["timestamp"] for t in tokens]
+        assert all(0.4e6 <= b - a <= 0.6e6 for a, b in zip(times, times[1:])), times  # 2 Hz keyframes
+    for sd in nusc.sample_data:
+        assert (root / sd["filename"]).is_file(), sd["filename"]
+        assert sd["filename"].startswith("samples/" if sd["is_key_frame"] else "sweeps/")
+        sample = nusc.get("sample", sd["sample_token"])
+        assert sd["timestamp"] <= sample["timestamp"] + 100_000  # a sweep belongs to the next sample (capture offsets aside)
+        if sd["next"]:
+            nxt = nusc.get("sample_data", sd["next"])
+            assert nxt["prev"] == sd["token"] and nxt["timestamp"] > sd["timestamp"] and nxt["channel"] == sd["channel"]
+        if sd["is_key_frame"]:
+            assert sample["data"][sd["channel"]] == sd["token"]
+    for inst in nusc.instance:
+        n, t = 0, inst["first_annotation_token"]
+        while t:
+            ann = nusc.get("sample_annotation", t)
+            assert ann["instance_token"] == inst["token"]
+            n, last, t = n + 1, t, ann["next"]
+        assert n == inst["nbr_annotations"] and last == inst["last_annotation_token"]
+    for ann in nusc.sample_annotation:
+        assert ann["visibility_token"] in ("1", "2", "3", "4") and len(ann["attribute_tokens"]) <= 1
+        assert np.isclose(np.linalg.norm(ann["rotation"]), 1.0) and min(ann["size"]) > 0
+    return {"samples": len(nusc.sample), "sample_data": len(nusc.sample_data), "annotations": len(nusc.sample_annotation)}
+
+
+def detection_eval(nusc: Any, predictions: Any, gt: Any | None = None) -> tuple[dict[str, float], dict[str, dict[str, float]], Any]:
+    """AP per class (mean over the distance thresholds) and TP errors, by the devkit's steps, over the
+    classes the (filtered) ground truth holds; returns (APs, TP errors, filtered GT)."""
+    from nuscenes.eval.common.config import config_factory
+    from nuscenes.eval.common.loaders import add_center_dist, filter_eval_boxes
+    from nuscenes.eval.common.utils import center_distance
+    from nuscenes.eval.detection.algo import accumulate, calc_ap, calc_tp
+
+    cfg = config_factory("detection_cvpr_2019")
+    if gt is None:
+        gt = filtered_gt(nusc)
+    with contextlib.redirect_stdout(io.StringIO()):
+        pred = filter_eval_boxes(nusc, add_center_dist(nusc, predictions), cfg.class_range)
+    classes = sorted({b.detection_name for b in gt.all})
+    aps, tps = {}, {}
+    for c in classes:
+        data = {d: accumulate(gt, pred, c, center_distance, d) for d in cfg.dist_ths}
+        aps[c] = float(np.mean([calc_ap(data[d], cfg.min_recall, cfg.min_precision) for d in cfg.dist_ths]))
+        tps[c] = {m: float(calc_tp(data[cfg.dist_th_tp], cfg.min_recall, m)) for m in TP_METRICS}
+    return aps, tps, gt
+
+
+def filtered_gt(nusc: Any) -> Any:
+    """`load_gt` of a split holding every exported scene (`create_splits_scenes` gives nuScenes' own
+    scene names; the export's are the clips'), then the devkit's distance and point filters."""
+    import nuscenes.eval.common.loaders as loaders
+    from nuscenes.eval.common.config import config_factory
+    from nuscenes.eval.detection.data_classes import DetectionBox
+
+    cfg = config_factory("detection_cvpr_2019")
+    split = {"mini_val" if nusc.version.endswith("mini") else "val": [s["name"] for s in nusc.scene]}
+    with mock.patch.object(loaders, "create_splits_scenes", lambda: split), contextlib.redirect_stdout(io.StringIO()):
+        gt = loaders.load_gt(nusc, next(iter(split)), DetectionBox)
+        return loaders.filter_eval_boxes(nusc, loaders.add_center_dist(nusc, gt), cfg.class_range)
+
+
+def oracle(gt: Any, shift_m: float = 0.0, scores: bool = False) -> Any:
+    """Predictions equal to the ground truth (GT velocity and attribute), optionally moved `shift_m` along x."""
+    from nuscenes.eval.common.data_classes import EvalBoxes
+    from nuscenes.eval.detection.data_classes import DetectionBox
+
+    out = EvalBoxes()
+    for token in gt.sample_tokens:
+        boxes = []
+        for k, b in enumerate(gt[token]):
+            t = (b.translation[0] + shift_m, b.translation[1], b.translation[2])
+            boxes.append(DetectionBox(sample_token=token, translation=t, size=b.size, rotation=b.rotation, velocity=b.velocity,
+                                      detection_name=b.detection_name, attribute_name=b.attribute_name,
+                                      detection_score=float(1.0 - 0.01 * k) if scores else 1.0))  # fmt: skip
+        out.add_boxes(token, boxes)
+    return out
+
+
+def check_oracle(nusc: Any) -> int:
+    """mAP 1 and zero TP errors for the oracle; AP 0.5 when every box is 1.5 m off (matched at 2 and 4 m only)."""
+    aps, tps, gt = detection_eval(nusc, oracle(filtered_gt(nusc)))
+    if not aps:
+        return 0
+    assert aps == {c: 1.0 for c in aps} or np.allclose(list(aps.values()), 1.0), aps
+    for c, errs in tps.items():
+        for m, v in errs.items():
+            assert np.isnan(v) or v < 1e-6, (c, m, v)
+    shifted, _, _ = detection_eval(nusc, oracle(gt, shift_m=1.5), gt)
+    np.testing.assert_allclose(list(shifted.values()), 0.5, atol=1e-12)
+    return len(gt.all)
+
+
+def check_round_trip(export_root: Path, scene_name: str, source: Any, times_ns: np.ndarray, channels: dict[str, str],
+                     tmp: Path) -> Any:  # fmt: skip
+    """`avsim convert` of one exported scene: its ego poses at the exported times, its calibration (extrinsics;
+    the exported pinhole intrinsics) and its keyframe boxes are the source scenario's."""
+    from avsim.cli import main
+    from avsim.render.labels.boxes import frame_boxes_3d
+    from avsim.scenario.exporters.nuscenes_tables import content_token
+    from avsim.scenario.io import load_scenario
+
+    assert main(["convert", f"{export_root}::{scene_name}", str(tmp / "back"), "--from", "nuscenes"]) == 0
+    back = load_scenario(tmp / "back")
+    manifest = json.loads((export_root / "avsim_export.json").read_text())
+    scene_token, scene = next((t, s) for t, s in manifest["scenes"].items() if s["name"] == scene_name)
+    assert scene["channels"] == channels
+    assert back.rig.names == tuple(channels)
+    for cam in back.rig.names:
+        np.testing.assert_allclose(back.rig.extrinsic(cam).as_matrix(), source.rig.extrinsic(cam).as_matrix(), atol=1e-12)
+    key_ns = back.agents.timestamps_ns
+    ours = {(t + 500) // 1000 * 1000: t for t in times_ns.tolist()}  # exported at whole microseconds
+    t_back = back.ego.timestamps_ns
+    common = [t for t in t_back.tolist() if t in ours]
+    assert len(common) >= len(set(key_ns.tolist()))
+    src = source.ego.pose_at(np.array([ours[t] for t in common])).as_matrix()
+    got = back.ego.pose_at(np.array(common)).as_matrix()
+    np.testing.assert_allclose(got, src, atol=1e-9)
+    for t in np.unique(key_ns).tolist():
+        fb = frame_boxes_3d(source, np.array([ours[t]]))[0]
+        rows = back.agents.timestamps_ns == t
+        order = np.argsort(back.agents.track_id[rows])
+        instance = np.array([content_token("instance", scene_token, str(k)) for k in fb.track_id.tolist()])
+        src_order = np.argsort(instance)
+        assert back.agents.track_id[rows][order].tolist() == instance[src_order].tolist()
+        np.testing.assert_allclose(back.agents.center_m[rows][order], fb.center_world_m[src_order], atol=1e-9)
+        np.testing.assert_allclose(back.agents.size_m[rows][order], fb.size_lwh_m[src_order], atol=1e-12)
+        q_back, q_src = back.agents.orientation[rows][order], fb.rotation_world_wxyz[src_order]
+        np.testing.assert_allclose(np.abs(np.sum(q_back * q_src, axis=1)), 1.0, atol=1e-9)
+    return back
