@@ -130,7 +130,7 @@ def test_lidar_points_match_num_lidar_pts(nusc, sample_export: dict[str, Path]) 
     for sample in nusc.sample:
         sd = nusc.get("sample_data", sample["data"]["LIDAR_TOP"])
         raw = np.fromfile(nusc.get_sample_data_path(sd["token"]), dtype=np.float32).reshape(-1, 5)
-        assert set(np.unique(raw[:, 4]).astype(int)) <= set(range(32)) and 0 <= raw[:, 3].min() and raw[:, 3].max() <= 255
+        assert set(np.unique(raw[:, 4]).astype(int)) <= set(range(32)) and raw[:, 3].min() >= 0 and raw[:, 3].max() <= 255
         assert np.linalg.norm(raw[:, :3], axis=1).max() <= 70.0 + 1e-3
         pc = LidarPointCloud.from_file(nusc.get_sample_data_path(sd["token"]))
         _, boxes, _ = nusc.get_sample_data(sd["token"])

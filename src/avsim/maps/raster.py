@@ -109,5 +109,5 @@ def surface_mask(hd_map: HDMap, width_px: int, height_px: int, resolution_m_per_
         px = [_fixed(np.stack([(r[:, 0] - x0) / resolution_m_per_px, height_px - (r[:, 1] - y0) / resolution_m_per_px], -1))
               for r in rings]  # fmt: skip
         for ring in px:  # one fill per ring: overlapping rings (lanes over a drivable area) stay filled
-            cv2.fillPoly(image, [ring], 255, cv2.LINE_8, 4)
+            cv2.fillPoly(image, [ring], (255,), cv2.LINE_8, 4)
     return image

@@ -20,6 +20,7 @@ folder has `settings.json` with a `labels` record). Its scene is named after the
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def read_clip(folder: Path) -> LabelledClip:
         frame_index = np.array([int(f["frame_index"]) for f in frames], np.int64)
         times = np.array([int(f["timestamp_ns"]) for f in frames], np.int64)
         cameras = tuple(str(c) for c in index["cameras"])
-        models = {c: camera_from_dict(index["camera_models"][c]) for c in cameras}
+        models: dict[str, Camera] = {c: camera_from_dict(index["camera_models"][c]) for c in cameras}
     except (KeyError, TypeError, ValueError) as exc:
         raise AvsimInputError(path, "frames", f"unreadable label index: {type(exc).__name__}: {exc}") from None
     if np.any(np.diff(times) <= 0):
@@ -177,7 +178,8 @@ def visibility_fractions(clip: LabelledClip) -> dict[tuple[int, str], float]:
         import polars as pl
 
         df = pl.read_parquet(clip.folder / compact.ANNOTATIONS, columns=["image_id", "track_id", "visible_px", "unoccluded_px"])
-        rows = zip(df["image_id"].to_list(), df["track_id"].to_list(), df["visible_px"].to_list(), df["unoccluded_px"].to_list())
+        rows: Iterator[tuple[Any, Any, Any, Any]] = zip(df["image_id"].to_list(), df["track_id"].to_list(), df["visible_px"].to_list(),
+                                                        df["unoccluded_px"].to_list())  # fmt: skip
     else:
         from avsim.core.safe_json import read_json
 

@@ -44,7 +44,14 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
-from avsim.render.geometry.lidar import LidarModel, RoadSurface, cast_sweep, nuscenes_lidar, points_in_boxes, road_surface
+from avsim.render.geometry.lidar import (
+    LidarModel,
+    RoadSurface,
+    cast_sweep,
+    nuscenes_lidar,
+    points_in_boxes,
+    road_surface,
+)
 from avsim.render.labels.boxes import frame_boxes_3d
 from avsim.render.labels.nuscenes_clip import (
     LabelledClip,
@@ -248,7 +255,7 @@ class NuScenesExport:
         lidar = self.options.lidar
         cs = self.tables.add_sensor(LIDAR_CHANNEL, "lidar", lidar.ego_SE3_lidar, None)
         frames = frame_boxes_3d(log.scenario, times)
-        speed = {}
+        speed: dict[str, float] = {}
         for fb in frames:
             for t, v in zip(fb.track_id.tolist(), np.hypot(fb.velocity_world_mps[:, 0], fb.velocity_world_mps[:, 1]).tolist()):
                 speed[t] = max(speed.get(t, 0.0), v)

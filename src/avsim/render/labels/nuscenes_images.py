@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from avsim.core.cameras import Camera, PinholeCamera
-from avsim.core.typing import NDArrayByte, NDArrayFloat
+from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32
 from avsim.render.labels.lanes import openlane_intrinsic
 from avsim.render.labels.records import encode_image
 
@@ -49,7 +49,7 @@ class Rectifier:
     def __init__(self, camera: Camera) -> None:
         self.camera = camera
         self.K = export_intrinsic(camera)
-        self._maps: tuple[NDArrayFloat, NDArrayFloat] | None = None
+        self._maps: tuple[NDArrayFloat32, NDArrayFloat32] | None = None
         if needs_rectification(camera):
             w, h = camera.width_px, camera.height_px
             u, v = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
@@ -71,7 +71,8 @@ class Rectifier:
             return rgb
         import cv2
 
-        return cv2.remap(rgb, self._maps[0], self._maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        out = cv2.remap(rgb, self._maps[0], self._maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0))
+        return np.asarray(out, np.uint8)
 
 
 def write_frames(images: dict[int, Path], videos: dict[Path, dict[int, int]], rectify: Rectifier,

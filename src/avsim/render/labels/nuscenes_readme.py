@@ -4,26 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def readme_text(manifest: dict[str, Any], counts: dict[str, int]) -> str:
-    """The README of one export.
-
-    Args:
-        manifest: the export's `avsim_export.json` document.
-        counts: records per table.
-
-    Returns:
-        Markdown text.
-    """
-    version = manifest["nuscenes_version"]
-    lidar = manifest["lidar"]
-    el = lidar["elevations_deg"]
-    scenes = "\n".join(f"| {s['name']} | {s['kind']} | {s['scenario_id']} | {s['samples']} | {s['frames']} | {s['frames_left_out']} | "
-                       f"{', '.join(f'{c} -> {ch}' for c, ch in s['channels'].items())} |" for s in manifest["scenes"].values())  # fmt: skip
-    logs = "\n".join(f"| {t} | {g['scenario_id']} | {g['location']} | {'yes' if g['map_expansion'] else 'no'} | "
-                     f"({g['world_offset_m'][0]:g}, {g['world_offset_m'][1]:g}) |" for t, g in manifest["logs"].items())  # fmt: skip
-    tables = ", ".join(f"{name} {n}" for name, n in counts.items())
-    return f"""# A synthetic nuScenes-format dataset written by avsim
+README_TEMPLATE = """# A synthetic nuScenes-format dataset written by avsim
 
 **Everything here is synthetic.** The scenes are avsim renders (world-scenario control frames) or
 frames a generative model made from them; the annotations are the scenario's boxes, not a person's;
@@ -34,16 +15,15 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
 
 ## What each part is
 
-- `{version}/`: the 13 tables ({tables}). Tokens are digests of the records' content: the same
-  input gives the same tokens and bytes.
+- `{version}/`: the 13 tables. Tokens are digests of the records' content: the same input gives
+  the same tokens and bytes. Records: {tables}.
 - `samples/CAM_*/`, `sweeps/CAM_*/`: every camera frame as a JPEG, keyframes (2 Hz) under `samples/`.
   Each image is an ideal pinhole image of the `camera_intrinsic` of its `calibrated_sensor`: cameras
   with another lens model (f-theta, distortion) were resampled onto the pinhole that agrees with the
   lens at the principal point, at the same size (black where the lens saw nothing).
 - `samples/LIDAR_TOP/*.pcd.bin`: one sweep per keyframe, float32 (x, y, z, intensity, ring index) in
-  the sensor frame: {len(el)} beams from {min(el):.2f} to {max(el):.2f} deg, azimuth step
-  {lidar['azimuth_step_deg']:.4g} deg, range {lidar['min_range_m']:g}-{lidar['max_range_m']:g} m,
-  the whole sweep at the keyframe instant (no motion while it spins). It hits the agent boxes
+  the sensor frame: {beams} beams from {el_min:.2f} to {el_max:.2f} deg, azimuth step {azimuth:.4g} deg,
+  range {min_range:g}-{max_range:g} m, the whole sweep at the keyframe instant (no motion while it spins). It hits the agent boxes
   (inset 2 cm, so each box's points lie inside its annotation) and the map's road surface; nothing
   else (buildings, vegetation, the ego vehicle) returns points. Intensity is synthetic.
   `num_lidar_pts` counts the sweep's points inside each box; `num_radar_pts` is 0 (no radar).
@@ -78,3 +58,26 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
 |---|---|---|---|---|
 {logs}
 """
+
+
+def readme_text(manifest: dict[str, Any], counts: dict[str, int]) -> str:
+    """The README of one export.
+
+    Args:
+        manifest: the export's `avsim_export.json` document.
+        counts: records per table.
+
+    Returns:
+        Markdown text.
+    """
+    lidar = manifest["lidar"]
+    el = lidar["elevations_deg"]
+    scenes = "\n".join(f"| {s['name']} | {s['kind']} | {s['scenario_id']} | {s['samples']} | {s['frames']} | {s['frames_left_out']} | "
+                       f"{', '.join(f'{c} -> {ch}' for c, ch in s['channels'].items())} |" for s in manifest["scenes"].values())  # fmt: skip
+    logs = "\n".join(f"| {t} | {g['scenario_id']} | {g['location']} | {'yes' if g['map_expansion'] else 'no'} | "
+                     f"({g['world_offset_m'][0]:g}, {g['world_offset_m'][1]:g}) |" for t, g in manifest["logs"].items())  # fmt: skip
+    return README_TEMPLATE.format(
+        version=manifest["nuscenes_version"], tables=", ".join(f"{name} {n}" for name, n in counts.items()), beams=len(el),
+        el_min=min(el), el_max=max(el), azimuth=lidar["azimuth_step_deg"], min_range=lidar["min_range_m"],
+        max_range=lidar["max_range_m"], scenes=scenes, logs=logs,
+    )  # fmt: skip
