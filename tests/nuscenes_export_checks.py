@@ -80,7 +80,9 @@ def detection_eval(nusc: Any, predictions: Any, gt: Any | None = None) -> tuple[
     for c in classes:
         data = {d: accumulate(gt, pred, c, center_distance, d) for d in cfg.dist_ths}
         aps[c] = float(np.mean([calc_ap(data[d], cfg.min_recall, cfg.min_precision) for d in cfg.dist_ths]))
-        tps[c] = {m: float(calc_tp(data[cfg.dist_th_tp], cfg.min_recall, m)) for m in TP_METRICS}
+        # as `DetectionEval.evaluate`: no orientation, velocity or attribute error for cones, none of the latter two for barriers
+        skip = {"traffic_cone": ("attr_err", "vel_err", "orient_err"), "barrier": ("attr_err", "vel_err")}.get(c, ())
+        tps[c] = {m: np.nan if m in skip else float(calc_tp(data[cfg.dist_th_tp], cfg.min_recall, m)) for m in TP_METRICS}
     return aps, tps, gt
 
 
@@ -95,6 +97,8 @@ def filtered_gt(nusc: Any) -> Any:
     split = {"mini_val" if nusc.version.endswith("mini") else "val": [s["name"] for s in nusc.scene]}
     with mock.patch.object(loaders, "create_splits_scenes", lambda: split), contextlib.redirect_stdout(io.StringIO()):
         gt = loaders.load_gt(nusc, next(iter(split)), DetectionBox)
+        if not gt.all:
+            return gt  # the devkit's filter needs one box to know the box type
         return loaders.filter_eval_boxes(nusc, loaders.add_center_dist(nusc, gt), cfg.class_range)
 
 
@@ -115,17 +119,25 @@ def oracle(gt: Any, shift_m: float = 0.0, scores: bool = False) -> Any:
     return out
 
 
-def check_oracle(nusc: Any) -> int:
-    """mAP 1 and zero TP errors for the oracle; AP 0.5 when every box is 1.5 m off (matched at 2 and 4 m only)."""
-    aps, tps, gt = detection_eval(nusc, oracle(filtered_gt(nusc)))
-    if not aps:
+def check_oracle(nusc: Any, shifted_ap: bool = True) -> int:
+    """mAP 1 and zero TP errors for the oracle; with `shifted_ap`, AP 0.5 when every box is 1.5 m off (matched at
+    2 and 4 m only: a scene whose boxes of one class stand 1.5 m from each other, or where the shift crosses
+    the class range, gives another figure)."""
+    gt = filtered_gt(nusc)
+    if not gt.all:
         return 0
+    aps, tps, gt = detection_eval(nusc, oracle(gt), gt)
     assert aps == {c: 1.0 for c in aps} or np.allclose(list(aps.values()), 1.0), aps
     for c, errs in tps.items():
+        no_velocity = all(np.isnan(b.velocity).any() for b in gt.all if b.detection_name == c)  # one-annotation tracks
         for m, v in errs.items():
+            if m == "vel_err" and no_velocity and not np.isnan(v):
+                assert v == 1.0, (c, m, v)  # the devkit's `cummean` of all-NaN errors
+                continue
             assert np.isnan(v) or v < 1e-6, (c, m, v)
-    shifted, _, _ = detection_eval(nusc, oracle(gt, shift_m=1.5), gt)
-    np.testing.assert_allclose(list(shifted.values()), 0.5, atol=1e-12)
+    if shifted_ap:
+        shifted, _, _ = detection_eval(nusc, oracle(gt, shift_m=1.5), gt)
+        np.testing.assert_allclose(list(shifted.values()), 0.5, atol=1e-12)
     return len(gt.all)
 
 
@@ -147,10 +159,13 @@ def check_round_trip(export_root: Path, scene_name: str, source: Any, times_ns: 
     for cam in back.rig.names:
         np.testing.assert_allclose(back.rig.extrinsic(cam).as_matrix(), source.rig.extrinsic(cam).as_matrix(), atol=1e-12)
     key_ns = back.agents.timestamps_ns
-    ours = {(t + 500) // 1000 * 1000: t for t in times_ns.tolist()}  # exported at whole microseconds
+    offsets = {0, *source.rig.capture_offset_ns.tolist()}
+    ours = {(t + o + 500) // 1000 * 1000: t + o for t in times_ns.tolist() for o in offsets}  # exported at whole microseconds
+    np.testing.assert_allclose(back.rig.capture_offset_ns, [source.rig.capture_offset_ns[source.rig.index(c)] for c in back.rig.names],
+                               atol=1000)  # fmt: skip
     t_back = back.ego.timestamps_ns
     common = [t for t in t_back.tolist() if t in ours]
-    assert len(common) >= len(set(key_ns.tolist()))
+    assert len(common) == len(t_back) >= len(set(key_ns.tolist()))
     src = source.ego.pose_at(np.array([ours[t] for t in common])).as_matrix()
     got = back.ego.pose_at(np.array(common)).as_matrix()
     np.testing.assert_allclose(got, src, atol=1e-9)

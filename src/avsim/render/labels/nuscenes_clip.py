@@ -11,7 +11,8 @@ folder has `settings.json` with a `labels` record). Its scene is named after the
   frame's `world_SE3_ego` in `index.json` must be the scenario's ego pose at that time
   (`POSE_TOLERANCE_M` / `_RAD`), else the labels were made from another scenario.
 - **Keyframes** (`keyframes`): nuScenes samples at 2 Hz; the keyframes are the frames nearest to
-  t0 + k x 0.5 s (within half a frame period; every frame when frames are 0.5 s or more apart),
+  t0 + k x 0.5 s (within 0.1 s or half a frame period, whichever is more; every frame when frames
+  are 0.5 s or more apart),
   and the frames after the last keyframe are left out (a nuScenes scene ends on a keyframe).
 - **Visibility** (`visibility_fractions`): per frame and track, visible pixels over unoccluded
   pixels summed over the cameras (the annotations of `annotations.parquet` or the COCO files).
@@ -35,6 +36,7 @@ from avsim.render.labels import compact
 from avsim.scenario import Scenario
 
 KEYFRAME_PERIOD_NS = 500_000_000  # nuScenes samples at 2 Hz
+KEYFRAME_REACH_NS = 100_000_000  # a keyframe is the frame nearest to its 0.5 s mark, at most this (or half a frame) away
 POSE_TOLERANCE_M = 1e-6
 POSE_TOLERANCE_RAD = 1e-6
 
@@ -156,11 +158,11 @@ def keyframes(timestamps_ns: NDArrayInt, period_ns: int = KEYFRAME_PERIOD_NS) ->
     t = np.asarray(timestamps_ns, np.int64)
     if len(t) < 2 or np.median(np.diff(t)) >= period_ns:
         return np.arange(len(t))
-    half = float(np.median(np.diff(t))) / 2
-    targets = t[0] + period_ns * np.arange(int((t[-1] - t[0] + half) // period_ns) + 1)
+    reach = max(float(np.median(np.diff(t))) / 2, KEYFRAME_REACH_NS)
+    targets = t[0] + period_ns * np.arange(int((t[-1] - t[0] + reach) // period_ns) + 1)
     pos = np.clip(np.searchsorted(t, targets), 1, len(t) - 1)
     nearest = np.where(np.abs(t[pos - 1] - targets) <= np.abs(t[pos] - targets), pos - 1, pos)
-    ok = np.abs(t[nearest] - targets) <= half
+    ok = np.abs(t[nearest] - targets) <= reach
     return np.unique(nearest[ok])
 
 
