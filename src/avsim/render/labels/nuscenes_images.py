@@ -5,7 +5,8 @@ mmdetection3d's `cam2img`), so every exported image is an undistorted pinhole im
 camera without distortion is written as rendered; any other camera is resampled (`Rectifier`,
 bilinear, black outside the rendered image) onto the pinhole of its `export_intrinsic`: its own K,
 or for an f-theta lens the pinhole that agrees with it at the principal point
-(`labels.lanes.openlane_intrinsic`, the `cam2img` of `avsim labels-mmdet3d`), at the same image size.
+(`labels.lanes.openlane_intrinsic`, the `cam2img` of `avsim labels-mmdet3d`), at the same image size
+(OpenCV's fixed-point maps: source positions to 1/32 px).
 JPEG quality `labels.records.JPEG_QUALITY`; the same frame gives the same bytes.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from avsim.core.cameras import Camera, PinholeCamera
-from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32
+from avsim.core.typing import NDArrayByte, NDArrayFloat
 from avsim.render.labels.lanes import openlane_intrinsic
 from avsim.render.labels.records import encode_image
 
@@ -49,14 +50,17 @@ class Rectifier:
     def __init__(self, camera: Camera) -> None:
         self.camera = camera
         self.K = export_intrinsic(camera)
-        self._maps: tuple[NDArrayFloat32, NDArrayFloat32] | None = None
+        self._maps: tuple[np.ndarray, np.ndarray] | None = None
         if needs_rectification(camera):
             w, h = camera.width_px, camera.height_px
             u, v = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
             rays = np.stack([u.ravel(), v.ravel(), np.ones(u.size)], -1) @ np.linalg.inv(self.K).T
             uv, _, _ = camera.project(rays)
+            import cv2
+
             uv = np.nan_to_num(uv, nan=-1e6)
-            self._maps = (uv[:, 0].reshape(h, w).astype(np.float32), uv[:, 1].reshape(h, w).astype(np.float32))
+            mx, my = uv[:, 0].reshape(h, w).astype(np.float32), uv[:, 1].reshape(h, w).astype(np.float32)
+            self._maps = cv2.convertMaps(mx, my, cv2.CV_16SC2)  # fixed point (1/32 px): a faster remap
 
     def __call__(self, rgb: NDArrayByte) -> NDArrayByte:
         """One frame as the pinhole image.
