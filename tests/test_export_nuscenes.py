@@ -374,3 +374,36 @@ def test_bad_input_is_one_line_and_writes_nothing(sample_export: dict[str, Path]
     assert code == 1 and len(err) == 1 and "no image of camera_rear_left_70fov" in err[0] and not out.exists(), err
     assert main(["export", "nuscenes", str(tmp_path / "nothing"), str(out), "--scenario", str(sample_export["scenario"])]) == 1
     assert "no label folder" in capsys.readouterr().err
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(tmp_path: Path) -> None:
+    """SOURCE holding both a labelled render (frames decoded from its videos) and the clip generated from it
+    (`avsim generate`, its frames with the remapped labels): two scenes of one log; the generated scene's images
+    are the generated video's frames, resampled onto the pinhole."""
+    from avsim.core.cameras import camera_from_dict
+    from avsim.core.video import read_video
+    from avsim.render.labels.nuscenes_images import Rectifier
+    from avsim.render.labels.records import encode_image
+
+    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    assert main(["render", str(tmp_path / "s"), str(tmp_path / "both" / "control"), "--labels", "--fps", "30", "--frames", "16",
+                 "--size", "112x64", "--cameras", "camera_front_wide_120fov"]) == 0  # fmt: skip
+    assert main(["generate", str(tmp_path / "both" / "control"), str(tmp_path / "both" / "gen"), "--config", "debug",
+                 "--random-weights", "--views", "front_wide", "--steps", "1"]) == 0  # fmt: skip
+    out = tmp_path / "nus"
+    assert main(["export", "nuscenes", str(tmp_path / "both"), str(out), "--scenario", str(tmp_path / "s"), "--version", VERSION]) == 0
+    nusc = open_export(out, VERSION)
+    check_structure(nusc, out)
+    assert len(nusc.scene) == 2 and len(nusc.log) == 1 and {s["name"] for s in nusc.scene} == {CLIP, "gen"}
+    gen_index = json.loads((tmp_path / "both" / "gen" / "labels" / "index.json").read_text())
+    model = camera_from_dict(gen_index["camera_models"]["camera_front_wide_120fov"])
+    frames = read_video(tmp_path / "both" / "gen" / f"{CLIP}.camera_front_wide_120fov.mp4")
+    scene = next(s for s in nusc.scene if s["name"] == "gen")
+    sd = nusc.get("sample_data", nusc.get("sample", scene["first_sample_token"])["data"]["CAM_FRONT"])
+    k = 0
+    while sd:
+        assert (out / sd["filename"]).read_bytes() == encode_image(Rectifier(model)(frames[k]), "jpg")
+        sd, k = (nusc.get("sample_data", sd["next"]) if sd["next"] else None), k + 1
+    assert k == len(gen_index["frames"]) == 5
