@@ -4,7 +4,7 @@ DATASET is one of
 - a folder of scenario folders (render, labels, sim) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
-- a folder of clip folders (detect: `labels/index.json` and the videos), or of folders of them
+- a folder of clip folders (detect, nuscenes: `labels/index.json` and the videos), or of folders of them
   (the output of `avsim run render --labels` or `avsim run generate`: items `<item>.<clip>`),
 - a folder of render items, the output of `avsim run render` (generate, pair),
 - a post-training layout (encode: one item per clip; no manifest),
@@ -43,11 +43,12 @@ class JobKind(StrEnum):
     ENCODE = "encode"
     SIM = "sim"
     DETECT = "detect"
+    NUSCENES = "nuscenes"
 
     @property
     def command(self) -> str:
         """The words after `avsim run` that start a job of this kind."""
-        return "eval detect" if self is JobKind.DETECT else str(self.value)
+        return {JobKind.DETECT: "eval detect", JobKind.NUSCENES: "export nuscenes"}.get(self, str(self.value))
 
 
 KINDS = JobKind.choices()
@@ -94,7 +95,7 @@ def _folder_items(dataset: Path, kind: str) -> list[Item]:
         from avsim.evaluation.video_frames import list_clips
 
         paths = list_clips(dataset)
-    elif kind == "detect":
+    elif kind in ("detect", "nuscenes"):
         return _clip_folder_items(dataset)
     elif kind == "encode":
         from avsim.train.data import layout_clips

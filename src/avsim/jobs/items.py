@@ -114,6 +114,12 @@ def _detect(task: ItemTask, tmp: Path) -> None:
     detect_item(task, tmp)
 
 
+def _nuscenes(task: ItemTask, tmp: Path) -> None:
+    from avsim.jobs.nuscenes_items import nuscenes_item
+
+    nuscenes_item(task, tmp)
+
+
 def _sim(task: ItemTask, tmp: Path) -> None:
     from avsim.sim.run import run_sim
 
@@ -148,7 +154,7 @@ def _hang_for_test(name: str) -> None:
 
 def _run(task: ItemTask, digest: str) -> None:
     runners = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim, "detect": _detect,
-               **MODEL_RUNNERS}  # fmt: skip
+               "nuscenes": _nuscenes, **MODEL_RUNNERS}  # fmt: skip
     runner = runners[task.kind]
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)

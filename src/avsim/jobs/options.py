@@ -36,8 +36,10 @@ OPTION_TYPES: dict[str, dict[str, type]] = {
     "sim": {"policy": str, "agents": str, "cameras": str, "size": str, "backend": str, "steps": int, "duration": float, "seed": int,
             "rate": float, "controller": str, "budget": float},
     "detect": {"detector": str},
+    "nuscenes": {"scenario": str, "version": str, "lidar_beams": int, "lidar_elevations": str, "lidar_azimuth_deg": float,
+                 "lidar_range_m": float},
 }
-PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real"})
+PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real", "scenario"})
 """Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 

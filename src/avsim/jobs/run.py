@@ -10,6 +10,9 @@ that `avsim eval report` gives (`avsim.jobs.fid.clip_intervals`) unless turned o
 `detect` (`avsim run eval detect`) runs one clip folder per task and, when every clip
 succeeded, merges their parts into the folder `avsim eval detect` writes (avsim.jobs.detect).
 
+`nuscenes` (`avsim run export nuscenes`) writes one-scene dataroots in `OUT/scenes/<item>/` and,
+when every item succeeded, joins them into the dataroot `OUT` (avsim.jobs.nuscenes_items).
+
 `pair` items go to `OUT/clips/<item>/` and are then linked into the shared layout at `OUT/`
 (`model_items.merge_layout`); `encode` items go to `OUT/<clip>/` and the cache's index is
 written over them (`model_items.merge_cache`). `generate` and `encode` digest their weight
@@ -40,6 +43,7 @@ from avsim.jobs.model_items import (
     merge_layout,
     weight_digests,
 )
+from avsim.jobs.nuscenes_items import NUSCENES_SCENES, check_nuscenes_options, item_options
 from avsim.jobs.options import OPTION_TYPES, coerce_options, render_options, sim_options
 from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask
 
@@ -62,6 +66,7 @@ class JobReport:
     frechet: dict[str, Any] | None = None
     sim_rows: list[dict[str, Any]] | None = None
     detect: dict[str, Any] | None = None
+    nuscenes: dict[str, int] | None = None  # records per table of the joined dataroot
 
     def count(self, status: ItemStatus) -> int:
         """Items that ended with `status`."""
@@ -100,6 +105,8 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], 
         check_generate_options(base)
     if kind == "detect":
         check_detect_options(base)
+    if kind == "nuscenes":
+        check_nuscenes_options(base)
     # detect: one detector per job (the merged detect.json names it), so no manifest option columns
     items = read_items(dataset, kind, () if kind == JobKind.DETECT else tuple(OPTION_TYPES[kind]))
     root = out.resolve()
@@ -109,6 +116,8 @@ def plan_tasks(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], 
         opts = {**base, **coerce_options(kind, item.options, item.path)}
         if kind == "pair":
             opts["real"] = _item_real(base, item.options, item.name, dataset)
+        if kind == "nuscenes":
+            opts = item_options(opts, item.path)
         if kind == "encode":
             opts["clip"] = item.name
         if kind in ("generate", "encode"):
@@ -233,6 +242,8 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
             report = JobReport(kind, report.results, merge_eval(out, tasks, console, bootstrap))
         if kind == "detect" and not report.failed:
             report = JobReport(kind, report.results, detect=_merge_detect(out, tasks, generated is not None, console))
+        if kind == "nuscenes" and not report.failed:
+            report = JobReport(kind, report.results, nuscenes=_merge_nuscenes(out, tasks, console))
         if kind == "sim":
             from avsim.jobs.sim_summary import print_sim_summary, write_sim_summary
 
@@ -263,7 +274,8 @@ def _plan(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], conso
     if console is not None and kind in ("generate", "encode"):
         with console.status(f"run {kind}: listing the items, hashing the weight files"):  # a checkpoint takes seconds
             return plan_tasks(kind, dataset, out, options)
-    return plan_tasks(kind, dataset, out / PAIR_CLIPS if kind == "pair" else out, options, seeds)
+    under = {"pair": PAIR_CLIPS, "nuscenes": NUSCENES_SCENES}.get(kind)
+    return plan_tasks(kind, dataset, out / under if under else out, options, seeds)
 
 
 def _merge_detect(out: Path, tasks: list[ItemTask], generated: bool, console: Console | None) -> dict[str, Any]:
@@ -274,6 +286,16 @@ def _merge_detect(out: Path, tasks: list[ItemTask], generated: bool, console: Co
         return merge_detect(out, tasks, generated)
     with console.status(f"run eval detect: merging {len(tasks)} clips"):
         return merge_detect(out, tasks, generated)
+
+
+def _merge_nuscenes(out: Path, tasks: list[ItemTask], console: Console | None) -> dict[str, int]:
+    """`avsim.jobs.nuscenes_items.merge_nuscenes` under a spinner (it links every part's files)."""
+    from avsim.jobs.nuscenes_items import merge_nuscenes
+
+    if console is None:
+        return merge_nuscenes(out, tasks)
+    with console.status(f"run export nuscenes: joining {len(tasks)} scenes"):
+        return merge_nuscenes(out, tasks)
 
 
 def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None,

@@ -219,10 +219,9 @@ def frame_sources(clip: LabelledClip, camera: str, positions: NDArrayInt) -> tup
             images[p] = hits[0]
             continue
         vclip = str(f["video_clip"])
-        if clip.kind == ClipKind.GENERATED:
-            video = clip.folder.parent / f"{vclip}.{camera}.mp4"
-        else:
-            video = clip.folder.parent.parent / vclip / f"{vclip}.{camera}.mp4"
+        beside = clip.folder.parent / f"{vclip}.{camera}.mp4"  # the clip folder's own video (a generated folder's: its frames)
+        chunk = clip.folder.parent.parent / vclip / f"{vclip}.{camera}.mp4"  # a render's chunk `<clip>_<k>/`
+        video = chunk if clip.kind == ClipKind.RENDER and not beside.is_file() and chunk.is_file() else beside
         if not video.is_file():
             raise AvsimInputError(clip.index_path, "frames", f"no image of {camera} frame {f['frame_index']}: neither labels/images/ "
                                   f"nor the video {video} (render with --images, or keep the videos)")  # fmt: skip

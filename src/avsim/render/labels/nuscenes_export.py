@@ -124,6 +124,28 @@ class _Log:
     location: str = ""
 
 
+def assign_locations(preferred: dict[str, str | None]) -> dict[str, str]:
+    """Each log's location, logs in order: its preferred nuScenes location when free, else the next free one
+    of `LOCATIONS`, else `avsim-<log token>` (no map expansion).
+
+    Args:
+        preferred: log token -> its preferred location (a nuScenes-sourced scenario's own) or None.
+
+    Returns:
+        log token -> location.
+    """
+    free = list(LOCATIONS)
+    out: dict[str, str] = {}
+    for token, want in preferred.items():
+        if want in free:
+            out[token] = want
+            free.remove(want)
+    for token in preferred:
+        if token not in out:
+            out[token] = free.pop(0) if free else f"avsim-{token[:12]}"
+    return {t: out[t] for t in preferred}
+
+
 def world_offset(scenario: Scenario) -> tuple[tuple[float, float, float], tuple[float, float]]:
     """The whole-metre shift of a scenario's world into its export frame, and the region's size there.
 
@@ -188,13 +210,14 @@ class NuScenesExport:
             self.logs[token] = _Log(token, moved, offset, canvas, road_surface(moved.map), name if name in LOCATIONS else None)
         return self.logs[token]
 
-    def add_clip(self, clip: LabelledClip, scenario: Scenario, scenario_path: Path) -> None:
+    def add_clip(self, clip: LabelledClip, scenario: Scenario, scenario_path: Path, name: str | None = None) -> None:
         """One clip as one scene: tables, images, sweeps.
 
         Args:
             clip: the label folder.
             scenario: the scenario it was made from (its own frame; checked against the clip).
             scenario_path: where the scenario was read.
+            name: the scene's name (default: the clip's, made unique in this export).
         """
         check_scenario(clip, scenario, scenario_path)
         log = self.log_of(scenario, scenario_path)
@@ -202,7 +225,7 @@ class NuScenesExport:
         key_pos = keyframes(clip.timestamps_ns)
         last = int(key_pos[-1])
         times = clip.timestamps_ns[: last + 1]
-        name = self._unique_name(clip.name)
+        name = self._unique_name(name or clip.name)
         sample_tokens = self.tables.add_scene(
             json.dumps([clip.digest, name]), name, f"avsim synthetic {clip.kind} of scenario {scenario.scenario_id}: {clip.name}",
             log.token, [_us(t) for t in times[key_pos]],
@@ -288,16 +311,11 @@ class NuScenesExport:
         return out
 
     def assign_locations(self) -> None:
-        """Give each log a location: its own nuScenes location when free, else the next free one, else `avsim-<token>`."""
-        free = list(LOCATIONS)
-        for log in self.logs.values():
-            if log.preferred in free:
-                log.location = log.preferred
-                free.remove(log.preferred)
-        for log in self.logs.values():
-            if not log.location:
-                log.location = free.pop(0) if free else f"avsim-{log.token[:12]}"
-            self.tables.set_location(log.token, log.location)
+        """Give each log a location (`assign_locations`)."""
+        located = assign_locations({t: log.preferred for t, log in self.logs.items()})
+        for token, log in self.logs.items():
+            log.location = located[token]
+            self.tables.set_location(token, log.location)
 
     def write_maps(self) -> None:
         """Every log's mask and, for those at a nuScenes location, the map expansion."""
@@ -327,7 +345,7 @@ class NuScenesExport:
     def manifest(self) -> dict[str, Any]:
         """`avsim_export.json`: the logs (scenario, export-frame offset, location, expansion), scenes and LiDAR."""
         logs = {t: {"scenario_id": log.scenario.scenario_id, "world_offset_m": list(log.offset_m), "location": log.location,
-                    "map_expansion": log.location in LOCATIONS, "canvas_m": list(log.canvas_m)}
+                    "preferred_location": log.preferred, "map_expansion": log.location in LOCATIONS, "canvas_m": list(log.canvas_m)}
                 for t, log in self.logs.items()}  # fmt: skip
         return {"format": EXPORT_FORMAT, "format_version": 1, "nuscenes_version": self.options.version, "logs": logs,
                 "scenes": self.scenes, "lidar": self.options.lidar.to_dict()}  # fmt: skip
@@ -352,20 +370,39 @@ def export_nuscenes(label_folders: list[Path], scenario_root: Path, out: Path, o
     Returns:
         What was written.
     """
-    from avsim.scenario.io import load_scenario
-
     check_output(out)
-    clips = [read_clip(f) for f in label_folders]
-    headers: dict[Path, str] = {}
-    scenarios: dict[Path, Scenario] = {}
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
-        export = NuScenesExport(tmp, options, progress)
-        for clip in clips:
-            path = _matching_scenario(clip, find_scenario(scenario_root, clip, headers), scenarios, load_scenario)
-            export.add_clip(clip, scenarios[path], path)
-        export.finish()
+        counts = write_export(label_folders, scenario_root, tmp, options, progress)
+    return counts
+
+
+def write_export(label_folders: list[Path], scenario_root: Path, root: Path, options: ExportOptions,
+                 progress: Callable[[int], None] | None = None, names: list[str] | None = None) -> ExportCounts:  # fmt: skip
+    """Write the dataroot of `label_folders` into the empty folder `root` (`export_nuscenes` without the rename).
+
+    Args:
+        label_folders: label folders (one scene each).
+        scenario_root: the scenario folder, or a folder of scenario folders.
+        root: an existing empty folder.
+        options: the export options.
+        progress: called with the number of files written.
+        names: the scenes' names (default: each clip's folder name, made unique).
+
+    Returns:
+        What was written.
+    """
+    from avsim.scenario.io import load_scenario
+
+    clips = [read_clip(f) for f in label_folders]
+    headers: dict[Path, str] = {}
+    scenarios: dict[Path, Scenario] = {}
+    export = NuScenesExport(root, options, progress)
+    for k, clip in enumerate(clips):
+        path = _matching_scenario(clip, find_scenario(scenario_root, clip, headers), scenarios, load_scenario)
+        export.add_clip(clip, scenarios[path], path, names[k] if names else None)
+    export.finish()
     return export.counts
 
 
