@@ -1,7 +1,8 @@
 """`avsim export nuscenes` on every real scene of ../shared/data (issue 56): convert, label 1 s at 12 fps with
 JPEG images (the rig and image aspect of each source), export, and check the dataroot by its consumers:
 nuscenes-devkit loads it and every link and file holds, its detection-eval steps give mAP 1 for the oracle, and `avsim convert` gives back the converted scenario (ego poses at every
-exported capture, extrinsics, capture offsets, keyframe boxes)."""
+exported capture, extrinsics, capture offsets, keyframe boxes); `NuScenesMap` reads the map expansion of every
+scene with a map."""
 
 from __future__ import annotations
 
@@ -53,4 +54,10 @@ def test_every_real_scene_exports_and_comes_back(shared_data: Path, tmp_path: Pa
     manifest = json.loads((tmp_path / "nus" / "avsim_export.json").read_text())
     (scene,) = manifest["scenes"].values()
     times = np.array([f["timestamp_ns"] for f in index["frames"]], np.int64)[: scene["frames"]]
-    check_round_trip(tmp_path / "nus", scene["name"], source, times, scene["channels"], tmp_path)
+    back = check_round_trip(tmp_path / "nus", scene["name"], source, times, scene["channels"], tmp_path)
+    (log,) = manifest["logs"].values()
+    if source.map.lanes.ids.size or source.map.lane_lines.ids.size:  # NuScenesMap reads the expansion of the real map
+        from nuscenes.map_expansion.map_api import NuScenesMap
+
+        nmap = NuScenesMap(dataroot=str(tmp_path / "nus"), map_name=log["location"])
+        assert len(nmap.lane) == len(back.map.lanes) > 0 or len(nmap.lane_divider) + len(nmap.road_divider) > 0

@@ -100,8 +100,28 @@ def read_clip(folder: Path) -> LabelledClip:
     return LabelledClip(folder, index, folder.absolute().parent.name, kind, frame_index, times, cameras, models, digest)
 
 
+def generated_cameras(clip: LabelledClip) -> tuple[str, ...]:
+    """The cameras a clip has frames of: every labelled camera of a render; of a generated clip those with a
+    generated video (a generated folder whose labels are the control's, linked, lists every control camera).
+
+    Args:
+        clip: the clip.
+
+    Returns:
+        The cameras, in the index's order (at least one).
+    """
+    if clip.kind != ClipKind.GENERATED:
+        return clip.cameras
+    vclip = str(clip.index["frames"][0]["video_clip"])
+    found = tuple(c for c in clip.cameras if (clip.folder.parent / f"{vclip}.{c}.mp4").is_file() or (clip.folder / "images" / c).is_dir())
+    if not found:
+        raise AvsimInputError(clip.index_path, "cameras", f"no generated video {vclip}.<camera>.mp4 beside the labels")
+    return found
+
+
 def clip_rig(clip: LabelledClip, scenario: Scenario) -> CameraRig:
-    """The rig the clip was rendered with (the scenario's, or the named rig `index.json` names), its cameras only, at their size.
+    """The rig the clip was rendered with (the scenario's, or the named rig `index.json` names), its cameras with frames
+    (`generated_cameras`) only, at their size.
 
     Args:
         clip: the clip.
@@ -120,7 +140,7 @@ def clip_rig(clip: LabelledClip, scenario: Scenario) -> CameraRig:
     missing = [c for c in clip.cameras if c not in rig.names]
     if missing:
         raise AvsimInputError(clip.index_path, "cameras", f"{missing} are not cameras of the {name} rig")
-    sub = rig.subset(list(clip.cameras))
+    sub = rig.subset(list(generated_cameras(clip)))
     return CameraRig(sub.names, tuple(clip.models[c] for c in sub.names), sub.ego_SE3_camera, capture_offset_ns=sub.capture_offset_ns)
 
 

@@ -59,6 +59,7 @@ from avsim.render.labels.nuscenes_clip import (
     clip_rig,
     find_scenario,
     frame_sources,
+    generated_cameras,
     keyframes,
     read_clip,
     visibility_fractions,
@@ -454,5 +455,5 @@ def planned_files(label_folders: list[Path]) -> int:
     for folder in label_folders:
         clip = read_clip(folder)
         key_pos = keyframes(clip.timestamps_ns)
-        total += (int(key_pos[-1]) + 1) * len(clip.cameras) + len(key_pos)
+        total += (int(key_pos[-1]) + 1) * len(generated_cameras(clip)) + len(key_pos)
     return total
