@@ -375,6 +375,15 @@ def test_bad_input_is_one_line_and_writes_nothing(sample_export: dict[str, Path]
     assert code == 1 and len(err) == 1 and "no image of camera_rear_left_70fov" in err[0] and not out.exists(), err
     assert main(["export", "nuscenes", str(tmp_path / "nothing"), str(out), "--scenario", str(sample_export["scenario"])]) == 1
     assert "no label folder" in capsys.readouterr().err
+    broken = tmp_path / "broken"  # `avsim convert` of an export whose avsim_export.json lost a log's offset
+    shutil.copytree(sample_export["out"], broken)
+    doc = json.loads((broken / "avsim_export.json").read_text())
+    for log in doc["logs"].values():
+        log["world_offset_m"] = [1.0, "x"]
+    (broken / "avsim_export.json").write_text(json.dumps(doc))
+    assert main(["convert", str(broken), str(tmp_path / "back")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "world_offset_m" in err[0] and not (tmp_path / "back").exists()
 
 
 @pytest.mark.e2e
@@ -408,3 +417,34 @@ def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(tmp_path: Pat
         assert (out / sd["filename"]).read_bytes() == encode_image(Rectifier(model)(frames[k]), "jpg")
         sd, k = (nusc.get("sample_data", sd["next"]) if sd["next"] else None), k + 1
     assert k == len(gen_index["frames"]) == 5
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_fifth_scenario_gets_a_location_of_its_own(tmp_path: Path) -> None:
+    """Five scenarios: four take nuScenes' locations, the fifth `avsim-<log token>`; its expansion is read by
+    `NuScenesMap` once that name is in the devkit's list, and by `avsim convert`."""
+    from nuscenes.map_expansion import map_api
+
+    from avsim.scenario.io import load_scenario
+
+    for seed in range(5):
+        assert main(["sample", str(tmp_path / "s" / f"s{seed}"), "--seed", str(seed), "--duration-s", "1"]) == 0
+        assert main(["labels", str(tmp_path / "s" / f"s{seed}"), str(tmp_path / "l"), "--fps", "12", "--frames", "7", "--size", "160x90",
+                     "--images", "jpg", "--cameras", "camera_front_wide_120fov"]) == 0  # fmt: skip
+    out = tmp_path / "nus"
+    assert main(["export", "nuscenes", str(tmp_path / "l"), str(out), "--scenario", str(tmp_path / "s"), "--version", VERSION]) == 0
+    nusc = open_export(out, VERSION)
+    locations = [g["location"] for g in nusc.log]
+    assert sorted(set(locations) & set(map_api.locations)) == sorted(map_api.locations) and len(set(locations)) == 5
+    fifth = next(g for g in nusc.log if g["location"] not in map_api.locations)
+    assert fifth["location"].startswith("avsim-")
+    map_api.locations.append(fifth["location"])
+    try:
+        assert len(map_api.NuScenesMap(dataroot=str(out), map_name=fifth["location"]).lane) > 0
+    finally:
+        map_api.locations.remove(fifth["location"])
+    scene = next(s for s in nusc.scene if s["log_token"] == fifth["token"])
+    assert main(["convert", f"{out}::{scene['name']}", str(tmp_path / "back")]) == 0
+    back = load_scenario(tmp_path / "back")
+    assert len(back.map.lanes) > 0 and fifth["location"] not in map_api.locations

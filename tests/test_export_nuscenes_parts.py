@@ -248,3 +248,12 @@ def test_divider_types_and_lane_connectivity() -> None:
     assert doc["connectivity"][ids[0]]["outgoing"] == [ids[1]] and doc["connectivity"][ids[1]]["incoming"] == [ids[0]]
     assert doc["connectivity"][ids[2]] == {"incoming": [], "outgoing": []}
     assert sum(p["segment_length"][1] for p in doc["arcline_path_3"][ids[0]]) == pytest.approx(20.0)
+
+
+def test_locations_go_to_the_first_four_logs_own_first() -> None:
+    from avsim.render.labels.nuscenes_export import LOCATIONS, assign_locations
+
+    got = assign_locations({"a": None, "b": "singapore-queenstown", "c": None, "d": "singapore-queenstown", "e": None, "f": None})
+    assert got["b"] == "singapore-queenstown" and got["a"] == LOCATIONS[0] and got["c"] == LOCATIONS[1] and got["d"] == LOCATIONS[2]
+    assert got["e"] == "avsim-e" and got["f"] == "avsim-f"  # past the four: an expansion the devkit does not know by default
+    assert sorted(v for v in got.values() if v in LOCATIONS) == sorted(LOCATIONS)

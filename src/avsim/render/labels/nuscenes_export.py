@@ -23,10 +23,11 @@ ego path's bounding box plus `REGION_MARGIN_M`) in the positive quadrant, starti
 `avsim_export.json` in the dataroot records each log's offset and the camera -> channel names;
 `avsim convert --from nuscenes` reads it and gives back the source frame and camera names.
 
-**Locations.** `NuScenesMap` reads only the four nuScenes locations, one expansion file each; the
-first four scenarios (by first scene) take them (a nuScenes-sourced scenario its own location when
-free) and get an expansion; a fifth scenario's log is located at `avsim-<log token>`, with its
-mask but no expansion (README and `avsim_export.json` say which).
+**Locations.** `NuScenesMap` reads only the four nuScenes locations (the names in
+`nuscenes.map_expansion.map_api.locations`), one expansion file each; the first four scenarios (by
+first scene) take them (a nuScenes-sourced scenario its own location when free); a fifth
+scenario's log is located at `avsim-<log token>`, its expansion written under that name, which
+`NuScenesMap` reads once the name is added to that list (README and `avsim_export.json` say which).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class _Log:
 
 def assign_locations(preferred: dict[str, str | None]) -> dict[str, str]:
     """Each log's location, logs in order: its preferred nuScenes location when free, else the next free one
-    of `LOCATIONS`, else `avsim-<log token>` (no map expansion).
+    of `LOCATIONS`, else `avsim-<log token>` (an expansion `NuScenesMap` does not know by default).
 
     Args:
         preferred: log token -> its preferred location (a nuScenes-sourced scenario's own) or None.
@@ -319,13 +320,12 @@ class NuScenesExport:
             self.tables.set_location(token, log.location)
 
     def write_maps(self) -> None:
-        """Every log's mask and, for those at a nuScenes location, the map expansion."""
+        """Every log's mask and map expansion (`maps/expansion/<location>.json`)."""
         (self.root / "maps" / "expansion").mkdir(parents=True, exist_ok=True)
         for log in self.logs.values():
             (self.root / "maps" / f"{log.token}.png").write_bytes(nuscenes_map.mask_png(log.scenario.map, log.canvas_m))
-            if log.location in LOCATIONS:
-                doc = nuscenes_map.map_expansion(log.scenario.map, log.token, log.canvas_m)
-                (self.root / "maps" / "expansion" / f"{log.location}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
+            doc = nuscenes_map.map_expansion(log.scenario.map, log.token, log.canvas_m)
+            (self.root / "maps" / "expansion" / f"{log.location}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
 
     def finish(self) -> None:
         """Locations, maps, the 13 tables, `avsim_export.json` and the README."""
@@ -346,7 +346,7 @@ class NuScenesExport:
     def manifest(self) -> dict[str, Any]:
         """`avsim_export.json`: the logs (scenario, export-frame offset, location, expansion), scenes and LiDAR."""
         logs = {t: {"scenario_id": log.scenario.scenario_id, "world_offset_m": list(log.offset_m), "location": log.location,
-                    "preferred_location": log.preferred, "map_expansion": log.location in LOCATIONS, "canvas_m": list(log.canvas_m)}
+                    "preferred_location": log.preferred, "devkit_location": log.location in LOCATIONS, "canvas_m": list(log.canvas_m)}
                 for t, log in self.logs.items()}  # fmt: skip
         return {"format": EXPORT_FORMAT, "format_version": 1, "nuscenes_version": self.options.version, "logs": logs,
                 "scenes": self.scenes, "lidar": self.options.lidar.to_dict()}  # fmt: skip

@@ -4,7 +4,7 @@ Every token is a digest of content, so the parts' tables join without renaming: 
 log, a sensor or a calibration that several parts share are the same record (checked), the others
 are added. Logs are located again over the whole dataset (`nuscenes_export.assign_locations`: the
 first four scenarios get nuScenes' four locations and their map expansions), and each part's files
-(images, sweeps, masks) are hard-linked into the joined dataroot (copied where the file system has
+(images, sweeps, masks, map expansions) are hard-linked into the joined dataroot (copied where the file system has
 no hard links). The joined parts stay where they are, so a rerun joins them again.
 """
 
@@ -90,11 +90,11 @@ def merge_exports(parts: list[Path], out: Path, version: str) -> dict[str, int]:
             if folder == "maps":
                 for token, location in located.items():
                     expansion = part_of_log[token] / "maps" / "expansion" / f"{logs[token]['location']}.json"
-                    if location in LOCATIONS and expansion.is_file():
+                    if expansion.is_file():
                         _place(expansion, tmp / "expansion" / f"{location}.json")
     for token, location in located.items():
         tables.set_location(token, location)
-        logs[token] = {**logs[token], "location": location, "map_expansion": location in LOCATIONS}
+        logs[token] = {**logs[token], "location": location, "devkit_location": location in LOCATIONS}
     manifest = {"format": "avsim-nuscenes-export", "format_version": 1, "nuscenes_version": version, "logs": logs, "scenes": scenes,
                 "lidar": lidar}  # fmt: skip
     for name, text in ((MANIFEST, json.dumps(manifest, indent=1) + "\n"), (README, readme_text(manifest, tables.counts()))):

@@ -28,7 +28,7 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
   else (buildings, vegetation, the ego vehicle) returns points. Intensity is synthetic.
   `num_lidar_pts` counts the sweep's points inside each box; `num_radar_pts` is 0 (no radar).
 - `maps/<log token>.png`: each log's semantic-prior mask (the road surface, 0.1 m per pixel);
-  `maps/expansion/<location>.json`: the map expansion (v1.3) of the log at that location.
+  `maps/expansion/<location>.json`: the map expansion (v1.3) of the log at each location.
 - `avsim_export.json`: the source of every scene and log, each log's export-frame offset, the
   camera -> channel names and the LiDAR model; `avsim convert --from nuscenes` reads it to give
   back the source scenario's frame and camera names.
@@ -40,8 +40,9 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
 - Attributes come from motion (moving / stopped / parked, with / without rider, moving / standing),
   visibility from the rendered visible fraction over all cameras; categories from the source class
   (a nuScenes category is kept), else from avsim's class.
-- Only the first four scenarios' maps can be read by `NuScenesMap` (it knows four locations); the
-  map layers avsim has no data for (road segments, road blocks, walkways, car parks, lane
+- `NuScenesMap` knows four locations (`nuscenes.map_expansion.map_api.locations`): the first four
+  scenarios take them; a fifth one's expansion is named `avsim-<log token>` and is read once that
+  name is appended to that list. The map layers avsim has no data for (road segments, road blocks, walkways, car parks, lane
   connectors) are empty, and lanes carry straight `arcline_path_3` segments along their centre lines.
 - Scene names are the clips' names, not nuScenes' (`nuscenes.utils.splits` does not list them).
 - Camera frames after a scene's last keyframe are left out.
@@ -54,7 +55,7 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
 
 ## Logs
 
-| log token | scenario | location | map expansion | offset added to x, y (m) |
+| log token | scenario | location | NuScenesMap reads it | offset added to x, y (m) |
 |---|---|---|---|---|
 {logs}
 """
@@ -74,7 +75,7 @@ def readme_text(manifest: dict[str, Any], counts: dict[str, int]) -> str:
     el = lidar["elevations_deg"]
     scenes = "\n".join(f"| {s['name']} | {s['kind']} | {s['scenario_id']} | {s['samples']} | {s['frames']} | {s['frames_left_out']} | "
                        f"{', '.join(f'{c} -> {ch}' for c, ch in s['channels'].items())} |" for s in manifest["scenes"].values())  # fmt: skip
-    logs = "\n".join(f"| {t} | {g['scenario_id']} | {g['location']} | {'yes' if g['map_expansion'] else 'no'} | "
+    logs = "\n".join(f"| {t} | {g['scenario_id']} | {g['location']} | {'yes' if g['devkit_location'] else 'add it to `nuscenes.map_expansion.map_api.locations`'} | "
                      f"({g['world_offset_m'][0]:g}, {g['world_offset_m'][1]:g}) |" for t, g in manifest["logs"].items())  # fmt: skip
     return README_TEMPLATE.format(
         version=manifest["nuscenes_version"], tables=", ".join(f"{name} {n}" for name, n in counts.items()), beams=len(el),

@@ -27,7 +27,7 @@ Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expan
 A dataroot written by `avsim export nuscenes` has `avsim_export.json` (`AVSIM_MANIFEST`): its
 logs' export-frame offsets are taken off again (the scenario comes back in its source frame), its
 cameras get their avsim names back (every camera sensor is read, in the source rig's order), and a
-log without a map expansion (past the four nuScenes locations) gives an empty map.
+log past nuScenes' four locations has its map read from `maps/expansion/avsim-<log token>.json`.
 """
 
 from __future__ import annotations
@@ -278,17 +278,25 @@ def _stop_line_midline(ring: np.ndarray) -> np.ndarray | None:
     return np.array([[a[0], a[1], 0.0], [b[0], b[1], 0.0]])
 
 
-def open_map(dataroot: Path, map_name: str) -> Any:
-    from nuscenes.map_expansion.map_api import NuScenesMap
+def open_map(dataroot: Path, map_name: str, extra_location: bool = False) -> Any:
+    """`NuScenesMap` of one location; `extra_location`: a name outside the devkit's four (an avsim export's fifth
+    scenario onwards), added to `map_api.locations` while it loads."""
+    from nuscenes.map_expansion import map_api
 
     path = dataroot / "maps" / "expansion" / f"{map_name}.json"
     if not path.exists():
         raise AvsimInputError(path, "map", "map expansion JSON not found (install nuScenes-map-expansion-v1.3 into maps/expansion)")
+    added = extra_location and map_name not in map_api.locations
     try:
+        if added:
+            map_api.locations.append(map_name)
         with contextlib.redirect_stdout(io.StringIO()):
-            return NuScenesMap(dataroot=str(dataroot), map_name=map_name)
+            return map_api.NuScenesMap(dataroot=str(dataroot), map_name=map_name)
     except Exception as exc:
         raise AvsimInputError(path, "map", f"nuscenes-devkit cannot load the map: {exc}") from None
+    finally:
+        if added:
+            map_api.locations.remove(map_name)
 
 
 def read_map(nmap: Any, box: tuple[float, float, float, float]) -> MapBuilder:
@@ -388,13 +396,8 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     agents = _agents(nusc, samples, where)
     xy = world_SE3_ego.translation[:, :2]
     box = (*(xy.min(axis=0) - MAP_MARGIN_M), *(xy.max(axis=0) + MAP_MARGIN_M))
-    expansion = dataroot / "maps" / "expansion" / f"{log['location']}.json"
-    if avsim is not None and not expansion.exists():
-        from avsim.maps import HDMap
-
-        hd_map = HDMap.empty()
-    else:
-        hd_map = read_map(open_map(dataroot, log["location"]), (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
+    nmap = open_map(dataroot, log["location"], extra_location=avsim is not None)
+    hd_map = read_map(nmap, (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
     metadata = {
         "source_format": "nuscenes",
         "nuscenes_version": version,
