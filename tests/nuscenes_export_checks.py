@@ -5,7 +5,8 @@
 - `detection_eval`: the devkit's detection-eval steps (`load_gt` on a split of the exported scenes,
   `add_center_dist`, `filter_eval_boxes`, `accumulate`, `calc_ap`, `calc_tp`) for given predictions;
 - `oracle` / `shifted`: predictions equal to the ground truth, or moved by a fixed distance;
-- `check_round_trip`: `avsim convert --from nuscenes` of the export against the source scenario.
+- `check_round_trip`: `avsim convert --from nuscenes` of the export against the source scenario;
+- `check_mmdet3d_infos`: mmdetection3d's info converter (restated) against `avsim labels-mmdet3d`.
 """
 
 from __future__ import annotations
@@ -181,3 +182,89 @@ def check_round_trip(export_root: Path, scene_name: str, source: Any, times_ns: 
         q_back, q_src = back.agents.orientation[rows][order], fb.rotation_world_wxyz[src_order]
         np.testing.assert_allclose(np.abs(np.sum(q_back * q_src, axis=1)), 1.0, atol=1e-9)
     return back
+
+
+def check_mmdet3d_infos(nusc: Any, export_root: Path, labels: Path, tmp: Path) -> tuple[int, int]:
+    """mmdetection3d's nuScenes info converter (restated, tests/mmdet3d_nuscenes_reference.py) runs on the export; its
+    infos of each keyframe are those `avsim labels-mmdet3d` writes for the same frame: pose, camera intrinsics and
+    extrinsics (the static `cam2ego` where the cameras have no capture offset), `lidar2cam`, the boxes (moved from
+    its LiDAR frame to the ego frame), classes, and each camera's boxes (2-D box, camera-frame box, centre, depth) for
+    the boxes both list; velocities by their definitions (the converter's is the devkit's `box_velocity` over the
+    neighbouring keyframes, avsim's the track's own +/- 0.05 s). Returns (boxes, camera boxes) compared."""
+    import mmdet3d_nuscenes_reference as ref
+
+    from avsim.cli import main
+    from avsim.core.transforms import SE3
+    from avsim.scenario.importers.safe_pickle import load_pickle
+
+    infos = ref.infos(nusc)
+    assert len(infos) == len(nusc.sample) and all(len(i["images"]) == 6 for i in infos)
+    assert main(["labels-mmdet3d", str(tmp / "info.pkl"), str(labels)]) == 0
+    ours = {round(s["timestamp"] * 1e6): s for s in load_pickle(tmp / "info.pkl")["data_list"]}
+    manifest = json.loads((export_root / "avsim_export.json").read_text())
+    (scene,) = manifest["scenes"].values()
+    (log,) = manifest["logs"].values()
+    back = SE3(np.eye(3), -np.asarray(log["world_offset_m"])).as_matrix()
+    camera_of = {ch: cam for cam, ch in scene["channels"].items()}
+    n_boxes = n_cam = 0
+    for info in infos:
+        mine = ours[round(info["timestamp"] * 1e6)]
+        # the converter rounds its 4x4 matrices to float32 (`convert_quaternion_to_matrix`)
+        np.testing.assert_allclose(back @ np.asarray(info["ego2global"]), mine["ego2global"], atol=1e-7 * np.abs(info["ego2global"]).max())
+        lidar2ego = np.asarray(info["lidar_points"]["lidar2ego"], np.float64)
+        for ch, im in info["images"].items():
+            theirs = mine["images"][camera_of[ch]]
+            np.testing.assert_allclose(im["cam2img"], theirs["cam2img"], atol=1e-12)
+            if abs(im["timestamp"] - info["timestamp"]) < 1e-6:  # captured at the frame time: the static extrinsic is avsim's camera pose
+                np.testing.assert_allclose(im["cam2ego"], theirs["cam2ego"], atol=1e-6)
+            np.testing.assert_allclose(im["lidar2cam"], np.asarray(theirs["lidar2cam"]) @ lidar2ego, atol=1e-5)  # float32 in the info
+            assert (export_root / im["data_path"]).is_file() or Path(im["data_path"]).is_file()
+        categories = [nusc.get("sample_annotation", t)["category_name"] for t in nusc.get("sample", info["token"])["anns"]]
+        n_boxes += _same_boxes(info, mine, lidar2ego, categories)
+        n_cam += _same_camera_boxes(info, mine, camera_of)
+    return n_boxes, n_cam
+
+
+def _same_boxes(info: dict, mine: dict, lidar2ego: np.ndarray, categories: list[str]) -> int:
+    """The converter's boxes (LiDAR frame) against avsim's (ego frame), matched by centre. Classes: avsim's info
+    names avsim's collapsed class (a bus is a truck there), the export keeps the finer nuScenes category."""
+    from avsim.core.agents import collapse_class
+    from avsim.render.labels.mmdet3d_info import AVSIM_TO_NUSCENES, NUSCENES_CLASSES
+
+    theirs = np.array([b["bbox_3d"] for b in info["instances"]]).reshape(-1, 7)
+    ours = np.array([b["bbox_3d"] for b in mine["instances"]]).reshape(-1, 7)
+    assert len(theirs) == len(ours)
+    centres = theirs[:, :3] @ lidar2ego[:3, :3].T + lidar2ego[:3, 3]
+    mount_yaw = np.arctan2(lidar2ego[1, 0], lidar2ego[0, 0])
+    for k, b in enumerate(ours):
+        j = int(np.argmin(np.linalg.norm(centres - b[:3], axis=1)))
+        np.testing.assert_allclose(centres[j], b[:3], atol=2e-5)  # avsim's info: float32 boxes of the compact tables
+        np.testing.assert_allclose(theirs[j, 3:6], b[3:6], atol=1e-6)
+        assert abs((theirs[j, 6] + mount_yaw - b[6] + np.pi) % (2 * np.pi) - np.pi) < 1e-5
+        collapsed = AVSIM_TO_NUSCENES.get(collapse_class(categories[j]))
+        assert mine["instances"][k]["bbox_label"] == (NUSCENES_CLASSES.index(collapsed) if collapsed else -1)
+        assert info["instances"][j]["bbox_label"] == mine["instances"][k]["bbox_label"] or categories[j] != {
+            "car": "vehicle.car", "truck": "vehicle.truck", "pedestrian": "human.pedestrian.adult", "bicycle": "vehicle.bicycle"}.get(collapsed)
+        v = np.asarray(info["instances"][j]["velocity"]) @ lidar2ego[:2, :2].T
+        assert np.linalg.norm(v - np.asarray(mine["instances"][k]["velocity"])) <= 0.25 * np.linalg.norm(v) + 0.3
+    return len(ours)
+
+
+def _same_camera_boxes(info: dict, mine: dict, camera_of: dict[str, str]) -> int:
+    """Each camera's boxes that avsim lists (the ones it shows) and the converter lists, fully inside the image."""
+    n = 0
+    for ch, boxes in info["cam_instances"].items():
+        theirs = mine["cam_instances"][camera_of[ch]]
+        w, h = mine["images"][camera_of[ch]]["width"], mine["images"][camera_of[ch]]["height"]
+        for b in theirs:
+            x1, y1, x2, y2 = b["bbox"]
+            if x1 <= 0 or y1 <= 0 or x2 >= w or y2 >= h:
+                continue  # the converter clips to nuScenes' 1600 x 900, avsim to the image
+            c = min(boxes, key=lambda o: np.linalg.norm(np.asarray(o["center_2d"]) - b["center_2d"]))
+            # avsim's info reads its boxes from the compact tables (float32): 1e-4 px, 2e-5 m
+            np.testing.assert_allclose(c["bbox"], b["bbox"], atol=1e-4)
+            np.testing.assert_allclose(c["bbox_3d"][:6], b["bbox_3d"][:6], atol=2e-5)
+            assert abs((c["bbox_3d"][6] - b["bbox_3d"][6] + np.pi) % (2 * np.pi) - np.pi) < 1e-5
+            np.testing.assert_allclose(c["center_2d"] + [c["depth"]], b["center_2d"] + [b["depth"]], atol=1e-4)
+            n += 1
+    return n
