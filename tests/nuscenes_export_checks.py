@@ -200,9 +200,9 @@ def check_mmdet3d_infos(nusc: Any, export_root: Path, labels: Path, tmp: Path) -
     infos = ref.infos(nusc)
     assert len(infos) == len(nusc.sample) and all(len(i["images"]) == 6 for i in infos)
     assert main(["labels-mmdet3d", str(tmp / "info.pkl"), str(labels)]) == 0
-    ours = {round(s["timestamp"] * 1e6): s for s in load_pickle(tmp / "info.pkl")["data_list"]}
     manifest = json.loads((export_root / "avsim_export.json").read_text())
     (scene,) = manifest["scenes"].values()
+    ours = {round(s["timestamp"] * 1e6) + scene["time_offset_us"]: s for s in load_pickle(tmp / "info.pkl")["data_list"]}
     (log,) = manifest["logs"].values()
     back = SE3(np.eye(3), -np.asarray(log["world_offset_m"])).as_matrix()
     camera_of = {ch: cam for cam, ch in scene["channels"].items()}

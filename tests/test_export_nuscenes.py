@@ -81,7 +81,7 @@ def test_boxes_sit_on_the_rendered_objects(nusc, sample_export: dict[str, Path])
     (scene_token, scene), = manifest["scenes"].items()
     index = json.loads((sample_export["labels"] / "index.json").read_text())
     anns = pl.read_parquet(sample_export["labels"] / "annotations.parquet")
-    frame_of = {(f["timestamp_ns"] + 500) // 1000: f["frame_index"] for f in index["frames"]}
+    frame_of = {(f["timestamp_ns"] + 500) // 1000 + scene["time_offset_us"]: f["frame_index"] for f in index["frames"]}
     corners_checked, inside = 0, []
     for cam, channel in scene["channels"].items():
         model = camera_from_dict(index["camera_models"][cam])

@@ -23,6 +23,12 @@ ego path's bounding box plus `REGION_MARGIN_M`) in the positive quadrant, starti
 `avsim_export.json` in the dataroot records each log's offset and the camera -> channel names;
 `avsim convert --from nuscenes` reads it and gives back the source frame and camera names.
 
+**Time axis.** nuscenes-devkit sorts scenes by their first timestamp (`list_scenes` fails on two
+scenes that start at the same microsecond, as every avsim scenario starting at 0 would), so each
+scene's times are moved to start at `TIME_BASE_US` plus a whole number of microseconds below
+`TIME_SPAN_US` read from its token (content, not order: parts exported apart join without
+clashes); `avsim_export.json` records each scene's offset and `avsim convert` takes it off.
+
 **Locations.** `NuScenesMap` reads only the four nuScenes locations (the names in
 `nuscenes.map_expansion.map_api.locations`), one expansion file each; the first four scenarios (by
 first scene) take them (a nuScenes-sourced scenario its own location when free); a fifth
@@ -32,6 +38,7 @@ scenario's log is located at `avsim-<log token>`, its expansion written under th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -81,6 +88,9 @@ from avsim.scenario.exporters.nuscenes_tables import NuScenesTables, SampleBoxes
 
 LOCATIONS: tuple[str, ...] = ("boston-seaport", "singapore-onenorth", "singapore-hollandvillage", "singapore-queenstown")
 REGION_MARGIN_M = 150.0
+TIME_BASE_US = 1_500_000_000_000_000  # 2017-07-14 UTC: nuScenes-like unix microseconds
+TIME_SPAN_US = 100_000_000_000_000  # scenes start within about 3.2 years of it
+TIME_BASE_DATE = "2017-07-14"  # every log's date_captured (synthetic: the time axis's base)
 EXPORT_FORMAT = "avsim-nuscenes-export"
 MANIFEST = "avsim_export.json"
 README = "README.md"
@@ -111,6 +121,25 @@ class ExportCounts:
     dropped_frames: int = 0
     image_seconds: float = 0.0
     lidar_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _SceneRef:
+    """A scene being written: its token, samples, name and the microseconds added to its times (module docstring)."""
+
+    token: str
+    name: str
+    shift_us: int
+    samples: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, key: str, name: str, first_us: int) -> _SceneRef:
+        token = content_token("scene", key)
+        return cls(token, name, TIME_BASE_US + int(token[:16], 16) % TIME_SPAN_US - first_us)
+
+    def us(self, t_ns: int | np.integer) -> int:
+        """A time of the clip (ns) as the scene's timestamp (us)."""
+        return _us(t_ns) + self.shift_us
 
 
 @dataclass
@@ -208,7 +237,7 @@ class NuScenesExport:
             moved = transform_scenario(scenario, SE3(np.eye(3), np.asarray(offset)))
             moved = moved.replace(map=within_box(moved.map, [0.0, 0.0, canvas[0], canvas[1]]))
             name = str(scenario.metadata.get("map_name", ""))
-            self.tables.add_log(key, f"avsim-{_safe_name(scenario.scenario_id)}", "")
+            self.tables.add_log(key, f"avsim-{_safe_name(scenario.scenario_id)}", "", TIME_BASE_DATE)
             self.logs[token] = _Log(token, moved, offset, canvas, road_surface(moved.map), name if name in LOCATIONS else None)
         return self.logs[token]
 
@@ -228,23 +257,24 @@ class NuScenesExport:
         last = int(key_pos[-1])
         times = clip.timestamps_ns[: last + 1]
         name = self._unique_name(name or clip.name)
-        sample_tokens = self.tables.add_scene(
-            json.dumps([clip.digest, name]), name, f"avsim synthetic {clip.kind} of scenario {scenario.scenario_id}: {clip.name}",
-            log.token, [_us(t) for t in times[key_pos]],
-        )  # fmt: skip
-        scene_token = self.tables.tables["sample"][sample_tokens[0]]["scene_token"]
+        key = json.dumps([clip.digest, name])
+        scene = _SceneRef.of(key, name, _us(times[0]))
+        samples = self.tables.add_scene(key, name, f"avsim synthetic {clip.kind} of scenario {scenario.scenario_id}: {clip.name}",
+                                        log.token, [scene.us(t) for t in times[key_pos]])  # fmt: skip
+        scene = dataclasses.replace(scene, samples=samples)
         sample_of = np.searchsorted(key_pos, np.arange(last + 1), side="left")
         channels = camera_channels(rig.names, [optical_axis_yaw_deg(rig.extrinsic(c)) for c in rig.names])
         for cam in rig.names:
-            self._camera(clip, log, rig, cam, channels[cam], name, (scene_token, sample_tokens), key_pos, sample_of)
-        boxes = self._lidar_and_boxes(clip, log, name, (scene_token, sample_tokens), times, key_pos)
-        self.counts.annotations += self.tables.add_annotations(scene_token, sample_tokens, boxes)
+            self._camera(clip, log, rig, cam, channels[cam], scene, key_pos, sample_of)
+        boxes = self._lidar_and_boxes(clip, log, scene, times, key_pos)
+        self.counts.annotations += self.tables.add_annotations(scene.token, samples, boxes)
         self.counts.scenes += 1
         self.counts.samples += len(key_pos)
         self.counts.dropped_frames += len(clip.timestamps_ns) - (last + 1)
-        self.scenes[scene_token] = {"name": name, "kind": clip.kind, "labels": str(clip.folder.resolve()), "log": log.token,
+        self.scenes[scene.token] = {"name": name, "kind": clip.kind, "labels": str(clip.folder.resolve()), "log": log.token,
                                     "scenario_id": scenario.scenario_id, "channels": channels, "samples": len(key_pos),
-                                    "frames": last + 1, "frames_left_out": len(clip.timestamps_ns) - (last + 1)}  # fmt: skip
+                                    "frames": last + 1, "frames_left_out": len(clip.timestamps_ns) - (last + 1),
+                                    "time_offset_us": scene.shift_us}  # fmt: skip
 
     def _unique_name(self, base: str) -> str:
         name, k = _safe_name(base), 2
@@ -253,8 +283,8 @@ class NuScenesExport:
         self._names.add(name)
         return name
 
-    def _camera(self, clip: LabelledClip, log: _Log, rig: Any, cam: str, channel: str, name: str, scene: tuple[str, list[str]],
-                key_pos: np.ndarray, sample_of: np.ndarray) -> None:  # fmt: skip
+    def _camera(self, clip: LabelledClip, log: _Log, rig: Any, cam: str, channel: str, scene: _SceneRef, key_pos: np.ndarray,
+                sample_of: np.ndarray) -> None:  # fmt: skip
         """One camera's frames: sample_data, ego poses at capture, calibration, JPEG files."""
         model = rig.camera(cam)
         cs = self.tables.add_sensor(channel, "camera", rig.extrinsic(cam), export_intrinsic(model))
@@ -262,10 +292,10 @@ class NuScenesExport:
         capture = clip.timestamps_ns[:n] + int(rig.capture_offset_ns[rig.index(cam)])
         poses = log.scenario.ego.pose_at(capture)
         keyset = set(np.asarray(key_pos).tolist())
-        files = [f"{'samples' if p in keyset else 'sweeps'}/{channel}/{name}__{channel}__{_us(capture[p])}.jpg" for p in range(n)]
-        records = [SampleDataRecord(_us(capture[p]), poses[p], files[p], p in keyset, int(sample_of[p]), model.width_px, model.height_px)
-                   for p in range(n)]  # fmt: skip
-        self.tables.add_channel(scene[0], scene[1], channel, cs, records)
+        files = [f"{'samples' if p in keyset else 'sweeps'}/{channel}/{scene.name}__{channel}__{scene.us(capture[p])}.jpg" for p in range(n)]
+        records = [SampleDataRecord(scene.us(capture[p]), poses[p], files[p], p in keyset, int(sample_of[p]), model.width_px,
+                                    model.height_px) for p in range(n)]  # fmt: skip
+        self.tables.add_channel(scene.token, scene.samples, channel, cs, records)
         for folder in {str(Path(f).parent) for f in files}:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         images, videos = frame_sources(clip, cam, np.arange(n))
@@ -274,7 +304,7 @@ class NuScenesExport:
         self.counts.image_seconds += time.perf_counter() - t0
         self.counts.camera_frames += n
 
-    def _lidar_and_boxes(self, clip: LabelledClip, log: _Log, name: str, scene: tuple[str, list[str]], times: np.ndarray,
+    def _lidar_and_boxes(self, clip: LabelledClip, log: _Log, scene: _SceneRef, times: np.ndarray,
                          key_pos: np.ndarray) -> list[SampleBoxes]:  # fmt: skip
         """The LiDAR sweep of every keyframe (files and sample_data) and the keyframes' annotations."""
         lidar = self.options.lidar
@@ -294,12 +324,12 @@ class NuScenesExport:
             sweep = cast_sweep(lidar, fb.world_SE3_ego, fb.center_world_m, rot, fb.size_lwh_m, log.road)
             points_world = fb.world_SE3_ego.compose(lidar.ego_SE3_lidar).apply(sweep.points_m) if len(sweep.points_m) else sweep.points_m
             counts = points_in_boxes(points_world, fb.center_world_m, rot, fb.size_lwh_m)
-            file = f"samples/{LIDAR_CHANNEL}/{name}__{LIDAR_CHANNEL}__{_us(times[p])}.pcd.bin"
+            file = f"samples/{LIDAR_CHANNEL}/{scene.name}__{LIDAR_CHANNEL}__{scene.us(times[p])}.pcd.bin"
             (self.root / file).write_bytes(sweep.pcd_bin())
             self.counts.lidar_seconds += time.perf_counter() - t0
             self.counts.lidar_sweeps += 1
             self.progress(1)
-            records.append(SampleDataRecord(_us(times[p]), fb.world_SE3_ego, file, True, j))
+            records.append(SampleDataRecord(scene.us(times[p]), fb.world_SE3_ego, file, True, j))
             fi = int(clip.frame_index[p])
             ids = [str(t) for t in fb.track_id.tolist()]
             cats = [nuscenes_category(s, c) for s, c in zip(fb.source_class.tolist(), fb.object_class.tolist())]
@@ -309,7 +339,7 @@ class NuScenesExport:
                 [visibility_token(visible.get((fi, t), 0.0)) for t in ids], fb.center_world_m, fb.size_lwh_m,
                 fb.rotation_world_wxyz, counts.tolist(),
             ))  # fmt: skip
-        self.tables.add_channel(scene[0], scene[1], LIDAR_CHANNEL, cs, records)
+        self.tables.add_channel(scene.token, scene.samples, LIDAR_CHANNEL, cs, records)
         return out
 
     def assign_locations(self) -> None:

@@ -25,7 +25,8 @@ Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expan
 - lights: nuScenes has no traffic-light states (empty).
 
 A dataroot written by `avsim export nuscenes` has `avsim_export.json` (`AVSIM_MANIFEST`): its
-logs' export-frame offsets are taken off again (the scenario comes back in its source frame), its
+logs' export-frame offsets and its scenes' time offsets are taken off again (the scenario comes
+back in its source frame and times), its
 cameras get their avsim names back (every camera sensor is read, in the source rig's order), and a
 log past nuScenes' four locations has its map read from `maps/expansion/avsim-<log token>.json`.
 """
@@ -371,6 +372,8 @@ def _avsim_export(dataroot: Path, scene: dict, log: dict) -> tuple[dict[str, Any
         raise AvsimInputError(path, f"logs.{log['token']}.world_offset_m", "expected 3 finite numbers")
     if not isinstance(scene_rec.get("channels"), dict):
         raise AvsimInputError(path, f"scenes.{scene['token']}.channels", "expected camera -> channel")
+    if not isinstance(scene_rec.get("time_offset_us", 0), int) or isinstance(scene_rec.get("time_offset_us"), bool):
+        raise AvsimInputError(path, f"scenes.{scene['token']}.time_offset_us", "expected whole microseconds")
     return scene_rec, log_rec
 
 
@@ -424,16 +427,18 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     )  # fmt: skip
     if avsim is None:
         return scenario
-    return _undo_export_frame(scenario, avsim[1])
+    return _undo_export_frame(scenario, *avsim)
 
 
-def _undo_export_frame(scenario: Scenario, log_rec: dict[str, Any]) -> Scenario:
-    """An avsim export's scenario moved back from its export frame (the log's offset taken off)."""
+def _undo_export_frame(scenario: Scenario, scene_rec: dict[str, Any], log_rec: dict[str, Any]) -> Scenario:
+    """An avsim export's scenario back in its source frame and times (the log's offset, the scene's time offset taken off)."""
     from avsim.core.transforms import SE3
-    from avsim.scenario.frames import transform_scenario
+    from avsim.scenario.frames import shift_times, transform_scenario
 
     offset = np.asarray(log_rec["world_offset_m"], np.float64)
-    moved = transform_scenario(scenario, SE3(np.eye(3), -offset))
-    metadata = {**moved.metadata, "avsim_export": {"scenario_id": log_rec.get("scenario_id"), "world_offset_m": offset.tolist()},
-                "ego_frame_note": "avsim export: the log's export-frame offset is taken off (avsim_export.json)"}  # fmt: skip
+    dt_us = int(scene_rec.get("time_offset_us", 0))
+    moved = shift_times(transform_scenario(scenario, SE3(np.eye(3), -offset)), -dt_us * 1000)
+    metadata = {**moved.metadata, "avsim_export": {"scenario_id": log_rec.get("scenario_id"), "world_offset_m": offset.tolist(),
+                                                   "time_offset_us": dt_us},
+                "ego_frame_note": "avsim export: the log's export-frame offset and the scene's time offset are taken off (avsim_export.json)"}  # fmt: skip
     return moved.replace(metadata=metadata)
