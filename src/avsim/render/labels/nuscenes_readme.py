@@ -37,6 +37,8 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
 
 - The global frame of each log is the scenario's world moved by a whole-metre offset (so the map
   mask, whose corner is at the global origin, covers it); logs of different scenarios overlap.
+- Each scene's times start at 2017-07-14 plus a span read from its token (scenes must not start at
+  the same microsecond); `avsim_export.json` has each scene's offset.
 - Attributes come from motion (moving / stopped / parked, with / without rider, moving / standing),
   visibility from the rendered visible fraction over all cameras; categories from the source class
   (a nuScenes category is kept), else from avsim's class.
