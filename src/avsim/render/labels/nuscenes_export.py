@@ -3,7 +3,7 @@
 Per clip (a label folder, `nuscenes_clip`) one **scene**; per scenario one **log** (its map, its
 export frame); frames from `nuscenes_clip.keyframes` on:
 
-- `sample`: the keyframes (2 Hz), timestamp = the frame time (us);
+- `sample`: the keyframes (2 Hz), timestamp = the frame time (us, on the scene's time axis below);
 - `sample_data`: every camera frame (keyframes under `samples/<CHANNEL>/`, the others under
   `sweeps/<CHANNEL>/`, JPEG, `nuscenes_images`) at its capture time (frame time + the camera's
   capture offset), and one LiDAR sweep per keyframe (`samples/LIDAR_TOP/*.pcd.bin`,
@@ -14,8 +14,7 @@ export frame); frames from `nuscenes_clip.keyframes` on:
   frame time, `labels.boxes.frame_boxes_3d`, as the labels have them), with category, attribute
   and visibility by `scenario.exporters.nuscenes_names` and `num_lidar_pts` from the sweep;
 - `log`, `map`: the scenario, its map mask (`maps/<log>.png`); the map expansion
-  (`maps/expansion/<location>.json`, `scenario.exporters.nuscenes_map`) for up to 4 scenarios (see
-  `LOCATIONS`).
+  (`maps/expansion/<location>.json`, `scenario.exporters.nuscenes_map`; see Locations).
 
 **Export frame.** nuscenes-devkit draws a map mask with its bottom-left corner at the global origin,
 0.1 m per pixel, so each log's world is moved by a whole-metre offset that puts its region (the
