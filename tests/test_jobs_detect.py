@@ -180,7 +180,7 @@ def test_bad_detector_and_the_former_form_are_one_line(tmp_path: Path, capsys) -
 
 def test_dataset_items_are_clip_folders_or_folders_of_them(tmp_path: Path) -> None:
     """A flat folder of clips, the nested `avsim run render --labels` layout, and other folders (items that will fail)."""
-    from avsim.jobs.dataset import read_items
+    from avsim.jobs.kinds import read_items
 
     def clip(path: Path) -> None:
         (path / "labels").mkdir(parents=True)
@@ -192,12 +192,12 @@ def test_dataset_items_are_clip_folders_or_folders_of_them(tmp_path: Path) -> No
     (tmp_path / "d" / "other").mkdir()
     (tmp_path / "d" / ".hidden").mkdir()
     (tmp_path / "d" / "job_report.json").write_text("{}")
-    items = read_items(tmp_path / "d", "detect", ())
+    items = read_items(tmp_path / "d", "detect")
     assert [(i.name, i.path.relative_to(tmp_path / "d").as_posix()) for i in items] == [
         ("flat", "flat"), ("other", "other"), ("render_item.c0", "render_item/c0"), ("render_item.c1", "render_item/c1")]
     with pytest.raises(Exception, match="is one clip, not a folder of them"):
-        read_items(tmp_path / "d" / "flat", "detect", ())
+        read_items(tmp_path / "d" / "flat", "detect")
     manifest = tmp_path / "list.csv"
     manifest.write_text(f"path,detector\n{tmp_path / 'd' / 'flat'},x:y\n")
     with pytest.raises(Exception, match="unknown option column"):  # one detector per job
-        read_items(manifest, "detect", ())
+        read_items(manifest, "detect")

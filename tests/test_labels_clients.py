@@ -237,9 +237,10 @@ def test_images_beside_coco_are_what_a_detector_trainer_reads(tmp_path: Path, fm
 
 def test_run_options_carry_the_label_layout_and_images(tmp_path: Path) -> None:
     from avsim.core.errors import AvsimInputError
-    from avsim.jobs.options import coerce_options, render_options
+    from avsim.jobs.kinds import kind_options
+    from avsim.jobs.options import render_options
 
-    opts = render_options(coerce_options("labels", {"label_files": "both", "images": "jpg"}, "t"), tmp_path, labels_only=True)
+    opts = render_options(kind_options("labels", {"label_files": "both", "images": "jpg"}, "t"), tmp_path, labels_only=True)
     assert (opts.label_files, opts.label_images, opts.exact_size) == ("both", "jpg", False)
     assert render_options({}, tmp_path).label_files == "compact"
     with pytest.raises(AvsimInputError, match="label_files"):

@@ -1,4 +1,4 @@
-"""`avsim export clipgt SCENARIO OUT`, `avsim export nuscenes SOURCE... OUT`: parse options, call the exporters."""
+"""`avsim export clipgt|opendrive SCENARIO OUT`, `avsim export nuscenes SOURCE... OUT`: parse options, call the exporters."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typer
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; nuscenes: labelled clips as a nuScenes dataset).",
+    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; nuscenes: labelled clips as a nuScenes dataset).",
 )  # fmt: skip
 
 
@@ -31,6 +31,26 @@ def clipgt_command(
     typer.echo(f"wrote {written.folder} (clip {written.clip_id}: {rows})", err=True)
     for camera, error_px in written.pinhole_max_error_px.items():
         typer.echo(f"  {camera}: pinhole written with its f-theta equivalent for NVIDIA's loader (max {error_px:.2f} px apart)", err=True)
+
+
+@app.command("opendrive")
+def opendrive_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (holding scenario.json)."),
+    out: Path = typer.Argument(..., help="The .xodr file to write (replaced when it exists)."),
+) -> None:
+    """Write SCENARIO's lanes and lines as an ASAM OpenDRIVE 1.7 network (ASAM's checker accepts it; avsim convert --from opendrive reads it back)."""
+    from avsim.scenario.exporters.opendrive import export_opendrive
+    from avsim.scenario.io import load_scenario
+
+    r = export_opendrive(load_scenario(scenario), out)
+    typer.echo(f"wrote {out} ({r.roads} roads, {r.connecting_roads} of them in {r.junctions} junctions, {r.geometries} geometries, "
+               f"{r.crosswalks} crosswalks; largest node move {r.max_move_m * 100:.1f} cm)", err=True)  # fmt: skip
+    unmatched = {k: v for k, v in r.unmatched_m.items() if v > 0}
+    if unmatched or r.lanes_skipped or r.dropped:
+        parts = [f"{v:.0f} m of {k} along no lane rail" for k, v in unmatched.items()]
+        parts += [f"{r.lanes_skipped} lanes shorter than 0.5 m"] if r.lanes_skipped else []
+        parts += [f"{n} {k}" for k, n in r.dropped.items()]
+        typer.echo("  not written: " + ", ".join(parts), err=True)
 
 
 @app.command("nuscenes")

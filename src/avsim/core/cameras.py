@@ -8,10 +8,12 @@ centre of pixel (i, j) is at (i, j), so the image covers [-0.5, W - 0.5) x [-0.5
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 
+from avsim.core.distortion import OpenCVDistortion
 from avsim.core.errors import AvsimValueError
 from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayFloat
@@ -45,7 +47,12 @@ def _in_image(uv: NDArrayFloat, depth: NDArrayFloat, width_px: int, height_px: i
 
 @dataclass(frozen=True)
 class PinholeCamera:
-    """Pinhole camera with optional OpenCV distortion (k1, k2, p1, p2, k3)."""
+    """Pinhole camera with optional OpenCV distortion (k1, k2, p1, p2, k3).
+
+    The distortion polynomial is used inside its valid (rising) range only (`lens`,
+    `avsim.core.distortion`): points farther off axis project outside the image, never folded
+    back into it; a camera whose image reaches past that range is refused (AvsimValueError).
+    """
 
     width_px: int
     height_px: int
@@ -70,6 +77,14 @@ class PinholeCamera:
         object.__setattr__(self, "distortion", dist)
         object.__setattr__(self, "width_px", int(self.width_px))
         object.__setattr__(self, "height_px", int(self.height_px))
+        if self.has_distortion:
+            self._check_lens_covers_image()
+
+    def _check_lens_covers_image(self) -> None:
+        """AvsimValueError when the image reaches past the distortion's valid range (the polynomial folds inside it)."""
+        u = np.array([-0.5, self.width_px - 0.5, -0.5, self.width_px - 0.5])
+        v = np.array([-0.5, -0.5, self.height_px - 0.5, self.height_px - 0.5])
+        self.lens.check_covers(np.stack([(u - self.cx_px) / self.fx_px, (v - self.cy_px) / self.fy_px], -1), f"the {self.width_px}x{self.height_px} image")
 
     @property
     def model(self) -> str:
@@ -91,13 +106,10 @@ class PinholeCamera:
         """Horizontal field of view (undistorted) in radians."""
         return float(np.arctan(self.cx_px / self.fx_px) + np.arctan((self.width_px - self.cx_px) / self.fx_px))
 
-    def _distort(self, xn: NDArrayFloat, yn: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
-        k1, k2, p1, p2, k3 = self.distortion
-        r2 = xn * xn + yn * yn
-        radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-        xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-        yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-        return xd, yd
+    @cached_property
+    def lens(self) -> OpenCVDistortion:
+        """The distortion model and its valid range (`avsim.core.distortion`)."""
+        return OpenCVDistortion(*self.distortion)
 
     def project(self, points_cam: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
         """Project camera-frame points; points with z <= 0 get NaN pixels (a pinhole cannot image them).
@@ -113,22 +125,13 @@ class PinholeCamera:
         with np.errstate(divide="ignore", invalid="ignore"):
             safe_z = np.where(z > 0, z, np.nan)
             xn, yn = pts[:, 0] / safe_z, pts[:, 1] / safe_z
+        beyond = None
         if self.has_distortion:
-            xn, yn = self._distort(xn, yn)
+            beyond = self.lens.beyond(xn, yn)
+            xn, yn = self.lens.distort(xn, yn)
         uv = np.stack([self.fx_px * xn + self.cx_px, self.fy_px * yn + self.cy_px], -1)
-        return uv, z.copy(), _in_image(np.nan_to_num(uv, nan=-1.0), z, self.width_px, self.height_px)
-
-    def _undistort(self, xd: NDArrayFloat, yd: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
-        # Fixed-point iteration (as OpenCV's undistortPoints), then Newton-free polish.
-        xn, yn = xd.copy(), yd.copy()
-        k1, k2, p1, p2, k3 = self.distortion
-        for _ in range(30):
-            r2 = xn * xn + yn * yn
-            radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-            dx = 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-            dy = p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-            xn, yn = (xd - dx) / radial, (yd - dy) / radial
-        return xn, yn
+        in_image = _in_image(np.nan_to_num(uv, nan=-1.0), z, self.width_px, self.height_px)
+        return uv, z.copy(), in_image if beyond is None else in_image & ~beyond
 
     def pixel_to_ray(self, uv_px: NDArrayFloat) -> NDArrayFloat:
         """Cast rays through pixels (distortion removed).
@@ -143,7 +146,7 @@ class PinholeCamera:
         xn = (uv[:, 0] - self.cx_px) / self.fx_px
         yn = (uv[:, 1] - self.cy_px) / self.fy_px
         if self.has_distortion:
-            xn, yn = self._undistort(xn, yn)
+            xn, yn = self.lens.undistort(xn, yn)
         rays = np.stack([xn, yn, np.ones_like(xn)], -1)
         return rays / np.linalg.norm(rays, axis=-1, keepdims=True)
 

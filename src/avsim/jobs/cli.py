@@ -12,6 +12,8 @@ from typer.core import TyperGroup
 
 from avsim.jobs.engines import ENGINES, Engine, EngineConfig
 from avsim.jobs.fid import ClipBootstrap
+from avsim.models.cli import MODEL, model_options
+from avsim.models.options import ModelOptions
 
 if TYPE_CHECKING:
     from avsim.jobs.run import JobReport
@@ -38,6 +40,14 @@ def _engine(engine: str, address: str | None, cpus_per_task: float, workers: int
 
 def _resolved(path: Path | None) -> str | None:
     return str(path.resolve()) if path is not None else None
+
+
+def _model_job_options(model: ModelOptions) -> dict[str, Any]:
+    """The job options of the model options: the ones not at their defaults (a manifest column may
+    set those per item), paths absolute, flags True."""
+    default = ModelOptions()
+    return {name: _resolved(value) if isinstance(value, Path) else value
+            for name, value in model.model_kwargs().items() if value != getattr(default, name)}  # fmt: skip
 
 
 def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
@@ -236,18 +246,14 @@ def eval_detect(
 
 
 @app.command("generate")
+@model_options()
 def generate(
     dataset: Path = typer.Argument(..., help=f"`avsim run render` output: one folder per item. {DATASET_HELP}"),
     out: Path = typer.Argument(..., help="Output folder: OUT/<item>/<clip>/ (as `avsim generate` of each clip, labels remapped)."),
-    config: str = typer.Option(None, "--config", help="transfer25_2b_multiview (default), transfer25_2b_single_view or debug."),
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="DiT + control checkpoint (net.* keys)."),
-    vae: Path = typer.Option(None, "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
-    embeddings: Path = typer.Option(None, "--embeddings", help="Precomputed prompt embeddings (python -m avsim.models.text)."),
+    model: ModelOptions = MODEL,  # --config, --checkpoint, --vae, --random-weights, --embeddings, --zero-text
     prompt: str = typer.Option(None, "--prompt", help="Caption (with --text-encoder); a manifest column prompt sets it per item."),
     negative_prompt: str = typer.Option(None, "--negative-prompt", help="Negative prompt (with --text-encoder)."),
     text_encoder: Path = typer.Option(None, "--text-encoder", help="Local Cosmos-Reason1-7B folder."),
-    zero_text: bool = typer.Option(False, "--zero-text", help="Zero text embeddings (no text encoder)."),
-    random_weights: bool = typer.Option(False, "--random-weights", help="Random DiT and VAE: output is NOISE (smoke tests)."),
     random_vae: bool = typer.Option(False, "--random-vae", help="With --checkpoint: the random VAE (output is NOISE)."),
     views: str = typer.Option(None, "--views", help="Comma-separated cameras to generate (default: all of the config)."),
     clip: str = typer.Option(None, "--clip", help="Only this clip of each item (default: every clip)."),
@@ -265,13 +271,11 @@ def generate(
     workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """Generate every clip of every render item of DATASET (`avsim generate` per clip, models loaded once per item)."""
-    options = {"config": config, "checkpoint": _resolved(checkpoint), "vae": _resolved(vae), "embeddings": _resolved(embeddings),
-               "prompt": prompt, "negative_prompt": negative_prompt, "text_encoder": _resolved(text_encoder),
-               "zero_text": zero_text or None, "random_weights": random_weights or None, "random_vae": random_vae or None,
-               "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
+    options = {**_model_job_options(model), "prompt": prompt, "negative_prompt": negative_prompt,
+               "text_encoder": _resolved(text_encoder), "random_vae": random_vae or None, "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
                "control_weight": control_weight, "sampler": sampler, "chunks": chunks, "overlap": overlap, "device": device,
                "offload": offload or None, "vae_tile": vae_tile}  # fmt: skip
-    if random_weights or random_vae:
+    if model.random_weights or random_vae:
         typer.echo("warning: random weights (--random-weights / --random-vae): the generated videos are NOISE; "
                    "settings.json says output_is_noise", err=True)  # fmt: skip
     _run("generate", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))

@@ -12,7 +12,7 @@ whole dataset; every token is a digest of content, so the joined tables equal th
 
 An item's input digest covers its clip folder's files, the options and the `scenario.json` of the
 scenarios its labels may come from (`--scenario`, matched by id; those headers hold the digests of
-every scenario table).
+every scenario table). The kind's entry in `avsim.jobs.kinds.KINDS` names these functions.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.jobs.dataset import Item
 from avsim.jobs.tasks import ItemTask
 
 NUSCENES_SCENES = "scenes"  # OUT/scenes/<item>/: the items' one-scene dataroots; OUT itself is the joined dataroot
@@ -88,7 +89,7 @@ def scenario_digest(scenario_root: Path, clip_dir: Path) -> str:
 
 
 def nuscenes_item(task: ItemTask, tmp: Path) -> None:
-    """One clip folder as a one-scene dataroot in `tmp`.
+    """One clip folder as a one-scene dataroot in `tmp`, its scene named after the item.
 
     Args:
         task: the item (`source`: the clip folder).
@@ -99,30 +100,31 @@ def nuscenes_item(task: ItemTask, tmp: Path) -> None:
     write_export([task.source / "labels"], Path(str(task.options["scenario"])), tmp, export_options(task.options), names=[task.name])
 
 
+def nuscenes_item_options(base: Mapping[str, Any], item: Item, dataset: Path) -> dict[str, Any]:
+    """What an item adds to the job's options: its scenarios' digest (its input digest covers them).
+
+    Args:
+        base: the command's typed options.
+        item: the item (a manifest row may name its own `scenario`).
+        dataset: the dataset.
+
+    Returns:
+        {SCENARIO_DIGEST: ...}.
+    """
+    root = Path(str(item.options.get("scenario") or base["scenario"])).resolve()
+    return {SCENARIO_DIGEST: scenario_digest(root, item.path)}
+
+
 def merge_nuscenes(out: Path, tasks: list[ItemTask]) -> dict[str, int]:
-    """Join the items' dataroots into `out` (`nuscenes_merge.merge_exports`), in item order.
+    """The items' dataroots joined into `out` (`nuscenes_merge.merge_exports`), in item order.
 
     Args:
         out: the job's output folder.
         tasks: the items (all done or current).
 
     Returns:
-        Records per table.
+        Records per table of the joined dataroot.
     """
     from avsim.render.labels.nuscenes_merge import merge_exports
 
     return merge_exports([t.out_dir for t in tasks], out, str(tasks[0].options.get("version", "v1.0-trainval")))
-
-
-def item_options(options: Mapping[str, Any], clip_dir: Path) -> dict[str, Any]:
-    """An item's options: the job's, the scenario path resolved, and its scenarios' digest.
-
-    Args:
-        options: the item's typed options.
-        clip_dir: its clip folder.
-
-    Returns:
-        The options the task runs with (and digests).
-    """
-    root = Path(str(options["scenario"])).resolve()
-    return {**options, "scenario": str(root), SCENARIO_DIGEST: scenario_digest(root, clip_dir)}

@@ -1,8 +1,11 @@
-"""The options a dataset job passes to each item, per kind: names, types, and the library objects
-they become (`RenderOptions` for render and labels, keyword arguments for convert and eval).
+"""The options a dataset job passes to each item: their values coerced to the types a kind
+declares (`avsim.jobs.kinds.KINDS`, each entry's `options`), and the library objects they become
+(`RenderOptions` for render and labels, `SimOptions` for sim).
 
 Options travel as a plain dict of JSON values (they are digested and pickled to workers); a
-manifest's option columns are strings and are coerced here to the option's type.
+manifest's option columns are strings and are coerced here to the option's type. An option of
+type `Path` names a file or folder: it travels as a string, and a manifest's relative value is
+relative to the manifest's folder.
 """
 
 from __future__ import annotations
@@ -14,33 +17,6 @@ from typing import Any
 
 from avsim.core.errors import AvsimInputError
 
-_RENDER_TYPES: dict[str, type] = {
-    "cameras": str, "start": float, "end": float, "frames": str, "fps": float, "size": str, "chunk": int,
-    "rig": str, "backend": str, "preset": str, "layout": str, "labels": bool, "mosaic": bool, "png": bool,
-    "label_files": str, "images": str,
-}  # fmt: skip
-OPTION_TYPES: dict[str, dict[str, type]] = {
-    "render": _RENDER_TYPES,
-    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig", "label_files", "images")},
-    "convert": {"format": str, "rig": str},
-    "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
-    "generate": {
-        "config": str, "checkpoint": str, "vae": str, "embeddings": str, "prompt": str, "negative_prompt": str,
-        "text_encoder": str, "zero_text": bool, "random_weights": bool, "random_vae": bool, "views": str, "clip": str,
-        "steps": int, "guidance": float, "seed": int, "control_weight": float, "sampler": str, "chunks": int,
-        "overlap": int, "device": str, "offload": bool, "vae_tile": int,
-    },
-    "pair": {"real": str, "caption": str},
-    "encode": {"model": str, "vae": str, "random_vae": bool, "text_encoder": str, "zero_text": bool,
-               "max_clips_per_video": int, "device": str, "store_dtype": str},
-    "sim": {"policy": str, "agents": str, "cameras": str, "size": str, "backend": str, "steps": int, "duration": float, "seed": int,
-            "rate": float, "controller": str, "budget": float},
-    "detect": {"detector": str},
-    "nuscenes": {"scenario": str, "version": str, "lidar_beams": int, "lidar_elevations": str, "lidar_azimuth_deg": float,
-                 "lidar_range_m": float},
-}
-PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real", "scenario"})
-"""Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
@@ -63,23 +39,23 @@ def _coerce(value: Any, kind: type, source: object, key: str) -> Any:
             if not math.isfinite(number):
                 raise ValueError(f"expected a finite number, got {value!r}")
             return number
-        return str(value).strip()
+        return str(value).strip()  # str, and Path (a path travels as its string)
     except ValueError as exc:
         raise AvsimInputError(source, key, str(exc)) from None
 
 
-def coerce_options(kind: str, options: Mapping[str, Any], source: object) -> dict[str, Any]:
-    """`options` with each value of the type its name has for `kind`; `None` values dropped.
+def coerce_options(types: Mapping[str, type], options: Mapping[str, Any], source: object, kind: str) -> dict[str, Any]:
+    """`options` with each value of the type its name has in `types`; `None` values dropped.
 
     Args:
-        kind: the job kind (a key of `OPTION_TYPES`).
+        types: the kind's option names and types (`KindSpec.options`).
         options: option name -> value (strings from a manifest, or typed values).
         source: what the options came from (named in an error).
+        kind: the job kind (named in an error).
 
     Returns:
         The typed options, sorted by name.
     """
-    types = OPTION_TYPES[kind]
     out = {}
     for key in sorted(options):
         if options[key] is None:

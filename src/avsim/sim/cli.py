@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from avsim.models.cli import MODEL, model_options
+from avsim.models.options import ModelOptions
+
 if TYPE_CHECKING:
     from avsim.sim.run import SimOptions
 
@@ -25,6 +28,7 @@ def _size(value: str) -> tuple[int, int]:
 
 
 @app.command("sim")
+@model_options(when="--observe generated")
 def sim_command(
     scenario: Path = typer.Argument(..., help="Scenario folder (sample, converted or edited)."),
     out: Path = typer.Argument(..., help="Output folder: scenario/ (the rollout), sim_metrics.json, steps.parquet, timing.json."),
@@ -41,12 +45,7 @@ def sim_command(
     budget: float = typer.Option(1.0, "--budget", help="CPU seconds each policy call may compute (a call over 10x that in wall time, at least 60 s, is hung)."),
     no_step_scores: bool = typer.Option(False, "--no-step-scores", help="Skip the per-step 4 s window scores."),
     observe: str = typer.Option(None, "--observe", help="What the policy sees: none, control (rendered control frames; the default with --cameras) or generated (video generated chunk by chunk with the Transfer model)."),
-    config: str = typer.Option("transfer25_2b_multiview", "--config", help="--observe generated: model config (transfer25_2b_multiview, debug, ...)."),
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="--observe generated: the Transfer DiT checkpoint."),
-    vae: Path = typer.Option(None, "--vae", help="--observe generated: the Wan2.1 VAE checkpoint."),
-    random_weights: bool = typer.Option(False, "--random-weights", help="--observe generated: random weights (smoke test; the frames are noise)."),
-    embeddings: Path = typer.Option(None, "--embeddings", help="--observe generated: precomputed prompt embeddings (avsim generate's)."),
-    zero_text: bool = typer.Option(False, "--zero-text", help="--observe generated: all-zero text contexts."),
+    model: ModelOptions = MODEL,  # --config, --checkpoint, --vae, --random-weights, --embeddings, --zero-text
     chunk_frames: int = typer.Option(None, "--chunk-frames", help="--observe generated: frames per chunk (1 + 4k, at most the config's 29)."),
     overlap: int = typer.Option(1, "--overlap", help="--observe generated: generated frames each chunk is conditioned on (0 or 1 + 4k)."),
     replan: str = typer.Option("hold", "--replan", help="--observe generated: hold (re-plan every step, the chunk's frames held) or wait (plan once per chunk, follow it)."),
@@ -73,8 +72,7 @@ def sim_command(
         raise typer.BadParameter(f"--observe: expected none, control or generated, got {observe!r}")
     if replan not in (r.value for r in ReplanMode):
         raise typer.BadParameter(f"--replan: expected hold or wait, got {replan!r}")
-    generation = GenerationOptions(config=config, checkpoint=checkpoint, vae=vae, random_weights=random_weights, embeddings=embeddings,
-                                   zero_text=zero_text, steps=gen_steps, chunk_frames=chunk_frames, overlap=overlap, device=device)  # fmt: skip
+    generation = GenerationOptions(**model.model_kwargs(), steps=gen_steps, chunk_frames=chunk_frames, overlap=overlap, device=device)
     cams = None if cameras is None else (() if cameras.strip() == "all" else tuple(c.strip() for c in cameras.split(",") if c.strip()))
     options = SimOptions(policy=policy, agents=AgentMode(agents), cameras=cams, size=_size(size), backend=backend, steps=steps,
                          duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
@@ -88,17 +86,24 @@ def _run(scenario: Path, out: Path, options: SimOptions) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from avsim.sim.interrupts import Interrupted
     from avsim.sim.run import run_sim
 
     bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
                    console=Console(stderr=True))  # fmt: skip
-    with bar:
-        task = bar.add_task("", total=None)
-        summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
-                          on_phase=lambda phase: bar.update(task, description=phase))  # fmt: skip
+    try:
+        with bar:
+            task = bar.add_task("", total=None)
+            summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
+                              on_phase=lambda phase: bar.update(task, description=phase), interruptible=True)  # fmt: skip
+    except Interrupted as exc:
+        typer.echo(f"{exc} before the first step: nothing written", err=True)
+        raise typer.Exit(exc.exit_code) from None
     s = summary.scores
     if summary.status != "completed":
         typer.echo(f"episode ended early: {summary.end_reason}", err=True)
     typer.echo(f"{summary.steps} steps ({summary.status}); PDMS {s.get('pdms', float('nan')):.4f}, EPDMS {s.get('epdms', float('nan')):.4f} "
                f"(NC {s.get('no_at_fault_collisions')}, DAC {s.get('drivable_area_compliance')}, TLC {s.get('traffic_light_compliance')}, "
                f"EP {s.get('ego_progress', float('nan')):.3f}) -> {summary.out}")  # fmt: skip
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)

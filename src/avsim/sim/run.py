@@ -13,7 +13,8 @@
 - `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
 
 A policy that fails (raises, bad output, over budget) ends the episode early: everything above is
-still written for the steps it drove, with `status: policy_error` and the reason.
+still written for the steps it drove, with `status: policy_error` and the reason; so does SIGINT or
+SIGTERM in the command (`interruptible`: `status: interrupted`, `avsim.sim.interrupts`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from avsim.sim.alpasim.address import is_driver_address
 from avsim.sim.chunks import ChunkPlanPolicy, ChunkSchedule, ReplanMode
 from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
 from avsim.sim.generated.options import GenerationOptions
+from avsim.sim.interrupts import Interrupted, interrupted_result, stop_on_signals
 from avsim.sim.metrics import EpisodeScorer, rule_findings
 from avsim.sim.observation import NoCameras, ObservationSource
 from avsim.sim.policies import BuiltinPolicy, load_policy
@@ -121,13 +123,9 @@ class SimOptions:
             from avsim.sim.render_source import RenderedControlSource
 
             return RenderedControlSource(self.cameras or None, self.size, self.backend)
-        from avsim.sim.generated.generator import ChunkGenerator
-        from avsim.sim.generated.source import GeneratedSource
+        from avsim.sim.generated.progress import generated_source
 
-        progress = None if on_phase is None else (lambda step, done, total: on_phase(f"{step} {done}/{total}"))
-        generator = ChunkGenerator(self.generation or GenerationOptions(), self.cameras or None, _stderr, progress)
-        return GeneratedSource(generator, self.backend, video_dir,
-                               on_chunk=None if on_phase is None else (lambda c, k: on_phase(f"chunk {c} at step {k}")))  # fmt: skip
+        return generated_source(self.generation or GenerationOptions(), self.cameras or None, self.backend, video_dir, on_phase, _stderr)
 
 
 def _stderr(message: str) -> None:
@@ -136,7 +134,8 @@ def _stderr(message: str) -> None:
 
 @dataclass(frozen=True)
 class SimSummary:
-    """What `run_sim` did: the output folder, how the episode ended, its headline scores."""
+    """What `run_sim` did: the output folder, how the episode ended, its headline scores; the command's
+    exit code (128 + the signal's number for an interrupted episode, else 0)."""
 
     out: Path
     status: str
@@ -144,6 +143,7 @@ class SimSummary:
     steps: int
     scores: dict[str, Any]
     wall_s: float
+    exit_code: int = 0
 
 
 def check_sim_output(out: Path) -> None:
@@ -153,7 +153,7 @@ def check_sim_output(out: Path) -> None:
 
 
 def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None = None,
-            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None) -> SimSummary:  # fmt: skip
+            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None, interruptible: bool = False) -> SimSummary:  # fmt: skip
     """Run one episode and write its outputs (see the module docstring).
 
     Args:
@@ -163,9 +163,14 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         on_step: progress, called with (steps done, steps planned).
         scenario: the loaded scenario (None: read from `scenario_dir`).
         on_phase: called with the name of each long phase (a chunk being generated, scoring, writing).
+        interruptible: SIGINT / SIGTERM end the episode and its rollout so far is written (`avsim.sim.interrupts`;
+            the command's behaviour, not a job worker's).
 
     Returns:
         The summary.
+
+    Raises:
+        Interrupted: a signal arrived before the first step was recorded (nothing written).
     """
     from avsim.scenario.io import load_scenario
 
@@ -176,16 +181,21 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         video_dir = tmp / GENERATED_DIR if options.observe_mode is Observe.GENERATED else None
         source = options.source(video_dir, on_phase)
         policy = _policy(options, source)
-        t0 = time.perf_counter()
+        t0, exit_code = time.perf_counter(), 0
         sim = Simulator(scenario, options.config(), source)
+        if on_step is not None:
+            on_step(0, sim.n_steps)  # the total from the start (the first step of generated frames takes a chunk)
         try:
-            result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+            with stop_on_signals(interruptible):
+                result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+        except Interrupted as exc:
+            result, exit_code = interrupted_result(sim, exc), exc.exit_code
         finally:
             source.close()
             _close_policy(policy)
         wall = time.perf_counter() - t0
         doc = _write_outputs(tmp, scenario, sim, options, policy, result, wall, on_phase)
-    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall)
+    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall, exit_code)
 
 
 def _policy(options: SimOptions, source: ObservationSource) -> Any:
