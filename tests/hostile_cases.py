@@ -569,6 +569,7 @@ def render_table() -> str:
         "| edit files (YAML) | 100,000 nodes with aliases expanded | `avsim.edit.editfile_parse.MAX_EXPANDED_NODES` |",
         "| RDS-HQ tars | 512 MiB a member, 1 GiB all members read; only .json/.npy members are read | `safe_tar.MAX_MEMBER_BYTES`, `MAX_TOTAL_BYTES` |",
         "| ClipGT parquet tables | 1 GiB a file, 20 M rows, 4 GiB decoded (column chunks' uncompressed sizes), all read from the footer before decoding | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_UNCOMPRESSED_BYTES` |",
+        "| ClipGT frame-time file (`<clip_id>.camera_front_wide_120fov.json`) | 64 MiB | `avsim.scenario.importers.clipgt_schema.MAX_CAMERA_TIMESTAMPS_BYTES` |",
         "| ScenarioNet pickles | a length field larger than memory is an error, not a MemoryError | `safe_pickle.loads_pickle` |",
         "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.run.plan.MAX_SIDE_PX`, `MAX_FPS` |",
         "| frames read from videos and images (eval, overlay, generate, train) | 8192 px a side, from the stream or image header | `avsim.core.video.MAX_FRAME_SIDE_PX` |",

@@ -266,5 +266,6 @@ def _same_camera_boxes(info: dict, mine: dict, camera_of: dict[str, str]) -> int
             np.testing.assert_allclose(c["bbox_3d"][:6], b["bbox_3d"][:6], atol=2e-5)
             assert abs((c["bbox_3d"][6] - b["bbox_3d"][6] + np.pi) % (2 * np.pi) - np.pi) < 1e-5
             np.testing.assert_allclose(c["center_2d"] + [c["depth"]], b["center_2d"] + [b["depth"]], atol=1e-4)
+            assert c["attr_label"] == b["attr_label"]  # the export's attribute is the labels' own
             n += 1
     return n

@@ -120,6 +120,39 @@ def test_boxes_sit_on_the_rendered_objects(nusc, sample_export: dict[str, Path])
 
 
 @pytest.mark.e2e
+def test_categories_attributes_and_visibility_are_the_labels(nusc, sample_export: dict[str, Path]) -> None:
+    """Each annotation's attribute is the labels' `attribute_name` of its box and frame, its category agrees with the
+    labels' class (the labels' detection class, or a finer one: a bus is `bus`, the labels' `truck`), and its
+    visibility bin is the labels' visible fraction over the cameras."""
+    import polars as pl
+    from nuscenes.eval.detection.utils import category_to_detection_name
+
+    from avsim.core.agents import collapse_class
+    from avsim.render.labels.nuscenes_clip import read_clip, visibility_fractions
+    from avsim.scenario.exporters.nuscenes_names import visibility_token
+    from avsim.scenario.exporters.nuscenes_tables import content_token
+
+    manifest = json.loads((sample_export["out"] / "avsim_export.json").read_text())
+    (scene_token, scene), = manifest["scenes"].items()
+    index = json.loads((sample_export["labels"] / "index.json").read_text())
+    frame_of = {(f["timestamp_ns"] + 500) // 1000 + scene["time_offset_us"]: f["frame_index"] for f in index["frames"]}
+    boxes = pl.read_parquet(sample_export["labels"] / "boxes3d.parquet")
+    labelled = {(r["frame_index"], content_token("instance", scene_token, r["track_id"])): r for r in boxes.iter_rows(named=True)}
+    visible = visibility_fractions(read_clip(sample_export["labels"]))
+    names = {a["token"]: a["name"] for a in nusc.attribute}
+    seen = set()
+    for ann in nusc.sample_annotation:
+        r = labelled[frame_of[nusc.get("sample", ann["sample_token"])["timestamp"]], ann["instance_token"]]
+        attr = names[ann["attribute_tokens"][0]] if ann["attribute_tokens"] else ""
+        assert attr == r["attribute_name"], (ann["category_name"], attr, r["attribute_name"])
+        assert collapse_class(ann["category_name"]) == r["class"]  # the category agrees with avsim's class (a bus: finer than truck)
+        assert category_to_detection_name(ann["category_name"]) in (r["detection_name"], None) or r["class"] == "Truck"
+        assert ann["visibility_token"] == visibility_token(visible.get((r["frame_index"], r["track_id"]), 0.0))
+        seen.add(attr)
+    assert {"vehicle.moving", "pedestrian.moving"} <= seen and len(seen) >= 4, seen
+
+
+@pytest.mark.e2e
 def test_lidar_points_match_num_lidar_pts(nusc, sample_export: dict[str, Path]) -> None:
     """The devkit's `points_in_box` on each sweep gives each annotation's `num_lidar_pts` (to the points lying
     exactly on a box's bottom face, where the road meets it); the sweep is the 5-float layout, in range."""

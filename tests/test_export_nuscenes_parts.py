@@ -1,7 +1,7 @@
 """The parts of `avsim export nuscenes` (issue 56) on their own: nuScenes names, the LiDAR ray cast, the tables, the map.
 
-- names: categories the devkit's detection classes take as avsim's classes do, attributes the devkit allows for
-  each class, visibility bins, camera channels of the cosmos and nuScenes rigs;
+- names: categories the devkit's detection classes take as avsim's classes do, the labels' attributes allowed for
+  every category, visibility bins, camera channels of the cosmos and nuScenes rigs;
 - LiDAR: the grid-accelerated ray cast against a brute-force cast over every triangle (a bumpy surface), box
   hits inside their boxes and shadows behind them, beams and range, same sweep twice, the `.pcd.bin` layout,
   `points_in_boxes` against nuscenes-devkit's `points_in_box`;
@@ -38,25 +38,23 @@ def test_categories_take_the_detection_class_of_avsims_class() -> None:
     assert category_to_detection_name(N.nuscenes_category("STOP_SIGN")) is None  # Others without a nuScenes class: not evaluated
 
 
-def test_attributes_from_motion_are_the_ones_the_devkit_allows() -> None:
+def test_the_labels_attributes_fit_every_category() -> None:
+    """The export writes the labels' own attribute (`labels.attributes`, by avsim's class); for every category a box
+    can take, it is one the devkit allows for that category's detection class."""
     from nuscenes.eval.detection.utils import category_to_detection_name, detection_name_to_rel_attributes
 
-    assert N.nuscenes_attribute("vehicle.car", 3.0, True) == "vehicle.moving"
-    assert N.nuscenes_attribute("vehicle.car", 0.1, True) == "vehicle.stopped"
-    assert N.nuscenes_attribute("vehicle.truck", 0.0, False) == "vehicle.parked"
-    assert N.nuscenes_attribute("vehicle.bicycle", 0.0, True) == "cycle.with_rider"
-    assert N.nuscenes_attribute("vehicle.motorcycle", 0.0, False) == "cycle.without_rider"
-    assert N.nuscenes_attribute("human.pedestrian.adult", 1.2, True) == "pedestrian.moving"
-    assert N.nuscenes_attribute("human.pedestrian.adult", 0.1, True) == "pedestrian.standing"
-    assert N.nuscenes_attribute("movable_object.barrier", 5.0, True) is None
+    from avsim.core.agents import collapse_class
+    from avsim.render.labels.attributes import nuscenes_attributes
+
     for cat in N.CATEGORIES:
         name = category_to_detection_name(cat)
-        for speed, moves in ((0.0, False), (0.2, True), (5.0, True)):
-            attr = N.nuscenes_attribute(cat, speed, moves)
-            assert attr is None or attr in N.ATTRIBUTES
-            if name is not None:
-                rel = detection_name_to_rel_attributes(name)
-                assert (attr in rel) if rel else attr is None, (cat, attr)
+        if name is None:
+            continue  # not evaluated: any attribute
+        for speed, travels in ((0.0, False), (0.1, True), (5.0, True)):
+            (attr,) = nuscenes_attributes(np.array([collapse_class(cat)]), np.array(["t"]), np.array([[speed, 0.0, 0.0]]),
+                                          frozenset({"t"}) if travels else frozenset())  # fmt: skip
+            rel = detection_name_to_rel_attributes(name)
+            assert (attr in rel) if rel else attr == "", (cat, attr)
 
 
 def test_visibility_bins() -> None:
@@ -65,17 +63,17 @@ def test_visibility_bins() -> None:
 
 
 def test_camera_channels_of_the_cosmos_and_nuscenes_rigs() -> None:
+    """`avsim labels-mmdet3d --camera-names nuscenes`'s names (by heading), and the camera left over keeps a name."""
     from avsim.core.rig import named_rig
+    from avsim.render.labels.nuscenes_export import camera_channels
 
-    cosmos = named_rig("cosmos")
-    got = N.camera_channels(cosmos.names, [N.optical_axis_yaw_deg(cosmos.extrinsic(c)) for c in cosmos.names])
-    assert got == {"camera_front_wide_120fov": "CAM_FRONT", "camera_cross_right_120fov": "CAM_FRONT_RIGHT",
-                   "camera_rear_right_70fov": "CAM_BACK_RIGHT", "camera_rear_tele_30fov": "CAM_BACK",
-                   "camera_rear_left_70fov": "CAM_BACK_LEFT", "camera_cross_left_120fov": "CAM_FRONT_LEFT",
-                   "camera_front_tele_30fov": "CAM_FRONT_TELE_30FOV"}  # fmt: skip
+    assert camera_channels(named_rig("cosmos")) == {
+        "camera_front_wide_120fov": "CAM_FRONT", "camera_cross_right_120fov": "CAM_FRONT_RIGHT",
+        "camera_rear_right_70fov": "CAM_BACK_RIGHT", "camera_rear_tele_30fov": "CAM_BACK", "camera_rear_left_70fov": "CAM_BACK_LEFT",
+        "camera_cross_left_120fov": "CAM_FRONT_LEFT", "camera_front_tele_30fov": "CAM_FRONT_TELE_30FOV",
+    }  # fmt: skip
     nus = named_rig("nuscenes")
-    assert N.camera_channels(nus.names, [N.optical_axis_yaw_deg(nus.extrinsic(c)) for c in nus.names]) == {n: n for n in nus.names}
-    assert N.camera_channels(("a", "b"), (0.0, 1.0)) == {"a": "CAM_FRONT", "b": "CAM_B"}  # no free channel within 45 deg
+    assert camera_channels(nus) == {n: n for n in nus.names}
 
 
 # ---- LiDAR ------------------------------------------------------------------------------------------

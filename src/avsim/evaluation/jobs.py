@@ -138,12 +138,12 @@ def read_pred_boxes(path: Path) -> Boxes3D:
     `metrics_pb2.Objects` file (`.bin`), or avsim's labels (a label folder, its `boxes3d.json`
     or the compact `boxes3d.parquet`, read as the same nuScenes results)."""
     from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
-    from avsim.render.labels import compact
+    from avsim.render.labels import compact, standard
 
     if path.is_dir() and (path / "index.json").is_file():  # a label folder: its standard file, else its compact table
         path = path / "boxes3d.json" if (path / "boxes3d.json").is_file() else path / compact.BOXES3D
     if path.name == compact.BOXES3D and compact.is_compact(path.parent):
-        return read_nuscenes_submission(path, doc=compact.boxes3d_document(path.parent))
+        return read_nuscenes_submission(path, doc=standard.boxes3d_document(path.parent))
     if path.suffix.lower() == ".bin":
         from avsim.evaluation.waymo_objects import read_waymo_objects
 

@@ -228,13 +228,13 @@ def read_label_lanes(labels: Path, camera: str, ground_truth: bool) -> LaneSet:
     """
     import json
 
-    from avsim.render.labels import compact
+    from avsim.render.labels import compact, standard
 
     folder = Path(labels) / "openlane" / camera
     if folder.exists() or not compact.is_compact(Path(labels)):
         return read_openlane_json(folder, ground_truth)
     if camera not in compact.read_index(Path(labels)).get("cameras", []):
         raise AvsimInputError(folder, "camera", f"no camera {camera!r} in {Path(labels) / 'index.json'}")
-    docs = ((folder / f"{f:06d}.json", json.loads(text)) for f, text in compact.openlane_documents(Path(labels), camera))
+    docs = ((folder / f"{f:06d}.json", json.loads(text)) for f, text in standard.openlane_documents(Path(labels), camera))
     return read_openlane_documents(docs, ground_truth)
 

@@ -231,6 +231,8 @@ def eval_detect(
     out: Path = typer.Argument(..., help="Output folder: what `avsim eval detect` writes (with --generated: OUT/real/, OUT/generated/); items in clips/<clip>/."),
     detector: str = typer.Option(..., "--detector", help="MODULE:CALLABLE taking a FrameBatch, returning Detections (a class: one instance per clip)."),
     generated: Path = typer.Option(None, "--generated", help="Generated clip folders (as DATASET): detected too, into OUT/generated."),
+    cameras: str = typer.Option(None, "--cameras", help="Evaluated cameras, comma-separated (default: with --generated the cameras both sides' clip has, else all)."),
+    gt_visibility: str = typer.Option("visible", "--gt-visibility", help="Ground truth: visible (default), in-view or all (as `avsim eval detect`)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS,
     gpus_per_task: float = typer.Option(0.0, "--gpus-per-task", help="GPUs per task for the detector (ray: requested; local: each worker's own)."),
     workers: int = WORKERS, max_retries: int = RETRIES, wait: bool = WAIT,
@@ -239,7 +241,8 @@ def eval_detect(
     `avsim eval let`, `eval lanes` and `eval report` read."""
     from avsim.evaluation.detect import summary_lines
 
-    report = _run("detect", dataset, out, {"detector": detector}, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
+    options = {"detector": detector, "cameras": cameras, "gt_visibility": gt_visibility}
+    report = _run("detect", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
                   wait=wait, generated=generated)  # fmt: skip
     for line in summary_lines(report.detect, out) if report.detect is not None else []:  # (None: an item failed, exit 1 above)
         typer.echo(line)

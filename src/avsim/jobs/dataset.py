@@ -119,13 +119,13 @@ def _items(paths: list[Path]) -> list[Item]:
 
 
 def clip_folder_items(dataset: Path, kind: str) -> list[Item]:
-    """detect, nuscenes: each clip folder of `dataset`, and each clip folder of a subfolder that holds clip
-    folders (named `<subfolder>.<clip>`); any other subfolder is an item too, and fails with its reason."""
-    from avsim.evaluation.detect import is_clip_folder
+    """detect, nuscenes: `dataset` itself when it is one clip folder, else each clip folder of `dataset`, and each clip
+    folder of a subfolder that holds clip folders (named `<subfolder>.<clip>`): the shapes `avsim eval detect`
+    takes (and `avsim export nuscenes`); any other subfolder is an item too, and fails with its reason."""
+    from avsim.evaluation.clip_folders import is_clip_folder
 
     if is_clip_folder(dataset):
-        single = "avsim export nuscenes" if kind == JobKind.NUSCENES else "avsim eval detect"
-        raise AvsimInputError(dataset, "DATASET", f"is one clip, not a folder of them; use `{single}`")
+        return [Item(item_name(dataset), dataset)]
     items = []
     for sub in sorted(p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")):
         clips = [] if is_clip_folder(sub) else sorted(c for c in sub.iterdir() if c.is_dir() and is_clip_folder(c))

@@ -207,7 +207,8 @@ def write_selected_labels(pairing: LabelsPairing, out: Path, cameras: Sequence[s
     tokens = {str(f.get("sample_token", f["timestamp_ns"])) for f in frames}
     views = [c for c in doc.get("cameras", cameras) if c in cameras]
     source = {"fps": pairing.source_fps, "video_clip": pairing.video_clip, "video_frames": list(pairing.source_frames)}
-    _write_json(out / "index.json", {**doc, "fps": pairing.fps, "cameras": views, "frames": frames, "source": source})
+    kept = {"openlane_cameras": [c for c in doc["openlane_cameras"] if c in views]} if isinstance(doc.get("openlane_cameras"), list) else {}
+    _write_json(out / "index.json", {**doc, "fps": pairing.fps, "cameras": views, "frames": frames, "source": source, **kept})
     if (src / "boxes3d.json").is_file():
         boxes = read_json(src / "boxes3d.json", "labels boxes3d")
         results = boxes.get("results", {}) if isinstance(boxes, dict) else {}

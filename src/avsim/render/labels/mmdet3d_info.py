@@ -21,7 +21,15 @@ ego frame (`lidar2ego` = identity), so `instances[*].bbox_3d` are ego-frame boxe
   converter's rules applied to `cam2img`: `bbox` = the projected corners in front of the camera,
   clipped to the image (x1, y1, x2, y2); `bbox_3d` = (x, y, z, l, h, w, -yaw_pitch_roll[0]) in the
   camera frame (the box with its full rotation, as the converter uses nuScenes' box); `velocity` (vx, vz) of the world velocity without its z, in camera axes;
-  `center_2d` and `depth` (`cam2img` of the centre); `attr_label` 8 ("None").
+  `center_2d` and `depth` (`cam2img` of the centre); `attr_label` the index of the box's nuScenes
+  attribute in the converter's `nus_attributes` (`boxes3d.json` `attribute_name`; 8, "None", for none).
+
+Camera names: avsim's own by default. `camera_names="nuscenes"` (`--camera-names nuscenes`) writes
+the six nuScenes names that stock nuScenes configs name (`CAM_FRONT`, `CAM_FRONT_RIGHT`, ...): each
+camera of the clip's rig goes to the nuScenes camera whose heading is nearest its own
+(`nuscenes_camera_map`; one camera per name, at most `NUSCENES_MAX_HEADING_DEG` off), and the
+rig's other cameras are left out (a 6-view config reads every entry of `images`); a dict names
+the map itself (`--camera-names camera_front_wide_120fov=CAM_FRONT,...`; unnamed cameras left out).
 
 Images: `labels/images/<camera>/<frame>.<ext>` when the labels were written with `--images`;
 otherwise each frame is decoded from the clip's video (rendered: `OUT/<video_clip>/<video_clip>.
@@ -50,7 +58,14 @@ MMDET3D_LAYOUT = "mmdetection3d 1.1+ nuScenes info (info_version 1.1)"
 NUSCENES_CLASSES = ("car", "truck", "trailer", "bus", "construction_vehicle", "bicycle", "motorcycle", "pedestrian",
                     "traffic_cone", "barrier")  # fmt: skip
 AVSIM_TO_NUSCENES = {"Car": "car", "Truck": "truck", "Pedestrian": "pedestrian", "Cyclist": "bicycle"}  # Others: ignored (-1)
-ATTR_NONE = 8  # convert_utils.nus_attributes.index("None")
+# mmdetection3d's convert_utils.nus_attributes, in its order (attr_label is an index into it)
+NUS_ATTRIBUTES = ("cycle.with_rider", "cycle.without_rider", "pedestrian.moving", "pedestrian.standing", "pedestrian.sitting_lying_down",
+                  "vehicle.moving", "vehicle.parked", "vehicle.stopped", "None")  # fmt: skip
+ATTR_NONE = NUS_ATTRIBUTES.index("None")
+# nuScenes cameras and their nominal headings on the ego (deg, counter-clockwise from forward)
+NUSCENES_CAMERAS = {"CAM_FRONT": 0.0, "CAM_FRONT_RIGHT": -55.0, "CAM_FRONT_LEFT": 55.0, "CAM_BACK": 180.0, "CAM_BACK_LEFT": 110.0,
+                    "CAM_BACK_RIGHT": -110.0}  # fmt: skip
+NUSCENES_MAX_HEADING_DEG = 45.0
 _SIGNS = np.array([[i, j, k] for i in (1, -1) for j in (1, -1) for k in (1, -1)], np.float64) / 2.0
 
 
@@ -66,6 +81,7 @@ class ClipBoxes:
     rotation_wxyz: np.ndarray
     velocity_mps: np.ndarray
     cameras: list[list[str]]
+    attributes: list[str]
 
 
 def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
@@ -76,19 +92,19 @@ def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
 
         for r in pl.read_parquet(folder / compact.BOXES3D).iter_rows(named=True):
             rows[r["frame_index"]].append((r["track_id"], r["class"], r["center_ego_m"], r["size_lwh_m"], r["rotation_ego_wxyz"],
-                                           r["velocity_ego_mps"], r["cameras"]))  # fmt: skip
+                                           r["velocity_ego_mps"], r["cameras"], r.get("attribute_name") or ""))  # fmt: skip
     else:
         frame_of = {f["sample_token"]: f["frame_index"] for f in index["frames"]}
         doc = json.loads((folder / "boxes3d.json").read_text(encoding="utf-8"))
         for token, boxes in doc["results"].items():
             rows[frame_of[token]] += [(b["track_id"], b["class"], b["center_ego_m"], b["size_lwh_m"], b["rotation"],
-                                       b["velocity_ego_mps"], b["cameras"]) for b in boxes]  # fmt: skip
+                                       b["velocity_ego_mps"], b["cameras"], b.get("attribute_name") or "") for b in boxes]  # fmt: skip
     out = {}
     for f, rs in rows.items():
-        cols: list[Any] = list(zip(*rs)) if rs else [()] * 7
+        cols: list[Any] = list(zip(*rs)) if rs else [()] * 8
         out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], np.asarray(cols[2], np.float64).reshape(-1, 3),
                            np.asarray(cols[3], np.float64).reshape(-1, 3), np.asarray(cols[4], np.float64).reshape(-1, 4),
-                           np.asarray(cols[5], np.float64).reshape(-1, 3), [list(c) for c in cols[6]])  # fmt: skip
+                           np.asarray(cols[5], np.float64).reshape(-1, 3), [list(c) for c in cols[6]], [str(a) for a in cols[7]])  # fmt: skip
     return out
 
 
@@ -105,7 +121,8 @@ def _camera_poses(folder: Path, index: dict[str, Any]) -> dict[tuple[str, int], 
         return out
     for cam in index["cameras"]:
         for f in index["frames"]:
-            ext = np.asarray(json.loads((folder / "openlane" / cam / f"{f['frame_index']:06d}.json").read_text())["extrinsic"])
+            doc = json.loads((folder / "openlane" / cam / f"{f['frame_index']:06d}.json").read_text())
+            ext = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]))  # layout 3: `extrinsic` is the camera's own ground frame
             T = np.eye(4)
             T[:3, :3], T[:3, 3] = ext[:3, :3] @ CV_TO_OPENLANE_CAM, ext[:3, 3]  # back to OpenCV axes
             out[cam, f["frame_index"]] = T
@@ -203,23 +220,66 @@ def _cam_instances(boxes: ClipBoxes, camera: str, ego_T_cam: np.ndarray, world_R
         l, w, h = (float(v) for v in boxes.size_lwh_m[k])
         out.append({"bbox_label": label, "bbox_label_3d": label, "bbox": [x1, y1, x2, y2], "bbox_3d_isvalid": True,
                     "bbox_3d": [*centre.tolist(), l, h, w, -yaw_cam], "velocity": [float(v_cam[0]), float(v_cam[2])],
-                    "center_2d": (c2d[:2] / c2d[2]).tolist(), "depth": float(c2d[2]), "attr_label": ATTR_NONE})  # fmt: skip
+                    "center_2d": (c2d[:2] / c2d[2]).tolist(), "depth": float(c2d[2]),
+                    "attr_label": NUS_ATTRIBUTES.index(boxes.attributes[k]) if boxes.attributes[k] in NUS_ATTRIBUTES else ATTR_NONE})  # fmt: skip
     return out
 
 
-def clip_infos(folder: Path, info_dir: Path, first_idx: int = 0) -> list[dict[str, Any]]:
+def nuscenes_camera_map(ego_T_camera: dict[str, np.ndarray]) -> dict[str, str]:
+    """avsim camera -> nuScenes camera name, by heading (module docstring): the assignment with the smallest total
+    heading difference, each pair at most NUSCENES_MAX_HEADING_DEG apart; ties go to the camera first in rig order.
+
+    Args:
+        ego_T_camera: each camera's mounting (OpenCV axes: column 2 is the optical axis), in rig order.
+
+    Returns:
+        The map (cameras without a nuScenes counterpart are not in it).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    cams, slots = list(ego_T_camera), list(NUSCENES_CAMERAS)
+    heading = np.array([np.degrees(np.arctan2(T[1, 2], T[0, 2])) for T in ego_T_camera.values()])
+    diff = np.abs((heading[:, None] - np.array(list(NUSCENES_CAMERAS.values()))[None, :] + 180.0) % 360.0 - 180.0)
+    cost = np.where(diff <= NUSCENES_MAX_HEADING_DEG, diff, 1e6) + 1e-6 * np.arange(len(cams))[:, None]  # ties: rig order
+    rows, cols = linear_sum_assignment(cost)
+    return {cams[r]: slots[c] for r, c in zip(rows, cols) if diff[r, c] <= NUSCENES_MAX_HEADING_DEG}
+
+
+def _camera_names(index: dict[str, Any], poses: dict[tuple[str, int], np.ndarray], names: str | dict[str, str] | None) -> dict[str, str]:
+    """avsim camera -> the name written (`camera_names`: None keeps avsim's, "nuscenes" or a dict maps and leaves the others out)."""
+    cams = list(index["cameras"])
+    if names is None:
+        return {c: c for c in cams}
+    if isinstance(names, dict):
+        unknown = sorted(set(names) - set(cams))
+        if unknown:
+            raise AvsimInputError("--camera-names", unknown[0], f"no such camera in the clip (cameras: {', '.join(cams)})")
+        return {c: names[c] for c in cams if c in names}
+    if names != "nuscenes":
+        raise AvsimInputError("--camera-names", "value", f"expected nuscenes or CAMERA=NAME,..., got {names!r}")
+    if all(c in NUSCENES_CAMERAS for c in cams):  # a nuScenes rig already
+        return {c: c for c in cams}
+    first = index["frames"][0]["frame_index"] if index["frames"] else 0
+    return nuscenes_camera_map({c: poses[c, first] for c in cams if (c, first) in poses})
+
+
+def clip_infos(folder: Path, info_dir: Path, first_idx: int = 0, camera_names: str | dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The `data_list` entries of one label folder (one per labelled frame).
 
     Args:
         folder: a label folder (compact or standard layout).
         info_dir: the folder of the info file (image paths are relative to it; decoded frames go under it).
         first_idx: `sample_idx` of the first entry.
+        camera_names: None (avsim's names), "nuscenes", or avsim camera -> name (module docstring).
 
     Returns:
         The entries, in frame order.
     """
     index = compact.read_index(folder)
-    boxes, poses, images = _frame_boxes(folder, index), _camera_poses(folder, index), _image_paths(folder, index, info_dir)
+    boxes, poses = _frame_boxes(folder, index), _camera_poses(folder, index)
+    rename = _camera_names(index, poses, camera_names)
+    index = {**index, "cameras": [c for c in index["cameras"] if c in rename]}
+    images = _image_paths(folder, index, info_dir)
     models = {c: camera_from_dict(index["camera_models"][c]) for c in index["cameras"]}
     out = []
     for k, f in enumerate(index["frames"]):
@@ -231,14 +291,14 @@ def clip_infos(folder: Path, info_dir: Path, first_idx: int = 0) -> list[dict[st
         for cam, model in models.items():
             K, kind = openlane_intrinsic(model)
             ego_T_cam = poses[cam, fi]
-            entry["images"][cam] = {
+            entry["images"][rename[cam]] = {
                 "img_path": Path(images[cam, fi]).resolve().relative_to(info_dir.resolve()).as_posix()
                 if Path(images[cam, fi]).resolve().is_relative_to(info_dir.resolve()) else str(Path(images[cam, fi]).resolve()),
                 "height": model.height_px, "width": model.width_px, "cam2img": K.tolist(), "cam2ego": ego_T_cam.tolist(),
                 "lidar2cam": np.linalg.inv(ego_T_cam).tolist(), "timestamp": f["timestamp_ns"] / 1e9,
-                "sample_data_token": f"{f['sample_token']}:{cam}", **({"camera_model": model.to_dict()} if kind != "pinhole" else {}),
+                "sample_data_token": f"{f['sample_token']}:{rename[cam]}", **({"camera_model": model.to_dict()} if kind != "pinhole" else {}),
             }  # fmt: skip
-            entry["cam_instances"][cam] = _cam_instances(b, cam, ego_T_cam, world_T_ego[:3, :3], K, (model.width_px, model.height_px))
+            entry["cam_instances"][rename[cam]] = _cam_instances(b, cam, ego_T_cam, world_T_ego[:3, :3], K, (model.width_px, model.height_px))
         yaws = [converter_yaw(quat_to_matrix(q / np.linalg.norm(q))) for q in b.rotation_wxyz]
         entry["instances"] = [{
             "bbox_3d": [*b.center_m[j].tolist(), *b.size_lwh_m[j].tolist(), yaws[j]], "bbox_label": _label(b.object_class[j]),
@@ -250,12 +310,13 @@ def clip_infos(folder: Path, info_dir: Path, first_idx: int = 0) -> list[dict[st
     return out
 
 
-def write_mmdet3d_info(label_folders: list[Path], out: Path) -> int:
+def write_mmdet3d_info(label_folders: list[Path], out: Path, camera_names: str | dict[str, str] | None = None) -> int:
     """Write one mmdetection3d info file for the clips of `label_folders` (atomic).
 
     Args:
         label_folders: label folders (`OUT/<clip>/labels`, `GEN/labels`).
         out: the `.pkl` to write; image paths are relative to its folder.
+        camera_names: None (avsim's names), "nuscenes", or avsim camera -> name (module docstring).
 
     Returns:
         The number of samples written.
@@ -265,7 +326,7 @@ def write_mmdet3d_info(label_folders: list[Path], out: Path) -> int:
     for folder in label_folders:
         if not (folder / "index.json").is_file():
             raise AvsimInputError(folder, "index.json", "not an avsim label folder")
-        data_list += clip_infos(folder, out.parent, len(data_list))
+        data_list += clip_infos(folder, out.parent, len(data_list), camera_names)
     categories = {name: i for i, name in enumerate(NUSCENES_CLASSES)} | {"other": -1}
     info = {"metainfo": {"categories": categories, "dataset": "nuscenes", "version": "avsim", "info_version": "1.1",
                          "layout": MMDET3D_LAYOUT}, "data_list": data_list}  # fmt: skip

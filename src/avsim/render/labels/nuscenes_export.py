@@ -11,8 +11,9 @@ export frame); frames from `nuscenes_clip.keyframes` on:
 - `ego_pose`: the scenario's ego pose at each capture; `calibrated_sensor`: each camera's
   extrinsic and the pinhole intrinsic of its images, the LiDAR's mount;
 - `instance` per track, `sample_annotation` per track and keyframe (the scenario's boxes at the
-  frame time, `labels.boxes.frame_boxes_3d`, as the labels have them), with category, attribute
-  and visibility by `scenario.exporters.nuscenes_names` and `num_lidar_pts` from the sweep;
+  frame time, `labels.boxes.frame_boxes_3d`, as the labels have them), with category and visibility
+  by `scenario.exporters.nuscenes_names`, the labels' attribute (`labels.attributes`, from motion)
+  and `num_lidar_pts` from the sweep;
 - `log`, `map`: the scenario, its map mask (`maps/<log>.png`); the map expansion
   (`maps/expansion/<location>.json`, `scenario.exporters.nuscenes_map`; see Locations).
 
@@ -59,6 +60,7 @@ from avsim.render.geometry.lidar import (
     points_in_boxes,
     road_surface,
 )
+from avsim.render.labels.attributes import nuscenes_attributes, travelling_tracks
 from avsim.render.labels.boxes import frame_boxes_3d
 from avsim.render.labels.nuscenes_clip import (
     LabelledClip,
@@ -74,15 +76,7 @@ from avsim.render.labels.nuscenes_clip import (
 from avsim.render.labels.nuscenes_images import Rectifier, export_intrinsic, write_frames
 from avsim.scenario import Scenario
 from avsim.scenario.exporters import nuscenes_map
-from avsim.scenario.exporters.nuscenes_names import (
-    LIDAR_CHANNEL,
-    MOVING_SPEED_MPS,
-    camera_channels,
-    nuscenes_attribute,
-    nuscenes_category,
-    optical_axis_yaw_deg,
-    visibility_token,
-)
+from avsim.scenario.exporters.nuscenes_names import LIDAR_CHANNEL, nuscenes_category, visibility_token
 from avsim.scenario.exporters.nuscenes_tables import NuScenesTables, SampleBoxes, SampleDataRecord, content_token
 
 LOCATIONS: tuple[str, ...] = ("boston-seaport", "singapore-onenorth", "singapore-hollandvillage", "singapore-queenstown")
@@ -152,6 +146,7 @@ class _Log:
     canvas_m: tuple[float, float]
     road: RoadSurface
     preferred: str | None
+    travelling: frozenset[str]  # `labels.attributes.travelling_tracks`: the tracks that move in the scenario
     location: str = ""
 
 
@@ -175,6 +170,36 @@ def assign_locations(preferred: dict[str, str | None]) -> dict[str, str]:
         if token not in out:
             out[token] = free.pop(0) if free else f"avsim-{token[:12]}"
     return {t: out[t] for t in preferred}
+
+
+def camera_channels(rig: Any) -> dict[str, str]:
+    """Each camera's nuScenes channel: its own name on a nuScenes rig; else the nuScenes name `avsim labels-mmdet3d
+    --camera-names nuscenes` gives it (`mmdet3d_info.nuscenes_camera_map`, by heading), and `CAM_<NAME>` for a camera
+    left over (the export keeps every camera).
+
+    Args:
+        rig: the clip's rig (its cameras, in rig order).
+
+    Returns:
+        camera -> channel, one distinct channel each.
+    """
+    from avsim.render.labels.mmdet3d_info import NUSCENES_CAMERAS, nuscenes_camera_map
+
+    if all(c in NUSCENES_CAMERAS for c in rig.names):
+        return {c: c for c in rig.names}
+    mapped = nuscenes_camera_map({c: rig.extrinsic(c).as_matrix() for c in rig.names})
+    out, taken = {}, set(mapped.values()) | {LIDAR_CHANNEL}
+    for c in rig.names:
+        if c in mapped:
+            out[c] = mapped[c]
+            continue
+        base = "CAM_" + re.sub(r"[^A-Z0-9]+", "_", c.upper()).strip("_").removeprefix("CAMERA_")
+        name, k = base, 2
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        out[c] = name
+        taken.add(name)
+    return out
 
 
 def world_offset(scenario: Scenario) -> tuple[tuple[float, float, float], tuple[float, float]]:
@@ -238,7 +263,8 @@ class NuScenesExport:
             moved = moved.replace(map=within_box(moved.map, [0.0, 0.0, canvas[0], canvas[1]]))
             name = str(scenario.metadata.get("map_name", ""))
             self.tables.add_log(key, f"avsim-{_safe_name(scenario.scenario_id)}", "", TIME_BASE_DATE)
-            self.logs[token] = _Log(token, moved, offset, canvas, road_surface(moved.map), name if name in LOCATIONS else None)
+            self.logs[token] = _Log(token, moved, offset, canvas, road_surface(moved.map), name if name in LOCATIONS else None,
+                                    travelling_tracks(moved.agents))  # fmt: skip
         return self.logs[token]
 
     def add_clip(self, clip: LabelledClip, scenario: Scenario, scenario_path: Path, name: str | None = None) -> None:
@@ -263,7 +289,7 @@ class NuScenesExport:
                                         log.token, [scene.us(t) for t in times[key_pos]])  # fmt: skip
         scene = dataclasses.replace(scene, samples=samples)
         sample_of = np.searchsorted(key_pos, np.arange(last + 1), side="left")
-        channels = camera_channels(rig.names, [optical_axis_yaw_deg(rig.extrinsic(c)) for c in rig.names])
+        channels = camera_channels(rig)
         for cam in rig.names:
             self._camera(clip, log, rig, cam, channels[cam], scene, key_pos, sample_of)
         boxes = self._lidar_and_boxes(clip, log, scene, times, key_pos)
@@ -310,10 +336,6 @@ class NuScenesExport:
         lidar = self.options.lidar
         cs = self.tables.add_sensor(LIDAR_CHANNEL, "lidar", lidar.ego_SE3_lidar, None)
         frames = frame_boxes_3d(log.scenario, times)
-        speed: dict[str, float] = {}
-        for fb in frames:
-            for t, v in zip(fb.track_id.tolist(), np.hypot(fb.velocity_world_mps[:, 0], fb.velocity_world_mps[:, 1]).tolist()):
-                speed[t] = max(speed.get(t, 0.0), v)
         visible = visibility_fractions(clip)
         (self.root / "samples" / LIDAR_CHANNEL).mkdir(parents=True, exist_ok=True)
         records, out = [], []
@@ -333,11 +355,10 @@ class NuScenesExport:
             fi = int(clip.frame_index[p])
             ids = [str(t) for t in fb.track_id.tolist()]
             cats = [nuscenes_category(s, c) for s, c in zip(fb.source_class.tolist(), fb.object_class.tolist())]
-            v = np.hypot(fb.velocity_world_mps[:, 0], fb.velocity_world_mps[:, 1])
+            attrs = nuscenes_attributes(fb.object_class, fb.track_id, fb.velocity_world_mps, log.travelling)  # the labels' own
             out.append(SampleBoxes(
-                ids, cats, [nuscenes_attribute(c, float(v[k]), speed[ids[k]] >= MOVING_SPEED_MPS) for k, c in enumerate(cats)],
-                [visibility_token(visible.get((fi, t), 0.0)) for t in ids], fb.center_world_m, fb.size_lwh_m,
-                fb.rotation_world_wxyz, counts.tolist(),
+                ids, cats, [a or None for a in attrs], [visibility_token(visible.get((fi, t), 0.0)) for t in ids], fb.center_world_m,
+                fb.size_lwh_m, fb.rotation_world_wxyz, counts.tolist(),
             ))  # fmt: skip
         self.tables.add_channel(scene.token, scene.samples, LIDAR_CHANNEL, cs, records)
         return out

@@ -39,9 +39,9 @@ Read it like nuScenes: `NuScenes(version="{version}", dataroot=<this folder>)`.
   mask, whose corner is at the global origin, covers it); logs of different scenarios overlap.
 - Each scene's times start at 2017-07-14 plus a span read from its token (scenes must not start at
   the same microsecond); `avsim_export.json` has each scene's offset.
-- Attributes come from motion (moving / stopped / parked, with / without rider, moving / standing),
-  visibility from the rendered visible fraction over all cameras; categories from the source class
-  (a nuScenes category is kept), else from avsim's class.
+- Attributes come from motion (the labels' `attribute_name`: moving / stopped / parked, with /
+  without rider, moving / standing), visibility from the rendered visible fraction over all
+  cameras; categories from the source class (a nuScenes category is kept), else from avsim's class.
 - `NuScenesMap` knows four locations (`nuscenes.map_expansion.map_api.locations`): the first four
   scenarios take them; a fifth one's expansion is named `avsim-<log token>` and is read once that
   name is appended to that list. The map layers avsim has no data for (road segments, road blocks, walkways, car parks, lane

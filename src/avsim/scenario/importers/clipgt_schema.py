@@ -72,6 +72,25 @@ DEFAULT_LINE_COLOR, DEFAULT_LINE_STYLE = "WHITE", "SOLID_SINGLE"
 CAMERA_RDF_IN_SENSOR_FLU = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 
+# The loader's optional frame-time file: when present it renders at these times (microseconds),
+# not at LOADER_FPS from the first pose. avsim writes it to keep a scenario's frame 0.
+CAMERA_TIMESTAMPS_CAMERA = "camera_front_wide_120fov"
+MAX_CAMERA_TIMESTAMPS_BYTES = 64 << 20  # ~1 M frames of {"timestamp": ...}
+
+
+def camera_timestamps_path(folder: Path, clip_id: str) -> Path:
+    """Where the loader looks for a clip's frame times: ``<clip_id>.camera_front_wide_120fov.json``.
+
+    Args:
+        folder: the clip folder.
+        clip_id: the clip id.
+
+    Returns:
+        The path (a JSON list of ``{"timestamp": microseconds}``, one per frame).
+    """
+    return folder / f"{clip_id}.{CAMERA_TIMESTAMPS_CAMERA}.json"
+
+
 def table_path(folder: Path, clip_id: str, table: str) -> Path:
     """Where one table of a clip lives.
 
@@ -160,6 +179,7 @@ def camera_name(sensor: str) -> str:
 
 
 __all__ = [
+    "CAMERA_TIMESTAMPS_CAMERA", "MAX_CAMERA_TIMESTAMPS_BYTES", "camera_timestamps_path",
     "CALIBRATION", "EGOMOTION", "OBSTACLE", "REQUIRED_TABLES", "MAP_TABLES", "UNREAD_TABLES", "TABLES",
     "LOADER_FPS", "MAX_EXTRAPOLATION_US", "MPS_PER_MPH", "SKIPPED_TRACK_PREFIX", "VERSION", "MAX_TABLE_BYTES", "MAX_TABLE_ROWS",
     "MAX_UNCOMPRESSED_BYTES", "LOADER_CLASSES", "CLASS_CATEGORY", "DEFAULT_LINE_COLOR", "DEFAULT_LINE_STYLE",
