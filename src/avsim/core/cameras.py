@@ -21,6 +21,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat
 POLY_DEGREE = 5  # f-theta polynomials have six coefficients p0..p5
 FIT_SAMPLES = 500  # samples for the least-squares fit of the inverse polynomial (spec)
 NEWTON_STEPS = 3  # refinement so the stored polynomial is honoured exactly
+MAX_RAY_ANGLE_RAD = np.pi  # the image's farthest pixel sees a ray at most this far off the optical axis
 
 
 def _check_points(points: NDArrayFloat, name: str = "points_cam") -> NDArrayFloat:
@@ -295,6 +296,7 @@ class FThetaCamera:
         offsets = self._pixel_to_offset(corners)
         return float(np.linalg.norm(offsets, axis=-1).max())
 
+    @np.errstate(all="ignore")  # a diverging polynomial is refused below (one line), not warned about
     def _derive(self) -> dict[str, Any]:
         stored = np.array(self.poly)
         r_max = self._max_radius_px()
@@ -302,6 +304,8 @@ class FThetaCamera:
             bw = stored
             r = np.linspace(0.0, r_max, FIT_SAMPLES)
             theta = _polyval(bw, r)
+            if not np.isfinite(theta).all() or not 0.0 < theta[-1] <= MAX_RAY_ANGLE_RAD:
+                raise AvsimValueError(f"poly: the backward polynomial maps the image's {r_max:.0f} px radius to {theta[-1]:g} rad; a ray is at most {MAX_RAY_ANGLE_RAD:g} rad off the optical axis (the polynomial diverges)")  # fmt: skip
             fw = _fit_through_origin(theta, r, POLY_DEGREE)
             theta_max = float(theta[-1])
         else:
@@ -317,8 +321,8 @@ class FThetaCamera:
             bw = _fit_through_origin(_polyval(fw, theta), theta, POLY_DEGREE)
         r_end = float(_polyval(fw, np.array(theta_max)))
         slope = float(_polyval(_polyder(fw), np.array(theta_max)))
-        if not slope > 0:
-            raise AvsimValueError("poly: forward polynomial is not increasing at the image border")
+        if not (np.isfinite(fw).all() and np.isfinite(bw).all() and np.isfinite(r_end) and slope > 0):  # diverging, or turning back
+            raise AvsimValueError("poly: forward polynomial is not increasing at the image border (or it or its fitted inverse is not finite)")
         fw.setflags(write=False)  # the camera is immutable; so are its derived polynomials
         bw.setflags(write=False)
         return {"fw": fw, "bw": bw, "theta_max": theta_max, "r_end": r_end, "slope": slope}

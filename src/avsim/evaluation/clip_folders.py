@@ -15,6 +15,7 @@ view is compared with the real clip's same view, not with six more), else all th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ import numpy as np
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.label_folders import INDEX_JSON, is_label_folder, labels_folder
+from avsim.core.label_folders import read_index as read_label_index
+from avsim.core.names import join_names, safe_name
+from avsim.core.safe_files import contained_file, file_kind
 from avsim.evaluation.detect_types import FLU_R_RDF, CameraCalibration, FrameBatch
 
 FRONT_CAMERA = "camera_front_wide_120fov"
@@ -62,19 +66,14 @@ def list_clip_folders(path: Path) -> list[Path]:
 
 
 def read_index(clip_dir: Path) -> dict[str, Any]:
-    """A clip folder's `labels/index.json` (cameras and frames checked)."""
-    from avsim.core.safe_json import read_json
-
-    path = labels_folder(clip_dir) / INDEX_JSON
-    index = read_json(path, "index")
-    if not isinstance(index, dict) or not isinstance(index.get("frames"), list) or not index.get("cameras"):
-        raise AvsimInputError(path, "frames", "expected cameras and frames")
-    return index
+    """A clip folder's `labels/index.json`, checked (`avsim.core.label_folders.read_index`)."""
+    return read_label_index(labels_folder(clip_dir))
 
 
 def clip_name(index: dict[str, Any], clip_dir: Path) -> str:
-    """The clip's name: its scenario id (the same on both sides of a report), else the folder's name."""
-    return str(index.get("scenario_id") or clip_dir.name)
+    """The clip's name: its scenario id (the same on both sides of a report), else the folder's name, as a
+    safe file name (it names `OUT/videos/<clip>/`)."""
+    return safe_name(str(index.get("scenario_id") or clip_dir.name))
 
 
 def parse_cameras(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -119,30 +118,61 @@ def evaluated_cameras(real: Sequence[Path], generated: Sequence[Path] = (), requ
 
 
 def video_path(clip_dir: Path, video_clip: str, camera: str) -> Path:
-    """`<clip_dir>/<video_clip>.<camera>.mp4` (a missing video is a one-line error)."""
-    p = clip_dir / f"{video_clip}.{camera}.mp4"
-    if not p.is_file():
+    """`<clip_dir>/<video_clip>.<camera>.mp4` (a missing video, a FIFO, a device or a link out of the clip folder is a one-line error)."""
+    p = join_names(clip_dir, f"{video_clip}.{camera}.mp4")
+    if file_kind(p) == "missing":
         raise AvsimInputError(p, "video", f"missing: camera {camera} of {video_clip} (expected beside labels/)")
-    return p
+    return contained_file(clip_dir, p.name, p, "video")
+
+
+class ClipCalibrations:
+    """Every camera-frame's `CameraCalibration` of one clip: the OpenLane files, or the compact tables read once."""
+
+    def __init__(self, clip_dir: Path) -> None:
+        self.clip_dir = clip_dir
+        self._compact: tuple[dict[str, dict[str, Any]], dict[tuple[str, int], np.ndarray]] | None = None
+
+    def __call__(self, camera: str, frame_index: int) -> CameraCalibration:
+        from avsim.render.labels import compact
+
+        labels = labels_folder(self.clip_dir)
+        if os.path.lexists(join_names(labels, "openlane", camera, f"{frame_index:06d}.json")) or not compact.is_compact(labels):
+            return _openlane_calibration(labels, camera, frame_index)
+        if self._compact is None:
+            index = compact.read_index(labels)
+            for c in index["cameras"]:
+                compact.camera_model(labels, index, c)  # a model that is not one: one line
+            models = {c: dict(index["camera_models"][c]) for c in index["cameras"]}
+            self._compact = models, compact.camera_poses(labels, index)
+        models, poses = self._compact
+        if camera not in models or (camera, frame_index) not in poses:
+            raise AvsimInputError(labels / compact.CAMERA_POSES, "camera", f"no pose of {camera} at frame {frame_index}")
+        return CameraCalibration(camera, models[camera], poses[camera, frame_index])
 
 
 def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibration:
     """A camera's model and mounting at one frame: from the labels' OpenLane file of that frame, or the compact tables."""
-    from avsim.core.safe_json import read_json
-    from avsim.render.labels import compact
+    return ClipCalibrations(clip_dir)(camera, frame_index)
 
-    labels = labels_folder(clip_dir)
-    p = labels / "openlane" / camera / f"{frame_index:06d}.json"
-    if not p.is_file() and compact.is_compact(labels):
-        model = compact.read_index(labels).get("camera_models", {}).get(camera)
-        return CameraCalibration(camera, dict(model or {}), compact.camera_pose(labels, camera, frame_index))
+
+def _openlane_calibration(labels: Path, camera: str, frame_index: int) -> CameraCalibration:
+    from avsim.core.safe_json import read_json
+
+    p = join_names(labels, "openlane", camera, f"{frame_index:06d}.json")
     doc = read_json(p, "openlane")
+    if not isinstance(doc, dict):
+        raise AvsimInputError(p, "json", "top level must be an object")
     model = doc.get("camera_model")
-    if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
-        K = np.asarray(doc["intrinsic"], np.float64)
-        model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
-    # layout 3 writes the camera in its own ground frame as `extrinsic` and ego_T_camera as `ego_extrinsic`
-    ego_T_cam = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]), np.float64)
+    try:
+        if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
+            K = np.asarray(doc["intrinsic"], np.float64).reshape(3, 3)
+            model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
+        # layout 3 writes the camera in its own ground frame as `extrinsic` and ego_T_camera as `ego_extrinsic`
+        ego_T_cam = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]), np.float64).reshape(4, 4)
+    except (KeyError, TypeError, ValueError):
+        raise AvsimInputError(p, "extrinsic", "intrinsic must be 3x3 and extrinsic 4x4 numbers") from None
+    if not np.isfinite(ego_T_cam).all() or not isinstance(model, dict):
+        raise AvsimInputError(p, "extrinsic", "NaN or infinite values, or no camera model")
     ego_SE3_camera = ego_T_cam.copy()
     ego_SE3_camera[:3, :3] = ego_T_cam[:3, :3] @ FLU_R_RDF
     return CameraCalibration(camera, dict(model or {}), ego_SE3_camera)
@@ -185,6 +215,7 @@ def iter_batches(clip_dir: Path, cameras: Sequence[str] | None = None) -> Iterat
     for f in index["frames"]:
         by_video.setdefault(str(f["video_clip"]), []).append(f)
     lanes_from = lane_camera(clip_dir, cams) if index["frames"] else ""
+    calibrations = ClipCalibrations(clip_dir)
     for video_clip, frames in by_video.items():
         wanted = {int(f["video_frame"]): f for f in frames}
         streams = [iter_video_frames(video_path(clip_dir, video_clip, c)) for c in cams]
@@ -195,7 +226,7 @@ def iter_batches(clip_dir: Path, cameras: Sequence[str] | None = None) -> Iterat
             if f is None:
                 continue
             fi = int(f["frame_index"])
-            cal = tuple(calibration(clip_dir, c, fi) for c in cams)
+            cal = tuple(calibrations(c, fi) for c in cams)
             yield FrameBatch(name, clip_dir, fi, int(f["timestamp_ns"]), str(f["sample_token"]), cams, tuple(images), cal,
                              np.asarray(f["world_SE3_ego"], np.float64), lanes_from)  # fmt: skip
 

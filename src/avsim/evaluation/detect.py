@@ -38,6 +38,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.clip_folders import (
     FRONT_CAMERA,
@@ -145,7 +146,11 @@ def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callabl
     truth = clip_ground_truth(clip_dir, cams, gt_visibility)
     pred_parts, lane_f, lane_p, lane_c, tokens = [], [], [], [], []
     for batch in iter_batches(clip_dir, cams):
-        det = detector(batch)
+        try:
+            det = detector(batch)
+        except Exception as exc:  # the user's detector (or a callable that is none, `os:system`): one line
+            text = " ".join(str(exc).split())[:300]
+            raise AvsimInputError("--detector", spec, f"raised {type(exc).__name__} on {batch.clip} frame {batch.frame_index}: {text}") from None
         if not isinstance(det, Detections):
             raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
         key = frame_key(batch.clip, batch.sample_token)
@@ -279,10 +284,10 @@ def _link_videos(clip_dir: Path, cameras: tuple[str, ...], videos: Path) -> None
 
     index = read_index(clip_dir)
     first = str(index["frames"][0]["video_clip"]) if index["frames"] else clip_name(index, clip_dir)
-    target = videos / clip_name(index, clip_dir)
+    target = join_names(videos, clip_name(index, clip_dir))
     target.mkdir(parents=True, exist_ok=True)
     for cam in cameras:
-        link = target / f"{cam}.mp4"
+        link = join_names(target, f"{cam}.mp4")
         if link.is_symlink() or link.exists():
             link.unlink()
         os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)

@@ -66,10 +66,12 @@ def visible_tracks(labels: Path, cameras: tuple[str, ...]) -> set[tuple[int, str
     from avsim.core.safe_json import read_json
     from avsim.render.labels import compact
 
-    if (labels / compact.ANNOTATIONS).is_file():
+    if compact.is_compact(labels):
         import polars as pl
 
-        df = pl.read_parquet(labels / compact.ANNOTATIONS, columns=["camera", "image_id", "track_id"])
+        from avsim.render.labels.compact_tables import read_table
+
+        df = read_table(labels, compact.ANNOTATIONS, columns=["camera", "image_id", "track_id"])
         df = df.filter(pl.col("camera").cast(pl.String).is_in(list(cameras)))
         return set(zip(df["image_id"].to_list(), df["track_id"].cast(pl.String).to_list()))
     out: set[tuple[int, str]] = set()

@@ -129,6 +129,9 @@ class Detections:
             raise AvsimValueError(f"Detections: {len(boxes)} boxes, {len(labels)} labels, {len(scores)} scores")
         if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
             raise AvsimValueError("Detections: boxes and scores must be finite")
+        if ((scores < 0) | (scores > 1)).any():  # as the box tables `avsim eval let` reads require
+            bad = float(scores[(scores < 0) | (scores > 1)][0])
+            raise AvsimValueError(f"Detections: scores must be in [0, 1], got {bad:g}")
         if (boxes[:, 3:6] <= 0).any():  # as the box tables `avsim eval let` reads require
             raise AvsimValueError("Detections: box sizes (length, width, height) must be > 0")
         lanes = tuple(np.asarray(ln, np.float64).reshape(-1, 3) for ln in self.lanes)

@@ -35,6 +35,8 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import StepProgress, report_step
+from avsim.core.safe_files import contained_path, regular_file
+from avsim.core.safe_parquet import TableLimits, read_frame
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 # --------------------------------------------------------------------------- inputs
+
+CHUNK_SCORE_LIMITS = TableLimits(max_rows=10_000_000, max_decoded_bytes=1 << 30)  # chunk_scores.parquet
 
 
 def _first_existing(folder: Path, names: tuple[str, ...]) -> Path | None:
@@ -84,6 +88,9 @@ def load_lanes(folder: Path, ground_truth: bool = False) -> LaneSet | None:
 def load_ground_truth(folder: Path) -> tuple[Boxes3D | None, LaneSet | None, str]:
     """GT boxes and lanes from tables, or derived from avsim scenario folders."""
     from avsim.evaluation.detections import read_box_table
+
+    if not folder.is_dir():
+        raise AvsimInputError(folder, "--gt", "not found or not a folder (the ground truth: boxes.parquet / lanes.parquet or scenario folders)")
 
     boxes_p = _first_existing(folder, ("boxes.parquet", "boxes.csv"))
     boxes = read_box_table(boxes_p, require_score=False) if boxes_p else None
@@ -117,14 +124,18 @@ def list_video_clips(folder: Path) -> dict[str, dict[str, Path]]:
     from avsim.evaluation.video_frames import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
     root = folder / "videos"
-    if not root.is_dir():
+    if not os.path.lexists(root):
         return {}
+    contained_path(folder, "videos", root, "videos")  # a link out of the side's folder is refused, never listed
+    if not root.is_dir():
+        raise AvsimInputError(root, "videos", "not a folder")
     out: dict[str, dict[str, Path]] = {}
     for c in sorted(root.iterdir()):
-        if c.is_file() and c.suffix.lower() in VIDEO_SUFFIXES:
-            out[c.stem] = {"video": c}
+        if c.suffix.lower() in VIDEO_SUFFIXES:  # a clip (a link to it, as `eval detect` writes): a regular file, else named
+            out[c.stem] = {"video": regular_file(c, "video")}
         elif c.is_dir():
-            vids = sorted(v for v in c.iterdir() if v.is_file() and v.suffix.lower() in VIDEO_SUFFIXES)
+            contained_path(root, c.name, c, "videos")
+            vids = sorted(regular_file(v, "video") for v in c.iterdir() if v.suffix.lower() in VIDEO_SUFFIXES)
             if vids:
                 out[c.name] = {v.stem: v for v in vids}
             elif any(v.suffix.lower() in IMAGE_SUFFIXES for v in c.iterdir()):
@@ -229,7 +240,7 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
     pr, pg = real_dir / "chunk_scores.parquet", gen_dir / "chunk_scores.parquet"
     if pr.is_file() and pg.is_file():
         def table(p: Path) -> dict[str, np.ndarray]:
-            df = pl.read_parquet(p).sort(["clip", "chunk"])
+            df = read_frame(p, CHUNK_SCORE_LIMITS).sort(["clip", "chunk"])
             return {c: df.filter(pl.col("clip") == c)["score"].cast(pl.Float64).to_numpy() for c in df["clip"].unique().sort().to_list()}
 
         tr, tg = table(pr), table(pg)

@@ -234,8 +234,10 @@ def _write_selected_tables(src: Path, out: Path, keep: dict[int, int], views: Se
     column (the lane lines, once per clip) are copied."""
     import polars as pl
 
+    from avsim.core.safe_parquet import TableLimits, read_frame
+
     for table in sorted(src.glob("*.parquet")):
-        df = pl.read_parquet(table)
+        df = read_frame(table, TableLimits(10_000_000, 1 << 30), root=src)  # bounded before decoding, inside the label folder
         key = next((c for c in ("frame_index", "image_id") if c in df.columns), None)
         if key is not None:
             df = df.filter(pl.col(key).is_in(sorted(keep)))

@@ -29,10 +29,23 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from avsim.core import label_folders
 from avsim.core.atomic import atomic_output_path
-from avsim.core.errors import AvsimInputError
+from avsim.core.cameras import Camera, camera_from_dict
+from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.typing import NDArrayFloat
 from avsim.render.labels.boxes import FrameBoxes3D
+from avsim.render.labels.compact_tables import (
+    ANNOTATION_ARRAYS,
+    ANNOTATION_SCALARS,
+    ANNOTATIONS,
+    BOXES3D,
+    CAMERA_POSES,
+    COMPACT_FILES,
+    LANES,
+    has_table,
+    read_table,
+)
 from avsim.render.labels.lanes import LaneTable, lane_table, near_lines
 from avsim.render.labels.records import (
     ANNOTATION_DECIMALS,
@@ -42,12 +55,6 @@ from avsim.render.labels.records import (
 )
 from avsim.scenario import Scenario
 
-BOXES3D, ANNOTATIONS, LANES, CAMERA_POSES = "boxes3d.parquet", "annotations.parquet", "lanes.parquet", "camera_poses.parquet"
-COMPACT_FILES = {"boxes3d": BOXES3D, "annotations": ANNOTATIONS, "lanes": LANES, "camera_poses": CAMERA_POSES}
-# the COCO extras of an annotation, stored as float32 arrays of these lengths
-ANNOTATION_ARRAYS = {"center_camera_m": 3, "size_lwh_m": 3, "rotation_camera_wxyz": 4, "center_px": 2, "corners_px": 16,
-                     "box2d_full_px": 4}  # fmt: skip
-ANNOTATION_SCALARS = ("center_depth_m", "visible_fraction", "truncation")
 DECIMALS = dict(zip(ANNOTATION_FLOATS, ANNOTATION_DECIMALS))  # as the standard COCO files round them
 BOX_ARRAYS = {"center_ego_m": 3, "size_lwh_m": 3, "rotation_ego_wxyz": 4, "velocity_ego_mps": 3, "center_world_m": 3,
               "rotation_world_wxyz": 4, "velocity_world_mps": 3}  # fmt: skip
@@ -186,7 +193,7 @@ def write_camera_poses(path: Path, heads: list[dict[str, Any]]) -> None:
 
 # ---- readers -----------------------------------------------------------------------------------
 def read_index(folder: Path) -> dict[str, Any]:
-    """A label folder's `index.json`.
+    """A label folder's `index.json`, checked (`avsim.core.label_folders.read_index`).
 
     Args:
         folder: the label folder.
@@ -194,10 +201,7 @@ def read_index(folder: Path) -> dict[str, Any]:
     Returns:
         The index document.
     """
-    from avsim.core.safe_json import read_json
-
-    doc = read_json(Path(folder) / "index.json")
-    return doc if isinstance(doc, dict) else {}
+    return label_folders.read_index(Path(folder))
 
 
 def is_compact(folder: Path) -> bool:
@@ -207,15 +211,27 @@ def is_compact(folder: Path) -> bool:
         folder: a path.
 
     Returns:
-        True when it holds `index.json` and `lanes.parquet`.
+        True when it holds `index.json` whose `layout` is compact or both (an index without one: when
+        `lanes.parquet` is there in any form). A compact folder whose table is missing, truncated or
+        not a regular file is then reported naming that table, never read as the standard layout.
     """
-    return (Path(folder) / "index.json").is_file() and (Path(folder) / LANES).is_file()
+    if not (Path(folder) / "index.json").is_file():
+        return False
+    layout = read_index(folder).get("layout")
+    return layout in ("compact", "both") if layout is not None else has_table(Path(folder), LANES)
 
 
-def read_lane_lines(folder: Path) -> tuple[LaneTable, np.ndarray]:
-    """`lanes.parquet` as a lane table and each line's index in the map (the OpenLane `track_id`)."""
-    df = pl.read_parquet(Path(folder) / LANES)
+def read_lane_lines(folder: Path, index: dict[str, Any] | None = None) -> tuple[LaneTable, np.ndarray]:
+    """`lanes.parquet` (checked, `compact_tables.read_table`) as a lane table and each line's index in the map (the OpenLane `track_id`)."""
+    df = read_table(folder, LANES, index)
     counts = df["x_m"].list.len().to_numpy().astype(np.int64)
+    for axis in "yz":
+        other = df[f"{axis}_m"].list.len().to_numpy()
+        if len(df) and (other != counts).any():
+            row = int(np.argmax(other != counts))
+            raise AvsimInputError(Path(folder) / LANES, f"{axis}_m", f"row {row}: {other[row]} values, x_m has {counts[row]}")
+    if len(df) and (counts < 1).any():
+        raise AvsimInputError(Path(folder) / LANES, "x_m", f"row {int(np.argmax(counts < 1))}: a lane line without points")
     offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
     pts = np.column_stack([df[f"{a}_m"].explode().to_numpy().astype(np.float64) for a in "xyz"]) if len(df) else np.zeros((0, 3))
     lo = np.minimum.reduceat(pts[:, :2], offsets[:-1]) if len(df) else np.zeros((0, 2))
@@ -224,8 +240,47 @@ def read_lane_lines(folder: Path) -> tuple[LaneTable, np.ndarray]:
     return table, df["line"].to_numpy().astype(np.int64)
 
 
+def camera_model(folder: Path, index: dict[str, Any], camera: str) -> Camera:
+    """A camera of the label folder as `index.json["camera_models"]` stores it (one line when it is not one).
+
+    Args:
+        folder: the label folder.
+        index: its index.
+        camera: the camera.
+
+    Returns:
+        The camera model.
+    """
+    path = Path(folder) / "index.json"
+    models = index.get("camera_models")
+    if not isinstance(models, dict) or camera not in models:
+        raise AvsimInputError(path, "camera_models", f"no model of camera {camera!r}")
+    try:
+        return camera_from_dict(models[camera])
+    except (AvsimValueError, KeyError, TypeError, ValueError) as exc:
+        raise AvsimInputError(path, f"camera_models.{camera}", f"not a camera model: {exc}") from None
+
+
+def camera_poses(folder: Path, index: dict[str, Any] | None = None) -> dict[tuple[str, int], NDArrayFloat]:
+    """Every camera-frame's ego_SE3_camera (the camera's mounting at its capture time) from `camera_poses.parquet`.
+
+    Args:
+        folder: the label folder.
+        index: its index (read when None).
+
+    Returns:
+        (camera, frame index) -> (4, 4) float64.
+    """
+    rows = read_table(folder, CAMERA_POSES, index)
+    mats = np.zeros((len(rows), 4, 4))
+    mats[:, :3] = np.asarray(rows["ego_SE3_camera"].to_numpy(), np.float64).reshape(-1, 3, 4)
+    mats[:, 3, 3] = 1.0
+    keys = zip(rows["camera"].cast(pl.String).to_list(), rows["frame_index"].to_list())
+    return {(str(c), int(f)): m for (c, f), m in zip(keys, mats)}
+
+
 def camera_pose(folder: Path, camera: str, frame_index: int) -> NDArrayFloat:
-    """One camera-frame's ego_SE3_camera (the camera's mounting at its capture time) from `camera_poses.parquet`.
+    """One camera-frame's ego_SE3_camera from `camera_poses.parquet` (see `camera_poses`).
 
     Args:
         folder: the label folder.
@@ -235,10 +290,13 @@ def camera_pose(folder: Path, camera: str, frame_index: int) -> NDArrayFloat:
     Returns:
         (4, 4) float64; AvsimInputError when the table has no such camera-frame.
     """
-    rows = pl.read_parquet(Path(folder) / CAMERA_POSES).filter(
-        (pl.col("camera").cast(pl.String) == camera) & (pl.col("frame_index") == int(frame_index)))
-    if not len(rows):
+    pose = camera_poses(folder).get((camera, int(frame_index)))
+    if pose is None:
         raise AvsimInputError(Path(folder) / CAMERA_POSES, "camera", f"no pose of {camera} at frame {frame_index}")
-    out = np.eye(4)
-    out[:3] = np.asarray(rows["ego_SE3_camera"].to_numpy()[0], np.float64).reshape(3, 4)
-    return out
+    return pose
+
+
+__all__ = [
+    "ANNOTATIONS", "BOXES3D", "CAMERA_POSES", "COMPACT_FILES", "LANES", "boxes_rows", "camera_model", "camera_pose", "camera_poses",
+    "is_compact", "read_index", "read_lane_lines", "write_annotations", "write_boxes3d", "write_camera_poses", "write_lanes",
+]  # fmt: skip

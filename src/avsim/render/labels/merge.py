@@ -28,6 +28,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
+from avsim.core.names import join_names
 from avsim.core.typing import NDArrayFloat
 from avsim.render.labels import compact as compact_io
 from avsim.render.labels.attributes import nuscenes_attributes, travelling_tracks
@@ -104,7 +105,7 @@ def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], 
                 seen[h["frame_index"]].setdefault(tid, []).append(cam)
         if standard or clip.image_names:  # images come with the COCO file that names them
             names = {f: clip.image_names[cam, f] for f in frames if (cam, f) in clip.image_names}
-            _write_coco(folder / "coco" / f"{cam}.json", cam, clip.video, by_camera[cam], chunks(cam), sizes[cam], names)
+            _write_coco(join_names(folder, "coco", f"{cam}.json"), cam, clip.video, by_camera[cam], chunks(cam), sizes[cam], names)
             written += [folder / "coco" / f"{cam}.json"] + ([folder / "openlane" / cam] if standard else [])
     samples = _write_boxes3d(scenario, folder, frames, stamps, seen, clip, standard, compact)
     if compact:

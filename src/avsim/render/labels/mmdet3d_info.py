@@ -38,7 +38,6 @@ otherwise each frame is decoded from the clip's video (rendered: `OUT/<video_cli
 
 from __future__ import annotations
 
-import json
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +46,11 @@ from typing import Any
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
-from avsim.core.cameras import camera_from_dict
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import contained_file
+from avsim.core.safe_json import read_json
 from avsim.core.transforms import quat_to_matrix
-from avsim.render.labels import compact
+from avsim.render.labels import compact, compact_tables
 from avsim.render.labels.lanes import openlane_intrinsic
 from avsim.render.labels.records import CV_TO_OPENLANE_CAM
 
@@ -84,48 +84,88 @@ class ClipBoxes:
     attributes: list[str]
 
 
-def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
-    """Every frame's boxes, from `boxes3d.parquet` (compact) or `boxes3d.json` (standard)."""
+def _json_box_rows(folder: Path, index: dict[str, Any]) -> dict[int, list[tuple[Any, ...]]]:
+    """`boxes3d.json`'s boxes by frame, each field checked (the file and the box named)."""
+    path = folder / "boxes3d.json"
+    doc = read_json(path, "boxes3d")
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, dict):
+        raise AvsimInputError(path, "results", "must be an object of sample token -> boxes")
+    frame_of = {f["sample_token"]: f["frame_index"] for f in index["frames"]}
     rows: dict[int, list[tuple[Any, ...]]] = {f["frame_index"]: [] for f in index["frames"]}
-    if (folder / compact.BOXES3D).is_file():
-        import polars as pl
+    for token, boxes in results.items():
+        if token not in frame_of or not isinstance(boxes, list):
+            raise AvsimInputError(path, f"results.{str(token)[:60]}", "not a sample token of index.json, or not a list of boxes")
+        for k, b in enumerate(boxes):
+            where = f"results.{token}[{k}]"
+            if not isinstance(b, dict) or any(key not in b for key in _JSON_BOX_FIELDS):
+                raise AvsimInputError(path, where, f"must be an object with {', '.join(_JSON_BOX_FIELDS)}")
+            cams = b["cameras"]
+            if not isinstance(cams, list) or not all(isinstance(c, str) for c in cams):
+                raise AvsimInputError(path, f"{where}.cameras", "must be a list of camera names")
+            rows[frame_of[token]].append((*(b[key] for key in _JSON_BOX_FIELDS), b.get("attribute_name") or ""))
+    return rows
 
-        for r in pl.read_parquet(folder / compact.BOXES3D).iter_rows(named=True):
+
+_JSON_BOX_FIELDS = ("track_id", "class", "center_ego_m", "size_lwh_m", "rotation", "velocity_ego_mps", "cameras")
+
+
+def _frame_boxes(folder: Path, index: dict[str, Any]) -> dict[int, ClipBoxes]:
+    """Every frame's boxes, from `boxes3d.parquet` (compact) or `boxes3d.json` (standard), checked."""
+    if compact.is_compact(folder):
+        source = folder / compact.BOXES3D
+        rows: dict[int, list[tuple[Any, ...]]] = {f["frame_index"]: [] for f in index["frames"]}
+        for r in compact_tables.read_table(folder, compact.BOXES3D, index).iter_rows(named=True):
             rows[r["frame_index"]].append((r["track_id"], r["class"], r["center_ego_m"], r["size_lwh_m"], r["rotation_ego_wxyz"],
                                            r["velocity_ego_mps"], r["cameras"], r.get("attribute_name") or ""))  # fmt: skip
     else:
-        frame_of = {f["sample_token"]: f["frame_index"] for f in index["frames"]}
-        doc = json.loads((folder / "boxes3d.json").read_text(encoding="utf-8"))
-        for token, boxes in doc["results"].items():
-            rows[frame_of[token]] += [(b["track_id"], b["class"], b["center_ego_m"], b["size_lwh_m"], b["rotation"],
-                                       b["velocity_ego_mps"], b["cameras"], b.get("attribute_name") or "") for b in boxes]  # fmt: skip
+        source, rows = folder / "boxes3d.json", _json_box_rows(folder, index)
     out = {}
     for f, rs in rows.items():
         cols: list[Any] = list(zip(*rs)) if rs else [()] * 8
-        out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], np.asarray(cols[2], np.float64).reshape(-1, 3),
-                           np.asarray(cols[3], np.float64).reshape(-1, 3), np.asarray(cols[4], np.float64).reshape(-1, 4),
-                           np.asarray(cols[5], np.float64).reshape(-1, 3), [list(c) for c in cols[6]], [str(a) for a in cols[7]])  # fmt: skip
+        try:
+            arrays = [np.asarray(cols[i], np.float64).reshape(-1, n) for i, n in ((2, 3), (3, 3), (4, 4), (5, 3))]
+        except (TypeError, ValueError):
+            raise AvsimInputError(source, f"frame {f}", "box centres, sizes, rotations and velocities must be 3, 3, 4 and 3 numbers") from None
+        norms = np.linalg.norm(arrays[2], axis=1)
+        if not all(np.isfinite(a).all() for a in arrays) or (arrays[1] <= 0).any() or (norms < 1e-6).any():
+            raise AvsimInputError(source, f"frame {f}", "a box with a NaN or infinite value, a size <= 0 or a zero rotation")
+        center, size, rotation, velocity = arrays
+        out[f] = ClipBoxes([str(t) for t in cols[0]], [str(c) for c in cols[1]], center, size, rotation, velocity, [list(c) for c in cols[6]],
+                           [str(x) for x in cols[7]])  # fmt: skip
     return out
 
 
 def _camera_poses(folder: Path, index: dict[str, Any]) -> dict[tuple[str, int], np.ndarray]:
-    """(camera, frame) -> 4x4 ego_T_camera (OpenCV axes): the compact table, or the OpenLane files' extrinsics."""
+    """(camera, frame) -> 4x4 ego_T_camera (OpenCV axes) of every camera-frame: the compact table, or the OpenLane files' extrinsics."""
     out = {}
-    if (folder / compact.CAMERA_POSES).is_file():
-        import polars as pl
-
-        for r in pl.read_parquet(folder / compact.CAMERA_POSES).iter_rows(named=True):
+    if compact.is_compact(folder):
+        for r in compact_tables.read_table(folder, compact.CAMERA_POSES, index).iter_rows(named=True):
             T = np.eye(4)
             T[:3] = np.asarray(r["ego_SE3_camera"], np.float64).reshape(3, 4)
             out[str(r["camera"]), r["frame_index"]] = T
-        return out
-    for cam in index["cameras"]:
-        for f in index["frames"]:
-            doc = json.loads((folder / "openlane" / cam / f"{f['frame_index']:06d}.json").read_text())
-            ext = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]))  # layout 3: `extrinsic` is the camera's own ground frame
-            T = np.eye(4)
-            T[:3, :3], T[:3, 3] = ext[:3, :3] @ CV_TO_OPENLANE_CAM, ext[:3, 3]  # back to OpenCV axes
-            out[cam, f["frame_index"]] = T
+        source = folder / compact.CAMERA_POSES
+    else:
+        for cam in index["cameras"]:
+            for f in index["frames"]:
+                path = folder / "openlane" / cam / f"{f['frame_index']:06d}.json"
+                doc = read_json(path, "openlane")
+                try:
+                    if not isinstance(doc, dict):
+                        raise TypeError
+                    # layout 3: `extrinsic` is the camera's own ground frame, `ego_extrinsic` its mounting
+                    ext = np.asarray(doc.get("ego_extrinsic", doc["extrinsic"]), np.float64).reshape(4, 4)
+                except (KeyError, TypeError, ValueError):
+                    raise AvsimInputError(path, "extrinsic", "must be a 4x4 matrix of numbers") from None
+                if not np.isfinite(ext).all():
+                    raise AvsimInputError(path, "extrinsic", "NaN or infinite values")
+                T = np.eye(4)
+                T[:3, :3], T[:3, 3] = ext[:3, :3] @ CV_TO_OPENLANE_CAM, ext[:3, 3]  # back to OpenCV axes
+                out[cam, f["frame_index"]] = T
+        source = folder / "openlane"
+    missing = next(((c, f["frame_index"]) for c in index["cameras"] for f in index["frames"] if (c, f["frame_index"]) not in out), None)
+    if missing is not None:
+        raise AvsimInputError(source, "camera", f"no pose of {missing[0]} at frame {missing[1]}")
     return out
 
 
@@ -135,8 +175,8 @@ def _image_paths(folder: Path, index: dict[str, Any], info_dir: Path) -> dict[tu
     own = {(c, f["frame_index"]): folder / "images" / c for c in index["cameras"] for f in index["frames"]}
     for (cam, f), d in own.items():
         hits = sorted(d.glob(f"{f:06d}.*")) if d.is_dir() else []
-        if hits:
-            out[cam, f] = hits[0]
+        if hits:  # an image (or its folder) that is a link out of the label folder is refused, not listed
+            out[cam, f] = contained_file(folder, hits[0].relative_to(folder).as_posix(), hits[0], "images")
     missing = [k for k in own if k not in out]
     if missing:
         out.update(_decode_frames(folder, index, info_dir, missing))
@@ -280,7 +320,7 @@ def clip_infos(folder: Path, info_dir: Path, first_idx: int = 0, camera_names: s
     rename = _camera_names(index, poses, camera_names)
     index = {**index, "cameras": [c for c in index["cameras"] if c in rename]}
     images = _image_paths(folder, index, info_dir)
-    models = {c: camera_from_dict(index["camera_models"][c]) for c in index["cameras"]}
+    models = {c: compact.camera_model(folder, index, c) for c in index["cameras"]}
     out = []
     for k, f in enumerate(index["frames"]):
         fi, b = f["frame_index"], boxes[f["frame_index"]]

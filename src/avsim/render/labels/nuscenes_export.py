@@ -51,6 +51,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name, join_names, safe_name
 from avsim.core.transforms import SE3
 from avsim.render.geometry.lidar import (
     LidarModel,
@@ -87,7 +88,6 @@ TIME_BASE_DATE = "2017-07-14"  # every log's date_captured (synthetic: the time 
 EXPORT_FORMAT = "avsim-nuscenes-export"
 MANIFEST = "avsim_export.json"
 README = "README.md"
-VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,7 @@ class ExportOptions:
     lidar: LidarModel = field(default_factory=nuscenes_lidar)
 
     def __post_init__(self) -> None:
-        if not VERSION_PATTERN.match(self.version):
-            raise AvsimInputError("--version", "version", f"{self.version!r} is not a folder name (e.g. v1.0-trainval)")
+        check_name(self.version, "--version", "version")  # a folder name (e.g. v1.0-trainval)
 
 
 @dataclass
@@ -218,8 +217,9 @@ def world_offset(scenario: Scenario) -> tuple[tuple[float, float, float], tuple[
     return (float(shift[0]), float(shift[1]), 0.0), (float(size[0]), float(size[1]))
 
 
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "scene"
+def _file(root: Path, relative: str) -> Path:
+    """`root / relative` for a file name built from names (`avsim.core.names.join_names`: it stays inside `root`)."""
+    return join_names(root, *relative.split("/"))
 
 
 class NuScenesExport:
@@ -262,7 +262,7 @@ class NuScenesExport:
             moved = transform_scenario(scenario, SE3(np.eye(3), np.asarray(offset)))
             moved = moved.replace(map=within_box(moved.map, [0.0, 0.0, canvas[0], canvas[1]]))
             name = str(scenario.metadata.get("map_name", ""))
-            self.tables.add_log(key, f"avsim-{_safe_name(scenario.scenario_id)}", "", TIME_BASE_DATE)
+            self.tables.add_log(key, f"avsim-{safe_name(scenario.scenario_id)}", "", TIME_BASE_DATE)
             self.logs[token] = _Log(token, moved, offset, canvas, road_surface(moved.map), name if name in LOCATIONS else None,
                                     travelling_tracks(moved.agents))  # fmt: skip
         return self.logs[token]
@@ -303,9 +303,9 @@ class NuScenesExport:
                                     "time_offset_us": scene.shift_us}  # fmt: skip
 
     def _unique_name(self, base: str) -> str:
-        name, k = _safe_name(base), 2
+        name, k = safe_name(base), 2
         while name in self._names:
-            name, k = f"{_safe_name(base)}-{k}", k + 1
+            name, k = f"{safe_name(base)}-{k}", k + 1
         self._names.add(name)
         return name
 
@@ -326,7 +326,7 @@ class NuScenesExport:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         images, videos = frame_sources(clip, cam, np.arange(n))
         t0 = time.process_time()
-        write_frames(images, videos, Rectifier(model), lambda p: self.root / files[p], lambda: self.progress(1))
+        write_frames(images, videos, Rectifier(model), lambda p: _file(self.root, files[p]), lambda: self.progress(1))
         self.counts.image_cpu_s += time.process_time() - t0
         self.counts.camera_frames += n
 
@@ -347,7 +347,7 @@ class NuScenesExport:
             points_world = fb.world_SE3_ego.compose(lidar.ego_SE3_lidar).apply(sweep.points_m) if len(sweep.points_m) else sweep.points_m
             counts = points_in_boxes(points_world, fb.center_world_m, rot, fb.size_lwh_m)
             file = f"samples/{LIDAR_CHANNEL}/{scene.name}__{LIDAR_CHANNEL}__{scene.us(times[p])}.pcd.bin"
-            (self.root / file).write_bytes(sweep.pcd_bin())
+            _file(self.root, file).write_bytes(sweep.pcd_bin())
             self.counts.lidar_cpu_s += time.process_time() - t0
             self.counts.lidar_sweeps += 1
             self.progress(1)
@@ -376,7 +376,7 @@ class NuScenesExport:
         for log in self.logs.values():
             (self.root / "maps" / f"{log.token}.png").write_bytes(nuscenes_map.mask_png(log.scenario.map, log.canvas_m))
             doc = nuscenes_map.map_expansion(log.scenario.map, log.token, log.canvas_m)
-            (self.root / "maps" / "expansion" / f"{log.location}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
+            _file(self.root, f"maps/expansion/{log.location}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
 
     def finish(self) -> None:
         """Locations, maps, the 13 tables, `avsim_export.json` and the README."""

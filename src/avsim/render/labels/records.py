@@ -29,6 +29,7 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
@@ -490,7 +491,7 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     Returns:
         The path.
     """
-    return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
+    return join_names(folder, "openlane", camera, f"{int(frame_index):06d}.json")
 
 
 IMAGE_FORMATS = ("jpg", "png")  # `--images`

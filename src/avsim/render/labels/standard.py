@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from avsim.core.cameras import camera_from_dict
 from avsim.core.errors import AvsimInputError
 from avsim.core.transforms import SE3
 from avsim.render.labels import compact
 from avsim.render.labels.boxes import FrameBoxes3D
+from avsim.render.labels.compact_tables import ANNOTATIONS, BOXES3D, CAMERA_POSES, read_table
 from avsim.render.labels.merge import (
     LABEL_FILES,
     MERGE_BOXES_BLOCK_FRAMES,
@@ -79,9 +79,9 @@ def openlane_documents(folder: Path, camera: str) -> Iterator[tuple[int, str]]:
         (frame index, file text) in frame order.
     """
     index = compact.read_index(folder)
-    cam = camera_from_dict(index["camera_models"][camera])
-    table, lines = compact.read_lane_lines(folder)
-    poses = pl.read_parquet(Path(folder) / compact.CAMERA_POSES).filter(pl.col("camera").cast(pl.String) == camera)
+    cam = compact.camera_model(folder, index, camera)
+    table, lines = compact.read_lane_lines(folder, index)
+    poses = read_table(folder, CAMERA_POSES, index).filter(pl.col("camera").cast(pl.String) == camera)
     by_frame = dict(zip(poses["frame_index"].to_list(), poses["ego_SE3_camera"].to_numpy()))
     for f in index["frames"]:
         if f["frame_index"] not in by_frame:
@@ -95,7 +95,7 @@ def openlane_documents(folder: Path, camera: str) -> Iterator[tuple[int, str]]:
 def _heads(folder: Path, index: dict[str, Any], camera: str) -> list[dict[str, Any]]:
     """The camera's records in frame order: the frames it was labelled at (`camera_poses.parquet`)."""
     stamps = {f["frame_index"]: f["timestamp_ns"] for f in index["frames"]}
-    poses = pl.read_parquet(Path(folder) / compact.CAMERA_POSES, columns=["camera", "frame_index"])
+    poses = read_table(folder, CAMERA_POSES, index, columns=["camera", "frame_index"])
     frames = sorted(poses.filter(pl.col("camera").cast(pl.String) == camera)["frame_index"].to_list())
     return [{"frame_index": f, "timestamp_ns": stamps[f]} for f in frames]
 
@@ -115,9 +115,9 @@ def _image_annotations(rows: pl.DataFrame, size: tuple[int, int]) -> ImageAnnota
     return ImageAnnotations(tuple(head), counts_text, floats)
 
 
-def _annotation_chunks(folder: Path, camera: str, size: tuple[int, int]) -> Iterator[list[dict[str, Any]]]:
+def _annotation_chunks(folder: Path, index: dict[str, Any], camera: str, size: tuple[int, int]) -> Iterator[list[dict[str, Any]]]:
     """The camera's records with their COCO annotation texts, in frame order (one chunk)."""
-    df = pl.read_parquet(Path(folder) / compact.ANNOTATIONS).filter(pl.col("camera").cast(pl.String) == camera)
+    df = read_table(folder, ANNOTATIONS, index).filter(pl.col("camera").cast(pl.String) == camera)
     if not len(df):
         return
     starts = np.flatnonzero(np.r_[True, np.diff(df["image_id"].to_numpy()) != 0])
@@ -151,10 +151,12 @@ def coco_text(folder: Path, camera: str) -> str:
     """
     index = _index(folder)
     video = {f["frame_index"]: (f["video_clip"], f["video_frame"]) for f in index["frames"]}
+    if camera not in index.get("camera_sizes_px", {}):
+        raise AvsimInputError(Path(folder) / "index.json", "camera_sizes_px", f"no size of camera {camera!r}")
     w, h = index["camera_sizes_px"][camera]
     size = (int(w), int(h))
     out = io.StringIO()
-    coco_stream(out, camera, video, _heads(folder, index, camera), _annotation_chunks(folder, camera, size), size,
+    coco_stream(out, camera, video, _heads(folder, index, camera), _annotation_chunks(folder, index, camera, size), size,
                 _image_names(folder, index, camera))  # fmt: skip
     return out.getvalue()
 
@@ -191,7 +193,7 @@ def boxes3d_text(folder: Path) -> str:
         The text.
     """
     index = _index(folder)
-    df = pl.read_parquet(Path(folder) / compact.BOXES3D)
+    df = read_table(folder, BOXES3D, index)
     by_frame = {k[0]: g for k, g in df.group_by("frame_index", maintain_order=True)}
     empty = df.clear()
     out = io.StringIO()

@@ -31,7 +31,6 @@ its ClipGT round trip is one of these, made here on purpose:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ import numpy as np
 from avsim.core.agents import AgentTracks, collapse_class
 from avsim.core.cameras import FThetaCamera
 from avsim.core.lights import TrafficLightStates
+from avsim.core.names import safe_name
 from avsim.core.rig import CameraRig, named_rig
 from avsim.core.trajectory import EgoTrajectory
 from avsim.maps import HDMap
@@ -57,7 +57,6 @@ from avsim.scenario.importers.common import MapBuilder
 from avsim.scenario.types import Scenario
 
 NS_PER_US = 1000
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SINGLE_ROW_COPY_NS = NS_PER_US  # the copy that keeps a one-row track in NVIDIA's loader
 POLYGON_TILT_M = 1e-3  # forward height span given to a polygon NVIDIA's renderer cannot triangulate (ends move 0.5 mm)
 PLANAR_TOLERANCE_M = 1e-4  # a polygon this close to a plane is "planar" (real survey polygons are cm off one)
@@ -83,9 +82,9 @@ def clip_id_of(scenario_id: str) -> str:
         scenario_id: the scenario id.
 
     Returns:
-        Runs of characters other than letters, digits, ``.``, ``_``, ``-`` replaced by ``_``.
+        `avsim.core.names.safe_name` of it (as render names its files).
     """
-    return _SAFE.sub("_", scenario_id).strip("._") or "clip"
+    return safe_name(scenario_id)
 
 
 def clipgt_category(source_class: str) -> str:

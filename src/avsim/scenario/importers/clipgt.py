@@ -56,7 +56,7 @@ from avsim.scenario.importers.clipgt_schema import (
     loader_class,
     table_path,
 )
-from avsim.scenario.importers.clipgt_tables import Fields, read_table
+from avsim.scenario.importers.clipgt_tables import Fields, count_rows, read_table, table_present
 from avsim.scenario.importers.common import MapBuilder, TrackBuilder, build_scenario, split_selector
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def clip_ids(folder: Path) -> list[str]:
     """
     suffix = f".{CALIBRATION}.parquet"
     ids = sorted(p.name[: -len(suffix)] for p in folder.glob(f"*{suffix}"))
-    ids = [c for c in ids if table_path(folder, c, EGOMOTION).is_file()]
+    ids = [c for c in ids if os.path.lexists(table_path(folder, c, EGOMOTION))]  # a FIFO or a link is named when read
     return sorted(ids, key=lambda c: c != folder.name)
 
 
@@ -297,7 +297,7 @@ def read_map(folder: Path, clip_id: str, metadata: dict[str, Any]) -> MapBuilder
     mb, skipped, speed_limits = MapBuilder(), Counter[str](), dict[str, float]()
     for table in MAP_TABLES:
         path = table_path(folder, clip_id, table)
-        if not path.is_file():
+        if not table_present(path):
             metadata["missing_tables"].append(table)
             continue
         f = Fields(read_table(path), path)
@@ -317,7 +317,7 @@ def read_map(folder: Path, clip_id: str, metadata: dict[str, Any]) -> MapBuilder
 
 # ---- the clip --------------------------------------------------------------------------------
 def _notes(folder: Path, clip_id: str) -> dict[str, Any]:
-    unread = {t: int(read_table(p).num_rows) for t in UNREAD_TABLES if (p := table_path(folder, clip_id, t)).is_file()}
+    unread = {t: count_rows(p) for t in UNREAD_TABLES if table_present(p := table_path(folder, clip_id, t))}
     return {
         "source_format": "clipgt", "clip_id": clip_id, "ego_orientation": "full",
         "world_frame": "as stored in the egomotion table (the loader does not move it)",
@@ -389,7 +389,7 @@ def load_clipgt(src: str | os.PathLike[str], rig_name: str | None = None) -> Sce
     if rig_name is not None:
         rig, metadata["rig"] = named_rig(rig_name), rig_name
     obstacles = table_path(folder, clip_id, OBSTACLE)
-    if obstacles.is_file():
+    if table_present(obstacles):
         agents, track_notes = read_obstacles(obstacles)
         metadata.update(track_notes)
     else:

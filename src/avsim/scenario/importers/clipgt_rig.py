@@ -20,7 +20,6 @@ such a camera).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ import numpy as np
 
 from avsim.core.cameras import POLY_DEGREE, FThetaCamera, PinholeCamera
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.names import check_name
+from avsim.core.safe_json import loads_json
 from avsim.scenario.importers.clipgt_schema import (
     CAMERA_RDF_IN_SENSOR_FLU,
     camera_name,
@@ -143,10 +144,11 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
 
+    doc = loads_json(rig_json, path, "calibration_estimate.rig_json")  # nesting and syntax errors: one line
     try:
-        sensors = json.loads(rig_json)["rig"]["sensors"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise AvsimInputError(path, "calibration_estimate.rig_json", f"not a rig JSON with rig.sensors: {exc}") from None
+        sensors = doc["rig"]["sensors"]
+    except (KeyError, TypeError) as exc:
+        raise AvsimInputError(path, "calibration_estimate.rig_json", f"not a rig JSON with rig.sensors: {exc}"[:300]) from None
     if not isinstance(sensors, list):
         raise AvsimInputError(path, "calibration_estimate.rig_json.rig.sensors", "expected a list")
     names, cameras, rotations, translations = [], [], [], []
@@ -154,6 +156,8 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
     for k, sensor in enumerate(sensors):
         if not isinstance(sensor, dict) or not str(sensor.get("name", "")).startswith("camera:"):
             continue
+        where = f"calibration_estimate.rig_json.rig.sensors[{k}]"
+        name = check_name(camera_name(sensor["name"]), path, f"{where}.name")  # the loader's camera name becomes file names
         where = f"rig.sensors[{k}]({sensor['name']})"
         props = sensor.get("properties")
         if not isinstance(props, dict):
@@ -165,7 +169,6 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
         else:  # the loader warns and leaves the camera out
             notes["skipped"][sensor["name"]] = "no polynomial (the loader reads f-theta cameras only)"
             continue
-        name = camera_name(sensor["name"])
         if name in names:
             raise AvsimInputError(path, f"{where}.name", f"duplicate camera {name!r}")
         R, t = _mounting(sensor, path, where)
