@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hostile_cases_maps import MAP_CASES, MAP_LIMITS
 from hostile_cases_surfaces import SURFACE_CASES, SURFACE_LIMITS
 
 
@@ -364,34 +365,6 @@ def _clipgt_target(w: World) -> Path:
     return w.root / "target"
 
 
-_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
-           + "".join(f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">' for k in range(1, 10))
-           + ']>\n<OpenDRIVE>&lol9;</OpenDRIVE>\n')
-_XXE = '<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<OpenDRIVE>&x;</OpenDRIVE>\n'
-_XODR_BAD_LENGTH = ('<OpenDRIVE><header revMajor="1" revMinor="7"/><road id="1" length="10" junction="-1"><planView>'
-                    '<geometry s="0" x="0" y="0" hdg="0" length="ten"><line/></geometry></planView><lanes><laneSection s="0">'
-                    '<center><lane id="0" type="none"/></center></laneSection></lanes></road></OpenDRIVE>')
-_OSM_BAD_LAT = "<?xml version='1.0'?><osm version='0.6'><node id='1' lat='91.5' lon='8.4'/></osm>"
-_OSM_LAUGHS = _LAUGHS.replace("OpenDRIVE", "osm")
-
-
-def _xodr(w: World, name: str, text: str) -> str:
-    return str(_write(w, name, text))
-
-
-MAP_CASES = [
-    Case("xodr entity bomb", "avsim convert laughs.xodr OUT  (9 levels of 10 nested entities)", lambda w: ["convert", _xodr(w, "l.xodr", _LAUGHS), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xodr external entity", "avsim convert xxe.xodr OUT  (<!ENTITY x SYSTEM file:///etc/passwd>)", lambda w: ["convert", _xodr(w, "x.xodr", _XXE), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xodr not xml", "avsim convert junk.xodr OUT", lambda w: ["convert", _xodr(w, "j.xodr", "<OpenDRIVE><road></OpenDRIVE>"), str(w.root / "o")], 1, "not well-formed XML"),
-    Case("xodr nested", "avsim convert deep.xodr OUT  (100 nested elements)", lambda w: ["convert", _xodr(w, "d.xodr", "<OpenDRIVE>" + "<a>" * 100 + "</a>" * 100 + "</OpenDRIVE>"), str(w.root / "o")], 1, "nested deeper than 64"),
-    Case("xodr wrong root", "avsim convert other.xodr OUT  (<osm> document)", lambda w: ["convert", _xodr(w, "r.xodr", "<osm/>"), str(w.root / "o")], 1, "expected an <OpenDRIVE> document"),
-    Case("xodr bad number", "avsim convert bad.xodr OUT  (geometry length=\"ten\")", lambda w: ["convert", _xodr(w, "b.xodr", _XODR_BAD_LENGTH), str(w.root / "o")], 1, "road[id=1]/planView/geometry[0]@length: expected a number"),
-    Case("osm entity bomb", "avsim convert laughs.osm OUT", lambda w: ["convert", _xodr(w, "l.osm", _OSM_LAUGHS), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("osm bad latitude", "avsim convert bad.osm OUT  (lat=91.5)", lambda w: ["convert", _xodr(w, "b.osm", _OSM_BAD_LAT), str(w.root / "o")], 1, "node[id=1]@lat: expected degrees within +-90"),
-    Case("map route half", "avsim convert map.xodr OUT --start 1:0:-1  (no --goal)", lambda w: ["convert", _xodr(w, "h.xodr", _XODR_BAD_LENGTH), str(w.root / "o"), "--start", "1:0:-1"], 2, "give --start and --goal together"),
-    Case("map trajectory bad", "avsim convert map.xodr OUT --trajectory ego.csv  (no y_m column)", lambda w: ["convert", _xodr(w, "m.xodr", _XODR_BAD_LENGTH.replace('"ten"', '"10"')), str(w.root / "o"), "--trajectory", str(_write(w, "e.csv", "t_s,x_m\n0,0\n1,1\n"))], 1, "missing column(s) ['y_m']"),
-]
-
 CONVERT_CASES = [
     Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "unreadable parquet (truncated or corrupt)"),
     Case("clipgt rig not json", "avsim convert CLIP OUT --from clipgt  (rig_json '{rig')", lambda w: ["convert", str(_clipgt(w, rig_json="{rig")), str(w.root / "o"), "--from", "clipgt"], 1, "calibration_estimate.rig_json"),
@@ -410,7 +383,7 @@ CONVERT_CASES = [
     Case("rdshq not a root", "avsim convert file.tar OUT --from rdshq", lambda w: ["convert", str(_write(w, "j.tar", os.urandom(700))), str(w.root / "o"), "--from", "rdshq"], 1, "not found or not a folder"),
     Case("convert unknown source", "avsim convert x OUT --from nope", lambda w: ["convert", str(_write(w, "x", "x")), str(w.root / "o"), "--from", "nope"], 2, "nope"),
     Case("convert missing input", "avsim convert missing.pkl OUT --from scenarionet", lambda w: ["convert", str(w.root / "missing.pkl"), str(w.root / "o"), "--from", "scenarionet"], 1, "missing.pkl"),
-    *MAP_CASES,
+    *(Case(*c) for c in MAP_CASES),
 ]
 
 
@@ -587,8 +560,7 @@ def render_table() -> str:
         "| pinhole distortion (scenarios, sensor-server requests) | used inside its valid range (up to the radial map's first turning point); a camera whose image reaches past it is refused | `avsim.core.distortion.OpenCVDistortion.check_covers` |",
         "| `avsim serve sensorsim` requests | 8192 px a side, 10,000 objects, 64 images a call, 4 MiB a request (`--max-request-mib`); each costed before work and refused `RESOURCE_EXHAUSTED` above 3/4 of `--max-memory-mib` (2048; 8192x8192 needs 1,160 MiB), the bound named; `--workers` (4) drawn at once, large requests (over 1/4 of the budget) in all but one slot, 2 a worker waiting; ray maps kept within `--ray-cache-mib` (512); a cancelled request stops at its next ray-map block | `avsim.sim.alpasim.render_requests.MAX_SIDE_PX`, `MAX_OBJECTS`, `server.MAX_AGGREGATED`, `scheduling.RenderScheduler`, `RayMapCache` |",
         "| `alpasim://` driver answers | 100,000 poses; followed up to 30 s ahead (a pose 10^14 us ahead allocates nothing more) | `avsim.sim.alpasim.driver.MAX_TRAJECTORY_POSES`, `MAX_PLAN_AHEAD_S` |",
-        "| XML (OpenDRIVE .xodr, Lanelet2 .osm) | 512 MiB, checked before reading; elements nested 64 deep, 20,000,000 elements; no DOCTYPE, entity or external reference | `avsim.core.safe_xml.MAX_XML_BYTES`, `MAX_XML_DEPTH`, `MAX_XML_ELEMENTS` |",
-        "| ego trajectory CSV (`avsim convert --trajectory`), Lanelet2 `map_projector_info.yaml` | 64 MiB / 64 KiB | `avsim.scenario.bare_map.MAX_TRAJECTORY_BYTES`, `avsim.maps.lanelet2.origin.MAX_INFO_BYTES` |",
+        *MAP_LIMITS,
         *SURFACE_LIMITS,
         "",
         f"{len(CASES)} cases.",

@@ -30,7 +30,7 @@ SURFACE_LIMITS = [
 
 
 # ----------------------------------------------------------------------------- builders
-def _write(w: Any, name: str, data: bytes | str) -> Path:
+def write_input(w: Any, name: str, data: bytes | str) -> Path:
     path = Path(w.root) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -218,7 +218,7 @@ NAME_CASES = [
     ("render variant name traversal", "avsim render EDIT_OUT OUT  (manifest variant name ../x)",
      lambda w: ["render", str(_variants(w, "../x")), str(Path(w.root) / "out")], 1, "variants[0].name: '../x' is not a safe file name"),
     ("run manifest item name traversal", "avsim run convert items.csv OUT  (name ../x)",
-     lambda w: ["run", "convert", str(_write(w, "items.csv", f"path,name\n{w.scenario},../x\n")), str(Path(w.root) / "out")], 1,
+     lambda w: ["run", "convert", str(write_input(w, "items.csv", f"path,name\n{w.scenario},../x\n")), str(Path(w.root) / "out")], 1,
      "row 1: name: '../x' is not a safe file name"),
 ]  # fmt: skip
 

@@ -9,7 +9,9 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
 - Prediction JSON (one file per frame, OpenLane's result format): `lane_lines[*].xyz` as
   (N, 3) points already in the ground frame, optional `category`; same frame key rule. A
   prediction document that carries an `extrinsic` is in the ground-truth layout (avsim's labels
-  of another clip, `LABELS/openlane/<camera>`): it is read as ground truth is, visibility ignored.
+  of another clip, `LABELS/openlane/<camera>`): it is read as ground truth is, and only its
+  visible points are kept (what a detector that sees exactly the image reports); the points
+  kept are then taken as fully visible, as the reference takes every prediction.
 - Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
   rows of a lane in order.
 - Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
@@ -137,10 +139,12 @@ def read_openlane_documents(docs: Iterable[tuple[Path, Any]], ground_truth: bool
                 category = int(lane.get("category", -1))
             except (TypeError, ValueError):
                 raise AvsimInputError(f, where, "visibility must be numbers and category an integer") from None
-            if not ground_truth:
-                v = np.ones(xyz.shape[1])  # the reference ignores prediction visibility
             if v.shape != (xyz.shape[1],):
                 raise AvsimInputError(f, f"{where}.visibility", f"expected {xyz.shape[1]} values")
+            if not ground_truth:
+                if T is not None:  # a GT-layout document as predictions: the part the image shows
+                    xyz = xyz[:, v > 0.5]
+                v = np.ones(xyz.shape[1])  # the reference ignores prediction visibility
             frames.append(key)
             lanes.append(xyz.T)
             cats.append(category)
