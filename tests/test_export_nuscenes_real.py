@@ -30,7 +30,7 @@ FRAMES = 7  # keyframes at 0 and 0.5 s
 
 
 def _source(shared_data: Path, rel: str, tmp: Path) -> Path | None:
-    """The source path of `rel` (None: absent here, with the reason in `why`)."""
+    """The source path of `rel` (None: absent from ../shared/data)."""
     if rel == "nuscenes-dataroot":  # the nuScenes importer's real-calibration dataroot (tests/test_importers_nuscenes.py)
         info = shared_data / "nuscenes-mmdet3d" / "nus_info.pkl"
         if not info.is_file():
