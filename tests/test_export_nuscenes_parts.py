@@ -55,6 +55,10 @@ def test_the_labels_attributes_fit_every_category() -> None:
                                           frozenset({"t"}) if travels else frozenset())  # fmt: skip
             rel = detection_name_to_rel_attributes(name)
             assert (attr in rel) if rel else attr == "", (cat, attr)
+            assert attr == "" or attr in N.ATTRIBUTES  # the attribute table holds it
+    from avsim.render.labels.mmdet3d_info import NUS_ATTRIBUTES
+
+    assert set(N.ATTRIBUTES) == set(NUS_ATTRIBUTES) - {"None"}  # the table's vocabulary is mmdetection3d's (less its "None")
 
 
 def test_visibility_bins() -> None:
