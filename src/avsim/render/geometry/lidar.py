@@ -153,14 +153,8 @@ class RoadSurface:
         nx, ny = (np.floor((hi.max(axis=0) - origin) / cell_m).astype(np.int64) + 1).tolist()
         i0, j0 = np.floor((lo - origin) / cell_m).astype(np.int64).T
         i1, j1 = np.floor((hi - origin) / cell_m).astype(np.int64).T
-        cells, tris = [], []
-        for t in range(len(tri)):
-            ii, jj = np.meshgrid(np.arange(i0[t], i1[t] + 1), np.arange(j0[t], j1[t] + 1), indexing="ij")
-            ii, jj = ii.ravel(), jj.ravel()
-            meets = _triangle_meets_cells(tri[t, :, :2], origin + np.stack([ii, jj], -1) * cell_m, cell_m)
-            cells.append(jj[meets] * nx + ii[meets])
-            tris.append(np.full(int(meets.sum()), t, np.int64))
-        cell, tri_of = np.concatenate(cells), np.concatenate(tris)
+        pairs = int(np.sum((i1 - i0 + 1) * (j1 - j0 + 1)))  # the cells of every triangle's bounding box
+        cell, tri_of = _bin_triangles(tri, origin, float(cell_m), int(nx), i0, j0, i1, j1, pairs)
         order = np.lexsort((tri_of, cell))
         start = np.searchsorted(cell[order], np.arange(nx * ny + 1)).astype(np.int64)
         cell_z = np.zeros((nx * ny, 2))
@@ -170,17 +164,33 @@ class RoadSurface:
         return cls(tri, origin, float(cell_m), (int(nx), int(ny)), start, tri_of[order], cell_z)
 
 
-def _triangle_meets_cells(tri_xy: NDArrayFloat, cell_lo: NDArrayFloat, cell_m: float) -> np.ndarray:
-    """Which square cells (lower corners (C, 2), side `cell_m`) a 2-D triangle (3, 2) meets (separating axes)."""
-    corners = cell_lo[:, None, :] + np.array([[0.0, 0.0], [cell_m, 0.0], [0.0, cell_m], [cell_m, cell_m]])
-    meets = np.ones(len(cell_lo), bool)
-    for a in range(3):
-        edge = tri_xy[(a + 1) % 3] - tri_xy[a]
-        normal = np.array([-edge[1], edge[0]])
-        tri_proj = tri_xy @ normal
-        cell_proj = corners @ normal
-        meets &= (cell_proj.max(axis=1) >= tri_proj.min()) & (cell_proj.min(axis=1) <= tri_proj.max())
-    return meets
+@njit
+def _bin_triangles(tri: NDArrayFloat, origin: NDArrayFloat, cell: float, nx: int, i0: NDArrayInt, j0: NDArrayInt, i1: NDArrayInt,
+                   j1: NDArrayInt, pairs: int) -> tuple[NDArrayInt, NDArrayInt]:  # fmt: skip
+    """The (cell, triangle) pairs where a triangle's x, y footprint meets a square cell of its bounding box (separating
+    axes: the cells' own axes are the bounding-box test, then each triangle edge's normal)."""
+    cells, tris = np.empty(pairs, np.int64), np.empty(pairs, np.int64)
+    n = 0
+    for t in range(len(tri)):
+        for i in range(i0[t], i1[t] + 1):
+            for j in range(j0[t], j1[t] + 1):
+                x0, y0 = origin[0] + i * cell, origin[1] + j * cell
+                meets = True
+                for a in range(3):
+                    b = (a + 1) % 3
+                    nx_, ny_ = tri[t, a, 1] - tri[t, b, 1], tri[t, b, 0] - tri[t, a, 0]  # the edge's normal
+                    p0, p1, p2 = (tri[t, 0, 0] * nx_ + tri[t, 0, 1] * ny_, tri[t, 1, 0] * nx_ + tri[t, 1, 1] * ny_,
+                                  tri[t, 2, 0] * nx_ + tri[t, 2, 1] * ny_)  # fmt: skip
+                    c = x0 * nx_ + y0 * ny_
+                    c_lo = c + min(0.0, cell * nx_) + min(0.0, cell * ny_)
+                    c_hi = c + max(0.0, cell * nx_) + max(0.0, cell * ny_)
+                    if c_hi < min(p0, p1, p2) or c_lo > max(p0, p1, p2):
+                        meets = False
+                        break
+                if meets:
+                    cells[n], tris[n] = j * nx + i, t
+                    n += 1
+    return cells[:n], tris[:n]
 
 
 def road_surface(hd_map: HDMap, cell_m: float = GRID_CELL_M) -> RoadSurface:
