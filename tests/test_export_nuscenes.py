@@ -345,7 +345,7 @@ def test_bad_input_is_one_line_and_writes_nothing(sample_export: dict[str, Path]
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(tmp_path: Path) -> None:
+def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(session_sample_1s_dir: Path, tmp_path: Path) -> None:
     """SOURCE holding both a labelled render (frames decoded from its videos) and the clip generated from it
     (`avsim generate`, its frames with the remapped labels): two scenes of one log; the generated scene's images
     are the generated video's frames, resampled onto the pinhole."""
@@ -354,13 +354,13 @@ def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(tmp_path: Pat
     from avsim.render.labels.nuscenes_images import Rectifier
     from avsim.render.labels.records import encode_image
 
-    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
-    assert main(["render", str(tmp_path / "s"), str(tmp_path / "both" / "control"), "--labels", "--fps", "30", "--frames", "16",
+    assert main(["render", str(session_sample_1s_dir), str(tmp_path / "both" / "control"), "--labels", "--fps", "30", "--frames", "16",
                  "--size", "112x64", "--cameras", "camera_front_wide_120fov"]) == 0  # fmt: skip
     assert main(["generate", str(tmp_path / "both" / "control"), str(tmp_path / "both" / "gen"), "--config", "debug",
                  "--random-weights", "--views", "front_wide", "--steps", "1"]) == 0  # fmt: skip
     out = tmp_path / "nus"
-    assert main(["export", "nuscenes", str(tmp_path / "both"), str(out), "--scenario", str(tmp_path / "s"), "--version", VERSION]) == 0
+    assert main(["export", "nuscenes", str(tmp_path / "both"), str(out), "--scenario", str(session_sample_1s_dir), "--version",
+                 VERSION]) == 0  # fmt: skip
     nusc = open_export(out, VERSION)
     check_structure(nusc, out)
     assert len(nusc.scene) == 2 and len(nusc.log) == 1 and {s["name"] for s in nusc.scene} == {CLIP, "gen"}
@@ -378,16 +378,22 @@ def test_a_render_and_its_generated_clip_are_two_scenes_of_one_log(tmp_path: Pat
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_a_fifth_scenario_gets_a_location_of_its_own(tmp_path: Path) -> None:
-    """Five scenarios: four take nuScenes' locations, the fifth `avsim-<log token>`; its expansion is read by
-    `NuScenesMap` once that name is in the devkit's list, and by `avsim convert`."""
+def test_a_fifth_scenario_gets_a_location_of_its_own(session_sample_1s_dir: Path, tmp_path: Path) -> None:
+    """Five scenarios (the 1 s sample under five ids: five logs of one map): four take nuScenes' locations, the fifth
+    `avsim-<log token>`; its expansion is read by `NuScenesMap` once that name is in the devkit's list, and by
+    `avsim convert`."""
+    import shutil
+
     from nuscenes.map_expansion import map_api
 
     from avsim.scenario.io import load_scenario
 
-    for seed in range(5):
-        assert main(["sample", str(tmp_path / "s" / f"s{seed}"), "--seed", str(seed), "--duration-s", "1"]) == 0
-        assert main(["labels", str(tmp_path / "s" / f"s{seed}"), str(tmp_path / "l"), "--fps", "12", "--frames", "7", "--size", "160x90",
+    for k in range(5):
+        shutil.copytree(session_sample_1s_dir, tmp_path / "s" / f"s{k}")
+        doc = json.loads((tmp_path / "s" / f"s{k}" / "scenario.json").read_text())
+        doc["scenario_id"] = f"scenario{k}"
+        (tmp_path / "s" / f"s{k}" / "scenario.json").write_text(json.dumps(doc))
+        assert main(["labels", str(tmp_path / "s" / f"s{k}"), str(tmp_path / "l"), "--fps", "12", "--frames", "7", "--size", "160x90",
                      "--images", "jpg", "--cameras", "camera_front_wide_120fov"]) == 0  # fmt: skip
     out = tmp_path / "nus"
     assert main(["export", "nuscenes", str(tmp_path / "l"), str(out), "--scenario", str(tmp_path / "s"), "--version", VERSION]) == 0

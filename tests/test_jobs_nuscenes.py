@@ -31,13 +31,14 @@ JOINED = ("v1.0-mini", "samples", "sweeps", "maps", "README.md", "avsim_export.j
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def data(session_sample_1s_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`scenarios/` (two samples) and `clips/` (their renders with labels, videos only)."""
     from avsim.scenario.workflows import write_sample
 
     root = tmp_path_factory.mktemp("nuscenes_jobs")
+    shutil.copytree(session_sample_1s_dir, root / "scenarios" / "s0")  # seed 0
+    write_sample(root / "scenarios" / "s1", seed=1, duration_s=1.0)
     for seed in (0, 1):
-        write_sample(root / "scenarios" / f"s{seed}", seed=seed, duration_s=1.0)
         assert main(["render", str(root / "scenarios" / f"s{seed}"), str(root / "clips"), "--labels", "--frames", "8", "--fps", "12",
                      "--size", "320x180", "--cameras", CAMS]) == 0  # fmt: skip
     assert sorted(p.name for p in (root / "clips").iterdir()) == list(CLIPS)
