@@ -1,0 +1,77 @@
+"""Perpendicular cross-sections of a lane's rails, as an OpenDRIVE road holds them.
+
+A road's lane is bounded across by cross-sections perpendicular to its reference line (the left
+rail); a recorded lane often ends on a slant (its right rail starts or ends metres along the lane
+from its left). Here a rail point's *station* is the arc length along the left rail of its
+perpendicular foot (before the first vertex and past the last: along the end segments extended,
+so negative or beyond the length), and `between` gives the rails between two stations: what a
+road between those cross-sections holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from avsim.core.typing import NDArrayFloat
+
+
+def arc(p: NDArrayFloat) -> NDArrayFloat:
+    """Arc length (N,) in xy at each vertex of a polyline (N, 3)."""
+    return np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(p[:, :2], axis=0), axis=1))]
+
+
+def stations(left: NDArrayFloat, points: NDArrayFloat) -> NDArrayFloat:
+    """Station (N,) of each point along `left` (see the module docstring).
+
+    Args:
+        left: (M, 3) the left rail, M >= 2, consecutive vertices distinct.
+        points: (N, 2+) points.
+
+    Returns:
+        The arc length along `left` of each point's nearest foot, the end segments extended.
+    """
+    a = left[:-1, :2]
+    d = left[1:, :2] - a
+    seg = np.maximum(np.linalg.norm(d, axis=1), 1e-12)
+    q = np.asarray(points, np.float64)[:, None, :2]
+    u = ((q - a[None]) * d[None]).sum(2) / (seg * seg)[None]  # (N, M-1)
+    lo = np.zeros(len(seg))
+    hi = np.ones(len(seg))
+    lo[0], hi[-1] = -np.inf, np.inf
+    u = np.clip(u, lo[None], hi[None])
+    dist = np.linalg.norm(a[None] + u[..., None] * d[None] - q, axis=2)
+    j = np.argmin(dist, axis=1)
+    return arc(left)[j] + u[np.arange(len(j)), j] * seg[j]
+
+
+def extend(left: NDArrayFloat, right: NDArrayFloat, start: bool, end: bool) -> NDArrayFloat:
+    """`left` lengthened straight along its first (`start`) / last (`end`) segment so that every
+    right-rail vertex falls within it (a slanted lane end whose right rail reaches farther)."""
+    s_r = stations(left, right)
+    length = arc(left)[-1]
+    out = left
+    if start and s_r.min() < -1e-3:
+        t = (left[0] - left[1]) / np.linalg.norm(left[0, :2] - left[1, :2])
+        t[2] = 0.0
+        out = np.concatenate([(left[0] - s_r.min() * t)[None], out])
+    if end and s_r.max() > length + 1e-3:
+        t = (left[-1] - left[-2]) / np.linalg.norm(left[-1, :2] - left[-2, :2])
+        t[2] = 0.0
+        out = np.concatenate([out, (left[-1] + (s_r.max() - length) * t)[None]])
+    return out
+
+
+def _slice(p: NDArrayFloat, s: NDArrayFloat, a: float, b: float) -> NDArrayFloat:
+    """The polyline p with stations s (non-decreasing) between stations a < b (ends interpolated,
+    clamped to the polyline)."""
+    keep = (s > a + 1e-9) & (s < b - 1e-9)
+    ends = np.stack([np.interp([a, b], s, p[:, i]) for i in range(p.shape[1])], 1)
+    out = np.concatenate([ends[:1], p[keep], ends[1:]])
+    return out
+
+
+def between(left: NDArrayFloat, right: NDArrayFloat, a: float, b: float) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """The rails between the cross-sections at stations a < b along `left`."""
+    s_r = np.maximum.accumulate(stations(left, right))
+    s_r, idx = np.unique(s_r, return_index=True)
+    return _slice(left, arc(left), a, b), _slice(right[idx], s_r, a, b)
