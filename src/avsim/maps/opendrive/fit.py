@@ -26,6 +26,7 @@ from avsim.maps.opendrive.model import Cubic, GeometryKind, PlanGeometry
 
 FIT_TOLERANCE_M = 0.002
 WIDTH_STEP_M = 2.0
+ON_ROAD_M = 1e-4  # a point's foot is on the road when it is this close along the road to its projection
 MAX_SPAN = 40  # a piece spans at most this many rail vertices
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
 
@@ -228,11 +229,13 @@ def _pin(cubic: Cubic, length: float, start: float | None, end: float | None) ->
 
 def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left: NDArrayFloat,
                    right: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:  # fmt: skip
-    """(s, width, roll) of the right rail's points that project inside the road (a skewed lane end
-    projects past it), held constant to s = 0 and s = length."""
+    """(s, width, roll) of the right rail's points whose perpendicular foot is on the road (a skewed
+    lane end projects past it: its foot is clamped to an end), held constant to s = 0 and s = length."""
     pts = _densify(right, WIDTH_STEP_M)
     s_r, t_r = project(ref, length, pts)
-    inside = (s_r > 1e-6) & (s_r < length - 1e-6)
+    x, y, h = ref.xy_hdg(s_r)
+    along = (pts[:, 0] - x) * np.cos(h) + (pts[:, 1] - y) * np.sin(h)
+    inside = np.abs(along) < ON_ROAD_M
     if not inside.any():
         inside = np.ones(len(s_r), bool)
     s_r, t_r, pts = s_r[inside], t_r[inside], pts[inside]
