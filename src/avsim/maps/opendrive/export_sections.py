@@ -4,7 +4,8 @@ A road's lane is bounded across by cross-sections perpendicular to its reference
 rail); a recorded lane often ends on a slant (its right rail starts or ends metres along the lane
 from its left). Here a rail point's *station* is the arc length along the left rail of its
 perpendicular foot (before the first vertex and past the last: along the end segments extended,
-so negative or beyond the length), and `between` gives the rails between two stations: what a
+so negative or beyond the length; in the wedge of a bend, along the bend's central-difference
+tangent, as the fitted reference line runs there), and `between` gives the rails between two stations: what a
 road between those cross-sections holds.
 """
 
@@ -41,7 +42,18 @@ def stations(left: NDArrayFloat, points: NDArrayFloat) -> NDArrayFloat:
     u = np.clip(u, lo[None], hi[None])
     dist = np.linalg.norm(a[None] + u[..., None] * d[None] - q, axis=2)
     j = np.argmin(dist, axis=1)
-    return arc(left)[j] + u[np.arange(len(j)), j] * seg[j]
+    uj = u[np.arange(len(j)), j]
+    out = arc(left)[j] + uj * seg[j]
+    # a foot on an inner vertex (the point lies in the wedge of a bend): along the vertex's tangent,
+    # the central difference the fitted reference line takes there
+    v = j + (uj >= 1.0)
+    inner = ((uj <= 0.0) | (uj >= 1.0)) & (v > 0) & (v < len(left) - 1)
+    if inner.any():
+        vi = v[inner]
+        t = left[vi + 1, :2] - left[vi - 1, :2]
+        t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+        out[inner] = arc(left)[vi] + ((q[inner, 0] - left[vi, :2]) * t).sum(1)
+    return out
 
 
 def extend(left: NDArrayFloat, right: NDArrayFloat, start: bool, end: bool) -> NDArrayFloat:
