@@ -146,16 +146,20 @@ def _junction_ids(g: _Graph, interior: list[bool]) -> dict[tuple[str, int], str]
     return {node: names[ports.find(("n", k))] for node, k in index.items()}
 
 
-def _split(k: int, left: NDArrayFloat, right: NDArrayFloat, cut_start: bool, cut_end: bool) -> dict[str, tuple[NDArrayFloat, NDArrayFloat]]:
-    length = float(_arc(left)[-1])
-    frac = min(CUT_M, 0.4 * length) / length if length > 0 else 0.0
-    a = frac if cut_start else 0.0
-    b = 1.0 - frac if cut_end else 1.0
-    out = {"rest": (cut(left, a, b), cut(right, a, b))}
+def _split(left: NDArrayFloat, right: NDArrayFloat, cut_start: bool, cut_end: bool) -> dict[str, tuple[NDArrayFloat, NDArrayFloat]]:
+    """A lane's rest and the stretches it gives up to junctions, cut at perpendicular cross-sections
+    `CUT_M` (at most 40 %) from its ends."""
+    length = float(arc(left)[-1])
+    step = min(CUT_M, 0.4 * length)
+    a = step if cut_start else None
+    b = length - step if cut_end else None
+    if a is None and b is None:
+        return {"rest": (left, right)}
+    out = {"rest": between(left, right, a, b)}
     if cut_start:
-        out["start"] = (cut(left, 0.0, a), cut(right, 0.0, a))
+        out["start"] = between(left, right, None, a)
     if cut_end:
-        out["end"] = (cut(left, b, 1.0), cut(right, b, 1.0))
+        out["end"] = between(left, right, b, None)
     return out
 
 
@@ -181,9 +185,8 @@ def _path_piece(names: list[str], parts: list[dict[str, tuple[NDArrayFloat, NDAr
     left, right = segs[0]
     moved = 0.0
     for seg_left, seg_right in segs[1:]:
-        bl, m1 = blend_start(seg_left, left[-1])
-        br, m2 = blend_start(seg_right, right[-1])
-        left, right, moved = _join(left, bl), _join(right, br), max(moved, m1, m2)
+        moved = max(moved, float(np.linalg.norm(seg_left[0] - left[-1])), float(np.linalg.norm(seg_right[0] - right[-1])))
+        left, right = _join(left, seg_left), _join(right, seg_right)
     label = ">".join([f"{names[path[0]]}#end", *(names[k] for k in path[1:-1]), f"{names[path[-1]]}#start"])
     return Piece(label, left, right), moved
 
@@ -283,7 +286,7 @@ def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]],
     parts: list[dict[str, tuple[NDArrayFloat, NDArrayFloat]]] = [{} for _ in range(n)]
     for k in range(n):
         if not interior[k]:
-            parts[k] = _split(k, *lanes[k], bool(g.pred[k]) and g.start[k] in g.complex_nodes, bool(succ[k]) and g.end[k] in g.complex_nodes)
+            parts[k] = _split(*lanes[k], bool(g.pred[k]) and g.start[k] in g.complex_nodes, bool(succ[k]) and g.end[k] in g.complex_nodes)
     nxt = {a: succ[a][0] for a in range(n) if not interior[a] and len(succ[a]) == 1 and g.end[a] not in g.complex_nodes}
     records: list[tuple[tuple[int, int], Piece]] = []  # (order key, piece); links as record indices
     first: dict[int, int] = {}

@@ -73,17 +73,23 @@ def extend(left: NDArrayFloat, right: NDArrayFloat, start: bool, end: bool) -> N
     return out
 
 
-def _slice(p: NDArrayFloat, s: NDArrayFloat, a: float, b: float) -> NDArrayFloat:
-    """The polyline p with stations s (non-decreasing) between stations a < b (ends interpolated,
-    clamped to the polyline)."""
-    keep = (s > a + 1e-9) & (s < b - 1e-9)
-    ends = np.stack([np.interp([a, b], s, p[:, i]) for i in range(p.shape[1])], 1)
-    out = np.concatenate([ends[:1], p[keep], ends[1:]])
+def _slice(p: NDArrayFloat, s: NDArrayFloat, a: float | None, b: float | None) -> NDArrayFloat:
+    """The polyline p with stations s (increasing) between stations a < b (ends interpolated,
+    clamped to the polyline; None: from its first / to its last vertex)."""
+    keep = (s > (-np.inf if a is None else a + 1e-9)) & (s < (np.inf if b is None else b - 1e-9))
+    parts = [] if a is None else [np.array([[np.interp(a, s, p[:, i]) for i in range(p.shape[1])]])]
+    parts.append(p[keep])
+    if b is not None:
+        parts.append(np.array([[np.interp(b, s, p[:, i]) for i in range(p.shape[1])]]))
+    out = np.concatenate(parts)
+    if len(out) < 2:  # both cuts beyond the same end of p: a point
+        out = np.concatenate([out, out])
     return out
 
 
-def between(left: NDArrayFloat, right: NDArrayFloat, a: float, b: float) -> tuple[NDArrayFloat, NDArrayFloat]:
-    """The rails between the cross-sections at stations a < b along `left`."""
+def between(left: NDArrayFloat, right: NDArrayFloat, a: float | None, b: float | None) -> tuple[NDArrayFloat, NDArrayFloat]:
+    """The rails between the cross-sections at stations a < b along `left` (None: from the rails'
+    own first vertices / to their own last vertices, however slanted that end is)."""
     s_r = np.maximum.accumulate(stations(left, right))
     s_r, idx = np.unique(s_r, return_index=True)
     return _slice(left, arc(left), a, b), _slice(right[idx], s_r, a, b)
