@@ -5,14 +5,17 @@ A *node* is where lanes meet: the end of a lane and the starts of its successors
 transitively). A node with one lane in and one out is a plain road link. Any other node is part
 of a junction; lanes whose both ends are junction nodes (the turning lanes of an intersection)
 are *interior*: they and the nodes they join form one junction. Every other lane that ends (starts)
-at a junction node gives up its last (first) `CUT_M` metres (at most 40 % of its length). Each
-path through a junction -- a cut end, any interior lanes, a cut start -- is one connecting road
-(paths share geometry; OpenDRIVE junctions overlap their connecting roads so).
+at a junction node gives up its last (first) `CUT_M` metres (at most 40 % of its length), cut at a
+perpendicular cross-section (`export_sections`). Each path through a junction -- a cut end, any
+interior lanes, a cut start -- is one connecting road (paths share geometry; OpenDRIVE junctions
+overlap their connecting roads so).
 
-Where consecutive pieces of a path, or two linked lanes, do not meet exactly (a lane graph built
-from geometry, or rails that disagree at a node), the later piece is bent to meet the earlier one:
-its rails are moved by the gap at its start, the move falling linearly to zero over
-`BLEND_M` metres (at most half the piece). The plan records the largest move.
+Lanes joined by plain links form *chains*, cut into roads at perpendicular cross-sections so that
+linked roads meet exactly: where a link is slanted (the lanes' rails meet at points more than
+`SLANT_M` apart along the lane), the stretch between those points is one road holding both lanes
+(``a>b``); a chain end with no link is lengthened to the rail that reaches farther. Where
+consecutive lanes do not meet (a lane graph built from geometry), nothing is moved: the rails are
+joined as they are and the gap is bridged inside one road. The plan records the largest gap.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from avsim.maps.opendrive.export_sections import arc, between, extend, stations
 CUT_M = 3.0
 SLANT_M = 0.01
 MIN_TRANSITION_M = 0.5
-BLEND_M = 5.0
 MAX_PATHS = 20_000
 
 
@@ -48,7 +50,8 @@ class Piece:
 
 @dataclass
 class Plan:
-    """The pieces, the junctions (id -> connections (incoming piece, connecting piece)), and facts."""
+    """The pieces, the junctions (id -> connections (incoming piece, connecting piece)), and facts
+    (`max_move_m`: the largest gap between linked lanes bridged inside a road)."""
 
     pieces: list[Piece] = field(default_factory=list)
     junctions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -71,31 +74,6 @@ class _Ports:
 
     def union(self, a: tuple[str, int], b: tuple[str, int]) -> None:
         self.parent[self.find(a)] = self.find(b)
-
-
-def _arc(p: NDArrayFloat) -> NDArrayFloat:
-    return np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(p[:, :2], axis=0), axis=1))]
-
-
-def cut(p: NDArrayFloat, a: float, b: float) -> NDArrayFloat:
-    """The polyline between fractions a < b of its length."""
-    s = _arc(p)
-    lo, hi = a * s[-1], b * s[-1]
-    keep = (s > lo + 1e-9) & (s < hi - 1e-9)
-    ends = np.stack([np.interp([lo, hi], s, p[:, i]) for i in range(3)], 1)
-    return np.concatenate([ends[:1], p[keep], ends[1:]])
-
-
-def blend_start(p: NDArrayFloat, target: NDArrayFloat) -> tuple[NDArrayFloat, float]:
-    """`p` bent so that it starts at `target` (see the module docstring); the move's size."""
-    move = target - p[0]
-    size = float(np.linalg.norm(move))
-    if size == 0.0:
-        return p, 0.0
-    s = _arc(p)
-    span = min(BLEND_M, s[-1] / 2) if s[-1] > 0 else 1.0
-    w = np.clip(1.0 - s / max(span, 1e-9), 0.0, 1.0)
-    return p + w[:, None] * move[None, :], size
 
 
 def _join(a: NDArrayFloat, b: NDArrayFloat) -> NDArrayFloat:
@@ -288,6 +266,9 @@ def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]],
         if not interior[k]:
             parts[k] = _split(*lanes[k], bool(g.pred[k]) and g.start[k] in g.complex_nodes, bool(succ[k]) and g.end[k] in g.complex_nodes)
     nxt = {a: succ[a][0] for a in range(n) if not interior[a] and len(succ[a]) == 1 and g.end[a] not in g.complex_nodes}
+    for a, b in nxt.items():
+        gaps = [np.linalg.norm(parts[a]["rest"][side][-1] - parts[b]["rest"][side][0]) for side in (0, 1)]
+        plan.max_move_m = max(plan.max_move_m, *(float(x) for x in gaps))
     records: list[tuple[tuple[int, int], Piece]] = []  # (order key, piece); links as record indices
     first: dict[int, int] = {}
     last: dict[int, int] = {}
