@@ -21,6 +21,7 @@ import numpy as np
 from avsim.maps import HDMap
 from avsim.maps.opendrive.export_marks import SHORT_DASH_LINE_M, MarkMatcher, rail_samples
 from avsim.maps.opendrive.export_plan import Plan, plan_roads
+from avsim.maps.opendrive.export_sections import outer_is_right
 from avsim.maps.opendrive.fit import EndState, FittedLane, end_states, fit_lane, project
 from avsim.maps.opendrive.geometry import ReferenceLine
 from avsim.maps.opendrive.model import Cubic, RoadMark
@@ -94,7 +95,10 @@ def _road_xml(root: ET.Element, rid: int, plan: Plan, k: int, fit: FittedLane, m
         ET.SubElement(geo, "paramPoly3", {**{key: _num(v) for key, v in zip(keys, g.params[:8])}, "pRange": "normalized"})
     _cubic_rows(ET.SubElement(road, "elevationProfile"), "elevation", fit.elevation, "s")
     _cubic_rows(ET.SubElement(road, "lateralProfile"), "superelevation", fit.superelevation, "s")
-    section = ET.SubElement(ET.SubElement(road, "lanes"), "laneSection", {"s": "0.0"})
+    lanes = ET.SubElement(road, "lanes")
+    if fit.on_right:  # the reference line is the right rail: lane 0 (the left rail) lifted by the width
+        _cubic_rows(lanes, "laneOffset", fit.width, "s")
+    section = ET.SubElement(lanes, "laneSection", {"s": "0.0"})
     centre = ET.SubElement(ET.SubElement(section, "center"), "lane", {"id": "0", "type": "none", "level": "false"})
     _marks(centre, marks[0])
     lane = ET.SubElement(ET.SubElement(section, "right"), "lane", {"id": "-1", "type": "driving", "level": "false"})
@@ -140,9 +144,10 @@ def _fit_all(plan: Plan) -> list[FittedLane]:
     ends: dict[int, tuple[EndState, EndState]] = {}
     for k in _fit_order(plan):
         p = plan.pieces[k]
-        start = ends[p.predecessor][1] if p.predecessor in ends else None
-        end = ends[p.successor][0] if p.successor in ends else None
-        fits[k] = fit_lane(p.left, p.right, start=start, end=end)
+        on_right = outer_is_right(p.left, p.right)
+        start = ends[p.predecessor][1] if p.predecessor in ends and fits[p.predecessor].on_right == on_right else None
+        end = ends[p.successor][0] if p.successor in ends and fits[p.successor].on_right == on_right else None
+        fits[k] = fit_lane(p.left, p.right, start=start, end=end, on_right=on_right)
         ends[k] = end_states(fits[k])
     return [fits[k] for k in range(len(plan.pieces))]
 

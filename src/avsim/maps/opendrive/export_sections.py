@@ -15,6 +15,8 @@ import numpy as np
 
 from avsim.core.typing import NDArrayFloat
 
+FOLD_M = 0.01
+
 
 def arc(p: NDArrayFloat) -> NDArrayFloat:
     """Arc length (N,) in xy at each vertex of a polyline (N, 3)."""
@@ -93,3 +95,18 @@ def between(left: NDArrayFloat, right: NDArrayFloat, a: float | None, b: float |
     s_r = np.maximum.accumulate(stations(left, right))
     s_r, idx = np.unique(s_r, return_index=True)
     return _slice(left, arc(left), a, b), _slice(right[idx], s_r, a, b)
+
+
+def folds(reference: NDArrayFloat, other: NDArrayFloat) -> float:
+    """How far (m) the other rail's stations along `reference` run backwards (0: every cross-section
+    perpendicular to `reference` meets the other rail once, as a road's width needs)."""
+    s = stations(reference, other)
+    return float((np.maximum.accumulate(s) - s).max())
+
+
+def outer_is_right(left: NDArrayFloat, right: NDArrayFloat) -> bool:
+    """Whether a road should run along the right rail: the left rail's cross-sections fold back on
+    the right rail by more than `FOLD_M` (the tight inner rail of a left turn) and the right
+    rail's do not fold as far."""
+    on_left = folds(left, right)
+    return on_left > FOLD_M and folds(right, left) < on_left

@@ -40,6 +40,7 @@ class FittedLane:
     width: Cubic
     elevation: Cubic
     superelevation: Cubic
+    on_right: bool = False  # the reference line is the right rail; a laneOffset (= width) lifts the lane onto it
 
 
 def dedupe(points: NDArrayFloat, min_step_m: float = 1e-3) -> NDArrayFloat:
@@ -228,9 +229,10 @@ def _pin(cubic: Cubic, length: float, start: float | None, end: float | None) ->
 
 
 def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left: NDArrayFloat,
-                   right: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:  # fmt: skip
-    """(s, width, roll) of the right rail's points whose perpendicular foot is on the road (a skewed
-    lane end projects past it: its foot is clamped to an end), held constant to s = 0 and s = length."""
+                   right: NDArrayFloat, side: float = -1.0) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:  # fmt: skip
+    """(s, width, roll) of the other rail's points (on the `side` of the reference line: -1 right,
+    +1 left) whose perpendicular foot is on the road (a skewed lane end projects past it: its foot is
+    clamped to an end), held constant to s = 0 and s = length."""
     pts = _densify(right, WIDTH_STEP_M)
     s_r, t_r = project(ref, length, pts)
     x, y, h = ref.xy_hdg(s_r)
@@ -244,9 +246,9 @@ def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left
     else:
         z0 = np.full(len(s_r), rail[0, 2])
     dz = z0 - pts[:, 2]
-    lateral = np.maximum(-t_r, 0.0)
+    lateral = np.maximum(side * t_r, 0.0)
     width = np.hypot(lateral, dz)
-    roll = np.arctan2(dz, np.maximum(lateral, 1e-6))
+    roll = np.arctan2(-side * dz, np.maximum(lateral, 1e-6))
     s_w, w, r = _unique(s_r, width, roll)
     s_w, w, r = np.r_[0.0, s_w, length], np.r_[w[0], w, w[-1]], np.r_[r[0], r, r[-1]]
     keep = np.r_[True, np.diff(s_w) > 1e-6]
@@ -256,7 +258,7 @@ def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left
 
 
 def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_TOLERANCE_M, start: EndState | None = None,
-             end: EndState | None = None) -> FittedLane:  # fmt: skip
+             end: EndState | None = None, on_right: bool = False) -> FittedLane:  # fmt: skip
     """A one-lane road for a lane with these rails (see the module docstring).
 
     Args:
@@ -265,10 +267,13 @@ def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_T
         tolerance_m: the reference line's fit tolerance.
         start: heading and width the road must start with (continuing its predecessor), or None.
         end: heading and width it must end with (meeting its successor), or None.
+        on_right: the reference line follows the right rail (the outer rail of a tight left turn,
+            whose cross-sections the left rail's normals cannot hold) and the width reaches the left.
 
     Returns:
         The fitted road.
     """
+    left, right = (right, left) if on_right else (left, right)
     rail = dedupe(left)
     if len(rail) < 2:
         rail = np.stack([left[0], left[0] + [1e-3, 0.0, 0.0]])
@@ -276,14 +281,14 @@ def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_T
     length = geoms[-1].s + geoms[-1].length
     ref = ReferenceLine(geoms)
     s_left, _ = project(ref, length, rail)
-    s_w, w, r = _width_samples(ref, float(length), rail, s_left, dedupe(right))
+    s_w, w, r = _width_samples(ref, float(length), rail, s_left, dedupe(right), 1.0 if on_right else -1.0)
     s_e, z = _unique(s_left, rail[:, 2])
     flat = np.abs(z).max() < 1e-9
     level = np.abs(np.r_[r, start.roll if start else 0.0, end.roll if end else 0.0]).max() < 1e-6
     width_cubic = _pin(_pchip_cubic(s_w, w), float(length), start.width if start else None, end.width if end else None)
     roll_cubic = _pin(_pchip_cubic(s_w, r), float(length), start.roll if start else None, end.roll if end else None)
     return FittedLane(geoms, float(length), compact(width_cubic),
-                      Cubic.empty() if flat else compact(_pchip_cubic(s_e, z)), Cubic.empty() if level else compact(roll_cubic))  # fmt: skip
+                      Cubic.empty() if flat else compact(_pchip_cubic(s_e, z)), Cubic.empty() if level else compact(roll_cubic), on_right)  # fmt: skip
 
 
 def same_record(s1: float, c1: NDArrayFloat, s2: float, c2: NDArrayFloat, tolerance: float = 1e-6) -> bool:
