@@ -144,9 +144,9 @@ def _fit_all(plan: Plan) -> list[FittedLane]:
     ends: dict[int, tuple[EndState, EndState]] = {}
     for k in _fit_order(plan):
         p = plan.pieces[k]
-        on_right = outer_is_right(p.left, p.right)
-        start = ends[p.predecessor][1] if p.predecessor in ends and fits[p.predecessor].on_right == on_right else None
-        end = ends[p.successor][0] if p.successor in ends and fits[p.successor].on_right == on_right else None
+        on_right = not p.transition and outer_is_right(p.left, p.right)  # a transition's fold is the lanes' kink where they meet
+        start = ends[p.predecessor][1] if p.predecessor in ends else None
+        end = ends[p.successor][0] if p.successor in ends else None
         fits[k] = fit_lane(p.left, p.right, start=start, end=end, on_right=on_right)
         ends[k] = end_states(fits[k])
     return [fits[k] for k in range(len(plan.pieces))]

@@ -46,6 +46,7 @@ class Piece:
     successor: int | None = None
     pred_junction: str | None = None
     succ_junction: str | None = None
+    transition: bool = False  # the stretch where two plainly linked lanes meet on a slant
 
 
 @dataclass
@@ -278,7 +279,7 @@ def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]],
         index = {name: k for k, name in zip(chain, (names[k] for k in chain))}
         base = len(records)
         for j, (name, left, right) in enumerate(got):
-            piece = Piece(name, left, right)
+            piece = Piece(name, left, right, transition=">" in name)
             if j:
                 piece.predecessor = base + j - 1
                 records[-1][1].successor = base + j

@@ -273,11 +273,17 @@ def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_T
     Returns:
         The fitted road.
     """
-    left, right = (right, left) if on_right else (left, right)
+    headings = (start.heading if start else None, end.heading if end else None)
+    if on_right:  # its ends perpendicular to the left rail, as the lane's cross-sections are cut
+        ends = dedupe(left)
+        if len(ends) > 1:
+            d0, d1 = ends[1] - ends[0], ends[-1] - ends[-2]
+            headings = (headings[0] if start else float(np.arctan2(d0[1], d0[0])), headings[1] if end else float(np.arctan2(d1[1], d1[0])))
+        left, right = right, left
     rail = dedupe(left)
     if len(rail) < 2:
         rail = np.stack([left[0], left[0] + [1e-3, 0.0, 0.0]])
-    geoms, s_knots = fit_reference(rail, tolerance_m, start.heading if start else None, end.heading if end else None)
+    geoms, s_knots = fit_reference(rail, tolerance_m, *headings)
     length = geoms[-1].s + geoms[-1].length
     ref = ReferenceLine(geoms)
     s_left, _ = project(ref, length, rail)
