@@ -27,6 +27,7 @@ from avsim.maps.opendrive.model import Cubic, GeometryKind, PlanGeometry
 FIT_TOLERANCE_M = 0.002
 WIDTH_STEP_M = 2.0
 ON_ROAD_M = 1e-4  # a point's foot is on the road when it is this close along the road to its projection
+ACROSS_MAX_RAD = 0.5
 MAX_SPAN = 40  # a piece spans at most this many rail vertices
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
 
@@ -257,6 +258,17 @@ def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left
     return s_w[keep], w[keep], r[keep]
 
 
+def _across(rail: NDArrayFloat, other: NDArrayFloat, i: int) -> float | None:
+    """The heading at the end i (0 or -1) of `rail` whose normal runs to `other`'s end (the lane's
+    end cross-section), if within `ACROSS_MAX_RAD` of the rail's own end segment (else None: a
+    slanted end keeps the rail's tangent)."""
+    d = other[i, :2] - rail[i, :2]
+    h = float(np.arctan2(d[1], d[0]) - np.pi / 2)
+    seg = rail[1, :2] - rail[0, :2] if i == 0 else rail[-1, :2] - rail[-2, :2]
+    own = float(np.arctan2(seg[1], seg[0]))
+    return h if abs(np.angle(np.exp(1j * (h - own)))) <= ACROSS_MAX_RAD else None
+
+
 def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_TOLERANCE_M, start: EndState | None = None,
              end: EndState | None = None, on_right: bool = False) -> FittedLane:  # fmt: skip
     """A one-lane road for a lane with these rails (see the module docstring).
@@ -274,11 +286,8 @@ def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_T
         The fitted road.
     """
     headings = (start.heading if start else None, end.heading if end else None)
-    if on_right:  # its ends perpendicular to the left rail, as the lane's cross-sections are cut
-        ends = dedupe(left)
-        if len(ends) > 1:
-            d0, d1 = ends[1] - ends[0], ends[-1] - ends[-2]
-            headings = (headings[0] if start else float(np.arctan2(d0[1], d0[0])), headings[1] if end else float(np.arctan2(d1[1], d1[0])))
+    if on_right:  # its ends across the lane's end cross-sections (right rail end to left rail end)
+        headings = (headings[0] if start else _across(right, left, 0), headings[1] if end else _across(right, left, -1))
         left, right = right, left
     rail = dedupe(left)
     if len(rail) < 2:
