@@ -246,6 +246,40 @@ def _chain_pieces(names: list[str], rails: list[tuple[NDArrayFloat, NDArrayFloat
     return out
 
 
+def _plain_roads(plan: Plan, names: list[str], g: _Graph, jid: dict[tuple[str, int], str], parts: list[dict[str, tuple[NDArrayFloat, NDArrayFloat]]],
+                 nxt: dict[int, int], interior: list[bool]) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
+    """The roads outside junctions, chain by chain (`_chain_pieces`), appended to the plan in lane
+    order; returns the plan index of each chain head's first road and each chain tail's last road."""
+    n = len(names)
+    records: list[tuple[tuple[int, int], Piece]] = []  # (order key, piece); links as record indices
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for chain, closed in _chains([k for k in range(n) if not interior[k]], nxt):
+        head, tail = chain[0], chain[-1]
+        got = _chain_pieces([names[k] for k in chain], [parts[k]["rest"] for k in chain], not g.pred[head], not g.succ[tail])
+        index = {name: k for k, name in zip(chain, (names[k] for k in chain))}
+        base = len(records)
+        for j, (name, left, right) in enumerate(got):
+            piece = Piece(name, left, right, transition=">" in name)
+            if j:
+                piece.predecessor = base + j - 1
+                records[-1][1].successor = base + j
+            records.append(((index[name.split(">")[0]], int(">" in name)), piece))
+        first[head], last[tail] = base, len(records) - 1
+        records[base][1].pred_junction = jid[g.start[head]] if "start" in parts[head] else None
+        records[-1][1].succ_junction = jid[g.end[tail]] if "end" in parts[tail] else None
+        if closed:
+            records[-1][1].successor, records[base][1].predecessor = base, len(records) - 1
+    order = sorted(range(len(records)), key=lambda r: records[r][0])
+    new_id = {r: j for j, r in enumerate(order)}
+    for r in order:
+        piece = records[r][1]
+        piece.predecessor = None if piece.predecessor is None else new_id[piece.predecessor]
+        piece.successor = None if piece.successor is None else new_id[piece.successor]
+        plan.pieces.append(piece)
+    return {k: new_id[r] for k, r in first.items()}, {k: new_id[r] for k, r in last.items()}
+
+
 def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]], succ: list[list[int]]) -> Plan:
     """The roads and junctions of a lane graph (see the module docstring).
 
@@ -270,40 +304,15 @@ def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]],
     for a, b in nxt.items():
         gaps = [np.linalg.norm(parts[a]["rest"][side][-1] - parts[b]["rest"][side][0]) for side in (0, 1)]
         plan.max_move_m = max(plan.max_move_m, *(float(x) for x in gaps))
-    records: list[tuple[tuple[int, int], Piece]] = []  # (order key, piece); links as record indices
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for chain, closed in _chains([k for k in range(n) if not interior[k]], nxt):
-        head, tail = chain[0], chain[-1]
-        got = _chain_pieces([names[k] for k in chain], [parts[k]["rest"] for k in chain], not g.pred[head], not succ[tail])
-        index = {name: k for k, name in zip(chain, (names[k] for k in chain))}
-        base = len(records)
-        for j, (name, left, right) in enumerate(got):
-            piece = Piece(name, left, right, transition=">" in name)
-            if j:
-                piece.predecessor = base + j - 1
-                records[-1][1].successor = base + j
-            records.append(((index[name.split(">")[0]], int(">" in name)), piece))
-        first[head], last[tail] = base, len(records) - 1
-        records[base][1].pred_junction = jid[g.start[head]] if "start" in parts[head] else None
-        records[-1][1].succ_junction = jid[g.end[tail]] if "end" in parts[tail] else None
-        if closed:
-            records[-1][1].successor, records[base][1].predecessor = base, len(records) - 1
-    order = sorted(range(len(records)), key=lambda r: records[r][0])
-    new_id = {r: j for j, r in enumerate(order)}
-    for r in order:
-        piece = records[r][1]
-        piece.predecessor = None if piece.predecessor is None else new_id[piece.predecessor]
-        piece.successor = None if piece.successor is None else new_id[piece.successor]
-        plan.pieces.append(piece)
+    first, last = _plain_roads(plan, names, g, jid, parts, nxt, interior)
     for a in range(n):
         if "end" not in parts[a]:
             continue
         for path in _paths(g, interior, a):
             piece, moved = _path_piece(names, parts, lanes, path)
             piece.junction = jid[g.end[a]]
-            piece.predecessor, piece.successor = new_id[last[a]], new_id[first[path[-1]]]
+            piece.predecessor, piece.successor = last[a], first[path[-1]]
             plan.max_move_m = max(plan.max_move_m, moved)
-            plan.junctions.setdefault(piece.junction, []).append((new_id[last[a]], len(plan.pieces)))
+            plan.junctions.setdefault(piece.junction, []).append((last[a], len(plan.pieces)))
             plan.pieces.append(piece)
     return plan
