@@ -2,7 +2,9 @@
 
 Every lane becomes one single-lane road (lane -1, type driving) whose reference line is the lane's
 left rail (`fit.fit_lane`: paramPoly3 pieces within `fit.FIT_TOLERANCE_M`) and whose width reaches
-its right rail; lanes that split or merge meet in junctions (`export_plan.plan_roads`); lane lines
+its right rail (the right rail, lifted by a laneOffset, where the left rail's cross-sections fold:
+`export_sections.outer_is_right`); a slanted link is a road holding both lanes and lanes that split
+or merge meet in junctions (`export_plan.plan_roads`); lane lines
 and road boundaries along the rails become road marks (`export_marks`); crosswalks become
 crosswalk objects with a local outline. The lane graph is the scenario's `lane_successors`, else
 the lanes whose rails start within `GEOMETRIC_LINK_M` of a lane's end. Roads are named after the
@@ -41,7 +43,7 @@ class ExportReport:
     junctions: int = 0
     geometries: int = 0
     crosswalks: int = 0
-    max_move_m: float = 0.0
+    max_move_m: float = 0.0  # the largest gap between linked lanes bridged inside a road (nothing is moved)
     lanes_skipped: int = 0
     unmatched_m: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
