@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
+from avsim.maps.road import RoadModel
 from avsim.scenario import Scenario
 from avsim.sim.comfort import two_frame_extended_comfort
 from avsim.sim.recorder import Plan
@@ -187,9 +188,9 @@ def _seconds(index: float, dt_s: float) -> float | None:
     return None if not np.isfinite(index) else round(index * dt_s, 3)
 
 
-def rule_findings(rollout: Scenario) -> list[dict[str, Any]]:
-    """The ego's findings of `avsim validate`'s rule checks and overlaps on the rollout."""
+def rule_findings(rollout: Scenario, road: RoadModel | None = None) -> list[dict[str, Any]]:
+    """The ego's findings of `avsim validate`'s rule checks and overlaps on the rollout (`road`: its road model)."""
     from avsim.edit.validate import EGO_ID, ValidationConfig, validate_scenario
 
-    found = validate_scenario(rollout, ValidationConfig(rule_checks=RULE_KINDS))
+    found = validate_scenario(rollout, ValidationConfig(rule_checks=RULE_KINDS), road)
     return [f.to_dict() for f in found if f.kind in (*RULE_KINDS, "overlap", "off_road") and EGO_ID in f.ids]

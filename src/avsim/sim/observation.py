@@ -28,8 +28,8 @@ from avsim.sim.boxes import Boxes
 from avsim.sim.vehicle import StateIndex, VehicleParameters
 
 if TYPE_CHECKING:
+    from avsim.maps.road import RoadModel
     from avsim.render.labels.boxes import FrameBoxes3D
-    from avsim.sim.roadgraph import RoadGraph
     from avsim.sim.route import Route
 
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as the OpenLane labels)
@@ -42,7 +42,7 @@ class EpisodeInfo:
     """What stays fixed over an episode: the scenario, its road and route, the ego, the clock, the seed."""
 
     scenario: Scenario
-    road: RoadGraph
+    road: RoadModel
     route: Route
     vehicle: VehicleParameters
     dt_s: float

@@ -24,7 +24,7 @@ import shapely
 from scipy.spatial import cKDTree
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
-from avsim.sim.roadgraph import RoadGraph
+from avsim.maps.road import RoadModel
 
 EXTEND_M = 200.0
 MATCH_LATERAL_M = 2.5
@@ -126,7 +126,7 @@ class Route:
     on_route: NDArrayBool
 
 
-def match_lanes(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> list[int]:
+def match_lanes(road: RoadModel, xy: NDArrayFloat, yaw: NDArrayFloat) -> list[int]:
     """The lane sequence of a driven path (see the module docstring).
 
     Args:
@@ -161,13 +161,13 @@ def match_lanes(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> list[in
     return lanes
 
 
-def _tangent(road: RoadGraph, lanes: NDArrayInt, s_m: NDArrayFloat) -> NDArrayFloat:
+def _tangent(road: RoadModel, lanes: NDArrayInt, s_m: NDArrayFloat) -> NDArrayFloat:
     """Lane heading (n,) at arc lengths along lanes."""
     _, yaw = road.samples.pose_at(lanes, np.asarray(s_m, np.float64))
     return yaw
 
 
-def extend(road: RoadGraph, lanes: list[int], length_m: float) -> list[int]:
+def extend(road: RoadModel, lanes: list[int], length_m: float) -> list[int]:
     """`lanes` followed by straightest successors until they add `length_m` (or the map ends)."""
     out, added = list(lanes), 0.0
     while added < length_m:
@@ -179,7 +179,7 @@ def extend(road: RoadGraph, lanes: list[int], length_m: float) -> list[int]:
     return out
 
 
-def build_route(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> Route:
+def build_route(road: RoadModel, xy: NDArrayFloat, yaw: NDArrayFloat) -> Route:
     """The route of a logged ego path (box centres).
 
     Args:
@@ -202,7 +202,7 @@ def build_route(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> Route:
     return Route(np.asarray(lanes, np.int64), Path.of(chain), on_route)
 
 
-def _same_direction_neighbours(road: RoadGraph, on_route: NDArrayBool) -> NDArrayBool:
+def _same_direction_neighbours(road: RoadModel, on_route: NDArrayBool) -> NDArrayBool:
     """Lanes beside an on-route lane, running the same way (nuPlan's roadblock siblings)."""
     out = np.zeros(road.n_lanes, bool)
     route = np.flatnonzero(on_route)
@@ -217,7 +217,7 @@ def _same_direction_neighbours(road: RoadGraph, on_route: NDArrayBool) -> NDArra
     return out
 
 
-def _mean_heading(road: RoadGraph) -> NDArrayFloat:
+def _mean_heading(road: RoadModel) -> NDArrayFloat:
     """Heading (K,) from each lane's first to its last sample."""
     s = road.samples
     first, last = s.start[:-1], np.maximum(s.start[1:] - 1, s.start[:-1])

@@ -257,7 +257,7 @@ def score_documents(sim: Simulator, rollout: Scenario, result: EpisodeResult, me
     windows = scorer.per_step() if step_scores else [{} for _ in range(sim.recorder.n_recorded)]
     scored = [w for w in windows if w]
     mean = {k: round(float(np.mean([w[k] for w in scored])), 6) for k in ("pdms", "epdms", "epdms_human_filtered")} if scored else {}
-    findings = rule_findings(rollout) if sim.recorder.n_recorded > 1 else []
+    findings = rule_findings(rollout, sim.road) if sim.recorder.n_recorded > 1 else []
     doc = {"format": FORMAT, "settings": meta, "episode": episode, "per_step_window_mean": mean, "per_step_windows_scored": len(scored),
            "rules": {"findings": findings, "counts": _counts(findings)},
            "time_s": round((int(sim.step_times_ns[sim.recorder.n_recorded - 1]) - int(sim.step_times_ns[0])) / NS_PER_S, 6)}  # fmt: skip

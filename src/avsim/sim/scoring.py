@@ -44,10 +44,10 @@ import numpy as np
 import shapely
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
+from avsim.maps.road import RoadModel
 from avsim.sim.boxes import Boxes
 from avsim.sim.comfort import ego_is_comfortable
 from avsim.sim.geometry import segment_hits_box
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import Route
 from avsim.sim.scene_geometry import Contacts, EgoGeometry, FlatWorld, ego_geometry, is_agent_ahead, is_agent_behind
 from avsim.sim.vehicle import VehicleParameters
@@ -108,7 +108,7 @@ class Scene:
         vehicle: the ego; dt_s: the time step; config: NAVSIM's thresholds.
     """
 
-    def __init__(self, states: NDArrayFloat, boxes: list[Boxes], red_lanes: list[NDArrayInt], road: RoadGraph, route: Route,
+    def __init__(self, states: NDArrayFloat, boxes: list[Boxes], red_lanes: list[NDArrayInt], road: RoadModel, route: Route,
                  vehicle: VehicleParameters, dt_s: float, config: ScorerConfig | None = None) -> None:  # fmt: skip
         self.states, self.road, self.route, self.vehicle, self.dt_s = states, road, route, vehicle, float(dt_s)
         self.config = config or ScorerConfig()

@@ -26,11 +26,11 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.trajectory import NS_PER_S
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.scenario import Scenario
+from avsim.scenario.road import road_model
 from avsim.sim.actions import Action, Control, Trajectory, reference_poses
 from avsim.sim.boxes import Boxes, LogTable
 from avsim.sim.observation import EpisodeInfo, FrameState, NoCameras, Observation, ObservationSource
 from avsim.sim.recorder import Plan, Recorder
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import build_route
 from avsim.sim.tracker import LQRConfig, LQRTracker
 from avsim.sim.traffic import IDMConfig, IDMTraffic
@@ -132,7 +132,7 @@ class Simulator:
         self.vehicle = VehicleParameters.from_metadata(scenario.metadata)
         self.model = KinematicBicycle(self.vehicle, self.config.limits)
         self.tracker = LQRTracker(self.vehicle.wheel_base_m, self.dt_s, self.config.tracker)
-        self.road = RoadGraph(scenario)
+        self.road = road_model(scenario)
         self.log = LogTable(scenario.agents, self.step_times_ns)
         self.lights = LightSchedule(scenario, self.step_times_ns)
         self.log_states = logged_ego_states(scenario, self.step_times_ns, self.vehicle)
