@@ -14,9 +14,12 @@ and millimetre jitter is not read as acceleration):
 - `acceleration`: the change of velocity between the steps before and after a pose exceeds
   `max_accel_mps2` (1.5 g; tyres hold about 1 g).
 
-Each issue names the source pose indices it involves (`first`, `last`) and their times.
-`avsim validate` reports them as `ego_pose` findings; the simulator does not score a window that
-contains one (docs/closed_loop.md).
+Each issue names the source pose indices it involves (`first`, `last`), their times, and the
+pose it takes for the displaced one (`suspect`). `avsim validate` reports them as `ego_pose`
+findings. `plausible_ego` is the log the simulator replays (docs/closed_loop.md): the source
+poses without the suspect ones (the source samples between the suspect's kept neighbours), the
+ego interpolated over the gap; a jump or back-step within `tail_s` of the log's end (every later
+pose shifted, as ScenarioNet's nuScenes logs end) cuts the log before the displaced pose.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from avsim.core.trajectory import NS_PER_S, EgoTrajectory
-from avsim.core.typing import NDArrayInt
+from avsim.core.typing import NDArrayBool, NDArrayInt
 
 
 @dataclass(frozen=True)
@@ -37,12 +40,14 @@ class PoseLimits:
     max_speed_mps: float = 70.0
     back_step_m: float = 0.05
     max_accel_mps2: float = 15.0
+    tail_s: float = 1.0
 
 
 @dataclass(frozen=True)
 class PoseIssue:
     """One implausible stretch of ego poses: kind (`jump`, `back_step`, `acceleration`), the source
-    pose indices first..last it involves, their timestamps (ns), the measured value and a reason."""
+    pose indices first..last it involves, their timestamps (ns), the measured value, a reason, and
+    the source pose taken for the displaced one (`suspect`)."""
 
     kind: str
     first: int
@@ -51,6 +56,7 @@ class PoseIssue:
     last_ns: int
     value: float
     reason: str
+    suspect: int
 
 
 def thinned_indices(timestamps_ns: NDArrayInt, rate_hz: float) -> NDArrayInt:
@@ -100,7 +106,8 @@ def implausible_ego_poses(ego: EgoTrajectory, limits: PoseLimits | None = None) 
     issues = []
 
     def issue(kind: str, a: int, b: int, value: float, reason: str) -> None:
-        issues.append(PoseIssue(kind, int(idx[a]), int(idx[b]), int(t_ns[a]), int(t_ns[b]), float(value), reason))
+        suspect = int(idx[a + 1])  # the pose after a jump or back-step, the middle pose of an acceleration
+        issues.append(PoseIssue(kind, int(idx[a]), int(idx[b]), int(t_ns[a]), int(t_ns[b]), float(value), reason, suspect))
 
     for k in np.flatnonzero(speed > lim.max_speed_mps).tolist():
         issue("jump", k, k + 1, speed[k], f"jumps {np.linalg.norm(d[k]):.2f} m in {dt[k]:.3f} s ({speed[k]:.1f} m/s)")
@@ -113,3 +120,46 @@ def implausible_ego_poses(ego: EgoTrajectory, limits: PoseLimits | None = None) 
         for k in np.flatnonzero(acc > lim.max_accel_mps2).tolist():
             issue("acceleration", k, k + 2, acc[k], f"accelerates at {acc[k]:.1f} m/s^2 (limit {lim.max_accel_mps2:g})")
     return sorted(issues, key=lambda i: (i.first_ns, i.kind))
+
+
+def plausible_mask(ego: EgoTrajectory, limits: PoseLimits | None = None) -> NDArrayBool:
+    """(N,) the source poses `plausible_ego` keeps (see the module docstring).
+
+    Args:
+        ego: the ego trajectory.
+        limits: the thresholds.
+
+    Returns:
+        The mask (the first pose is always kept).
+    """
+    lim = limits or PoseLimits()
+    t = np.asarray(ego.timestamps_ns, np.int64)
+    keep = np.ones(len(t), bool)
+    kept = thinned_indices(t, lim.rate_hz)
+    position = {int(i): k for k, i in enumerate(kept.tolist())}
+    for issue in implausible_ego_poses(ego, lim):
+        if issue.kind in ("jump", "back_step") and (t[-1] - t[issue.suspect]) / NS_PER_S <= lim.tail_s:
+            keep[issue.suspect :] = False
+            continue
+        k = position[issue.suspect]
+        lo = int(kept[k - 1]) + 1 if k > 0 else issue.suspect
+        hi = int(kept[k + 1]) if k + 1 < len(kept) else len(t)
+        keep[lo:hi] = False
+    keep[0] = True
+    return keep
+
+
+def plausible_ego(ego: EgoTrajectory, limits: PoseLimits | None = None) -> EgoTrajectory:
+    """The ego without its implausible poses (see the module docstring); the same object when it has none.
+
+    Args:
+        ego: the ego trajectory.
+        limits: the thresholds.
+
+    Returns:
+        The ego trajectory the simulator replays.
+    """
+    keep = plausible_mask(ego, limits)
+    if keep.all():
+        return ego
+    return EgoTrajectory(np.asarray(ego.timestamps_ns)[keep], ego.world_SE3_ego[np.flatnonzero(keep)])

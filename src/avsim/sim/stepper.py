@@ -23,9 +23,10 @@ from enum import Enum
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
-from avsim.core.trajectory import NS_PER_S
+from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.scenario import Scenario
+from avsim.scenario.ego_motion import plausible_ego
 from avsim.scenario.road import road_model
 from avsim.sim.actions import Action, Control, Trajectory, reference_poses
 from avsim.sim.boxes import Boxes, LogTable
@@ -135,7 +136,8 @@ class Simulator:
         self.road = road_model(scenario)
         self.log = LogTable(scenario.agents, self.step_times_ns)
         self.lights = LightSchedule(scenario, self.step_times_ns)
-        self.log_states = logged_ego_states(scenario, self.step_times_ns, self.vehicle)
+        self.log_ego = plausible_ego(scenario.ego)  # the log without implausible source poses (avsim.scenario.ego_motion)
+        self.log_states = logged_ego_states(self.log_ego, self.step_times_ns, self.vehicle)
         centers = self.log_states[:, :2] + self.vehicle.rear_axle_to_center_m * np.stack(
             [np.cos(self.log_states[:, 2]), np.sin(self.log_states[:, 2])], axis=1)  # fmt: skip
         self.route = build_route(self.road, centers[self.step_times_ns <= end], self.log_states[self.step_times_ns <= end, 2])
@@ -158,7 +160,7 @@ class Simulator:
         seed = self.config.seed if seed is None else int(seed)
         rng = np.random.default_rng(seed)
         self.episode = EpisodeInfo(self.scenario, self.road, self.route, self.vehicle, self.dt_s, self.step_times_ns, seed,
-                                   np.random.default_rng([seed, 1]))  # fmt: skip
+                                   np.random.default_rng([seed, 1]), self.log_ego)  # fmt: skip
         self.k = 0
         self.state = self.log_states[0].copy()
         self.reference = None
@@ -287,19 +289,19 @@ def pad_reference(ref: NDArrayFloat, min_poses: int) -> NDArrayFloat:
     return np.vstack([ref, extra])
 
 
-def logged_ego_states(scenario: Scenario, step_times_ns: NDArrayInt, vehicle: VehicleParameters) -> NDArrayFloat:
+def logged_ego_states(ego: EgoTrajectory, step_times_ns: NDArrayInt, vehicle: VehicleParameters) -> NDArrayFloat:
     """The logged ego as state rows (T, 11) at the step times: rear-axle pose, speed, acceleration,
     yaw rate and the steering angle they imply (finite differences on the step grid).
 
     Args:
-        scenario: the scenario.
+        ego: the logged ego (the simulator's: `plausible_ego` of the scenario's).
         step_times_ns: (T,) times.
         vehicle: the ego (wheel base).
 
     Returns:
         (T, 11) states (constant-velocity extrapolation past the log).
     """
-    pose = scenario.ego.pose_at(step_times_ns)
+    pose = ego.pose_at(step_times_ns)
     xy, yaw = pose.translation[:, :2], np.unwrap(np.asarray(pose.yaw_rad).reshape(-1))
     t = (step_times_ns - step_times_ns[0]) / NS_PER_S
     if len(t) < 2:
