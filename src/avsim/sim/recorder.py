@@ -57,7 +57,7 @@ class Recorder:
         self.commands[step] = command
 
     def record_plan(self, plan: Plan) -> None:
-        """A trajectory the policy returned (kept every 0.5 s for the extended comfort)."""
+        """A trajectory the policy returned (every step's, for the extended comfort)."""
         self.plans.append(plan)
 
     def record_policy_time(self, step: int, seconds: float) -> None:

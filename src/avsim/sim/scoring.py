@@ -17,7 +17,8 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - DDC (`_calculate_driving_direction_compliance`): the centre's travel while in no on-route lane and
   outside intersections, summed over 1 s windows; max < 2 m -> 1, < 6 m -> 0.5, else 0.
 - TLC (`_calculate_traffic_light_compliance`): 0 when the ego box touches a red on-route controlled
-  lane (NAVSIM: the lane connector behind a red light).
+  lane (NAVSIM: the lane connector behind a red light) at any time of the window, the first
+  included, with the lights of each time (NAVSIM v2's metric cache holds them per time).
 - EP (`_calculate_progress`): progress of the box centre along the route's centre line, >= 0;
   normalised in `aggregate` by the largest progress of an admissible candidate (multiplicative
   metrics > 0), 1 when that is below 5 m.
@@ -31,9 +32,7 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - HC / C (`_calculate_history_comfort`, `pdm_comfort_metrics`): the comfort bounds over the window,
   HC with the states before it (history) prepended, C (NAVSIM v1) without.
 
-Departures (docs/closed_loop.md): the ego box is the scenario's ego, not nuPlan's Pacifica; the
-lights change during a window (NAVSIM holds the first frame's states), so a red zone the ego
-already touched when its light turned red is not a violation until the ego has left it.
+Departures (docs/closed_loop.md): the ego box is the scenario's ego, not nuPlan's Pacifica.
 """
 
 from __future__ import annotations
@@ -144,7 +143,7 @@ class Scene:
         return fault, np.where(is_agent, 0.0, 0.5)
 
     def _red_touch(self, red_lanes: list[NDArrayInt]) -> NDArrayBool:
-        """(B, T) the ego box touches a red on-route controlled lane it was outside of when that light turned red (or at the window start, see `_tlc`)."""
+        """(B, T, Z) whether the ego box touches each red-light zone (an on-route lane whose entry a light gates)."""
         b, t = self.geo.yaw.shape
         zones = np.flatnonzero(self.route.on_route & (self.road.light_of_lane != "")) if self.road.n_lanes else np.zeros(0, np.int64)
         self.zone_lanes = zones
@@ -249,18 +248,10 @@ class Scene:
                         np.where(worst < cfg.driving_direction_violation_threshold_m, 0.5, 0.0))  # fmt: skip
 
     def _tlc(self, t0: int, t1: int) -> NDArrayFloat:
-        b_n = self.geo.yaw.shape[0]
-        out = np.ones(b_n)
-        for j in range(len(self.zone_lanes)):
-            start = t0
-            for t in range(t0, t1 + 1):
-                if not self.red[t, j]:
-                    continue
-                if t == t0 or not self.red[t - 1, j]:
-                    start = t  # this red phase began here (or before the window)
-                bad = self.touch[:, t, j] & ~self.touch[:, start, j]
-                out[bad] = 0.0
-        return out
+        """0 where the ego box touches a zone while it is red at any time of [t0, t1], the first included
+        (NAVSIM v2's metric cache has the lights of every time; a window that starts in a red zone fails)."""
+        hit = (self.touch[:, t0 : t1 + 1] & self.red[None, t0 : t1 + 1]).any(axis=(1, 2))
+        return np.where(hit, 0.0, 1.0)
 
     def _lk(self, t0: int, t1: int) -> NDArrayFloat:
         cfg, g = self.config, self.geo
