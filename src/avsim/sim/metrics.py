@@ -4,7 +4,8 @@ traffic-rule checks.
 
 - Windows: the window of `WINDOW_S` (NAVSIM's 4 s) starting at each step whose window fits in
   the rollout, scored as NAVSIM v2 scores a frame (`avsim.sim.scoring`), with the 1.5 s of the
-  rollout before it as history (HC); EP is normalised by the larger of the window's own
+  rollout before it as history (HC; without its last 0.1 s, as NAVSIM samples the past
+  trajectory, `history_time_us[:-1]`); EP is normalised by the larger of the window's own
   admissible progress and the logged ego's progress over the same window masked by the logged
   ego's multiplicative metrics there (NAVSIM normalises by PDM-Closed's proposal, masked by its
   own: avsim's reference is the log, which every scenario has); EC compares the plan of the
@@ -147,6 +148,34 @@ def extended_comfort(plans: list[Plan], sim: Simulator) -> dict[int, float]:
     return out
 
 
+def score_window(scene: Scene, human: Scene, t0: int, t1: int, history_steps: int, ec: float | None,
+                 config: ScorerConfig) -> tuple[dict[str, Any], Metrics]:  # fmt: skip
+    """NAVSIM's scores of the window [t0, t1] of a driven sequence (see the module docstring).
+
+    Args:
+        scene: the driven sequence (one) in its world.
+        human: the logged ego (one sequence) in the logged world.
+        t0, t1: the window.
+        history_steps: how many states before t0 count as history (HC).
+        ec: the window's extended comfort (None: not scored).
+        config: NAVSIM's thresholds.
+
+    Returns:
+        (the scores as plain values, with the human-filtered EPDMS, the sub-scores the human fails,
+        the log's progress and multiplicative metrics; the raw metrics).
+    """
+    lo = max(t0 - history_steps, 0)
+    hist = scene.states[:, lo : max(t0 - 1, lo)] if history_steps else None  # NAVSIM pads without the last 0.1 s
+    m, mh = scene.metrics(t0, t1, hist), human.metrics(t0, t1, None)
+    ep = window_progress(m, mh, config)
+    ec_arr = None if ec is None else np.array([ec])
+    raw = metrics_dict(m, 0, float(ep[0]), aggregate(m, ep, config, ec_arr), ec)
+    raw["epdms_human_filtered"] = float(aggregate(human_filtered(m, mh), ep, config, ec_arr)["epdms"][0])
+    raw["human_failed"] = [name for name in FILTERED if float(getattr(mh, name)[0]) == 0.0]
+    raw["log_progress_m"], raw["log_multiplicative_metrics_prod"] = float(mh.progress_m[0]), float(multiplicative(mh)[0])
+    return raw, m
+
+
 class EpisodeScorer:
     """Scores of one finished episode (see the module docstring).
 
@@ -172,18 +201,8 @@ class EpisodeScorer:
         self.history_steps = int(round(HISTORY_S / sim.dt_s))
 
     def window(self, t0: int, t1: int, history_steps: int, ec: float | None) -> tuple[dict[str, Any], Metrics]:
-        """Scores of the window [t0, t1] (policy and human-filtered EPDMS) with extended comfort `ec` (None: not scored)."""
-        hist_lo = max(t0 - history_steps, 0)
-        hist = self.scene.states[:, hist_lo:t0] if history_steps else None
-        m, mh = self.scene.metrics(t0, t1, hist), self.human.metrics(t0, t1, None)
-        ep = window_progress(m, mh, self.config)
-        ec_arr = None if ec is None else np.array([ec])
-        raw = metrics_dict(m, 0, float(ep[0]), aggregate(m, ep, self.config, ec_arr), ec)
-        filtered = human_filtered(m, mh)
-        raw["epdms_human_filtered"] = float(aggregate(filtered, ep, self.config, ec_arr)["epdms"][0])
-        raw["human_failed"] = [name for name in FILTERED if float(getattr(mh, name)[0]) == 0.0]
-        raw["log_progress_m"], raw["log_multiplicative_metrics_prod"] = float(mh.progress_m[0]), float(multiplicative(mh)[0])
-        return raw, m
+        """Scores of the window [t0, t1] (`score_window`)."""
+        return score_window(self.scene, self.human, t0, t1, history_steps, ec, self.config)
 
     def rollout(self) -> dict[str, Any]:
         """The whole rollout as one proposal (its EC the share of plan pairs within the bounds)."""

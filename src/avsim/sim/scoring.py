@@ -8,7 +8,8 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - NC, no at-fault collision (`_calculate_no_at_fault_collision`): each contact from t0 on (NAVSIM v2
   scores against the traffic policy's tracks, which clears the list of objects touching at the
   start) is classified (`get_collision_type`): ego stopped (speed
-  <= 0.05 m/s) -> not at fault; object stopped (<= 0.05 m/s, or a static object) -> at fault;
+  <= 0.05 m/s) -> not at fault; object stopped (<= 0.05 m/s as first seen in the window, NAVSIM's
+  `unique_objects`, or a static object) -> at fault;
   object behind the ego (angle > 150 degrees from its heading) -> not at fault; the ego's front
   edge touches it -> at fault; else lateral, at fault when the ego is in several lanes or off the
   drivable area. At fault: 0 for agents (Car, Truck, Pedestrian, Cyclist), 0.5 for static objects
@@ -30,7 +31,8 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - LK (`_calculate_lane_keeping`): 0 when the centre stays more than 0.5 m from the centre line for
   2 s in a row (times in an intersection are skipped).
 - HC / C (`_calculate_history_comfort`, `pdm_comfort_metrics`): the comfort bounds over the window,
-  HC with the states before it (history) prepended, C (NAVSIM v1) without.
+  HC with the states before it (history) prepended (1 without a history, as NAVSIM), C (NAVSIM v1)
+  without.
 
 Departures (docs/closed_loop.md): the ego box is the scenario's ego, not nuPlan's Pacifica.
 """
@@ -123,14 +125,16 @@ class Scene:
         self.red_touch = self._red_touch(red_lanes)
 
     # ------------------------------------------------------------------ precomputation
-    def _classify(self, c: Contacts) -> tuple[NDArrayBool, NDArrayFloat]:
-        """(at fault, score if at fault) of each contact (NAVSIM's `get_collision_type` and its use)."""
+    def _classify(self, c: Contacts, speed_mps: NDArrayFloat | None = None) -> tuple[NDArrayBool, NDArrayFloat]:
+        """(at fault, score if at fault) of each contact (NAVSIM's `get_collision_type` and its use);
+        `speed_mps` (per contact): the object's speed that decides whether it is stopped (None: at the contact)."""
         g, box, cfg = self.geo, self.world.boxes, self.config
         if not len(c.b):
             return np.zeros(0, bool), np.zeros(0)
         is_agent = np.isin(box.object_class[c.obj], AGENT_CLASSES)
         ego_stopped = g.speed[c.b, c.t] <= cfg.collision_stopped_speed_mps
-        track_stopped = ~is_agent | (box.speed_mps[c.obj] <= cfg.collision_stopped_speed_mps)
+        speed = box.speed_mps[c.obj] if speed_mps is None else speed_mps
+        track_stopped = ~is_agent | (speed <= cfg.collision_stopped_speed_mps)
         behind = is_agent_behind(g.rear_axle[c.b, c.t], g.yaw[c.b, c.t], box.center_m[c.obj, :2])
         corners = g.corners[c.b, c.t]
         front = segment_hits_box(corners[:, 0], corners[:, 3], box.center_m[c.obj, :2], box.yaw_rad[c.obj], box.size_m[c.obj, 0],
@@ -175,30 +179,42 @@ class Scene:
         window = self.states[:, t0 : t1 + 1]
         time_s = np.arange(t1 - t0 + 1) * self.dt_s
         comfort = ego_is_comfortable(window, time_s, self.vehicle.rear_axle_to_center_m).all(axis=-1).astype(float)
-        if history is not None and len(history[0]):
+        if history is not None and history.shape[1]:
             padded = np.concatenate([history, window], axis=1)
             hc = ego_is_comfortable(padded, np.arange(padded.shape[1]) * self.dt_s, self.vehicle.rear_axle_to_center_m).all(axis=-1)
-        else:
-            hc = comfort.astype(bool)
+        else:  # NAVSIM: no past trajectory, every proposal history-comfortable
+            hc = np.ones(len(window), bool)
         return Metrics(
             nc, np.where(self.geo.non_drivable[:, t0 : t1 + 1].any(axis=1), 0.0, 1.0), self._ddc(t0, t1), self._tlc(t0, t1),
             np.clip(self.progress_s[:, t1] - self.progress_s[:, t0], 0.0, None), ttc, self._lk(t0, t1), hc.astype(float), comfort,
             collision_index, ttc_index,
         ) if b else _empty_metrics()  # fmt: skip
 
+    def _first_speed(self, t0: int, t1: int, obj: NDArrayInt) -> NDArrayFloat:
+        """Speed (per row of `obj`) of that row's track at its first time in [t0, t1] (NAVSIM's
+        `unique_objects`: a track is the object as first seen in the window's observation)."""
+        box, w = self.world.boxes, self.world
+        rows = np.arange(w.start[t0], w.start[min(t1, w.n_times - 1) + 1])
+        tracks, first = np.unique(box.track_id[rows], return_index=True)
+        speed = dict(zip(tracks.tolist(), box.speed_mps[rows[first]].tolist()))
+        return np.array([speed.get(t, s) for t, s in zip(box.track_id[obj].tolist(), box.speed_mps[obj].tolist())], np.float64)
+
     def _nc(self, t0: int, t1: int) -> tuple[NDArrayFloat, NDArrayFloat]:
-        c, (fault, value) = self.collisions, self.at_fault
+        c = self.collisions
+        sel = np.flatnonzero((c.t >= t0) & (c.t <= t1))
+        window = Contacts(c.b[sel], c.t[sel], c.obj[sel])
+        fault, value = self._classify(window, self._first_speed(t0, t1, window.obj))
         track = self.world.boxes.track_id
         b_n = self.geo.yaw.shape[0]
         score, when = np.ones(b_n), np.full(b_n, np.inf)
         ignored: list[set[str]] = [set() for _ in range(b_n)]
-        for i in np.flatnonzero((c.t >= t0) & (c.t <= t1)).tolist():
-            b, token = int(c.b[i]), str(track[c.obj[i]])
+        for i in range(len(window.b)):
+            b, token = int(window.b[i]), str(track[window.obj[i]])
             if token in ignored[b]:
                 continue
             if fault[i]:
                 score[b] = min(score[b], value[i])
-                when[b] = min(when[b], c.t[i] - t0)
+                when[b] = min(when[b], window.t[i] - t0)
             else:
                 ignored[b].add(token)
         return score, when
