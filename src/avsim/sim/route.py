@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import shapely
@@ -145,6 +146,16 @@ class Route:
     lanes: NDArrayInt
     centerline: Path
     on_route: NDArrayBool
+
+    def summary(self, road: RoadModel, xy: NDArrayFloat) -> dict[str, Any]:
+        """The route as `sim_metrics.json` reports it, with how a driven path (box centres (T, 2), the
+        log) goes along it: lane ids, centre-line length, the path's driven length and its progress
+        along the centre line (first to last pose), the largest distance from it."""
+        s_m, d_m = self.centerline.locate(xy)
+        driven = float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()) if len(xy) > 1 else 0.0
+        return {"lanes": [str(road.lane_ids[k]) for k in self.lanes.tolist()], "length_m": round(self.centerline.length_m, 3),
+                "log_driven_m": round(driven, 3), "log_progress_m": round(float(s_m[-1] - s_m[0]), 3) if len(s_m) else 0.0,
+                "log_max_offset_m": round(float(d_m.max()), 3) if len(d_m) else 0.0}  # fmt: skip
 
 
 def match_route(road: RoadModel, xy: NDArrayFloat, yaw: NDArrayFloat) -> tuple[list[Segment], list[int]]:

@@ -7,8 +7,9 @@
   `eval`, `export-scene` read it; `avsim view OUT/scenario --before SCENARIO` shows it beside the log);
 - `OUT/sim_metrics.json`: how the episode ended, NAVSIM's scores (PDMS, EPDMS, human-filtered
   EPDMS and every sub-score) as their mean over the 4 s windows (`episode`, the headline) and of
-  the whole rollout as one proposal (`rollout`), avsim's rule findings for the ego, and the
-  settings (same inputs and seed: same bytes);
+  the whole rollout as one proposal (`rollout`), the route read from the log (`route`: its lanes,
+  length, the log's driven length and progress along it), avsim's rule findings for the ego, and
+  the settings (same inputs and seed: same bytes);
 - `OUT/steps.parquet`: one row per step: the ego's state and commands, the per-step facts
   (contact, areas, red zone, route progress) and the scores of the 4 s window from that step;
 - `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
@@ -257,7 +258,7 @@ def score_documents(sim: Simulator, played: Scenario, result: EpisodeResult, met
     rollout = _clean(scorer.rollout())
     episode = _clean(scorer.episode(windows, rollout))
     findings = rule_findings(played, sim.road) if sim.recorder.n_recorded > 1 else []
-    doc = {"format": FORMAT, "settings": meta, "episode": episode, "rollout": rollout,
+    doc = {"format": FORMAT, "settings": meta, "episode": episode, "rollout": rollout, "route": sim.route.summary(sim.road, sim.log_centers),
            "rules": {"findings": findings, "counts": _counts(findings)},
            "time_s": round((int(sim.step_times_ns[sim.recorder.n_recorded - 1]) - int(sim.step_times_ns[0])) / NS_PER_S, 6)}  # fmt: skip
     return doc, step_table(sim, scorer, windows)

@@ -139,7 +139,8 @@ class Simulator:
         self.log_states = logged_ego_states(self.log_ego, self.step_times_ns, self.vehicle)
         centers = self.log_states[:, :2] + self.vehicle.rear_axle_to_center_m * np.stack(
             [np.cos(self.log_states[:, 2]), np.sin(self.log_states[:, 2])], axis=1)  # fmt: skip
-        self.route = build_route(self.road, centers[self.step_times_ns <= end], self.log_states[self.step_times_ns <= end, 2])
+        self.log_centers = centers[self.step_times_ns <= end]  # the logged box centres within the log, the route's source
+        self.route = build_route(self.road, self.log_centers, self.log_states[self.step_times_ns <= end, 2])
         self.ego_z_m = scenario.ego.pose_at(np.clip(self.step_times_ns, start, end)).translation[:, 2]
         self.n_steps = n_steps
         self.reference: NDArrayFloat | None = None  # the last trajectory's world reference (FrameState.plan_world)
