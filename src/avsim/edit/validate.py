@@ -282,7 +282,8 @@ def check_ego_poses(scenario: Scenario, config: ValidationConfig) -> list[Findin
     for group in stretches:
         first, last = min(i.first for i in group), max(i.last for i in group)
         first_ns, last_ns = min(i.first_ns for i in group), max(i.last_ns for i in group)
-        what = "; ".join(dict.fromkeys(i.reason for i in sorted(group, key=lambda i: -i.value)))
+        worst = {i.kind: i for i in sorted(group, key=lambda i: i.value)}  # per kind, its largest
+        what = "; ".join(worst[k].reason for k in ("jump", "back_step", "acceleration") if k in worst)
         reason = f"ego poses {first}-{last} ({(first_ns - t0) / 1e9:.2f}-{(last_ns - t0) / 1e9:.2f} s): {what}"
         findings.append(Finding("ego_pose", (first_ns - t0) / 1e9, (EGO_ID,), reason, end_s=(last_ns - t0) / 1e9))
     return findings

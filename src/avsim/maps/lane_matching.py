@@ -126,9 +126,9 @@ class LaneMatcher:
         """Lanes reachable from (a, s_a) through successors within `limit_m`: lane -> (distance to its
         start, the lanes passed in between)."""
         out: dict[int, tuple[float, list[int]]] = {}
-        frontier = [(float(self.samples.length_m[a]) - s_a, a, [])]
+        frontier: list[tuple[float, int, list[int]]] = [(float(self.samples.length_m[a]) - s_a, a, [])]
         for _ in range(MAX_HOPS):
-            nxt = []
+            nxt: list[tuple[float, int, list[int]]] = []
             for dist, lane, path in frontier:
                 if dist > limit_m:
                     continue
@@ -168,7 +168,8 @@ class LaneMatcher:
             moves.append(move[best, np.arange(len(best))])
             hops.append([via.get((int(i), j), []) for j, i in enumerate(best.tolist())])
         state = int(np.argmin(cost))
-        lane, s_m, mv, hp = np.zeros(t_n, np.int64), np.zeros(t_n), np.zeros(t_n, np.int64), [[] for _ in range(t_n)]
+        lane, s_m, mv = np.zeros(t_n, np.int64), np.zeros(t_n), np.zeros(t_n, np.int64)
+        hp: list[list[int]] = [[] for _ in range(t_n)]
         for t in range(t_n - 1, -1, -1):
             lane[t], s_m[t], mv[t], hp[t] = lanes[t][state], arcs[t][state], moves[t][state], hops[t][state]
             state = int(back[t][state])

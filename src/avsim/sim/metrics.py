@@ -239,8 +239,8 @@ class EpisodeScorer:
         scored = [w for w in windows if w]
         base = {k: rollout.get(k) for k in ("first_at_fault_collision_s", "first_ttc_infraction_s")}
         if not scored:
-            out = {k: v for k, v in rollout.items() if k != "human_failed"}
-            return {**out, **base, "aggregation": "rollout", "windows_scored": 0,
+            whole = {k: v for k, v in rollout.items() if k != "human_failed"}
+            return {**whole, **base, "aggregation": "rollout", "windows_scored": 0,
                     "human_failed_windows": {k: int(k in rollout.get("human_failed", [])) for k in FILTERED}}  # fmt: skip
         out: dict[str, Any] = {}
         for key, value in scored[0].items():

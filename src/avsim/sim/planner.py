@@ -11,7 +11,9 @@ Every step the planner
    nearest forecast object in the path's corridor ahead (`PDMGenerator._update_leading_agents`);
 4. drives every proposal through the tracker and the ego's model (`PDMSimulator`);
 5. scores them with NAVSIM's scorer (`avsim.sim.scoring`) against the forecast and returns the
-   best one's poses (PDM-Closed's `argmax` of the score; ties keep the first);
+   best one's poses (PDM-Closed's `argmax` of the score; ties keep the first), starting from the
+   path's point at the ego's progress as PDM-Closed's do (`Trajectory.start`: the tracker corrects
+   the ego's offset from the path);
 6. brakes instead (PDM-Closed's `PDMEmergencyBrake`) when the best proposal has an at-fault
    collision within `brake_time_to_collision_s` and the ego is at most `brake_max_speed_mps` fast.
 
@@ -89,7 +91,7 @@ class IDMPlannerPolicy:
         best = int(np.argmax(score))
         if m.collision_index[best] * ep.dt_s <= cfg.brake_time_to_collision_s and state[StateIndex.VELOCITY_X] <= cfg.brake_max_speed_mps:
             return self._brake(state)
-        return Trajectory(to_ego_frame(poses[best, 1:], state), ep.dt_s)
+        return Trajectory(to_ego_frame(poses[best, 1:], state), ep.dt_s, to_ego_frame(poses[best, :1], state)[0])
 
     def _brake(self, state: NDArrayFloat) -> Trajectory:
         """PDM-Closed's emergency brake (`PDMEmergencyBrake._generate_trajectory`): straight ahead at a
@@ -189,9 +191,9 @@ class IDMPlannerPolicy:
             prog = np.stack(xs, axis=1)
             xy, yaw = path.pose_at(prog.reshape(-1))
             out.append(np.concatenate([xy, np.unwrap(yaw.reshape(prog.shape), axis=1).reshape(-1, 1)], axis=1).reshape(*prog.shape, 3))
-        poses = np.concatenate(out, axis=0)
-        poses[:, 0] = [state[StateIndex.X], state[StateIndex.Y], state[StateIndex.HEADING]]
-        poses[:, :, 2] = np.unwrap(poses[:, :, 2], axis=1)
+        poses = np.concatenate(out, axis=0)  # pose 0 is the path's point at the ego's progress, as PDM-Closed's
+        poses[:, :, 2] = state[StateIndex.HEADING] + np.unwrap(poses[:, :, 2] - state[StateIndex.HEADING], axis=1)
+        poses[:, :, 2] -= 2 * np.pi * np.round((poses[:, :1, 2] - state[StateIndex.HEADING]) / (2 * np.pi))
         return poses
 
     def _drive(self, state: NDArrayFloat, poses: NDArrayFloat) -> NDArrayFloat:

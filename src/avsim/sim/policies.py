@@ -2,7 +2,8 @@
 
 - `ExpertPolicy` replays the log: at every step it returns the logged ego's next 4 s of poses
   (`EpisodeInfo.log_ego`: the source's without its implausible poses; at the sim's step,
-  continued at constant velocity past the log's end) in the current ego frame
+  continued at constant velocity past the log's end) in the current ego frame, starting from the
+  log's pose now (`Trajectory.start`)
   (NAVSIM's human agent returns the human trajectory the same way). With the perfect controller
   (`avsim sim --policy expert`'s default) the rollout is the log; with the LQR tracker it is the
   log as the tracker follows it.
@@ -53,7 +54,8 @@ class ExpertPolicy:
     def __call__(self, observation: Observation) -> Trajectory:
         k = observation.step
         future = self._poses[k + 1 : k + 1 + self._steps]
-        return Trajectory(to_ego_frame(future, observation.ego_state), self._dt)
+        now = to_ego_frame(self._poses[k : k + 1], observation.ego_state)[0]  # the log's pose now: a tracker closes the gap to it
+        return Trajectory(to_ego_frame(future, observation.ego_state), self._dt, now)
 
 
 class ConstantVelocityPolicy:

@@ -133,6 +133,8 @@ class Simulator:
         self.model = KinematicBicycle(self.vehicle, self.config.limits)
         self.tracker = LQRTracker(self.vehicle.wheel_base_m, self.dt_s, self.config.tracker)
         self.road = road_model(scenario)
+        # the parts the scorer, the planner and the traffic read, built now: not inside a policy's timed call
+        _ = self.road.drivable, self.road.intersection, self.road.light_of_lane, self.road.conflicts
         self.log = LogTable(scenario.agents, self.step_times_ns)
         self.lights = LightSchedule(scenario, self.step_times_ns)
         self.log_ego = plausible_ego(scenario.ego)  # the log without implausible source poses (avsim.scenario.ego_motion)
