@@ -61,7 +61,7 @@ def table(rows: list[dict[str, Any]], policies: list[str]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ratio = r["progress_m"] / r["driven_m"] if r["driven_m"] > 1.0 else None
-        cells = [r["scene"], f"{r['driven_m']:.1f}", f"{r['progress_m']:.1f}", f(ratio)]
+        cells = [r["scene"], f"{r['driven_m']:.1f}", f"{r['progress_m'] + 0.0:.1f}".replace("-0.0", "0.0"), f(ratio)]
         if "expert" in policies:
             cells += [f(r["expert_pdms"]), f(r["expert_epdms"])]
         if "idm" in policies:

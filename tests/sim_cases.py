@@ -16,10 +16,10 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3
 from avsim.maps import HDMap, LaneLines, Lanes, Polygons, Polylines
-from avsim.scenario import Scenario
-from avsim.sim.boxes import Boxes
 from avsim.maps.road import RoadModel
+from avsim.scenario import Scenario
 from avsim.scenario.road import road_model
+from avsim.sim.boxes import Boxes
 from avsim.sim.route import Route, build_route
 from avsim.sim.scoring import Scene
 from avsim.sim.vehicle import StateIndex, VehicleParameters, initial_state

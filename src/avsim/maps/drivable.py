@@ -19,12 +19,14 @@ small holes are filled (step 5). Otherwise (Waymo, RDS-HQ: lanes and kerbs) the 
 derived from the lanes as nuPlan's map layers would hold it:
 
 3. *junctions*: per group of lanes that cross one another (`LaneGraph.junctions`), the convex
-   hull of their polygons within `JUNCTION_REACH_M` of them (nuPlan's intersection polygon: the
+   hull of their polygons where they cross (each lane's crossings widened by `lane_graph.JUNCTION_SPAN_M`
+   along it) within `JUNCTION_REACH_M` of them (nuPlan's intersection polygon: the
    surface between the connectors), cut along the road boundaries, keeping the pieces lanes
    cover for at least `JUNCTION_LANE_FRACTION` of their area (not the corners beyond a kerb);
 4. the lane surface closed by `CLOSE_M` (a morphological closing: seams and slivers between
    adjacent lanes narrower than twice that);
-5. *pockets*: holes of the area smaller than `POCKET_M2` with no road boundary inside, and the
+5. *pockets*: holes of the area smaller than `POCKET_M2` with no road boundary inside or along
+   most of their edge (an island), and the
    faces the area's outline closes off with an open road boundary (notches between lanes and a
    kerb) smaller than `POCKET_M2` and bounded at least half by the area.
 
@@ -38,10 +40,11 @@ from collections.abc import Callable
 
 import numpy as np
 import shapely
+import shapely.ops
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.maps.elements import HDMap
-from avsim.maps.lane_geometry import LaneGeometry, polygonal
+from avsim.maps.lane_geometry import NOMINAL_HALF_WIDTH_M, LaneGeometry, polygonal
 
 OUTLINE_MIN_LANE_M = 10.0
 DESCRIBED_FRACTION = 0.9
@@ -115,13 +118,26 @@ def outline_area(rings: list[NDArrayFloat], centre_lines: shapely.Geometry) -> s
     return polygonal(shapely.union_all(parts[held >= OUTLINE_MIN_LANE_M]))
 
 
-def junction_area(lanes: LaneGeometry, junctions: list[NDArrayInt], boundaries: shapely.Geometry | None = None) -> shapely.Geometry:
+def _crossing_part(lanes: LaneGeometry, k: int, span: tuple[float, float]) -> shapely.Geometry:
+    """The part of lane k's polygon along its centre line from span[0] to span[1] (arc lengths)."""
+    line = lanes.sample_lines[k]
+    if line.geom_type != "LineString":
+        return lanes.polygons[k]
+    piece = shapely.ops.substring(line, max(span[0], 0.0), min(span[1], line.length))
+    return shapely.intersection(lanes.polygons[k], shapely.buffer(piece, 2 * NOMINAL_HALF_WIDTH_M, cap_style="flat"))
+
+
+def junction_area(lanes: LaneGeometry, junctions: list[NDArrayInt], boundaries: shapely.Geometry | None = None,
+                  graph_spans: dict[int, tuple[float, float]] | None = None) -> shapely.Geometry:  # fmt: skip
     """The surface of each junction (step 3 of the module docstring).
 
     Args:
         lanes: the lane geometry.
         junctions: groups of crossing lanes.
         boundaries: the road boundaries (one geometry) to cut the hulls along, or None.
+        graph_spans: per intersection lane, the arc-length span of its crossings widened by
+            `lane_graph.JUNCTION_SPAN_M` (`LaneGraph.crossing_spans`): only that part of a long lane that runs
+            through a junction counts (None: whole lanes).
 
     Returns:
         A (Multi)Polygon.
@@ -129,7 +145,8 @@ def junction_area(lanes: LaneGeometry, junctions: list[NDArrayInt], boundaries: 
     parts = []
     cut = None if boundaries is None or boundaries.is_empty else shapely.buffer(boundaries, BOUNDARY_CUT_M, quad_segs=1)
     for group in junctions:
-        polys = polygonal(shapely.union_all(lanes.polygons[group]))
+        polys = polygonal(shapely.union_all([_crossing_part(lanes, k, graph_spans[k]) for k in group.tolist()])) if graph_spans \
+            else polygonal(shapely.union_all(lanes.polygons[group]))
         hull = shapely.intersection(shapely.convex_hull(polys), shapely.buffer(polys, JUNCTION_REACH_M, quad_segs=QUAD_SEGS))
         if cut is not None:
             pieces = shapely.get_parts(polygonal(shapely.difference(hull, cut)))
@@ -163,9 +180,12 @@ def pockets(area: shapely.Geometry, rings: list[NDArrayFloat], lines: list[NDArr
     for part in shapely.get_parts(area):
         holes = shapely.polygons(shapely.get_interior_ring(part, np.arange(shapely.get_num_interior_rings(part))))
         small = holes[shapely.area(holes) < POCKET_M2]
-        if tree is not None and len(small):
+        if tree is not None and len(small):  # an island: a boundary inside the hole or along most of its edge
             inner, _ = tree.query(shapely.buffer(small, -0.1, quad_segs=1), predicate="intersects")
-            small = np.delete(small, np.unique(inner))
+            edge = shapely.boundary(small)
+            along = shapely.length(shapely.intersection(edge, shapely.buffer(shapely.union_all(boundaries), 0.1, quad_segs=1)))
+            island = np.isin(np.arange(len(small)), inner) | (along >= POCKET_BORDER_FRACTION * shapely.length(edge))
+            small = small[~island]
         found.extend(small.tolist())
     if lines:
         found.extend(_notches(area, shapely.union_all([shapely.LineString(p) for p in lines])))
@@ -194,14 +214,14 @@ def boundary_geometry(hdmap: HDMap) -> shapely.Geometry | None:
     return shapely.union_all([shapely.LineString(p) for p in rings + lines]) if rings or lines else None
 
 
-def build_drivable_area(hdmap: HDMap, lanes: LaneGeometry, junctions: Callable[[], list[NDArrayInt]]) -> shapely.Geometry:
+def build_drivable_area(hdmap: HDMap, lanes: LaneGeometry, junctions: Callable[[], tuple[list[NDArrayInt], dict[int, tuple[float, float]]]]) -> shapely.Geometry:
     """The drivable area of a map (see the module docstring).
 
     Args:
         hdmap: the map (drivable polygons, road boundaries).
         lanes: its lane geometry.
-        junctions: gives the groups of crossing lanes (`LaneGraph.junctions`), called only when
-            the surface is derived from the lanes.
+        junctions: gives the groups of crossing lanes and their crossing spans (`LaneGraph.junctions`,
+            `LaneGraph.crossing_spans`), called only when the surface is derived from the lanes.
 
     Returns:
         A (Multi)Polygon (empty when the map has no road surface at all).
@@ -213,7 +233,8 @@ def build_drivable_area(hdmap: HDMap, lanes: LaneGeometry, junctions: Callable[[
     if not lane_area.is_empty and shapely.area(shapely.intersection(lane_area, described)) >= DESCRIBED_FRACTION * lane_area.area:
         area = polygonal(shapely.union(described, lane_area))
         return polygonal(shapely.union(area, pockets(area, rings, [])))
-    surface = close_gaps(polygonal(shapely.union_all([lane_area, junction_area(lanes, junctions(), boundary_geometry(hdmap))])))
+    groups, spans = junctions()
+    surface = close_gaps(polygonal(shapely.union_all([lane_area, junction_area(lanes, groups, boundary_geometry(hdmap), spans)])))
     area = polygonal(shapely.union(surface, described))
     if area.is_empty:
         return area

@@ -30,6 +30,7 @@ from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt, NDArrayObje
 from avsim.maps.lane_geometry import SAMPLE_STEP_M, LaneGeometry
 
 JOIN_TOL_M = 1.0
+JUNCTION_SPAN_M = 15.0  # how far along a lane beyond its crossings its junction reaches
 CORRIDOR_HALF_WIDTH_M = 1.0
 CROSSING_DEG = 30.0
 MIN_CONFLICT_AREA_M2 = 0.05
@@ -165,6 +166,19 @@ class LaneGraph:
         for k in lanes.tolist():
             groups.setdefault(int(label[k]), []).append(k)
         return [np.asarray(sorted(g), np.int64) for _, g in sorted(groups.items(), key=lambda kv: min(kv[1]))]
+
+    @cached_property
+    def crossing_spans(self) -> dict[int, tuple[float, float]]:
+        """Per intersection lane, the arc-length span [s0, s1] of its crossing conflicts widened by
+        `JUNCTION_SPAN_M` (the part of the lane inside its junction: a lane that runs on past it
+        is not all junction)."""
+        c = self.conflicts
+        crossing = c.valid & (c.cos < np.cos(np.deg2rad(CROSSING_DEG)))
+        out = {}
+        for k in np.flatnonzero(crossing.any(axis=1)).tolist():
+            sel = crossing[k]
+            out[k] = (float(c.s0[k, sel].min()) - JUNCTION_SPAN_M, float(c.s1[k, sel].max()) + JUNCTION_SPAN_M)
+        return out
 
     def _interval(self, lane: int, region: shapely.Geometry) -> tuple[tuple[float, float], float]:
         """[s0, s1] of a lane's samples within the region's reach of its centre line and the

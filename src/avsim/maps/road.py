@@ -147,14 +147,14 @@ class RoadModel:
     @cached_property
     def drivable(self) -> shapely.Geometry:
         """The drivable area (`avsim.maps.drivable.build_drivable_area`), prepared."""
-        area = build_drivable_area(self.map, self.geometry, lambda: self.graph.junctions)
+        area = build_drivable_area(self.map, self.geometry, lambda: (self.graph.junctions, self.graph.crossing_spans))
         shapely.prepare(area)
         return area
 
     @cached_property
     def intersection(self) -> shapely.Geometry:
         """The junctions' surface (nuPlan's intersection layer), prepared."""
-        area = polygonal(junction_area(self.geometry, self.graph.junctions, boundary_geometry(self.map)))
+        area = polygonal(junction_area(self.geometry, self.graph.junctions, boundary_geometry(self.map), self.graph.crossing_spans))
         shapely.prepare(area)
         return area
 
