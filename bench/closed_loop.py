@@ -96,7 +96,7 @@ def chunk_budget(config: str = "debug", views: tuple[str, ...] = VIEWS7, device:
     load_s = time.perf_counter() - t0
     timer.take()
     per_chunk: list[dict[str, float]] = []
-    source = GeneratedSource(generator, on_chunk=lambda c, k: per_chunk.append(timer.take()) if c else None)
+    source = GeneratedSource(generator, on_chunk=lambda c, steps, n: per_chunk.append(timer.take()) if c else None)
     sim = Simulator(make_sample_scenario(0, duration_s=n_steps / 10 + 1.0), SimConfig(steps=n_steps), source)
     stamps: list[float] = []
     run_episode(sim, load_policy(policy), float("inf"), on_step=lambda k: stamps.append(time.perf_counter()))
@@ -197,11 +197,13 @@ def sensorsim_budget(size: tuple[int, int], repeats: int = 5) -> dict[str, Any]:
 
     import grpc
 
+    from avsim.render.raster.primitives import ray_map
     from avsim.scenario.io import save_scenario
     from avsim.scenario.sample import make_sample_scenario
     from avsim.sim.alpasim.frames import LocalFrame, camera_spec, pose_to_proto
     from avsim.sim.alpasim.protos import sensorsim_pb2, sensorsim_pb2_grpc
-    from avsim.sim.alpasim.server import ServerOptions, frame_request, serve
+    from avsim.sim.alpasim.render_requests import frame_request
+    from avsim.sim.alpasim.server import ServerOptions, serve
 
     scenario = make_sample_scenario(0, duration_s=3.0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,7 +222,9 @@ def sensorsim_budget(size: tuple[int, int], repeats: int = 5) -> dict[str, Any]:
             stub.render_rgb(reqs[0])  # warm: scene load, ray maps, kernels
             stub.render_aggregated(sensorsim_pb2.AggregatedRenderRequest(rgb_requests=reqs))
             scene = server_scene(tmp, scenario.scenario_id)
-            local = _best(lambda: scene.render(frame_request(scene, reqs[0])), repeats)
+            first = frame_request(scene, reqs[0])
+            rays = ray_map(first.camera)  # as the server keeps it
+            local = _best(lambda: scene.render(frame_request(scene, reqs[0]), rays), repeats)
             remote = _best(lambda: stub.render_rgb(reqs[0]), repeats)
             seven = _best(lambda: stub.render_aggregated(sensorsim_pb2.AggregatedRenderRequest(rgb_requests=reqs)), max(repeats // 2, 1))
         finally:

@@ -36,6 +36,7 @@ class DriverLog:
     closed: list[str] = field(default_factory=list)
     images: list[tuple[str, int, int, tuple[int, ...]]] = field(default_factory=list)  # (camera, start, end, shape)
     poses: list[common_pb2.PoseAtTime] = field(default_factory=list)
+    egomotion_sizes: list[int] = field(default_factory=list)  # poses per submit_egomotion_observation
     states: list[common_pb2.DynamicState] = field(default_factory=list)
     routes: list[egodriver_pb2.Route] = field(default_factory=list)
     drives: list[egodriver_pb2.DriveRequest] = field(default_factory=list)
@@ -90,6 +91,7 @@ class ReferenceDriver(egodriver_pb2_grpc.EgodriverServiceServicer):
             if self.log.poses and p.timestamp_us <= self.log.poses[-1].timestamp_us:
                 self.log.problems.append(f"egomotion: time {p.timestamp_us} does not increase")
         self.log.poses.extend(request.trajectory.poses)
+        self.log.egomotion_sizes.append(len(request.trajectory.poses))
         self.log.states.extend(request.dynamic_states)
         return common_pb2.Empty()
 
@@ -126,6 +128,7 @@ class ReferenceDriver(egodriver_pb2_grpc.EgodriverServiceServicer):
     def _plan(self, now_us: int) -> common_pb2.Trajectory:
         ego = self.log.poses[-1]
         route = np.array([[w.x, w.y] for w in self.log.routes[-1].waypoints], np.float64)
+        route = route[np.isfinite(route).all(axis=1)]  # the runtime pads a route that ends with NaN
         seg = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(route, axis=0), axis=1))]
         yaw0 = yaw_of(ego.pose.quat)
         c, s = np.cos(yaw0), np.sin(yaw0)

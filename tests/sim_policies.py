@@ -55,3 +55,41 @@ def brake(observation: Any) -> Any:
 def hard_brake(observation: Any) -> Any:
     """A plain function policy: brake hard (the generated-world tests need a rollout that leaves the log)."""
     return np.array([-6.0, 0.0])
+
+
+class MarkAtStep:
+    """Drives straight on (no acceleration, no steering); at step $AVSIM_TEST_MARK_STEP writes the file $AVSIM_TEST_MARK (a test
+    then signals the process) and waits there up to $AVSIM_TEST_MARK_WAIT seconds (default 0) for the signal."""
+
+    def __call__(self, observation: Any) -> Any:
+        import os
+        from pathlib import Path
+
+        if observation.step == int(os.environ["AVSIM_TEST_MARK_STEP"]):
+            Path(os.environ["AVSIM_TEST_MARK"]).write_text(str(observation.step))
+            time.sleep(float(os.environ.get("AVSIM_TEST_MARK_WAIT", "0")))
+        return np.array([0.0, 0.0])
+
+
+class NeedsArgument:
+    """A policy class whose constructor needs an argument (`--policy` cannot make it)."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+    def __call__(self, observation: Any) -> Any:
+        return np.array([0.0, 0.0])
+
+
+def many_poses(observation: Any) -> Any:
+    """100,000 poses (their reference would be 74 GiB): refused before anything is made of them."""
+    from avsim.sim.actions import Trajectory
+
+    return Trajectory(np.zeros((100_000, 3)), 0.1)
+
+
+def far_interval(observation: Any) -> Any:
+    """8 poses 1e300 s apart."""
+    from avsim.sim.actions import Trajectory
+
+    return Trajectory(np.zeros((8, 3)), 1e300)

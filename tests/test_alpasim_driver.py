@@ -92,9 +92,11 @@ def test_reference_driver_drives_an_episode_through_the_egodriver_contract(scena
     origin = LocalFrame.of(scenario).origin_m
     sent = np.array([[p.pose.vec.x, p.pose.vec.y, p.pose.vec.z] for p in log.poses]) + origin
     np.testing.assert_allclose(sent, rollout.ego.pose_at(rollout.ego.timestamps_ns[:12]).translation, atol=2e-4)
-    # the route is in the rig frame: it starts under the ego and runs ahead
-    first = np.array([[w.x, w.y] for w in log.routes[0].waypoints])
-    assert np.hypot(*first[0]) < 2.0 and first[-1, 0] > 90.0
+    # the route as AlpaSim's runtime sends it: 20 waypoints 80/19 m apart in the rig frame (z 0), from under the ego
+    first = np.array([[w.x, w.y, w.z] for w in log.routes[0].waypoints])
+    assert first.shape == (20, 3) and np.isfinite(first).all() and np.hypot(*first[0, :2]) < 2.0 and (first[:, 2] == 0).all()
+    np.testing.assert_allclose(np.linalg.norm(np.diff(first, axis=0), axis=1), 80 / 19, rtol=0.02)
+    assert log.egomotion_sizes == [1] * 12  # asked every step: the one pose since the last update
     # following its plan at 6 m/s, the ego sped up from the log's speed, stayed on the road and hit nothing
     assert doc["episode"]["drivable_area_compliance"] == 1.0 and doc["episode"]["no_at_fault_collisions"] == 1.0
     speeds = rollout.ego.pose_at(rollout.ego.timestamps_ns).translation
@@ -179,3 +181,79 @@ def test_the_command_drives_with_an_alpasim_driver(scenario, tmp_path: Path) -> 
     assert "6 steps (completed)" in result.stdout and driver.log.problems == [] and len(driver.log.drives) == 6
     doc = json.loads((tmp_path / "out" / "sim_metrics.json").read_text())
     assert doc["settings"]["policy"] == f"alpasim://127.0.0.1:{port}" and doc["settings"]["policy_name"] == f"alpasim://127.0.0.1:{port}"
+
+
+# ---- AlpaSim's runtime semantics (NVlabs/alpasim src/runtime/alpasim_runtime) -----------------------
+def test_the_route_is_twenty_waypoints_four_metres_apart_and_nan_past_its_end() -> None:
+    from avsim.sim.alpasim.driver_messages import ROUTE_SPACING_M, route_waypoints
+    from avsim.sim.route import Path as RoutePath
+
+    path = RoutePath.of(np.stack([np.linspace(0.0, 50.0, 51), np.full(51, 3.0)], axis=1))  # 50 m due east at y = 3
+    state = np.zeros(11)
+    state[:3] = (10.0, 4.0, np.pi / 2)  # 1 m left of the route, facing north: the route runs to the rig's right (-y)
+    wp = route_waypoints(path, state)
+    assert wp.shape == (20, 3) and pytest.approx(80 / 19) == ROUTE_SPACING_M
+    finite = np.isfinite(wp).all(axis=1)
+    assert finite.tolist() == [True] * 10 + [False] * 10  # 40 m left from the projection: 0, 4.2, ..., 37.9 m; then NaN, never the last point again
+    np.testing.assert_allclose(wp[:10], np.stack([np.full(10, -1.0), -np.arange(10) * 80 / 19, np.zeros(10)], axis=1), atol=1e-9)
+
+
+def test_a_plan_reaching_far_ahead_is_followed_only_up_to_the_horizon() -> None:
+    from avsim.sim.alpasim.driver import MAX_PLAN_AHEAD_S
+    from avsim.sim.alpasim.protos import common_pb2
+
+    frame = LocalFrame(np.zeros(3))
+    poses = [common_pb2.PoseAtTime(pose=common_pb2.Pose(vec=common_pb2.Vec3(x=x), quat=common_pb2.Quat(w=1.0)), timestamp_us=t)
+             for x, t in ((0.0, 1_000_000), (5.0, 2_000_000), (1e6, 10**14), (2e6, 2**64 - 1))]  # fmt: skip  # 10^14 us: 3 years ahead
+    from avsim.sim.alpasim.driver import driver_poses
+
+    times_s, world = driver_poses(poses, frame, 1_000_000_000)
+    assert times_s[0] == 0.0 and times_s[1] == 1.0 and times_s[-1] > 1e13
+    traj = ego_trajectory(times_s, world, np.zeros(11), 0.1)
+    assert traj.poses.shape == (int(round(MAX_PLAN_AHEAD_S / 0.1)), 3) and np.isfinite(traj.poses).all()  # 300 poses, not 10^15
+
+
+@pytest.mark.parametrize("spec", ["alpasim://h:1?interval=0", "alpasim://h:1?interval=-1", "alpasim://h:1?interval=nan", "alpasim://h:1?warmup=1e9",
+                                  "alpasim://h:1?speed=2"])  # fmt: skip
+def test_bad_driver_settings_are_refused(spec: str) -> None:
+    with pytest.raises(AvsimInputError, match="--policy"):
+        parse_address(spec)
+
+
+@pytest.mark.distributed
+def test_a_driver_asked_every_three_steps_gets_the_egomotion_since_its_last_update(scenario, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    driver = ReferenceDriver()
+    server, port = serve_driver(driver)
+    try:
+        opts = SimOptions(policy=f"alpasim://127.0.0.1:{port}?interval=0.3", cameras=(FRONT,), size=(160, 90), steps=10, budget_s=3.0, step_scores=False)
+        summary = run_sim(tmp_path, tmp_path / "out", opts, scenario=scenario)
+    finally:
+        server.stop(grace=None)
+    log = driver.log
+    steps_us = [int(t) // 1000 for t in Simulator(scenario, SimConfig(steps=10)).step_times_ns[:10]]
+    assert summary.status == "completed" and log.problems == []
+    assert [d.time_now_us for d in log.drives] == steps_us[::3] and {d.time_query_us - d.time_now_us for d in log.drives} == {300_000}
+    assert log.egomotion_sizes == [1, 3, 3, 3]  # the first update: the episode's start; then the three steps since the last one
+    assert [p.timestamp_us for p in log.poses] == steps_us  # every step's pose, once, in order
+    assert len(log.images) == 10  # frames go to the driver every step, as the runtime submits each rendered frame
+
+
+@pytest.mark.distributed
+def test_a_warm_up_replays_the_log_while_the_driver_gets_every_call(scenario, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from avsim.scenario.io import load_scenario
+
+    ends = {}
+    for warmup in ("0", "0.5"):
+        driver = ReferenceDriver()
+        server, port = serve_driver(driver)
+        try:
+            opts = SimOptions(policy=f"alpasim://127.0.0.1:{port}?warmup={warmup}", steps=10, budget_s=3.0, step_scores=False)
+            assert run_sim(tmp_path, tmp_path / warmup, opts, scenario=scenario).status == "completed"
+        finally:
+            server.stop(grace=None)
+        assert len(driver.log.drives) == 10 and driver.log.problems == []  # asked at every step, warm-up or not
+        rollout = load_scenario(tmp_path / warmup / "scenario")
+        ends[warmup] = rollout.ego.pose_at(rollout.ego.timestamps_ns[:6]).translation[:, :2]
+    log_xy = scenario.ego.pose_at(Simulator(scenario, SimConfig(steps=10)).step_times_ns[:6]).translation[:, :2]
+    assert np.abs(ends["0.5"] - log_xy).max() < 0.02  # the first 0.5 s (5 steps) replay the log (0.008 m: the tracker)
+    assert np.abs(ends["0"][5] - log_xy[5]).max() > 0.1  # without it the driver's 6 m/s plan has moved the ego off the log (0.13 m)

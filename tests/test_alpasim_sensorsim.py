@@ -293,3 +293,65 @@ def _control_images(world: Path, reqs: list[sensorsim_pb2.RGBRenderRequest]) -> 
         return list(stub.render_aggregated(sensorsim_pb2.AggregatedRenderRequest(rgb_requests=reqs)).rgb_returns)
     finally:
         server.stop(grace=None)
+
+
+@pytest.mark.distributed
+def test_batch_render_rgb_answers_each_camera_and_the_version_is_alpasims(world: Path, stub) -> None:  # type: ignore[no-untyped-def]
+    """As AlpaSim's runtime reads NRE's batched answer (services/sensorsim_service.py `_batch_return_to_images`):
+    one item per camera, named; an item that cannot be drawn fails alone, in one line."""
+    version = stub.get_version(common_pb2.Empty())
+    assert (version.grpc_api_version.major, version.grpc_api_version.minor, version.grpc_api_version.patch) == (0, 54, 0)
+    scenario = load_scenario(world / "scenes" / "s")
+    frame, t_ns = LocalFrame.of(scenario), int(scenario.frame_times(10.0)[2])
+    ego_local = frame.to_local(scenario.ego.pose_at(np.array([t_ns]))[0])
+    objects = _traffic(scenario, frame, t_ns)
+    reqs = {n: _request(scenario.scenario_id, camera_spec(n, scenario.rig.camera(n)), pose_to_proto(scenario.rig.extrinsic(n)), ego_local, t_ns, objects)
+            for n in FTHETA}  # fmt: skip
+    bad = sensorsim_pb2.RGBRenderRequest()
+    bad.CopyFrom(reqs[FTHETA[0]])
+    bad.frame_start_us = bad.frame_end_us = 10**12
+    batch = sensorsim_pb2.BatchRGBRenderRequest(items=[sensorsim_pb2.BatchRGBRenderRequestItem(camera_name=n, request=r) for n, r in reqs.items()]
+                                                + [sensorsim_pb2.BatchRGBRenderRequestItem(camera_name="late", request=bad)])  # fmt: skip
+    answer = stub.batch_render_rgb(batch)
+    assert [i.camera_name for i in answer.items] == [*FTHETA, "late"] and [i.success for i in answer.items] == [True, True, False]
+    assert "items[2].request.frame_start_us" in answer.items[2].error_message and "\n" not in answer.items[2].error_message
+    for item in answer.items[:2]:
+        assert item.result.image_bytes == stub.render_rgb(reqs[item.camera_name]).image_bytes
+    with pytest.raises(grpc.RpcError) as info:
+        stub.batch_render_rgb(sensorsim_pb2.BatchRGBRenderRequest(items=[batch.items[0]] * 65))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "items: at most 64" in info.value.details()
+
+
+@pytest.mark.distributed
+@pytest.mark.subprocess
+def test_alpasims_example_distorted_camera_is_served_as_avsim_render_draws_it(world: Path, stub) -> None:  # type: ignore[no-untyped-def]
+    """The OpenCV pinhole camera of AlpaSim's driver configs (NVlabs/alpasim src/wizard/configs/driver/vavam.yaml: f 1545, k1 -0.356,
+    1920x1080), whose polynomial turns back 51.7 deg off axis: served at 480x270 as `avsim render` draws it (no folded geometry:
+    tests/test_core_distortion.py), and the same lens over a 3840x2160 image (it would fold inside) refused in one line."""
+    import dataclasses
+
+    from avsim.core.rig import CameraRig
+
+    alpasim = PinholeCamera(1920, 1080, 1545.0, 1545.0, 960.0, 560.0, (-0.356123, 0.172545, -0.00213, 0.000464, -0.05231))
+    scenario = load_scenario(world / "scenes" / "s")
+    name = "camera_front_wide_120fov"
+    rig = CameraRig((name,), (alpasim,), scenario.rig.ego_SE3_camera[[scenario.rig.index(name)]])
+    save_scenario(dataclasses.replace(scenario, rig=rig), world / "alpasim_camera" / "s")
+    res = _avsim("render", "alpasim_camera/s", "alpasim_out", "--png", "--frames", "2", "--fps", "10", "--size", "480x270", cwd=world)
+    assert res.returncode == 0, res.stderr
+    spec = camera_spec(name, alpasim)
+    assert list(spec.opencv_pinhole_param.radial_coeffs)[:3] == [-0.356123, 0.172545, -0.05231]
+    frame = LocalFrame.of(scenario)
+    for k, t_ns in enumerate(scenario.frame_times(10.0)[:2]):
+        ego_local = frame.to_local(scenario.ego.pose_at(np.array([t_ns]))[0])
+        req = _request(scenario.scenario_id, spec, pose_to_proto(rig.extrinsic(name)), ego_local, int(t_ns), _traffic(scenario, frame, int(t_ns)),)
+        req.resolution_w, req.resolution_h = 480, 270
+        got = _decode(stub.render_rgb(req).image_bytes)
+        assert _compare(got, world / "alpasim_out" / scenario.scenario_id / "png" / name / f"{k:06d}.png") <= MAX_DIFFERING * 480 * 270
+    folding = camera_spec(name, alpasim)
+    folding.resolution_w, folding.resolution_h = 3840, 2160
+    folding.opencv_pinhole_param.principal_point_x, folding.opencv_pinhole_param.principal_point_y = 1920.0, 1080.0
+    req.camera_intrinsics.CopyFrom(folding)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.render_rgb(req)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "turns back 51.7 deg off axis" in info.value.details()

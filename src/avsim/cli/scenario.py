@@ -143,14 +143,64 @@ def _source_path(src: str) -> Path:
     return split_selector(src)[0]
 
 
+def _map_options(start: str | None, goal: str | None, trajectory: Path | None, traffic: int, seed: int, speed: float | None,
+                 duration: float | None, origin: str | None) -> Any:  # fmt: skip
+    """MapOptions from the command line, or None when no map option was given."""
+    from avsim.scenario.bare_map import MapOptions, RouteOptions
+
+    given = any(v is not None for v in (start, goal, trajectory, speed, duration, origin)) or traffic or seed
+    if not given:
+        return None
+    if (start is None) != (goal is None):
+        raise typer.BadParameter("give --start and --goal together", param_hint="'--start/--goal'")
+    if trajectory is not None and start is not None:
+        raise typer.BadParameter("give a route (--start/--goal) or --trajectory, not both", param_hint="'--trajectory'")
+    if traffic < 0:
+        raise typer.BadParameter(f"must be >= 0, got {traffic}", param_hint="'--traffic'")
+    lat_lon = None
+    if origin is not None:
+        try:
+            lat_lon = tuple(float(v) for v in origin.split(","))
+        except ValueError:
+            raise typer.BadParameter(f"expected LAT,LON[,ELE] in degrees (and metres), got {origin!r}", param_hint="'--origin'") from None
+        if len(lat_lon) not in (2, 3) or not all(math.isfinite(v) for v in lat_lon) or abs(lat_lon[0]) > 90 or abs(lat_lon[1]) > 180:
+            raise typer.BadParameter(f"expected LAT,LON[,ELE] in degrees (and metres), got {origin!r}", param_hint="'--origin'")
+    route = RouteOptions(start=start, goal=goal, speed_mps=speed, duration_s=duration, traffic=traffic, seed=seed)
+    return MapOptions(route, trajectory, lat_lon)
+
+
+def _idm_drive(progress: Progress, seed: int) -> Callable[[Scenario], Scenario]:
+    """The simulator's IDM drive of a bare map's route (a map format's scenario whose ego drives a
+    route; others pass through), with a progress bar of its steps."""
+
+    def drive(scenario: Scenario) -> Scenario:
+        from avsim.sim.bare_map import drive_bare_map
+
+        if (scenario.metadata.get("bare_map") or {}).get("ego") != "route":
+            return scenario
+        task = progress.add_task("driving the route (IDM ego, reactive traffic)", total=None)
+        return drive_bare_map(scenario, reactive=True, seed=seed, on_step=lambda k, n: progress.update(task, completed=k, total=n))
+
+    return drive
+
+
 @app.command()
 def convert(
     src: str = typer.Argument(..., help="Source file or folder; ROOT::name picks one scene/clip of a dataset root."),
     out: Path = typer.Argument(..., help="Output scenario folder (an existing scenario folder is replaced)."),
     from_format: str | None = typer.Option(None, "--from", help=_format_help()),
     rig: str | None = typer.Option(None, "--rig", help="Replace the source's camera rig by a named rig: cosmos, nuscenes, av2, waymo."),
+    start: str | None = typer.Option(None, "--start", help="Map formats (opendrive, lanelet2): the ego's route starts here, a lane id of the converted map or a point X,Y (with --goal)."),
+    goal: str | None = typer.Option(None, "--goal", help="Map formats: the route's goal, a lane id or a point X,Y; the route is the shortest along the lane successors. Default: a seeded random route."),
+    trajectory: Path | None = typer.Option(None, "--trajectory", help="Map formats: the ego's poses from a CSV file (header t_s,x_m,y_m[,z_m][,yaw_rad]) instead of a route."),
+    traffic: int = typer.Option(0, "--traffic", help="Map formats: this many seeded cars driving the lanes."),
+    seed: int = typer.Option(0, "--seed", help="Map formats: seed of the random route and the traffic."),
+    speed: float | None = typer.Option(None, "--speed", help="Map formats: the ego's cruise speed in m/s (default: the lanes' speed limits, else 11 m/s)."),
+    duration: float | None = typer.Option(None, "--duration", help="Map formats: scenario length in seconds (default: until the ego stops at the goal)."),
+    origin: str | None = typer.Option(None, "--origin", help="lanelet2: the projection origin LAT,LON[,ELE] (default: the map's map_projector_info.yaml, else its first node)."),
+    drive: str = typer.Option("idm", "--drive", help="Map formats: idm = the simulator's IDM planner drives the route in closed loop among reactive IDM traffic (avsim sim --policy idm --agents idm); route = the ego follows the route's speed profile and the cars their lanes, open loop."),
 ) -> None:
-    """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ) to OUT."""
+    """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ, ...) or a map (OpenDRIVE, Lanelet2) to OUT."""
     from avsim.core.rig import NAMED_RIGS
     from avsim.scenario.importers import registry
     from avsim.scenario.workflows import convert_to_folder
@@ -161,9 +211,16 @@ def convert(
         raise typer.BadParameter(f"unknown rig {rig!r}; choose from {', '.join(NAMED_RIGS)}", param_hint="'--rig'")
     if out.resolve() == _source_path(src).resolve():
         raise typer.BadParameter("OUT must differ from SRC", param_hint="OUT")
+    for name, value in (("--speed", speed), ("--duration", duration)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise typer.BadParameter(f"must be a finite number > 0, got {value}", param_hint=f"'{name}'")
+    if drive not in ("idm", "route"):
+        raise typer.BadParameter(f"expected idm or route, got {drive!r}", param_hint="'--drive'")
+    options = _map_options(start, goal, trajectory, traffic, seed, speed, duration, origin)
     with _progress() as progress:
         progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
-        scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out))
+        then = _idm_drive(progress, seed) if drive == "idm" else None
+        scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out), map_options=options, then=then)
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
 
 

@@ -8,17 +8,21 @@ centre of pixel (i, j) is at (i, j), so the image covers [-0.5, W - 0.5) x [-0.5
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 
+from avsim.core.distortion import OpenCVDistortion
 from avsim.core.errors import AvsimValueError
+from avsim.core.polynomials import fit_through_origin, polyder, polyval
 from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayFloat
 
 POLY_DEGREE = 5  # f-theta polynomials have six coefficients p0..p5
 FIT_SAMPLES = 500  # samples for the least-squares fit of the inverse polynomial (spec)
 NEWTON_STEPS = 3  # refinement so the stored polynomial is honoured exactly
+MAX_RAY_ANGLE_RAD = np.pi  # the image's farthest pixel sees a ray at most this far off the optical axis
 
 
 def _check_points(points: NDArrayFloat, name: str = "points_cam") -> NDArrayFloat:
@@ -45,7 +49,12 @@ def _in_image(uv: NDArrayFloat, depth: NDArrayFloat, width_px: int, height_px: i
 
 @dataclass(frozen=True)
 class PinholeCamera:
-    """Pinhole camera with optional OpenCV distortion (k1, k2, p1, p2, k3)."""
+    """Pinhole camera with optional OpenCV distortion (k1, k2, p1, p2, k3).
+
+    The distortion polynomial is used inside its valid (rising) range only (`lens`,
+    `avsim.core.distortion`): points farther off axis project outside the image, never folded
+    back into it; a camera whose image reaches past that range is refused (AvsimValueError).
+    """
 
     width_px: int
     height_px: int
@@ -70,6 +79,14 @@ class PinholeCamera:
         object.__setattr__(self, "distortion", dist)
         object.__setattr__(self, "width_px", int(self.width_px))
         object.__setattr__(self, "height_px", int(self.height_px))
+        if self.has_distortion:
+            self._check_lens_covers_image()
+
+    def _check_lens_covers_image(self) -> None:
+        """AvsimValueError when the image reaches past the distortion's valid range (the polynomial folds inside it)."""
+        u = np.array([-0.5, self.width_px - 0.5, -0.5, self.width_px - 0.5])
+        v = np.array([-0.5, -0.5, self.height_px - 0.5, self.height_px - 0.5])
+        self.lens.check_covers(np.stack([(u - self.cx_px) / self.fx_px, (v - self.cy_px) / self.fy_px], -1), f"the {self.width_px}x{self.height_px} image")
 
     @property
     def model(self) -> str:
@@ -91,13 +108,10 @@ class PinholeCamera:
         """Horizontal field of view (undistorted) in radians."""
         return float(np.arctan(self.cx_px / self.fx_px) + np.arctan((self.width_px - self.cx_px) / self.fx_px))
 
-    def _distort(self, xn: NDArrayFloat, yn: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
-        k1, k2, p1, p2, k3 = self.distortion
-        r2 = xn * xn + yn * yn
-        radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-        xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-        yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-        return xd, yd
+    @cached_property
+    def lens(self) -> OpenCVDistortion:
+        """The distortion model and its valid range (`avsim.core.distortion`)."""
+        return OpenCVDistortion(*self.distortion)
 
     def project(self, points_cam: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayBool]:
         """Project camera-frame points; points with z <= 0 get NaN pixels (a pinhole cannot image them).
@@ -113,22 +127,13 @@ class PinholeCamera:
         with np.errstate(divide="ignore", invalid="ignore"):
             safe_z = np.where(z > 0, z, np.nan)
             xn, yn = pts[:, 0] / safe_z, pts[:, 1] / safe_z
+        beyond = None
         if self.has_distortion:
-            xn, yn = self._distort(xn, yn)
+            beyond = self.lens.beyond(xn, yn)
+            xn, yn = self.lens.distort(xn, yn)
         uv = np.stack([self.fx_px * xn + self.cx_px, self.fy_px * yn + self.cy_px], -1)
-        return uv, z.copy(), _in_image(np.nan_to_num(uv, nan=-1.0), z, self.width_px, self.height_px)
-
-    def _undistort(self, xd: NDArrayFloat, yd: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat]:
-        # Fixed-point iteration (as OpenCV's undistortPoints), then Newton-free polish.
-        xn, yn = xd.copy(), yd.copy()
-        k1, k2, p1, p2, k3 = self.distortion
-        for _ in range(30):
-            r2 = xn * xn + yn * yn
-            radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-            dx = 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-            dy = p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-            xn, yn = (xd - dx) / radial, (yd - dy) / radial
-        return xn, yn
+        in_image = _in_image(np.nan_to_num(uv, nan=-1.0), z, self.width_px, self.height_px)
+        return uv, z.copy(), in_image if beyond is None else in_image & ~beyond
 
     def pixel_to_ray(self, uv_px: NDArrayFloat) -> NDArrayFloat:
         """Cast rays through pixels (distortion removed).
@@ -143,7 +148,7 @@ class PinholeCamera:
         xn = (uv[:, 0] - self.cx_px) / self.fx_px
         yn = (uv[:, 1] - self.cy_px) / self.fy_px
         if self.has_distortion:
-            xn, yn = self._undistort(xn, yn)
+            xn, yn = self.lens.undistort(xn, yn)
         rays = np.stack([xn, yn, np.ones_like(xn)], -1)
         return rays / np.linalg.norm(rays, axis=-1, keepdims=True)
 
@@ -192,27 +197,6 @@ class PinholeCamera:
             "cy_px": self.cy_px,
             "distortion": list(self.distortion),
         }
-
-
-def _polyval(coeffs: NDArrayFloat, x: NDArrayFloat) -> NDArrayFloat:
-    """sum_i coeffs[i] x^i (Horner)."""
-    out: NDArrayFloat = np.zeros_like(x, dtype=np.float64)
-    for c in coeffs[::-1]:
-        out = out * x + c
-    return out
-
-
-def _polyder(coeffs: NDArrayFloat) -> NDArrayFloat:
-    out: NDArrayFloat = coeffs[1:] * np.arange(1, len(coeffs))
-    return out
-
-
-def _fit_through_origin(x: NDArrayFloat, y: NDArrayFloat, degree: int) -> NDArrayFloat:
-    """Least-squares y = sum_{i=1..degree} c_i x^i (constant term 0), returns c_0..c_degree."""
-    scale = float(np.abs(x).max()) or 1.0  # fit on x / scale: powers of raw pixel radii are ill-conditioned
-    A = np.stack([(x / scale) ** i for i in range(1, degree + 1)], -1)
-    coeffs, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return np.concatenate([[0.0], coeffs / scale ** np.arange(1, degree + 1)])
 
 
 @dataclass(frozen=True)
@@ -292,30 +276,33 @@ class FThetaCamera:
         offsets = self._pixel_to_offset(corners)
         return float(np.linalg.norm(offsets, axis=-1).max())
 
+    @np.errstate(all="ignore")  # a diverging polynomial is refused below (one line), not warned about
     def _derive(self) -> dict[str, Any]:
         stored = np.array(self.poly)
         r_max = self._max_radius_px()
         if self.is_backward_poly:
             bw = stored
             r = np.linspace(0.0, r_max, FIT_SAMPLES)
-            theta = _polyval(bw, r)
-            fw = _fit_through_origin(theta, r, POLY_DEGREE)
+            theta = polyval(bw, r)
+            if not np.isfinite(theta).all() or not 0.0 < theta[-1] <= MAX_RAY_ANGLE_RAD:
+                raise AvsimValueError(f"poly: the backward polynomial maps the image's {r_max:.0f} px radius to {theta[-1]:g} rad; a ray is at most {MAX_RAY_ANGLE_RAD:g} rad off the optical axis (the polynomial diverges)")  # fmt: skip
+            fw = fit_through_origin(theta, r, POLY_DEGREE)
             theta_max = float(theta[-1])
         else:
             fw = stored
             theta_dense = np.linspace(0.0, np.pi, 20001)
-            r_dense = _polyval(fw, theta_dense)
+            r_dense = polyval(fw, theta_dense)
             increasing = np.diff(r_dense) > 0
             stop = int(np.argmin(increasing)) if not increasing.all() else len(increasing)
             reach = np.flatnonzero(r_dense[: stop + 1] >= r_max)
             end = int(reach[0]) if reach.size else stop
             theta_max = float(theta_dense[end])
             theta = np.linspace(0.0, theta_max, FIT_SAMPLES)
-            bw = _fit_through_origin(_polyval(fw, theta), theta, POLY_DEGREE)
-        r_end = float(_polyval(fw, np.array(theta_max)))
-        slope = float(_polyval(_polyder(fw), np.array(theta_max)))
-        if not slope > 0:
-            raise AvsimValueError("poly: forward polynomial is not increasing at the image border")
+            bw = fit_through_origin(polyval(fw, theta), theta, POLY_DEGREE)
+        r_end = float(polyval(fw, np.array(theta_max)))
+        slope = float(polyval(polyder(fw), np.array(theta_max)))
+        if not (np.isfinite(fw).all() and np.isfinite(bw).all() and np.isfinite(r_end) and slope > 0):  # diverging, or turning back
+            raise AvsimValueError("poly: forward polynomial is not increasing at the image border (or it or its fitted inverse is not finite)")
         fw.setflags(write=False)  # the camera is immutable; so are its derived polynomials
         bw.setflags(write=False)
         return {"fw": fw, "bw": bw, "theta_max": theta_max, "r_end": r_end, "slope": slope}
@@ -353,23 +340,23 @@ class FThetaCamera:
     # radial maps ----------------------------------------------------------------------------
     def _theta_to_radius(self, theta: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
-        r = _polyval(d["fw"], theta)
+        r = polyval(d["fw"], theta)
         if self.is_backward_poly:  # honour the stored r -> theta map exactly in range
-            dbw = _polyder(d["bw"])
+            dbw = polyder(d["bw"])
             for _ in range(NEWTON_STEPS):
-                deriv = _polyval(dbw, r)
-                r = r - (_polyval(d["bw"], r) - theta) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
+                deriv = polyval(dbw, r)
+                r = r - (polyval(d["bw"], r) - theta) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
         beyond = theta > d["theta_max"]
         return np.where(beyond, d["r_end"] + d["slope"] * (theta - d["theta_max"]), r)
 
     def _radius_to_theta(self, r: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
-        theta = _polyval(d["bw"], r)
+        theta = polyval(d["bw"], r)
         if not self.is_backward_poly:  # honour the stored theta -> r map exactly in range
-            dfw = _polyder(d["fw"])
+            dfw = polyder(d["fw"])
             for _ in range(NEWTON_STEPS):
-                deriv = _polyval(dfw, theta)
-                theta = theta - (_polyval(d["fw"], theta) - r) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
+                deriv = polyval(dfw, theta)
+                theta = theta - (polyval(d["fw"], theta) - r) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
         beyond = r > d["r_end"]
         return np.where(beyond, d["theta_max"] + (r - d["r_end"]) / d["slope"], theta)
 

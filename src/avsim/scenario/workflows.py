@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.safe_files import file_kind
 from avsim.scenario.io import ProgressFn, check_output_folder, save_scenario
 from avsim.scenario.types import Scenario
+
+if TYPE_CHECKING:
+    from avsim.scenario.bare_map import MapOptions
 
 OnBuilt = Callable[[Scenario], "ProgressFn | None"]
 """Called with the new scenario before it is saved; returns the save's progress callback (or None)."""
@@ -76,6 +80,8 @@ def convert_to_folder(
     fmt: str | None = None,
     rig_name: str | None = None,
     on_built: OnBuilt | None = None,
+    map_options: MapOptions | None = None,
+    then: Callable[[Scenario], Scenario] | None = None,
 ) -> Scenario:
     """Convert one real-dataset scene and save it to `out` (`avsim convert`).
 
@@ -85,6 +91,9 @@ def convert_to_folder(
         fmt: source format (see `avsim.scenario.importers.registry.FORMATS`); detected when None.
         rig_name: replace the source's camera rig by this named rig.
         on_built: see the module docstring.
+        map_options: the ego and traffic of a map-only format (OpenDRIVE, Lanelet2).
+        then: applied to the imported scenario before it is saved (the CLI drives a bare map's ego
+            with the simulator's IDM planner through it).
 
     Returns:
         The scenario written.
@@ -98,7 +107,9 @@ def convert_to_folder(
     kind = file_kind(source)
     if kind not in (None, "missing", "a folder"):  # a FIFO or device would be read forever
         raise AvsimInputError(source, "source", f"is {kind}, not a file or folder of a dataset")
-    scenario = registry.convert(src, fmt, rig_name)
+    scenario = registry.convert(src, fmt, rig_name, map_options)
+    if then is not None:
+        scenario = then(scenario)
     return _save(scenario, out, split_selector(src)[0], on_built)
 
 

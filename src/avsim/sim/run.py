@@ -15,12 +15,14 @@
 - `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
 
 A policy that fails (raises, bad output, over budget) ends the episode early: everything above is
-still written for the steps it drove, with `status: policy_error` and the reason.
+still written for the steps it drove, with `status: policy_error` and the reason; so does SIGINT or
+SIGTERM in the command (`interruptible`: `status: interrupted`, `avsim.sim.interrupts`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -29,19 +31,23 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from avsim.core.atomic import atomic_output_path
-from avsim.core.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.locks import output_lock
 from avsim.core.trajectory import NS_PER_S
+from avsim.render.run.memory import RENDER_MIB_PER_MPX
+from avsim.render.run.plan import MAX_SIDE_PX
 from avsim.scenario import Scenario
 from avsim.sim.alpasim.address import is_driver_address
 from avsim.sim.chunks import ChunkPlanPolicy, ChunkSchedule, ReplanMode
 from avsim.sim.episode import DEFAULT_BUDGET_S, EpisodeResult, policy_name, run_episode
 from avsim.sim.generated.options import GenerationOptions
+from avsim.sim.interrupts import Interrupted, interrupted_result, stop_on_signals
 from avsim.sim.metrics import EpisodeScorer, rule_findings
 from avsim.sim.observation import NoCameras, ObservationSource
 from avsim.sim.policies import BuiltinPolicy, load_policy
 from avsim.sim.recorder import rollout_scenario
-from avsim.sim.stepper import AgentMode, Controller, SimConfig, Simulator
+from avsim.sim.stepper import MAX_RATE_HZ, MAX_SIM_STEPS, AgentMode, Controller, SimConfig, Simulator
 from avsim.sim.steps_table import step_table
 from avsim.sim.traffic import IDMConfig
 
@@ -51,6 +57,15 @@ TIMING_JSON = "timing.json"
 SCENARIO_DIR = "scenario"
 GENERATED_DIR = "generated"
 FORMAT = "avsim-sim-v1"
+MAX_BUDGET_S = 600.0  # CPU seconds a policy call may be given (`--budget`)
+MAX_SIM_RENDER_MIB = 2048  # what rendering one step may take: 7 cameras at 3840x2160 fit, at 8192x8192 do not
+
+
+def render_mib(cameras: int, size: tuple[int, int]) -> float:
+    """Estimated MiB of rendering `cameras` images of `size` a step: each camera's ray map and buffers
+    (`avsim.render.run.memory.RENDER_MIB_PER_MPX`) and its RGB frame handed to the policy."""
+    mpx = size[0] * size[1] / 1e6
+    return cameras * mpx * (RENDER_MIB_PER_MPX + 3e6 / 2**20)
 
 
 class Observe(str, Enum):
@@ -88,6 +103,24 @@ class SimOptions:
     generation: GenerationOptions | None = None
     replan: ReplanMode = ReplanMode.HOLD
 
+    def __post_init__(self) -> None:
+        """Bounds of every option that sizes memory or time, checked before anything is made (`AvsimValueError`
+        naming the option; `avsim sim` shows it as a usage error)."""
+        if self.steps is not None and not 1 <= self.steps <= MAX_SIM_STEPS:
+            raise AvsimValueError(f"--steps: must be 1 to {MAX_SIM_STEPS} (one hour at 10 Hz), got {self.steps}")
+        if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= MAX_RATE_HZ):
+            raise AvsimValueError(f"--rate: must be in (0, {MAX_RATE_HZ:g}] steps per second, got {self.rate_hz}")
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and 0 < self.duration_s * self.rate_hz <= MAX_SIM_STEPS):
+            raise AvsimValueError(f"--duration: must be > 0 and at most {MAX_SIM_STEPS} steps at --rate {self.rate_hz:g} "
+                                  f"({MAX_SIM_STEPS / self.rate_hz:g} s), got {self.duration_s}")  # fmt: skip
+        if not (math.isfinite(self.budget_s) and 0 < self.budget_s <= MAX_BUDGET_S):
+            raise AvsimValueError(f"--budget: must be in (0, {MAX_BUDGET_S:g}] CPU seconds, got {self.budget_s}")
+        w, h = self.size
+        if not (0 < w <= MAX_SIDE_PX and 0 < h <= MAX_SIDE_PX and w % 2 == 0 and h % 2 == 0):
+            raise AvsimValueError(f"--size: width and height must be positive, even and at most {MAX_SIDE_PX}, got {w}x{h}")
+        if self.seed < 0 or self.seed >= 2**63:
+            raise AvsimValueError(f"--seed: must be in [0, 2**63), got {self.seed}")
+
     @property
     def observe_mode(self) -> Observe:
         """`observe`, or what `cameras` implies."""
@@ -121,13 +154,9 @@ class SimOptions:
             from avsim.sim.render_source import RenderedControlSource
 
             return RenderedControlSource(self.cameras or None, self.size, self.backend)
-        from avsim.sim.generated.generator import ChunkGenerator
-        from avsim.sim.generated.source import GeneratedSource
+        from avsim.sim.generated.progress import generated_source
 
-        progress = None if on_phase is None else (lambda step, done, total: on_phase(f"{step} {done}/{total}"))
-        generator = ChunkGenerator(self.generation or GenerationOptions(), self.cameras or None, _stderr, progress)
-        return GeneratedSource(generator, self.backend, video_dir,
-                               on_chunk=None if on_phase is None else (lambda c, k: on_phase(f"chunk {c} at step {k}")))  # fmt: skip
+        return generated_source(self.generation or GenerationOptions(), self.cameras or None, self.backend, video_dir, on_phase, _stderr)
 
 
 def _stderr(message: str) -> None:
@@ -136,7 +165,8 @@ def _stderr(message: str) -> None:
 
 @dataclass(frozen=True)
 class SimSummary:
-    """What `run_sim` did: the output folder, how the episode ended, its headline scores."""
+    """What `run_sim` did: the output folder, how the episode ended, its headline scores; the command's
+    exit code (128 + the signal's number for an interrupted episode, else 0)."""
 
     out: Path
     status: str
@@ -144,6 +174,24 @@ class SimSummary:
     steps: int
     scores: dict[str, Any]
     wall_s: float
+    exit_code: int = 0
+
+
+def check_render_memory(scenario: Scenario, options: SimOptions) -> None:
+    """Refuse cameras and a size whose rendering would need more than `MAX_SIM_RENDER_MIB` a step.
+
+    Args:
+        scenario: the scenario (its rig: `--cameras all`).
+        options: the options.
+    """
+    if options.observe_mode is not Observe.CONTROL:
+        return
+    n = len(options.cameras) if options.cameras else len(scenario.rig)
+    mib = render_mib(n, options.size)
+    if mib > MAX_SIM_RENDER_MIB:
+        w, h = options.size
+        raise AvsimInputError("--size/--cameras", "memory", f"{n} cameras at {w}x{h} need about {mib:.0f} MiB to render each step, more "
+                              f"than the {MAX_SIM_RENDER_MIB} a sim may use (fewer cameras or a smaller --size)")  # fmt: skip
 
 
 def check_sim_output(out: Path) -> None:
@@ -153,7 +201,8 @@ def check_sim_output(out: Path) -> None:
 
 
 def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None = None,
-            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None) -> SimSummary:  # fmt: skip
+            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None, interruptible: bool = False,
+            wait: bool = False) -> SimSummary:  # fmt: skip
     """Run one episode and write its outputs (see the module docstring).
 
     Args:
@@ -163,29 +212,50 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         on_step: progress, called with (steps done, steps planned).
         scenario: the loaded scenario (None: read from `scenario_dir`).
         on_phase: called with the name of each long phase (a chunk being generated, scoring, writing).
+        interruptible: SIGINT / SIGTERM end the episode and its rollout so far is written (`avsim.sim.interrupts`;
+            the command's behaviour, not a job worker's).
+        wait: when another process is writing `out`, wait for it (else one line at once; `avsim.core.locks`).
 
     Returns:
-        The summary.
+        The summary; a full or read-only disk is `AvsimOutputError` (`OUT: disk full`), nothing left behind.
+
+    Raises:
+        Interrupted: a signal arrived before the first step was recorded (nothing written).
     """
     from avsim.scenario.io import load_scenario
 
     check_sim_output(out)
     scenario = scenario if scenario is not None else load_scenario(scenario_dir)
+    check_render_memory(scenario, options)
+    options.config()  # its own checks, before anything is written
+    with removed_if_empty_on_error(out), output_errors(out), output_lock(out, wait=wait):
+        check_sim_output(out)  # again: another run may have written it while this one waited
+        return _run_locked(scenario, out, options, on_step, on_phase, interruptible)
+
+
+def _run_locked(scenario: Scenario, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None,
+                on_phase: Callable[[str], None] | None, interruptible: bool) -> SimSummary:  # fmt: skip
+    """`run_sim` inside its lock: the episode, its scores, the outputs written atomically."""
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         video_dir = tmp / GENERATED_DIR if options.observe_mode is Observe.GENERATED else None
         source = options.source(video_dir, on_phase)
         policy = _policy(options, source)
-        t0 = time.perf_counter()
+        t0, exit_code = time.perf_counter(), 0
         sim = Simulator(scenario, options.config(), source)
+        if on_step is not None:
+            on_step(0, sim.n_steps)  # the total from the start (the first step of generated frames takes a chunk)
         try:
-            result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+            with stop_on_signals(interruptible):
+                result = run_episode(sim, policy, options.budget_s, on_step=None if on_step is None else lambda k: on_step(k, sim.n_steps))
+        except Interrupted as exc:
+            result, exit_code = interrupted_result(sim, exc), exc.exit_code
         finally:
             source.close()
             _close_policy(policy)
         wall = time.perf_counter() - t0
         doc = _write_outputs(tmp, scenario, sim, options, policy, result, wall, on_phase)
-    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall)
+    return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall, exit_code)
 
 
 def _policy(options: SimOptions, source: ObservationSource) -> Any:

@@ -33,7 +33,7 @@ _NEWTON_STEPS = 3  # avsim.core.cameras.NEWTON_STEPS
 def _ftheta_params(camera: FThetaCamera) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat]:
     """Forward, backward and derivative-of-backward coefficients, then the scalars of the map."""
     fw, bw = camera.forward_poly, camera.backward_poly
-    dbw = bw[1:] * np.arange(1, len(bw))  # avsim.core.cameras._polyder
+    dbw = bw[1:] * np.arange(1, len(bw))  # avsim.core.polynomials.polyder
     theta_max = camera.max_theta_rad
     r_end = _polyval_np(fw, np.array(theta_max))
     slope = _polyval_np(fw[1:] * np.arange(1, len(fw)), np.array(theta_max))
@@ -353,15 +353,29 @@ def pixels_px(projector: Projector, points_cam: NDArrayFloat) -> NDArrayFloat:
     if not isinstance(cam, PinholeCamera) or not len(points_cam):
         return projector(points_cam)
     out = np.empty((len(points_cam), 2))
+    lens = cam.lens
+    r_v = lens.valid_radius if cam.has_distortion else math.inf
+    slope = lens.valid_distorted_radius / r_v if math.isfinite(r_v) else 1.0
     _pinhole_pixels(np.ascontiguousarray(points_cam, np.float64), cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px,
-                    *(float(d) for d in cam.distortion), cam.has_distortion, out)  # fmt: skip
+                    np.array(cam.distortion, np.float64), cam.has_distortion, r_v, slope, out)  # fmt: skip
     return out
 
 
 @njit
-def _pinhole_pixels(pts: NDArrayFloat, fx: float, fy: float, cx: float, cy: float, k1: float, k2: float, p1: float,
-                    p2: float, k3: float, distort: bool, out: NDArrayFloat) -> None:  # fmt: skip
-    # `PinholeCamera.project`'s pixels, term by term in numpy's order
+def _opencv_distort(xn: float, yn: float, d: NDArrayFloat) -> tuple[float, float]:
+    # `OpenCVDistortion._polynomial`, term by term in numpy's order
+    k1, k2, p1, p2, k3 = d[0], d[1], d[2], d[3], d[4]
+    r2 = xn * xn + yn * yn
+    radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
+    xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
+    yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
+    return xd, yd
+
+
+@njit
+def _pinhole_pixels(pts: NDArrayFloat, fx: float, fy: float, cx: float, cy: float, d: NDArrayFloat, distort: bool, r_v: float,
+                    slope: float, out: NDArrayFloat) -> None:  # fmt: skip
+    # `PinholeCamera.project`'s pixels in numpy's order; past the lens's valid radius r_v, `OpenCVDistortion.distort`'s continuation
     for i in range(len(pts)):
         z = pts[i, 2]
         if not z > 0:
@@ -369,11 +383,12 @@ def _pinhole_pixels(pts: NDArrayFloat, fx: float, fy: float, cx: float, cy: floa
             continue
         xn, yn = pts[i, 0] / z, pts[i, 1] / z
         if distort:
-            r2 = xn * xn + yn * yn
-            radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-            xd = xn * radial + 2 * p1 * xn * yn + p2 * (r2 + 2 * xn * xn)
-            yd = yn * radial + p1 * (r2 + 2 * yn * yn) + 2 * p2 * xn * yn
-            xn, yn = xd, yd
+            if xn * xn + yn * yn > r_v * r_v:
+                scale = r_v / math.sqrt(xn * xn + yn * yn)
+                xb, yb = _opencv_distort(xn * scale, yn * scale, d)
+                extra = (1 - scale) * slope
+                xn, yn = xb + xn * extra, yb + yn * extra
+            else:
+                xn, yn = _opencv_distort(xn, yn, d)
         out[i, 0] = fx * xn + cx
         out[i, 1] = fy * yn + cy
-

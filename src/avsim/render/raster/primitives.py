@@ -13,6 +13,7 @@ OpenCV convention PIXEL_CENTRE_OFFSET = 0: the pixel covers [i - 0.5, i + 0.5) x
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
@@ -306,22 +307,34 @@ class IdBuffers(NamedTuple):
     track: NDArrayBool  # (N,) primitives whose centre z-tests the statistics see
 
 
-def ray_map(camera: Camera) -> NDArrayFloat32:
+RAY_BLOCK_PX = 1 << 18  # pixels cast at once by `ray_map`: bounds its working memory (about 130 bytes a pixel of the block)
+
+
+def ray_map(camera: Camera, between_blocks: Callable[[], None] | None = None) -> NDArrayFloat32:
     """Per-pixel camera rays scaled to z = 1, at pixel centres (pixel (i, j) at (i, j) + PIXEL_CENTRE_OFFSET).
 
-    Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn.
+    Pixels whose ray does not point forward (theta >= 90 deg) hold NaN and are never drawn. The rays
+    are cast in blocks of whole rows (`RAY_BLOCK_PX` pixels), so the working memory beyond the
+    8 bytes a pixel of the result stays bounded; every value is the one a single pass would give.
 
     Args:
         camera: the camera.
+        between_blocks: called before each block (it may raise to stop the work: a cancelled request).
 
     Returns:
         (H, W, 2) float32 (x/z, y/z).
     """
     h, w = camera.height_px, camera.width_px
-    ys, xs = np.mgrid[0:h, 0:w]
-    uv = np.stack([xs.ravel(), ys.ravel()], -1).astype(np.float64) + PIXEL_CENTRE_OFFSET
-    rays = camera.pixel_to_ray(uv)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(rays[:, 2] > 1e-6, rays[:, 2], np.nan)
-        out = np.stack([rays[:, 0] / z, rays[:, 1] / z], -1)
-    return out.reshape(h, w, 2).astype(np.float32)
+    out = np.empty((h, w, 2), np.float32)
+    rows = max(1, RAY_BLOCK_PX // max(w, 1))
+    for y0 in range(0, h, rows):
+        if between_blocks is not None:
+            between_blocks()
+        y1 = min(h, y0 + rows)
+        ys, xs = np.mgrid[y0:y1, 0:w]
+        uv = np.stack([xs.ravel(), ys.ravel()], -1).astype(np.float64) + PIXEL_CENTRE_OFFSET
+        rays = camera.pixel_to_ray(uv)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(rays[:, 2] > 1e-6, rays[:, 2], np.nan)
+            out[y0:y1] = np.stack([rays[:, 0] / z, rays[:, 1] / z], -1).reshape(y1 - y0, w, 2)
+    return out

@@ -18,6 +18,7 @@ from avsim.core.errors import AvsimInputError
 from avsim.scenario.importers.common import split_selector
 
 if TYPE_CHECKING:
+    from avsim.scenario.bare_map import MapOptions
     from avsim.scenario.types import Scenario
 
 
@@ -79,6 +80,25 @@ def _load_rdshq(src: Path, rig_name: str | None) -> Scenario:
     return load_rdshq(src, rig_name)
 
 
+def _load_opendrive(src: Path, rig_name: str | None, options: MapOptions | None = None) -> Scenario:
+    from avsim.scenario.bare_map import MapOptions
+    from avsim.scenario.importers.opendrive import load_opendrive
+
+    options = options or MapOptions()
+    return load_opendrive(src, rig_name, options.route, options.ego_trajectory())
+
+
+def _load_lanelet2(src: Path, rig_name: str | None, options: MapOptions | None = None) -> Scenario:
+    from avsim.scenario.bare_map import MapOptions
+    from avsim.scenario.importers.lanelet2 import load_lanelet2
+
+    options = options or MapOptions()
+    return load_lanelet2(src, rig_name, options.route, options.ego_trajectory(), options.origin)
+
+
+MAP_FORMATS = ("opendrive", "lanelet2")
+"""Formats that hold a map only: the ego (a route or a trajectory file) and traffic come from `MapOptions`."""
+
 FORMATS: dict[str, ImporterInfo] = {
     "scenarionet": ImporterInfo(
         _load_scenarionet, "a ScenarioNet scenario pickle (.pkl)",
@@ -115,6 +135,14 @@ FORMATS: dict[str, ImporterInfo] = {
         "an mmdetection3d nuScenes info .pkl (FILE::LOG picks a log), a mono3d .coco.json (FILE::TOKEN picks a sample), or a folder holding one",
         "the info's cameras (cam2img, cam2ego)",
     ),
+    "opendrive": ImporterInfo(
+        _load_opendrive, "an ASAM OpenDRIVE road network (.xodr, 1.4-1.8): a map; the ego drives a lane route (--start/--goal) or a trajectory file",
+        "named default: cosmos",
+    ),
+    "lanelet2": ImporterInfo(
+        _load_lanelet2, "a Lanelet2 map (.osm, projected with --origin or the map's map_projector_info.yaml): a map; the ego drives a lane route or a trajectory file",
+        "named default: cosmos",
+    ),
 }  # fmt: skip
 
 
@@ -139,6 +167,10 @@ def detect_format(src: str | os.PathLike[str]) -> str:
     if not path.exists():
         raise AvsimInputError(path, "source", "not found")
     if path.is_file():
+        if path.suffix.lower() == ".xodr":
+            return "opendrive"
+        if path.suffix.lower() == ".osm":
+            return "lanelet2"
         if _is_mmdet3d_file(path):
             return "mmdet3d"
         if path.suffix == ".pkl":
@@ -152,7 +184,7 @@ def detect_format(src: str | os.PathLike[str]) -> str:
 
             if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
                 return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"
-        raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl or a Waymo TFRecord)")
+        raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl, a Waymo TFRecord, an OpenDRIVE .xodr or a Lanelet2 .osm)")
     if any(path.glob("*.calibration_estimate.parquet")):
         return "clipgt"
     if (path / "city_SE3_egovehicle.feather").exists() or any(path.glob("scenario_*.parquet")):
@@ -166,11 +198,14 @@ def detect_format(src: str | os.PathLike[str]) -> str:
     raise AvsimInputError(path, "source", f"cannot detect the format; pass one of: {', '.join(FORMATS)}")
 
 
-def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None) -> Scenario:
+def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None,
+            map_options: MapOptions | None = None) -> Scenario:  # fmt: skip
     """Import `src_path` (format `fmt`, or auto-detected when None) as an `avsim.scenario.Scenario`.
 
     `rig_name` (``cosmos``, ``nuscenes``, ``av2``, ``waymo``) replaces the source's rig with a
-    named default rig; formats without calibration always use one (ScenarioNet, Waymo).
+    named default rig; formats without calibration always use one (ScenarioNet, Waymo). `map_options`
+    (the ego's route or trajectory file, traffic, seed; Lanelet2's origin) apply to the map-only
+    formats (`MAP_FORMATS`) and are an error for the others.
     """
     fmt = detect_format(src_path) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
@@ -181,6 +216,13 @@ def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: 
         if rig_name not in NAMED_RIGS:
             raise AvsimInputError(src_path, "rig", f"unknown rig {rig_name!r}; choose one of {', '.join(NAMED_RIGS)}")
     loader = FORMATS[fmt].load
+    if map_options is not None and fmt not in MAP_FORMATS:
+        raise AvsimInputError(src_path, "format", f"route, trajectory, traffic and origin options apply to {' and '.join(MAP_FORMATS)} maps, not to {fmt}")
+    if fmt in MAP_FORMATS:
+        path, _ = split_selector(src_path)
+        if not path.exists():
+            raise AvsimInputError(path, "source", "not found")
+        return loader(path, rig_name, map_options)
     if fmt in ("nuscenes", "rdshq", "waymo", "mmdet3d", "clipgt"):
         return loader(os.fspath(src_path), rig_name)  # keeps a ::selector
     path, _ = split_selector(src_path)

@@ -17,11 +17,17 @@ for the camera the request describes, placed where the request puts it, with the
   SLERP rotation); rolling shutter: the image is composed of `bands` strips across the readout
   direction, each drawn at its own time in the exposure (a strip's rows or columns share one
   pose: an approximation of a per-row readout that is exact at the strip centres).
+
+The server's threads share the scenes: drawing only reads a loaded scene, the catalog loads a
+scene under a lock of its own, and the ray maps come from the caller (the server's
+`avsim.sim.alpasim.scheduling.RayMapCache`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -47,7 +53,6 @@ __all__ = ["FrameRequest", "LoadedScene", "SceneCatalog", "Shutter", "UnknownSce
 
 SCENARIO_JSON = "scenario.json"
 MAX_SCENARIO_JSON_BYTES = 64 * 1024 * 1024
-RAY_CACHE = 16  # cameras whose ray maps a scene keeps
 
 
 class UnknownScene(LookupError):
@@ -84,6 +89,11 @@ class FrameRequest:
     shutter: int = Shutter.GLOBAL
 
 
+def _still(req: FrameRequest) -> bool:
+    """Whether nothing moves during the exposure (no time passes and the camera keeps its pose)."""
+    return req.start_ns == req.end_ns and np.array_equal(req.start_pose.as_matrix(), req.end_pose.as_matrix())
+
+
 def _lerp_pose(a: SE3, b: SE3, w: float) -> SE3:
     if w == 0.0:
         return a
@@ -111,21 +121,12 @@ class LoadedScene:
         starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, int)
         ends = np.r_[starts[1:], len(ids)]
         self.tracks = {str(ids[a]): (int(a), int(b)) for a, b in zip(starts, ends)}
-        self._rays: OrderedDict[Camera, NDArrayFloat32] = OrderedDict()
 
     def check_time(self, t_ns: int, field: str) -> None:
         """OutOfRange unless the scene's span holds `t_ns`."""
         s = self.scenario
         if not s.start_ns <= t_ns <= s.end_ns:
             raise OutOfRange(f"{field}: {t_ns // 1000} us is outside scene {s.scenario_id!r} ({s.start_ns // 1000} to {s.end_ns // 1000} us)")
-
-    def _rays_of(self, camera: Camera) -> NDArrayFloat32:
-        if camera not in self._rays:
-            self._rays[camera] = ray_map(camera)
-            while len(self._rays) > RAY_CACHE:
-                self._rays.popitem(last=False)
-        self._rays.move_to_end(camera)
-        return self._rays[camera]
 
     def box_rows(self, track_ids: tuple[str, ...], poses: tuple[SE3, ...], t_ns: int) -> AgentRows:
         """AgentRows of the named tracks at `poses` (track-id order); KeyError naming an unknown track."""
@@ -146,7 +147,7 @@ class LoadedScene:
         return AgentRows(np.full(len(order), t_ns, np.int64), box_corners(centre, size, quat), front, back, size.min(axis=1),
                          size.max(axis=1), centre[:, :2], np.array([track_ids[i] for i in order]))  # fmt: skip
 
-    def _draw(self, req: FrameRequest, w: float) -> NDArrayByte:
+    def _draw(self, req: FrameRequest, rays: NDArrayFloat32, w: float) -> NDArrayByte:
         """The whole image at the exposure fraction `w` (0: start, 1: end)."""
         t_ns = int(round(req.start_ns + w * (req.end_ns - req.start_ns)))
         world_SE3_cam = _lerp_pose(req.start_pose, req.end_pose, w)
@@ -158,28 +159,36 @@ class LoadedScene:
         objects, spheres, starts = world_objects(self.static, self.spheres, centre, lambda ids: self.scenario.lights.state_at(ids, t_ns).tolist(),
                                                  rows.corners, rows.front, rows.back, rows.min_size)  # fmt: skip
         cone = geo.cone_half_angle_rad(req.camera)
-        return camera_image(req.camera, cone, self._rays_of(req.camera), world_SE3_cam, objects, spheres, starts, self.backend, self.antialias)
+        return camera_image(req.camera, cone, rays, world_SE3_cam, objects, spheres, starts, self.backend, self.antialias)
 
-    def render(self, req: FrameRequest) -> NDArrayByte:
+    def is_rolling(self, req: FrameRequest) -> bool:
+        """Whether the request's image is composed of strips (a rolling shutter over a moving exposure)."""
+        return not (req.shutter == Shutter.GLOBAL or _still(req) or self.bands == 1)
+
+    def render(self, req: FrameRequest, rays: NDArrayFloat32 | None = None, check: Callable[[], None] | None = None) -> NDArrayByte:
         """The request's control image (see the module docstring).
 
         Args:
             req: the camera, its poses, the exposure, the boxes, the readout.
+            rays: the camera's ray map (`ray_map`; None: made here).
+            check: called between strips (it may raise to stop the work).
 
         Returns:
             (H, W, 3) uint8 RGB.
         """
-        still = req.start_ns == req.end_ns and np.array_equal(req.start_pose.as_matrix(), req.end_pose.as_matrix())
-        if req.shutter == Shutter.GLOBAL or still or self.bands == 1:
-            return self._draw(req, 0.0 if still else 0.5)
+        rays = ray_map(req.camera) if rays is None else rays
+        if not self.is_rolling(req):
+            return self._draw(req, rays, 0.0 if _still(req) else 0.5)
         h, w = req.camera.height_px, req.camera.width_px
         across = h if req.shutter in (Shutter.TOP_TO_BOTTOM, Shutter.BOTTOM_TO_TOP) else w
         edges = np.linspace(0, across, min(self.bands, across) + 1).round().astype(int)
         out = np.zeros((h, w, 3), np.uint8)
         reverse = req.shutter in (Shutter.BOTTOM_TO_TOP, Shutter.RIGHT_TO_LEFT)
         for a, b in zip(edges[:-1], edges[1:]):
+            if check is not None:
+                check()
             frac = ((a + b) / 2) / across
-            image = self._draw(req, 1.0 - frac if reverse else frac)
+            image = self._draw(req, rays, 1.0 - frac if reverse else frac)
             if req.shutter in (Shutter.TOP_TO_BOTTOM, Shutter.BOTTOM_TO_TOP):
                 out[a:b] = image[a:b]
             else:
@@ -214,24 +223,43 @@ class SceneCatalog:
             self.folders[sid] = folder
         self.max_loaded, self.backend, self.antialias, self.bands = max(int(max_loaded), 1), backend, antialias, bands
         self._loaded: OrderedDict[str, LoadedScene] = OrderedDict()
+        self._lock = threading.Lock()  # the loaded scenes' order; a scene loads under its own lock (`_loading`)
+        self._loading: dict[str, threading.Lock] = {}
 
     @property
     def scene_ids(self) -> list[str]:
         return sorted(self.folders)
 
+    @property
+    def loaded_ids(self) -> list[str]:
+        """The scenes loaded now, least recently used first."""
+        with self._lock:
+            return list(self._loaded)
+
     def scene(self, scene_id: str) -> LoadedScene:
-        """The loaded scene (UnknownScene when there is none of that id)."""
+        """The loaded scene (UnknownScene when there is none of that id). Thread-safe: a scene being
+        loaded keeps the requests for it waiting, not those for other scenes."""
         if scene_id not in self.folders:
             shown = ", ".join(self.scene_ids[:5]) + (" ..." if len(self.folders) > 5 else "")
             raise UnknownScene(f"scene_id: no scene {scene_id[:200]!r} (scenes: {shown})")
-        if scene_id not in self._loaded:
+        with self._lock:
+            if scene_id in self._loaded:
+                self._loaded.move_to_end(scene_id)
+                return self._loaded[scene_id]
+            loading = self._loading.setdefault(scene_id, threading.Lock())
+        with loading:
+            with self._lock:
+                if scene_id in self._loaded:
+                    return self._loaded[scene_id]
             from avsim.scenario.io import load_scenario
 
-            self._loaded[scene_id] = LoadedScene(load_scenario(self.folders[scene_id]), self.backend, self.antialias, self.bands)
-            while len(self._loaded) > self.max_loaded:
-                self._loaded.popitem(last=False)
-        self._loaded.move_to_end(scene_id)
-        return self._loaded[scene_id]
+            scene = LoadedScene(load_scenario(self.folders[scene_id]), self.backend, self.antialias, self.bands)
+            with self._lock:
+                self._loaded[scene_id] = scene
+                self._loading.pop(scene_id, None)
+                while len(self._loaded) > self.max_loaded:
+                    self._loaded.popitem(last=False)
+        return scene
 
 
 def local_poses(scene: LoadedScene) -> tuple[NDArrayFloat, SE3]:

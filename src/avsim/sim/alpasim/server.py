@@ -9,15 +9,25 @@ wire format) over the scenes of `avsim.sim.alpasim.scenes.SceneCatalog`:
 - `render_rgb`: one control image for the request's camera spec (f-theta or OpenCV pinhole, any
   resolution; rolling shutter where the spec asks), sensor pose (local->camera at the exposure's
   start and end) and dynamic objects, as PNG or JPEG (`image_quality`, default 95);
-  `render_aggregated`: several at once (its lidar requests are refused); `get_version`;
+  `render_aggregated`: several at once (its lidar requests are refused); `batch_render_rgb`:
+  several at once, each item answered with its camera name, and an item that cannot be drawn
+  answered `success = false` with a one-line `error_message` while the others are drawn (as
+  AlpaSim's runtime reads NRE's answer); `get_version` (`grpc_api_version`: the alpasim_grpc
+  release of the .proto files, `protos.ALPASIM_GRPC_VERSION`);
 - `--generated`: the images are the Transfer model's (`avsim.sim.alpasim.generated_frames`).
+
+Requests share the server's CPU and memory as `avsim.sim.alpasim.scheduling` says: each is costed
+before any work and drawn in its own thread within `workers` slots and the memory budget, small
+ones never behind large ones; a cancelled request stops at its next check.
 
 Bad requests never raise into gRPC: an unknown scene is `NOT_FOUND`; a time outside the scene's
 span `OUT_OF_RANGE`; an unknown track, a bad camera or pose, a resolution over
 `MAX_SIDE_PX`, more than `MAX_OBJECTS` objects or `MAX_AGGREGATED` images, an unsupported image
-format `INVALID_ARGUMENT`; what avsim does not do (lidar, ego masks, batch rendering)
-`UNIMPLEMENTED`; a request over `max_request_bytes` is refused by gRPC itself
-(`RESOURCE_EXHAUSTED`). Each is one line; no traceback is printed.
+format `INVALID_ARGUMENT`; a request whose memory estimate passes what one request may use, or
+too many large ones waiting, `RESOURCE_EXHAUSTED` (the bound named); what avsim does not do
+(lidar, ego masks) `UNIMPLEMENTED`; a request over `max_request_bytes` is refused by gRPC itself
+(`RESOURCE_EXHAUSTED`), and so are RPCs past the thread pool (`rpc_threads`). Each is one line;
+no traceback is printed.
 """
 
 from __future__ import annotations
@@ -30,44 +40,27 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
-import cv2
 import grpc
-import numpy as np
 
 from avsim import __version__
 from avsim.core.errors import AvsimInputError
 from avsim.core.typing import NDArrayByte
-from avsim.sim.alpasim.frames import (
-    SpecError,
-    camera_from_spec,
-    ns_to_us,
-    pose_from_proto,
-    pose_to_proto,
-    rig_cameras,
-    us_to_ns,
-)
-from avsim.sim.alpasim.protos import common_pb2, sensorsim_pb2, sensorsim_pb2_grpc
-from avsim.sim.alpasim.scenes import (
-    FrameRequest,
-    LoadedScene,
-    OutOfRange,
-    SceneCatalog,
-    Shutter,
-    UnknownScene,
-    local_poses,
-)
+from avsim.sim.alpasim.frames import SpecError, ns_to_us, pose_to_proto, rig_cameras
+from avsim.sim.alpasim.protos import ALPASIM_GRPC_VERSION, common_pb2, sensorsim_pb2, sensorsim_pb2_grpc
+from avsim.sim.alpasim.render_requests import encode, frame_request
+from avsim.sim.alpasim.scenes import FrameRequest, LoadedScene, OutOfRange, SceneCatalog, UnknownScene, local_poses
+from avsim.sim.alpasim.scheduling import MIB, Cancelled, RayMapCache, Refused, RenderScheduler, request_bytes
 
-__all__ = ["ServerOptions", "SensorsimServer", "serve"]
+__all__ = ["ServerOptions", "SensorsimServer", "serve", "start"]
 
-MAX_SIDE_PX = 8192
-MAX_OBJECTS = 10_000
 MAX_AGGREGATED = 64
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
-SHUTTERS = {sensorsim_pb2.ShutterType.ROLLING_TOP_TO_BOTTOM: Shutter.TOP_TO_BOTTOM, sensorsim_pb2.ShutterType.ROLLING_LEFT_TO_RIGHT: Shutter.LEFT_TO_RIGHT,
-            sensorsim_pb2.ShutterType.ROLLING_BOTTOM_TO_TOP: Shutter.BOTTOM_TO_TOP, sensorsim_pb2.ShutterType.ROLLING_RIGHT_TO_LEFT: Shutter.RIGHT_TO_LEFT}  # fmt: skip
+RPC_THREADS_PER_WORKER, RPC_THREADS_SPARE = 4, 4  # gRPC threads: the render slots, the large requests that may wait, the small ones and metadata calls
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
+Generated = Callable[[LoadedScene, list[tuple[str, NDArrayByte]]], list[NDArrayByte]]
+Checked = tuple[LoadedScene, FrameRequest, sensorsim_pb2.RGBRenderRequest]
 
 
 class Unsupported(Exception):
@@ -76,8 +69,9 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """host and port (0: a free one); worker threads; the largest request in bytes; scenes kept loaded;
-    the rasteriser backend; strips of a rolling-shutter image."""
+    """host and port (0: a free one); requests drawn at once; the largest request in bytes; scenes kept loaded;
+    the rasteriser backend; strips of a rolling-shutter image; the memory the requests being drawn may use
+    together (MiB); the ray maps kept (MiB)."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -86,6 +80,23 @@ class ServerOptions:
     max_loaded: int = 4
     backend: str = "numba"
     rolling_bands: int = 8
+    max_memory_mib: int = 2048
+    ray_cache_mib: int = 512
+
+    @property
+    def rpc_threads(self) -> int:
+        return RPC_THREADS_PER_WORKER * max(int(self.workers), 1) + RPC_THREADS_SPARE
+
+
+STATUS: list[tuple[type[BaseException], grpc.StatusCode]] = [
+    (UnknownScene, grpc.StatusCode.NOT_FOUND), (OutOfRange, grpc.StatusCode.OUT_OF_RANGE), (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
+    (Unsupported, grpc.StatusCode.UNIMPLEMENTED), (Refused, grpc.StatusCode.RESOURCE_EXHAUSTED), (Cancelled, grpc.StatusCode.CANCELLED),
+]  # fmt: skip
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line, at most 500 characters."""
+    return " ".join(str(exc.args[0] if exc.args else exc).split())[:500]
 
 
 def _guarded(handler: Handler) -> Handler:
@@ -93,13 +104,10 @@ def _guarded(handler: Handler) -> Handler:
 
     @wraps(handler)
     def wrapped(self: SensorsimServer, request: Any, context: grpc.ServicerContext) -> Any:
-        codes: list[tuple[type[BaseException], grpc.StatusCode]] = [(UnknownScene, grpc.StatusCode.NOT_FOUND), (OutOfRange, grpc.StatusCode.OUT_OF_RANGE),
-                                                                  (SpecError, grpc.StatusCode.INVALID_ARGUMENT), (Unsupported, grpc.StatusCode.UNIMPLEMENTED)]  # fmt: skip
         try:
             return handler(self, request, context)
-        except tuple(c for c, _ in codes) as exc:
-            code = next(code for cls, code in codes if isinstance(exc, cls))
-            context.abort(code, " ".join(str(exc.args[0] if exc.args else exc).split())[:500])
+        except tuple(c for c, _ in STATUS) as exc:
+            context.abort(next(code for cls, code in STATUS if isinstance(exc, cls)), one_line(exc))
         except Exception as exc:  # a bug: still one line to the caller, and the server keeps serving
             context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
 
@@ -112,20 +120,21 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
     Args:
         catalog: the scenes.
         generated: turns a scene's control images into generated ones (None: control images).
+        options: the render slots, the memory budget and the ray-map cache's size.
     """
 
-    def __init__(self, catalog: SceneCatalog, generated: Callable[[LoadedScene, list[tuple[str, NDArrayByte]]], list[NDArrayByte]] | None = None) -> None:
+    def __init__(self, catalog: SceneCatalog, generated: Generated | None = None, options: ServerOptions | None = None) -> None:
+        options = options or ServerOptions()
         self.catalog, self.generated = catalog, generated
-        self._lock = threading.Lock()  # scene loading and drawing (the scenes' caches): one image at a time
-
-    def _scene(self, scene_id: str) -> LoadedScene:
-        with self._lock:
-            return self.catalog.scene(scene_id)
+        self.scheduler = RenderScheduler(options.workers, int(options.max_memory_mib * MIB))
+        self.rays = RayMapCache(int(options.ray_cache_mib * MIB))
+        self._generate_lock = threading.Lock()  # the model draws one call at a time
 
     @_guarded
     def get_version(self, request: common_pb2.Empty, context: grpc.ServicerContext) -> common_pb2.VersionId:
+        major, minor, patch = ALPASIM_GRPC_VERSION
         return common_pb2.VersionId(version_id=f"avsim-sensorsim-{__version__}", git_hash="unknown",
-                                    grpc_api_version=common_pb2.VersionId.APIVersion(major=0))  # fmt: skip
+                                    grpc_api_version=common_pb2.VersionId.APIVersion(major=major, minor=minor, patch=patch))  # fmt: skip
 
     @_guarded
     def get_available_scenes(self, request: common_pb2.Empty, context: grpc.ServicerContext) -> common_pb2.AvailableScenesReturn:
@@ -133,19 +142,20 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
 
     @_guarded
     def get_available_cameras(self, request: sensorsim_pb2.AvailableCamerasRequest, context: grpc.ServicerContext) -> sensorsim_pb2.AvailableCamerasReturn:
-        return sensorsim_pb2.AvailableCamerasReturn(available_cameras=rig_cameras(self._scene(request.scene_id).scenario.rig))
+        return sensorsim_pb2.AvailableCamerasReturn(available_cameras=rig_cameras(self.catalog.scene(request.scene_id).scenario.rig))
 
     @_guarded
     def get_available_trajectories(self, request: sensorsim_pb2.AvailableTrajectoriesRequest,
                                    context: grpc.ServicerContext) -> sensorsim_pb2.AvailableTrajectoriesReturn:  # fmt: skip
-        times_ns, poses = local_poses(self._scene(request.scene_id))
+        times_ns, poses = local_poses(self.catalog.scene(request.scene_id))
         traj = common_pb2.Trajectory(poses=[common_pb2.PoseAtTime(pose=pose_to_proto(poses[i]), timestamp_us=ns_to_us(int(t)))
                                             for i, t in enumerate(times_ns)])  # fmt: skip
         return sensorsim_pb2.AvailableTrajectoriesReturn(available_trajectories=[sensorsim_pb2.AvailableTrajectoriesReturn.AvailableTrajectory(trajectory=traj)])
 
     @_guarded
     def render_rgb(self, request: sensorsim_pb2.RGBRenderRequest, context: grpc.ServicerContext) -> sensorsim_pb2.RGBRenderReturn:
-        return self._render([request])[0]
+        checked = [self._check(request, "request")]
+        return sensorsim_pb2.RGBRenderReturn(image_bytes=self._draw(checked, context, "render_rgb")[0])
 
     @_guarded
     def render_aggregated(self, request: sensorsim_pb2.AggregatedRenderRequest, context: grpc.ServicerContext) -> sensorsim_pb2.AggregatedRenderReturn:
@@ -153,15 +163,30 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
             raise Unsupported("lidar_requests: avsim renders camera images only")
         if len(request.rgb_requests) > MAX_AGGREGATED:
             raise SpecError(f"rgb_requests: at most {MAX_AGGREGATED}, got {len(request.rgb_requests)}")
-        return sensorsim_pb2.AggregatedRenderReturn(rgb_returns=self._render(list(request.rgb_requests)))
+        checked = [self._check(r, f"rgb_requests[{i}]") for i, r in enumerate(request.rgb_requests)]
+        images = self._draw(checked, context, f"render_aggregated ({len(checked)} images)")
+        return sensorsim_pb2.AggregatedRenderReturn(rgb_returns=[sensorsim_pb2.RGBRenderReturn(image_bytes=b) for b in images])
+
+    @_guarded
+    def batch_render_rgb(self, request: sensorsim_pb2.BatchRGBRenderRequest, context: grpc.ServicerContext) -> sensorsim_pb2.BatchRGBRenderReturn:
+        if len(request.items) > MAX_AGGREGATED:
+            raise SpecError(f"items: at most {MAX_AGGREGATED}, got {len(request.items)}")
+        answers: list[sensorsim_pb2.BatchRGBRenderReturnItem | None] = [None] * len(request.items)
+        drawn: list[tuple[int, Checked]] = []
+        for i, item in enumerate(request.items):
+            try:
+                drawn.append((i, self._check(item.request, f"items[{i}].request")))
+            except (UnknownScene, OutOfRange, SpecError) as exc:  # this item fails; the others are drawn
+                answers[i] = sensorsim_pb2.BatchRGBRenderReturnItem(camera_name=item.camera_name, success=False, error_message=one_line(exc))
+        images = self._draw([c for _, c in drawn], context, f"batch_render_rgb ({len(drawn)} images)") if drawn else []
+        for (i, _), data in zip(drawn, images):
+            answers[i] = sensorsim_pb2.BatchRGBRenderReturnItem(camera_name=request.items[i].camera_name, success=True,
+                                                                result=sensorsim_pb2.RGBRenderReturn(image_bytes=data))  # fmt: skip
+        return sensorsim_pb2.BatchRGBRenderReturn(items=[a for a in answers if a is not None])
 
     @_guarded
     def render_lidar(self, request: Any, context: grpc.ServicerContext) -> Any:
         raise Unsupported("render_lidar: avsim renders camera images only")
-
-    @_guarded
-    def batch_render_rgb(self, request: Any, context: grpc.ServicerContext) -> Any:
-        raise Unsupported("batch_render_rgb: use render_rgb or render_aggregated")
 
     @_guarded
     def get_available_ego_masks(self, request: Any, context: grpc.ServicerContext) -> sensorsim_pb2.AvailableEgoMasksReturn:
@@ -169,24 +194,38 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
 
     @_guarded
     def get_loaded_scenes(self, request: Any, context: grpc.ServicerContext) -> sensorsim_pb2.LoadedScenesReturn:
-        with self._lock:
-            loaded = list(self.catalog._loaded)
-        return sensorsim_pb2.LoadedScenesReturn(scenes=[sensorsim_pb2.LoadedSceneEntry(scene_id=s, loaded_instance_count=1) for s in loaded],
+        return sensorsim_pb2.LoadedScenesReturn(scenes=[sensorsim_pb2.LoadedSceneEntry(scene_id=s, loaded_instance_count=1) for s in self.catalog.loaded_ids],
                                                 loaded_instance_capacity=self.catalog.max_loaded)  # fmt: skip
 
-    def _render(self, requests: list[sensorsim_pb2.RGBRenderRequest]) -> list[sensorsim_pb2.RGBRenderReturn]:
-        """Every request checked first, then drawn (then generated, per scene), then encoded."""
-        checked = []
-        for i, r in enumerate(requests):
-            scene = self._scene(r.scene_id)
-            checked.append((scene, frame_request(scene, r, f"rgb_requests[{i}]" if len(requests) > 1 else "request"), r))
-        with self._lock:
-            images = [scene.render(req) for scene, req, _ in checked]
-            if self.generated is not None:
-                images = self._generate(checked, images)
-        return [sensorsim_pb2.RGBRenderReturn(image_bytes=encode(img, r.image_format, r.image_quality)) for img, (_, _, r) in zip(images, checked)]
+    def _check(self, r: sensorsim_pb2.RGBRenderRequest, field: str) -> Checked:
+        scene = self.catalog.scene(r.scene_id)
+        return scene, frame_request(scene, r, field), r
 
-    def _generate(self, checked: list[tuple[LoadedScene, FrameRequest, Any]], images: list[NDArrayByte]) -> list[NDArrayByte]:
+    def _draw(self, checked: list[Checked], context: grpc.ServicerContext, what: str) -> list[bytes]:
+        """The checked requests drawn one after another within the scheduler's slots and budget, encoded as each asks."""
+        sizes = [(req.camera.width_px, req.camera.height_px, scene.is_rolling(req), req.camera in self.rays) for scene, req, _ in checked]
+        gone = threading.Event()
+
+        def ended() -> None:  # the RPC ended (cancelled, deadline passed, or answered): waiting requests look again
+            gone.set()
+            self.scheduler.wake()
+
+        context.add_callback(ended)
+        with self.scheduler.admitted(request_bytes(sizes, keep_decoded=self.generated is not None),
+                                     lambda: context.is_active() and not gone.is_set(), what) as job:  # fmt: skip
+            out: list[Any] = []
+            for scene, req, r in checked:
+                job.check()
+                image = scene.render(req, self.rays.get(req.camera, job.check), job.check)
+                job.check()
+                out.append(image if self.generated is not None else encode(image, r.image_format, r.image_quality))
+            if self.generated is not None:
+                with self._generate_lock:
+                    job.check()
+                    out = [encode(img, r.image_format, r.image_quality) for img, (_, _, r) in zip(self._generate(checked, out), checked)]
+        return out
+
+    def _generate(self, checked: list[Checked], images: list[NDArrayByte]) -> list[NDArrayByte]:
         assert self.generated is not None
         out = list(images)
         for scene_id in {r.scene_id for _, _, r in checked}:
@@ -197,51 +236,7 @@ class SensorsimServer(sensorsim_pb2_grpc.SensorsimServiceServicer):
         return out
 
 
-def frame_request(scene: LoadedScene, r: sensorsim_pb2.RGBRenderRequest, field: str = "request") -> FrameRequest:
-    """A render request checked and moved into avsim's terms (world frame, ns); SpecError / OutOfRange / UnknownScene."""
-    w, h = int(r.resolution_w or r.camera_intrinsics.resolution_w), int(r.resolution_h or r.camera_intrinsics.resolution_h)
-    if not (0 < w <= MAX_SIDE_PX and 0 < h <= MAX_SIDE_PX):
-        raise SpecError(f"{field}.resolution: width and height must be in 1..{MAX_SIDE_PX}, got {w}x{h}")
-    if len(r.dynamic_objects) > MAX_OBJECTS:
-        raise SpecError(f"{field}.dynamic_objects: at most {MAX_OBJECTS}, got {len(r.dynamic_objects)}")
-    if r.frame_end_us < r.frame_start_us:
-        raise SpecError(f"{field}: frame_end_us {r.frame_end_us} is before frame_start_us {r.frame_start_us}")
-    start_ns, end_ns = us_to_ns(r.frame_start_us), us_to_ns(r.frame_end_us)
-    scene.check_time(start_ns, f"{field}.frame_start_us")
-    scene.check_time(end_ns, f"{field}.frame_end_us")
-    camera = camera_from_spec(r.camera_intrinsics, w, h)
-    to_world = scene.frame.to_world
-    unknown = [o.track_id for o in r.dynamic_objects if o.track_id not in scene.tracks]
-    if unknown:
-        raise SpecError(f"{field}.dynamic_objects: no track {unknown[0][:100]!r} in scene {scene.scenario.scenario_id!r}")
-    objs = list(r.dynamic_objects)
-    return FrameRequest(camera, to_world(pose_from_proto(r.sensor_pose.start_pose, f"{field}.sensor_pose.start_pose")),
-                        to_world(pose_from_proto(r.sensor_pose.end_pose, f"{field}.sensor_pose.end_pose")), start_ns, end_ns,
-                        tuple(o.track_id for o in objs),
-                        tuple(to_world(pose_from_proto(o.pose_pair.start_pose, f"{field}.dynamic_objects.start_pose")) for o in objs),
-                        tuple(to_world(pose_from_proto(o.pose_pair.end_pose, f"{field}.dynamic_objects.end_pose")) for o in objs),
-                        SHUTTERS.get(r.camera_intrinsics.shutter_type, Shutter.GLOBAL))  # fmt: skip
-
-
-def encode(image: NDArrayByte, image_format: int, quality: float) -> bytes:
-    """PNG (also for UNDEFINED) or JPEG at `quality` (1..100; 0: 95) bytes of an RGB image."""
-    bgr = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR)
-    if image_format in (sensorsim_pb2.ImageFormat.UNDEFINED, sensorsim_pb2.ImageFormat.PNG):
-        ok, buf = cv2.imencode(".png", bgr)
-    elif image_format == sensorsim_pb2.ImageFormat.JPEG:
-        q = int(round(quality)) if quality else 95
-        if not 1 <= q <= 100:
-            raise SpecError(f"image_quality: expected 1..100 for JPEG, got {quality:g}")
-        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, q])
-    else:
-        raise SpecError(f"image_format: {sensorsim_pb2.ImageFormat.Name(image_format)} is not served (PNG and JPEG are)")
-    if not ok:
-        raise RuntimeError("image encoding failed")
-    return bytes(buf)
-
-
-def serve(root: Path, options: ServerOptions,
-          generated: Callable[[LoadedScene, list[tuple[str, NDArrayByte]]], list[NDArrayByte]] | None = None) -> tuple[grpc.Server, int]:  # fmt: skip
+def serve(root: Path, options: ServerOptions, generated: Generated | None = None) -> tuple[grpc.Server, int]:
     """Start the sensor simulator on `options.host:options.port`.
 
     Args:
@@ -253,11 +248,25 @@ def serve(root: Path, options: ServerOptions,
         The started server and the port it listens on.
     """
     catalog = SceneCatalog(Path(root), options.max_loaded, options.backend, True, options.rolling_bands)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(int(options.workers), 1)),
+    return start(SensorsimServer(catalog, generated, options), options)
+
+
+def start(servicer: SensorsimServer, options: ServerOptions) -> tuple[grpc.Server, int]:
+    """Start a gRPC server for `servicer` on `options.host:options.port` (`serve` with the servicer made by the caller).
+
+    Args:
+        servicer: the sensor simulator.
+        options: address, threads, bounds.
+
+    Returns:
+        The started server and the port it listens on.
+    """
+    threads = options.rpc_threads
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sensorsim"), maximum_concurrent_rpcs=threads,
                          options=[("grpc.max_receive_message_length", int(options.max_request_bytes)),
                                   ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
                                   ("grpc.so_reuseport", 0)])  # fmt: skip  # a port in use is an error, not shared
-    sensorsim_pb2_grpc.add_SensorsimServiceServicer_to_server(SensorsimServer(catalog, generated), server)
+    sensorsim_pb2_grpc.add_SensorsimServiceServicer_to_server(servicer, server)
     host = f"[{options.host}]" if ":" in options.host else options.host
     try:
         port = server.add_insecure_port(f"{host}:{int(options.port)}")

@@ -76,16 +76,19 @@ class GeneratedSource:
         backend: the control frames' rasteriser (numba or torch).
         video_dir: folder for `<camera>.mp4` of the frames shown (None: not written).
         drift: the drift figures' settings.
-        on_chunk: called with (chunk index, first step) before each chunk is made (progress).
+        on_chunk: called with (chunk index, its steps, the episode's chunks) before each chunk is made (progress).
+        on_chunk_done: called with (the chunk's record, the episode's chunks) once it is made (progress).
     """
 
     def __init__(self, generator: ChunkGenerator, backend: str = "numba", video_dir: Path | None = None,
-                 drift: DriftConfig | None = None, on_chunk: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+                 drift: DriftConfig | None = None, on_chunk: Callable[[int, range, int], None] | None = None,
+                 on_chunk_done: Callable[[ChunkRecord, int], None] | None = None) -> None:  # fmt: skip
         self.generator = generator
         self.schedule = ChunkSchedule(generator.config.frames_per_chunk, generator.options.overlap)
         self.control = RenderedControlSource(generator.cameras, generator.size, backend)
         self.camera_names: tuple[str, ...] = generator.cameras
-        self.video_dir, self.drift_config, self.on_chunk = video_dir, drift or DriftConfig(), on_chunk
+        self.video_dir, self.drift_config, self.on_chunk, self.on_chunk_done = video_dir, drift or DriftConfig(), on_chunk, on_chunk_done
+        self.n_chunks = 0
         self.chunks: list[ChunkRecord] = []
         self._frames: dict[int, dict[str, NDArrayByte]] = {}
         self._tail: tuple[dict[str, NDArrayByte], dict[str, NDArrayByte]] | None = None  # last overlap frames: generated, control
@@ -106,6 +109,7 @@ class GeneratedSource:
         self.generator.load()
         self._forecaster = ChunkForecaster(episode, self.schedule.frames)
         self.chunks, self._frames, self._tail, self._seed = [], {}, None, int(episode.seed)
+        self.n_chunks = self.schedule.chunk_of(len(episode.step_times_ns) - 1) + 1  # the episode shows steps 0..n
         self._close_writers()
         if self.video_dir is not None:
             self.video_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +134,7 @@ class GeneratedSource:
         c = self.schedule.chunk_of(state.step)
         steps = self.schedule.steps(c)
         if self.on_chunk is not None:
-            self.on_chunk(c, steps.start)
+            self.on_chunk(c, steps, self.n_chunks)
         t0 = time.perf_counter()
         states = self._forecaster.states(state, len(steps))
         rendered = [self.control.frames(s) for s in states]
@@ -154,6 +158,8 @@ class GeneratedSource:
         t3 = time.perf_counter()
         forecast = np.array([[s.ego_state[StateIndex.X], s.ego_state[StateIndex.Y], s.ego_state[StateIndex.HEADING]] for s in states])
         self.chunks.append(ChunkRecord(c, steps, seed, forecast, drift, t1 - t0, t2 - t1, t3 - t2))
+        if self.on_chunk_done is not None:
+            self.on_chunk_done(self.chunks[-1], self.n_chunks)
 
     def summary(self) -> dict[str, Any]:
         """The generation's settings and per-chunk figures (sim_metrics.json's `generation`)."""
