@@ -15,7 +15,10 @@ Every step the planner
    path's point at the ego's progress as PDM-Closed's do (`Trajectory.start`: the tracker corrects
    the ego's offset from the path);
 6. brakes instead (PDM-Closed's `PDMEmergencyBrake`) when the best proposal has an at-fault
-   collision within `brake_time_to_collision_s` and the ego is at most `brake_max_speed_mps` fast.
+   collision or a TTC infraction (`brake_on_ttc`; PDM-Closed checks one of the two, collision by
+   default) within `brake_time_to_collision_s` and the ego is at most `brake_max_speed_mps` fast:
+   a crossing object's first contact is with the ego's side (not at fault, so no collision
+   brake), and a side-swipe becomes at fault once the ego's front is in it (nus-0757).
 
 Simplifications: the proposal paths are recomputed every step from the route (PDM-Closed keeps
 the first step's), and an object is in a path's way where a corner of its box comes within the
@@ -56,6 +59,7 @@ class PlannerConfig:
     map_radius_m: float = 60.0
     brake_time_to_collision_s: float = 2.0  # PDM-Closed's emergency brake (PDMEmergencyBrake)
     brake_max_speed_mps: float = 5.0
+    brake_on_ttc: bool = True  # also brake on a TTC infraction (PDM-Closed's infraction="ttc"), not only a collision
     brake_accel_mps2: tuple[float, float] = (-4.05, 2.40)
 
 
@@ -89,7 +93,8 @@ class IDMPlannerPolicy:
         multi = m.no_at_fault_collisions * m.drivable_area_compliance * m.driving_direction_compliance * m.traffic_light_compliance
         score = aggregate(m, normalized_progress(m.progress_m, multi, None, self.scorer), self.scorer)["epdms"]
         best = int(np.argmax(score))
-        if m.collision_index[best] * ep.dt_s <= cfg.brake_time_to_collision_s and state[StateIndex.VELOCITY_X] <= cfg.brake_max_speed_mps:
+        infraction = min(m.collision_index[best], m.ttc_index[best]) if cfg.brake_on_ttc else m.collision_index[best]
+        if infraction * ep.dt_s <= cfg.brake_time_to_collision_s and state[StateIndex.VELOCITY_X] <= cfg.brake_max_speed_mps:
             return self._brake(state)
         return Trajectory(to_ego_frame(poses[best, 1:], state), ep.dt_s, to_ego_frame(poses[best, :1], state)[0])
 
