@@ -7,7 +7,7 @@ route within 5 % of its driven length, never far from it), the expert scores lik
 its human (PDMS >= 0.8 on each, >= 0.95 on average, the human inside the drivable area), and the
 IDM planner keeps DAC 1 where the human did and makes progress. The mmdetection3d info holds two
 samples' sensor poses (0.5 s, no lanes): it runs, `avsim validate` flags its poses, nothing more
-is asserted on it. The IDM episodes are cut to 8 s (41 windows each) to keep CI on 2 cores.
+is asserted on it. The IDM episodes are cut to 4 s (one window each; about 13 s of CPU an 8 s episode took, most of it the planner) to keep CI on 2 cores.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ SCENES = {  # name: path under ../shared/data
     "mmdet": "nuscenes-mmdet3d/nus_info.pkl",
 }
 CLOSED_LOOP = [name for name in SCENES if name != "mmdet"]
-IDM_DURATION_S = 8.0
+IDM_DURATION_S = 4.0
 
 
 def _avsim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
