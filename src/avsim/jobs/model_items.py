@@ -285,7 +285,6 @@ def merge_layout(out: Path, tasks: list[ItemTask], results: list[ItemResult]) ->
 
     for top in (VIDEOS_DIR, CONTROLS_DIR, CAPTIONS_DIR, LABELS_DIR):
         with atomic_output_path(out / top, is_dir=True) as tmp:
-            tmp.chmod(0o755)
             for src, rel in files:
                 if rel.parts[0] == top:
                     _link(src, tmp / Path(*rel.parts[1:]))
