@@ -281,3 +281,28 @@ def test_render_of_an_edit_output_with_a_missing_variant_fails_before_rendering(
     assert _render_variants(broken, tmp_path / "out") == 1
     assert "no such variant folder" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_summary_lines_never_wrap_mid_number_at_120_columns(tmp_path: Path) -> None:
+    """The render's last lines (issue 55): each number whole on a line under 120 columns; only the
+    output path's line may be longer, and rich never folds it (the terminal does, at its width)."""
+    import io
+
+    from rich.console import Console
+
+    from avsim.edit.render_report import print_summaries
+    from avsim.render.run.runner import RenderSummary
+
+    big = RenderSummary("waymo_3a9f0c1e2d4b5a6978881234abcdef01_x", [f"cam{i}" for i in range(11)], 123456, 1358016, 98765,
+                        12345.678, mosaic_frames_rendered=123456, overlay_frames_rendered=123456, render_cpu_s=123456.7,
+                        encode_cpu_s=98765.4, composite_cpu_s=12345.6)  # fmt: skip
+    out = tmp_path / ("a_long_output_folder_name_" * 6) / "render"
+    for width in (120, 60):
+        buffer = io.StringIO()
+        print_summaries(Console(file=buffer, width=width), [big, big], out, variants_mode=True)
+        lines = buffer.getvalue().splitlines()
+        assert len(lines) == 10, lines  # nothing folded: 4 lines per clip, 2 for the totals
+        assert all(len(line) <= 120 for line in lines if "->" not in line), lines
+        assert lines[0] == (f"rendered {big.clip_id}: 123456 frames x 11 cameras in 12345.7 s "
+                            "(110.0 camera-frames/s)")  # fmt: skip
+        assert lines[3] == f"  -> {out}"
