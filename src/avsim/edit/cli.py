@@ -136,7 +136,9 @@ def preview_command(
     overlay: bool = typer.Option(False, "--overlay", help="With --before: one panel, OTHER drawn as dashed ghosts under SCENARIO."),
 ) -> None:
     """Bird's-eye preview video: map, agents with ids and headings, ego, time stamp, legend."""
-    from .preview import write_preview
+    from avsim.core.progress import progress_bar
+
+    from .preview import preview_frame_count, write_preview
 
     if out.suffix.lower() != ".mp4":
         raise typer.BadParameter("OUT must end in .mp4")
@@ -146,7 +148,10 @@ def preview_command(
         raise typer.BadParameter("--overlay needs --before")
     after = _load(scenario)
     prior = _load(before) if before is not None else None
-    n = write_preview(after, out, before=prior, fps=fps, size_px=size_px, extent_m=extent_m or None, overlay=overlay)
+    with progress_bar("preview", unit="frames") as bar:
+        task = bar.add_task(out.name, total=preview_frame_count(after, fps))
+        n = write_preview(after, out, before=prior, fps=fps, size_px=size_px, extent_m=extent_m or None, overlay=overlay,
+                          progress=lambda k: bar.advance(task, k))  # fmt: skip
     typer.echo(f"wrote {out} ({n} frames)", err=True)
 
 
