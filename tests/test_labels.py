@@ -13,12 +13,13 @@ from labels_numpy import edge_box, edge_points, projected_boxes, truncation, uno
 from avsim.cli import main
 from avsim.core.agents import box_corners
 from avsim.core.cameras import PinholeCamera
+from avsim.core.coco_rle import rle_decode
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3, matrix_to_quat
 from avsim.render.geometry import projection as geo
 from avsim.render.geometry.scene import FrameObjects, camera_primitives
 from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, visible_boxes
-from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE, rle_decode
+from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE
 from avsim.render.raster.draw import rasterize_numba
 from avsim.render.raster.primitives import ray_map
 
