@@ -282,7 +282,8 @@ def plan_clip(req: GenerateRequest, cfg: TransferConfig, cameras: list[str], cli
     folder = find_control_labels(req.control_dir, clip)
     pairing = None
     if folder is not None:
-        pairing = check_pairing(folder, clip, frames[first].tolist(), times[first], cfg.model_fps, (cfg.width_px, cfg.height_px))
+        pairing = check_pairing(folder, clip, frames[first].tolist(), times[first], cfg.model_fps, (cfg.width_px, cfg.height_px),
+                                cameras)
     return ClipPlan(clip, paths, frames, source_fps, cond_paths, cond_frames, pairing)
 
 

@@ -201,12 +201,26 @@ def read_model_frames(
     return read_frames(path, indices, height_px, width_px)
 
 
+def resample(images: torch.Tensor, height_px: int, width_px: int) -> torch.Tensor:
+    """The generator's resampling of control frames to the model size: bilinear, antialiased, pixel
+    centres aligned as `align_corners=False` (a point at pixel-centre coordinate u of the source is
+    at (u + 0.5) * s - 0.5 in the output, s = output / source size per axis).
+
+    Args:
+        images: (N, C, H, W) float.
+        height_px, width_px: the output size.
+
+    Returns:
+        (N, C, height_px, width_px) float32.
+    """
+    return F.interpolate(images.float(), size=(height_px, width_px), mode="bilinear", antialias=True, align_corners=False)
+
+
 def resize_frames(frames: torch.Tensor, height_px: int, width_px: int) -> torch.Tensor:
-    """(T, 3, H, W) uint8 -> (T, 3, height, width) uint8, bilinear with antialiasing."""
+    """(T, 3, H, W) uint8 -> (T, 3, height, width) uint8 by `resample`."""
     if frames.shape[-2:] == (height_px, width_px):
         return frames
-    out = F.interpolate(frames.float(), size=(height_px, width_px), mode="bilinear", antialias=True, align_corners=False)
-    return out.round().clamp(0, 255).to(torch.uint8)
+    return resample(frames, height_px, width_px).round().clamp(0, 255).to(torch.uint8)
 
 
 def to_model_range(frames: torch.Tensor) -> torch.Tensor:
@@ -264,6 +278,7 @@ __all__ = [
     "read_frames",
     "read_model_frames",
     "select_frames",
+    "resample",
     "resize_frames",
     "resolve_camera",
     "to_model_range",
