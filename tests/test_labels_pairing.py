@@ -200,3 +200,18 @@ def test_train_pair_carries_the_labels(sample, tmp_path):
     copied = layout / "labels" / clip
     assert json.loads((copied / "index.json").read_text()) == json.loads((clip_dir / "labels" / "index.json").read_text())
     assert not (copied / ".parts").exists()
+
+
+def test_run_render_warns_before_rendering_labels_no_model_can_take():
+    """`avsim run render --labels --size WxH` says before any task when those labels could feed no model."""
+    import warnings
+
+    from avsim.core.errors import AvsimWarning
+    from avsim.jobs.model_items import warn_labels_for_generation
+
+    with pytest.warns(AvsimWarning, match="64x64: these labels cannot feed `avsim run generate`.*debug 112x64"):
+        warn_labels_for_generation({"labels": True, "size": "64x64"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for options in ({"labels": True, "size": "224x128"}, {"labels": True, "size": "1920x1080"}, {"size": "64x64"}, {"labels": True}):
+            warn_labels_for_generation(options)

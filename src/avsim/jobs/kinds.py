@@ -55,6 +55,7 @@ from avsim.jobs.model_items import (
     pair_item,
     pair_item_options,
     render_item_inputs,
+    warn_labels_for_generation,
     weight_digests,
 )
 from avsim.jobs.options import coerce_options, render_options, sim_options
@@ -213,6 +214,12 @@ def _render(task: ItemTask, tmp: Path) -> None:
         run_render(load_scenario(task.source), opts)
 
 
+def _check_render(options: Mapping[str, Any], folder: Path) -> None:
+    """The render options, and a warning when their labels could feed no model (`warn_labels_for_generation`)."""
+    render_options(options, folder)
+    warn_labels_for_generation(options)
+
+
 def _labels(task: ItemTask, tmp: Path) -> None:
     from avsim.render.run.labels import run_labels
     from avsim.scenario.io import load_scenario
@@ -315,7 +322,7 @@ def _merge_sim(job: JobRequest, tasks: list[ItemTask], report: JobReport, consol
 # ---- the table -------------------------------------------------------------------------------------
 KINDS: dict[JobKind, KindSpec] = {
     JobKind.RENDER: KindSpec(
-        "render", _RENDER_OPTIONS, listers.scenario_items, _render, check=lambda options, folder: render_options(options, folder)),
+        "render", _RENDER_OPTIONS, listers.scenario_items, _render, check=lambda options, folder: _check_render(options, folder)),
     JobKind.LABELS: KindSpec(
         "labels", _LABELS_OPTIONS, listers.scenario_items, _labels,
         check=lambda options, folder: render_options(options, folder, labels_only=True)),

@@ -163,6 +163,31 @@ def generate_request(control_dir: Path, options: Mapping[str, Any]) -> Any:
     )  # fmt: skip
 
 
+def warn_labels_for_generation(options: Mapping[str, Any]) -> None:
+    """`avsim run render --labels --size WxH`: warn, before anything renders, when labels of that size
+    can feed no model (`avsim run generate` remaps labels only to a model size of the same aspect).
+
+    Args:
+        options: the render command's typed options.
+    """
+    import warnings
+
+    from avsim.core.errors import AvsimWarning
+    from avsim.jobs.options import parse_size
+    from avsim.models.config import CONFIGS
+    from avsim.models.labels_scaling import same_aspect
+
+    if not options.get("labels") or not options.get("size"):
+        return
+    size = parse_size(str(options["size"]), "--size")
+    models = {name: (cfg().width_px, cfg().height_px) for name, cfg in CONFIGS.items()}
+    if not any(same_aspect(size, px) for px in models.values()):
+        sizes = ", ".join(f"{name} {w}x{h}" for name, (w, h) in models.items())
+        warnings.warn(f"--labels --size {size[0]}x{size[1]}: these labels cannot feed `avsim run generate`, which remaps "
+                      f"labels only to a model size of the same aspect ({sizes}); render at such an aspect to generate "
+                      "from this render", AvsimWarning, stacklevel=2)  # fmt: skip
+
+
 def check_generate_options(options: Mapping[str, Any]) -> None:
     """Refuse conflicting weight and text options once, on the driver (`avsim generate`'s rules)."""
     from avsim.models.generate import check_request
