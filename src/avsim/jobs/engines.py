@@ -16,18 +16,24 @@ workers sharing each GPU for `g < 1`), so there are at most as many workers as s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from avsim.core.errors import AvsimValueError
 from avsim.core.typing import StrEnum
 from avsim.jobs.items import run_item
 from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask, one_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Engine(StrEnum):
@@ -53,6 +59,9 @@ class EngineConfig:
         cpus_per_task: CPUs each task requests from Ray.
         gpus_per_task: GPUs each task gets (Ray's request; local: its devices); None: 1 when the engine has a GPU, else 0.
         max_retries: Ray retries of a task whose worker died.
+        ray_log: ray only: where the driver's own output goes while Ray runs (its C++ and Python
+            log lines, its nodes' errors and state dumps), so that they stay off the user's
+            terminal (`ray_output_to`); None leaves them there.
     """
 
     engine: Engine = Engine.LOCAL
@@ -61,6 +70,7 @@ class EngineConfig:
     cpus_per_task: float = 1.0
     gpus_per_task: float | None = 0.0
     max_retries: int = 3
+    ray_log: Path | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -87,19 +97,22 @@ def import_ray() -> Any:
     return ray
 
 
-def run_tasks(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -> list[ItemResult]:
+def run_tasks(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult, console: Console | None = None) -> list[ItemResult]:
     """Run every task on the configured engine; `on_result` sees each result as it finishes.
 
     Args:
         tasks: the item tasks.
         config: the engine and its resources.
         on_result: called on the driver once per finished item (progress bar).
+        console: the progress bar's console (ray: it alone keeps the terminal, `ray_output_to`).
 
     Returns:
         The results, in the order of `tasks`.
     """
-    run = _run_ray if config.engine == Engine.RAY else _run_local
-    by_index = run(tasks, config, on_result)
+    if config.engine == Engine.RAY:
+        by_index = _run_ray(tasks, config, on_result, console)
+    else:
+        by_index = _run_local(tasks, config, on_result)
     return [by_index[i] for i in range(len(tasks))]
 
 
@@ -190,7 +203,8 @@ def _start_ray(ray: Any, config: EngineConfig) -> bool:
             ray.init(address="local", num_cpus=config.workers or os.cpu_count() or 1, include_dashboard=False, **common)
     except Exception as exc:  # Ray raises bare Exception/RuntimeError/ConnectionError (e.g. under a memory cap)
         where = config.address or "a local instance"
-        raise AvsimValueError(f"engine: ray could not start ({where}): {one_line(exc)}") from None
+        log = f"; Ray's log: {config.ray_log}" if config.ray_log is not None else ""
+        raise AvsimValueError(f"engine: ray could not start ({where}): {one_line(exc)}{log}") from None
     return True
 
 
@@ -205,8 +219,76 @@ def _ray_gpus_per_task(ray: Any, config: EngineConfig) -> float:
     return config.gpus_per_task
 
 
-def _run_ray(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -> dict[int, ItemResult]:
+@contextlib.contextmanager
+def ray_output_to(log: Path | None, console: Console | None = None) -> Iterator[None]:
+    """Send this process's own output into `log` while the block runs, except `console`'s.
+
+    Ray writes from threads this process does not control: its core worker (C++) to descriptor 2,
+    its loggers to the `sys.stderr` of the time they were made, and the errors its nodes report
+    (`(raylet) ...`, whole `[state-dump]`s when a node dies) to `sys.stdout` (which a progress bar
+    on a terminal shows). Descriptors 1 and 2 and `sys.stdout` / `sys.stderr` go to `log` for the
+    block; `console` (the progress bar) keeps writing where it wrote (the terminal).
+
+    Args:
+        log: the file (appended; created with the user's umask); None: nothing redirected.
+        console: the progress bar's console, pinned to its stream for the block.
+
+    Returns:
+        A context manager.
+    """
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    console_file = console.file if console is not None else None
+    terminal = None
+    if console is not None and _fileno(console_file) in (1, 2):  # a real descriptor: the terminal (or a pipe)
+        terminal = os.fdopen(os.dup(_fileno(console_file)), "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+    saved = os.dup(1), os.dup(2)
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    # left open after the block: a Ray logger made inside it keeps writing to the log, never to a closed file
+    log_stream = os.fdopen(os.dup(target), "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+    old_out, old_err = sys.stdout, sys.stderr
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        sys.stdout = sys.stderr = log_stream
+        if console is not None:
+            console.file = terminal or console_file  # type: ignore[assignment]
+        yield
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+        if console is not None:
+            console.file = console_file  # type: ignore[assignment]
+        with contextlib.suppress(Exception):
+            log_stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+        if terminal is not None:
+            terminal.close()
+        if log.is_file() and log.stat().st_size == 0:
+            log.unlink()  # Ray said nothing: no file
+
+
+def _fileno(stream: Any) -> int:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return -1
+
+
+def _run_ray(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult, console: Console | None = None) -> dict[int, ItemResult]:
     ray = import_ray()
+    with ray_output_to(config.ray_log, console):
+        return _run_ray_tasks(ray, tasks, config, on_result)
+
+
+def _run_ray_tasks(ray: Any, tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -> dict[int, ItemResult]:
     started = _start_ray(ray, config)
     results: dict[int, ItemResult] = {}
     try:

@@ -14,6 +14,7 @@ under a spinner.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["JOB_REPORT_JSON", "JobReport", "execute", "print_table", "run_job", "write_job_report"]
 
 JOB_REPORT_JSON = "job_report.json"
+RAY_LOG = "ray.log"  # the ray engine's own log lines (the driver's descriptor 2 while Ray runs)
 LISTED_ITEMS = 30  # the final table lists every item up to this many, else only the failed ones
 
 
@@ -55,7 +57,7 @@ def execute(kind: str, tasks: list[ItemTask], config: EngineConfig, console: Con
         return run_tasks(tasks, config, lambda r: None)
     with progress_bar(f"run {KINDS[JobKind(kind)].command}", unit="items", console=console) as bar:
         task = bar.add_task("", total=len(tasks))
-        return run_tasks(tasks, config, lambda r: bar.update(task, advance=1, description=f"{r.name}: {r.status}"))
+        return run_tasks(tasks, config, lambda r: bar.update(task, advance=1, description=f"{r.name}: {r.status}"), console)
 
 
 def write_job_report(out: Path, kind: str, dataset: Path, config: EngineConfig, report: JobReport) -> Path:
@@ -127,6 +129,8 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
     spec = KINDS[job.kind]
     with shown(console if spec.weights else None, f"run {spec.command}: listing the items, hashing the weight files"):
         tasks = plan_tasks(job)  # a checkpoint takes seconds to hash
+    if config.engine == Engine.RAY and config.ray_log is None:
+        config = dataclasses.replace(config, ray_log=out / RAY_LOG)  # Ray's own log lines: in the job folder, not the terminal
     with output_errors(out), output_lock(out, wait=wait):  # one job per OUT at a time
         results = execute(kind, tasks, config, console)
         if spec.gather is not None:
