@@ -49,9 +49,17 @@ def detect_item(task: ItemTask, tmp: Path) -> None:
         tmp: the item's temporary output folder.
     """
     from avsim.evaluation.detect import detect_clip, load_detector, write_detect_output
+    from avsim.jobs.progress import current_item
+
+    item, frames = current_item(), [0]
+
+    def frame() -> None:
+        frames[0] += 1
+        item("detect", frames[0], 0, "frames")
 
     spec = str(task.options["detector"])
-    part = detect_clip(task.source, load_detector(spec), spec)
+    item("loading the detector")
+    part = detect_clip(task.source, load_detector(spec), spec, on_frame=frame)
     write_detect_output(tmp, [part], spec, link_videos=False)
 
 

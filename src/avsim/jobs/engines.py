@@ -1,7 +1,8 @@
 """Engines that run item tasks: `local` (a process pool, no new dependency) and `ray`.
 
 Both call `avsim.jobs.items.run_item` once per item and report each result to the driver as it
-finishes. `ray` is imported only when asked for (the optional extra `avsim[ray]`): with an
+finishes, and carry each running item's progress reports to the driver (`avsim.jobs.progress`):
+a queue every pool worker inherits, a queue actor on Ray. `ray` is imported only when asked for (the optional extra `avsim[ray]`): with an
 `address` it joins that cluster (`auto`, `ray://host:10001`), else it starts a local instance
 with `workers` CPUs (no dashboard, quiet logs) and stops it at the end. Each task asks Ray for
 `cpus_per_task` CPUs (and `gpus_per_task` GPUs) and is retried `max_retries` times when its
@@ -20,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing as mp
 import os
+import queue as queue_module
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.errors import AvsimValueError
 from avsim.core.typing import StrEnum
 from avsim.jobs.items import run_item
+from avsim.jobs.progress import ItemUpdate, set_worker_channel
 from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask, one_line
 
 if TYPE_CHECKING:
@@ -45,7 +48,7 @@ class Engine(StrEnum):
 
 ENGINES = Engine.choices()
 RAY_EXTRA_HINT = "the ray engine needs Ray: pip install 'avsim[ray]' (ray==2.60.0)"
-OnResult = Callable[[ItemResult], None]
+POLL_S = 0.25  # the driver looks at its tasks and their progress this often
 
 
 @dataclass(frozen=True)
@@ -97,22 +100,40 @@ def import_ray() -> Any:
     return ray
 
 
-def run_tasks(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult, console: Console | None = None) -> list[ItemResult]:
-    """Run every task on the configured engine; `on_result` sees each result as it finishes.
+@dataclass(frozen=True)
+class JobObserver:
+    """What the driver hears while the tasks run (every part optional).
+
+    Attributes:
+        on_result: called once per finished item, with its task index.
+        on_update: called with each running item's report (`avsim.jobs.progress.ItemUpdate`);
+            None: the workers report nothing (no channel is opened).
+        on_tick: called about every `POLL_S` (a display's clock).
+        console: the display's console (ray: it alone keeps the terminal, `ray_output_to`).
+    """
+
+    on_result: Callable[[int, ItemResult], None] = lambda index, result: None
+    on_update: Callable[[ItemUpdate], None] | None = None
+    on_tick: Callable[[], None] = lambda: None
+    console: Console | None = None
+
+
+def run_tasks(tasks: list[ItemTask], config: EngineConfig, observer: JobObserver | None = None) -> list[ItemResult]:
+    """Run every task on the configured engine; the observer hears results and progress as they come.
 
     Args:
         tasks: the item tasks.
         config: the engine and its resources.
-        on_result: called on the driver once per finished item (progress bar).
-        console: the progress bar's console (ray: it alone keeps the terminal, `ray_output_to`).
+        observer: the driver's display (default: hears nothing).
 
     Returns:
         The results, in the order of `tasks`.
     """
+    observer = observer or JobObserver()
     if config.engine == Engine.RAY:
-        by_index = _run_ray(tasks, config, on_result, console)
+        by_index = _run_ray(tasks, config, observer)
     else:
-        by_index = _run_local(tasks, config, on_result)
+        by_index = _run_local(tasks, config, observer)
     return [by_index[i] for i in range(len(tasks))]
 
 
@@ -148,19 +169,23 @@ def gpu_slots(gpus: list[str], gpus_per_task: float) -> list[str]:
     return [g for g in gpus for _ in range(share)]
 
 
-def _claim_gpus(slots: Any) -> None:
-    """Worker initializer: take one slot and make it the only GPUs this process sees."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = slots.get()
+def _init_worker(slots: Any, updates: Any) -> None:
+    """Worker initializer: take one GPU slot (the only GPUs this process sees) and the progress channel."""
+    if slots is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = slots.get()
+    if updates is not None:
+        set_worker_channel(updates)
 
 
-def _local_pool(tasks: list[ItemTask], config: EngineConfig) -> ProcessPoolExecutor:
-    """The process pool of the local engine, one GPU slot per worker when tasks take GPUs."""
+def _local_pool(tasks: list[ItemTask], config: EngineConfig, updates: Any = None) -> ProcessPoolExecutor:
+    """The process pool of the local engine, one GPU slot per worker when tasks take GPUs; `updates`: the
+    progress queue every worker reports to (`avsim.jobs.progress`)."""
     ctx = mp.get_context("spawn")  # no inherited state: safe with numba / torch / encoders
     workers = max(1, min(config.workers or os.cpu_count() or 1, len(tasks)))
     gpus = local_gpus() if config.gpus_per_task != 0 else []  # torch is imported only when GPUs may be asked for
     per_task = (1.0 if gpus else 0.0) if config.gpus_per_task is None else config.gpus_per_task
     if per_task <= 0:
-        return ProcessPoolExecutor(workers, mp_context=ctx)
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(None, updates))
     slots = gpu_slots(gpus, per_task)
     if not slots:
         raise AvsimValueError(f"--gpus-per-task {per_task:g}: {len(gpus)} GPU(s) visible here; give --gpus-per-task 0 "
@@ -168,16 +193,29 @@ def _local_pool(tasks: list[ItemTask], config: EngineConfig) -> ProcessPoolExecu
     queue = ctx.Queue()
     for slot in slots[: min(workers, len(slots))]:
         queue.put(slot)
-    return ProcessPoolExecutor(min(workers, len(slots)), mp_context=ctx, initializer=_claim_gpus, initargs=(queue,))
+    return ProcessPoolExecutor(min(workers, len(slots)), mp_context=ctx, initializer=_init_worker, initargs=(queue, updates))
 
 
-def _run_local(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -> dict[int, ItemResult]:
+def _drain_queue(updates: Any, observer: JobObserver) -> None:
+    """Hand every progress update waiting in the local queue to the observer."""
+    if updates is None or observer.on_update is None:
+        return
+    while True:
+        try:
+            observer.on_update(updates.get_nowait())
+        except queue_module.Empty:
+            return
+
+
+def _run_local(tasks: list[ItemTask], config: EngineConfig, observer: JobObserver) -> dict[int, ItemResult]:
     results: dict[int, ItemResult] = {}
-    with _local_pool(tasks, config) as pool:
-        futures: dict[Future[ItemResult], int] = {pool.submit(run_item, t): i for i, t in enumerate(tasks)}
+    updates = mp.get_context("spawn").Queue() if observer.on_update is not None else None
+    with _local_pool(tasks, config, updates) as pool:
+        futures: dict[Future[ItemResult], int] = {pool.submit(run_item, t, i): i for i, t in enumerate(tasks)}
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            _drain_queue(updates, observer)
             for future in done:
                 index = futures[future]
                 try:
@@ -185,7 +223,8 @@ def _run_local(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult)
                 except Exception as exc:  # the worker process died (BrokenProcessPool)
                     result = ItemResult(tasks[index].name, ItemStatus.FAILED, f"worker process died: {one_line(exc)}")
                 results[index] = result
-                on_result(result)
+                observer.on_result(index, result)
+            observer.on_tick()
     return results
 
 
@@ -282,22 +321,24 @@ def _fileno(stream: Any) -> int:
         return -1
 
 
-def _run_ray(tasks: list[ItemTask], config: EngineConfig, on_result: OnResult, console: Console | None = None) -> dict[int, ItemResult]:
+def _run_ray(tasks: list[ItemTask], config: EngineConfig, observer: JobObserver) -> dict[int, ItemResult]:
     ray = import_ray()
-    with ray_output_to(config.ray_log, console):
-        return _run_ray_tasks(ray, tasks, config, on_result)
+    with ray_output_to(config.ray_log, observer.console):
+        return _run_ray_tasks(ray, tasks, config, observer)
 
 
-def _run_ray_tasks(ray: Any, tasks: list[ItemTask], config: EngineConfig, on_result: OnResult) -> dict[int, ItemResult]:
+def _run_ray_tasks(ray: Any, tasks: list[ItemTask], config: EngineConfig, observer: JobObserver) -> dict[int, ItemResult]:
     started = _start_ray(ray, config)
     results: dict[int, ItemResult] = {}
     try:
         remote = ray.remote(num_cpus=config.cpus_per_task, num_gpus=_ray_gpus_per_task(ray, config),
                             max_retries=config.max_retries, retry_exceptions=False)(run_item)  # fmt: skip
-        refs = {remote.remote(t): i for i, t in enumerate(tasks)}
+        updates = _ray_queue(ray) if observer.on_update is not None else None
+        refs = {remote.remote(t, i, updates): i for i, t in enumerate(tasks)}
         pending = list(refs)
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
+            _drain_ray_queue(updates, observer)
             for ref in done:
                 index = refs[ref]
                 try:
@@ -306,8 +347,25 @@ def _run_ray_tasks(ray: Any, tasks: list[ItemTask], config: EngineConfig, on_res
                     reason = f"ray task failed after {config.max_retries} retries: {one_line(exc)}"
                     result = ItemResult(tasks[index].name, ItemStatus.FAILED, reason)
                 results[index] = result
-                on_result(result)
+                observer.on_result(index, result)
+            observer.on_tick()
     finally:
         if started:
             ray.shutdown()
     return results
+
+
+def _ray_queue(ray: Any) -> Any:
+    """The progress channel on Ray: a queue actor that takes no CPU (it never holds back a task)."""
+    from ray.util.queue import Queue
+
+    return Queue(actor_options={"num_cpus": 0})
+
+
+def _drain_ray_queue(updates: Any, observer: JobObserver) -> None:
+    """Hand every progress update waiting in the queue actor to the observer (one round trip)."""
+    if updates is None or observer.on_update is None:
+        return
+    with contextlib.suppress(Exception):  # progress is best effort: a queue that cannot answer is skipped
+        for update in updates.get_nowait_batch(updates.qsize()):
+            observer.on_update(update)

@@ -207,9 +207,10 @@ def generate_item(task: ItemTask, tmp: Path) -> None:
         task: the item (source: the render item folder; options: `avsim run generate`'s).
         tmp: the item's temporary output folder.
     """
+    from avsim.jobs.progress import current_item
     from avsim.models.generate import run_generate_clips
 
-    run_generate_clips(generate_request(task.source, task.options), tmp)
+    run_generate_clips(generate_request(task.source, task.options), tmp, progress=current_item())
 
 
 def _path(options: Mapping[str, Any], key: str) -> Path | None:
@@ -224,6 +225,7 @@ def pair_item(task: ItemTask, tmp: Path) -> None:
         tmp: the item's temporary output folder.
     """
     from avsim.core.rig import COSMOS_VIEW_NAMES
+    from avsim.jobs.progress import current_item
     from avsim.models.video_io import view_clips
     from avsim.train.jobs import pair_clip
 
@@ -236,7 +238,9 @@ def pair_item(task: ItemTask, tmp: Path) -> None:
     clips = view_clips(task.source, COSMOS_VIEW_NAMES, kind="control")
     if not clips:
         raise AvsimInputError(task.source, "videos", f"no clip with a control video for every view {list(COSMOS_VIEW_NAMES)}")
-    for clip, paths in clips.items():
+    item = current_item()
+    for k, (clip, paths) in enumerate(clips.items()):
+        item("pair", k, len(clips), "clips")
         pair_clip(paths[COSMOS_VIEW_NAMES[0]].parent, real, tmp, str(caption), clip)
 
 
@@ -247,9 +251,10 @@ def encode_item(task: ItemTask, tmp: Path) -> None:
         task: the item (source: the layout root; options: the clip and `avsim run encode`'s).
         tmp: the item's temporary output folder.
     """
+    from avsim.jobs.progress import current_item
     from avsim.train.jobs import build_cache_encoder
 
-    encoder = build_cache_encoder(encode_settings(task.options))
+    encoder = build_cache_encoder(encode_settings(task.options), current_item())
     encoder.write_blank(tmp)
     encoder.encode_record(_record(task.source, str(task.options["clip"])), tmp)
 
