@@ -3,6 +3,10 @@ DATASET OUT`: dataset-scale jobs (option parsing only; the work is in `avsim.job
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +70,7 @@ def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: E
 
     from avsim.jobs.run import run_job
 
+    wait = wait or _WAIT.get()  # `--wait` (every kind has it: `_shared_wait`)
     report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds,
                      wait=wait, generated=generated)  # fmt: skip
     if report.frechet is not None:
@@ -230,6 +235,8 @@ def eval_detect(
     out: Path = typer.Argument(..., help="Output folder: what `avsim eval detect` writes (with --generated: OUT/real/, OUT/generated/); items in clips/<clip>/."),
     detector: str = typer.Option(..., "--detector", help="MODULE:CALLABLE taking a FrameBatch, returning Detections (a class: one instance per clip)."),
     generated: Path = typer.Option(None, "--generated", help="Generated clip folders (as DATASET): detected too, into OUT/generated."),
+    cameras: str = typer.Option(None, "--cameras", help="Evaluated cameras, comma-separated (default: with --generated the cameras both sides' clip has, else all)."),
+    gt_visibility: str = typer.Option("visible", "--gt-visibility", help="Ground truth: visible (default), in-view or all (as `avsim eval detect`)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS,
     gpus_per_task: float = typer.Option(0.0, "--gpus-per-task", help="GPUs per task for the detector (ray: requested; local: each worker's own)."),
     workers: int = WORKERS, max_retries: int = RETRIES, wait: bool = WAIT,
@@ -238,7 +245,8 @@ def eval_detect(
     `avsim eval let`, `eval lanes` and `eval report` read."""
     from avsim.evaluation.detect import summary_lines
 
-    report = _run("detect", dataset, out, {"detector": detector}, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
+    options = {"detector": detector, "cameras": cameras, "gt_visibility": gt_visibility}
+    report = _run("detect", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
                   wait=wait, generated=generated)  # fmt: skip
     for line in summary_lines(report.detect, out) if report.detect is not None else []:  # (None: an item failed, exit 1 above)
         typer.echo(line)
@@ -314,18 +322,25 @@ def encode(
     _run("encode", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
 
 
+MAX_SEEDS = 1000  # seeds a scenario runs with (every seed is an episode and a folder)
+
+
 def _seeds(value: str) -> tuple[int, ...]:
-    """`0,1,2` or `0:8` (a range) -> the seeds."""
+    """`0,1,2` or `0:8` (a range) -> the seeds (at most `MAX_SEEDS`, counted before any is made)."""
     try:
         if ":" in value:
             lo, hi = (int(v) for v in value.split(":"))
-            seeds = tuple(range(lo, hi))
+            count = hi - lo
         else:
-            seeds = tuple(int(v) for v in value.split(",") if v.strip())
+            parts = [v for v in value.split(",") if v.strip()]
+            count = len(parts)
+        if count > MAX_SEEDS:
+            raise typer.BadParameter(f"--seeds: {count} seeds, more than the {MAX_SEEDS} a job may run each scenario with")
+        seeds = tuple(range(lo, hi)) if ":" in value else tuple(int(v) for v in parts)
     except ValueError:
         raise typer.BadParameter(f"--seeds: expected 0,1,2 or A:B, got {value!r}") from None
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise typer.BadParameter(f"--seeds: expected distinct seeds >= 0, got {value!r}")
+    if not seeds or min(seeds) < 0 or max(seeds) >= 2**63 or len(set(seeds)) != len(seeds):
+        raise typer.BadParameter(f"--seeds: expected distinct seeds in [0, 2**63), got {value!r}")
     return seeds
 
 
@@ -348,3 +363,37 @@ def sim(
     options = {"policy": policy, "agents": agents, "cameras": cameras, "size": size, "steps": steps, "duration": duration,
                "controller": controller, "budget": budget}  # fmt: skip
     _run("sim", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), seeds=_seeds(seeds))
+
+
+# ---- options every kind has ------------------------------------------------------------------------
+_WAIT: ContextVar[bool] = ContextVar("avsim_run_wait", default=False)
+
+
+def _shared_wait(group: typer.Typer) -> None:
+    """Give every command of `group` that has no `wait` parameter of its own the `--wait` option: its
+    value reaches `_run` through `_WAIT` (so a new kind gets it without a line of its own)."""
+    for info in group.registered_commands:
+        callback = info.callback
+        if callback is None or "wait" in inspect.signature(callback).parameters:
+            continue
+        info.callback = _with_wait(callback)
+
+
+def _with_wait(callback: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(callback)
+    option = inspect.Parameter("wait", inspect.Parameter.KEYWORD_ONLY, default=WAIT, annotation=bool)
+
+    @functools.wraps(callback)
+    def command(*args: Any, wait: bool = False, **kwargs: Any) -> Any:
+        token = _WAIT.set(wait)
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            _WAIT.reset(token)
+
+    command.__signature__ = signature.replace(parameters=[*signature.parameters.values(), option])  # type: ignore[attr-defined]
+    return command
+
+
+_shared_wait(app)
+_shared_wait(eval_app)

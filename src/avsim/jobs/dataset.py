@@ -27,9 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
+from avsim.core.safe_files import regular_file
+from avsim.core.safe_parquet import TableLimits
 from avsim.core.typing import StrEnum
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
+
+MANIFEST_LIMITS = TableLimits(max_rows=1_000_000, max_decoded_bytes=1 << 30, max_file_bytes=1 << 30)  # items of one job
 
 
 class JobKind(StrEnum):
@@ -118,12 +123,13 @@ def _items(paths: list[Path]) -> list[Item]:
 
 
 def clip_folder_items(dataset: Path, kind: str) -> list[Item]:
-    """detect: each clip folder of `dataset`, and each clip folder of a subfolder that holds clip
-    folders (named `<subfolder>.<clip>`); any other subfolder is an item too, and fails with its reason."""
-    from avsim.evaluation.detect import is_clip_folder
+    """detect: `dataset` itself when it is one clip folder, else each clip folder of `dataset`, and each clip
+    folder of a subfolder that holds clip folders (named `<subfolder>.<clip>`): the shapes `avsim eval detect`
+    takes; any other subfolder is an item too, and fails with its reason."""
+    from avsim.evaluation.clip_folders import is_clip_folder
 
     if is_clip_folder(dataset):
-        raise AvsimInputError(dataset, "DATASET", "is one clip, not a folder of them; use `avsim eval detect`")
+        return [Item(item_name(dataset), dataset)]
     items = []
     for sub in sorted(p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")):
         clips = [] if is_clip_folder(sub) else sorted(c for c in sub.iterdir() if c.is_dir() and is_clip_folder(c))
@@ -137,16 +143,21 @@ def _manifest_rows(manifest: Path) -> list[dict[str, Any]]:
         import polars as pl
     except ImportError:
         pl = None  # type: ignore[assignment]
+    regular_file(manifest, "manifest")  # a FIFO or a device is named, never opened
     if manifest.suffix == ".parquet":
         if pl is None:
             raise AvsimInputError(manifest, "manifest", "reading parquet needs polars (pip install polars), or use CSV")
-        try:
-            return pl.read_parquet(manifest).to_dicts()
-        except Exception as exc:
-            raise AvsimInputError(manifest, "manifest", f"cannot read parquet: {exc}") from exc
+        from avsim.core.safe_parquet import read_frame
+
+        return read_frame(manifest, MANIFEST_LIMITS).to_dicts()
+    if manifest.stat().st_size > MANIFEST_LIMITS.max_file_bytes:
+        raise AvsimInputError(manifest, "manifest", f"{manifest.stat().st_size} bytes, more than the {MANIFEST_LIMITS.max_file_bytes} a manifest may have")
     try:
         with manifest.open(newline="", encoding="utf-8") as stream:
-            return [dict(row) for row in csv.DictReader(stream)]
+            rows = [dict(row) for _, row in zip(range(MANIFEST_LIMITS.max_rows + 1), csv.DictReader(stream))]
+        if len(rows) > MANIFEST_LIMITS.max_rows:
+            raise AvsimInputError(manifest, "rows", f"more than the {MANIFEST_LIMITS.max_rows} items a manifest may list")
+        return rows
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise AvsimInputError(manifest, "manifest", f"cannot read CSV: {exc}") from exc
 
@@ -183,7 +194,8 @@ def manifest_items(manifest: Path, option_types: Mapping[str, type]) -> list[Ite
                 raise AvsimInputError(manifest, key, f"unknown option column; expected path, name or one of {', '.join(option_names)}")
             relative = option_types[key] is Path and not Path(str(value).strip()).is_absolute()
             options[key] = str(manifest.parent / str(value).strip()) if relative else value
-        name = str(row.get("name") or "").strip() or item_name(path)
+        given = str(row.get("name") or "").strip()
+        name = check_name(given, manifest, f"row {i + 1}: name") if given else item_name(path)  # a name from a file: the name rule
         items.append(Item(name, path, options))
     return items
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.errors import AvsimInputError
 from avsim.jobs import dataset as listers
 from avsim.jobs.dataset import MANIFEST_SUFFIXES, Item, JobKind, checked_items, manifest_items
-from avsim.jobs.detect import DETECT_CLIPS, check_detect_options, detect_item
+from avsim.jobs.detect import DETECT_CLIPS, check_detect_options, detect_item, with_evaluated_cameras
 from avsim.jobs.fid import ClipBootstrap
 from avsim.jobs.model_items import (
     PAIR_CLIPS,
@@ -288,8 +288,8 @@ def _merge_eval(job: JobRequest, tasks: list[ItemTask], report: JobReport, conso
 def _plan_detect(job: JobRequest, plan_items: PlanItems) -> list[ItemTask]:
     """The clips in `OUT/clips/<clip>/`, or with --generated each side's in `OUT/<side>/clips/<clip>/`."""
     if job.generated is None:
-        return plan_items(job.dataset, job.out / DETECT_CLIPS)
-    return plan_sides({"real": job.dataset, "generated": job.generated}, job.out, plan_items, DETECT_CLIPS)
+        return with_evaluated_cameras(plan_items(job.dataset, job.out / DETECT_CLIPS))
+    return with_evaluated_cameras(plan_sides({"real": job.dataset, "generated": job.generated}, job.out, plan_items, DETECT_CLIPS))
 
 
 def _merge_detect(job: JobRequest, tasks: list[ItemTask], report: JobReport, console: Console | None) -> JobReport:
@@ -374,7 +374,7 @@ KINDS: dict[JobKind, KindSpec] = {
          "rate": float, "controller": str, "budget": float},
         listers.sim_scenario_items, _sim, check=lambda options, folder: sim_options(options), plan=_plan_sim, merge=_merge_sim),
     JobKind.DETECT: KindSpec(
-        "eval detect", {"detector": str}, listers.clip_folder_items, detect_item,
+        "eval detect", {"detector": str, "cameras": str, "gt_visibility": str}, listers.clip_folder_items, detect_item,
         check=lambda options, folder: check_detect_options(options),
         manifest_options=False,  # one detector per job: the merged detect.json names it
         plan=_plan_detect, merge=_merge_detect),

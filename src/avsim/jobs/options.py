@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from avsim.core.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError, AvsimValueError
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
@@ -97,7 +97,6 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     Returns:
         An `avsim.render.run.runner.RenderOptions`.
     """
-    from avsim.core.errors import AvsimValueError
     from avsim.render import style
     from avsim.render.run.plan import FrameSelectionError, RenderOptions
 
@@ -137,13 +136,13 @@ def sim_options(options: Mapping[str, Any], source: object = "options") -> Any:
         raise AvsimInputError(source, "backend", f"expected numba or torch, got {backend!r}")
     cams = options.get("cameras")
     cameras = None if cams is None else (() if str(cams).strip() == "all" else tuple(c.strip() for c in str(cams).split(",") if c.strip()))
-    rate, budget = float(options.get("rate", 10.0)), float(options.get("budget", 1.0))
-    if not 0 < rate <= 100 or not budget > 0:
-        raise AvsimInputError(source, "rate/budget", f"rate must be in (0, 100] and budget > 0, got {rate}, {budget}")
-    seed, steps = int(options.get("seed", 0)), options.get("steps")
-    if seed < 0 or (steps is not None and int(steps) < 1):
-        raise AvsimInputError(source, "seed/steps", f"seed must be >= 0 and steps >= 1, got {seed}, {steps}")
-    return SimOptions(policy=str(options.get("policy", "idm")), agents=AgentMode(agents), cameras=cameras,
-                      size=parse_size(str(options.get("size", "1280x720")), source), backend=backend,
-                      steps=None if steps is None else int(steps), duration_s=options.get("duration"), seed=seed, rate_hz=rate,
-                      controller=str(options.get("controller", "auto")), budget_s=budget)  # fmt: skip
+    steps = options.get("steps")
+    try:  # SimOptions bounds every option that sizes memory or time (steps, duration, rate, budget, size, seed)
+        return SimOptions(policy=str(options.get("policy", "idm")), agents=AgentMode(agents), cameras=cameras,
+                          size=parse_size(str(options.get("size", "1280x720")), source), backend=backend,
+                          steps=None if steps is None else int(steps), duration_s=options.get("duration"), seed=int(options.get("seed", 0)),
+                          rate_hz=float(options.get("rate", 10.0)), controller=str(options.get("controller", "auto")),
+                          budget_s=float(options.get("budget", 1.0)))  # fmt: skip
+    except AvsimValueError as exc:
+        option, _, reason = str(exc).partition(": ")
+        raise AvsimInputError(source, option.lstrip("-"), reason or str(exc)) from None
