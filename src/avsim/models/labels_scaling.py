@@ -195,7 +195,8 @@ def camera_scales(index: Mapping[str, Any], cameras: Sequence[str], to_px: tuple
     Raises:
         AvsimInputError: a camera's labels are of another aspect (nothing to remap them exactly).
     """
-    sizes = index.get("camera_sizes_px") if isinstance(index.get("camera_sizes_px"), dict) else {}
+    raw_sizes = index.get("camera_sizes_px")
+    sizes: dict[str, Any] = raw_sizes if isinstance(raw_sizes, dict) else {}
     out = {}
     for cam in cameras:
         size = sizes.get(cam) or [index.get("width_px"), index.get("height_px")]
