@@ -61,7 +61,7 @@ BOX_ARRAYS = {"center_ego_m": 3, "size_lwh_m": 3, "rotation_ego_wxyz": 4, "veloc
 
 
 # zstd level of the tables. On the sample's 4 s x 7 cameras at 1280x720: level 19 took 1.48 s of CPU for annotations.parquet
-# (about 1 ms per camera-frame, 6-7 points of the labels' CPU overhead) and 0.27 s for boxes3d.parquet; level 9 takes 0.07 s
+# (about 1.8 ms per camera-frame on a loaded machine, 8 points of the labels' CPU overhead) and 0.27 s for boxes3d.parquet; level 9 takes 0.07 s
 # and 0.015 s for 6.3 % and 5.4 % more bytes (docs/labels.md, "Compact layout" and "Cost").
 COMPRESSION_LEVEL = 9
 
