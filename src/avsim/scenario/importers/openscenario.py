@@ -38,11 +38,13 @@ StepFn = Callable[[int, int], None]
 @dataclass(frozen=True)
 class OpenScenarioOptions:
     """`avsim convert --from openscenario`'s options: the run (`RunOptions`), the folder references
-    may reach into (`root`; None: the scenario's folder) and a road network replacing the scenario's."""
+    may reach into (`root`; None: the scenario's folder), a road network replacing the scenario's,
+    and the run's progress (called with steps done, steps at most)."""
 
     run: RunOptions = field(default_factory=RunOptions)
     root: Path | None = None
     road_file: Path | None = None
+    on_step: StepFn | None = field(default=None, compare=False)
 
 
 def _header(loaded: Loaded) -> dict[str, Any]:
@@ -128,7 +130,7 @@ def load_openscenario(path: str | os.PathLike[str], rig_name: str | None = None,
     if parse_file(sources).is_distribution:
         raise AvsimInputError(path, "ParameterValueDistribution", "a parameter distribution converts to a folder of variants (avsim convert DIST.xosc OUT/ writes one scenario per parameter set)")
     loaded = load_scenario_files(sources, options.run, road)
-    return run_loaded(loaded, options.run, Path(path).stem or "openscenario", rig_name, sources.served, on_step)
+    return run_loaded(loaded, options.run, Path(path).stem or "openscenario", rig_name, sources.served, on_step or options.on_step)
 
 
 def is_distribution(path: str | os.PathLike[str], options: OpenScenarioOptions | None = None) -> bool:
@@ -160,5 +162,5 @@ def load_distribution(path: str | os.PathLike[str], rig_name: str | None = None,
         run = RunOptions(options.run.ego, {**options.run.parameters, **variant.parameters}, options.run.rate_hz, options.run.max_duration_s)
         loaded = load_scenario_files(sources, run, road)
         scenario_id = f"{Path(dist.scenario_path).stem}__{variant.name}"
-        out.append((variant, run_loaded(loaded, run, scenario_id, rig_name, sources.served)))
+        out.append((variant, run_loaded(loaded, run, scenario_id, rig_name, sources.served, options.on_step)))
     return out

@@ -59,11 +59,11 @@ def _values(r: XoscReader, e: ET.Element) -> list[list[tuple[str, str]]]:
             vsd = r.need(e, "ValueSetDistribution")
             out = []
             for vs in vsd.findall("ParameterValueSet"):
-                out.append([(r.text(a, "parameterRef").lstrip("$"), r.text(a, "value")) for a in vs.findall("ParameterAssignment")])
+                out.append([(r.raw(a, "parameterRef").lstrip("$"), r.text(a, "value")) for a in vs.findall("ParameterAssignment")])
             return out
         if e.tag != "DeterministicSingleParameterDistribution":
             raise r.unsupported(e)
-        name = r.text(e, "parameterName").lstrip("$")
+        name = r.raw(e, "parameterName").lstrip("$")
         kind = r.choice(e)
         with r.at(kind):
             if kind.tag == "DistributionSet":
@@ -150,7 +150,7 @@ def _stochastic(r: XoscReader, e: ET.Element) -> list[Variant]:
     dists = []
     for d in e.findall("StochasticDistribution"):
         with r.at(d):
-            dists.append((r.text(d, "parameterName").lstrip("$"), r.choice(d)))
+            dists.append((r.raw(d, "parameterName").lstrip("$"), r.choice(d)))
     width = len(str(runs))
     return [Variant(f"run-{k + 1:0{width}d}", {name: _draw(r, kind, rng) for name, kind in dists}) for k in range(runs)]
 

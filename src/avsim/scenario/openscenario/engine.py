@@ -182,11 +182,12 @@ class StoryboardEngine:
     # ---- running -----------------------------------------------------------------------------
     @property
     def finished(self) -> bool:
-        """The stop trigger fired, or every story has completed."""
+        """The stop trigger fired; without one (or with an empty one), every story has completed (esmini would run on)."""
         if self.root.state == ElementState.COMPLETE:
             return True
         stories = self.root.children
-        return bool(stories) and all(s.state == ElementState.COMPLETE for s in stories)
+        stop = self.root.stop_trigger
+        return (stop is None or not stop.groups) and bool(stories) and all(s.state == ElementState.COMPLETE for s in stories)
 
     def reset(self) -> None:
         """esmini's first frame (see the module docstring)."""

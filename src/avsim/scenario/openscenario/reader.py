@@ -70,7 +70,9 @@ class XoscReader:
 
     def unsupported(self, element: ET.Element, what: str = "element") -> AvsimInputError:
         """The one line for an element avsim does not run."""
-        return self.fail(f"{element.tag} is not supported by avsim's OpenSCENARIO runner ({SUPPORTED_HINT})", element.tag)
+        here = self.path[-1].split("[", 1)[0] if self.path else ""
+        return self.fail(f"{element.tag} is not supported by avsim's OpenSCENARIO runner ({SUPPORTED_HINT})",
+                         None if here == element.tag else element.tag)  # fmt: skip
 
     # ---- parameters --------------------------------------------------------------------------
     def lookup(self, name: str) -> str:
@@ -239,7 +241,7 @@ class XoscReader:
         assigned: dict[str, str] = {}
         assignments = ref.find("ParameterAssignments")
         for a in assignments if assignments is not None else ():
-            assigned[self.text(a, "parameterRef").lstrip("$")] = self.text(a, "value")
+            assigned[self.raw(a, "parameterRef").lstrip("$")] = self.text(a, "value")
         for key in self._catalog_files():
             root = self._catalog(key)
             cat = root.find("Catalog")
