@@ -88,9 +88,10 @@ class FolderSources:
         return target
 
     def key(self, relative: str, field: str) -> str:
-        """The normalised name of a reference (see `normalise`), absolute references made relative."""
+        """The normalised name of a reference (see `normalise`; an absolute one made relative to the
+        main file's folder), the name `EmbeddedSources` serves it by."""
         target = self._target(relative, field)
-        return normalise(os.path.relpath(target, self.base))
+        return normalise(os.path.relpath(target, self.base) if Path(relative.replace("\\", "/")).is_absolute() else relative)
 
     def name(self, relative: str) -> str:
         return str(self.base / relative.replace("\\", "/"))
@@ -109,7 +110,7 @@ class FolderSources:
             data = target.read_bytes()
         except OSError as exc:
             raise AvsimInputError(target, field, f"cannot read: {exc.strerror or exc}") from None
-        self.served[normalise(os.path.relpath(target, self.base))] = data
+        self.served[self.key(relative, field)] = data
         return data
 
     def listing(self, relative: str, field: str) -> list[str]:
@@ -119,7 +120,7 @@ class FolderSources:
         names = sorted(p.name for p in folder.iterdir() if p.suffix.lower() == ".xosc" and p.is_file())
         if len(names) > MAX_CATALOG_FILES:
             raise AvsimInputError(folder, field, f"more than {MAX_CATALOG_FILES} catalog files")
-        rel = normalise(os.path.relpath(folder, self.base))
+        rel = self.key(relative, field)
         return [posixpath.join(rel, n) for n in names]
 
 
