@@ -215,12 +215,15 @@ class StoryboardEngine:
         self.mover.set_free(st, x, y, z, h, st.p, st.r)
         st.speed, st.placed, st.active = speed, True, True
 
-    def step(self, dt: float) -> None:
-        """One step of `dt` seconds (see the module docstring)."""
+    def step(self, dt: float) -> bool:
+        """One step of `dt` seconds (see the module docstring); False (and nothing moved) when the
+        storyboard's stop trigger fired at the step's start, as esmini stops there."""
         t = self.time
         for st in self.states.values():
             st.begin_step()
         self.root.eval_triggers(t)
+        if self.root.state == ElementState.COMPLETE:
+            return False
         self._step_actions(t, dt)
         self.time = t + dt
         for st in self.states.values():
@@ -229,6 +232,7 @@ class StoryboardEngine:
         for st in self.states.values():
             st.end_step(dt)
         self._record([a for a in self.running if a.samples])
+        return True
 
     def _step_actions(self, t: float, dt: float) -> None:
         init = [a for a in self.running if not a.done and not a.in_tree]
@@ -262,8 +266,7 @@ class StoryboardEngine:
         n_max = int(math.floor(max_duration_s * rate_hz + 1e-9))
         self.reset()
         for k in range(1, n_max + 1):
-            if self.finished:
+            if self.finished or not self.step(k / rate_hz - self.time):
                 break
-            self.step(k / rate_hz - self.time)
             if callable(on_step):
                 on_step(k, n_max)
