@@ -28,7 +28,7 @@ from avsim.scenario.importers.opendrive import opendrive_metadata
 from avsim.scenario.openscenario.distribution import Variant, read_distribution
 from avsim.scenario.openscenario.load import META_KEY, Loaded, RunOptions, load_scenario_files
 from avsim.scenario.openscenario.parse import parse_file
-from avsim.scenario.openscenario.record import ego_metadata, recorded_tracks
+from avsim.scenario.openscenario.record import ID_PROPERTY, START_PROPERTY, ego_metadata, recorded_tracks
 from avsim.scenario.openscenario.sources import FolderSources, Sources
 from avsim.scenario.types import Scenario
 
@@ -69,9 +69,12 @@ def run_loaded(loaded: Loaded, options: RunOptions, scenario_id: str, rig_name: 
     """
     options.check(loaded.where)
     engine = loaded.engine()
+    header = dict(loaded.doc.header.properties)
+    start_ns = _start_ns(header.get(START_PROPERTY), loaded.where)
+    scenario_id = header.get(ID_PROPERTY) or scenario_id
     try:
         engine.run(options.rate_hz, options.max_duration_s, on_step)
-        ego, agents = recorded_tracks({e.name: e for e in loaded.doc.entities}, engine.samples, loaded.ego)
+        ego, agents = recorded_tracks({e.name: e for e in loaded.doc.entities}, engine.samples, loaded.ego, start_ns)
     except AvsimValueError as exc:
         raise AvsimInputError(loaded.where, "Storyboard", str(exc)) from None
     built = build_hdmap(loaded.net)
@@ -92,6 +95,19 @@ def run_loaded(loaded: Loaded, options: RunOptions, scenario_id: str, rig_name: 
     rig = named_rig(rig_name or "cosmos")
     meta["rig_source"] = f"named default {rig_name or 'cosmos'!r}"
     return Scenario(scenario_id, rig, ego, agents, built.hdmap, TrafficLightStates.empty(), meta)
+
+
+def _start_ns(value: str | None, where: str) -> int:
+    """The `avsim:startTimeNs` header property (avsim's exports): the timestamp of simulation time 0."""
+    if value is None:
+        return 0
+    try:
+        out = int(value)
+    except ValueError:
+        raise AvsimInputError(where, f"FileHeader/Properties/{START_PROPERTY}", f"expected integer nanoseconds, got {value[:80]!r}") from None
+    if abs(out) > 2**62:
+        raise AvsimInputError(where, f"FileHeader/Properties/{START_PROPERTY}", "out of range")
+    return out
 
 
 def _served(sources: Sources) -> dict[str, bytes]:

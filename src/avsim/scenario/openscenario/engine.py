@@ -13,7 +13,9 @@ not run, the default controller leaves it, and its pose and speed are set before
 
 The run is recorded: every placed, active entity's pose and speed after each step, plus the
 vertices a timed trajectory passes inside a step (so a recorded track written as a trajectory
-comes back with every one of its samples), and the storyboard's state changes with their times.
+comes back with every one of its samples), and the storyboard's state changes with their times. An
+entity that an action places as it starts (a teleport, an AddEntityAction, a trajectory's start) is
+recorded there at the time the action started.
 """
 
 from __future__ import annotations
@@ -221,20 +223,23 @@ class StoryboardEngine:
         t = self.time
         for st in self.states.values():
             st.begin_step()
+        before = {n: (st.active, st.placed, st.x, st.y, st.z, st.h) for n, st in self.states.items()}
         self.root.eval_triggers(t)
+        self._record_moved(before)
         if self.root.state == ElementState.COMPLETE:
             return False
-        self._step_actions(t, dt)
+        timed = self._step_actions(t, dt)
         self.time = t + dt
         for st in self.states.values():
             if st.active and st.placed and not st.external and not st.moved_long and abs(st.speed) > SMALL:
                 self.mover.move(st, st.speed * dt)
         for st in self.states.values():
             st.end_step(dt)
-        self._record([a for a in self.running if a.samples])
+        self._record(timed)
         return True
 
-    def _step_actions(self, t: float, dt: float) -> None:
+    def _step_actions(self, t: float, dt: float) -> list[RuntimeAction]:
+        """Step every running action; the ones that recorded poses inside the step (timed trajectories)."""
         init = [a for a in self.running if not a.done and not a.in_tree]
         for a in init:
             a.samples = []
@@ -244,7 +249,16 @@ class StoryboardEngine:
             if a not in init:
                 a.samples = []
         self.root.step(t, dt)
+        timed = [a for a in self.running if a.samples]
         self.running = [a for a in self.running if not a.done]
+        return timed
+
+    def _record_moved(self, before: dict[str, tuple[bool, bool, float, float, float, float]]) -> None:
+        """Samples at the current time of the entities that actions placed, added or moved as they started
+        (a teleport or an AddEntityAction at t puts the entity there at t)."""
+        for name, st in self.states.items():
+            if st.active and st.placed and (st.active, st.placed, st.x, st.y, st.z, st.h) != before[name]:
+                self.samples.append(Sample(self.time, name, st.x, st.y, st.z, st.h, st.p, st.r, st.speed))
 
     def _record(self, timed: list[RuntimeAction]) -> None:
         for a in timed:

@@ -1,8 +1,9 @@
 """A scenario ready to run: its document with the parameters set, its road network, its ego;
 from files on disk or from a converted scenario's metadata.
 
-The ego is `--ego NAME`, else the first entity named `Ego`, `hero` or `ego_vehicle` (any case;
-esmini's and CARLA's conventions), else the first vehicle. Only the ego may carry an
+The ego is `--ego NAME`, else the entity with the property `avsim:role=ego` (avsim's exports), else
+the first entity named `Ego`, `hero` or `ego_vehicle` (any case; esmini's and CARLA's conventions),
+else the first vehicle. Only the ego may carry an
 `ObjectController`: the storyboard drives it in a conversion and the policy in `avsim sim`.
 """
 
@@ -18,6 +19,7 @@ from avsim.maps.opendrive.parse import parse_opendrive
 from avsim.scenario.openscenario.engine import StoryboardEngine
 from avsim.scenario.openscenario.model import EntityKind, ScenarioDocument
 from avsim.scenario.openscenario.parse import read_scenario
+from avsim.scenario.openscenario.record import ROLE_EGO, ROLE_PROPERTY
 from avsim.scenario.openscenario.sources import EmbeddedSources, Sources, embed_sources
 
 EGO_NAMES = ("ego", "hero", "ego_vehicle", "egovehicle")
@@ -76,6 +78,9 @@ def pick_ego(doc: ScenarioDocument, asked: str | None, where: str) -> str:
         if asked not in names:
             raise AvsimInputError(where, "--ego", f"no entity named {asked!r} (entities: {', '.join(names)[:300]})")
         return asked
+    for e in doc.entities:
+        if e.property(ROLE_PROPERTY) == ROLE_EGO:
+            return e.name
     for e in doc.entities:
         if e.name.lower() in EGO_NAMES:
             return e.name

@@ -70,6 +70,8 @@ def _road(roads: Roads, road: str, s: float, t: float, o: Orientation | None) ->
 
 
 def _world(roads: Roads, pos: WorldPosition) -> Placement:
+    if None not in (pos.z, pos.h, pos.p, pos.r):  # a full pose: the lane under it is found when needed
+        return Placement(pos.x, pos.y, pos.z, wrap(pos.h), pos.p, pos.r, lazy=True)  # type: ignore[arg-type]
     found = roads.locate(pos.x, pos.y, pos.h).coord
     if found is None:
         return Placement(pos.x, pos.y, pos.z or 0.0, pos.h or 0.0, pos.p or 0.0, pos.r or 0.0)

@@ -27,7 +27,10 @@ from avsim.core.typing import NDArrayFloat
 from avsim.scenario.openscenario.engine import Sample
 from avsim.scenario.openscenario.model import Entity, EntityKind
 
-SOURCE_CLASS_PROPERTY = "avsim:sourceClass"
+SOURCE_CLASS_PROPERTY = "avsim:sourceClass"  # an entity's avsim class (avsim's exports write these properties)
+ROLE_PROPERTY, ROLE_EGO = "avsim:role", "ego"  # the ego entity
+START_PROPERTY = "avsim:startTimeNs"  # FileHeader: the timestamp of simulation time 0
+ID_PROPERTY = "avsim:scenarioId"  # FileHeader: the scenario's id
 _VEHICLE_CLASSES = {"motorbike": "vehicle.motorcycle"}
 
 
@@ -59,18 +62,18 @@ def _tables(samples: list[Sample]) -> dict[str, NDArrayFloat]:
     return {name: np.array([by_time[t] for t in sorted(by_time)]) for name, by_time in rows.items()}
 
 
-def _times_ns(times_s: NDArrayFloat) -> np.ndarray:
-    return np.round(times_s * NS_PER_S).astype(np.int64)
+def _times_ns(times_s: NDArrayFloat, start_ns: int = 0) -> np.ndarray:
+    return np.round(times_s * NS_PER_S).astype(np.int64) + np.int64(start_ns)
 
 
-def ego_trajectory(entity: Entity, table: NDArrayFloat) -> EgoTrajectory:
+def ego_trajectory(entity: Entity, table: NDArrayFloat, start_ns: int = 0) -> EgoTrajectory:
     """The ego's rear-axle poses from its recorded reference-point rows (see the module docstring)."""
     rot = rotation(table[:, 4], table[:, 5], table[:, 6])
     xyz = table[:, 1:4] + rot[:, :, 0] * entity.rear_axle_x
-    return EgoTrajectory(_times_ns(table[:, 0]), SE3(rot, xyz))
+    return EgoTrajectory(_times_ns(table[:, 0], start_ns), SE3(rot, xyz))
 
 
-def agent_tracks(entities: dict[str, Entity], tables: dict[str, NDArrayFloat], ego: str) -> AgentTracks:
+def agent_tracks(entities: dict[str, Entity], tables: dict[str, NDArrayFloat], ego: str, start_ns: int = 0) -> AgentTracks:
     """Every entity but the ego as box rows (see the module docstring)."""
     parts = []
     for name, table in tables.items():
@@ -80,7 +83,7 @@ def agent_tracks(entities: dict[str, Entity], tables: dict[str, NDArrayFloat], e
         rot = rotation(table[:, 4], table[:, 5], table[:, 6])
         center = table[:, 1:4] + rot @ np.array(e.bbox.center)
         n = len(table)
-        parts.append(AgentTracks.from_unsorted(np.full(n, name), np.full(n, source_class(e)), _times_ns(table[:, 0]), center,
+        parts.append(AgentTracks.from_unsorted(np.full(n, name), np.full(n, source_class(e)), _times_ns(table[:, 0], start_ns), center,
                                                np.tile([e.bbox.length, e.bbox.width, e.bbox.height], (n, 1)), matrix_to_quat(rot)))  # fmt: skip
     return AgentTracks.concat(parts) if parts else AgentTracks.empty()
 
@@ -94,13 +97,14 @@ def ego_metadata(entity: Entity) -> dict[str, Any]:
     return out
 
 
-def recorded_tracks(entities: dict[str, Entity], samples: list[Sample], ego: str) -> tuple[EgoTrajectory, AgentTracks]:
+def recorded_tracks(entities: dict[str, Entity], samples: list[Sample], ego: str, start_ns: int = 0) -> tuple[EgoTrajectory, AgentTracks]:
     """The ego's trajectory and the other entities' tracks of a run.
 
     Args:
         entities: the scenario's entities by name.
         samples: the run's samples (`StoryboardEngine.samples`).
         ego: the ego entity's name.
+        start_ns: the timestamp of simulation time 0.
 
     Returns:
         (ego trajectory, agent tracks); AvsimValueError when the ego was never on the scene.
@@ -108,4 +112,4 @@ def recorded_tracks(entities: dict[str, Entity], samples: list[Sample], ego: str
     tables = _tables(samples)
     if ego not in tables:
         raise AvsimValueError(f"the ego entity {ego!r} is never placed on the scene (no Init action or AddEntityAction puts it there)")
-    return ego_trajectory(entities[ego], tables[ego]), agent_tracks(entities, tables, ego)
+    return ego_trajectory(entities[ego], tables[ego], start_ns), agent_tracks(entities, tables, ego, start_ns)

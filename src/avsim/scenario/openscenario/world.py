@@ -93,6 +93,7 @@ class Placement:
     r: float
     coord: LaneCoord | None = None
     h_rel: float = 0.0
+    lazy: bool = False  # a full world pose: its lane is found when first needed
 
 
 class Mover:
@@ -107,6 +108,10 @@ class Mover:
 
     def place(self, st: EntityState, where: Placement) -> None:
         """Put `st` at `where` (a teleport)."""
+        if where.lazy:
+            self.set_free(st, where.x, where.y, where.z, where.h, where.p, where.r)
+            st.end_of_road = False
+            return
         st.x, st.y, st.z, st.h, st.p, st.r = where.x, where.y, where.z, where.h, where.p, where.r
         st.coord, st.h_rel, st.placed, st.end_of_road = where.coord, where.h_rel, True, False
 
@@ -120,7 +125,7 @@ class Mover:
     def set_free(self, st: EntityState, x: float, y: float, z: float, h: float, p: float = 0.0, r: float = 0.0) -> None:
         """Put `st` at a world pose (trajectories); its lane is found when first needed (`locate`)."""
         st.x, st.y, st.z, st.h, st.p, st.r = x, y, z, wrap(h), p, r
-        st.lane, st.h_rel, st.stale, st.locator = None, 0.0, True, self.locate
+        st.lane, st.h_rel, st.stale, st.locator, st.placed = None, 0.0, True, self.locate, True
 
     def locate(self, st: EntityState) -> None:
         """Find the lane under `st`'s pose (`EntityState.coord`)."""
