@@ -11,9 +11,10 @@ timed absolutely. The reference point of an agent is the bottom centre of its bo
 
 A track present from the start is placed and starts following in Init; one that starts later is
 deleted in Init and added (`AddEntityAction` at its first pose, then the trajectory) when the
-simulation time reaches its first time; a track that ends early is deleted at its last time
-(`DeleteEntityAction`, `greaterOrEqual`). The storyboard stops at the scenario's end. A track's gaps
-are driven through (its trajectory interpolates them). The header's properties keep the scenario's
+simulation time reaches its first time (`greaterOrEqual`); every track, the ego's too, is deleted
+when the simulation time reaches its last time, after the step that records it there, so nothing
+moves on past a recording's end; the storyboard stops after the scenario's end. A track's gaps are
+driven through (its trajectory interpolates them); a single pose is a polyline of two equal vertices. The header's properties keep the scenario's
 id and its first timestamp (`avsim:startTimeNs`), which `avsim convert --from openscenario` restores.
 
 Same scenario, same bytes (the header's date is fixed). The document passes ASAM's checker
@@ -124,6 +125,8 @@ def _follow(parent: ET.Element, name: str, times: NDArrayFloat, poses: NDArrayFl
     follow = _sub(_sub(_sub(parent, "PrivateAction"), "RoutingAction"), "FollowTrajectoryAction")
     traj = _sub(_sub(follow, "TrajectoryRef"), "Trajectory", name=f"{name}_track", closed="false")
     line = _sub(_sub(traj, "Shape"), "Polyline")
+    if len(times) == 1:  # a polyline needs two vertices: a single pose is held
+        times, poses = np.repeat(times, 2), np.repeat(poses, 2, axis=0)
     for t, row in zip(times, poses):
         _world(_sub(line, "Vertex", time=_f(t)), row)
     _sub(_sub(follow, "TimeReference"), "Timing", domainAbsoluteRelative="absolute", scale="1.0", offset="0.0")
@@ -215,17 +218,14 @@ def xosc_document(s: Scenario, xodr_name: str) -> tuple[ET.Element, list[_Track]
             _world(_sub(_sub(private, "PrivateAction"), "TeleportAction"), t.poses[0])
             _follow(private, t.name, t.times, t.poses)
     _story(board, tracks, end)
-    _time_trigger(board, "StopTrigger", "end_of_recording", "greaterOrEqual", end)
+    _time_trigger(board, "StopTrigger", "end_of_recording", "greaterThan", end)
     return root, tracks
 
 
 def _story(board: ET.Element, tracks: list[_Track], end: float) -> None:
-    """The events that add late tracks and delete early-ending ones."""
-    timed = [t for t in tracks if t.times[0] > 1e-9 or t.times[-1] < end - 1e-9]
-    if not timed:
-        return
+    """The events that add late tracks and delete every track at its last time."""
     act = _sub(_sub(board, "Story", name="avsim_recording"), "Act", name="tracks")
-    for t in timed:
+    for t in tracks:
         group = _sub(act, "ManeuverGroup", name=f"{t.name}_group", maximumExecutionCount="1")
         _sub(_sub(group, "Actors", selectTriggeringEntities="false"), "EntityRef", entityRef=t.name)
         maneuver = _sub(group, "Maneuver", name=f"{t.name}_maneuver")
@@ -234,10 +234,9 @@ def _story(board: ET.Element, tracks: list[_Track], end: float) -> None:
             _entity_action(_sub(ev, "Action", name=f"{t.name}_add"), t.name, "AddEntityAction", t.poses[0])
             _follow(_sub(ev, "Action", name=f"{t.name}_follow"), t.name, t.times, t.poses)
             _time_trigger(ev, "StartTrigger", f"{t.name}_first_time", "greaterOrEqual", float(t.times[0]))
-        if t.times[-1] < end - 1e-9:
-            ev = _sub(maneuver, "Event", name=f"{t.name}_leaves", priority="parallel", maximumExecutionCount="1")
-            _entity_action(_sub(ev, "Action", name=f"{t.name}_delete"), t.name, "DeleteEntityAction")
-            _time_trigger(ev, "StartTrigger", f"{t.name}_last_time", "greaterOrEqual", float(t.times[-1]))
+        ev = _sub(maneuver, "Event", name=f"{t.name}_leaves", priority="parallel", maximumExecutionCount="1")
+        _entity_action(_sub(ev, "Action", name=f"{t.name}_delete"), t.name, "DeleteEntityAction")
+        _time_trigger(ev, "StartTrigger", f"{t.name}_last_time", "greaterOrEqual", float(t.times[-1]))
     start = _sub(act, "StartTrigger")
     cond = _sub(_sub(start, "ConditionGroup"), "Condition", name="from_the_start", delay="0", conditionEdge="none")
     _sub(_sub(cond, "ByValueCondition"), "SimulationTimeCondition", value="0.0", rule="greaterOrEqual")

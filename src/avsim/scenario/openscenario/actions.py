@@ -64,6 +64,8 @@ class Context(Protocol):
 
     def resolve(self, position: Position) -> Placement: ...
 
+    def placed(self, st: EntityState) -> None: ...
+
 
 class RuntimeAction:
     """One action on one entity (or a global one): `start`, then `step` until `done`."""
@@ -280,6 +282,7 @@ class Teleport(RuntimeAction):
     def start(self, time: float) -> None:
         self.ctx.mover.place(self.st, self.ctx.resolve(self.action.position))
         self.st.moved_lat = self.st.moved_long = True
+        self.ctx.placed(self.st)
 
 
 class AssignRoute(RuntimeAction):
@@ -346,6 +349,7 @@ class AddEntity(RuntimeAction):
         self.st.active = True
         self.ctx.mover.place(self.st, self.ctx.resolve(self.action.position))
         self.st.moved_lat = self.st.moved_long = True
+        self.ctx.placed(self.st)
 
 
 class DeleteEntity(RuntimeAction):
@@ -385,6 +389,7 @@ class FollowTrajectory(RuntimeAction):
         if timing is not None and timing.absolute:
             self.traj_time = time * timing.scale
         self._place(self._at_s(self.s_now) if timing is None else self._at_time(self.traj_time + (timing.offset if timing else 0.0)))
+        self.ctx.placed(self.st)
 
     # ---- the polyline ------------------------------------------------------------------------
     def _at_s(self, s: float) -> Placement:

@@ -15,7 +15,7 @@ The run is recorded: every placed, active entity's pose and speed after each ste
 vertices a timed trajectory passes inside a step (so a recorded track written as a trajectory
 comes back with every one of its samples), and the storyboard's state changes with their times. An
 entity that an action places as it starts (a teleport, an AddEntityAction, a trajectory's start) is
-recorded there at the time the action started.
+recorded there at the time the action started (`placed`).
 """
 
 from __future__ import annotations
@@ -223,9 +223,7 @@ class StoryboardEngine:
         t = self.time
         for st in self.states.values():
             st.begin_step()
-        before = {n: (st.active, st.placed, st.x, st.y, st.z, st.h) for n, st in self.states.items()}
         self.root.eval_triggers(t)
-        self._record_moved(before)
         if self.root.state == ElementState.COMPLETE:
             return False
         timed = self._step_actions(t, dt)
@@ -253,12 +251,11 @@ class StoryboardEngine:
         self.running = [a for a in self.running if not a.done]
         return timed
 
-    def _record_moved(self, before: dict[str, tuple[bool, bool, float, float, float, float]]) -> None:
-        """Samples at the current time of the entities that actions placed, added or moved as they started
-        (a teleport or an AddEntityAction at t puts the entity there at t)."""
-        for name, st in self.states.items():
-            if st.active and st.placed and (st.active, st.placed, st.x, st.y, st.z, st.h) != before[name]:
-                self.samples.append(Sample(self.time, name, st.x, st.y, st.z, st.h, st.p, st.r, st.speed))
+    def placed(self, st: EntityState) -> None:
+        """Record `st` where an action that just started put it (a teleport, an AddEntityAction, a
+        trajectory's start at time t put the entity there at t)."""
+        if st.active and st.placed:
+            self.samples.append(Sample(self.time, st.name, st.x, st.y, st.z, st.h, st.p, st.r, st.speed))
 
     def _record(self, timed: list[RuntimeAction]) -> None:
         for a in timed:
