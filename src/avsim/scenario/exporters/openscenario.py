@@ -7,7 +7,8 @@ each follow their recorded poses: one `FollowTrajectoryAction` of a polyline wit
 recorded pose (`WorldPosition` x, y, z, h, p, r; `time` the seconds from the scenario's start),
 timed absolutely. The reference point of an agent is the bottom centre of its box (the box's
 `Center` is (0, 0, height / 2)); the ego's is its rear axle (avsim's ego frame), its box centre
-`ego_rear_axle_to_center_m` ahead.
+`ego_rear_axle_to_center_m` ahead. An entity has one box: a track whose box size changes over time
+(Waymo's do) keeps its median size, its box centres exact.
 
 A track present from the start is placed and starts following in Init; one that starts later is
 deleted in Init and added (`AddEntityAction` at its first pose, then the trajectory) when the
@@ -72,11 +73,14 @@ def _sub(parent: ET.Element, tag: str, **attrs: str) -> ET.Element:
 
 
 def hpr(rot: NDArrayFloat) -> NDArrayFloat:
-    """(N, 3) heading, pitch, roll of (N, 3, 3) rotations (z-y-x, the inverse of OpenSCENARIO's)."""
-    h = np.arctan2(rot[:, 1, 0], rot[:, 0, 0])
-    p = -np.arcsin(np.clip(rot[:, 2, 0], -1.0, 1.0))
-    r = np.arctan2(rot[:, 2, 1], rot[:, 2, 2])
-    return np.stack([h, p, r], axis=1)
+    """(N, 3) heading, pitch, roll of (N, 3, 3) rotations (z-y-x, the inverse of OpenSCENARIO's).
+
+    Computed with Python's `math` one row at a time: numpy's vectorised arctan2 / arcsin may round the
+    last bit differently for elements its SIMD loop and its scalar tail handle, and the output must be
+    the same bytes every time."""
+    m = rot.tolist()
+    return np.array([(math.atan2(r[1][0], r[0][0]), -math.asin(min(max(r[2][0], -1.0), 1.0)), math.atan2(r[2][1], r[2][2])) for r in m],
+                    dtype=np.float64).reshape(len(m), 3)  # fmt: skip
 
 
 def _category(source_class: str, object_class: str) -> tuple[str, str]:
@@ -177,8 +181,8 @@ def _agent_tracks(s: Scenario, taken: set[str]) -> list[_Track]:
     agents: AgentTracks = s.agents
     for track_id, sl in agents.track_slices():
         rot = quat_to_matrix(agents.orientation[sl])
-        size = agents.size_m[sl][0]
-        ref = agents.center_m[sl] - rot[:, :, 2] * (agents.size_m[sl][:, 2:3] / 2)
+        size = np.median(agents.size_m[sl], axis=0)  # an entity has one box: a track whose size changes keeps its median
+        ref = agents.center_m[sl] - rot[:, :, 2] * (size[2] / 2)
         poses = np.concatenate([ref, hpr(rot)], axis=1)
         source = str(agents.source_class[sl][0])
         element, category = _category(source, str(agents.object_class[sl][0]))
