@@ -377,6 +377,20 @@ def _xodr(w: World, name: str, text: str) -> str:
     return str(_write(w, name, text))
 
 
+_XOSC_PARAM = '<ParameterDeclarations><ParameterDeclaration name="Speed" parameterType="double" value="{v}"/></ParameterDeclarations>'
+
+
+def _xosc(road: str, catalog: str = "", init: str = "", params: str = "") -> str:
+    """A scenario with one vehicle on road file `road` (which need not exist: the errors come first)."""
+    cat = f'<VehicleCatalog><Directory path="{catalog}"/></VehicleCatalog>' if catalog else ""
+    ego = '<CatalogReference catalogName="V" entryName="car"/>' if catalog else ('<Vehicle name="car" vehicleCategory="car"><BoundingBox><Center x="1" y="0" z="1"/>'
+           '<Dimensions width="2" length="4" height="1.5"/></BoundingBox><Performance maxSpeed="50" maxAcceleration="5" maxDeceleration="9"/>'
+           '<Axles><RearAxle maxSteering="0.5" wheelDiameter="0.6" trackWidth="1.6" positionX="0" positionZ="0.3"/></Axles></Vehicle>')  # fmt: skip
+    return ('<OpenSCENARIO><FileHeader revMajor="1" revMinor="2" date="2024-01-01T00:00:00" description="" author=""/>'
+            f'{params}<CatalogLocations>{cat}</CatalogLocations><RoadNetwork>{road}</RoadNetwork>'
+            f'<Entities><ScenarioObject name="Ego">{ego}</ScenarioObject></Entities><Storyboard><Init><Actions>{init}</Actions></Init></Storyboard></OpenSCENARIO>')  # fmt: skip
+
+
 MAP_CASES = [
     Case("xodr entity bomb", "avsim convert laughs.xodr OUT  (9 levels of 10 nested entities)", lambda w: ["convert", _xodr(w, "l.xodr", _LAUGHS), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
     Case("xodr external entity", "avsim convert xxe.xodr OUT  (<!ENTITY x SYSTEM file:///etc/passwd>)", lambda w: ["convert", _xodr(w, "x.xodr", _XXE), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
@@ -388,6 +402,15 @@ MAP_CASES = [
     Case("osm bad latitude", "avsim convert bad.osm OUT  (lat=91.5)", lambda w: ["convert", _xodr(w, "b.osm", _OSM_BAD_LAT), str(w.root / "o")], 1, "node[id=1]@lat: expected degrees within +-90"),
     Case("map route half", "avsim convert map.xodr OUT --start 1:0:-1  (no --goal)", lambda w: ["convert", _xodr(w, "h.xodr", _XODR_BAD_LENGTH), str(w.root / "o"), "--start", "1:0:-1"], 2, "give --start and --goal together"),
     Case("map trajectory bad", "avsim convert map.xodr OUT --trajectory ego.csv  (no y_m column)", lambda w: ["convert", _xodr(w, "m.xodr", _XODR_BAD_LENGTH.replace('"ten"', '"10"')), str(w.root / "o"), "--trajectory", str(_write(w, "e.csv", "t_s,x_m\n0,0\n1,1\n"))], 1, "missing column(s) ['y_m']"),
+    Case("xosc entity bomb", "avsim convert laughs.xosc OUT", lambda w: ["convert", _xodr(w, "l.xosc", _LAUGHS.replace("OpenDRIVE", "OpenSCENARIO")), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
+    Case("xosc external entity", "avsim convert xxe.xosc OUT", lambda w: ["convert", _xodr(w, "x.xosc", _XXE.replace("OpenDRIVE", "OpenSCENARIO")), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
+    Case("xosc road outside", "avsim convert s.xosc OUT  (LogicFile ../../../etc/passwd)", lambda w: ["convert", _xodr(w, "s.xosc", _xosc('<LogicFile filepath="../../../etc/passwd"/>')), str(w.root / "o")], 1, "leads outside"),
+    Case("xosc catalog outside", "avsim convert s.xosc OUT  (Directory /etc)", lambda w: ["convert", _xodr(w, "c.xosc", _xosc('<LogicFile filepath="r.xodr"/>', catalog="/etc")), str(w.root / "o")], 1, "leads outside"),
+    Case("xosc unsupported", "avsim convert s.xosc OUT  (Init TrafficSignalStateAction)", lambda w: ["convert", _xodr(w, "u.xosc", _xosc('<LogicFile filepath="r.xodr"/>', init='<GlobalAction><InfrastructureAction/></GlobalAction>')), str(w.root / "o")], 1, "InfrastructureAction is not supported"),
+    Case("xosc bad expression", "avsim convert s.xosc OUT  (value=\"${__import__('os')}\")", lambda w: ["convert", _xodr(w, "e.xosc", _xosc('<LogicFile filepath="r.xodr"/>', params=_XOSC_PARAM.format(v="${__import__('os')}"))), str(w.root / "o")], 1, "unexpected"),
+    Case("xosc unknown param", "avsim convert s.xosc OUT --param Nope=1", lambda w: ["convert", _xodr(w, "p.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--param", "Nope=1"], 1, "no global parameter named Nope"),
+    Case("xosc param syntax", "avsim convert s.xosc OUT --param Nope", lambda w: ["convert", _xodr(w, "q.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--param", "Nope"], 2, "expected NAME=VALUE"),
+    Case("xosc map options", "avsim convert s.xosc OUT --traffic 3", lambda w: ["convert", _xodr(w, "t.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--traffic", "3"], 2, "apply to map formats"),
 ]
 
 CONVERT_CASES = [
@@ -585,6 +608,7 @@ def render_table() -> str:
         "| `alpasim://` driver answers | 100,000 poses; followed up to 30 s ahead (a pose 10^14 us ahead allocates nothing more) | `avsim.sim.alpasim.driver.MAX_TRAJECTORY_POSES`, `MAX_PLAN_AHEAD_S` |",
         "| XML (OpenDRIVE .xodr, Lanelet2 .osm) | 512 MiB, checked before reading; elements nested 64 deep, 20,000,000 elements; no DOCTYPE, entity or external reference | `avsim.core.safe_xml.MAX_XML_BYTES`, `MAX_XML_DEPTH`, `MAX_XML_ELEMENTS` |",
         "| ego trajectory CSV (`avsim convert --trajectory`), Lanelet2 `map_projector_info.yaml` | 64 MiB / 64 KiB | `avsim.scenario.bare_map.MAX_TRAJECTORY_BYTES`, `avsim.maps.lanelet2.origin.MAX_INFO_BYTES` |",
+        "| OpenSCENARIO (.xosc) | 64 MiB a scenario, 256 MiB a file it refers to, read only inside `--root` (default the scenario's folder; links resolved); as XML above; numbers finite within 1e9; expressions 1024 characters, nested 32 deep, evaluated by a parser (never executed); 10,000 parameters, 2000 entities, 200,000 vertices a trajectory, 10,000 conditions a trigger, 1000 catalog files a folder; runs at most 3600 s at most 1000 Hz; 1000 variants a distribution; files embedded in a converted scenario 48 MiB compressed, each inflated no further than its declared size and checked against its SHA-256 | `avsim.scenario.openscenario.parse.MAX_XOSC_BYTES`, `sources.MAX_SOURCE_BYTES`, `MAX_EMBEDDED_BYTES`, `reader.MAX_MAGNITUDE`, `expressions.MAX_EXPRESSION_CHARS`, `load.MAX_DURATION_S`, `distribution.MAX_VARIANTS` |",
         "",
         f"{len(CASES)} cases.",
         "",
