@@ -169,9 +169,5 @@ def test_real_scene_export_passes_asam_checker_and_round_trips(shared_data: Path
     assert not [i for i in issues if i[0] == "ERROR"], issues
     assert set(statuses.values()) == {"COMPLETED"}, statuses
     back = convert(written.xosc)
-    d = _same_tracks(scene, back)
-    # a track that first appears between two of the conversion's 20 Hz steps appears at the next step
-    # (its first pose is missing); every other pose comes back
-    late_off_grid = sum(1 for _, sl in scene.agents.track_slices()
-                        if scene.agents.timestamps_ns[sl][0] > scene.start_ns and (scene.agents.timestamps_ns[sl][0] - scene.start_ns) % 50_000_000)  # fmt: skip
-    assert d["missing"] <= late_off_grid and d["ego_m"] <= 0.01 and d["agents_m"] <= 0.01, (d, late_off_grid)
+    d = _same_tracks(scene, back)  # every pose comes back, at its time (between the conversion's steps too)
+    assert d["missing"] == 0 and d["ego_m"] <= 0.01 and d["agents_m"] <= 0.01, d

@@ -14,7 +14,9 @@
   acceleration (0.5 m/s^2 when absent); the entity keeps its speed along the lane.
 - FollowTrajectoryAction: the entity is placed on the polyline (vertices resolved when it starts):
   by time (absolute: simulation time; relative: from the start) scaled and offset by `Timing`, or
-  moved along it by its own speed (`TimeReference/None`); it ends at the end of the trajectory.
+  moved along it by its own speed (`TimeReference/None`); it ends at the end of the trajectory. An
+  entity added with an absolutely timed trajectory whose first vertex lies since the previous step
+  is recorded from that vertex (it appeared between steps).
 - AssignRouteAction: the roads through the waypoints (shortest lane paths between them) guide the
   entity's choices at junctions. TeleportAction: placed at once. Add/DeleteEntityAction: the entity
   appears at the position / disappears.
@@ -65,6 +67,11 @@ class Context(Protocol):
     def resolve(self, position: Position) -> Placement: ...
 
     def placed(self, st: EntityState) -> None: ...
+
+    def record(self, st: EntityState, time: float, where: Placement) -> None: ...
+
+    @property
+    def previous_time(self) -> float: ...
 
 
 class RuntimeAction:
@@ -346,7 +353,7 @@ class AddEntity(RuntimeAction):
         self.action = action
 
     def start(self, time: float) -> None:
-        self.st.active = True
+        self.st.active, self.st.added_at = True, time
         self.ctx.mover.place(self.st, self.ctx.resolve(self.action.position))
         self.st.moved_lat = self.st.moved_long = True
         self.ctx.placed(self.st)
@@ -390,6 +397,18 @@ class FollowTrajectory(RuntimeAction):
             self.traj_time = time * timing.scale
         self._place(self._at_s(self.s_now) if timing is None else self._at_time(self.traj_time + (timing.offset if timing else 0.0)))
         self.ctx.placed(self.st)
+        if timing is not None and timing.absolute and self.st.added_at == time:
+            self._appeared_between_steps(time, timing.scale, timing.offset)
+
+    def _appeared_between_steps(self, time: float, scale: float, offset: float) -> None:
+        """An entity added together with an absolutely timed trajectory whose first vertex falls since the
+        previous step appeared at that vertex's time: its vertices up to now are recorded (as the
+        vertices a trajectory passes between steps are)."""
+        since = self.ctx.previous_time
+        for tau in self.times:
+            at = (float(tau) - offset) / scale
+            if since + 1e-9 < at < time - 1e-9:
+                self.ctx.record(self.st, at, self._at_time(float(tau)))
 
     # ---- the polyline ------------------------------------------------------------------------
     def _at_s(self, s: float) -> Placement:

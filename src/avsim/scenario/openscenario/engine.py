@@ -89,6 +89,7 @@ class StoryboardEngine:
         if external is not None:
             self.states[external].external = True
         self.time = 0.0
+        self._previous = -math.inf
         self.samples: list[Sample] = []
         self.changes: list[StateChange] = []
         self.running: list[RuntimeAction] = []
@@ -227,7 +228,7 @@ class StoryboardEngine:
         if self.root.state == ElementState.COMPLETE:
             return False
         timed = self._step_actions(t, dt)
-        self.time = t + dt
+        self._previous, self.time = t, t + dt
         for st in self.states.values():
             if st.active and st.placed and not st.external and not st.moved_long and abs(st.speed) > SMALL:
                 self.mover.move(st, st.speed * dt)
@@ -250,6 +251,15 @@ class StoryboardEngine:
         timed = [a for a in self.running if a.samples]
         self.running = [a for a in self.running if not a.done]
         return timed
+
+    @property
+    def previous_time(self) -> float:
+        """The time of the previous step (-inf before the first)."""
+        return self._previous
+
+    def record(self, st: EntityState, time: float, where: Placement) -> None:
+        """Record `st` at pose `where` at `time` (a moment between steps)."""
+        self.samples.append(Sample(time, st.name, where.x, where.y, where.z, where.h, where.p, where.r, st.speed))
 
     def placed(self, st: EntityState) -> None:
         """Record `st` where an action that just started put it (a teleport, an AddEntityAction, a

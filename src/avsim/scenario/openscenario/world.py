@@ -42,6 +42,7 @@ class EntityState:
     moved_long: bool = False
     moved_lat: bool = False
     external: bool = False  # driven from outside (a policy's ego): actions skip it
+    added_at: float | None = None  # the time an AddEntityAction last put it on the scene
     vx: float = 0.0
     vy: float = 0.0
     vz: float = 0.0
