@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import openscenario_examples as ex
 import pytest
 
-import openscenario_examples as ex
 from avsim.cli import main
 from avsim.scenario import Scenario
 from avsim.scenario.io import load_scenario

@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+import openscenario_examples as ex
 import pytest
 from scenariogeneration import xosc
 
-import openscenario_examples as ex
 from avsim.core.transforms import quat_to_matrix
 from avsim.scenario import Scenario
 from avsim.scenario.importers.openscenario import OpenScenarioOptions, load_openscenario

@@ -9,9 +9,9 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import openscenario_examples as ex
 import pytest
 
-import openscenario_examples as ex
 from avsim.core.errors import AvsimInputError
 from avsim.scenario.openscenario.distribution import read_distribution
 from avsim.scenario.openscenario.expressions import ExpressionError, evaluate, resolve
@@ -124,7 +124,7 @@ def test_unsupported_actions_are_one_line_naming_the_element(root: Path, action:
         _read(root, path)
     message = str(info.value)
     assert "\n" not in message and message.startswith(str(path))
-    assert f"Story[s]/Act[a]/ManeuverGroup[g]/Maneuver[m]/Event[e]/Action[x]/PrivateAction/" in message
+    assert "Story[s]/Act[a]/ManeuverGroup[g]/Maneuver[m]/Event[e]/Action[x]/PrivateAction/" in message
     assert f"{element}: {element} is not supported" in message and message.count(f"{element}/{element}") == 0
 
 

@@ -42,7 +42,13 @@ from avsim.core.errors import AvsimInputError
 from avsim.core.trajectory import NS_PER_S
 from avsim.core.transforms import quat_to_matrix
 from avsim.core.typing import NDArrayFloat
-from avsim.scenario.openscenario.record import ID_PROPERTY, ROLE_EGO, ROLE_PROPERTY, SOURCE_CLASS_PROPERTY, START_PROPERTY
+from avsim.scenario.openscenario.record import (
+    ID_PROPERTY,
+    ROLE_EGO,
+    ROLE_PROPERTY,
+    SOURCE_CLASS_PROPERTY,
+    START_PROPERTY,
+)
 from avsim.scenario.types import Scenario
 
 EGO_NAME = "Ego"
