@@ -19,6 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hostile_cases_maps import MAP_CASES, MAP_LIMITS
+from hostile_cases_openscenario import OPENSCENARIO_CASES, OPENSCENARIO_LIMITS
+from hostile_cases_surfaces import SURFACE_CASES, SURFACE_LIMITS
+
 
 @dataclass(frozen=True)
 class World:
@@ -362,59 +366,8 @@ def _clipgt_target(w: World) -> Path:
     return w.root / "target"
 
 
-_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
-           + "".join(f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">' for k in range(1, 10))
-           + ']>\n<OpenDRIVE>&lol9;</OpenDRIVE>\n')
-_XXE = '<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<OpenDRIVE>&x;</OpenDRIVE>\n'
-_XODR_BAD_LENGTH = ('<OpenDRIVE><header revMajor="1" revMinor="7"/><road id="1" length="10" junction="-1"><planView>'
-                    '<geometry s="0" x="0" y="0" hdg="0" length="ten"><line/></geometry></planView><lanes><laneSection s="0">'
-                    '<center><lane id="0" type="none"/></center></laneSection></lanes></road></OpenDRIVE>')
-_OSM_BAD_LAT = "<?xml version='1.0'?><osm version='0.6'><node id='1' lat='91.5' lon='8.4'/></osm>"
-_OSM_LAUGHS = _LAUGHS.replace("OpenDRIVE", "osm")
-
-
-def _xodr(w: World, name: str, text: str) -> str:
-    return str(_write(w, name, text))
-
-
-_XOSC_PARAM = '<ParameterDeclarations><ParameterDeclaration name="Speed" parameterType="double" value="{v}"/></ParameterDeclarations>'
-
-
-def _xosc(road: str, catalog: str = "", init: str = "", params: str = "") -> str:
-    """A scenario with one vehicle on road file `road` (which need not exist: the errors come first)."""
-    cat = f'<VehicleCatalog><Directory path="{catalog}"/></VehicleCatalog>' if catalog else ""
-    ego = '<CatalogReference catalogName="V" entryName="car"/>' if catalog else ('<Vehicle name="car" vehicleCategory="car"><BoundingBox><Center x="1" y="0" z="1"/>'
-           '<Dimensions width="2" length="4" height="1.5"/></BoundingBox><Performance maxSpeed="50" maxAcceleration="5" maxDeceleration="9"/>'
-           '<Axles><RearAxle maxSteering="0.5" wheelDiameter="0.6" trackWidth="1.6" positionX="0" positionZ="0.3"/></Axles></Vehicle>')  # fmt: skip
-    return ('<OpenSCENARIO><FileHeader revMajor="1" revMinor="2" date="2024-01-01T00:00:00" description="" author=""/>'
-            f'{params}<CatalogLocations>{cat}</CatalogLocations><RoadNetwork>{road}</RoadNetwork>'
-            f'<Entities><ScenarioObject name="Ego">{ego}</ScenarioObject></Entities><Storyboard><Init><Actions>{init}</Actions></Init></Storyboard></OpenSCENARIO>')  # fmt: skip
-
-
-MAP_CASES = [
-    Case("xodr entity bomb", "avsim convert laughs.xodr OUT  (9 levels of 10 nested entities)", lambda w: ["convert", _xodr(w, "l.xodr", _LAUGHS), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xodr external entity", "avsim convert xxe.xodr OUT  (<!ENTITY x SYSTEM file:///etc/passwd>)", lambda w: ["convert", _xodr(w, "x.xodr", _XXE), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xodr not xml", "avsim convert junk.xodr OUT", lambda w: ["convert", _xodr(w, "j.xodr", "<OpenDRIVE><road></OpenDRIVE>"), str(w.root / "o")], 1, "not well-formed XML"),
-    Case("xodr nested", "avsim convert deep.xodr OUT  (100 nested elements)", lambda w: ["convert", _xodr(w, "d.xodr", "<OpenDRIVE>" + "<a>" * 100 + "</a>" * 100 + "</OpenDRIVE>"), str(w.root / "o")], 1, "nested deeper than 64"),
-    Case("xodr wrong root", "avsim convert other.xodr OUT  (<osm> document)", lambda w: ["convert", _xodr(w, "r.xodr", "<osm/>"), str(w.root / "o")], 1, "expected an <OpenDRIVE> document"),
-    Case("xodr bad number", "avsim convert bad.xodr OUT  (geometry length=\"ten\")", lambda w: ["convert", _xodr(w, "b.xodr", _XODR_BAD_LENGTH), str(w.root / "o")], 1, "road[id=1]/planView/geometry[0]@length: expected a number"),
-    Case("osm entity bomb", "avsim convert laughs.osm OUT", lambda w: ["convert", _xodr(w, "l.osm", _OSM_LAUGHS), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("osm bad latitude", "avsim convert bad.osm OUT  (lat=91.5)", lambda w: ["convert", _xodr(w, "b.osm", _OSM_BAD_LAT), str(w.root / "o")], 1, "node[id=1]@lat: expected degrees within +-90"),
-    Case("map route half", "avsim convert map.xodr OUT --start 1:0:-1  (no --goal)", lambda w: ["convert", _xodr(w, "h.xodr", _XODR_BAD_LENGTH), str(w.root / "o"), "--start", "1:0:-1"], 2, "give --start and --goal together"),
-    Case("map trajectory bad", "avsim convert map.xodr OUT --trajectory ego.csv  (no y_m column)", lambda w: ["convert", _xodr(w, "m.xodr", _XODR_BAD_LENGTH.replace('"ten"', '"10"')), str(w.root / "o"), "--trajectory", str(_write(w, "e.csv", "t_s,x_m\n0,0\n1,1\n"))], 1, "missing column(s) ['y_m']"),
-    Case("xosc entity bomb", "avsim convert laughs.xosc OUT", lambda w: ["convert", _xodr(w, "l.xosc", _LAUGHS.replace("OpenDRIVE", "OpenSCENARIO")), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xosc external entity", "avsim convert xxe.xosc OUT", lambda w: ["convert", _xodr(w, "x.xosc", _XXE.replace("OpenDRIVE", "OpenSCENARIO")), str(w.root / "o")], 1, "a DOCTYPE declaration is not accepted"),
-    Case("xosc road outside", "avsim convert s.xosc OUT  (LogicFile ../../../etc/passwd)", lambda w: ["convert", _xodr(w, "s.xosc", _xosc('<LogicFile filepath="../../../etc/passwd"/>')), str(w.root / "o")], 1, "leads outside"),
-    Case("xosc catalog outside", "avsim convert s.xosc OUT  (Directory /etc)", lambda w: ["convert", _xodr(w, "c.xosc", _xosc('<LogicFile filepath="r.xodr"/>', catalog="/etc")), str(w.root / "o")], 1, "leads outside"),
-    Case("xosc unsupported", "avsim convert s.xosc OUT  (Init TrafficSignalStateAction)", lambda w: ["convert", _xodr(w, "u.xosc", _xosc('<LogicFile filepath="r.xodr"/>', init='<GlobalAction><InfrastructureAction/></GlobalAction>')), str(w.root / "o")], 1, "InfrastructureAction is not supported"),
-    Case("xosc bad expression", "avsim convert s.xosc OUT  (value=\"${__import__('os')}\")", lambda w: ["convert", _xodr(w, "e.xosc", _xosc('<LogicFile filepath="r.xodr"/>', params=_XOSC_PARAM.format(v="${__import__('os')}"))), str(w.root / "o")], 1, "unexpected"),
-    Case("xosc unknown param", "avsim convert s.xosc OUT --param Nope=1", lambda w: ["convert", _xodr(w, "p.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--param", "Nope=1"], 1, "no global parameter named Nope"),
-    Case("xosc param syntax", "avsim convert s.xosc OUT --param Nope", lambda w: ["convert", _xodr(w, "q.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--param", "Nope"], 2, "expected NAME=VALUE"),
-    Case("xosc map options", "avsim convert s.xosc OUT --traffic 3", lambda w: ["convert", _xodr(w, "t.xosc", _xosc('<LogicFile filepath="r.xodr"/>')), str(w.root / "o"), "--traffic", "3"], 2, "apply to map formats"),
-]
-
 CONVERT_CASES = [
-    Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "not a readable parquet file"),
+    Case("clipgt table junk", "avsim convert CLIP OUT --from clipgt  (calibration_estimate.parquet random bytes)", lambda w: ["convert", str(_clipgt(w, os.urandom(700))), str(w.root / "o"), "--from", "clipgt"], 1, "unreadable parquet (truncated or corrupt)"),
     Case("clipgt rig not json", "avsim convert CLIP OUT --from clipgt  (rig_json '{rig')", lambda w: ["convert", str(_clipgt(w, rig_json="{rig")), str(w.root / "o"), "--from", "clipgt"], 1, "calibration_estimate.rig_json"),
     Case("clipgt rig no camera", "avsim convert CLIP OUT --from clipgt  (rig_json without camera:* sensors)", lambda w: ["convert", str(_clipgt(w, rig_json='{"rig": {"sensors": []}}')), str(w.root / "o"), "--from", "clipgt"], 1, "no usable camera"),
     Case("clipgt no egomotion", "avsim convert CLIP OUT --from clipgt  (calibration only)", lambda w: ["convert", str(_clipgt(w, egomotion=False)), str(w.root / "o"), "--from", "clipgt"], 1, "egomotion_estimate.parquet"),
@@ -431,7 +384,8 @@ CONVERT_CASES = [
     Case("rdshq not a root", "avsim convert file.tar OUT --from rdshq", lambda w: ["convert", str(_write(w, "j.tar", os.urandom(700))), str(w.root / "o"), "--from", "rdshq"], 1, "not found or not a folder"),
     Case("convert unknown source", "avsim convert x OUT --from nope", lambda w: ["convert", str(_write(w, "x", "x")), str(w.root / "o"), "--from", "nope"], 2, "nope"),
     Case("convert missing input", "avsim convert missing.pkl OUT --from scenarionet", lambda w: ["convert", str(w.root / "missing.pkl"), str(w.root / "o"), "--from", "scenarionet"], 1, "missing.pkl"),
-    *MAP_CASES,
+    *(Case(*c) for c in MAP_CASES),
+    *(Case(*c) for c in OPENSCENARIO_CASES),
 ]
 
 
@@ -492,7 +446,7 @@ BOUND_CASES = [  # named limits (docs: "Limits"), checked before the work
     _info("table rows over the limit", "ego.parquet footer says 20,000,001 rows", _many_rows, "more than the 20000000 a table may have"),
     _info("scenario id huge", "scenario_id of 10 MB", _header(lambda d: d.update(scenario_id="x" * 10_000_000)), "scenario_id: 10000000 characters, more than 256"),
     _info("metadata string huge", "a metadata string of 70,000 characters", _header(lambda d: d["metadata"].update(note="n" * 70_000)), "more than 65536"),
-    _info("camera name huge", "a camera name of 300 characters", _header(lambda d: d["rig"]["cameras"][0].update(name="c" * 300)), "at most 256 characters"),
+    _info("camera name huge", "a camera name of 300 characters", _header(lambda d: d["rig"]["cameras"][0].update(name="c" * 300)), "has 300 characters; a name has 1 to 100"),
     _info("camera width huge", "rig camera width_px 100000", _header(lambda d: d["rig"]["cameras"][0].update(width_px=100_000)), "more than the 16384 a camera may have"),
     _info("pinhole distortion folds", "rig camera: AlpaSim's k1 -0.356 lens over a 3840x2160 image (its polynomial turns back inside)", _header(lambda d: d["rig"]["cameras"][0].update(model="pinhole", width_px=3840, height_px=2160, fx_px=1545.0, fy_px=1545.0, cx_px=1920.0, cy_px=1080.0, distortion=[-0.356123, 0.172545, -0.00213, 0.000464, -0.05231])), "turns back 51.7 deg off axis"),
     _info("pinhole focal tiny", "rig camera fy_px 1e-300", _header(lambda d: d["rig"]["cameras"][0].update(model="pinhole", fx_px=1000.0, fy_px=1e-300, distortion=[0, 0, 0, 0, 0])), "fy_px: focal length 1e-300 px is outside"),
@@ -531,7 +485,7 @@ FILE_KIND_CASES = [  # FIFOs, devices and links are named for what they are, nev
     Case("sampson calibration FIFO", "avsim eval sampson clip.mp4 --calibration fifo.json", lambda w: ["eval", "sampson", str(w.video), "--calibration", str(_fifo(w, "c.json"))], 1, "c.json: file: is a named pipe"),
     Case("overlay video FIFO", "avsim render S OUT --overlay DIR  (DIR/<camera>.mp4 a named pipe)", lambda w: _overlay(w, lambda w: _fifo(w, "real/camera_front_wide_120fov.mp4")), 1, "camera_front_wide_120fov.mp4: video: is a named pipe"),
     Case("render variant links out", "avsim render EDIT_OUT OUT  (manifest folder v -> a folder outside)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "v"}, link_out=True)), str(w.root / "out")], 1, "resolves outside"),
-    Case("render variant name huge", "avsim render EDIT_OUT OUT  (manifest variant name of 300 characters)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "n" * 300})), str(w.root / "out")], 1, "must be a string of 1 to 255 characters"),
+    Case("render variant name huge", "avsim render EDIT_OUT OUT  (manifest variant name of 300 characters)", lambda w: ["render", str(_variants(w, {"folder": "v", "name": "n" * 300})), str(w.root / "out")], 1, "has 300 characters; a name has 1 to 100"),
 ]
 
 MEDIA_CASES = [  # truncated, too large or stream-less media, wherever frames are read
@@ -555,7 +509,7 @@ MEDIA_CASES = [  # truncated, too large or stream-less media, wherever frames ar
 ]
 
 CASES: list[Case] = [*SCENARIO_CASES, *RENDER_CASES, *EDIT_CASES, *CONVERT_CASES, *EVAL_VIDEO_CASES, *EVAL_CASES, *TRAIN_CASES,
-                     *BOUND_CASES, *FILE_KIND_CASES, *MEDIA_CASES]  # fmt: skip
+                     *BOUND_CASES, *FILE_KIND_CASES, *MEDIA_CASES, *(Case(*c) for c in SURFACE_CASES)]  # fmt: skip
 
 
 def render_table() -> str:
@@ -565,7 +519,8 @@ def render_table() -> str:
         "",
         "Generated from `tests/hostile_cases.py` (`python tests/hostile_cases.py > docs/hostile_inputs.md`);",
         "`tests/test_hostile_inputs.py` runs every row. Each gives the exit code shown, no traceback, one",
-        "`error: <file>: <field>: <reason>` line (exit 1) or a usage message (exit 2) containing the text",
+        "`error: <file>: <field>: <reason>` line (exit 1; the last line: progress a slow step printed before it",
+        "is not an error) or a usage message (exit 2) containing the text",
         "shown, runs no planted code, and leaves no output behind. Checkpoint gadgets are in",
         "`tests/test_train_safe_checkpoint.py`, resource bounds in `tests/test_hostile_bounds.py`, format",
         "errors of every table field in `tests/test_io_bad_input.py`. A killed run leaves at most",
@@ -591,24 +546,25 @@ def render_table() -> str:
         "| any JSON input (labels, results, calibration, maps, configs) | 1 GiB; nesting up to Python's recursion limit (~1000) | `avsim.core.safe_json.MAX_JSON_BYTES` |",
         "| edit files (YAML) | 100,000 nodes with aliases expanded | `avsim.edit.editfile_parse.MAX_EXPANDED_NODES` |",
         "| RDS-HQ tars | 512 MiB a member, 1 GiB all members read; only .json/.npy members are read | `safe_tar.MAX_MEMBER_BYTES`, `MAX_TOTAL_BYTES` |",
-        "| ClipGT parquet tables | 1 GiB a file, 20 M rows, 4 GiB decoded (column chunks' uncompressed sizes), all read from the footer before decoding | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_UNCOMPRESSED_BYTES` |",
+        "| ClipGT parquet tables | 1 GiB a file, 2,000,000 rows, 512 MiB decoded, counted from the page headers before decoding; a table that is a FIFO, a device or a link out of the clip folder is named, never skipped | `avsim.scenario.importers.clipgt_schema.MAX_TABLE_BYTES`, `MAX_TABLE_ROWS`, `MAX_DECODED_BYTES` |",
+        "| ClipGT frame-time file (`<clip_id>.camera_front_wide_120fov.json`) | 64 MiB | `avsim.scenario.importers.clipgt_schema.MAX_CAMERA_TIMESTAMPS_BYTES` |",
         "| ScenarioNet pickles | a length field larger than memory is an error, not a MemoryError | `safe_pickle.loads_pickle` |",
         "| `avsim render --size` / `--fps` | 8192 px a side / 1000 frames per second | `avsim.render.run.plan.MAX_SIDE_PX`, `MAX_FPS` |",
         "| frames read from videos and images (eval, overlay, generate, train) | 8192 px a side, from the stream or image header | `avsim.core.video.MAX_FRAME_SIDE_PX` |",
         "| a video read to its end | the frames its container lists (else `truncated`, or a warning with `avsim --allow-truncated`) | `avsim.core.video.check_complete` |",
-        "| scenario tables (parquet) | 20,000,000 rows (footer) and 2 GiB decoded (strings and lists measured streaming) a table | `avsim.scenario.io_schema.MAX_TABLE_ROWS`, `MAX_TABLE_DECODED_BYTES` |",
-        "| `scenario.json` | 64 MiB; `scenario_id` and camera names 256 characters; metadata strings 65,536 | `io_schema.MAX_HEADER_BYTES`, `MAX_ID_CHARS`, `MAX_METADATA_TEXT_CHARS` |",
+        "| scenario tables (parquet) | 20,000,000 rows and 2 GiB decoded a table, counted from the page headers | `avsim.scenario.io_schema.MAX_TABLE_ROWS`, `MAX_TABLE_DECODED_BYTES` |",
+        "| `scenario.json` | 64 MiB; `scenario_id` 256 characters; camera names the name rule below; metadata strings 65,536 | `io_schema.MAX_HEADER_BYTES`, `MAX_ID_CHARS`, `MAX_METADATA_TEXT_CHARS` |",
         "| scenario values | positions within 1e8 m (the world extent), box sizes 1e4 m, pinhole focal lengths 0.01 to 1e7 px, camera sides 16384 px | `io_schema.MAX_WORLD_COORD_M`, `MAX_BOX_SIZE_M`, `MIN_FOCAL_PX`, `MAX_FOCAL_PX`, `MAX_CAMERA_SIDE_PX` |",
         "| edit files | 16 MiB; 1000 variants a sweep; numbers finite within 1e7; strings 1024 characters; `rate_hz` 1000 (as `render --fps`); speed factors 1/100 to 100; name templates plain `{param}` fields | `avsim.edit.editfile.MAX_VARIANTS`, `editfile_parse.MAX_EDIT_MAGNITUDE`, `MAX_SPEED_FACTOR` |",
-        "| `avsim edit` manifests (read by `avsim render`) | 64 MiB; variant folders inside the output (no links out), names 255 characters | `avsim.edit.render_variants.MAX_MANIFEST_BYTES` |",
+        "| `avsim edit` manifests (read by `avsim render`) | 64 MiB; variant folders inside the output (no links out); folders and names the name rule below | `avsim.edit.render_variants.MAX_MANIFEST_BYTES` |",
         "| DCP checkpoint `.metadata` / `meta.json` | 256 MiB / 16 MiB; storage entries are byte ranges of regular files inside the checkpoint folder; `step`, `world_size`, `loader_batch` in range | `avsim.train.safe_dcp.MAX_METADATA_BYTES`, `check_storage_entries`, `avsim.train.checkpoint.META_LIMITS` |",
         "| Waymo `metrics_pb2.Objects` files | 2 GiB (protobuf's message limit) | `avsim.evaluation.waymo_objects.MAX_OBJECTS_FILE_BYTES` |",
         "| pinhole distortion (scenarios, sensor-server requests) | used inside its valid range (up to the radial map's first turning point); a camera whose image reaches past it is refused | `avsim.core.distortion.OpenCVDistortion.check_covers` |",
         "| `avsim serve sensorsim` requests | 8192 px a side, 10,000 objects, 64 images a call, 4 MiB a request (`--max-request-mib`); each costed before work and refused `RESOURCE_EXHAUSTED` above 3/4 of `--max-memory-mib` (2048; 8192x8192 needs 1,160 MiB), the bound named; `--workers` (4) drawn at once, large requests (over 1/4 of the budget) in all but one slot, 2 a worker waiting; ray maps kept within `--ray-cache-mib` (512); a cancelled request stops at its next ray-map block | `avsim.sim.alpasim.render_requests.MAX_SIDE_PX`, `MAX_OBJECTS`, `server.MAX_AGGREGATED`, `scheduling.RenderScheduler`, `RayMapCache` |",
         "| `alpasim://` driver answers | 100,000 poses; followed up to 30 s ahead (a pose 10^14 us ahead allocates nothing more) | `avsim.sim.alpasim.driver.MAX_TRAJECTORY_POSES`, `MAX_PLAN_AHEAD_S` |",
-        "| XML (OpenDRIVE .xodr, Lanelet2 .osm) | 512 MiB, checked before reading; elements nested 64 deep, 20,000,000 elements; no DOCTYPE, entity or external reference | `avsim.core.safe_xml.MAX_XML_BYTES`, `MAX_XML_DEPTH`, `MAX_XML_ELEMENTS` |",
-        "| ego trajectory CSV (`avsim convert --trajectory`), Lanelet2 `map_projector_info.yaml` | 64 MiB / 64 KiB | `avsim.scenario.bare_map.MAX_TRAJECTORY_BYTES`, `avsim.maps.lanelet2.origin.MAX_INFO_BYTES` |",
-        "| OpenSCENARIO (.xosc) | 64 MiB a scenario, 256 MiB a file it refers to, read only inside `--root` (default the scenario's folder; links resolved); as XML above; numbers finite within 1e9; expressions 1024 characters, nested 32 deep, evaluated by a parser (never executed); 10,000 parameters, 2000 entities, 200,000 vertices a trajectory, 10,000 conditions a trigger, 1000 catalog files a folder; runs at most 3600 s at most 1000 Hz; 1000 variants a distribution; files embedded in a converted scenario 48 MiB compressed, each inflated no further than its declared size and checked against its SHA-256 | `avsim.scenario.openscenario.parse.MAX_XOSC_BYTES`, `sources.MAX_SOURCE_BYTES`, `MAX_EMBEDDED_BYTES`, `reader.MAX_MAGNITUDE`, `expressions.MAX_EXPRESSION_CHARS`, `load.MAX_DURATION_S`, `distribution.MAX_VARIANTS` |",
+        *MAP_LIMITS,
+        *OPENSCENARIO_LIMITS,
+        *SURFACE_LIMITS,
         "",
         f"{len(CASES)} cases.",
         "",

@@ -69,3 +69,27 @@ class MarkAtStep:
             Path(os.environ["AVSIM_TEST_MARK"]).write_text(str(observation.step))
             time.sleep(float(os.environ.get("AVSIM_TEST_MARK_WAIT", "0")))
         return np.array([0.0, 0.0])
+
+
+class NeedsArgument:
+    """A policy class whose constructor needs an argument (`--policy` cannot make it)."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+    def __call__(self, observation: Any) -> Any:
+        return np.array([0.0, 0.0])
+
+
+def many_poses(observation: Any) -> Any:
+    """100,000 poses (their reference would be 74 GiB): refused before anything is made of them."""
+    from avsim.sim.actions import Trajectory
+
+    return Trajectory(np.zeros((100_000, 3)), 0.1)
+
+
+def far_interval(observation: Any) -> Any:
+    """8 poses 1e300 s apart."""
+    from avsim.sim.actions import Trajectory
+
+    return Trajectory(np.zeros((8, 3)), 1e300)

@@ -113,7 +113,8 @@ def test_cli_rig_option_and_refusals(sample, exported, tmp_path, capsys):
     save_scenario(sample, tmp_path / "s")
     assert main(["export", "clipgt", str(tmp_path / "s"), str(tmp_path / "c"), "--rig", "nuscenes"]) == 0
     err = capsys.readouterr().err
-    assert "pinhole written with its f-theta equivalent" in err and "camera_CAM_BACK" in err
+    assert "camera_CAM_BACK: pinhole written as its f-theta equivalent" in err
+    assert "--cameras camera_CAM_FRONT,camera_CAM_FRONT_RIGHT," in err and "v1.4.0 or later" in err
     rig = json.loads(pq.read_table(next((tmp_path / "c").glob("*.calibration_estimate.parquet"))).to_pylist()[0]["calibration_estimate"]["rig_json"])
     assert [s["name"] for s in rig["rig"]["sensors"]][:2] == ["camera:CAM:FRONT", "camera:CAM:FRONT:RIGHT"]
     assert main(["export", "clipgt", str(tmp_path / "s"), str(tmp_path / "c")]) == 0  # a ClipGT folder is replaced
@@ -122,12 +123,18 @@ def test_cli_rig_option_and_refusals(sample, exported, tmp_path, capsys):
     assert main(["export", "clipgt", str(tmp_path / "s"), str(tmp_path / "d"), "--rig", "gopro"]) == 2
 
 
-@pytest.mark.parametrize("rig", ["nuscenes", "waymo", "av2"])
-def test_pinhole_rigs_reach_the_loader_as_close_f_theta_lenses(tmp_path, sample, rig):
-    from avsim.scenario.exporters.clipgt import _pinhole_errors
-
-    errors = _pinhole_errors(sample.replace(rig=named_rig(rig)))
-    assert max(errors.values()) < 1.0 and np.median(list(errors.values())) < 0.05, errors
+@pytest.mark.parametrize("rig", ["nuscenes", "waymo", "av2", "cosmos"])
+def test_every_rig_reaches_the_loader_as_close_backward_lenses(tmp_path, sample, rig):
+    """Pinholes and forward polynomials are written backward; avsim and NVIDIA's loader (its own
+    forward fit, restated in clipgt_nvidia) place them within 1 px, most within 0.05 px."""
+    written = export_clipgt(sample, tmp_path / "clip", rig_name=rig)
+    fw = [n for n, c in zip(clipgt_view(sample, rig).rig.names, named_rig(rig).cameras) if c.model == "ftheta" and not c.is_backward_poly]
+    assert sorted(written.refitted) == sorted(n for n in written.nvidia_error_px if n in fw or rig != "cosmos")
+    for errors in (written.avsim_error_px, written.nvidia_error_px):
+        assert max(errors.values()) < 1.0 and np.median(list(errors.values())) < 0.05, errors
+    assert written.nvidia_min_release == "v1.4.0"
+    assert (written.nvidia_cameras_option is None) == (rig == "cosmos")
+    assert bool(written.nvidia_resized) == (rig in ("av2", "waymo"))  # AV2 4:3 and portrait, Waymo 3:2 and 1920x886
 
 
 # ---- NVIDIA's loader, restated -----------------------------------------------------------------
@@ -195,7 +202,8 @@ def test_nvidia_loader_restated_sees_the_same_scene(sample, exported):
     assert list(cameras) == list(sample.rig.names) and len(frames_us) == len(sample.frame_timestamps(30.0))
     for k, name in enumerate(sample.rig.names):
         intr = cameras[name][0]
-        cam = sample.rig.cameras[k]
+        cam = clipgt_view(sample).rig.cameras[k]  # forward polynomials are written as their backward refit
+        assert cam.is_backward_poly
         np.testing.assert_allclose(intr[4:10], np.float32(cam.poly), rtol=1e-6)
         assert tuple(intr[:4]) == (cam.cx_px, cam.cy_px, cam.width_px, cam.height_px) and bool(intr[10]) == cam.is_backward_poly
     t0 = int(sample.ego.timestamps_ns[0])

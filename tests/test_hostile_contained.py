@@ -129,7 +129,7 @@ def test_decoded_table_bytes_are_measured_before_reading(tmp_path: Path, monkeyp
     agents.with_columns(pl.lit("x" * 100_000).alias("source_class")).write_parquet(tmp_path / "s" / "agents.parquet")
     assert (tmp_path / "s" / "agents.parquet").stat().st_size < 1_000_000  # small on disk...
     monkeypatch.setattr(io_tables, "MAX_TABLE_DECODED_BYTES", 50 * n * 1000)  # ...but n * 100 kB decoded
-    with pytest.raises(AvsimInputError, match=r"agents\.parquet: size: \d+ bytes decoded, more than the"):
+    with pytest.raises(AvsimInputError, match=r"agents\.parquet: source_class: decodes to more than \d+ bytes \(counted from its pages"):
         io_tables.read_table(tmp_path / "s" / "agents.parquet", n)
     monkeypatch.setattr(io_tables, "MAX_TABLE_ROWS", n - 1)
     with pytest.raises(AvsimInputError, match=rf"rows: {n} rows, more than the {n - 1}"):

@@ -221,13 +221,15 @@ def test_bad_tables_fail_with_one_line_naming_file_and_field(clip, tmp_path, cap
 
 
 def test_tables_are_bounded_before_decoding(clip):
+    from avsim.core.safe_parquet import TableLimits
+
     path = clip / f"{CLIP_ID}.obstacle.parquet"
-    with pytest.raises(Exception, match=r"rows: \d+ rows is over the limit of 10"):
-        clipgt_tables.read_table(path, max_rows=10)
-    with pytest.raises(Exception, match="decodes to .* over the limit of 100"):
-        clipgt_tables.read_table(path, max_uncompressed_bytes=100)
-    with pytest.raises(Exception, match="bytes is over the limit of 100"):
-        clipgt_tables.read_table(path, max_bytes=100)
+    with pytest.raises(Exception, match=r"rows: \d+ rows, more than the 10 a table may have"):
+        clipgt_tables.read_table(path, limits=TableLimits(10, 1 << 30))
+    with pytest.raises(Exception, match="decodes to more than 100 bytes"):
+        clipgt_tables.read_table(path, limits=TableLimits(1000, 100))
+    with pytest.raises(Exception, match="more than the 100 a table file may have"):
+        clipgt_tables.read_table(path, limits=TableLimits(1000, 1 << 30, 100))
 
 
 @pytest.mark.subprocess

@@ -74,7 +74,9 @@ def test_dataset_run_writes_the_bytes_of_eval_detect_and_the_report_reads_them(c
     args = ["run", "eval", "detect", str(clips), "run", "--generated", str(clips), "--detector", ORACLE, "--workers", "1"]  # OUT relative
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "real: 6 frames of 2 clip(s) -> run/real" in printed and "generated: 6 frames of 2 clip(s)" in printed
+    assert "real: 6 frames of 2 clip(s), cameras camera_cross_right_120fov, camera_front_wide_120fov; " in printed
+    assert "ground-truth boxes (" in printed and " more seen by no evaluated camera, left out) -> run/real" in printed
+    assert "generated: 6 frames of 2 clip(s)" in printed
     assert "next: avsim eval report --real run/real --generated run/generated" in printed
     merged = _merged(out)
     assert merged == _tree(single)  # every file, videos/ links included, byte for byte
@@ -179,8 +181,9 @@ def test_bad_detector_and_the_former_form_are_one_line(tmp_path: Path, capsys) -
 
 
 def test_dataset_items_are_clip_folders_or_folders_of_them(tmp_path: Path) -> None:
-    """A flat folder of clips, the nested `avsim run render --labels` layout, and other folders (items that will fail)."""
-    from avsim.jobs.dataset import read_items
+    """One clip, a flat folder of clips, the nested `avsim run render --labels` layout, and other folders (items that
+    will fail): the shapes `avsim eval detect` takes."""
+    from avsim.jobs.kinds import read_items
 
     def clip(path: Path) -> None:
         (path / "labels").mkdir(parents=True)
@@ -192,12 +195,11 @@ def test_dataset_items_are_clip_folders_or_folders_of_them(tmp_path: Path) -> No
     (tmp_path / "d" / "other").mkdir()
     (tmp_path / "d" / ".hidden").mkdir()
     (tmp_path / "d" / "job_report.json").write_text("{}")
-    items = read_items(tmp_path / "d", "detect", ())
+    items = read_items(tmp_path / "d", "detect")
     assert [(i.name, i.path.relative_to(tmp_path / "d").as_posix()) for i in items] == [
         ("flat", "flat"), ("other", "other"), ("render_item.c0", "render_item/c0"), ("render_item.c1", "render_item/c1")]
-    with pytest.raises(Exception, match="is one clip, not a folder of them"):
-        read_items(tmp_path / "d" / "flat", "detect", ())
+    assert [(i.name, i.path) for i in read_items(tmp_path / "d" / "flat", "detect")] == [("flat", tmp_path / "d" / "flat")]
     manifest = tmp_path / "list.csv"
     manifest.write_text(f"path,detector\n{tmp_path / 'd' / 'flat'},x:y\n")
     with pytest.raises(Exception, match="unknown option column"):  # one detector per job
-        read_items(manifest, "detect", ())
+        read_items(manifest, "detect")

@@ -203,3 +203,14 @@ def test_a_local_worker_sees_only_its_gpu_slot(monkeypatch: pytest.MonkeyPatch) 
         engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=1))  # type: ignore[arg-type]
     with engines._local_pool(task, EngineConfig(workers=1, gpus_per_task=None)) as pool:  # type: ignore[arg-type]
         assert pool.submit(os.getenv, "AVSIM_NO_SUCH_VARIABLE").result(timeout=360) is None  # no GPU: a plain CPU pool
+
+
+def test_run_generate_records_the_model_options_as_before() -> None:
+    """`avsim run generate`'s model options (one declaration, avsim.models.options) travel as the job options
+    did: left out at their defaults (a manifest column may set them per item), paths absolute, flags True."""
+    from avsim.jobs.cli import _model_job_options
+    from avsim.models.options import ModelOptions
+
+    assert _model_job_options(ModelOptions()) == {}
+    got = _model_job_options(ModelOptions(config="debug", checkpoint=Path("w.pt"), random_weights=True, zero_text=True))
+    assert got == {"config": "debug", "checkpoint": str(Path("w.pt").resolve()), "random_weights": True, "zero_text": True}

@@ -8,6 +8,7 @@ boxes' angle against pyquaternion's `yaw_pitch_roll` (what the converter calls).
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,17 @@ def test_info_of_a_labelled_clip_with_images(tmp_path: Path) -> None:
     assert main(["labels-mmdet3d", str(tmp_path / "infos" / "train.pkl"), str(tmp_path / "out")]) == 0
     got = _check_info(tmp_path / "infos" / "train.pkl", tmp_path / "s", 4)
     assert got["labels"] > 50 and got["corner_max_px"] < 1e-6  # the sample's ego is level: upright in the ego is upright in the world
+    # the nuScenes camera names stock configs read (the front tele has no counterpart), and each box's attribute
+    assert main(["labels-mmdet3d", str(tmp_path / "infos" / "nus.pkl"), str(tmp_path / "out"), "--camera-names", "nuscenes"]) == 0
+    entry = pickle.loads((tmp_path / "infos" / "nus.pkl").read_bytes())["data_list"][0]
+    assert sorted(entry["images"]) == sorted(["CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_FRONT_LEFT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_BACK_RIGHT"])
+    assert entry["images"]["CAM_FRONT"]["sample_data_token"].endswith(":CAM_FRONT") and set(entry["cam_instances"]) == set(entry["images"])
+    labels = {i["attr_label"] for v in entry["cam_instances"].values() for i in v}
+    assert labels - {8} and labels <= set(range(9))  # attributes from the boxes' motion (8: "None", barriers)
+    assert main(["labels-mmdet3d", str(tmp_path / "infos" / "one.pkl"), str(tmp_path / "out"), "--camera-names",
+                 "camera_front_wide_120fov=CAM_FRONT"]) == 0  # fmt: skip
+    assert list(pickle.loads((tmp_path / "infos" / "one.pkl").read_bytes())["data_list"][0]["images"]) == ["CAM_FRONT"]
+    assert main(["labels-mmdet3d", str(tmp_path / "infos" / "bad.pkl"), str(tmp_path / "out"), "--camera-names", "nope=CAM_FRONT"]) == 1
 
 
 @pytest.mark.e2e

@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from avsim.scenario.exporters.clipgt import ClipGTExport
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
     help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; openscenario: ASAM OpenSCENARIO 1.2 with its OpenDRIVE map).",
 )  # fmt: skip
+
+
+def export_notes(written: ClipGTExport) -> list[str]:
+    """What the user of NVIDIA's tools needs to know about an export, one line each."""
+    what = {"pinhole": "pinhole written as its f-theta equivalent", "forward": "forward polynomial written as its backward refit"}
+    lines = [f"{camera}: {what[kind]} (max {written.avsim_error_px[camera]:.2f} px from the source lens as avsim reads it, "
+             f"{written.nvidia_error_px[camera]:.2f} px as NVIDIA's loader and renderer project it)"
+             for camera, kind in written.refitted.items()]  # fmt: skip
+    if written.frame_times_us:
+        lines.append(f"frame 0 kept: {len(written.frame_times_us)} frame times from {written.frame_times_us[0]} us written for NVIDIA's loader")
+    lines.append(f"NVIDIA's loader: cosmos-transfer2.5 {written.nvidia_min_release} or later places every camera")
+    if written.nvidia_cameras_option is not None:
+        lines.append(f"NVIDIA's renderer: scripts/generate_control_videos.py -i {written.folder} -o VIDEOS "
+                     f"--cameras {written.nvidia_cameras_option}  (its default is the seven cosmos cameras)")  # fmt: skip
+    if written.nvidia_resized:
+        scales = ", ".join(f"{c} {sw:.3f} x {sh:.3f}" for c, (sw, sh) in written.nvidia_resized.items())
+        lines.append(f"not 16:9: NVIDIA's renderer resizes every camera to 1280x720 with one polynomial scale, so these "
+                     f"draw another field of view than their image ({scales}); export with --rig cosmos to compare")  # fmt: skip
+    return lines
 
 
 @app.command("clipgt")
@@ -29,8 +52,8 @@ def clipgt_command(
     written = export_clipgt(load_scenario(scenario), out, rig_name=rig, clip_id=clip_id)
     rows = ", ".join(f"{table} {n}" for table, n in written.rows.items() if n)
     typer.echo(f"wrote {written.folder} (clip {written.clip_id}: {rows})", err=True)
-    for camera, error_px in written.pinhole_max_error_px.items():
-        typer.echo(f"  {camera}: pinhole written with its f-theta equivalent for NVIDIA's loader (max {error_px:.2f} px apart)", err=True)
+    for line in export_notes(written):
+        typer.echo(f"  {line}", err=True)
 
 
 @app.command("opendrive")

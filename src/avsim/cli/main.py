@@ -23,6 +23,7 @@ from avsim.core.errors import AvsimError, AvsimWarning
 LAZY_COMMANDS: dict[str, tuple[str, bool]] = {
     "render": ("avsim.edit.cli", True),
     "labels": ("avsim.render.cli", True),
+    "labels-convert": ("avsim.render.cli", True),
     "labels-mmdet3d": ("avsim.render.cli", True),
     "generate": ("avsim.models.cli", True),
     "eval": ("avsim.evaluation.cli", False),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -55,7 +56,7 @@ def atomic_output_path(
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    stem, suffix = _temp_parts(final, is_dir)
     remove_stale_temporaries(final, is_dir=is_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp{_owner_tag()}-", suffix=suffix, dir=final.parent))
     if not is_dir:
@@ -67,7 +68,7 @@ def atomic_output_path(
         if check is not None:
             check(tmp)
         if is_dir and final.exists():
-            old = final.with_name(f".{final.name}.old{_owner_tag()}")
+            old = final.with_name(f".{_short(final.name)}.old{_owner_tag()}")
             os.replace(final, old)
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
@@ -79,6 +80,22 @@ def atomic_output_path(
         elif tmp.exists():
             tmp.unlink()
         raise
+
+
+MAX_TEMP_STEM_CHARS = 120  # a longer name's temporary is named by its first 100 characters and a hash (255-byte names)
+
+
+def _short(name: str) -> str:
+    """`name`, or its first 100 characters and 8 hex digits of its hash when longer than `MAX_TEMP_STEM_CHARS`."""
+    if len(name) <= MAX_TEMP_STEM_CHARS:
+        return name
+    return f"{name[:100]}~{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _temp_parts(final: Path, is_dir: bool) -> tuple[str, str]:
+    """(stem, suffix) of the temporaries of `final`: a file keeps its suffix, a long name is shortened."""
+    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    return _short(stem), suffix if len(suffix) <= 16 else ""
 
 
 def _owner_tag() -> str:
@@ -116,7 +133,8 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
     """Remove what a killed writer of `path` left beside it (its temporary, a moved-aside old copy).
 
     Only leftovers of this host whose process is gone are removed: a writer that still runs,
-    or one on another machine sharing the folder, is never disturbed.
+    or one on another machine sharing the folder, is never disturbed. Temporaries of temporaries
+    (a writer that wrote into another's temporary, both killed) go too.
 
     Args:
         path: the final file or folder.
@@ -128,9 +146,11 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
     final = Path(path)
     if not final.parent.is_dir():
         return []
-    stem, suffix = (final.name, "") if is_dir else (final.stem, final.suffix)
+    stem, suffix = _temp_parts(final, is_dir)
     host = re.escape(_host())
-    pattern = re.compile(rf"^\.(?:{re.escape(stem)}\.tmp|{re.escape(final.name)}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
+    # a writer inside a writer (`avsim run sim` runs `avsim sim` into its own temporary) leaves `..<stem>.tmp<host>.<pid>-...`:
+    # leading dots repeat, and the outer writer's pid decides
+    pattern = re.compile(rf"^\.+(?:{re.escape(stem)}\.tmp|{re.escape(_short(final.name))}\.old){host}\.(\d+)(?:-.*{re.escape(suffix)})?$")
     removed = []
     for entry in final.parent.iterdir():
         m = pattern.match(entry.name)
@@ -147,9 +167,9 @@ def remove_stale_temporaries(path: str | os.PathLike[str], *, is_dir: bool = Fal
 def output_errors(out: str | os.PathLike[str]) -> Iterator[None]:
     """Report a write that failed for lack of room or permission as one line naming `out`.
 
-    An `OSError` whose errno is in `OUTPUT_ERRNO_REASONS` (disk full, quota, read-only file
-    system) becomes `AvsimOutputError(out, reason)`, e.g. ``OUT: disk full``; every other
-    exception passes unchanged. Writers inside use `atomic_output_path`, so nothing half-written
+    An exception whose errno (`write_errno`: an `OSError`'s, or the one polars or pyarrow quote in
+    their message) is in `OUTPUT_ERRNO_REASONS` (disk full, quota, read-only file system) becomes
+    `AvsimOutputError(out, reason)`, e.g. ``OUT: disk full``; every other exception passes unchanged. Writers inside use `atomic_output_path`, so nothing half-written
     is left under a final name and a rerun after freeing space continues from what was finished.
 
     Args:
@@ -160,8 +180,55 @@ def output_errors(out: str | os.PathLike[str]) -> Iterator[None]:
     """
     try:
         yield
-    except OSError as exc:
-        reason = OUTPUT_ERRNO_REASONS.get(exc.errno or 0)
+    except Exception as exc:
+        reason = OUTPUT_ERRNO_REASONS.get(write_errno(exc) or 0)
         if reason is None:
             raise
         raise AvsimOutputError(out, reason) from None
+
+
+_ERRNO_TEXT = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]")
+
+
+def write_errno(exc: BaseException) -> int | None:
+    """The errno of a failed write: an `OSError`'s own, or the one a library quotes in its message
+    (polars: ``... No space left on device (os error 28)``; pyarrow: ``[Errno 28] ...``).
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        The errno, or None.
+    """
+    if isinstance(exc, OSError) and exc.errno:
+        return exc.errno
+    m = _ERRNO_TEXT.search(str(exc))
+    return int(m.group(1) or m.group(2)) if m else None
+
+
+@contextlib.contextmanager
+def removed_if_empty_on_error(folder: str | os.PathLike[str]) -> Iterator[Path]:
+    """Remove `folder` (and the parents made for it) when the block fails and leaves them empty.
+
+    A refused or failed run (a full disk, a bad input found late) then leaves no empty output
+    folder behind; a folder that was there before is never removed.
+
+    Args:
+        folder: the output folder a command is about to create.
+
+    Returns:
+        A context manager yielding the folder.
+    """
+    path = Path(folder)
+    new = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        new.append(probe)
+        probe = probe.parent
+    try:
+        yield path
+    except BaseException:
+        for made in new:  # deepest first
+            with contextlib.suppress(OSError):  # not empty, or gone
+                made.rmdir()
+        raise

@@ -15,12 +15,14 @@ import numpy as np
 
 from avsim.core.distortion import OpenCVDistortion
 from avsim.core.errors import AvsimValueError
+from avsim.core.polynomials import fit_through_origin, polyder, polyval
 from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayFloat
 
 POLY_DEGREE = 5  # f-theta polynomials have six coefficients p0..p5
 FIT_SAMPLES = 500  # samples for the least-squares fit of the inverse polynomial (spec)
 NEWTON_STEPS = 3  # refinement so the stored polynomial is honoured exactly
+MAX_RAY_ANGLE_RAD = np.pi  # the image's farthest pixel sees a ray at most this far off the optical axis
 
 
 def _check_points(points: NDArrayFloat, name: str = "points_cam") -> NDArrayFloat:
@@ -197,27 +199,6 @@ class PinholeCamera:
         }
 
 
-def _polyval(coeffs: NDArrayFloat, x: NDArrayFloat) -> NDArrayFloat:
-    """sum_i coeffs[i] x^i (Horner)."""
-    out: NDArrayFloat = np.zeros_like(x, dtype=np.float64)
-    for c in coeffs[::-1]:
-        out = out * x + c
-    return out
-
-
-def _polyder(coeffs: NDArrayFloat) -> NDArrayFloat:
-    out: NDArrayFloat = coeffs[1:] * np.arange(1, len(coeffs))
-    return out
-
-
-def _fit_through_origin(x: NDArrayFloat, y: NDArrayFloat, degree: int) -> NDArrayFloat:
-    """Least-squares y = sum_{i=1..degree} c_i x^i (constant term 0), returns c_0..c_degree."""
-    scale = float(np.abs(x).max()) or 1.0  # fit on x / scale: powers of raw pixel radii are ill-conditioned
-    A = np.stack([(x / scale) ** i for i in range(1, degree + 1)], -1)
-    coeffs, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return np.concatenate([[0.0], coeffs / scale ** np.arange(1, degree + 1)])
-
-
 @dataclass(frozen=True)
 class FThetaCamera:
     """NVIDIA f-theta fisheye camera.
@@ -295,30 +276,33 @@ class FThetaCamera:
         offsets = self._pixel_to_offset(corners)
         return float(np.linalg.norm(offsets, axis=-1).max())
 
+    @np.errstate(all="ignore")  # a diverging polynomial is refused below (one line), not warned about
     def _derive(self) -> dict[str, Any]:
         stored = np.array(self.poly)
         r_max = self._max_radius_px()
         if self.is_backward_poly:
             bw = stored
             r = np.linspace(0.0, r_max, FIT_SAMPLES)
-            theta = _polyval(bw, r)
-            fw = _fit_through_origin(theta, r, POLY_DEGREE)
+            theta = polyval(bw, r)
+            if not np.isfinite(theta).all() or not 0.0 < theta[-1] <= MAX_RAY_ANGLE_RAD:
+                raise AvsimValueError(f"poly: the backward polynomial maps the image's {r_max:.0f} px radius to {theta[-1]:g} rad; a ray is at most {MAX_RAY_ANGLE_RAD:g} rad off the optical axis (the polynomial diverges)")  # fmt: skip
+            fw = fit_through_origin(theta, r, POLY_DEGREE)
             theta_max = float(theta[-1])
         else:
             fw = stored
             theta_dense = np.linspace(0.0, np.pi, 20001)
-            r_dense = _polyval(fw, theta_dense)
+            r_dense = polyval(fw, theta_dense)
             increasing = np.diff(r_dense) > 0
             stop = int(np.argmin(increasing)) if not increasing.all() else len(increasing)
             reach = np.flatnonzero(r_dense[: stop + 1] >= r_max)
             end = int(reach[0]) if reach.size else stop
             theta_max = float(theta_dense[end])
             theta = np.linspace(0.0, theta_max, FIT_SAMPLES)
-            bw = _fit_through_origin(_polyval(fw, theta), theta, POLY_DEGREE)
-        r_end = float(_polyval(fw, np.array(theta_max)))
-        slope = float(_polyval(_polyder(fw), np.array(theta_max)))
-        if not slope > 0:
-            raise AvsimValueError("poly: forward polynomial is not increasing at the image border")
+            bw = fit_through_origin(polyval(fw, theta), theta, POLY_DEGREE)
+        r_end = float(polyval(fw, np.array(theta_max)))
+        slope = float(polyval(polyder(fw), np.array(theta_max)))
+        if not (np.isfinite(fw).all() and np.isfinite(bw).all() and np.isfinite(r_end) and slope > 0):  # diverging, or turning back
+            raise AvsimValueError("poly: forward polynomial is not increasing at the image border (or it or its fitted inverse is not finite)")
         fw.setflags(write=False)  # the camera is immutable; so are its derived polynomials
         bw.setflags(write=False)
         return {"fw": fw, "bw": bw, "theta_max": theta_max, "r_end": r_end, "slope": slope}
@@ -356,23 +340,23 @@ class FThetaCamera:
     # radial maps ----------------------------------------------------------------------------
     def _theta_to_radius(self, theta: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
-        r = _polyval(d["fw"], theta)
+        r = polyval(d["fw"], theta)
         if self.is_backward_poly:  # honour the stored r -> theta map exactly in range
-            dbw = _polyder(d["bw"])
+            dbw = polyder(d["bw"])
             for _ in range(NEWTON_STEPS):
-                deriv = _polyval(dbw, r)
-                r = r - (_polyval(d["bw"], r) - theta) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
+                deriv = polyval(dbw, r)
+                r = r - (polyval(d["bw"], r) - theta) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
         beyond = theta > d["theta_max"]
         return np.where(beyond, d["r_end"] + d["slope"] * (theta - d["theta_max"]), r)
 
     def _radius_to_theta(self, r: NDArrayFloat) -> NDArrayFloat:
         d = self._derived
-        theta = _polyval(d["bw"], r)
+        theta = polyval(d["bw"], r)
         if not self.is_backward_poly:  # honour the stored theta -> r map exactly in range
-            dfw = _polyder(d["fw"])
+            dfw = polyder(d["fw"])
             for _ in range(NEWTON_STEPS):
-                deriv = _polyval(dfw, theta)
-                theta = theta - (_polyval(d["fw"], theta) - r) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
+                deriv = polyval(dfw, theta)
+                theta = theta - (polyval(d["fw"], theta) - r) / np.where(np.abs(deriv) > 1e-12, deriv, 1e-12)
         beyond = r > d["r_end"]
         return np.where(beyond, d["theta_max"] + (r - d["r_end"]) / d["slope"], theta)
 

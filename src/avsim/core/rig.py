@@ -14,6 +14,7 @@ import numpy as np
 
 from avsim.core.cameras import Camera, FThetaCamera, PinholeCamera
 from avsim.core.errors import AvsimValueError
+from avsim.core.names import require_name
 from avsim.core.shapes import check_shape
 from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.transforms import SE3
@@ -96,6 +97,8 @@ class CameraRig:
         cameras = tuple(self.cameras)
         if not names:
             raise AvsimValueError("rig.names: a rig needs at least one camera")
+        for k, name in enumerate(names):  # camera names become file names (OUT/<clip>/<clip>.<camera>.mp4)
+            require_name(name, f"rig.names[{k}]")
         if len(set(names)) != len(names):
             raise AvsimValueError(f"rig.names: duplicate camera names in {names}")
         if len(cameras) != len(names):

@@ -35,6 +35,7 @@ import numpy as np
 
 from avsim.core.errors import AvsimError, AvsimInputError, AvsimValueError
 from avsim.core.lights import LIGHT_STATES
+from avsim.core.names import MAX_NAME_CHARS  # a variant name is a folder name
 from avsim.core.safe_files import file_kind
 from avsim.scenario import Scenario
 from avsim.scenario.compare import scenario_differences
@@ -80,7 +81,6 @@ _INLINE_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_VARIANTS = 1000  # variants of one edit file (each a scenario folder written)
 MAX_EDIT_FILE_BYTES = 16 * 1024**2  # an edit file is a few kB
-MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
 
@@ -320,7 +320,7 @@ def _variant_name(template: str | None, params: dict[str, Any], index: int, at: 
         raw = "".join(text + (_fmt(params[name]) if name is not None else "") for text, name in _template_fields(template, params, at))
     name = _NAME_OK.sub("_", raw).strip("._") or f"variant_{index:03d}"
     if len(name) > MAX_NAME_CHARS:
-        _fail(at.line, at.path, f"variant name of {len(name)} characters, more than {MAX_NAME_CHARS} (a folder name)")
+        _fail(at.line, at.path, f"variant name of {len(name)} characters, more than {MAX_NAME_CHARS} (a folder name; `avsim.core.names`)")
     return name
 
 

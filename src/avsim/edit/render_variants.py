@@ -16,6 +16,7 @@ from typing import Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
 from avsim.core.safe_files import contained_path, regular_file
 from avsim.core.safe_json import read_json
 from avsim.edit.output import MANIFEST_FORMAT, MANIFEST_NAME
@@ -26,7 +27,6 @@ from avsim.scenario.io import load_scenario
 
 VARIANTS_SUMMARY_FORMAT = "avsim-render-variants-summary"
 MAX_MANIFEST_BYTES = 64 * 1024**2  # an edit manifest lists variants and their parameters: a few kB per variant
-MAX_NAME_CHARS = 255  # a variant name is a folder name
 
 
 @dataclass(frozen=True)
@@ -78,16 +78,13 @@ def read_variants(path: Path) -> list[VariantFolder]:
     for i, entry in enumerate(entries):
         folder = entry.get("folder") if isinstance(entry, dict) else None
         field_name = f"variants[{i}].folder"
-        if not isinstance(folder, str) or not folder or folder in (".", "..") or "/" in folder or "\\" in folder:
-            raise AvsimInputError(manifest, field_name, f"expected a folder name inside {path}, got {folder!r}")
+        folder = check_name(folder, manifest, field_name)  # a plain name (no separators, not `..`): inside `path`
         if folder in seen:
             raise AvsimInputError(manifest, field_name, f"folder {folder!r} is listed twice")
         if not contained_path(path, folder, manifest, field_name).is_dir():  # a link out of `path` is refused
             raise AvsimInputError(manifest, field_name, f"no such variant folder {folder!r}")
         seen.add(folder)
-        name = entry.get("name", folder)
-        if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
-            raise AvsimInputError(manifest, f"variants[{i}].name", f"must be a string of 1 to {MAX_NAME_CHARS} characters")
+        name = check_name(entry.get("name", folder), manifest, f"variants[{i}].name")
         variants.append(VariantFolder(name, Path(path) / folder))
     return variants
 

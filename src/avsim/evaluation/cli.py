@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
+from avsim.evaluation.detect_types import GtVisibility
+
 if TYPE_CHECKING:
     from avsim.evaluation.inception import Normalization
     from avsim.evaluation.results import MetricTable
@@ -25,11 +27,13 @@ def _print_table(title: str, header: list[str], rows: list[list[Any]], stderr: b
     from rich.console import Console
     from rich.table import Table
 
+    from avsim.evaluation.results import fmt_number
+
     t = Table(title=title)
     for h in header:
         t.add_column(h)
     for r in rows:
-        t.add_row(*[f"{v:.4g}" if isinstance(v, float) else ("n/a" if v is None else str(v)) for v in r])
+        t.add_row(*[fmt_number(v) for v in r])
     Console(stderr=stderr).print(t)
 
 
@@ -249,24 +253,45 @@ def rnds(
 # --------------------------------------------------------------------------- detect
 
 
+GT_VISIBILITY_HELP = ("Ground truth: 'visible' (default: boxes with a visible pixel in an evaluated camera, after occlusion), "
+                      "'in-view' (in a camera's field of view, maybe hidden), 'all' (every labelled box); the others are counted.")
+CAMERAS_HELP = "Evaluated cameras, comma-separated (default: with --generated the cameras both sides' clip has, else all)."
+
+
 @app.command()
 def detect(
-    clips: Path = typer.Argument(..., help="Clip folder(s): labels/index.json and <video_clip>.<camera>.mp4 beside it (the real side)."),
+    clips: Path = typer.Argument(..., help="The real side: a clip folder (labels/index.json and <video_clip>.<camera>.mp4 beside it), a folder of them, or a folder of such folders (`avsim run render --labels` output)."),
     out: Path = typer.Argument(..., help="Output folder: detections.parquet, lanes.parquet, gt/, videos/ (with --generated: real/ and generated/)."),
     detector: str = typer.Option(..., help="MODULE:CALLABLE taking a FrameBatch, returning Detections (e.g. avsim.evaluation.detectors:LabelsOracle)."),
-    generated: Path | None = typer.Option(None, help="Generated clip folder(s): run the detector on them too, into OUT/generated."),
+    generated: Path | None = typer.Option(None, help="Generated clips (the same shapes as CLIPS, e.g. `avsim run generate` output): run the detector on them too, into OUT/generated."),
+    cameras: str | None = typer.Option(None, help=CAMERAS_HELP),
+    gt_visibility: GtVisibility = typer.Option(GtVisibility.VISIBLE, "--gt-visibility", help=GT_VISIBILITY_HELP),
 ) -> None:
     """Run a detector over clips and write the files `eval let`, `eval lanes` and `eval report` read."""
     from avsim.core.progress import step_bars
+    from avsim.evaluation.clip_folders import parse_cameras
     from avsim.evaluation.detect import detect_sides, summary_lines
 
     with step_bars("eval") as progress:
-        res = detect_sides(clips, out, detector, generated, progress)
+        res = detect_sides(clips, out, detector, generated, progress, parse_cameras(cameras), gt_visibility)
     for line in summary_lines(res, out):
         typer.echo(line)
 
 
 # --------------------------------------------------------------------------- report
+
+
+def _pairs(value: str | None) -> tuple[tuple[str, str], ...] | None:
+    """`--cse-pairs A+B,C+D` as pairs (None: not given); a malformed pair is a usage error."""
+    if value is None:
+        return None
+    out = []
+    for item in (v.strip() for v in value.split(",") if v.strip()):
+        a, sep, b = item.partition("+")
+        if not sep or not a or not b or "+" in b:
+            raise typer.BadParameter(f"expected CAMERA+CAMERA, got {item!r}", param_hint="--cse-pairs")
+        out.append((a, b))
+    return tuple(out)
 
 
 @app.command()
@@ -282,6 +307,7 @@ def report(
     no_video_metrics: bool = typer.Option(False, "--no-video-metrics", help="Skip FID/FVD/Sampson."),
     rnds_scorer: str | None = typer.Option(None, help="Score chunks with this scorer when no chunk_scores.parquet."),
     cache: Path | None = typer.Option(None, help="Feature cache folder (default: OUT/cache; a rerun resumes from it)."),
+    cse_pairs: str | None = typer.Option(None, "--cse-pairs", help="CSE camera pairs A+B,C+D (default: every pair of each clip's rig whose fields of view overlap)."),
 ) -> None:
     """The detection-gap report: every metric real vs generated, with 95% bootstrap intervals.
 
@@ -293,7 +319,7 @@ def report(
 
     cfg = ReportConfig(n_resamples=n_resamples, seed=seed, max_frames=max_frames, fvd_max_windows=fvd_windows,
                        video_metrics=not no_video_metrics, rnds_scorer=rnds_scorer,
-                       cache_dir=str(cache if cache else out / "cache"))
+                       cache_dir=str(cache if cache else out / "cache"), cse_pairs=_pairs(cse_pairs))
     from avsim.core.progress import step_bars
 
     with step_bars("eval") as progress:

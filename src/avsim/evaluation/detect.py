@@ -1,24 +1,22 @@
 """Run a user's detector over clips and write what `avsim eval let`, `avsim eval lanes` and
 `avsim eval report` read (`avsim eval detect`).
 
-A *clip folder* holds `labels/index.json` (as `avsim render --labels`, `avsim labels` or
-`avsim generate` write it) and, for every camera the index names, the video
-`<video_clip>.<camera>.mp4` beside `labels/` (the control render's `OUT/<clip>/`, the
-generated `GEN/`, or real recordings laid out the same way). Every labelled instant becomes
-one `FrameBatch`: the frames of all cameras at that instant, with each camera's calibration
-(from the labels' OpenLane files: camera model and ego pose). The detector is any callable
+Clip folders, the evaluated cameras and the `FrameBatch` of each labelled instant are
+`avsim.evaluation.clip_folders`'; ground truth is `avsim.evaluation.detect_truth`'s (the boxes
+the evaluated cameras show, `GtVisibility`). The detector is any callable
 `FrameBatch -> Detections` (a class named by `--detector` is instantiated once without
 arguments). Its boxes are 3-D boxes in the ego frame with LET classes and scores; its lanes
-are 3-D lane lines in OpenLane's ground frame under the front camera.
+are 3-D lane lines in OpenLane's ground frame of the batch's lane camera.
 
 Output folder (one side of a report):
 
     OUT/detections.parquet       the detector's boxes (box table; frames "<clip>@<sample_token>")
     OUT/lanes.parquet            its lanes (lane table, same frame keys)
-    OUT/gt/boxes.parquet         ground truth from the labels (boxes3d.json), same keys
-    OUT/gt/lanes.parquet         ground truth lanes (the front camera's OpenLane files)
-    OUT/videos/<clip>/<camera>.mp4   links to the clip's videos (FID / FVD / Sampson)
-    OUT/detect.json              the detector, clips, frames and cameras
+    OUT/gt/boxes.parquet         ground truth: the labelled boxes the evaluated cameras show, same keys
+    OUT/gt/lanes.parquet         ground truth lanes (the lane camera's OpenLane files, point visibility kept)
+    OUT/videos/<clip>/<camera>.mp4   links to the clip's videos of the evaluated cameras (FID / FVD / Sampson)
+    OUT/videos/<clip>/calibration.json   their cameras and mountings (`avsim-sampson-calibration`)
+    OUT/detect.json              the detector, and per clip its cameras, instants and ground-truth counts
 
 Each clip is detected on its own (`detect_clip` gives its `ClipDetections`) and the parts are
 merged, in clip order, by `write_detect_output`: `avsim eval detect` does both in one process;
@@ -31,95 +29,42 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
-from avsim.core.errors import AvsimInputError, AvsimValueError
-from avsim.core.label_folders import INDEX_JSON, is_label_folder, labels_folder
+from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.core.progress import StepProgress, report_step
+from avsim.evaluation.clip_folders import (
+    FRONT_CAMERA,
+    calibration,
+    clip_name,
+    evaluated_cameras,
+    frame_key,
+    is_clip_folder,
+    iter_batches,
+    list_clip_folders,
+    read_index,
+    video_path,
+)
+from avsim.evaluation.detect_truth import clip_ground_truth
+from avsim.evaluation.detect_types import CameraCalibration, Detections, Detector, FrameBatch, GtVisibility
 from avsim.evaluation.lanes import LaneSet
 from avsim.evaluation.let_ap import Boxes3D
-from avsim.evaluation.let_result import LetClass
 
-FRONT_CAMERA = "camera_front_wide_120fov"
-# avsim camera axes (x right, y down, z forward) in OpenLane / Waymo camera axes (x forward, y left, z up)
-FLU_R_RDF = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
-
-
-@dataclass(frozen=True)
-class CameraCalibration:
-    """One camera: its model as the labels store it and its mounting.
-
-    camera: dict `{"model": "ftheta" | "pinhole", "width_px", "height_px", ...}` (the scenario's
-        camera dict; `avsim.core.cameras` reads it); ego_SE3_camera: (4, 4) camera (x right,
-        y down, z forward) to ego (x forward, y left, z up), metres.
-    """
-
-    name: str
-    camera: dict[str, Any]
-    ego_SE3_camera: np.ndarray
-
-
-@dataclass(frozen=True)
-class FrameBatch:
-    """All cameras of one labelled instant of a clip.
-
-    images: (V, H, W, 3) uint8 RGB, in the order of `cameras` and `calibration`;
-    world_SE3_ego: (4, 4) the ego pose at `timestamp_ns`.
-    """
-
-    clip: str
-    clip_dir: Path
-    frame_index: int
-    timestamp_ns: int
-    sample_token: str
-    cameras: tuple[str, ...]
-    images: np.ndarray
-    calibration: tuple[CameraCalibration, ...]
-    world_SE3_ego: np.ndarray
-
-
-@dataclass(frozen=True)
-class Detections:
-    """What a detector returns for one `FrameBatch`.
-
-    boxes_ego: (N, 7) (x, y, z, length, width, height, yaw_rad): box centre in the ego frame
-        (x forward, y left, z up, m), yaw about ego z from ego x; labels: N LET classes;
-        scores: (N,) in [0, 1]; lanes: 3-D lane lines, each (n_i, 3) in OpenLane's ground frame
-        (x right, y forward, z up, m, origin under the front camera); lane_categories: OpenLane
-        category codes (-1: none).
-    """
-
-    boxes_ego: np.ndarray = field(default_factory=lambda: np.zeros((0, 7)))
-    labels: tuple[LetClass, ...] = ()
-    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    lanes: tuple[np.ndarray, ...] = ()
-    lane_categories: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        boxes = np.asarray(self.boxes_ego, np.float64).reshape(-1, 7)
-        labels = tuple(LetClass.parse(c) for c in self.labels)
-        scores = np.asarray(self.scores, np.float64).reshape(-1)
-        if not (len(boxes) == len(labels) == len(scores)):
-            raise AvsimValueError(f"Detections: {len(boxes)} boxes, {len(labels)} labels, {len(scores)} scores")
-        if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
-            raise AvsimValueError("Detections: boxes and scores must be finite")
-        if (boxes[:, 3:6] <= 0).any():  # as the box tables `avsim eval let` reads require
-            raise AvsimValueError("Detections: box sizes (length, width, height) must be > 0")
-        lanes = tuple(np.asarray(ln, np.float64).reshape(-1, 3) for ln in self.lanes)
-        cats = tuple(int(c) for c in self.lane_categories) or (-1,) * len(lanes)
-        if len(cats) != len(lanes):
-            raise AvsimValueError(f"Detections: {len(lanes)} lanes, {len(cats)} lane categories")
-        for name, value in (("boxes_ego", boxes), ("labels", labels), ("scores", scores), ("lanes", lanes), ("lane_categories", cats)):
-            object.__setattr__(self, name, value)
-
-
-Detector = Callable[[FrameBatch], Detections]
+__all__ = [
+    "FRONT_CAMERA", "CameraCalibration", "ClipDetections", "Detections", "Detector", "FrameBatch", "GtVisibility",
+    "calibration", "clip_ground_truth", "clip_name", "detect_clip", "detect_sides", "evaluated_cameras", "frame_key",
+    "import_detector", "is_clip_folder", "iter_batches", "list_clip_folders", "load_detector", "read_detect_part",
+    "read_index", "report_command", "run_detector", "summary_lines", "video_path", "write_detect_output",
+]  # fmt: skip
+DETECT_FORMAT = "avsim-detect"
+CALIBRATION_JSON = "calibration.json"  # OUT/videos/<clip>/calibration.json
 
 
 def import_detector(spec: str) -> Any:
@@ -148,122 +93,6 @@ def load_detector(spec: str) -> Detector:
     return detector
 
 
-# --------------------------------------------------------------------------- clips
-
-
-def is_clip_folder(path: Path) -> bool:
-    """Whether `path` is a clip folder (it holds labels/index.json)."""
-    return is_label_folder(labels_folder(path))
-
-
-def list_clip_folders(path: Path) -> list[Path]:
-    """Clip folders at or under `path` (folders holding labels/index.json), sorted by name."""
-    if is_clip_folder(path):
-        return [path]
-    if not path.is_dir():
-        raise AvsimInputError(path, "CLIPS", "not a folder")
-    found = sorted(c for c in path.iterdir() if c.is_dir() and is_clip_folder(c))
-    if not found:
-        raise AvsimInputError(path, "CLIPS", "no clip folder (a folder with labels/index.json and its videos)")
-    return found
-
-
-def read_index(clip_dir: Path) -> dict[str, Any]:
-    from avsim.core.safe_json import read_json
-
-    path = labels_folder(clip_dir) / INDEX_JSON
-    index = read_json(path, "index")
-    if not isinstance(index, dict) or not isinstance(index.get("frames"), list) or not index.get("cameras"):
-        raise AvsimInputError(path, "frames", "expected cameras and frames")
-    return index
-
-
-def clip_name(index: dict[str, Any], clip_dir: Path) -> str:
-    return str(index.get("scenario_id") or clip_dir.name)
-
-
-def video_path(clip_dir: Path, video_clip: str, camera: str) -> Path:
-    p = clip_dir / f"{video_clip}.{camera}.mp4"
-    if not p.is_file():
-        raise AvsimInputError(p, "video", f"missing: camera {camera} of {video_clip} (expected beside labels/)")
-    return p
-
-
-def calibration(clip_dir: Path, camera: str, frame_index: int) -> CameraCalibration:
-    """A camera's model and mounting from the labels' OpenLane file of that frame (or the compact tables)."""
-    from avsim.core.safe_json import read_json
-    from avsim.render.labels import compact
-
-    labels = labels_folder(clip_dir)
-    p = labels / "openlane" / camera / f"{frame_index:06d}.json"
-    if not p.is_file() and compact.is_compact(labels):
-        model = compact.read_index(labels).get("camera_models", {}).get(camera)
-        return CameraCalibration(camera, dict(model or {}), compact.camera_pose(labels, camera, frame_index))
-    doc = read_json(p, "openlane")
-    model = doc.get("camera_model")
-    if model is None and doc.get("intrinsic") is not None:  # a plain pinhole file (no camera_model)
-        K = np.asarray(doc["intrinsic"], np.float64)
-        model = {"model": "pinhole", "fx_px": K[0, 0], "fy_px": K[1, 1], "cx_px": K[0, 2], "cy_px": K[1, 2]}
-    ego_T_cam = np.asarray(doc["extrinsic"], np.float64)
-    ego_SE3_camera = ego_T_cam.copy()
-    ego_SE3_camera[:3, :3] = ego_T_cam[:3, :3] @ FLU_R_RDF
-    return CameraCalibration(camera, dict(model or {}), ego_SE3_camera)
-
-
-def iter_batches(clip_dir: Path) -> Iterator[FrameBatch]:
-    """Every labelled instant of a clip, all cameras, in index order (videos streamed)."""
-    from avsim.core.video import iter_video_frames
-
-    index = read_index(clip_dir)
-    cams = tuple(str(c) for c in index["cameras"])
-    name = clip_name(index, clip_dir)
-    by_video: dict[str, list[dict[str, Any]]] = {}
-    for f in index["frames"]:
-        by_video.setdefault(str(f["video_clip"]), []).append(f)
-    for video_clip, frames in by_video.items():
-        wanted = {int(f["video_frame"]): f for f in frames}
-        streams = [iter_video_frames(video_path(clip_dir, video_clip, c)) for c in cams]
-        for k, images in enumerate(zip(*streams)):
-            if k > max(wanted):
-                break
-            f = wanted.get(k)
-            if f is None:
-                continue
-            fi = int(f["frame_index"])
-            yield FrameBatch(name, clip_dir, fi, int(f["timestamp_ns"]), str(f["sample_token"]), cams, np.stack(images),
-                             tuple(calibration(clip_dir, c, fi) for c in cams), np.asarray(f["world_SE3_ego"], np.float64))  # fmt: skip
-
-
-def frame_key(clip: str, sample_token: str) -> str:
-    return f"{clip}@{sample_token}"
-
-
-# --------------------------------------------------------------------------- ground truth
-
-
-def front_camera(cameras: list[str]) -> str:
-    return FRONT_CAMERA if FRONT_CAMERA in cameras else cameras[0]
-
-
-def clip_ground_truth(clip_dir: Path) -> tuple[Boxes3D, LaneSet]:
-    """The labels' boxes and front-camera OpenLane lanes (either label layout), frames keyed by clip."""
-    from avsim.evaluation.detections import read_nuscenes_submission
-    from avsim.evaluation.lane_io import read_label_lanes
-    from avsim.render.labels import compact
-
-    index = read_index(clip_dir)
-    name = clip_name(index, clip_dir)
-    tokens = {str(f["sample_token"]): frame_key(name, str(f["sample_token"])) for f in index["frames"]}
-    labels = labels_folder(clip_dir)
-    if (labels / "boxes3d.json").is_file() or not compact.is_compact(labels):
-        boxes = read_nuscenes_submission(labels / "boxes3d.json", token_to_frame=tokens)
-    else:
-        boxes = read_nuscenes_submission(labels / compact.BOXES3D, token_to_frame=tokens, doc=compact.boxes3d_document(labels))
-    lanes = read_label_lanes(labels, front_camera(list(index["cameras"])), ground_truth=True)
-    keys = np.array([tokens.get(str(k), frame_key(name, str(k))) for k in lanes.frame])
-    return boxes, LaneSet(keys, lanes.category, lanes.points_m, lanes.offsets, lanes.visibility)
-
-
 # --------------------------------------------------------------------------- run
 
 
@@ -272,8 +101,9 @@ class ClipDetections:
     """One clip's part of the output: the detector's boxes and lanes, the labels' ground truth,
     and the clip's entry of `detect.json` (`detect_clip` makes it; `write_detect_output` merges parts).
 
-    clip_dir: the clip folder; record: `{"clip", "folder", "frames", "cameras"}`, the clip's entry
-    of detect.json `clips`; frames: the instants the detector saw; boxes, lanes: the detector's;
+    clip_dir: the clip folder; record: the clip's entry of detect.json `clips` (`clip`, `folder`,
+    `frames`, `cameras`, `lane_camera`, `gt_visibility`, `gt_boxes`, `gt_boxes_unseen`, `instants`:
+    the sample tokens the detector saw); frames: how many; boxes, lanes: the detector's;
     gt_boxes, gt_lanes: the labels'; all frames keyed `<clip>@<sample_token>`.
     """
 
@@ -296,22 +126,31 @@ def _concat_lanes(frames: list[str], lanes: list[np.ndarray], cats: list[int]) -
     return LaneSet.from_lists(frames, lanes, cats) if lanes else LaneSet.from_lists([], [], [])
 
 
-def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callable[[], None] | None = None) -> ClipDetections:
-    """Run `detector` on every labelled instant of one clip (all cameras) and read its ground truth.
+def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callable[[], None] | None = None,
+                cameras: tuple[str, ...] | None = None, gt_visibility: GtVisibility = GtVisibility.VISIBLE) -> ClipDetections:  # fmt: skip
+    """Run `detector` on every labelled instant of one clip (its evaluated cameras) and read its ground truth.
 
     Args:
-        clip_dir: a clip folder (module docstring).
+        clip_dir: a clip folder (`avsim.evaluation.clip_folders`).
         detector: the callable.
         spec: how it was named (named in an error).
         on_frame: called after each instant (progress).
+        cameras: the evaluated cameras (default all of the clip's).
+        gt_visibility: which labelled boxes are ground truth.
 
     Returns:
         The clip's part.
     """
     index = read_index(clip_dir)
-    pred_parts, lane_f, lane_p, lane_c, frames = [], [], [], [], 0
-    for batch in iter_batches(clip_dir):
-        det = detector(batch)
+    cams = tuple(cameras) if cameras else tuple(str(c) for c in index["cameras"])
+    truth = clip_ground_truth(clip_dir, cams, gt_visibility)
+    pred_parts, lane_f, lane_p, lane_c, tokens = [], [], [], [], []
+    for batch in iter_batches(clip_dir, cams):
+        try:
+            det = detector(batch)
+        except Exception as exc:  # the user's detector (or a callable that is none, `os:system`): one line
+            text = " ".join(str(exc).split())[:300]
+            raise AvsimInputError("--detector", spec, f"raised {type(exc).__name__} on {batch.clip} frame {batch.frame_index}: {text}") from None
         if not isinstance(det, Detections):
             raise AvsimInputError("--detector", spec, f"returned {type(det).__name__}, expected avsim.evaluation.detect.Detections")
         key = frame_key(batch.clip, batch.sample_token)
@@ -321,13 +160,14 @@ def detect_clip(clip_dir: Path, detector: Detector, spec: str, on_frame: Callabl
         lane_f += [key] * len(det.lanes)
         lane_p += list(det.lanes)
         lane_c += list(det.lane_categories)
-        frames += 1
+        tokens.append(batch.sample_token)
         if on_frame is not None:
             on_frame()
-    gt_boxes, gt_lanes = clip_ground_truth(clip_dir)
-    record = {"clip": clip_name(index, clip_dir), "folder": str(clip_dir), "frames": len(index["frames"]),
-              "cameras": list(index["cameras"])}  # fmt: skip
-    return ClipDetections(clip_dir, record, frames, _concat_boxes(pred_parts), _concat_lanes(lane_f, lane_p, lane_c), gt_boxes, gt_lanes)
+    record = {"clip": clip_name(index, clip_dir), "folder": str(clip_dir), "frames": len(index["frames"]), "cameras": list(cams),
+              "lane_camera": truth.lane_camera, "gt_visibility": str(GtVisibility(gt_visibility)), "gt_boxes": len(truth.boxes.score),
+              "gt_boxes_unseen": truth.unseen, "instants": tokens}  # fmt: skip
+    return ClipDetections(clip_dir, record, len(tokens), _concat_boxes(pred_parts), _concat_lanes(lane_f, lane_p, lane_c), truth.boxes,
+                          truth.lanes)  # fmt: skip
 
 
 def write_detect_output(out: Path, parts: list[ClipDetections], spec: str, link_videos: bool = True) -> dict[str, Any]:
@@ -337,7 +177,7 @@ def write_detect_output(out: Path, parts: list[ClipDetections], spec: str, link_
         out: the output folder (one side of a report).
         parts: the clips' parts; two clips of one name are refused (their frame keys would collide).
         spec: the detector's name (recorded in detect.json).
-        link_videos: also link `out/videos/<clip>/<camera>.mp4` to the clips' videos.
+        link_videos: also link `out/videos/<clip>/<camera>.mp4` to the clips' videos (and write their calibration.json).
 
     Returns:
         The detect.json document.
@@ -357,8 +197,11 @@ def write_detect_output(out: Path, parts: list[ClipDetections], spec: str, link_
     write_box_table(_concat_boxes([p.gt_boxes for p in parts]), out / "gt" / "boxes.parquet")
     write_lane_table(_merge_lane_sets([p.gt_lanes for p in parts]), out / "gt" / "lanes.parquet")
     if link_videos:
-        _link_videos([p.clip_dir for p in parts], out / "videos")
-    doc = {"format": "avsim-detect", "detector": spec, "clips": [p.record for p in parts], "frames": sum(p.frames for p in parts),
+        for p in parts:
+            _link_videos(p.clip_dir, tuple(p.record.get("cameras") or read_index(p.clip_dir)["cameras"]), out / "videos")
+    doc = {"format": DETECT_FORMAT, "detector": spec, "clips": [p.record for p in parts], "frames": sum(p.frames for p in parts),
+           "gt_boxes": sum(int(p.record.get("gt_boxes", 0)) for p in parts),
+           "gt_boxes_unseen": sum(int(p.record.get("gt_boxes_unseen", 0)) for p in parts),
            "frame_keys": "<clip>@<sample_token>"}  # fmt: skip
     with atomic_output_path(out / "detect.json") as tmp:
         tmp.write_text(json.dumps(doc, indent=1) + "\n")
@@ -392,15 +235,18 @@ def read_detect_part(folder: Path) -> ClipDetections:
                           read_lane_table(folder / "gt" / "lanes.parquet"))  # fmt: skip
 
 
-def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress: StepProgress | None = None) -> dict[str, Any]:
+def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress: StepProgress | None = None,
+                 cameras: dict[Path, tuple[str, ...]] | None = None, gt_visibility: GtVisibility = GtVisibility.VISIBLE) -> dict[str, Any]:  # fmt: skip
     """Detect on every labelled instant of every clip under `clips` and write `out` (module docstring).
 
     Args:
-        clips: a clip folder or a folder of them.
+        clips: a clip folder, a folder of them, or a folder of such folders.
         out: the output folder (one side of a report).
         detector: the callable.
         spec: how it was named (recorded in detect.json).
         progress: `(step, frames done, frames)`.
+        cameras: each clip folder's evaluated cameras (`clip_folders.evaluated_cameras`; default all).
+        gt_visibility: which labelled boxes are ground truth.
 
     Returns:
         the detect.json document.
@@ -413,7 +259,7 @@ def run_detector(clips: Path, out: Path, detector: Detector, spec: str, progress
         done[0] += 1
         report_step(progress, f"detect {clips.name}", done[0], total)
 
-    parts = [detect_clip(clip_dir, detector, spec, on_frame) for clip_dir in folders]
+    parts = [detect_clip(c, detector, spec, on_frame, (cameras or {}).get(c), gt_visibility) for c in folders]
     return write_detect_output(out, parts, spec)
 
 
@@ -429,18 +275,34 @@ def _merge_lane_sets(parts: list[LaneSet]) -> LaneSet:
     return LaneSet.from_lists(frames, lanes, cats, vis) if lanes else LaneSet.from_lists([], [], [])
 
 
-def _link_videos(folders: list[Path], videos: Path) -> None:
-    """OUT/videos/<clip>/<camera>.mp4 -> the clip's videos (the report's multi-view layout)."""
-    for clip_dir in folders:
-        index = read_index(clip_dir)
-        first = str(index["frames"][0]["video_clip"]) if index["frames"] else clip_name(index, clip_dir)
-        target = videos / clip_name(index, clip_dir)
-        target.mkdir(parents=True, exist_ok=True)
-        for cam in index["cameras"]:
-            link = target / f"{cam}.mp4"
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)
+def _link_videos(clip_dir: Path, cameras: tuple[str, ...], videos: Path) -> None:
+    """OUT/videos/<clip>/<camera>.mp4 -> the clip's videos of `cameras` (the report's multi-view layout), and
+    OUT/videos/<clip>/calibration.json: their cameras and mountings, and the ego pose of every video frame
+    when each one is labelled (`avsim eval sampson --calibration` and the report read it)."""
+    from avsim.core.cameras import camera_from_dict
+    from avsim.evaluation.calibration import SampsonCalibration, calibration_document
+
+    index = read_index(clip_dir)
+    first = str(index["frames"][0]["video_clip"]) if index["frames"] else clip_name(index, clip_dir)
+    target = join_names(videos, clip_name(index, clip_dir))
+    target.mkdir(parents=True, exist_ok=True)
+    for cam in cameras:
+        link = join_names(target, f"{cam}.mp4")
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        os.symlink(video_path(clip_dir, first, str(cam)).resolve(), link)
+    if not index["frames"]:
+        return
+    frames = sorted((f for f in index["frames"] if str(f["video_clip"]) == first), key=lambda f: int(f["video_frame"]))
+    cal = {c: calibration(clip_dir, c, int(frames[0]["frame_index"])) for c in cameras}
+    if not all(v.camera.get("width_px") for v in cal.values()):  # a plain OpenLane pinhole without its size: no model to write
+        return
+    every = [int(f["video_frame"]) for f in frames] == list(range(len(frames)))
+    doc = calibration_document(SampsonCalibration(
+        str(clip_dir), clip_dir, {c: camera_from_dict(v.camera) for c, v in cal.items()}, {c: v.ego_SE3_camera for c, v in cal.items()},
+        np.asarray([f["world_SE3_ego"] for f in frames], np.float64) if every else None))  # fmt: skip
+    with atomic_output_path(target / CALIBRATION_JSON) as tmp:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def report_command(out: Path, generated: bool) -> str:
@@ -451,7 +313,8 @@ def report_command(out: Path, generated: bool) -> str:
 
 
 def summary_lines(result: dict[str, Any], out: Path) -> list[str]:
-    """What `avsim eval detect` and `avsim run eval detect` print: frames and clips per side, then the next command.
+    """What `avsim eval detect` and `avsim run eval detect` print: per side the frames, clips and
+    ground-truth boxes (and how many no evaluated camera shows), then the next command.
 
     Args:
         result: `detect_sides`' result (`sides`, `report_command`).
@@ -461,22 +324,32 @@ def summary_lines(result: dict[str, Any], out: Path) -> list[str]:
         The lines.
     """
     two = len(result["sides"]) > 1
-    lines = [f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s) -> {out / side if two else out}"
-             for side, doc in result["sides"].items()]  # fmt: skip
+    lines = []
+    for side, doc in result["sides"].items():
+        cams = sorted({c for clip in doc["clips"] for c in clip.get("cameras", ())})
+        unseen = int(doc.get("gt_boxes_unseen", 0))
+        gt = f"{doc.get('gt_boxes', 0)} ground-truth boxes" + (f" ({unseen} more seen by no evaluated camera, left out)" if unseen else "")
+        lines.append(f"{side}: {doc['frames']} frames of {len(doc['clips'])} clip(s), cameras {', '.join(cams)}; {gt} -> "
+                     f"{out / side if two else out}")  # fmt: skip
     return [*lines, f"next: {result['report_command']}"]
 
 
-def detect_sides(clips: Path, out: Path, spec: str, generated: Path | None = None,
-                 progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
+def detect_sides(clips: Path, out: Path, spec: str, generated: Path | None = None, progress: StepProgress | None = None,
+                 cameras: tuple[str, ...] | None = None, gt_visibility: GtVisibility = GtVisibility.VISIBLE) -> dict[str, Any]:  # fmt: skip
     """`avsim eval detect`: one side into `out`, or with `generated` both sides into `out/real`
-    and `out/generated` (ground truth from each side's labels under `<side>/gt`).
+    and `out/generated` (ground truth from each side's labels under `<side>/gt`), each clip on its
+    evaluated cameras (`clip_folders.evaluated_cameras`: `cameras`, else those both sides have).
 
     Returns:
         {"sides": {name: detect.json}, "report_command": the `avsim eval report` line to run next}.
     """
     detector = load_detector(spec)
+    real = list_clip_folders(clips)
+    gen = list_clip_folders(generated) if generated is not None else []
+    cams = evaluated_cameras(real, gen, cameras)
     if generated is None:
-        return {"sides": {"real": run_detector(clips, out, detector, spec, progress)}, "report_command": report_command(out, False)}
-    sides = {"real": run_detector(clips, out / "real", detector, spec, progress),
-             "generated": run_detector(generated, out / "generated", detector, spec, progress)}  # fmt: skip
+        doc = run_detector(clips, out, detector, spec, progress, cams, gt_visibility)
+        return {"sides": {"real": doc}, "report_command": report_command(out, False)}
+    sides = {"real": run_detector(clips, out / "real", detector, spec, progress, cams, gt_visibility),
+             "generated": run_detector(generated, out / "generated", detector, spec, progress, cams, gt_visibility)}  # fmt: skip
     return {"sides": sides, "report_command": report_command(out, True)}

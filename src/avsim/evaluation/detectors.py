@@ -1,11 +1,13 @@
 """Detectors shipped for `avsim eval detect --detector MODULE:CALLABLE`.
 
-`LabelsOracle` (`avsim.evaluation.detectors:LabelsOracle`) answers every frame with the clip's
-own labels (`labels/boxes3d.json` and the front camera's OpenLane lanes, as `avsim labels`
-writes them), score 1. On a control render it is the upper bound any detector can reach
-(LET-3D-AP 1, lane F 1); run over real and generated clips that share labels, it checks the
-pipeline (frame keys, frames, calibration, file layout) before a real detector is plugged in.
-It reads the labels, not the pixels: the gap it shows between sides is 0 by construction.
+`LabelsOracle` (`avsim.evaluation.detectors:LabelsOracle`) answers every frame with the boxes
+and lanes its cameras show, from the clip's own labels (score 1): the boxes with at least one
+visible pixel in one of the batch's cameras (`GtVisibility.VISIBLE`, the default ground truth)
+and the lane camera's lane points inside its image. On a control render it is the upper bound
+a camera-only detector can reach (LET-3D-AP 1, lane F 1 with the default ground truth); run
+over real and generated clips that share labels, it checks the pipeline (frame keys, instants,
+cameras, calibration, file layout) before a real detector is plugged in. It reads the labels,
+not the pixels: on the instants both sides have, the gap it shows is 0 by construction.
 
 Wrapping a real detector is a class with `__call__(batch: FrameBatch) -> Detections`; see
 docs/evaluation.md "Detectors" for mmdetection3d and ONNX Runtime sketches.
@@ -17,24 +19,27 @@ from pathlib import Path
 
 import numpy as np
 
-from avsim.evaluation.detect import Detections, FrameBatch, clip_ground_truth, frame_key
-from avsim.evaluation.lanes import LaneSet
-from avsim.evaluation.let_ap import Boxes3D
+from avsim.evaluation.clip_folders import frame_key
+from avsim.evaluation.detect_truth import ClipTruth, clip_ground_truth, visible_lanes
+from avsim.evaluation.detect_types import Detections, FrameBatch, GtVisibility
 
 
 class LabelsOracle:
-    """The clip's own labels as detections (see module docstring); labels are read once per clip."""
+    """The boxes and lanes the batch's cameras show, from the clip's labels (module docstring); read once per clip and cameras."""
 
     def __init__(self) -> None:
-        self._clips: dict[Path, tuple[Boxes3D, LaneSet]] = {}
+        self._clips: dict[tuple[Path, tuple[str, ...]], ClipTruth] = {}
 
     def __call__(self, batch: FrameBatch) -> Detections:
-        if batch.clip_dir not in self._clips:
-            self._clips[batch.clip_dir] = clip_ground_truth(batch.clip_dir)
-        boxes, lanes = self._clips[batch.clip_dir]
-        key = frame_key(batch.clip, batch.sample_token)
-        sel = boxes.frame == key
-        rows = np.flatnonzero(lanes.frame == key)
+        key = (batch.clip_dir, batch.cameras)
+        if key not in self._clips:
+            truth = clip_ground_truth(batch.clip_dir, batch.cameras, GtVisibility.VISIBLE)
+            self._clips[key] = ClipTruth(truth.boxes, visible_lanes(truth.lanes), truth.labelled, truth.unseen, truth.lane_camera)
+        truth = self._clips[key]
+        boxes, lanes = truth.boxes, truth.lanes
+        frame = frame_key(batch.clip, batch.sample_token)
+        sel = boxes.frame == frame
+        rows = np.flatnonzero(lanes.frame == frame)
         lane_pts = tuple(lanes.points_m[lanes.offsets[i] : lanes.offsets[i + 1]] for i in rows)
         return Detections(boxes.boxes[sel], tuple(boxes.label[sel].tolist()), np.ones(int(sel.sum())), lane_pts,
                           tuple(int(c) for c in lanes.category[rows]))  # fmt: skip

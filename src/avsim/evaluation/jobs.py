@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from avsim.core.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError, AvsimValueError
 from avsim.core.progress import StepProgress, report_step
 from avsim.evaluation.frechet import rank_warning
 from avsim.evaluation.lanes import LaneSet
@@ -138,12 +138,12 @@ def read_pred_boxes(path: Path) -> Boxes3D:
     `metrics_pb2.Objects` file (`.bin`), or avsim's labels (a label folder, its `boxes3d.json`
     or the compact `boxes3d.parquet`, read as the same nuScenes results)."""
     from avsim.evaluation.detections import read_box_table, read_nuscenes_submission
-    from avsim.render.labels import compact
+    from avsim.render.labels import compact, standard
 
     if path.is_dir() and (path / "index.json").is_file():  # a label folder: its standard file, else its compact table
         path = path / "boxes3d.json" if (path / "boxes3d.json").is_file() else path / compact.BOXES3D
     if path.name == compact.BOXES3D and compact.is_compact(path.parent):
-        return read_nuscenes_submission(path, doc=compact.boxes3d_document(path.parent))
+        return read_nuscenes_submission(path, doc=standard.boxes3d_document(path.parent))
     if path.suffix.lower() == ".bin":
         from avsim.evaluation.waymo_objects import read_waymo_objects
 
@@ -168,7 +168,10 @@ def run_let(gt: Path, pred: Path, sensor_location_m: tuple[float, float, float] 
     gt_boxes, dropped = read_gt_boxes(gt)
     pred_boxes = read_pred_boxes(pred)
     _check_frames_overlap(gt, pred, gt_boxes, pred_boxes)
-    evaluation = evaluate_let(gt_boxes, pred_boxes, cfg, progress)
+    try:
+        evaluation = evaluate_let(gt_boxes, pred_boxes, cfg, progress)
+    except AvsimValueError as exc:  # a bound of the matching (too many boxes in a frame): the files' fault
+        raise AvsimInputError(pred, "rows", str(exc)) from None
     res = evaluation.result()
     rows: list[list[Any]] = [
         [c.value, r.name if r else "all", v.ap, v.apl, v.aph, v.num_gt, v.num_pd]
@@ -222,7 +225,10 @@ def run_lanes(gt: Path, pred: Path) -> MetricTable:
     """OpenLane 3-D lane metrics: F-score, precision, recall, x/z errors, category accuracy."""
     from avsim.evaluation.lanes import evaluate_lanes
 
-    ev = evaluate_lanes(read_lanes(gt, True), read_lanes(pred, False))
+    try:
+        ev = evaluate_lanes(read_lanes(gt, True), read_lanes(pred, False))
+    except AvsimValueError as exc:  # a bound of the matching (too many lanes in a frame): the files' fault
+        raise AvsimInputError(pred, "rows", str(exc)) from None
     r = ev.result()
     return MetricTable("OpenLane lane metrics", ["metric", "value"], [[k, v] for k, v in r.items()],
                        {"metric": "OpenLane-V1 3-D lane", "config": ev.config.as_dict(), **r})

@@ -7,7 +7,11 @@ All readers return a `LaneSet` in OpenLane's ground frame (x right, y forward, z
   OpenLane's evaluation does (rotation re-expressed in the ground frame, x/y translation
   zeroed). Frame key: `file_path` (or the JSON file name).
 - Prediction JSON (one file per frame, OpenLane's result format): `lane_lines[*].xyz` as
-  (N, 3) points already in the ground frame, optional `category`; same frame key rule.
+  (N, 3) points already in the ground frame, optional `category`; same frame key rule. A
+  prediction document that carries an `extrinsic` is in the ground-truth layout (avsim's labels
+  of another clip, `LABELS/openlane/<camera>`): it is read as ground truth is, and only its
+  visible points are kept (what a detector that sees exactly the image reports); the points
+  kept are then taken as fully visible, as the reference takes every prediction.
 - Table (parquet/csv): `frame, lane, x_m, y_m, z_m` and optional `visibility`, `category`;
   rows of a lane in order.
 - Scenario: lane lines of the HD map near the ego, in the ego frame, turned into the ground
@@ -28,11 +32,13 @@ import polars as pl
 
 from avsim.core.errors import AvsimInputError
 from avsim.core.safe_json import read_json
+from avsim.core.safe_parquet import Column, TableLimits, check_frame
 from avsim.core.shapes import check_shape
 from avsim.evaluation.lanes import LaneSet
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE
 
 LEFT_CURB, RIGHT_CURB = 20, 21
+LANE_TABLE_LIMITS = TableLimits(20_000_000, 2 << 30)  # points of a lane table (a 20 s clip: about 600,000)
 _R_VG = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 _R_GC = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 # Waymo camera axes (x forward, y left, z up) from OpenCV-style camera axes (x right, y down, z forward).
@@ -48,6 +54,16 @@ def openlane_ground_from_camera(extrinsic: np.ndarray) -> np.ndarray:
     return e @ _CAM_REPR
 
 
+def _ground_from_camera(f: Path, extrinsic: Any) -> np.ndarray:
+    try:
+        e = np.asarray(extrinsic, dtype=np.float64)
+    except (TypeError, ValueError):
+        e = np.zeros(0)
+    if e.shape != (4, 4) or not np.isfinite(e).all():
+        raise AvsimInputError(f, "extrinsic", "must be a 4x4 matrix of finite numbers")
+    return openlane_ground_from_camera(e)
+
+
 def _json_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
@@ -59,10 +75,28 @@ def _json_files(path: Path) -> list[Path]:
 
 
 def _xyz(value: Any, where: str, p: Path) -> np.ndarray:
-    a = np.asarray(value, dtype=np.float64)
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AvsimInputError(p, where, "expected xyz as (3, N) numbers") from None
     if a.ndim != 2 or a.shape[0] != 3:
         raise AvsimInputError(p, where, f"expected xyz as (3, N), got {a.shape}")
+    if not np.isfinite(a).all():
+        raise AvsimInputError(p, where, "NaN or infinite values")
     return a
+
+
+def _result_xyz(value: Any, where: str, p: Path) -> np.ndarray:
+    """A result's (N, 3) ground-frame points, as (3, N)."""
+    try:
+        pts = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AvsimInputError(p, where, "expected (N, 3) ground-frame points") from None
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise AvsimInputError(p, where, f"expected (N, 3) ground-frame points, got {pts.shape}")
+    if not np.isfinite(pts).all():
+        raise AvsimInputError(p, where, "NaN or infinite values")
+    return pts.T
 
 
 def read_openlane_json(path: str | os.PathLike[str], ground_truth: bool) -> LaneSet:
@@ -86,44 +120,51 @@ def read_openlane_documents(docs: Iterable[tuple[Path, Any]], ground_truth: bool
             raise AvsimInputError(f, "json", f"top level must be an object, got {type(doc).__name__}")
         key = str(doc.get("file_path", f.stem))
         T = None
-        if ground_truth:
-            if "extrinsic" not in doc:
-                raise AvsimInputError(f, "extrinsic", "missing (needed to bring GT lanes to the ground frame)")
-            T = openlane_ground_from_camera(np.asarray(doc["extrinsic"]))
-        for i, lane in enumerate(doc.get("lane_lines", [])):
+        if ground_truth and "extrinsic" not in doc:
+            raise AvsimInputError(f, "extrinsic", "missing (needed to bring GT lanes to the ground frame)")
+        if "extrinsic" in doc:  # a ground-truth document (OpenLane's, avsim's labels), as GT or as predictions
+            T = _ground_from_camera(f, doc["extrinsic"])
+        lane_lines = doc.get("lane_lines", [])
+        if not isinstance(lane_lines, list) or not all(isinstance(lane, dict) for lane in lane_lines):
+            raise AvsimInputError(f, "lane_lines", "must be a list of objects")
+        for i, lane in enumerate(lane_lines):
             where = f"lane_lines[{i}]"
             if T is not None:  # GT: (3, N) camera-frame points
                 xyz = _xyz(lane.get("xyz"), f"{where}.xyz", f)
                 xyz = (T @ np.vstack([xyz, np.ones((1, xyz.shape[1]))]))[:3]
             else:  # results: (N, 3) ground-frame points
-                pts = np.asarray(lane.get("xyz"), dtype=np.float64)
-                if pts.ndim != 2 or pts.shape[1] != 3:
-                    raise AvsimInputError(f, f"{where}.xyz", f"expected (N, 3) ground-frame points, got {pts.shape}")
-                xyz = pts.T
-            v = np.asarray(lane.get("visibility") or np.ones(xyz.shape[1]), dtype=np.float64)
-            if not ground_truth:
-                v = np.ones(xyz.shape[1])  # the reference ignores prediction visibility
+                xyz = _result_xyz(lane.get("xyz"), f"{where}.xyz", f)
+            try:
+                v = np.asarray(lane.get("visibility") or np.ones(xyz.shape[1]), dtype=np.float64)
+                category = int(lane.get("category", -1))
+            except (TypeError, ValueError):
+                raise AvsimInputError(f, where, "visibility must be numbers and category an integer") from None
             if v.shape != (xyz.shape[1],):
                 raise AvsimInputError(f, f"{where}.visibility", f"expected {xyz.shape[1]} values")
+            if not ground_truth:
+                if T is not None:  # a GT-layout document as predictions: the part the image shows
+                    xyz = xyz[:, v > 0.5]
+                v = np.ones(xyz.shape[1])  # the reference ignores prediction visibility
             frames.append(key)
             lanes.append(xyz.T)
-            cats.append(int(lane.get("category", -1)))
+            cats.append(category)
             vis.append(v)
     return LaneSet.from_lists(frames, lanes, cats, vis)
 
 
 def read_lane_table(path: str | os.PathLike[str]) -> LaneSet:
     """Lanes from a parquet/csv table with columns frame, lane, x_m, y_m, z_m[, visibility, category]."""
+    from avsim.evaluation.detections import read_table
+
     p = Path(path)
-    if not p.is_file():
-        raise AvsimInputError(p, "file", "not found")
-    try:
-        df = pl.read_csv(p) if p.suffix.lower() == ".csv" else pl.read_parquet(p)
-    except Exception as exc:
-        raise AvsimInputError(p, "table", f"cannot read: {exc}") from exc
+    df = read_table(p, limits=LANE_TABLE_LIMITS)
     for col in ("frame", "lane", "x_m", "y_m", "z_m"):
         if col not in df.columns:
             raise AvsimInputError(p, col, "missing column (need frame, lane, x_m, y_m, z_m)")
+    spec = {c: Column("float", low=-1e8, high=1e8) for c in ("x_m", "y_m", "z_m")}
+    spec.update({c: s for c, s in (("visibility", Column("float", low=0.0, high=1.0)), ("category", Column("int", low=-1, high=1000)))
+                 if c in df.columns})  # fmt: skip
+    check_frame(df, p, spec)
     if df.height == 0:
         return LaneSet.from_lists([], [], [])
     df = df.with_row_index("_row")
@@ -228,13 +269,13 @@ def read_label_lanes(labels: Path, camera: str, ground_truth: bool) -> LaneSet:
     """
     import json
 
-    from avsim.render.labels import compact
+    from avsim.render.labels import compact, standard
 
     folder = Path(labels) / "openlane" / camera
     if folder.exists() or not compact.is_compact(Path(labels)):
         return read_openlane_json(folder, ground_truth)
     if camera not in compact.read_index(Path(labels)).get("cameras", []):
         raise AvsimInputError(folder, "camera", f"no camera {camera!r} in {Path(labels) / 'index.json'}")
-    docs = ((folder / f"{f:06d}.json", json.loads(text)) for f, text in compact.openlane_documents(Path(labels), camera))
+    docs = ((folder / f"{f:06d}.json", json.loads(text)) for f, text in standard.openlane_documents(Path(labels), camera))
     return read_openlane_documents(docs, ground_truth)
 

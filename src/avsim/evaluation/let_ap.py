@@ -19,6 +19,7 @@ y left, z up; centre of the box).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,8 @@ DEFAULT_IOU_THRESHOLDS = {LetClass.VEHICLE: 0.5, LetClass.PEDESTRIAN: 0.3, LetCl
 LET_CLASSES = tuple(c.value for c in LetClass)
 RANGE_BINS_M = ((0.0, 30.0), (30.0, 50.0), (50.0, math.inf))
 _PAIR_BLOCK = 2_000_000  # all-pairs block size before the cheap prefilters
+MAX_LET_PAIRS = 1_000_000_000  # same-frame (gt, pred) pairs of one class LET compares, in blocks (about a minute of work)
+MAX_STORED_PAIRS = 20_000_000  # pairs a metric keeps at once (the lane metric keeps each pair's cost: about 1 GB)
 
 
 def waymo_score_cutoffs() -> np.ndarray:
@@ -217,8 +220,23 @@ class _Pairs:
 _PAIR_FIELDS = ("gi", "pj", "weight", "la", "ha")
 
 
-def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All (gt row, pd row) index pairs with equal integer keys, in bounded blocks."""
+def pair_count(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[int, int, int, int]:
+    """How many (gt row, pd row) pairs share a key, and the key (index into the union) with the most.
+
+    Returns:
+        (total pairs, worst key's position in `np.union1d(gt_key, pd_key)`, its gt rows, its pd rows).
+    """
+    keys = np.union1d(gt_key, pd_key)
+    g_cnt = np.searchsorted(np.sort(gt_key), keys, "right") - np.searchsorted(np.sort(gt_key), keys, "left")
+    p_cnt = np.searchsorted(np.sort(pd_key), keys, "right") - np.searchsorted(np.sort(pd_key), keys, "left")
+    counts = g_cnt.astype(np.float64) * p_cnt
+    worst = int(np.argmax(counts)) if counts.size else 0
+    return int(counts.sum()), worst, int(g_cnt[worst]) if counts.size else 0, int(p_cnt[worst]) if counts.size else 0
+
+
+def iter_pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray, block: int = _PAIR_BLOCK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """All (gt row, pd row) index pairs with equal integer keys, in blocks of at most `block` pairs
+    (memory bounded by the block, whatever the number of pairs)."""
     g_order = np.argsort(gt_key, kind="stable")
     p_order = np.argsort(pd_key, kind="stable")
     keys = np.union1d(gt_key, pd_key)
@@ -228,16 +246,28 @@ def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray) -> tuple[np.ndar
     p_cnt = np.searchsorted(pd_key[p_order], keys, "right") - p_start
     counts = g_cnt * p_cnt
     keep = counts > 0
-    g_start, g_cnt, p_start, p_cnt, counts = g_start[keep], g_cnt[keep], p_start[keep], p_cnt[keep], counts[keep]
-    total = int(counts.sum())
-    if total == 0:
+    g_start, p_start, p_cnt, counts = g_start[keep], p_start[keep], p_cnt[keep], counts[keep]
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    total = int(ends[-1]) if ends.size else 0
+    for first in range(0, total, block):
+        index = np.arange(first, min(first + block, total), dtype=np.int64)
+        group = np.searchsorted(ends, index, "right")
+        local = index - starts[group]
+        yield g_order[g_start[group] + local // p_cnt[group]], p_order[p_start[group] + local % p_cnt[group]]
+
+
+def pairs_within_groups(gt_key: np.ndarray, pd_key: np.ndarray, limit: int = MAX_STORED_PAIRS) -> tuple[np.ndarray, np.ndarray]:
+    """All (gt row, pd row) index pairs with equal integer keys, at most `limit` of them (else AvsimValueError)."""
+    total, worst, g, p = pair_count(gt_key, pd_key)
+    if total > limit:
+        raise AvsimValueError(f"{total} box or lane pairs to compare (one frame has {g} ground-truth and {p} predicted), "
+                              f"more than the {limit} a metric compares at once")  # fmt: skip
+    blocks = list(iter_pairs_within_groups(gt_key, pd_key))
+    if not blocks:
         z = np.zeros(0, np.int64)
         return z, z
-    group = np.repeat(np.arange(counts.shape[0]), counts)
-    local = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    gi = g_order[g_start[group] + local // p_cnt[group]]
-    pj = p_order[p_start[group] + local % p_cnt[group]]
-    return gi, pj
+    return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
 
 
 def _candidate_pairs(
@@ -382,11 +412,11 @@ def class_pairs(
     """Candidate (positive-weight) pairs of one class; boxes sensor-relative, frames int codes."""
     r_gt = np.maximum(np.sqrt((gt_box[:, :3] ** 2).sum(axis=1)), 1e-6)
     r_pd = np.maximum(np.sqrt((pd_box[:, :3] ** 2).sum(axis=1)), 1e-6)
-    gi_all, pj_all = pairs_within_groups(gt_frame, pd_frame)
-    parts = [
-        _candidate_pairs(gt_box, pd_box, gi_all[s : s + _PAIR_BLOCK], pj_all[s : s + _PAIR_BLOCK], cfg, iou_threshold, r_gt, r_pd)
-        for s in range(0, gi_all.shape[0], _PAIR_BLOCK)
-    ]
+    total, worst, g, p = pair_count(gt_frame, pd_frame)
+    if total > MAX_LET_PAIRS:
+        raise AvsimValueError(f"{total} box pairs to compare (one frame has {g} ground-truth and {p} predicted boxes of a class), "
+                              f"more than the {MAX_LET_PAIRS} LET matching compares")  # fmt: skip
+    parts = [_candidate_pairs(gt_box, pd_box, gi, pj, cfg, iou_threshold, r_gt, r_pd) for gi, pj in iter_pairs_within_groups(gt_frame, pd_frame)]
     if not parts:
         z = np.zeros(0, np.int64)
         return _Pairs(z, z, z, np.zeros(0), np.zeros(0))

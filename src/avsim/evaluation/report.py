@@ -23,10 +23,10 @@ This module computes and holds the report (config, inputs, sections, the JSON-re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,20 +35,29 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.progress import StepProgress, report_step
+from avsim.core.safe_files import contained_path, regular_file
+from avsim.core.safe_parquet import TableLimits, read_frame
 from avsim.evaluation.bootstrap import bootstrap_many
 from avsim.evaluation.lanes import LaneSet, evaluate_lanes
 from avsim.evaluation.let_ap import Boxes3D, evaluate_let
 from avsim.evaluation.let_result import WAYMO_MEAN_CLASSES, LetClass, LetMetric, LetResult, RangeBin
 from avsim.evaluation.report_config import LANE_METRICS, ReportConfig
+from avsim.evaluation.report_instants import boxes_at, detect_notes, lanes_at, shared_instants
+from avsim.evaluation.report_sampson import first_view, sampson_section
 from avsim.evaluation.report_video import video_section
+from avsim.evaluation.report_warnings import collect_warnings
 from avsim.evaluation.results import json_ready
 
+__all__ = ["build_report", "collect_warnings", "list_video_clips", "load_detections", "load_ground_truth", "load_lanes", "write_report"]
+
 if TYPE_CHECKING:
-    from avsim.evaluation.features import FeatureCache
+    pass
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 # --------------------------------------------------------------------------- inputs
+
+CHUNK_SCORE_LIMITS = TableLimits(max_rows=10_000_000, max_decoded_bytes=1 << 30)  # chunk_scores.parquet
 
 
 def _first_existing(folder: Path, names: tuple[str, ...]) -> Path | None:
@@ -79,6 +88,9 @@ def load_lanes(folder: Path, ground_truth: bool = False) -> LaneSet | None:
 def load_ground_truth(folder: Path) -> tuple[Boxes3D | None, LaneSet | None, str]:
     """GT boxes and lanes from tables, or derived from avsim scenario folders."""
     from avsim.evaluation.detections import read_box_table
+
+    if not folder.is_dir():
+        raise AvsimInputError(folder, "--gt", "not found or not a folder (the ground truth: boxes.parquet / lanes.parquet or scenario folders)")
 
     boxes_p = _first_existing(folder, ("boxes.parquet", "boxes.csv"))
     boxes = read_box_table(boxes_p, require_score=False) if boxes_p else None
@@ -112,14 +124,18 @@ def list_video_clips(folder: Path) -> dict[str, dict[str, Path]]:
     from avsim.evaluation.video_frames import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
     root = folder / "videos"
-    if not root.is_dir():
+    if not os.path.lexists(root):
         return {}
+    contained_path(folder, "videos", root, "videos")  # a link out of the side's folder is refused, never listed
+    if not root.is_dir():
+        raise AvsimInputError(root, "videos", "not a folder")
     out: dict[str, dict[str, Path]] = {}
     for c in sorted(root.iterdir()):
-        if c.is_file() and c.suffix.lower() in VIDEO_SUFFIXES:
-            out[c.stem] = {"video": c}
+        if c.suffix.lower() in VIDEO_SUFFIXES:  # a clip (a link to it, as `eval detect` writes): a regular file, else named
+            out[c.stem] = {"video": regular_file(c, "video")}
         elif c.is_dir():
-            vids = sorted(v for v in c.iterdir() if v.is_file() and v.suffix.lower() in VIDEO_SUFFIXES)
+            contained_path(root, c.name, c, "videos")
+            vids = sorted(regular_file(v, "video") for v in c.iterdir() if v.suffix.lower() in VIDEO_SUFFIXES)
             if vids:
                 out[c.name] = {v.stem: v for v in vids}
             elif any(v.suffix.lower() in IMAGE_SUFFIXES for v in c.iterdir()):
@@ -215,106 +231,6 @@ def lane_section(gt: LaneSet, real: LaneSet, gen: LaneSet, cfg: ReportConfig) ->
                        "generated": {k: ev_g.result()[k] for k in ("num_gt", "num_pred", "num_matches")}}}
 
 
-def _views_for_sampson(views: dict[str, Path]) -> dict[str, Path]:
-    from avsim.evaluation.sampson import TSE_VIEWS
-
-    if "video" in views:
-        return {"video": views["video"]}
-    return {v: views[v] for v in TSE_VIEWS if v in views}
-
-
-def _camera_for(name: str, width: int, height: int) -> Any:
-    if name == "video":
-        return None
-    from avsim.core.rig import cosmos_rig
-
-    rig = cosmos_rig(width, height)
-    return rig.camera(name) if name in rig.names else None
-
-
-def _clip_sampson(views: dict[str, Path], cfg: ReportConfig) -> dict[str, dict[str, Any]]:
-    """TSE per view and CSE per view pair of one clip (per-video summaries)."""
-    from avsim.evaluation.sampson import CSE_VIEW_PAIRS, TSE_VIEWS, cross_view_sampson, temporal_sampson, video_summary
-    from avsim.evaluation.video_frames import read_clip
-
-    frames = {v: read_clip(p, cfg.max_frames) for v, p in _views_for_sampson(views).items()}
-    for cam_a, cam_b in CSE_VIEW_PAIRS:
-        if cam_a in views and cam_b in views:
-            frames.setdefault(cam_a, read_clip(views[cam_a], cfg.max_frames))
-            frames.setdefault(cam_b, read_clip(views[cam_b], cfg.max_frames))
-    tse, cse = {}, {}
-    for v, f in frames.items():
-        if v == "video" or v in TSE_VIEWS:
-            tse[v] = video_summary(temporal_sampson(f, _camera_for(v, f.shape[2], f.shape[1])))
-    for cam_a, cam_b in CSE_VIEW_PAIRS:
-        if cam_a in frames and cam_b in frames:
-            n = min(len(frames[cam_a]), len(frames[cam_b]))
-            fa, fb = frames[cam_a][:n], frames[cam_b][:n]
-            errs, _ = cross_view_sampson(fa, fb, _camera_for(cam_a, fa.shape[2], fa.shape[1]), _camera_for(cam_b, fb.shape[2], fb.shape[1]))
-            cse[f"{cam_a}+{cam_b}"] = video_summary(errs)
-    return {"tse": tse, "cse": cse}
-
-
-def sampson_side(clips: dict[str, dict[str, Path]], cfg: ReportConfig, progress: StepProgress | None = None,
-                 step: str = "Sampson", cache: FeatureCache | None = None) -> dict[str, Any]:  # fmt: skip
-    """Per-video TSE and CSE (medians of per-frame medians) for one side, keyed "<clip>/<view>";
-    each clip's result is cached (keyed by its views' bytes and the settings); progress per clip."""
-    from avsim.evaluation.features import FeatureCache, cache_key
-    from avsim.evaluation.video_frames import content_hash
-
-    cache = cache or FeatureCache(None)
-    tse, cse = {}, {}
-    for i, (clip, views) in enumerate(clips.items()):
-        key = ""
-        if cache.folder is not None:
-            digest = "".join(content_hash(p) for _, p in sorted(views.items()))
-            key = cache_key(hashlib.sha256(digest.encode()).hexdigest(), {"kind": "sampson", "max_frames": cfg.max_frames,
-                                                                         "views": sorted(views)})  # fmt: skip
-        found = cache.get_json(key) if key else None
-        per = found if found is not None else _clip_sampson(views, cfg)
-        if key and found is None:
-            cache.put_json(key, per)
-        tse.update({f"{clip}/{v}": d for v, d in per["tse"].items()})
-        cse.update({f"{clip}/{v}": d for v, d in per["cse"].items()})
-        report_step(progress, step, i + 1, len(clips))
-    return {"tse": tse, "cse": cse}
-
-
-SAMPSON_NO_DATA = {
-    "tse": "no clip is a single video or has a camera_front_wide_120fov / camera_cross_*_120fov view",
-    "cse": "no clip has camera_front_wide_120fov together with camera_cross_right_120fov or "
-           "camera_cross_left_120fov (videos/<clip>/<camera>.mp4)",
-}  # fmt: skip
-
-
-def sampson_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], cfg: ReportConfig,
-                    progress: StepProgress | None = None) -> dict[str, Any]:  # fmt: skip
-    """TSE and CSE per side: per-video medians, their mean with a video bootstrap; a metric
-    without videos says why (`skipped`). F comes from RANSAC on rectified frames: the report
-    has no calibration (`avsim eval sampson --scenario` has)."""
-    from avsim.evaluation.bootstrap import bootstrap_grouped_mean
-    from avsim.evaluation.features import FeatureCache
-    from avsim.evaluation.sampson import dataset_summary
-
-    cache = FeatureCache(cfg.cache_dir)
-    sides = {side: sampson_side(clips, cfg, progress, f"Sampson {side}", cache) for side, clips in (("real", real), ("generated", gen))}
-    out: dict[str, Any] = {"per_video": sides, "f_source": "RANSAC on rectified frames (no calibration in the report)",
-                           "resampling": {"unit": "clip", "description": "all views (TSE) and view pairs (CSE) of a clip are drawn together"}}  # fmt: skip
-    for kind in ("tse", "cse"):
-        for side, d in sides.items():
-            meds = np.array([v["median_of_frame_medians_px"] for v in d[kind].values()], dtype=np.float64)
-            if meds.size == 0:
-                out[f"{kind}/{side}"] = {"skipped": SAMPSON_NO_DATA[kind]}
-                continue
-            owner = np.array([k.split("/", 1)[0] for k in d[kind]])
-            out[f"{kind}/{side}"] = {
-                **dataset_summary(meds),
-                "mean_of_video_medians": bootstrap_grouped_mean(meds, owner, "clip", cfg.n_resamples, cfg.level, cfg.seed).as_dict(),
-            }
-    out["cache"] = cache.stats()
-    return out
-
-
 def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path]], real_dir: Path, gen_dir: Path, cfg: ReportConfig) -> dict[str, Any] | None:
     import polars as pl
 
@@ -324,7 +240,7 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
     pr, pg = real_dir / "chunk_scores.parquet", gen_dir / "chunk_scores.parquet"
     if pr.is_file() and pg.is_file():
         def table(p: Path) -> dict[str, np.ndarray]:
-            df = pl.read_parquet(p).sort(["clip", "chunk"])
+            df = read_frame(p, CHUNK_SCORE_LIMITS).sort(["clip", "chunk"])
             return {c: df.filter(pl.col("clip") == c)["score"].cast(pl.Float64).to_numpy() for c in df["clip"].unique().sort().to_list()}
 
         tr, tg = table(pr), table(pg)
@@ -333,8 +249,7 @@ def rnds_section(real: dict[str, dict[str, Path]], gen: dict[str, dict[str, Path
         scorer = load_scorer(cfg.rnds_scorer)
         tr, tg = {}, {}
         for clip in sorted(set(real) & set(gen)):
-            vr = next(iter(_views_for_sampson(real[clip]).values()), None)
-            vg = next(iter(_views_for_sampson(gen[clip]).values()), None)
+            vr, vg = first_view(real[clip]), first_view(gen[clip])
             if vr is None or vg is None:
                 continue
             tr[clip] = score_chunks([read_clip(vr)], cfg.rnds_chunk_frames, scorer)[0]
@@ -364,34 +279,6 @@ def provenance() -> dict[str, str]:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             out[pkg] = "not installed"
-    return out
-
-
-def collect_warnings(node: Any, where: str = "") -> list[str]:
-    """Every caveat in a report (or a section of one): skipped sections with their reason,
-    intervals and bands replaced by a note, and the sections' own warnings, each prefixed by
-    where it was found (e.g. "video/fid/unbiased_n_minus_1: n/a (1 clip)").
-
-    Args:
-        node: the report dict (or any part of it).
-        where: the path of `node` in the report.
-
-    Returns:
-        the warning lines, in report order.
-    """
-    if not isinstance(node, dict):
-        return []
-    out: list[str] = []
-    prefix = f"{where}: " if where else ""
-    if isinstance(node.get("skipped"), str):
-        out.append(f"{prefix}skipped: {node['skipped']}")
-    for key in ("note", "band_note"):
-        if node.get(key):
-            out.append(f"{prefix}{'interval' if key == 'note' else 'band'} {node[key]}")
-    out += [f"{prefix}{w}" for w in node.get("warnings", []) if isinstance(w, str)]
-    for key, value in node.items():
-        if key not in ("warnings", "provenance", "inputs", "settings", "per_view"):
-            out += collect_warnings(value, f"{where}/{key}" if where else str(key))
     return out
 
 
@@ -425,17 +312,10 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
         report_step(progress, f"report sections ({stages[min(done, len(stages) - 1)]})", done, len(stages))
 
     stage(0)
-    gt_boxes = gt_lanes = None
-    if ground_truth is not None:
-        gt_boxes, gt_lanes, gt_desc = load_ground_truth(Path(ground_truth))
-        result["inputs"]["ground_truth_source"] = gt_desc
-    result["detection"] = _detection_or_skip(gt_boxes, load_detections(real), load_detections(gen), cfg)
-    stage(1)
-    lan_r, lan_g = load_lanes(real), load_lanes(gen)
-    if gt_lanes is not None and lan_r is not None and lan_g is not None:
-        result["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
-    else:
-        result["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
+    sections = _scored_sections(real, gen, Path(ground_truth) if ground_truth is not None else None, cfg, lambda: stage(1))
+    if "ground_truth_source" in sections:
+        result["inputs"]["ground_truth_source"] = sections.pop("ground_truth_source")
+    result.update(sections)
     stage(2)
     clips_r, clips_g = list_video_clips(real), list_video_clips(gen)
     if clips_r and clips_g:
@@ -452,6 +332,34 @@ def build_report(real_dir: str | os.PathLike[str], gen_dir: str | os.PathLike[st
     result["provenance"] = provenance()
     result["warnings"] = collect_warnings(result)
     return json_ready(result)
+
+
+def _scored_sections(real: Path, gen: Path, ground_truth: Path | None, cfg: ReportConfig,
+                     lanes_next: Callable[[], None]) -> dict[str, Any]:  # fmt: skip
+    """The report's ground truth, detection and lane sections, LET and lanes on the instants both sides have
+    (`avsim.evaluation.report_instants`); `lanes_next` is called between the two (progress)."""
+    out: dict[str, Any] = {}
+    gt_boxes = gt_lanes = None
+    if ground_truth is not None:
+        gt_boxes, gt_lanes, gt_desc = load_ground_truth(ground_truth)
+        out["ground_truth_source"] = gt_desc
+        out["ground_truth"] = detect_notes(real, gen, ground_truth)
+    det_r, det_g, lan_r, lan_g = load_detections(real), load_detections(gen), load_lanes(real), load_lanes(gen)
+    scored = (gt_boxes is not None and det_r is not None and det_g is not None) or (gt_lanes is not None and lan_r is not None and lan_g is not None)
+    if scored:
+        shared = shared_instants(real, gen, (det_r, lan_r), (det_g, lan_g))
+        out["instants"] = {**shared.as_dict(), "warnings": shared.warnings()}
+        gt_boxes, det_r, det_g = (None if b is None else boxes_at(b, shared.keys) for b in (gt_boxes, det_r, det_g))
+        gt_lanes, lan_r, lan_g = (None if x is None else lanes_at(x, shared.keys) for x in (gt_lanes, lan_r, lan_g))
+    out["detection"] = _detection_or_skip(gt_boxes, det_r, det_g, cfg)
+    lanes_next()
+    if gt_lanes is not None and lan_r is not None and lan_g is not None:
+        out["lanes"] = lane_section(gt_lanes, lan_r, lan_g, cfg)
+    else:
+        out["lanes"] = {"skipped": "needs ground-truth lanes and lane outputs on both sides"}
+    for section in ("detection", "lanes") if scored else ():
+        out[section].setdefault("instants", len(shared.keys))
+    return out
 
 
 def _detection_or_skip(gt: Boxes3D | None, real: Boxes3D | None, gen: Boxes3D | None, cfg: ReportConfig) -> dict[str, Any]:

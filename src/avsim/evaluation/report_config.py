@@ -25,3 +25,4 @@ class ReportConfig:
     cache_dir: str | None = None
     rnds_scorer: str | None = None  # compute chunk scores from videos with this scorer
     rnds_chunk_frames: int = 16
+    cse_pairs: tuple[tuple[str, str], ...] | None = None  # CSE camera pairs (None: every overlapping pair of each clip's rig)

@@ -58,8 +58,10 @@ def _png(fig: Any) -> str:
 
 
 def _bars(labels: list[str], series: dict[str, list[Triple]], title: str, ylabel: str) -> str:
+    """Grouped bars with interval whiskers; the figure widens with the number of groups (0.9 in each past 7) so
+    that two-line labels ("vehicle" over "[0, 30)") never run into each other."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(labels)), 3.6))
     x = np.arange(len(labels))
     width = 0.8 / max(len(series), 1)
     colors = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5"]
@@ -69,7 +71,7 @@ def _bars(labels: list[str], series: dict[str, list[Triple]], title: str, ylabel
         hi = np.array([v[2] for v in vals], dtype=float)
         err = np.vstack([np.nan_to_num(est - lo), np.nan_to_num(hi - est)]).clip(0)
         ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(est), width, yerr=err, capsize=3, label=name, color=colors[i % 4])
-    ax.set_xticks(x, labels)
+    ax.set_xticks(x, labels, fontsize=8 if len(labels) > 6 else None)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()
@@ -121,12 +123,13 @@ def _sampson_figure(samp: dict[str, Any]) -> str:
                 names.append(side)
         if data:
             ax.boxplot(data, tick_labels=names)
-        else:  # say why, wrapped to the panel
-            why = samp.get(f"{kind}/real", {}).get("skipped", "no finite values")
+            ax.grid(axis="y", alpha=0.3)
+        else:  # say why, wrapped to the panel, with no axes (there is nothing to read off them)
+            why = samp.get(f"{kind}/real", {}).get("skipped") or samp.get(f"{kind}/generated", {}).get("skipped", "no finite values")
             ax.text(0.5, 0.5, "no data:\n" + textwrap.fill(why, 38), ha="center", va="center", fontsize=8,
                     transform=ax.transAxes)  # fmt: skip
+            ax.set_axis_off()
         ax.set_title(f"{kind.upper()} per-video median (px)")
-        ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _png(fig)
 
@@ -192,7 +195,21 @@ def _header_html(result: dict[str, Any]) -> list[str]:
             f"<code>{html.escape(inputs['generated'])}</code> &middot; Ground truth: "
             f"<code>{html.escape(str(inputs.get('ground_truth')))}</code></p>",
             f"<p class=note>Intervals: {int(settings['level'] * 100)}% percentile bootstrap, "
-            f"{settings['n_resamples']} resamples, seed {settings['seed']}; unit stated per section.</p>"]  # fmt: skip
+            f"{settings['n_resamples']} resamples, seed {settings['seed']}; unit stated per section.</p>", *_instants_html(result)]  # fmt: skip
+
+
+def _instants_html(result: dict[str, Any]) -> list[str]:
+    """How many instants LET and lanes are scored on (both sides have them), and the ground truth rule."""
+    inst, gt = result.get("instants"), result.get("ground_truth") or {}
+    out = []
+    if inst:
+        out.append(f"<p>Detection and lanes are scored on the <b>{inst['instants']}</b> instants both sides have (real "
+                   f"{inst['real']}, generated {inst['generated']}; an instant is a clip and a timestamp).</p>")
+    if "gt_visibility" in gt:
+        out.append(f"<p class=note>Ground truth (--gt-visibility {html.escape(', '.join(gt['gt_visibility']))}): over all the --gt "
+                   f"side's instants, {gt['boxes']} labelled boxes shown by the evaluated cameras ({html.escape(', '.join(gt['cameras']))}) "
+                   f"and {gt['boxes_seen_by_no_evaluated_camera']} no evaluated camera shows, which are not scored.</p>")  # fmt: skip
+    return out
 
 
 def _detection_html(det: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:
@@ -208,7 +225,8 @@ def _detection_html(det: dict[str, Any] | None, figs: dict[str, str]) -> list[st
                          _ci(iv[f"{c}/{m}/gap"])])  # fmt: skip
     parts.append(_table(["class", "metric", "real", "generated", "gap (real - gen)"], rows))
     parts.append(f"<p class=note>LET-3D-AP/APL/APH: higher is better; gap (real - generated): closer to 0 is better. "
-                 f"Resampling unit: frame ({det['frames']} frames), paired across real and generated. The headline is "
+                 f"Resampling unit: frame ({det['frames']} frames with boxes of the {det.get('instants', det['frames'])} instants "
+                 "scored), paired across real and generated. The headline is "
                  "Waymo's leaderboard mean over vehicle, pedestrian and cyclist (absent classes count as 0).</p>")
     rrows = []
     for c in det["classes"]:
@@ -277,9 +295,20 @@ def _sampson_html(samp: dict[str, Any] | None, figs: dict[str, str]) -> list[str
         elif d:
             rows.append([key.upper(), _ci(d["mean_of_video_medians"]), _fmt(d["median_px"]), str(d["videos"])])
     header = ["metric / side (lower is better)", "mean of per-video medians", "median of per-video medians", "videos"]
-    note = (f"<p class=note>F: {html.escape(str(samp.get('f_source', 'RANSAC')))}. Resampling unit: clip (every view "
-            f"and view pair of a clip drawn together). {html.escape(CSE_CAVEAT)}</p>")
-    return parts + [_table(header, rows), note, _img(figs, "sampson", "Sampson error distributions")]
+    note = (f"<p class=note>F: {html.escape(str(samp.get('f_source', 'RANSAC')))}; a frame counts with at least "
+            f"{samp.get('min_matches_per_frame', 8)} matches. Resampling unit: clip (every view and view pair of a clip drawn "
+            f"together). {html.escape(CSE_CAVEAT)}</p>")
+    return parts + [_table(header, rows), *_rig_rows(samp), note, _img(figs, "sampson", "Sampson error distributions")]
+
+
+def _rig_rows(samp: dict[str, Any]) -> list[str]:
+    """Each side's clips: where the rig came from and the CSE pairs chosen (up to 12 clips a side)."""
+    rows = []
+    for side, rigs in samp.get("rigs", {}).items():
+        for clip, r in list(rigs.items())[:12]:
+            pairs = ", ".join(p.replace("+", " + ") for p in r["pairs"]) or "none"
+            rows.append([side, html.escape(clip), html.escape(str(r["source"])), html.escape(pairs)])
+    return [_table(["side", "clip", "rig (rectification)", "CSE camera pairs (fields of view overlap)"], rows)] if rows else []
 
 
 def _rnds_html(rnds: dict[str, Any] | None, figs: dict[str, str]) -> list[str]:

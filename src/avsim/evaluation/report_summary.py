@@ -6,19 +6,15 @@ matches, and the caveat that belongs beside the number (texts in `report_referen
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
 from avsim.evaluation.report_reference import NOTES, MetricNotes, cse_protocol, frechet_protocol
+from avsim.evaluation.results import fmt_number
 
 
 def fmt(x: Any) -> str:
-    """A number for the page (4 significant digits; n/a for None and non-finite)."""
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return "n/a" if not math.isfinite(x) else f"{x:.4g}"
-    return html.escape(str(x))
+    """A number for the page (`results.fmt_number`: 4 significant digits, n/a for None and non-finite, 0 below 1e-9)."""
+    return html.escape(fmt_number(x))
 
 
 def ci_html(d: dict[str, Any] | None) -> str:

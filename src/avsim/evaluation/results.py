@@ -2,7 +2,8 @@
 
 `MetricTable` is a command's result (the table it prints and the JSON document it writes);
 `json_ready` turns numpy values into Python ones and non-finite floats into null, and
-`write_json` writes the strict JSON atomically. Every metric module and the report use these.
+`write_json` writes the strict JSON atomically; `fmt_number` is how a number is printed (tables
+and the report page). Every metric module and the report use these.
 """
 
 from __future__ import annotations
@@ -26,6 +27,30 @@ class MetricTable:
     header: list[str]
     rows: list[list[Any]]
     document: dict[str, Any]
+
+
+ROUNDING_NOISE = 1e-9  # |value| below this prints as 0: floating-point rounding, e.g. a FID of a set with itself
+
+
+def fmt_number(x: Any) -> str:
+    """A value as tables and the report print it: 4 significant digits, "n/a" for None and non-finite
+    values, and 0 for magnitudes below `ROUNDING_NOISE` (a FID of 5.7e-14 beside an interval bound of 0
+    is the same zero).
+
+    Args:
+        x: a number (or anything else, printed with str).
+
+    Returns:
+        The text.
+    """
+    if x is None:
+        return "n/a"
+    if isinstance(x, (float, np.floating)):
+        v = float(x)
+        if not math.isfinite(v):
+            return "n/a"
+        return "0" if abs(v) < ROUNDING_NOISE else f"{v:.4g}"
+    return str(x)
 
 
 def write_json(data: dict[str, Any], out: Path) -> None:

@@ -13,8 +13,15 @@ test (any `avsim.evaluation.matchers.Matcher` plugs in). F comes from the calibr
 mounting, for TSE from the camera's pose change between frames t and t + gap. RANSAC
 (OpenCV FM_RANSAC, 3 px, 0.99; deterministic) is the alternative when there is no
 calibration. TSE: one F per frame pair; CSE: two views at the same instant, one F per clip
-(calibrated: the rig's; RANSAC: from all frames' matches). Per video: mean of per-frame means
-and median of per-frame medians; dataset: statistics over per-video medians.
+(calibrated: the rig's; RANSAC: from the matches of the frames that count). Per video: mean of
+per-frame means and median of per-frame medians; dataset: statistics over per-video medians.
+
+A frame (pair) counts only with at least `MatchConfig.min_matches` matches (default
+`MIN_MATCHES_PER_FRAME` = 16, twice the 8 points a RANSAC F is fitted to): below that an F fits
+the few points it has (RANSAC's F goes through 8 of them exactly) and the error says nothing;
+pure-noise frames give 0-6 cross-view matches, and 1-5 of them pooled gave a CSE of 7e-14 px.
+Such frames are skipped with their reason, and a video without a frame that counts has no
+error (NaN, "n/a"), never a near-zero one.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from avsim.evaluation.rectify import (
 )
 
 __all__ = [
-    "CSE_VIEW_PAIRS", "MIN_BASELINE_M", "TSE_VIEWS", "FrameErrors", "MatchConfig", "PreparedView", "RectifyMode",
+    "CSE_VIEW_PAIRS", "MIN_BASELINE_M", "MIN_MATCHES_PER_FRAME", "TSE_VIEWS", "FrameErrors", "MatchConfig", "PreparedView", "RectifyMode",
     "SiftMatcher", "calibrated_cross_F", "calibrated_temporal_F", "cross_errors", "skew",
     "cross_view_sampson", "dataset_summary", "estimate_fundamental_ransac", "fundamental_from_calibration",
     "fundamental_from_pose", "prepare_view", "rectified_intrinsics", "rectify_keypoints", "sampson_distance",
@@ -53,6 +60,7 @@ CSE_VIEW_PAIRS = (
     ("camera_front_wide_120fov", "camera_cross_left_120fov"),
 )
 MIN_MATCHES_FOR_F = 8
+MIN_MATCHES_PER_FRAME = 16  # a frame (pair) with fewer matches is not scored (module docstring)
 MIN_BASELINE_M = 0.01  # below this the essential matrix [t]x R is (numerically) zero
 RectifyMode = Literal["frames", "keypoints", "none"]
 PointMap = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -180,6 +188,7 @@ class MatchConfig:
     errors_over: Literal["all_matches", "inliers"] = "all_matches"  # "inliers": RANSAC inliers only
     min_baseline_m: float = MIN_BASELINE_M
     keep_ratio: float = 1.0  # per frame, score only the lowest-error fraction (the reference code's keep_ratio)
+    min_matches: int = MIN_MATCHES_PER_FRAME  # a frame (pair) with fewer matches is not scored
 
     def __post_init__(self) -> None:
         if self.errors_over not in ("all_matches", "inliers"):
@@ -188,6 +197,8 @@ class MatchConfig:
             raise AvsimValueError(f"keep_ratio: must be in (0, 1], got {self.keep_ratio}")
         if not (self.ransac_threshold_px > 0 and 0 < self.ransac_confidence < 1 and self.min_baseline_m >= 0):
             raise AvsimValueError("MatchConfig: ransac_threshold_px > 0, 0 < ransac_confidence < 1, min_baseline_m >= 0")
+        if int(self.min_matches) < MIN_MATCHES_FOR_F:
+            raise AvsimValueError(f"min_matches: at least {MIN_MATCHES_FOR_F} (an F needs 8 points), got {self.min_matches}")
 
     def matcher(self) -> SiftMatcher:
         """The default matcher with these settings.
@@ -201,12 +212,13 @@ class MatchConfig:
         """The settings as a JSON-ready dict.
 
         Returns:
-            keypoints, ratio test, feature count, RANSAC settings, errors_over, baseline, keep_ratio.
+            keypoints, ratio test, feature count, RANSAC settings, errors_over, baseline, keep_ratio, min_matches.
         """
         return {
             "keypoints": "SIFT (OpenCV)", "ratio_test": self.ratio, "max_features": self.max_features,
             "ransac_threshold_px": self.ransac_threshold_px, "ransac_confidence": self.ransac_confidence,
             "errors_over": self.errors_over, "min_baseline_m": self.min_baseline_m, "keep_ratio": self.keep_ratio,
+            "min_matches_per_frame": self.min_matches,
         }  # fmt: skip
 
 
@@ -383,11 +395,16 @@ def _errors_for(F: np.ndarray | None, inliers: np.ndarray, x0: np.ndarray, x1: n
 def _scored(index: int, F: np.ndarray | None, inl: np.ndarray, x0: np.ndarray, x1: np.ndarray, cfg: MatchConfig,
             why_no_f: str) -> FrameErrors:  # fmt: skip
     n = int(x0.shape[0])
+    if n < cfg.min_matches:
+        return FrameErrors(index, np.zeros(0), n, F is not None, too_few_matches(cfg.min_matches))
     if F is None:
         return FrameErrors(index, np.zeros(0), n, False, why_no_f)
-    if n == 0:
-        return FrameErrors(index, np.zeros(0), 0, True, "no matches")
     return FrameErrors(index, _errors_for(F, inl, x0, x1, cfg), n, True)
+
+
+def too_few_matches(minimum: int) -> str:
+    """The skip reason of a frame (pair) with fewer than `minimum` matches."""
+    return f"fewer than {minimum} matches"
 
 
 def temporal_errors(
@@ -421,9 +438,11 @@ def temporal_errors(
         x0, x1 = _matched(matcher, view, t, view, t + gap)
         if calibrated_F is not None:
             F, inl, why = calibrated_F[t], np.ones(x0.shape[0], bool), f"camera moved less than {cfg.min_baseline_m:g} m"
-        else:
+        elif x0.shape[0] >= cfg.min_matches:
             F, inl = estimate_fundamental_ransac(x0, x1, cfg.ransac_threshold_px, cfg.ransac_confidence)
             why = f"RANSAC found no F ({x0.shape[0]} matches)"
+        else:
+            F, inl, why = None, np.zeros(x0.shape[0], bool), ""
         out.append(_scored(t, F, inl, x0, x1, cfg, why))
         report_step(progress, step, t + 1, n)
     return out
@@ -454,17 +473,21 @@ def cross_errors(
     for t in range(n):
         per_frame.append(_matched(matcher, view0, t, view1, t))
         report_step(progress, step, t + 1, n)
-    all0 = np.concatenate([p[0] for p in per_frame]) if per_frame else np.zeros((0, 2))
-    all1 = np.concatenate([p[1] for p in per_frame]) if per_frame else np.zeros((0, 2))
+    counts = [p[0].shape[0] for p in per_frame]
+    pooled = [p for p, c in zip(per_frame, counts) if c >= cfg.min_matches]  # RANSAC: only the frames that count
+    all0 = np.concatenate([p[0] for p in pooled]) if pooled else np.zeros((0, 2))
+    all1 = np.concatenate([p[1] for p in pooled]) if pooled else np.zeros((0, 2))
     F: np.ndarray | None
     if calibrated_F is not None:
-        F, inl_all = np.asarray(calibrated_F, np.float64), np.ones(all0.shape[0], bool)
+        F = np.asarray(calibrated_F, np.float64)
+        inl_all = np.ones(all0.shape[0], bool)
     else:
         F, inl_all = estimate_fundamental_ransac(all0, all1, cfg.ransac_threshold_px, cfg.ransac_confidence)
     out, start = [], 0
     for t, (x0, x1) in enumerate(per_frame):
-        inl = inl_all[start : start + x0.shape[0]]
-        start += x0.shape[0]
+        n = x0.shape[0] if counts[t] >= cfg.min_matches else 0
+        inl = inl_all[start : start + n] if n else np.ones(x0.shape[0], bool)
+        start += n
         out.append(_scored(t, F, inl, x0, x1, cfg, f"RANSAC found no F for the clip ({all0.shape[0]} matches)"))
     return out, F
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import file_kind, regular_file
 from avsim.evaluation.let_ap import Boxes3D
 
 WAYMO_TYPE_TO_LET = {1: "vehicle", 2: "pedestrian", 3: "sign", 4: "cyclist"}
@@ -67,8 +68,9 @@ def _parse(path: Path) -> Any:
     from google.protobuf.message import DecodeError
 
     metrics_pb2 = _metrics_pb2(path)
-    if not path.is_file():
+    if file_kind(path) == "missing":
         raise AvsimInputError(path, "file", "not found")
+    regular_file(path, "file")  # a FIFO or a device is named, never read
     if path.stat().st_size > MAX_OBJECTS_FILE_BYTES:
         raise AvsimInputError(path, "file", f"larger than protobuf's 2 GiB message limit ({path.stat().st_size} bytes)")
     objects = metrics_pb2.Objects()

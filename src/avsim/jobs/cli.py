@@ -3,6 +3,10 @@ DATASET OUT`: dataset-scale jobs (option parsing only; the work is in `avsim.job
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +15,8 @@ from typer.core import TyperGroup
 
 from avsim.jobs.engines import ENGINES, Engine, EngineConfig
 from avsim.jobs.fid import ClipBootstrap
+from avsim.models.cli import MODEL, model_options
+from avsim.models.options import ModelOptions
 
 if TYPE_CHECKING:
     from avsim.jobs.run import JobReport
@@ -39,6 +45,14 @@ def _resolved(path: Path | None) -> str | None:
     return str(path.resolve()) if path is not None else None
 
 
+def _model_job_options(model: ModelOptions) -> dict[str, Any]:
+    """The job options of the model options: the ones not at their defaults (a manifest column may
+    set those per item), paths absolute, flags True."""
+    default = ModelOptions()
+    return {name: _resolved(value) if isinstance(value, Path) else value
+            for name, value in model.model_kwargs().items() if value != getattr(default, name)}  # fmt: skip
+
+
 def _with_interval(value: float, interval: dict[str, Any] | None) -> str:
     """`12.3 [10.1, 14.5]`, `12.3 [n/a (1 clip)]`, or the bare value without a bootstrap."""
     if interval is None:
@@ -56,6 +70,7 @@ def _run(kind: str, dataset: Path, out: Path, options: dict[str, Any], config: E
 
     from avsim.jobs.run import run_job
 
+    wait = wait or _WAIT.get()  # `--wait` (every kind has it: `_shared_wait`)
     report = run_job(kind, dataset, out, options, config, real=real, console=Console(stderr=True), bootstrap=bootstrap, seeds=seeds,
                      wait=wait, generated=generated)  # fmt: skip
     if report.frechet is not None:
@@ -220,6 +235,8 @@ def eval_detect(
     out: Path = typer.Argument(..., help="Output folder: what `avsim eval detect` writes (with --generated: OUT/real/, OUT/generated/); items in clips/<clip>/."),
     detector: str = typer.Option(..., "--detector", help="MODULE:CALLABLE taking a FrameBatch, returning Detections (a class: one instance per clip)."),
     generated: Path = typer.Option(None, "--generated", help="Generated clip folders (as DATASET): detected too, into OUT/generated."),
+    cameras: str = typer.Option(None, "--cameras", help="Evaluated cameras, comma-separated (default: with --generated the cameras both sides' clip has, else all)."),
+    gt_visibility: str = typer.Option("visible", "--gt-visibility", help="Ground truth: visible (default), in-view or all (as `avsim eval detect`)."),
     engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS,
     gpus_per_task: float = typer.Option(0.0, "--gpus-per-task", help="GPUs per task for the detector (ray: requested; local: each worker's own)."),
     workers: int = WORKERS, max_retries: int = RETRIES, wait: bool = WAIT,
@@ -228,25 +245,22 @@ def eval_detect(
     `avsim eval let`, `eval lanes` and `eval report` read."""
     from avsim.evaluation.detect import summary_lines
 
-    report = _run("detect", dataset, out, {"detector": detector}, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
+    options = {"detector": detector, "cameras": cameras, "gt_visibility": gt_visibility}
+    report = _run("detect", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task),
                   wait=wait, generated=generated)  # fmt: skip
     for line in summary_lines(report.detect, out) if report.detect is not None else []:  # (None: an item failed, exit 1 above)
         typer.echo(line)
 
 
 @app.command("generate")
+@model_options()
 def generate(
     dataset: Path = typer.Argument(..., help=f"`avsim run render` output: one folder per item. {DATASET_HELP}"),
     out: Path = typer.Argument(..., help="Output folder: OUT/<item>/<clip>/ (as `avsim generate` of each clip, labels remapped)."),
-    config: str = typer.Option(None, "--config", help="transfer25_2b_multiview (default), transfer25_2b_single_view or debug."),
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="DiT + control checkpoint (net.* keys)."),
-    vae: Path = typer.Option(None, "--vae", help="Wan2.1 VAE weights (tokenizer.pth)."),
-    embeddings: Path = typer.Option(None, "--embeddings", help="Precomputed prompt embeddings (python -m avsim.models.text)."),
+    model: ModelOptions = MODEL,  # --config, --checkpoint, --vae, --random-weights, --embeddings, --zero-text
     prompt: str = typer.Option(None, "--prompt", help="Caption (with --text-encoder); a manifest column prompt sets it per item."),
     negative_prompt: str = typer.Option(None, "--negative-prompt", help="Negative prompt (with --text-encoder)."),
     text_encoder: Path = typer.Option(None, "--text-encoder", help="Local Cosmos-Reason1-7B folder."),
-    zero_text: bool = typer.Option(False, "--zero-text", help="Zero text embeddings (no text encoder)."),
-    random_weights: bool = typer.Option(False, "--random-weights", help="Random DiT and VAE: output is NOISE (smoke tests)."),
     random_vae: bool = typer.Option(False, "--random-vae", help="With --checkpoint: the random VAE (output is NOISE)."),
     views: str = typer.Option(None, "--views", help="Comma-separated cameras to generate (default: all of the config)."),
     clip: str = typer.Option(None, "--clip", help="Only this clip of each item (default: every clip)."),
@@ -264,13 +278,11 @@ def generate(
     workers: int = WORKERS, max_retries: int = RETRIES,
 ) -> None:  # fmt: skip
     """Generate every clip of every render item of DATASET (`avsim generate` per clip, models loaded once per item)."""
-    options = {"config": config, "checkpoint": _resolved(checkpoint), "vae": _resolved(vae), "embeddings": _resolved(embeddings),
-               "prompt": prompt, "negative_prompt": negative_prompt, "text_encoder": _resolved(text_encoder),
-               "zero_text": zero_text or None, "random_weights": random_weights or None, "random_vae": random_vae or None,
-               "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
+    options = {**_model_job_options(model), "prompt": prompt, "negative_prompt": negative_prompt,
+               "text_encoder": _resolved(text_encoder), "random_vae": random_vae or None, "views": views, "clip": clip, "steps": steps, "guidance": guidance, "seed": seed,
                "control_weight": control_weight, "sampler": sampler, "chunks": chunks, "overlap": overlap, "device": device,
                "offload": offload or None, "vae_tile": vae_tile}  # fmt: skip
-    if random_weights or random_vae:
+    if model.random_weights or random_vae:
         typer.echo("warning: random weights (--random-weights / --random-vae): the generated videos are NOISE; "
                    "settings.json says output_is_noise", err=True)  # fmt: skip
     _run("generate", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
@@ -310,18 +322,25 @@ def encode(
     _run("encode", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries, gpus_per_task))
 
 
+MAX_SEEDS = 1000  # seeds a scenario runs with (every seed is an episode and a folder)
+
+
 def _seeds(value: str) -> tuple[int, ...]:
-    """`0,1,2` or `0:8` (a range) -> the seeds."""
+    """`0,1,2` or `0:8` (a range) -> the seeds (at most `MAX_SEEDS`, counted before any is made)."""
     try:
         if ":" in value:
             lo, hi = (int(v) for v in value.split(":"))
-            seeds = tuple(range(lo, hi))
+            count = hi - lo
         else:
-            seeds = tuple(int(v) for v in value.split(",") if v.strip())
+            parts = [v for v in value.split(",") if v.strip()]
+            count = len(parts)
+        if count > MAX_SEEDS:
+            raise typer.BadParameter(f"--seeds: {count} seeds, more than the {MAX_SEEDS} a job may run each scenario with")
+        seeds = tuple(range(lo, hi)) if ":" in value else tuple(int(v) for v in parts)
     except ValueError:
         raise typer.BadParameter(f"--seeds: expected 0,1,2 or A:B, got {value!r}") from None
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise typer.BadParameter(f"--seeds: expected distinct seeds >= 0, got {value!r}")
+    if not seeds or min(seeds) < 0 or max(seeds) >= 2**63 or len(set(seeds)) != len(seeds):
+        raise typer.BadParameter(f"--seeds: expected distinct seeds in [0, 2**63), got {value!r}")
     return seeds
 
 
@@ -344,3 +363,37 @@ def sim(
     options = {"policy": policy, "agents": agents, "cameras": cameras, "size": size, "steps": steps, "duration": duration,
                "controller": controller, "budget": budget}  # fmt: skip
     _run("sim", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), seeds=_seeds(seeds))
+
+
+# ---- options every kind has ------------------------------------------------------------------------
+_WAIT: ContextVar[bool] = ContextVar("avsim_run_wait", default=False)
+
+
+def _shared_wait(group: typer.Typer) -> None:
+    """Give every command of `group` that has no `wait` parameter of its own the `--wait` option: its
+    value reaches `_run` through `_WAIT` (so a new kind gets it without a line of its own)."""
+    for info in group.registered_commands:
+        callback = info.callback
+        if callback is None or "wait" in inspect.signature(callback).parameters:
+            continue
+        info.callback = _with_wait(callback)
+
+
+def _with_wait(callback: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(callback)
+    option = inspect.Parameter("wait", inspect.Parameter.KEYWORD_ONLY, default=WAIT, annotation=bool)
+
+    @functools.wraps(callback)
+    def command(*args: Any, wait: bool = False, **kwargs: Any) -> Any:
+        token = _WAIT.set(wait)
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            _WAIT.reset(token)
+
+    command.__signature__ = signature.replace(parameters=[*signature.parameters.values(), option])  # type: ignore[attr-defined]
+    return command
+
+
+_shared_wait(app)
+_shared_wait(eval_app)

@@ -12,8 +12,10 @@ DATASET is one of
   the manifest's folder), an optional column `name` (default: the path's name, without the
   suffix for files) and optional per-item option columns that override the command's options.
 
-Items are sorted by name; names must be unique and plain (no `/`, not hidden), because each
-item writes the folder `OUT/<name>/`.
+Each kind names its folder lister here in its entry of `avsim.jobs.kinds.KINDS` (`scenario_items`,
+`clip_items`, ...); a manifest is read the same way for every kind (`manifest_items`). Items are
+sorted by name; names must be unique and plain (no `/`, not hidden), because each item writes the
+folder `OUT/<name>/` (`checked_items`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
+from avsim.core.safe_files import regular_file
+from avsim.core.safe_parquet import TableLimits
 from avsim.core.typing import StrEnum
-from avsim.jobs.options import PATH_OPTIONS
 
 MANIFEST_SUFFIXES = (".csv", ".parquet")
+
+MANIFEST_LIMITS = TableLimits(max_rows=1_000_000, max_decoded_bytes=1 << 30, max_file_bytes=1 << 30)  # items of one job
 
 
 class JobKind(StrEnum):
@@ -44,13 +50,7 @@ class JobKind(StrEnum):
     SIM = "sim"
     DETECT = "detect"
 
-    @property
-    def command(self) -> str:
-        """The words after `avsim run` that start a job of this kind."""
-        return "eval detect" if self is JobKind.DETECT else str(self.value)
 
-
-KINDS = JobKind.choices()
 SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
 
 
@@ -80,40 +80,56 @@ def item_name(path: Path) -> str:
     return path.stem if path.is_file() else path.name
 
 
-def _folder_items(dataset: Path, kind: str) -> list[Item]:
-    """Items of a dataset folder for `kind` (see the module docstring)."""
-    if kind in ("render", "labels"):
-        if any((dataset / m).is_file() for m in SCENARIO_MARKERS):
-            raise AvsimInputError(dataset, "DATASET", f"is one scenario, not a folder of them; use `avsim {kind}`")
-        paths = [p for p in dataset.iterdir() if p.is_dir() and any((p / m).is_file() for m in SCENARIO_MARKERS)]
-    elif kind == "sim":
-        if (dataset / "scenario.json").is_file():
-            raise AvsimInputError(dataset, "DATASET", "is one scenario, not a folder of them; use `avsim sim`")
-        paths = [p for p in dataset.iterdir() if p.is_dir() and (p / "scenario.json").is_file()]
-    elif kind == "eval":
-        from avsim.evaluation.video_frames import list_clips
+def scenario_items(dataset: Path, kind: str) -> list[Item]:
+    """render, labels: each scenario folder or `avsim edit` variants folder of `dataset`."""
+    if any((dataset / m).is_file() for m in SCENARIO_MARKERS):
+        raise AvsimInputError(dataset, "DATASET", f"is one scenario, not a folder of them; use `avsim {kind}`")
+    return _items([p for p in dataset.iterdir() if p.is_dir() and any((p / m).is_file() for m in SCENARIO_MARKERS)])
 
-        paths = list_clips(dataset)
-    elif kind == "detect":
-        return _clip_folder_items(dataset)
-    elif kind == "encode":
-        from avsim.train.data import layout_clips
 
-        return [Item(clip, dataset) for clip in layout_clips(dataset)]
-    elif kind in ("generate", "pair"):
-        paths = [p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    else:
-        paths = [p for p in dataset.iterdir() if not p.name.startswith(".")]
+def sim_scenario_items(dataset: Path, kind: str) -> list[Item]:
+    """sim: each scenario folder (`scenario.json`) of `dataset`."""
+    if (dataset / "scenario.json").is_file():
+        raise AvsimInputError(dataset, "DATASET", "is one scenario, not a folder of them; use `avsim sim`")
+    return _items([p for p in dataset.iterdir() if p.is_dir() and (p / "scenario.json").is_file()])
+
+
+def clip_items(dataset: Path, kind: str) -> list[Item]:
+    """eval fid / fvd: each clip (video file or frame folder) of `dataset`, as `avsim eval fid` lists them."""
+    from avsim.evaluation.video_frames import list_clips
+
+    return _items(list_clips(dataset))
+
+
+def layout_items(dataset: Path, kind: str) -> list[Item]:
+    """encode: each clip of the post-training layout `dataset` (the item's path is the layout)."""
+    from avsim.train.data import layout_clips
+
+    return [Item(clip, dataset) for clip in layout_clips(dataset)]
+
+
+def folder_items(dataset: Path, kind: str) -> list[Item]:
+    """generate, pair: each folder of `dataset` (a render item), hidden ones aside."""
+    return _items([p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")])
+
+
+def entry_items(dataset: Path, kind: str) -> list[Item]:
+    """convert: each file or folder of `dataset` (one scene each), hidden ones aside."""
+    return _items([p for p in dataset.iterdir() if not p.name.startswith(".")])
+
+
+def _items(paths: list[Path]) -> list[Item]:
     return [Item(item_name(p), p) for p in paths]
 
 
-def _clip_folder_items(dataset: Path) -> list[Item]:
-    """detect: each clip folder of `dataset`, and each clip folder of a subfolder that holds clip
-    folders (named `<subfolder>.<clip>`); any other subfolder is an item too, and fails with its reason."""
-    from avsim.evaluation.detect import is_clip_folder
+def clip_folder_items(dataset: Path, kind: str) -> list[Item]:
+    """detect: `dataset` itself when it is one clip folder, else each clip folder of `dataset`, and each clip
+    folder of a subfolder that holds clip folders (named `<subfolder>.<clip>`): the shapes `avsim eval detect`
+    takes; any other subfolder is an item too, and fails with its reason."""
+    from avsim.evaluation.clip_folders import is_clip_folder
 
     if is_clip_folder(dataset):
-        raise AvsimInputError(dataset, "DATASET", "is one clip, not a folder of them; use `avsim eval detect`")
+        return [Item(item_name(dataset), dataset)]
     items = []
     for sub in sorted(p for p in dataset.iterdir() if p.is_dir() and not p.name.startswith(".")):
         clips = [] if is_clip_folder(sub) else sorted(c for c in sub.iterdir() if c.is_dir() and is_clip_folder(c))
@@ -127,21 +143,37 @@ def _manifest_rows(manifest: Path) -> list[dict[str, Any]]:
         import polars as pl
     except ImportError:
         pl = None  # type: ignore[assignment]
+    regular_file(manifest, "manifest")  # a FIFO or a device is named, never opened
     if manifest.suffix == ".parquet":
         if pl is None:
             raise AvsimInputError(manifest, "manifest", "reading parquet needs polars (pip install polars), or use CSV")
-        try:
-            return pl.read_parquet(manifest).to_dicts()
-        except Exception as exc:
-            raise AvsimInputError(manifest, "manifest", f"cannot read parquet: {exc}") from exc
+        from avsim.core.safe_parquet import read_frame
+
+        return read_frame(manifest, MANIFEST_LIMITS).to_dicts()
+    if manifest.stat().st_size > MANIFEST_LIMITS.max_file_bytes:
+        raise AvsimInputError(manifest, "manifest", f"{manifest.stat().st_size} bytes, more than the {MANIFEST_LIMITS.max_file_bytes} a manifest may have")
     try:
         with manifest.open(newline="", encoding="utf-8") as stream:
-            return [dict(row) for row in csv.DictReader(stream)]
+            rows = [dict(row) for _, row in zip(range(MANIFEST_LIMITS.max_rows + 1), csv.DictReader(stream))]
+        if len(rows) > MANIFEST_LIMITS.max_rows:
+            raise AvsimInputError(manifest, "rows", f"more than the {MANIFEST_LIMITS.max_rows} items a manifest may list")
+        return rows
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise AvsimInputError(manifest, "manifest", f"cannot read CSV: {exc}") from exc
 
 
-def _manifest_items(manifest: Path, option_names: tuple[str, ...]) -> list[Item]:
+def manifest_items(manifest: Path, option_types: Mapping[str, type]) -> list[Item]:
+    """The items a manifest lists, each with its option columns (relative `Path` options taken
+    relative to the manifest's folder).
+
+    Args:
+        manifest: a `.csv` or `.parquet` file with a column `path` (see the module docstring).
+        option_types: the option columns it may hold, by name, and their types.
+
+    Returns:
+        The items, in row order.
+    """
+    option_names = tuple(option_types)
     rows = _manifest_rows(manifest)
     if rows and "path" not in rows[0]:
         raise AvsimInputError(manifest, "path", "the manifest needs a column `path`")
@@ -160,36 +192,27 @@ def _manifest_items(manifest: Path, option_names: tuple[str, ...]) -> list[Item]
                 continue
             if key not in option_names:
                 raise AvsimInputError(manifest, key, f"unknown option column; expected path, name or one of {', '.join(option_names)}")
-            relative = key in PATH_OPTIONS and not Path(str(value).strip()).is_absolute()
+            relative = option_types[key] is Path and not Path(str(value).strip()).is_absolute()
             options[key] = str(manifest.parent / str(value).strip()) if relative else value
-        name = str(row.get("name") or "").strip() or item_name(path)
+        given = str(row.get("name") or "").strip()
+        name = check_name(given, manifest, f"row {i + 1}: name") if given else item_name(path)  # a name from a file: the name rule
         items.append(Item(name, path, options))
     return items
 
 
-def read_items(dataset: Path, kind: str, option_names: tuple[str, ...]) -> list[Item]:
-    """The items of `dataset` for a job of `kind`, sorted by name.
+def checked_items(dataset: Path, items: list[Item], command: str) -> list[Item]:
+    """`items` sorted by name, once it is sure there is at least one and no two share a name.
 
     Args:
-        dataset: a dataset folder or a `.csv` / `.parquet` manifest (see the module docstring).
-        kind: one of `KINDS`.
-        option_names: the option columns a manifest may hold for this kind.
+        dataset: where the items came from (named in an error).
+        items: the items of a folder or a manifest.
+        command: the words after `avsim run` (named in an error).
 
     Returns:
-        The items (at least one).
+        The items, sorted by name.
     """
-    if kind not in KINDS:
-        raise AvsimInputError(dataset, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
-    if dataset.is_file() and dataset.suffix.lower() in MANIFEST_SUFFIXES:
-        if kind == JobKind.ENCODE:
-            raise AvsimInputError(dataset, "DATASET", "`avsim run encode` takes a post-training layout folder, not a manifest")
-        items = _manifest_items(dataset, option_names)
-    elif dataset.is_dir():
-        items = _folder_items(dataset, kind)
-    else:
-        raise AvsimInputError(dataset, "DATASET", f"expected a folder or a manifest ({', '.join(MANIFEST_SUFFIXES)})")
     if not items:
-        raise AvsimInputError(dataset, "DATASET", f"no items for `avsim run {JobKind(kind).command}`")
+        raise AvsimInputError(dataset, "DATASET", f"no items for `avsim run {command}`")
     seen: dict[str, Path] = {}
     for item in items:
         if item.name in seen:

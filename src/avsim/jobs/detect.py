@@ -11,13 +11,19 @@ back in item order (`read_detect_part`) and writes `OUT` (or `OUT/real`, `OUT/ge
 `write_detect_output`, so the merged files are the ones `avsim eval detect` writes for the same
 clip folders.
 
-An item's input digest covers its clip folder's files and the detector's name, not the
-detector's code or weights: after changing those, run into a new OUT.
+Before any task starts the driver gives each clip its evaluated cameras (`with_evaluated_cameras`:
+`--cameras`, else with `--generated` the cameras both sides' clip of the same name have, as
+`avsim eval detect` does), so a clip's task sees the same cameras in either command.
+
+An item's input digest covers its clip folder's files, the detector's name and the options
+(cameras, `--gt-visibility`), not the detector's code or weights: after changing those, run
+into a new OUT.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +40,56 @@ def check_detect_options(options: Mapping[str, Any]) -> None:
     Args:
         options: the job's typed options (`detector`: MODULE:CALLABLE).
     """
-    from avsim.evaluation.detect import import_detector
+    from avsim.evaluation.detect import GtVisibility, import_detector
 
     if not options.get("detector"):
         raise AvsimInputError("options", "--detector", "`avsim run eval detect` needs --detector MODULE:CALLABLE")
     import_detector(str(options["detector"]))
+    choices = [str(v) for v in GtVisibility]
+    if str(options.get("gt_visibility", GtVisibility.VISIBLE)) not in choices:
+        raise AvsimInputError("options", "--gt-visibility", f"expected one of {', '.join(choices)}, got {options['gt_visibility']!r}")
+
+
+def with_evaluated_cameras(tasks: list[ItemTask]) -> list[ItemTask]:
+    """Each clip task with its evaluated cameras in `options["cameras"]` (module docstring).
+
+    Args:
+        tasks: the detect tasks of one side (`<item>`) or both (`real/<item>`, `generated/<item>`);
+            an item that is not a readable clip folder is left as it is (its task fails with the reason).
+
+    Returns:
+        The tasks, in order.
+    """
+    from avsim.core.errors import AvsimError
+    from avsim.evaluation.clip_folders import evaluated_cameras, parse_cameras, read_index
+
+    def readable(t: ItemTask) -> bool:
+        try:
+            read_index(t.source)
+        except AvsimError:
+            return False
+        return True
+
+    ok = [t for t in tasks if readable(t)]
+    gen = [t.source for t in ok if t.name.startswith("generated/")]
+    real = [t.source for t in ok if not t.name.startswith("generated/")]
+    cams = evaluated_cameras(real, gen, parse_cameras(tasks[0].options.get("cameras")) if tasks else None)
+    return [replace(t, options={**t.options, "cameras": ",".join(cams[t.source])}) if t.source in cams else t for t in tasks]
 
 
 def detect_item(task: ItemTask, tmp: Path) -> None:
     """Run the detector over one clip folder and write its part into `tmp`.
 
     Args:
-        task: the item (source: the clip folder; options: `detector`).
+        task: the item (source: the clip folder; options: `detector`, `cameras`, `gt_visibility`).
         tmp: the item's temporary output folder.
     """
-    from avsim.evaluation.detect import detect_clip, load_detector, write_detect_output
+    from avsim.evaluation.clip_folders import parse_cameras
+    from avsim.evaluation.detect import GtVisibility, detect_clip, load_detector, write_detect_output
 
     spec = str(task.options["detector"])
-    part = detect_clip(task.source, load_detector(spec), spec)
+    visibility = GtVisibility(str(task.options.get("gt_visibility", GtVisibility.VISIBLE)))
+    part = detect_clip(task.source, load_detector(spec), spec, cameras=parse_cameras(task.options.get("cameras")), gt_visibility=visibility)
     write_detect_output(tmp, [part], spec, link_videos=False)
 
 

@@ -22,11 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.jobs.tasks import ItemTask
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 FEATURES_NPY = "features.npy"
 FID_DIM = 2048
@@ -230,3 +234,37 @@ def frechet_document(real: list[Path], generated: list[Path], options: Mapping[s
             rows: {"real": a.count, "generated": b.count}, "clips": {"real": len(real), "generated": len(generated)},
             "features": _describe(metric, options.get("weights")), "merge": "per-clip features in tasks; count, mean, "
             "centred scatter merged on the driver (float64)", "warnings": warnings}  # fmt: skip
+
+
+def merge_eval(out: Path, tasks: list[ItemTask], console: Console | None, bootstrap: ClipBootstrap | None = None) -> dict[str, Any]:
+    """Merge the eval tasks' per-clip features on the driver and write `out/fid.json` (`fvd.json`).
+
+    Args:
+        out: the job's output folder.
+        tasks: the eval tasks (all done or skipped), each in `out/<side>/<clip>`.
+        console: where the merge's progress bar goes (None: none).
+        bootstrap: the interval over clips, under the document's "bootstrap" (None: none).
+
+    Returns:
+        The FID / FVD document.
+    """
+    from avsim.core.progress import progress_bar
+    from avsim.evaluation.results import write_json
+
+    folders = {side: [t.out_dir for t in tasks if t.out_dir.parent.name == side] for side in ("real", "generated")}
+    metric = str(tasks[0].options.get("metric", "fid"))
+    if console is None:
+        doc = frechet_document(folders["real"], folders["generated"], tasks[0].options)
+    else:
+        with progress_bar(f"run eval: merge {metric} statistics", unit="items", console=console) as bar:
+            task = bar.add_task("", total=len(tasks))
+            doc = frechet_document(folders["real"], folders["generated"], tasks[0].options, lambda: bar.advance(task))
+    if bootstrap is not None:
+        if console is None:
+            doc["bootstrap"] = clip_intervals(folders["real"], folders["generated"], bootstrap)
+        else:
+            with console.status(f"eval: bootstrap over clips ({min(bootstrap.n_resamples, 200)} resamples)"):
+                doc["bootstrap"] = clip_intervals(folders["real"], folders["generated"], bootstrap)
+    write_json(doc, out / f"{metric}.json")
+    return doc
+

@@ -1,5 +1,6 @@
-"""One dataset item run as one task: skip it when current, else run the library function of its
-kind into a temporary folder and rename that onto `OUT/<name>/` (avsim.core.atomic).
+"""One dataset item run as one task: skip it when current, else run its kind's `run`
+(`avsim.jobs.kinds.KINDS`) into a temporary folder and rename that onto `OUT/<name>/`
+(avsim.core.atomic).
 
 Each finished item holds `job.json`: kind, source, options and the input digest
 (`avsim.core.digest` of the item's files and options) plus its outputs relative to the item
@@ -20,8 +21,7 @@ from pathlib import Path
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
-from avsim.jobs.model_items import digest_inputs, encode_item, generate_item, pair_item
-from avsim.jobs.options import render_options, sim_options
+from avsim.jobs.kinds import KINDS
 from avsim.jobs.tasks import JOB_FORMAT, JOB_JSON, ItemResult, ItemStatus, ItemTask, one_line
 
 # test-only: a folder; a task whose `<folder>/<item>.hang` exists claims it (renames it to
@@ -32,7 +32,7 @@ HANG_ENV = "AVSIM_JOBS_TEST_HANG_DIR"
 def task_digest(task: ItemTask) -> str:
     """The input digest of `task`: its source's files (a folder's, or the one file) and options.
 
-    Model kinds (generate, pair, encode) digest the files they read (`model_items.digest_inputs`).
+    A kind that names its `digest_inputs` (generate, pair, encode) digests the files those give.
 
     Args:
         task: the item task.
@@ -41,8 +41,9 @@ def task_digest(task: ItemTask) -> str:
         64 hex characters.
     """
     options = {"kind": task.kind, **task.options}
-    if task.kind in MODEL_RUNNERS:
-        files, root, extra = digest_inputs(task)
+    inputs = KINDS[task.kind].digest_inputs
+    if inputs is not None:
+        files, root, extra = inputs(task)
         return input_digest(files, root, {**options, **extra})
     if task.source.is_dir():
         return folder_digest(task.source, options)
@@ -77,50 +78,6 @@ def is_current(out_dir: Path, digest: str) -> bool:
         return False
 
 
-def _render(task: ItemTask, tmp: Path) -> None:
-    from avsim.edit.render_variants import is_variants_folder, run_render_variants
-    from avsim.render.run.runner import run_render
-    from avsim.scenario.io import load_scenario
-
-    opts = render_options(task.options, tmp, source=task.source)
-    if is_variants_folder(task.source):
-        run_render_variants(task.source, opts)
-    else:
-        run_render(load_scenario(task.source), opts)
-
-
-def _labels(task: ItemTask, tmp: Path) -> None:
-    from avsim.render.run.labels import run_labels
-    from avsim.scenario.io import load_scenario
-
-    run_labels(load_scenario(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
-
-
-def _convert(task: ItemTask, tmp: Path) -> None:
-    from avsim.scenario.workflows import convert_to_folder
-
-    convert_to_folder(task.source, tmp, fmt=task.options.get("format"), rig_name=task.options.get("rig"))
-
-
-def _eval(task: ItemTask, tmp: Path) -> None:
-    from avsim.jobs.fid import write_clip_features
-
-    write_clip_features(task.source, tmp, task.options)
-
-
-def _detect(task: ItemTask, tmp: Path) -> None:
-    from avsim.jobs.detect import detect_item
-
-    detect_item(task, tmp)
-
-
-def _sim(task: ItemTask, tmp: Path) -> None:
-    from avsim.sim.run import run_sim
-
-    run_sim(task.source, tmp, sim_options(task.options, task.source))
-
-
-MODEL_RUNNERS = {"generate": generate_item, "pair": pair_item, "encode": encode_item}
 RECORDS_WITH_PATHS = ("render_summary.json", "settings.json")  # `run_render`'s summaries, `avsim generate`'s settings
 
 
@@ -147,9 +104,7 @@ def _hang_for_test(name: str) -> None:
 
 
 def _run(task: ItemTask, digest: str) -> None:
-    runners = {"render": _render, "labels": _labels, "convert": _convert, "eval": _eval, "sim": _sim, "detect": _detect,
-               **MODEL_RUNNERS}  # fmt: skip
-    runner = runners[task.kind]
+    runner = KINDS[task.kind].run
     with atomic_output_path(task.out_dir, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         runner(task, tmp)

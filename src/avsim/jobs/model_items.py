@@ -15,7 +15,8 @@
   cache `avsim train run --cache OUT` reads.
 
 Weight files are digested once on the driver (`weight_digests`) and enter each item's input
-digest, so changed weights re-run every item while a rerun with the same weights skips it.
+digest, so changed weights re-run every item while a rerun with the same weights skips it. The
+three kinds' entries in `avsim.jobs.kinds.KINDS` name the functions here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_files, input_digest
 from avsim.core.errors import AvsimInputError
+from avsim.jobs.dataset import Item
 from avsim.jobs.tasks import JOB_JSON, ItemResult, ItemStatus, ItemTask
 
 PAIR_CLIPS = "clips"  # `avsim run pair` items live in OUT/clips/<item>/; OUT/ itself is the merged layout
@@ -57,29 +59,71 @@ def weight_digests(options: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def digest_inputs(task: ItemTask) -> tuple[list[Path], Path, dict[str, Any]]:
-    """(files, root, extra options) that a model item's input digest covers.
-
-    generate: the item's videos and labels (not the render's records, which hold timings);
-    pair: those and the item's real videos (by content, not path); encode: the clip's files.
+def render_item_inputs(task: ItemTask) -> tuple[list[Path], Path, dict[str, Any]]:
+    """generate: the files a render item's digest covers: its videos and labels, not the render's
+    records (they hold timings and paths).
 
     Args:
-        task: a generate, pair or encode task.
+        task: a generate task (source: the render item folder).
 
     Returns:
-        The files (under `root`), the root, and options replacing path-valued ones.
+        The files (under the root), the root, and no options to replace.
     """
-    if task.kind == "encode":
-        from avsim.train.data import caption_file
+    return [p for p in folder_files(task.source) if p.name not in RENDER_RECORDS], task.source, {}
 
-        record = _record(task.source, str(task.options["clip"]))
-        return [*record.videos, *record.controls, caption_file(task.source, record.name)], task.source, {}
-    files = [p for p in folder_files(task.source) if p.name not in RENDER_RECORDS]
-    if task.kind != "pair":
-        return files, task.source, {}
+
+def pair_inputs(task: ItemTask) -> tuple[list[Path], Path, dict[str, Any]]:
+    """pair: the render item's files (as `render_item_inputs`) and the item's real videos, by
+    content (the option `real`, a path, is replaced by their digest).
+
+    Args:
+        task: a pair task.
+
+    Returns:
+        The files (under the root), the root, and `{"real": digest}`.
+    """
+    files, root, _ = render_item_inputs(task)
     real = Path(str(task.options["real"]))
     real_files = folder_files(real) if real.is_dir() else []
-    return files, task.source, {"real": input_digest(real_files, real, {})}
+    return files, root, {"real": input_digest(real_files, real, {})}
+
+
+def encode_inputs(task: ItemTask) -> tuple[list[Path], Path, dict[str, Any]]:
+    """encode: the clip's videos, controls and caption in the layout.
+
+    Args:
+        task: an encode task (source: the layout; options: its `clip`).
+
+    Returns:
+        The files (under the layout), the layout, and no options to replace.
+    """
+    from avsim.train.data import caption_file
+
+    record = _record(task.source, str(task.options["clip"]))
+    return [*record.videos, *record.controls, caption_file(task.source, record.name)], task.source, {}
+
+
+def pair_item_options(base: Mapping[str, Any], item: Item, dataset: Path) -> dict[str, Any]:
+    """pair: an item's real videos folder: its manifest column `real`, else `--real ROOT` / <item>.
+
+    Args:
+        base: the command's typed options.
+        item: the item (its own options as the manifest gave them).
+        dataset: the dataset (named in an error).
+
+    Returns:
+        `{"real": absolute folder}`.
+    """
+    if item.options.get("real"):
+        return {"real": str(Path(str(item.options["real"])).resolve())}
+    if not base.get("real"):
+        raise AvsimInputError(dataset, "--real", "`avsim run pair` needs the real videos (--real ROOT or a manifest column real)")
+    return {"real": str((Path(str(base["real"])) / item.name).resolve())}
+
+
+def encode_item_options(base: Mapping[str, Any], item: Item, dataset: Path) -> dict[str, Any]:
+    """encode: the clip an item encodes (its name: one item per clip of the layout)."""
+    return {"clip": item.name}
 
 
 def _record(layout: Path, clip: str) -> Any:

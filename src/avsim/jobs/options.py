@@ -1,8 +1,11 @@
-"""The options a dataset job passes to each item, per kind: names, types, and the library objects
-they become (`RenderOptions` for render and labels, keyword arguments for convert and eval).
+"""The options a dataset job passes to each item: their values coerced to the types a kind
+declares (`avsim.jobs.kinds.KINDS`, each entry's `options`), and the library objects they become
+(`RenderOptions` for render and labels, `SimOptions` for sim).
 
 Options travel as a plain dict of JSON values (they are digested and pickled to workers); a
-manifest's option columns are strings and are coerced here to the option's type.
+manifest's option columns are strings and are coerced here to the option's type. An option of
+type `Path` names a file or folder: it travels as a string, and a manifest's relative value is
+relative to the manifest's folder.
 """
 
 from __future__ import annotations
@@ -12,33 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from avsim.core.errors import AvsimInputError
+from avsim.core.errors import AvsimInputError, AvsimValueError
 
-_RENDER_TYPES: dict[str, type] = {
-    "cameras": str, "start": float, "end": float, "frames": str, "fps": float, "size": str, "chunk": int,
-    "rig": str, "backend": str, "preset": str, "layout": str, "labels": bool, "mosaic": bool, "png": bool,
-    "label_files": str, "images": str,
-}  # fmt: skip
-OPTION_TYPES: dict[str, dict[str, type]] = {
-    "render": _RENDER_TYPES,
-    "labels": {k: _RENDER_TYPES[k] for k in ("cameras", "start", "end", "frames", "fps", "size", "rig", "label_files", "images")},
-    "convert": {"format": str, "rig": str},
-    "eval": {"metric": str, "max_frames": int, "batch_size": int, "stride": int, "max_windows": int, "weights": str, "cache": str},
-    "generate": {
-        "config": str, "checkpoint": str, "vae": str, "embeddings": str, "prompt": str, "negative_prompt": str,
-        "text_encoder": str, "zero_text": bool, "random_weights": bool, "random_vae": bool, "views": str, "clip": str,
-        "steps": int, "guidance": float, "seed": int, "control_weight": float, "sampler": str, "chunks": int,
-        "overlap": int, "device": str, "offload": bool, "vae_tile": int,
-    },
-    "pair": {"real": str, "caption": str},
-    "encode": {"model": str, "vae": str, "random_vae": bool, "text_encoder": str, "zero_text": bool,
-               "max_clips_per_video": int, "device": str, "store_dtype": str},
-    "sim": {"policy": str, "agents": str, "cameras": str, "size": str, "backend": str, "steps": int, "duration": float, "seed": int,
-            "rate": float, "controller": str, "budget": float},
-    "detect": {"detector": str},
-}
-PATH_OPTIONS = frozenset({"checkpoint", "vae", "embeddings", "text_encoder", "real"})
-"""Options of the model kinds naming a file or folder: a manifest's relative value is relative to the manifest's folder."""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
@@ -61,23 +39,23 @@ def _coerce(value: Any, kind: type, source: object, key: str) -> Any:
             if not math.isfinite(number):
                 raise ValueError(f"expected a finite number, got {value!r}")
             return number
-        return str(value).strip()
+        return str(value).strip()  # str, and Path (a path travels as its string)
     except ValueError as exc:
         raise AvsimInputError(source, key, str(exc)) from None
 
 
-def coerce_options(kind: str, options: Mapping[str, Any], source: object) -> dict[str, Any]:
-    """`options` with each value of the type its name has for `kind`; `None` values dropped.
+def coerce_options(types: Mapping[str, type], options: Mapping[str, Any], source: object, kind: str) -> dict[str, Any]:
+    """`options` with each value of the type its name has in `types`; `None` values dropped.
 
     Args:
-        kind: the job kind (a key of `OPTION_TYPES`).
+        types: the kind's option names and types (`KindSpec.options`).
         options: option name -> value (strings from a manifest, or typed values).
         source: what the options came from (named in an error).
+        kind: the job kind (named in an error).
 
     Returns:
         The typed options, sorted by name.
     """
-    types = OPTION_TYPES[kind]
     out = {}
     for key in sorted(options):
         if options[key] is None:
@@ -119,7 +97,6 @@ def render_options(options: Mapping[str, Any], out: Path, *, labels_only: bool =
     Returns:
         An `avsim.render.run.runner.RenderOptions`.
     """
-    from avsim.core.errors import AvsimValueError
     from avsim.render import style
     from avsim.render.run.plan import FrameSelectionError, RenderOptions
 
@@ -159,13 +136,13 @@ def sim_options(options: Mapping[str, Any], source: object = "options") -> Any:
         raise AvsimInputError(source, "backend", f"expected numba or torch, got {backend!r}")
     cams = options.get("cameras")
     cameras = None if cams is None else (() if str(cams).strip() == "all" else tuple(c.strip() for c in str(cams).split(",") if c.strip()))
-    rate, budget = float(options.get("rate", 10.0)), float(options.get("budget", 1.0))
-    if not 0 < rate <= 100 or not budget > 0:
-        raise AvsimInputError(source, "rate/budget", f"rate must be in (0, 100] and budget > 0, got {rate}, {budget}")
-    seed, steps = int(options.get("seed", 0)), options.get("steps")
-    if seed < 0 or (steps is not None and int(steps) < 1):
-        raise AvsimInputError(source, "seed/steps", f"seed must be >= 0 and steps >= 1, got {seed}, {steps}")
-    return SimOptions(policy=str(options.get("policy", "idm")), agents=AgentMode(agents), cameras=cameras,
-                      size=parse_size(str(options.get("size", "1280x720")), source), backend=backend,
-                      steps=None if steps is None else int(steps), duration_s=options.get("duration"), seed=seed, rate_hz=rate,
-                      controller=str(options.get("controller", "auto")), budget_s=budget)  # fmt: skip
+    steps = options.get("steps")
+    try:  # SimOptions bounds every option that sizes memory or time (steps, duration, rate, budget, size, seed)
+        return SimOptions(policy=str(options.get("policy", "idm")), agents=AgentMode(agents), cameras=cameras,
+                          size=parse_size(str(options.get("size", "1280x720")), source), backend=backend,
+                          steps=None if steps is None else int(steps), duration_s=options.get("duration"), seed=int(options.get("seed", 0)),
+                          rate_hz=float(options.get("rate", 10.0)), controller=str(options.get("controller", "auto")),
+                          budget_s=float(options.get("budget", 1.0)))  # fmt: skip
+    except AvsimValueError as exc:
+        option, _, reason = str(exc).partition(": ")
+        raise AvsimInputError(source, option.lstrip("-"), reason or str(exc)) from None

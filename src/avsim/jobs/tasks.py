@@ -1,7 +1,8 @@
-"""The unit of a dataset job: an item task, how it ended, and its record's name.
+"""The unit of a dataset job: an item task, how it ended, and its record's name; how the job ended.
 
 `ItemTask` is what a worker needs for one item; `ItemResult` (with an `ItemStatus`) is how it
-ended. The runners of every kind (`avsim.jobs.items`, `avsim.jobs.model_items`) share these.
+ended; `JobReport` is every item's result and what the driver merged. The runners of every kind
+(`avsim.jobs.kinds`, `avsim.jobs.model_items`, ...) share these.
 """
 
 from __future__ import annotations
@@ -50,6 +51,27 @@ class ItemResult:
     reason: str = ""
     seconds: float = 0.0
     digest: str = ""
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What a job did: its results in item order and, for eval, the FID / FVD document (detect: the
+    merged sides, as `avsim.evaluation.detect.detect_sides` returns them; sim: the score rows)."""
+
+    kind: str
+    results: list[ItemResult]
+    frechet: dict[str, Any] | None = None
+    sim_rows: list[dict[str, Any]] | None = None
+    detect: dict[str, Any] | None = None
+
+    def count(self, status: ItemStatus) -> int:
+        """Items that ended with `status`."""
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any item failed."""
+        return self.count(ItemStatus.FAILED) > 0
 
 
 def one_line(exc: BaseException) -> str:

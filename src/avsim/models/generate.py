@@ -31,6 +31,7 @@ from torch import Tensor
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.core.progress import StepProgress, report_step
 from avsim.core.video import video_info
 from avsim.models.config import MULTIVIEW_CAMERAS, TransferConfig, get_config
@@ -368,9 +369,9 @@ def _write_outputs(out: Path, plan: ClipPlan, cameras: list[str], videos: list[T
         tmp.chmod(0o755)  # mkdtemp makes it private; the output folder is an ordinary one
         report_step(progress, "write videos", 0, len(cameras) + 1)
         for i, (cam, video) in enumerate(zip(cameras, videos, strict=True)):
-            write_video(tmp / f"{clip}.{cam}.mp4", video, fps)
+            write_video(join_names(tmp, f"{clip}.{cam}.mp4"), video, fps)
             report_step(progress, "write videos", i + 1, len(cameras) + 1)
-        write_video(tmp / f"{clip}.grid.mp4", grid_frames(dict(zip(cameras, videos, strict=True))), fps)
+        write_video(join_names(tmp, f"{clip}.grid.mp4"), grid_frames(dict(zip(cameras, videos, strict=True))), fps)
         report_step(progress, "write videos", len(cameras) + 1, len(cameras) + 1)
         if plan.pairing is not None:
             settings = {**settings, "labels": place_labels(plan.pairing, tmp, out, int(videos[0].shape[0]), cameras)}

@@ -207,7 +207,8 @@ def write_selected_labels(pairing: LabelsPairing, out: Path, cameras: Sequence[s
     tokens = {str(f.get("sample_token", f["timestamp_ns"])) for f in frames}
     views = [c for c in doc.get("cameras", cameras) if c in cameras]
     source = {"fps": pairing.source_fps, "video_clip": pairing.video_clip, "video_frames": list(pairing.source_frames)}
-    _write_json(out / "index.json", {**doc, "fps": pairing.fps, "cameras": views, "frames": frames, "source": source})
+    kept = {"openlane_cameras": [c for c in doc["openlane_cameras"] if c in views]} if isinstance(doc.get("openlane_cameras"), list) else {}
+    _write_json(out / "index.json", {**doc, "fps": pairing.fps, "cameras": views, "frames": frames, "source": source, **kept})
     if (src / "boxes3d.json").is_file():
         boxes = read_json(src / "boxes3d.json", "labels boxes3d")
         results = boxes.get("results", {}) if isinstance(boxes, dict) else {}
@@ -233,8 +234,10 @@ def _write_selected_tables(src: Path, out: Path, keep: dict[int, int], views: Se
     column (the lane lines, once per clip) are copied."""
     import polars as pl
 
+    from avsim.core.safe_parquet import TableLimits, read_frame
+
     for table in sorted(src.glob("*.parquet")):
-        df = pl.read_parquet(table)
+        df = read_frame(table, TableLimits(10_000_000, 1 << 30), root=src)  # bounded before decoding, inside the label folder
         key = next((c for c in ("frame_index", "image_id") if c in df.columns), None)
         if key is not None:
             df = df.filter(pl.col(key).is_in(sorted(keep)))

@@ -8,9 +8,5 @@
 
 A module imports only its own layer and those below it (tests/test_layering.py). The modules'
 old flat paths (`avsim.render.frame`, `avsim.render.runner`, ...) still import, through
-`avsim.render.moved`.
+`avsim.core.moved`.
 """
-
-from avsim.render import moved as _moved
-
-_moved.install()

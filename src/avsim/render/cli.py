@@ -1,7 +1,8 @@
-"""`avsim labels`, `avsim labels-mmdet3d`, and the option parsing that `avsim render` shares with them.
+"""`avsim labels`, `avsim labels-convert`, `avsim labels-mmdet3d`, and the option parsing that `avsim render` shares with them.
 
 This module only parses the command line and calls the library entry points
-(`avsim.render.run.labels.run_labels`, `avsim.render.labels.mmdet3d_info.write_mmdet3d_info`; the
+(`avsim.render.run.labels.run_labels`, `avsim.render.labels.standard.write_standard`,
+`avsim.render.labels.mmdet3d_info.write_mmdet3d_info`; the
 `render` command lives in `avsim.edit.cli`, the lowest layer that also renders the variants of an
 `avsim edit` output, and calls `avsim.render.run.runner.run_render`).
 """
@@ -27,7 +28,8 @@ SIZE_HELP = ("WxH: every camera at exactly that size (a camera of another aspect
              f"{style.DEFAULT_HEIGHT_PX} high ({style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX} for a 16:9 camera).")
 WAIT_HELP = "When another avsim process is writing OUT/<clip>, wait for it (default: stop with one line)."
 RIG_HELP = f"Camera rig: the scenario's own (scenario), or a named rig on the same ego ({', '.join(rig_choices()[1:])})."
-LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json, about a tenth of the bytes), standard (COCO, "
+LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json: 1/30.6 of the standard files' bytes, measured on "
+                    "the sample's 20 s x 7 cameras; `avsim labels-convert` writes the standard files from them), standard (COCO, "
                     "nuScenes-style boxes3d.json, OpenLane files) or both (docs/labels.md).")
 IMAGES_HELP = "Also write every labelled frame as an image file (jpg or png) under labels/images/<camera>/, named by the COCO files."
 _OPTION_NAMES = {"chunk_frames": "--chunk", "max_memory_mib": "--max-memory-mib", "label_files": "--label-files"}  # else --<field>
@@ -144,10 +146,35 @@ def labels_command(
     typer.echo(f"labelled {plan.n_frames} frames x {len(plan.cameras)} cameras -> {folder}", err=True)
 
 
+@app.command("labels-convert")
+def labels_convert_command(
+    folders: list[Path] = typer.Argument(..., help="Compact label folders, or render / generate / `avsim run` outputs holding them."),
+    drop_compact: bool = typer.Option(False, "--drop-compact", help="Remove the compact tables once the standard files are written (layout standard; default: both)."),
+) -> None:
+    """Write the standard label files (COCO, boxes3d.json, OpenLane) of compact label folders, byte for byte the files
+    `--label-files standard` writes (docs/labels.md)."""
+    from avsim.core.label_folders import find_label_folders
+    from avsim.render.labels.compact import read_index
+    from avsim.render.labels.merge import LabelFiles
+    from avsim.render.labels.standard import write_standard
+
+    found = find_label_folders(folders)
+    if not found:
+        raise AvsimInputError(folders[0], "labels", "no label folder (labels/index.json) found")
+    layout: LabelFiles = "standard" if drop_compact else "both"
+    with progress_bar("labels-convert", unit="cameras") as bar:
+        task = bar.add_task("standard files", total=sum(len(read_index(f).get("cameras", [])) for f in found))
+        for folder in found:
+            written = write_standard(folder, layout, progress=lambda _cam: bar.advance(task))
+            typer.echo(f"{folder}: {len(written)} standard files and folders written (layout {layout})", err=True)
+
+
 @app.command("labels-mmdet3d")
 def labels_mmdet3d_command(
     out: Path = typer.Argument(..., help="The info file to write (.pkl); image paths in it are relative to its folder."),
     folders: list[Path] = typer.Argument(..., help="Label folders, or render / generate / `avsim run` outputs holding them."),
+    camera_names: str = typer.Option(None, "--camera-names", help="nuscenes: the six nuScenes camera names (CAM_FRONT, ...) by heading, "
+                                     "other cameras left out; or CAMERA=NAME,... (default: avsim's names)."),
 ) -> None:
     """Write an mmdetection3d 1.1+ nuScenes-style info file of labelled clips (docs/labels.md)."""
     from avsim.core.label_folders import find_label_folders
@@ -157,5 +184,11 @@ def labels_mmdet3d_command(
     if not found:
         raise AvsimInputError(folders[0], "labels", "no label folder (labels/index.json) found")
     check_output(out.parent)
-    n = write_mmdet3d_info(found, out)
+    names: str | dict[str, str] | None = camera_names
+    if camera_names is not None and camera_names != "nuscenes":
+        pairs = [p.partition("=") for p in camera_names.split(",") if p.strip()]
+        if not pairs or any(not a.strip() or not b.strip() or not eq for a, eq, b in pairs):
+            raise typer.BadParameter(f"expected nuscenes or CAMERA=NAME,..., got {camera_names!r}", param_hint="--camera-names")
+        names = {a.strip(): b.strip() for a, _, b in pairs}
+    n = write_mmdet3d_info(found, out, names)
     typer.echo(f"wrote {out}: {n} samples of {len(found)} clips ({MMDET3D_LAYOUT})", err=True)

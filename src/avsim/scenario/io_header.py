@@ -18,6 +18,7 @@ import numpy as np
 import avsim
 from avsim.core.cameras import camera_from_dict
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.names import check_name
 from avsim.core.rig import MAX_CAPTURE_OFFSET_NS, CameraRig
 from avsim.core.safe_files import regular_file
 from avsim.core.transforms import SE3
@@ -275,8 +276,7 @@ def read_rig(path: Path, rig: dict[str, Any]) -> CameraRig:
         if not isinstance(entry, dict):
             raise AvsimInputError(path, where, "must be an object")
         name = entry.get("name")
-        if not isinstance(name, str) or not name or len(name) > MAX_ID_CHARS:
-            raise AvsimInputError(path, f"{where}.name", f"must be a non-empty string of at most {MAX_ID_CHARS} characters, got {str(name)[:60]!r}")
+        name = check_name(name, path, f"{where}.name")  # it becomes file names: OUT/<clip>/<clip>.<camera>.mp4
         if name in names:
             raise AvsimInputError(path, f"{where}.name", f"duplicate camera name {name!r}")
         where = f"rig.cameras[{k}] ({name})"

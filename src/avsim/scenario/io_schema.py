@@ -36,10 +36,10 @@ ROTATION_TOLERANCE = 1e-5
 # (docs/hostile_inputs.md). Real scenes are far below them: a 20 min nuPlan log at 20 Hz with
 # 200 agents is 4.8 M agent rows (~0.6 GB decoded).
 MAX_HEADER_BYTES = 64 * 1024**2  # scenario.json (a rig and metadata: a few kB)
-MAX_ID_CHARS = 256  # scenario_id and camera names (clip and file names are made from them)
+MAX_ID_CHARS = 256  # scenario_id (the clip name made from it is `render.run.plan.safe_name`; camera names: `core.names`)
 MAX_METADATA_TEXT_CHARS = 64 * 1024  # one string in scenario.json's metadata
-MAX_TABLE_ROWS = 20_000_000  # rows of one table, read from the parquet footer
-MAX_TABLE_DECODED_BYTES = 2 * 1024**3  # one table's values decoded (strings and lists measured, streamed)
+MAX_TABLE_ROWS = 20_000_000  # rows of one table, counted from its pages (`core.safe_parquet`)
+MAX_TABLE_DECODED_BYTES = 2 * 1024**3  # one table decoded: an upper bound counted from its pages before decoding
 MAX_WORLD_COORD_M = 1e8  # |x|, |y|, |z| of every position (Earth-centred coordinates stay below 6.4e6 m)
 MAX_BOX_SIZE_M = 1e4  # length, width, height of an agent or map box
 MIN_FOCAL_PX, MAX_FOCAL_PX = 1e-2, 1e7  # a pinhole camera's fx_px / fy_px

@@ -19,6 +19,7 @@ from avsim.core.agents import AgentTracks
 from avsim.core.errors import AvsimInputError
 from avsim.core.lights import LIGHT_STATES, TrafficLightStates
 from avsim.core.safe_files import regular_file
+from avsim.core.safe_parquet import TableLimits, measure
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3
 from avsim.maps import Cuboids, LaneLines, Lanes, Polygons, Polylines
@@ -176,41 +177,18 @@ _MAP_WRITERS: dict[str, Callable[[Any], pl.DataFrame]] = {
 # ==========================================================================================
 # reading
 # ==========================================================================================
-def _decoded_bytes(path: Path, schema: dict[str, Any], rows: int) -> int:
-    """The bytes a table's columns take decoded: fixed-width columns from the row count, strings
-    and lists measured in one streaming pass (bounded memory whatever the file's compression)."""
-    fixed = sum(8 for dtype in schema.values() if dtype in (F64, I64)) * rows
-    measures = []
-    for name, dtype in schema.items():
-        if dtype == STR:
-            measures.append(pl.col(name).str.len_bytes().cast(pl.Int64).sum() + 16 * pl.len())
-        elif dtype == LIST_F64:
-            measures.append(pl.col(name).list.len().cast(pl.Int64).sum() * 8 + 8 * pl.len())
-        elif dtype == LIST_STR:
-            measures.append(pl.col(name).list.eval(pl.element().str.len_bytes().cast(pl.Int64) + 16).list.sum().sum() + 8 * pl.len())
-    if not measures or rows == 0:
-        return fixed
-    sums = pl.scan_parquet(path).select(measures).collect(engine="streaming").row(0)
-    return fixed + sum(int(v or 0) for v in sums)
-
-
 def check_table_size(path: Path, expected_rows: int) -> None:
-    """Refuse a table before decoding it: rows (from the footer) above `MAX_TABLE_ROWS` or other than
-    scenario.json says, or decoded values above `MAX_TABLE_DECODED_BYTES`.
+    """Refuse a table before decoding it: rows above `MAX_TABLE_ROWS` or other than scenario.json says,
+    or values decoding to more than `MAX_TABLE_DECODED_BYTES` (both counted from its page headers,
+    `avsim.core.safe_parquet.measure`: the footer's claims are not trusted).
 
     Args:
         path: the parquet file.
         expected_rows: the row count scenario.json records.
     """
-    rows = int(pl.scan_parquet(path).select(pl.len()).collect().item())
-    if rows > MAX_TABLE_ROWS:
-        raise AvsimInputError(path, "rows", f"{rows} rows, more than the {MAX_TABLE_ROWS} a table may have")
-    if rows != expected_rows:
-        raise AvsimInputError(path, "rows", f"has {rows} rows, scenario.json says {expected_rows} (truncated or replaced?)")
-    schema = {k: v for k, v in pl.read_parquet_schema(path).items() if k in TABLE_COLUMNS[path.name]}
-    decoded = _decoded_bytes(path, schema, rows)
-    if decoded > MAX_TABLE_DECODED_BYTES:
-        raise AvsimInputError(path, "size", f"{decoded} bytes decoded, more than the {MAX_TABLE_DECODED_BYTES} a table may have")
+    size = measure(path, TableLimits(MAX_TABLE_ROWS, MAX_TABLE_DECODED_BYTES))  # every column: an extra one is refused after
+    if size.rows != expected_rows:
+        raise AvsimInputError(path, "rows", f"has {size.rows} rows, scenario.json says {expected_rows} (truncated or replaced?)")
 
 
 def read_table(path: Path, expected_rows: int) -> pl.DataFrame:

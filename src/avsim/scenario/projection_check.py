@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.scenario.reference import ReferenceLabel, ReferenceSource
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ def write_overlays(source: ReferenceSource, out_dir: str | os.PathLike[str], shu
             proj = project_label(source.scenario, label, _capture(source, label, mode))
             if proj is not None:
                 _draw_box(canvas, proj, label)
-        target = Path(out_dir) / f"{camera}_{time_ns}.png"
+        target = join_names(out_dir, f"{camera}_{time_ns}.png")
         with atomic_output_path(target) as tmp:
             if not cv2.imwrite(str(tmp), canvas):
                 raise AvsimInputError(target, "overlay", "cannot write the PNG")

@@ -10,6 +10,10 @@ import numpy as np
 
 from avsim.core.typing import NDArrayFloat
 
+MAX_TRAJECTORY_POSES = 1000  # NAVSIM's trajectories have 8; a policy's plan at the sim's step: 10 s at 100 Hz
+MAX_HORIZON_S = 60.0  # how far ahead a trajectory may reach (NAVSIM: 4 s)
+MAX_REACH_M = 10_000.0  # how far from the ego a trajectory's pose may be (60 s at 160 m/s)
+
 
 class PolicyError(Exception):
     """A policy's output (or its call) cannot be used; `str()` is the one-line reason."""
@@ -60,18 +64,38 @@ def parse_action(value: Any, dt_s: float) -> Action:
         poses = _as_array(value.poses, "trajectory.poses")
         if poses.ndim != 2 or poses.shape[1] != 3 or len(poses) < 1:
             raise PolicyError(f"trajectory.poses: expected shape (N, 3) with N >= 1, got {poses.shape}")
-        _finite(poses, "trajectory.poses")
-        if not (np.isfinite(value.interval_s) and value.interval_s > 0):
-            raise PolicyError(f"trajectory.interval_s: expected a finite number > 0, got {value.interval_s!r}")
-        return Trajectory(poses, float(value.interval_s))
+        interval = _interval(value.interval_s)
+        _check_poses(poses, interval, "trajectory.poses")
+        return Trajectory(poses, interval)
     arr = _as_array(value, "action")
     if arr.shape == (2,):
         _finite(arr, "action")
         return Control(float(arr[0]), float(arr[1]))
     if arr.ndim == 2 and arr.shape[1] == 3 and len(arr) >= 1:
-        _finite(arr, "action")
+        _check_poses(arr, dt_s, "action")
         return Trajectory(arr, dt_s)
     raise PolicyError(f"action: expected a Trajectory, a Control, an array (N, 3) of poses or (2,) controls, got shape {arr.shape}")
+
+
+def _interval(value: Any) -> float:
+    try:
+        interval = float(value)
+    except (TypeError, ValueError):
+        raise PolicyError(f"trajectory.interval_s: expected a number, got {type(value).__name__}") from None
+    if not (np.isfinite(interval) and 0 < interval <= MAX_HORIZON_S):
+        raise PolicyError(f"trajectory.interval_s: expected a number in (0, {MAX_HORIZON_S:g}] s, got {interval!r}")
+    return interval
+
+
+def _check_poses(poses: NDArrayFloat, interval_s: float, name: str) -> None:
+    """Bounds of a trajectory before anything is made from it (its reference grows with its horizon)."""
+    if len(poses) > MAX_TRAJECTORY_POSES:
+        raise PolicyError(f"{name}: {len(poses)} poses, more than the {MAX_TRAJECTORY_POSES} a trajectory may have")
+    if len(poses) * interval_s > MAX_HORIZON_S:
+        raise PolicyError(f"{name}: reaches {len(poses) * interval_s:g} s ahead, more than the {MAX_HORIZON_S:g} s a trajectory may")
+    _finite(poses, name)
+    if np.abs(poses[:, :2]).max() > MAX_REACH_M:
+        raise PolicyError(f"{name}: a pose {np.abs(poses[:, :2]).max():g} m from the ego, more than the {MAX_REACH_M:g} m a trajectory may reach")
 
 
 def _as_array(value: Any, name: str) -> NDArrayFloat:

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from avsim.models.cli import MODEL, model_options
+from avsim.models.options import ModelOptions
+
 if TYPE_CHECKING:
     from avsim.sim.run import SimOptions
 
@@ -19,12 +22,11 @@ def _size(value: str) -> tuple[int, int]:
         w, h = (int(v) for v in value.lower().split("x"))
     except ValueError:
         raise typer.BadParameter(f"--size: expected WxH such as 1280x720, got {value!r}") from None
-    if w <= 0 or h <= 0 or w % 2 or h % 2 or max(w, h) > 8192:
-        raise typer.BadParameter(f"--size: width and height must be positive, even and at most 8192, got {value!r}")
-    return w, h
+    return w, h  # bounds: SimOptions
 
 
 @app.command("sim")
+@model_options(when="--observe generated")
 def sim_command(
     scenario: Path = typer.Argument(..., help="Scenario folder (sample, converted or edited)."),
     out: Path = typer.Argument(..., help="Output folder: scenario/ (the rollout), sim_metrics.json, steps.parquet, timing.json."),
@@ -41,21 +43,18 @@ def sim_command(
     budget: float = typer.Option(1.0, "--budget", help="CPU seconds each policy call may compute (a call over 10x that in wall time, at least 60 s, is hung)."),
     no_step_scores: bool = typer.Option(False, "--no-step-scores", help="Skip the per-step 4 s window scores."),
     observe: str = typer.Option(None, "--observe", help="What the policy sees: none, control (rendered control frames; the default with --cameras) or generated (video generated chunk by chunk with the Transfer model)."),
-    config: str = typer.Option("transfer25_2b_multiview", "--config", help="--observe generated: model config (transfer25_2b_multiview, debug, ...)."),
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="--observe generated: the Transfer DiT checkpoint."),
-    vae: Path = typer.Option(None, "--vae", help="--observe generated: the Wan2.1 VAE checkpoint."),
-    random_weights: bool = typer.Option(False, "--random-weights", help="--observe generated: random weights (smoke test; the frames are noise)."),
-    embeddings: Path = typer.Option(None, "--embeddings", help="--observe generated: precomputed prompt embeddings (avsim generate's)."),
-    zero_text: bool = typer.Option(False, "--zero-text", help="--observe generated: all-zero text contexts."),
+    model: ModelOptions = MODEL,  # --config, --checkpoint, --vae, --random-weights, --embeddings, --zero-text
     chunk_frames: int = typer.Option(None, "--chunk-frames", help="--observe generated: frames per chunk (1 + 4k, at most the config's 29)."),
     overlap: int = typer.Option(1, "--overlap", help="--observe generated: generated frames each chunk is conditioned on (0 or 1 + 4k)."),
     replan: str = typer.Option("hold", "--replan", help="--observe generated: hold (re-plan every step, the chunk's frames held) or wait (plan once per chunk, follow it)."),
     gen_steps: int = typer.Option(None, "--gen-steps", help="--observe generated: sampling steps (default: the config's)."),
     device: str = typer.Option(None, "--device", help="--observe generated: torch device (default: cuda when present)."),
+    wait: bool = typer.Option(False, "--wait", help="When another avsim process is writing OUT, wait for it (default: stop with one line)."),
 ) -> None:
     """Drive SCENARIO in closed loop with a policy; write the rollout, its scores and a per-step table to OUT."""
     if policy.startswith("alpasim://"):  # gRPC's own log lines (a driver that goes away) stay out of stderr
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    from avsim.core.errors import AvsimValueError
     from avsim.sim.chunks import ReplanMode
     from avsim.sim.generated.options import GenerationOptions
     from avsim.sim.run import Observe, SimOptions
@@ -67,37 +66,34 @@ def sim_command(
         raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
     if steps is not None and duration is not None:
         raise typer.BadParameter("--steps and --duration: give one of them")
-    if (steps is not None and steps < 1) or seed < 0 or not 0 < rate <= 100 or not budget > 0:
-        raise typer.BadParameter("--steps must be >= 1, --seed >= 0, --rate in (0, 100], --budget > 0")
     if observe is not None and observe not in (o.value for o in Observe):
         raise typer.BadParameter(f"--observe: expected none, control or generated, got {observe!r}")
     if replan not in (r.value for r in ReplanMode):
         raise typer.BadParameter(f"--replan: expected hold or wait, got {replan!r}")
-    generation = GenerationOptions(config=config, checkpoint=checkpoint, vae=vae, random_weights=random_weights, embeddings=embeddings,
-                                   zero_text=zero_text, steps=gen_steps, chunk_frames=chunk_frames, overlap=overlap, device=device)  # fmt: skip
+    generation = GenerationOptions(**model.model_kwargs(), steps=gen_steps, chunk_frames=chunk_frames, overlap=overlap, device=device)
     cams = None if cameras is None else (() if cameras.strip() == "all" else tuple(c.strip() for c in cameras.split(",") if c.strip()))
-    options = SimOptions(policy=policy, agents=AgentMode(agents), cameras=cams, size=_size(size), backend=backend, steps=steps,
-                         duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
-                         step_scores=not no_step_scores, observe=None if observe is None else Observe(observe), generation=generation,
-                         replan=ReplanMode(replan))  # fmt: skip
-    _run(scenario, out, options)
+    try:  # the options' bounds (steps, duration, rate, budget, size, seed) name the option: a usage error
+        options = SimOptions(policy=policy, agents=AgentMode(agents), cameras=cams, size=_size(size), backend=backend, steps=steps,
+                             duration_s=duration, seed=seed, rate_hz=rate, controller=controller, budget_s=budget,
+                             step_scores=not no_step_scores, observe=None if observe is None else Observe(observe), generation=generation,
+                             replan=ReplanMode(replan))  # fmt: skip
+    except AvsimValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    _run(scenario, out, options, wait)
 
 
-def _run(scenario: Path, out: Path, options: SimOptions) -> None:
-    """`run_sim` under a progress bar, then the one-line summary."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _run(scenario: Path, out: Path, options: SimOptions, wait: bool = False) -> None:
+    """`run_sim` under a progress bar (cleared when the run fails: its one error line stays alone), then the one-line summary."""
+    from avsim.core.progress import progress_bar
     from avsim.sim.interrupts import Interrupted
     from avsim.sim.run import run_sim
 
-    bar = Progress(TextColumn("[bold]sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps {task.description}"), TimeElapsedColumn(),
-                   console=Console(stderr=True))  # fmt: skip
+    bar = progress_bar("sim", unit="steps", eta=False)
     try:
         with bar:
             task = bar.add_task("", total=None)
             summary = run_sim(scenario, out, options, on_step=lambda k, n: bar.update(task, completed=k, total=n),
-                              on_phase=lambda phase: bar.update(task, description=phase), interruptible=True)  # fmt: skip
+                              on_phase=lambda phase: bar.update(task, description=phase), interruptible=True, wait=wait)  # fmt: skip
     except Interrupted as exc:
         typer.echo(f"{exc} before the first step: nothing written", err=True)
         raise typer.Exit(exc.exit_code) from None

@@ -90,12 +90,16 @@ def load_policy(spec: str) -> Any:
         raise AvsimInputError("--policy", "policy", f"expected {', '.join(p.value for p in BuiltinPolicy)} or MODULE:CALLABLE, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AvsimInputError("--policy", "policy", f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # ImportError, or whatever the module's own code raises while it loads
+        raise AvsimInputError("--policy", "policy", f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"[:400]) from None
     target = getattr(module, attr, None)
     if target is None:
         raise AvsimInputError("--policy", "policy", f"module {module_name!r} has no attribute {attr!r}")
-    policy = target() if isinstance(target, type) else target
+    try:
+        policy = target() if isinstance(target, type) else target
+    except Exception as exc:  # the user's constructor (a required argument, its own error): one line
+        text = " ".join(str(exc).split())[:200]
+        raise AvsimInputError("--policy", "policy", f"{spec}: the class cannot be made without arguments: {type(exc).__name__}: {text}") from None
     if not callable(policy):
         raise AvsimInputError("--policy", "policy", f"{spec} is not callable")
     return policy

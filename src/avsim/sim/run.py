@@ -20,6 +20,7 @@ SIGTERM in the command (`interruptible`: `status: interrupted`, `avsim.sim.inter
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -30,9 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from avsim.core.atomic import atomic_output_path
-from avsim.core.errors import AvsimInputError
+from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
+from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.locks import output_lock
 from avsim.core.trajectory import NS_PER_S
+from avsim.render.run.memory import RENDER_MIB_PER_MPX
+from avsim.render.run.plan import MAX_SIDE_PX
 from avsim.scenario import Scenario
 from avsim.sim.alpasim.address import is_driver_address
 from avsim.sim.chunks import ChunkPlanPolicy, ChunkSchedule, ReplanMode
@@ -43,7 +47,7 @@ from avsim.sim.metrics import EpisodeScorer, rule_findings
 from avsim.sim.observation import NoCameras, ObservationSource
 from avsim.sim.policies import BuiltinPolicy, load_policy
 from avsim.sim.recorder import rollout_scenario
-from avsim.sim.stepper import AgentMode, Controller, SimConfig, Simulator
+from avsim.sim.stepper import MAX_RATE_HZ, MAX_SIM_STEPS, AgentMode, Controller, SimConfig, Simulator
 from avsim.sim.steps_table import step_table
 from avsim.sim.traffic import IDMConfig
 
@@ -53,6 +57,15 @@ TIMING_JSON = "timing.json"
 SCENARIO_DIR = "scenario"
 GENERATED_DIR = "generated"
 FORMAT = "avsim-sim-v1"
+MAX_BUDGET_S = 600.0  # CPU seconds a policy call may be given (`--budget`)
+MAX_SIM_RENDER_MIB = 2048  # what rendering one step may take: 7 cameras at 3840x2160 fit, at 8192x8192 do not
+
+
+def render_mib(cameras: int, size: tuple[int, int]) -> float:
+    """Estimated MiB of rendering `cameras` images of `size` a step: each camera's ray map and buffers
+    (`avsim.render.run.memory.RENDER_MIB_PER_MPX`) and its RGB frame handed to the policy."""
+    mpx = size[0] * size[1] / 1e6
+    return cameras * mpx * (RENDER_MIB_PER_MPX + 3e6 / 2**20)
 
 
 class Observe(str, Enum):
@@ -89,6 +102,24 @@ class SimOptions:
     observe: Observe | None = None
     generation: GenerationOptions | None = None
     replan: ReplanMode = ReplanMode.HOLD
+
+    def __post_init__(self) -> None:
+        """Bounds of every option that sizes memory or time, checked before anything is made (`AvsimValueError`
+        naming the option; `avsim sim` shows it as a usage error)."""
+        if self.steps is not None and not 1 <= self.steps <= MAX_SIM_STEPS:
+            raise AvsimValueError(f"--steps: must be 1 to {MAX_SIM_STEPS} (one hour at 10 Hz), got {self.steps}")
+        if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= MAX_RATE_HZ):
+            raise AvsimValueError(f"--rate: must be in (0, {MAX_RATE_HZ:g}] steps per second, got {self.rate_hz}")
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and 0 < self.duration_s * self.rate_hz <= MAX_SIM_STEPS):
+            raise AvsimValueError(f"--duration: must be > 0 and at most {MAX_SIM_STEPS} steps at --rate {self.rate_hz:g} "
+                                  f"({MAX_SIM_STEPS / self.rate_hz:g} s), got {self.duration_s}")  # fmt: skip
+        if not (math.isfinite(self.budget_s) and 0 < self.budget_s <= MAX_BUDGET_S):
+            raise AvsimValueError(f"--budget: must be in (0, {MAX_BUDGET_S:g}] CPU seconds, got {self.budget_s}")
+        w, h = self.size
+        if not (0 < w <= MAX_SIDE_PX and 0 < h <= MAX_SIDE_PX and w % 2 == 0 and h % 2 == 0):
+            raise AvsimValueError(f"--size: width and height must be positive, even and at most {MAX_SIDE_PX}, got {w}x{h}")
+        if self.seed < 0 or self.seed >= 2**63:
+            raise AvsimValueError(f"--seed: must be in [0, 2**63), got {self.seed}")
 
     @property
     def observe_mode(self) -> Observe:
@@ -146,6 +177,23 @@ class SimSummary:
     exit_code: int = 0
 
 
+def check_render_memory(scenario: Scenario, options: SimOptions) -> None:
+    """Refuse cameras and a size whose rendering would need more than `MAX_SIM_RENDER_MIB` a step.
+
+    Args:
+        scenario: the scenario (its rig: `--cameras all`).
+        options: the options.
+    """
+    if options.observe_mode is not Observe.CONTROL:
+        return
+    n = len(options.cameras) if options.cameras else len(scenario.rig)
+    mib = render_mib(n, options.size)
+    if mib > MAX_SIM_RENDER_MIB:
+        w, h = options.size
+        raise AvsimInputError("--size/--cameras", "memory", f"{n} cameras at {w}x{h} need about {mib:.0f} MiB to render each step, more "
+                              f"than the {MAX_SIM_RENDER_MIB} a sim may use (fewer cameras or a smaller --size)")  # fmt: skip
+
+
 def check_sim_output(out: Path) -> None:
     """Refuse an OUT that is a file or a non-empty folder that is not an `avsim sim` output."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / METRICS_JSON).is_file())):
@@ -153,7 +201,8 @@ def check_sim_output(out: Path) -> None:
 
 
 def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None = None,
-            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None, interruptible: bool = False) -> SimSummary:  # fmt: skip
+            scenario: Scenario | None = None, on_phase: Callable[[str], None] | None = None, interruptible: bool = False,
+            wait: bool = False) -> SimSummary:  # fmt: skip
     """Run one episode and write its outputs (see the module docstring).
 
     Args:
@@ -165,9 +214,10 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
         on_phase: called with the name of each long phase (a chunk being generated, scoring, writing).
         interruptible: SIGINT / SIGTERM end the episode and its rollout so far is written (`avsim.sim.interrupts`;
             the command's behaviour, not a job worker's).
+        wait: when another process is writing `out`, wait for it (else one line at once; `avsim.core.locks`).
 
     Returns:
-        The summary.
+        The summary; a full or read-only disk is `AvsimOutputError` (`OUT: disk full`), nothing left behind.
 
     Raises:
         Interrupted: a signal arrived before the first step was recorded (nothing written).
@@ -176,6 +226,16 @@ def run_sim(scenario_dir: Path, out: Path, options: SimOptions, on_step: Callabl
 
     check_sim_output(out)
     scenario = scenario if scenario is not None else load_scenario(scenario_dir)
+    check_render_memory(scenario, options)
+    options.config()  # its own checks, before anything is written
+    with removed_if_empty_on_error(out), output_errors(out), output_lock(out, wait=wait):
+        check_sim_output(out)  # again: another run may have written it while this one waited
+        return _run_locked(scenario, out, options, on_step, on_phase, interruptible)
+
+
+def _run_locked(scenario: Scenario, out: Path, options: SimOptions, on_step: Callable[[int, int], None] | None,
+                on_phase: Callable[[str], None] | None, interruptible: bool) -> SimSummary:  # fmt: skip
+    """`run_sim` inside its lock: the episode, its scores, the outputs written atomically."""
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
         video_dir = tmp / GENERATED_DIR if options.observe_mode is Observe.GENERATED else None

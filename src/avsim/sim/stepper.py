@@ -58,6 +58,10 @@ class AgentMode(str, Enum):
     STORYBOARD = "storyboard"
 
 
+MAX_SIM_STEPS = 36_000  # one hour at 10 Hz: the per-step tables (lights, log boxes, states, scores) grow with it
+MAX_RATE_HZ = 100.0
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """rate_hz: steps per second (10: nuPlan's and NAVSIM's); agents: log or idm; controller: how
@@ -74,10 +78,10 @@ class SimConfig:
     tracker: LQRConfig = field(default_factory=LQRConfig)
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.rate_hz) and 0 < self.rate_hz <= 100):
-            raise AvsimValueError(f"SimConfig.rate_hz: expected a rate in (0, 100] Hz, got {self.rate_hz!r}")
-        if self.steps is not None and self.steps < 1:
-            raise AvsimValueError(f"SimConfig.steps: expected >= 1, got {self.steps}")
+        if not (np.isfinite(self.rate_hz) and 0 < self.rate_hz <= MAX_RATE_HZ):
+            raise AvsimValueError(f"SimConfig.rate_hz: expected a rate in (0, {MAX_RATE_HZ:g}] Hz, got {self.rate_hz!r}")
+        if self.steps is not None and not 1 <= self.steps <= MAX_SIM_STEPS:
+            raise AvsimValueError(f"SimConfig.steps: expected 1 to {MAX_SIM_STEPS}, got {self.steps}")
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise AvsimValueError(f"SimConfig.seed: expected an integer >= 0, got {self.seed!r}")
         object.__setattr__(self, "agents", AgentMode(self.agents))
@@ -131,6 +135,9 @@ class Simulator:
         start, end = scenario.start_ns, scenario.end_ns
         span = int(np.floor((end - start) / NS_PER_S * self.config.rate_hz + 1e-6))
         n_steps = self.config.steps if self.config.steps is not None else max(span, 1)
+        if n_steps > MAX_SIM_STEPS:  # the scenario's own span (a long log): refused before the per-step tables are made
+            raise AvsimValueError(f"--steps: the scenario's span of {(end - start) / NS_PER_S:g} s is {n_steps} steps at "
+                                  f"{self.config.rate_hz:g} Hz, more than the {MAX_SIM_STEPS} an episode may have; pass --steps or --duration")  # fmt: skip
         self.step_times_ns = start + np.round(np.arange(n_steps + 1) * (NS_PER_S / self.config.rate_hz)).astype(np.int64)
         self.vehicle = VehicleParameters.from_metadata(scenario.metadata)
         self.model = KinematicBicycle(self.vehicle, self.config.limits)

@@ -33,7 +33,7 @@ _NEWTON_STEPS = 3  # avsim.core.cameras.NEWTON_STEPS
 def _ftheta_params(camera: FThetaCamera) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat, NDArrayFloat]:
     """Forward, backward and derivative-of-backward coefficients, then the scalars of the map."""
     fw, bw = camera.forward_poly, camera.backward_poly
-    dbw = bw[1:] * np.arange(1, len(bw))  # avsim.core.cameras._polyder
+    dbw = bw[1:] * np.arange(1, len(bw))  # avsim.core.polynomials.polyder
     theta_max = camera.max_theta_rad
     r_end = _polyval_np(fw, np.array(theta_max))
     slope = _polyval_np(fw[1:] * np.arange(1, len(fw)), np.array(theta_max))

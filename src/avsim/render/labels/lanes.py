@@ -214,14 +214,14 @@ def lane_lines_text(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool,
                     decimals: int) -> str:  # fmt: skip
     """The OpenLane `lane_lines` entries, comma-separated, as JSON text.
 
-    Each entry is `{"xyz":[[x...],[y...],[z...]],"visibility":[1,...],"visible_in_image":[v,...],
+    Each entry is `{"xyz":[[x...],[y...],[z...]],"visibility":[v,...],"visible_in_image":[v,...],
     "category":c,"track_id":k}`, the coordinates rounded to `decimals` and written as
     `json.dumps` writes them.
 
     Args:
         xyz: (3, N) coordinates of every line's points, line after line.
         bounds: (L + 1,) first point of each line.
-        visible: (N,) bool `visible_in_image`.
+        visible: (N,) bool: the image shows the point (`visibility` and `visible_in_image`).
         category: (L,) int OpenLane category.
         track_id: (L,) int line index in the map.
         decimals: decimals kept (4..9).
@@ -248,11 +248,11 @@ def _lane_entries(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool, c
     rows = float_lists_json(xyz, starts, starts + np.repeat(np.diff(bounds), 3), decimals)
     chars = np.full(2 * n_all, ord(","), np.uint8)
     chars[::2] = np.where(visible, ord("1"), ord("0"))
-    vis_s, ones_s = chars.tobytes().decode("ascii"), "1," * n_all  # "v,v,...": point i at 2 i
+    vis_s = chars.tobytes().decode("ascii")  # "v,v,...": point i at 2 i
     lanes = []
     for j, (c, k) in enumerate(zip(category.tolist(), track_id.tolist())):
         lo, hi = 2 * int(bounds[j]), 2 * int(bounds[j + 1]) - 1
-        lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{ones_s[lo:hi]}],'
+        lanes.append(f'{{"xyz":[{rows[3 * j]},{rows[3 * j + 1]},{rows[3 * j + 2]}],"visibility":[{vis_s[lo:hi]}],'
                      f'"visible_in_image":[{vis_s[lo:hi]}],"category":{int(c)},"track_id":{int(k)}}}')  # fmt: skip
     return ",".join(lanes)
 
@@ -265,13 +265,13 @@ def _put_bytes(out: npt.NDArray[np.uint8], n: int, text: npt.NDArray[np.uint8]) 
     return n
 
 @njit
-def _put_flags(out: npt.NDArray[np.uint8], n: int, flags: NDArrayBool, a: int, b: int, all_ones: bool) -> int:
-    # "f,f,...": 1/0 of flags[a:b] (every one 1 with all_ones)
+def _put_flags(out: npt.NDArray[np.uint8], n: int, flags: NDArrayBool, a: int, b: int) -> int:
+    # "f,f,...": 1/0 of flags[a:b]
     for i in range(a, b):
         if i > a:
             out[n] = 44  # ,
             n += 1
-        out[n] = 49 if (all_ones or flags[i]) else 48
+        out[n] = 49 if flags[i] else 48
         n += 1
     return n
 
@@ -305,8 +305,8 @@ def _lane_text(xyz: NDArrayFloat, bounds: NDArrayInt, visible: NDArrayBool, cate
             if r < 2:
                 out[n] = 44
                 n += 1
-        n = _put_flags(out, _put_bytes(out, n, _VIS_KEY), visible, a, b, True)
-        n = _put_flags(out, _put_bytes(out, n, _IMG_KEY), visible, a, b, False)
+        n = _put_flags(out, _put_bytes(out, n, _VIS_KEY), visible, a, b)
+        n = _put_flags(out, _put_bytes(out, n, _IMG_KEY), visible, a, b)
         n = _put_bytes(out, n, _CAT_KEY)
         n = put_int(out, n, category[s], digits)
         n = _put_bytes(out, n, _TID_KEY)

@@ -28,8 +28,10 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
+from avsim.core.names import join_names
 from avsim.core.typing import NDArrayFloat
 from avsim.render.labels import compact as compact_io
+from avsim.render.labels.attributes import nuscenes_attributes, travelling_tracks
 from avsim.render.labels.boxes import FrameBoxes3D, FrameBoxesCache
 from avsim.render.labels.json_text import columns_json
 from avsim.render.labels.records import (
@@ -41,6 +43,7 @@ from avsim.render.labels.records import (
     NUSCENES_META,
     NUSCENES_NAME,
     json_strings,
+    openlane_counts_lanes,
     sample_token,
     write_json,
 )
@@ -102,7 +105,7 @@ def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], 
                 seen[h["frame_index"]].setdefault(tid, []).append(cam)
         if standard or clip.image_names:  # images come with the COCO file that names them
             names = {f: clip.image_names[cam, f] for f in frames if (cam, f) in clip.image_names}
-            _write_coco(folder / "coco" / f"{cam}.json", cam, clip.video, by_camera[cam], chunks(cam), sizes[cam], names)
+            _write_coco(join_names(folder, "coco", f"{cam}.json"), cam, clip.video, by_camera[cam], chunks(cam), sizes[cam], names)
             written += [folder / "coco" / f"{cam}.json"] + ([folder / "openlane" / cam] if standard else [])
     samples = _write_boxes3d(scenario, folder, frames, stamps, seen, clip, standard, compact)
     if compact:
@@ -113,23 +116,56 @@ def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], 
         written += [folder / name for name in compact_io.COMPACT_FILES.values()]
     shared = set(sizes.values())
     (width, height) = next(iter(shared)) if len(shared) == 1 else (None, None)  # the size every camera has (None: they differ)
-    files = {**(STANDARD_FILES if standard else {}), **(compact_io.COMPACT_FILES if compact else {}),
-             **({"coco": "coco/<camera>.json", "images": "images/<camera>/<frame:06d>.<ext>"} if clip.image_names else {})}  # fmt: skip
+    files = index_files(clip.files, bool(clip.image_names))
     index = {"format": LABELS_FORMAT, "layout_version": LABELS_LAYOUT_VERSION, "layout": clip.files, "scenario_id": scenario.scenario_id,
              "fps": clip.fps, "rig": clip.rig, "cameras": list(cameras), "width_px": width, "height_px": height,
              "camera_sizes_px": {c: list(sizes[c]) for c in cameras},
              "camera_models": {c: clip.camera_models[c].to_dict() for c in cameras}, "frames": samples, "files": files,
-             "conventions": BOXES3D_CONVENTIONS}  # fmt: skip
+             "openlane_cameras": _openlane_cameras(cameras, by_camera), "conventions": BOXES3D_CONVENTIONS}  # fmt: skip
     write_json(folder / "index.json", index)
     return [*written, *([folder / "boxes3d.json"] if standard else []), folder / "index.json"]
 
 
+def index_files(layout: LabelFiles, images: bool) -> dict[str, str]:
+    """`index.json["files"]`: which files a label folder of `layout` has (with `--images`: the images and their COCO files)."""
+    standard, compact = layout in ("standard", "both"), layout in ("compact", "both")
+    return {**(STANDARD_FILES if standard else {}), **(compact_io.COMPACT_FILES if compact else {}),
+            **({"coco": "coco/<camera>.json", "images": "images/<camera>/<frame:06d>.<ext>"} if images else {})}  # fmt: skip
+
+
+def _openlane_cameras(cameras: tuple[str, ...], by_camera: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The cameras whose OpenLane lanes the evaluator can count (`records.openlane_counts_lanes` of each camera's first pose)."""
+    out = []
+    for cam in cameras:
+        heads = by_camera.get(cam) or []
+        if heads and openlane_counts_lanes(np.asarray(heads[0]["ego_SE3_camera"], np.float64)[:3, :3]):
+            out.append(cam)
+    return out
+
+
 def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], heads: list[dict[str, Any]],
+                chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int], image_names: dict[int, str]) -> None:  # fmt: skip
+    """One camera's COCO file (`coco_stream`), written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        coco_stream(out, camera, video, heads, chunks, size, image_names)
+
+
+def coco_stream(out: IO[str], camera: str, video: dict[int, tuple[str, int]], heads: list[dict[str, Any]],
                 chunks: Iterable[list[dict[str, Any]]], size: tuple[int, int], image_names: dict[int, str]) -> None:  # fmt: skip
     """One camera's COCO document (the text `json.dumps` writes, compact), its annotations streamed chunk by chunk.
 
     `file_name` is the frame's image file (relative to the label folder) where `image_names` has one,
     else its video (with `video_frame`).
+
+    Args:
+        out: where the text goes.
+        camera: the camera.
+        video: frame index -> (video clip, frame in it).
+        heads: the camera's records in frame order ("frame_index", "timestamp_ns").
+        chunks: its records with their annotation texts, a segment at a time.
+        size: (width, height) of its images.
+        image_names: frame index -> image file (`--images`).
     """
     images = []
     for h in heads:
@@ -139,13 +175,11 @@ def _write_coco(path: Path, camera: str, video: dict[int, tuple[str, int]], head
                        "frame_index": image_id, "timestamp_ns": h["timestamp_ns"], "width": size[0], "height": size[1]})  # fmt: skip
     info = {"format": "COCO instances (avsim labels)", "camera": camera}
     cats = [{"id": i + 1, "name": c} for i, c in enumerate(COCO_CATEGORIES)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
-        out.write(f'{{"info":{json.dumps(info, separators=_COMPACT)},"images":{json.dumps(images, separators=_COMPACT)},"annotations":[')
-        n_written = 0
-        for chunk in chunks:
-            n_written = _write_annotations(out, chunk, n_written)
-        out.write(f'],"categories":{json.dumps(cats, separators=_COMPACT)}}}\n')
+    out.write(f'{{"info":{json.dumps(info, separators=_COMPACT)},"images":{json.dumps(images, separators=_COMPACT)},"annotations":[')
+    n_written = 0
+    for chunk in chunks:
+        n_written = _write_annotations(out, chunk, n_written)
+    out.write(f'],"categories":{json.dumps(cats, separators=_COMPACT)}}}\n')
 
 
 def _write_annotations(out: IO[str], records: list[dict[str, Any]], n_written: int) -> int:
@@ -159,32 +193,63 @@ def _write_annotations(out: IO[str], records: list[dict[str, Any]], n_written: i
     return n_written
 
 
+class Boxes3DJson:
+    """`boxes3d.json` written a block of frames at a time into an open file: the bytes of one `json.dumps` of the
+    whole document (`{"meta": ..., "results": {token: [box, ...]}}`, compact separators).
+
+    Args:
+        out: the open text file.
+        cameras: the clip's cameras (each box's "cameras" lists those that show it, in this order).
+    """
+
+    def __init__(self, out: IO[str], cameras: tuple[str, ...]) -> None:
+        self.out, self.first = out, True
+        self.name = {c: json.dumps(c) for c in cameras}  # a list of camera names as json.dumps writes it: "[" + texts + "]"
+        out.write(f'{{"meta":{json.dumps(dict(NUSCENES_META), separators=_COMPACT)},"results":{{')
+
+    def write(self, boxes: list[FrameBoxes3D], tokens: list[str], attributes: list[list[str]], shown_by: list[dict[str, list[str]]]) -> None:
+        """Append a block of frames.
+
+        Args:
+            boxes: each frame's boxes.
+            tokens: each frame's sample token.
+            attributes: each frame's boxes' nuScenes attributes.
+            shown_by: each frame's track id -> the cameras that show it.
+        """
+        for b, token, entries, seen in zip(boxes, tokens, _box3d_entries(boxes, tokens, attributes), shown_by):
+            cams = ["[" + ",".join(self.name.get(c) or json.dumps(c) for c in seen.get(str(t), ())) + "]" for t in b.track_id.tolist()]
+            body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
+            self.out.write(("" if self.first else ",") + json.dumps(token) + ":[" + body + "]")
+            self.first = False
+
+    def close(self) -> None:
+        """End the document."""
+        self.out.write("}}\n")
+
+
 def _write_boxes3d(scenario: Scenario, folder: Path, frames: list[int], stamps: dict[int, int], seen: dict[int, dict[str, list[str]]],
                    clip: ClipLabels, standard: bool, compact: bool) -> list[dict[str, Any]]:  # fmt: skip
     """`boxes3d.json` (standard) and `boxes3d.parquet` (compact), MERGE_BOXES_BLOCK_FRAMES frames at a time; returns the index's frame entries."""
-    name = {c: json.dumps(c) for c in clip.cameras}  # a list of camera names as json.dumps writes it: "[" + their texts joined + "]"
     samples, rows = [], []
     cache = FrameBoxesCache(scenario, MERGE_BOXES_BLOCK_FRAMES)  # this merge's own: one block of frames at a time
+    travelling = travelling_tracks(scenario.agents)
     folder.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         out = stack.enter_context(open(stack.enter_context(atomic_output_path(folder / "boxes3d.json")), "w", encoding="utf-8")) if standard else None
-        if out is not None:
-            out.write(f'{{"meta":{json.dumps(dict(NUSCENES_META), separators=_COMPACT)},"results":{{')
+        writer = Boxes3DJson(out, clip.cameras) if out is not None else None
         for j in range(0, len(frames), MERGE_BOXES_BLOCK_FRAMES):
             block = frames[j : j + MERGE_BOXES_BLOCK_FRAMES]
             times = np.asarray([stamps[f] for f in block], np.int64)
             boxes = [cache.at(stamps[f], times if k == 0 else None) for k, f in enumerate(block)]
-            tokens = [sample_token(stamps[f]) for f in block]
-            for f, b, token, entries in zip(block, boxes, tokens, _box3d_entries(boxes, tokens) if out is not None else [[]] * len(block)):
-                if out is not None:
-                    cams = ["[" + ",".join(name[c] for c in seen[f].get(str(t), ())) + "]" for t in b.track_id.tolist()]
-                    body = ",".join(e + ',"cameras":' + c + "}" for e, c in zip(entries, cams))
-                    out.write(("," if f != frames[0] else "") + json.dumps(token) + ":[" + body + "]")
+            attrs = [nuscenes_attributes(b.object_class, b.track_id, b.velocity_world_mps, travelling) for b in boxes]
+            if writer is not None:
+                writer.write(boxes, [sample_token(stamps[f]) for f in block], attrs, [seen[f] for f in block])
+            for f, b, a in zip(block, boxes, attrs):
                 if compact:
-                    rows.append(compact_io.boxes_rows(f, b, seen[f]))
+                    rows.append(compact_io.boxes_rows(f, b, seen[f], a))
                 samples.append(_sample(f, stamps[f], b, clip.video))
-        if out is not None:
-            out.write("}}\n")
+        if writer is not None:
+            writer.close()
     if compact:
         compact_io.write_boxes3d(folder / compact_io.BOXES3D, rows)
     return samples
@@ -198,7 +263,7 @@ def _sample(frame: int, stamp_ns: int, boxes: FrameBoxes3D, video: dict[int, tup
             "video_frame": video[frame][1], "world_SE3_ego": T.tolist()}  # fmt: skip
 
 
-def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[str]]:
+def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str], attributes: list[list[str]]) -> list[list[str]]:
     """The nuScenes-layout entries of every box of every frame as JSON text up to their "cameras" value.
 
     Built from the columns of all the frames at once (`labels_json.columns_json`, each value's
@@ -217,15 +282,16 @@ def _box3d_entries(frames: list[FrameBoxes3D], tokens: list[str]) -> list[list[s
         (col(lambda b: b.yaw_ego_rad), 6), (col(lambda b: b.center_world_m), 4), (col(lambda b: b.rotation_world_wxyz), 6),
         (col(lambda b: b.velocity_ego_mps), 4), (col(lambda b: b.velocity_world_mps), 4)])  # fmt: skip
     out, at = [], 0
-    for boxes, token in zip(frames, tokens):
+    for boxes, token, attrs in zip(frames, tokens, attributes):
         tok = json.dumps(token)
+        attr = json_strings(np.asarray(attrs, dtype=str))
         names = json_strings(np.array([NUSCENES_NAME.get(str(c), "barrier") for c in boxes.object_class.tolist()]))
         entries = []
         strings = zip(*(json_strings(a) for a in (boxes.track_id, boxes.object_class, boxes.source_class)))
         for j, (tid, cls, src) in enumerate(strings, at):
             c = [cl[j] for cl in cols]
             entries.append(f'{{"sample_token":{tok},"translation":{c[0]},"size":{c[1]},"rotation":{c[2]},"velocity":{c[3]},'
-                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":"","track_id":{tid},'
+                           f'"detection_name":{names[j - at]},"detection_score":1.0,"attribute_name":{attr[j - at]},"track_id":{tid},'
                            f'"class":{cls},"source_class":{src},"center_ego_m":{c[4]},"size_lwh_m":{c[5]},"yaw_ego_rad":{c[6]},'
                            f'"center_world_m":{c[7]},"rotation_world_wxyz":{c[8]},"velocity_ego_mps":{c[9]},'
                            f'"velocity_world_mps":{c[10]}')  # fmt: skip

@@ -29,6 +29,7 @@ import numpy as np
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.core.transforms import SE3
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
@@ -56,7 +57,7 @@ from avsim.scenario import Scenario
 LABELS_FORMAT = "avsim-labels"
 # index.json["layout_version"]: which layout a label folder has (docs/labels.md "Layout versions"); folders
 # without the field are version 1 (COCO boxes half a pixel off, OpenLane lanes in map order, f-theta intrinsic null)
-LABELS_LAYOUT_VERSION = 2
+LABELS_LAYOUT_VERSION = 3
 MERGE_BOXES_BLOCK_FRAMES = 64  # frames whose boxes the writer resamples together (where the render's are not cached)
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as `avsim eval lanes` takes a scenario's)
 # avsim classes -> nuScenes detection names (Others -> barrier: left out by `avsim eval let`, as the GT is)
@@ -151,14 +152,17 @@ def _f(a: Any, nd: int = 4) -> Any:
 def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3, timestamp_ns: int) -> str:
     """The OpenLane per-frame GT JSON of one camera, as its (compact) JSON text.
 
-    `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up), `extrinsic` the 4x4
-    ego_T_camera in those axes (Waymo convention), so OpenLane's own evaluator (and `avsim eval
-    lanes`) bring them into its ground frame (x right, y forward along the ego's x axis, z up).
-    Every lane line of the map within LANE_RADIUS_M of the ego is written whole, near-to-far
-    along that forward axis (`lanes.near_to_far`: the evaluator counts no lane written the other
-    way): `visibility` is 1 for every point (the map is the truth, also where the image does not
-    show it); `visible_in_image` is 1 where the point is in front of the camera, within the render
-    range and inside the image. `intrinsic` is always 3x3 (`lanes.openlane_intrinsic`; kind in
+    `xyz` is (3, N) in OpenLane's camera axes (x forward, y left, z up). `extrinsic` is the camera in
+    its own ground frame (`camera_ground_frame`: origin under the ego, z up, y along the camera's
+    heading on the ground) in those axes, so OpenLane's own evaluator (and `avsim eval lanes`) bring
+    the lanes into the frame the camera looks along: a rear camera's lanes run ahead of it, as a
+    front camera's do. `ego_extrinsic` is the ego_T_camera of the same axes (Waymo convention; for
+    a camera heading straight ahead the two are equal). Every lane line of the map within
+    LANE_RADIUS_M of the ego is written whole, near-to-far along the camera's heading
+    (`lanes.near_to_far`: the evaluator counts no lane written the other way); `visibility` is 1
+    where the image shows the point (in front of the camera, within the render range, inside the
+    image: OpenLane marks invisible the points past what its image shows, not occluded ones), as
+    `visible_in_image`. `intrinsic` is always 3x3 (`lanes.openlane_intrinsic`; kind in
     `intrinsic_model`), the full camera in `camera_model`. The points' text comes from
     `labels_json.float_lists_json` (the bytes of `json.dumps` of the document, faster).
 
@@ -171,10 +175,50 @@ def lane_record(scenario: Scenario, camera: Camera, ego_SE3_camera: SE3, world_S
 
     Returns:
         The OpenLane JSON document's text (`json.dumps(doc, separators=(",", ":"))`): keys
-        file_path, timestamp_ns, extrinsic, intrinsic, intrinsic_model, camera_model, lane_lines.
+        file_path, timestamp_ns, extrinsic, ego_extrinsic, intrinsic, intrinsic_model, camera_model, lane_lines.
     """
     table = lane_table(scenario.map.lane_lines)
     return openlane_text(table, np.arange(len(table.category)), camera, ego_SE3_camera, world_SE3_ego, timestamp_ns)
+
+
+def camera_ground_frame(ego_R_camera: NDArrayFloat) -> NDArrayFloat:
+    """ego_R_ground of a camera's own ground frame: the ego frame turned about its z axis to the camera's heading.
+
+    Args:
+        ego_R_camera: (3, 3) the camera's rotation in the ego frame (RDF camera axes: column 2 is the optical axis).
+
+    Returns:
+        (3, 3) rotation about ego z by the heading of the optical axis on the ground (identity for a camera
+        looking straight ahead).
+    """
+    axis = np.asarray(ego_R_camera, np.float64)[:, 2]
+    yaw = float(np.arctan2(axis[1], axis[0])) + 0.0  # (+ 0.0: no negative zero)
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+OPENLANE_MIN_OFF_SIDEWAYS_DEG = 15.0  # a camera heading closer than this to the ego's y axis looks across the lanes
+
+
+def openlane_counts_lanes(ego_R_camera: NDArrayFloat) -> bool:
+    """Whether OpenLane's evaluator can count this camera's lanes: its heading is at least
+    OPENLANE_MIN_OFF_SIDEWAYS_DEG away from the ego's sideways axis.
+
+    The evaluator samples each lane's x at y = 3..102 m of the camera's ground frame, so it counts a
+    lane only where the lane runs along the camera's view. Lanes run along the road (the ego's x
+    axis); a camera looking across the road (AV2's ring_side_left/right, 99 deg off the ego's
+    heading) sees them run across its y axis, and the evaluator counts none of them.
+
+    Args:
+        ego_R_camera: (3, 3) the camera's rotation in the ego frame (RDF camera axes).
+
+    Returns:
+        True for cameras looking along the road, forward or backward (the cosmos rig's cross cameras at
+        70 deg included).
+    """
+    axis = np.asarray(ego_R_camera, np.float64)[:, 2]
+    heading = abs(float(np.degrees(np.arctan2(axis[1], axis[0]))))
+    return abs(heading - 90.0) >= OPENLANE_MIN_OFF_SIDEWAYS_DEG
 
 
 def openlane_text(table: LaneTable, line_ids: NDArrayInt, camera: Camera, ego_SE3_camera: SE3, world_SE3_ego: SE3,
@@ -196,19 +240,22 @@ def openlane_text(table: LaneTable, line_ids: NDArrayInt, camera: Camera, ego_SE
     R_we, R_ec = np.asarray(world_SE3_ego.rotation), np.asarray(ego_SE3_camera.rotation)
     R_cw = (R_we @ R_ec).T  # camera <- world as plain matrices (no SE3 objects per image)
     t_cw = -R_cw @ (R_we @ np.asarray(ego_SE3_camera.translation) + np.asarray(world_SE3_ego.translation))
+    R_eg = camera_ground_frame(R_ec)
     text = ""
     if len(idx):
         p_all, vis, bounds = lane_points_camera(table, idx, camera, R_cw, t_cw)
-        order = near_to_far(p_all @ R_ec[0], bounds)  # OpenLane's ground y is the ego's x axis for every camera
+        order = near_to_far(p_all @ (R_ec.T @ R_eg[:, 0]), bounds)  # along the camera's heading (OpenLane's ground y)
         xyz = (p_all[order] @ CV_TO_OPENLANE_CAM.T).T
         text = lane_lines_text(xyz, bounds, vis[order], table.category[idx], np.asarray(line_ids, np.int64)[idx], 6)
+    ego_ext = np.eye(4)
+    ego_ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
+    ego_ext[:3, 3] = ego_SE3_camera.translation
     ext = np.eye(4)
-    ext[:3, :3] = ego_SE3_camera.rotation @ CV_TO_OPENLANE_CAM.T
-    ext[:3, 3] = ego_SE3_camera.translation
+    ext[:3] = R_eg.T @ ego_ext[:3]
     K, kind = openlane_intrinsic(camera)
     head = {
         "file_path": sample_token(timestamp_ns), "timestamp_ns": int(timestamp_ns),
-        "extrinsic": ext.tolist(), "intrinsic": K.tolist(), "intrinsic_model": kind,
+        "extrinsic": ext.tolist(), "ego_extrinsic": ego_ext.tolist(), "intrinsic": K.tolist(), "intrinsic_model": kind,
     }  # fmt: skip
     # the text json.dumps writes for head + camera_model + lane_lines (the camera's part encoded once per camera)
     return json.dumps(head, separators=(",", ":"))[:-1] + ',"camera_model":' + camera_json(camera) + ',"lane_lines":[' + text + "]}"
@@ -444,7 +491,7 @@ def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
     Returns:
         The path.
     """
-    return folder / "openlane" / camera / f"{int(frame_index):06d}.json"
+    return join_names(folder, "openlane", camera, f"{int(frame_index):06d}.json")
 
 
 IMAGE_FORMATS = ("jpg", "png")  # `--images`

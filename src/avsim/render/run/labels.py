@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core import label_folders
-from avsim.core.atomic import atomic_output_path, output_errors
+from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
 from avsim.core.locks import output_lock
+from avsim.core.names import join_names
 from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels import merge as labels_merge
@@ -65,7 +66,7 @@ def part_path(out: Path, clip_id: str, segment: StreamSegment) -> Path:
 
 def _part_in(folder: Path, camera: str, start: int) -> Path:
     """`folder/.parts/<camera>.<start:06d>.json`: the part of one camera's frames from `start`."""
-    return folder / ".parts" / f"{camera}.{start:06d}.json"
+    return join_names(folder, ".parts", f"{camera}.{start:06d}.json")
 
 
 def labels_done(opts: RenderOptions, clip_id: str) -> bool:
@@ -117,9 +118,9 @@ def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> Non
     lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
     images = {Path(name).name: data for name, data in (r.pop("image", None) or ("", b"") for r in records) if name}
     if any(lanes.values()):  # the standard files asked for
-        labels_io.write_json_files(folder / "openlane" / camera, lanes)
+        labels_io.write_json_files(join_names(folder, "openlane", camera), lanes)
     if images:
-        labels_io.write_json_files(folder / "images" / camera, images)
+        labels_io.write_json_files(join_names(folder, "images", camera), images)
     labels_io.write_part(part, records)
 
 
@@ -316,7 +317,8 @@ def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int]
     plan = RenderPlan.resolve(scenario, opts)
     folder = labels_folder(opts.out, plan.clip_id)
     renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps, antialias=opts.antialias)
-    with output_errors(opts.out), output_lock(folder.parent, wait=opts.wait), atomic_output_path(folder, is_dir=True) as tmp:
+    with removed_if_empty_on_error(opts.out), output_errors(opts.out), output_lock(folder.parent, wait=opts.wait), \
+            atomic_output_path(folder, is_dir=True) as tmp:
         parts = _label_parts(Labeller.of(renderer, opts.label_files, opts.label_images), Path(tmp), plan.first, plan.stop, progress)
         write_from_parts(scenario, opts, plan, Path(tmp), parts)
     return folder

@@ -10,12 +10,12 @@ plan, the progress bar and the closed-loop sensors all read the same plan.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.names import safe_name  # re-exported: the clip id of a scenario id
 from avsim.core.rig import NAMED_RIGS, CameraRig, named_rig
 from avsim.core.typing import StrEnum
 from avsim.render import style
@@ -30,7 +30,6 @@ DEFAULT_MAX_MEMORY_MIB = 1000  # `avsim render --max-memory-mib`: the budget of 
 MAX_SIDE_PX = 8192  # a frame side above 8K is no camera's; bounds memory (a 100000x100000 frame is 149 GiB)
 MAX_FPS = 1000.0  # timestamps are built per frame: 1e9 fps would be 2e10 of them for 20 s
 SCENARIO_RIG = "scenario"  # `--rig scenario`: the scenario's own rig
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class Backend(StrEnum):
@@ -238,20 +237,6 @@ class RenderOptions:
     def size_px(self) -> tuple[int, int]:
         """(width, height) asked for (`exact_size`: every camera's; else the height of each, a 16:9 camera's width)."""
         return self.width_px, self.height_px
-
-
-def safe_name(name: str) -> str:
-    """A file-name-safe version of a clip or camera id.
-
-    Args:
-        name: the id.
-
-    Returns:
-        The id with runs of other characters than letters, digits, ``.``, ``_``, ``-`` replaced by
-        ``_`` (outer ``.``/``_`` stripped; "clip" if nothing is left).
-    """
-    out = _SAFE.sub("_", str(name)).strip("._")
-    return out or "clip"
 
 
 def resolve_rig(scenario: Scenario, name: str) -> CameraRig:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from avsim.core.atomic import output_errors
+from avsim.core.atomic import output_errors, removed_if_empty_on_error
 from avsim.core.locks import output_lock
 from avsim.render.run import labels as labels_run
 from avsim.render.run import resume, units, writer
@@ -204,7 +204,7 @@ def run_render(scenario: Scenario, opts: RenderOptions, progress: Progress | Non
     plan = RenderPlan.resolve(scenario, opts)
     reals = plan_overlay(scenario, opts, plan)  # bad real frames fail here, before anything is written
     jobs = plan_streams(plan, opts, resume.scenario_digest(scenario, source), reals)
-    with output_errors(opts.out), output_lock(opts.out / plan.clip_id, wait=opts.wait):
+    with removed_if_empty_on_error(opts.out), output_errors(opts.out), output_lock(opts.out / plan.clip_id, wait=opts.wait):
         return _render_jobs(scenario, opts, plan, jobs, reals, progress, t0)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
 from avsim.core.errors import AvsimValueError
+from avsim.core.names import join_names
 from avsim.core.rig import COSMOS_VIEW_NAMES, MOSAIC_ORDER
 from avsim.core.typing import NDArrayByte
 from avsim.core.video import check_written_mp4
@@ -101,9 +102,9 @@ def camera_video_paths(out: Path, clip_id: str, camera: str, layout: Layout) -> 
         return [omnidreams_path(out, clip_id, camera)]
     paths = []
     if layout in (Layout.DEFAULT, Layout.BOTH):
-        paths.append(out / clip_id / f"{clip_id}.{camera}.mp4")
+        paths.append(join_names(out, clip_id, f"{clip_id}.{camera}.mp4"))
     if layout in (Layout.POSTTRAIN, Layout.BOTH):
-        paths.append(out / POSTTRAIN_FOLDER / f"ftheta_{camera}" / f"{clip_id}.mp4")
+        paths.append(join_names(out, POSTTRAIN_FOLDER, f"ftheta_{camera}", f"{clip_id}.mp4"))
     return paths
 
 
@@ -126,7 +127,7 @@ def multiview_example_path(out: Path, clip_id: str, camera: str) -> Path:
         ``out/<clip>/world_scenario_videos/ws_<view>.mp4`` (`MULTIVIEW_FILES`).
     """
     _model_camera(camera, Layout.MULTIVIEW)
-    return out / clip_id / MULTIVIEW_FOLDER / MULTIVIEW_FILES[camera]
+    return join_names(out, clip_id, MULTIVIEW_FOLDER, MULTIVIEW_FILES[camera])
 
 
 def omnidreams_path(out: Path, clip_id: str, camera: str) -> Path:
@@ -141,7 +142,7 @@ def omnidreams_path(out: Path, clip_id: str, camera: str) -> Path:
         ``out/hdmap/<camera>/<clip>.mp4``.
     """
     _model_camera(camera, Layout.OMNIDREAMS)
-    return out / OMNIDREAMS_FOLDER / camera / f"{clip_id}.mp4"
+    return join_names(out, OMNIDREAMS_FOLDER, camera, f"{clip_id}.mp4")
 
 
 def stream_outputs(out: Path, clip_id: str, stream: Stream, layout: Layout) -> tuple[Path, ...]:
@@ -174,7 +175,7 @@ def png_folder(out: Path, clip_id: str, camera: str) -> Path:
     Returns:
         ``out/<clip>/png/<camera>``.
     """
-    return out / clip_id / "png" / camera
+    return join_names(out, clip_id, "png", camera)
 
 
 def mosaic_path(out: Path, clip_id: str) -> Path:
@@ -187,7 +188,7 @@ def mosaic_path(out: Path, clip_id: str) -> Path:
     Returns:
         ``out/<clip>/<clip>.mosaic.mp4``.
     """
-    return out / clip_id / f"{clip_id}.mosaic.mp4"
+    return join_names(out, clip_id, f"{clip_id}.mosaic.mp4")
 
 
 def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
@@ -201,7 +202,7 @@ def overlay_path(out: Path, clip_id: str, camera: str) -> Path:
     Returns:
         ``out/<clip>/<clip>.<camera>.overlay.mp4``.
     """
-    return out / clip_id / f"{clip_id}.{camera}.overlay.mp4"
+    return join_names(out, clip_id, f"{clip_id}.{camera}.overlay.mp4")
 
 
 def assemble_job(job: StreamJob) -> None:

@@ -12,8 +12,13 @@ as ``<out>/<clip_id>.<table>.parquet``, one file per table of the documented sch
   ``wait_line``, ``traffic_light``, ``traffic_sign``: one row per element, its avsim id in
   ``key.map_id`` (written even when empty, so the schema is always there).
 
+When the scenario's frame 0 (`Scenario.frame_origin_ns`) is not its first ego pose, the clip also
+holds ``<clip_id>.camera_front_wide_120fov.json``, the frame times (microseconds, 30 fps from frame
+0) that NVIDIA's loader then renders at instead of its own 30 fps from the first pose; avsim's
+reader takes its first time as the frame origin.
+
 The folder is written atomically (a temporary folder renamed into place); an existing `out` is
-replaced only when it is empty or holds nothing but ClipGT tables.
+replaced only when it is empty or holds nothing but ClipGT tables (and that frame-time file).
 """
 
 from __future__ import annotations
@@ -28,19 +33,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.atomic import atomic_output_path
-from avsim.core.cameras import PinholeCamera
+from avsim.core.cameras import FThetaCamera
 from avsim.core.errors import AvsimInputError
+from avsim.core.rig import CameraRig, named_rig
 from avsim.core.transforms import matrix_to_quat
+from avsim.scenario.exporters import clipgt_nvidia as nvidia
 from avsim.scenario.exporters.clipgt_view import clipgt_category, clipgt_view, to_microseconds
-from avsim.scenario.importers.clipgt_rig import ftheta_equivalent, rig_to_json
+from avsim.scenario.importers.clipgt_rig import rig_to_json
 from avsim.scenario.importers.clipgt_schema import (
     CALIBRATION,
+    CAMERA_TIMESTAMPS_CAMERA,
     EGOMOTION,
+    LOADER_FPS,
     MPS_PER_MPH,
     OBSTACLE,
     TABLES,
     UNREAD_TABLES,
     VERSION,
+    camera_timestamps_path,
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -49,7 +59,7 @@ if TYPE_CHECKING:
     from avsim.scenario.types import Scenario
 
 WRITER_NAME = "avsim"  # egomotion_estimate.name and calibration_estimate.name
-_TABLE_FILE = re.compile(r"^.+\.(" + "|".join(TABLES + UNREAD_TABLES) + r")\.parquet$")
+_TABLE_FILE = re.compile(r"^.+\.((" + "|".join(TABLES + UNREAD_TABLES) + r")\.parquet|" + CAMERA_TIMESTAMPS_CAMERA + r"\.json)$")
 
 
 @dataclass(frozen=True)
@@ -60,14 +70,32 @@ class ClipGTExport:
         folder: the clip folder.
         clip_id: the file-name prefix (the scenario id made file-name safe).
         rows: table name -> rows written.
-        pinhole_max_error_px: pinhole camera -> largest distance, over a grid of its pixels,
-            between the pinhole and its f-theta equivalent (what NVIDIA's loader renders).
+        refitted: camera -> what its written lens is: ``"pinhole"`` (its f-theta equivalent) or
+            ``"forward"`` (a forward polynomial refitted backward); cameras written as they are
+            are not listed.
+        avsim_error_px: refitted camera -> largest distance, over a grid of its pixels, between
+            the source camera and the written lens as avsim reads it (the exact inverse).
+        nvidia_error_px: every camera -> the same distance as NVIDIA's loader (v1.5.0 and later)
+            and renderer project it (their own forward-polynomial fit, `clipgt_nvidia.loader_lens`).
+        nvidia_min_release: the oldest loader release that places every camera as v1.5.0 does
+            (within 1 px): ``v1.4.0`` unless a camera has a linear term that v1.4.0 ignores.
+        nvidia_cameras_option: the ``--cameras`` value `generate_control_videos.py` needs (None:
+            its default renders the clip).
+        nvidia_resized: camera -> (width, height) scale to NVIDIA's 1280 x 720 for cameras that
+            are not 16:9 (drawn as another field of view; ``--rig cosmos`` avoids it).
+        frame_times_us: the frame times written for the loader (empty: frame 0 is the first pose).
     """
 
     folder: Path
     clip_id: str
     rows: dict[str, int]
-    pinhole_max_error_px: dict[str, float] = field(default_factory=dict)
+    refitted: dict[str, str] = field(default_factory=dict)
+    avsim_error_px: dict[str, float] = field(default_factory=dict)
+    nvidia_error_px: dict[str, float] = field(default_factory=dict)
+    nvidia_min_release: str = nvidia.V1_4_0.name
+    nvidia_cameras_option: str | None = None
+    nvidia_resized: dict[str, tuple[float, float]] = field(default_factory=dict)
+    frame_times_us: tuple[int, ...] = ()
 
 
 # ---- schemas -------------------------------------------------------------------------------
@@ -278,16 +306,29 @@ def check_clip_folder(out: Path) -> None:
         raise AvsimInputError(out, "output", f"holds {foreign[0]!r}, which is not a ClipGT table; refusing to replace it")
 
 
-def _pinhole_errors(view: Scenario) -> dict[str, float]:
-    """Largest pixel distance between each pinhole camera and its f-theta equivalent (33 x 33 grid)."""
-    out = {}
-    for name, cam in zip(view.rig.names, view.rig.cameras):
-        if isinstance(cam, PinholeCamera):
-            u, v = np.meshgrid(np.linspace(0, cam.width_px - 1, 33), np.linspace(0, cam.height_px - 1, 33))
-            uv = np.stack([u.ravel(), v.ravel()], -1)
-            back, _, _ = ftheta_equivalent(cam).project(cam.pixel_to_ray(uv))
-            out[name] = float(np.linalg.norm(back - uv, axis=-1).max())
-    return out
+def _lens_notes(source: CameraRig, names: tuple[str, ...]) -> dict[str, Any]:
+    """`ClipGTExport`'s lens fields for the source rig (cameras named as written)."""
+    rig = CameraRig(names, source.cameras, source.ego_SE3_camera)
+    refitted = {n: ("pinhole" if c.model == "pinhole" else "forward") for n, c in zip(names, source.cameras)
+                if not (isinstance(c, FThetaCamera) and c.is_backward_poly)}  # fmt: skip
+    avsim = {n: e for n, e in nvidia.avsim_errors_px(rig).items() if n in refitted}
+    return {"refitted": refitted, "avsim_error_px": avsim, "nvidia_error_px": nvidia.loader_errors_px(rig),
+            "nvidia_min_release": nvidia.oldest_release(rig).name,
+            "nvidia_cameras_option": nvidia.renderer_cameras_option(rig), "nvidia_resized": nvidia.resized_cameras(rig)}  # fmt: skip
+
+
+def frame_times_us(view: Scenario) -> np.ndarray:
+    """The frame times written for NVIDIA's loader: 30 fps from the view's frame 0, microseconds.
+
+    Args:
+        view: a `clipgt_view`.
+
+    Returns:
+        (K,) int64 microseconds; empty when frame 0 is the first ego pose (the loader's own frames).
+    """
+    if view.frame_origin_ns is None:
+        return np.zeros(0, np.int64)
+    return to_microseconds(view.frame_timestamps(float(LOADER_FPS)))
 
 
 def export_clipgt(
@@ -311,12 +352,18 @@ def export_clipgt(
     view = clipgt_view(scenario if clip_id is None else scenario.replace(scenario_id=clip_id), rig_name)
     clip_id = view.scenario_id
     rows = {}
+    times_us = frame_times_us(view)
     with atomic_output_path(out, is_dir=True) as tmp:
         for table in TABLES:
             data = build_table(view, clip_id, table)
             pq.write_table(data, tmp / f"{clip_id}.{table}.parquet", compression="zstd")
             rows[table] = data.num_rows
-    return ClipGTExport(out, clip_id, rows, _pinhole_errors(view))
+        if len(times_us):
+            frames = [{"timestamp": int(t)} for t in times_us]
+            camera_timestamps_path(tmp, clip_id).write_text(json.dumps(frames, separators=(",", ":")) + "\n")
+    source = scenario.rig if rig_name is None else named_rig(rig_name)
+    notes = _lens_notes(source, view.rig.names)
+    return ClipGTExport(out, clip_id, rows, frame_times_us=tuple(int(t) for t in times_us), **notes)
 
 
-__all__ = ["ClipGTExport", "WRITER_NAME", "build_table", "check_clip_folder", "export_clipgt"]
+__all__ = ["ClipGTExport", "WRITER_NAME", "build_table", "check_clip_folder", "export_clipgt", "frame_times_us"]

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import file_kind, regular_file
 from avsim.core.safe_json import read_json
+from avsim.core.safe_parquet import TableLimits, read_frame
 from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
@@ -70,12 +72,18 @@ FORECASTING_BOX_SIZE_M: dict[str, tuple[float, float, float]] = {
     "unknown": (1.0, 1.0, 1.0),
 }
 
+MAX_FEATHER_BYTES = 1 << 30  # an AV2 log's annotations.feather: about 10 MB
+MAX_SCENARIO_ROWS = 10_000_000  # rows of a motion-forecasting scenario table (the real one: 58 tracks x 110 steps)
+
 
 def _read_feather(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
     import polars as pl
 
-    if not path.exists():
+    if file_kind(path) == "missing":
         raise AvsimInputError(path, "file", "not found")
+    regular_file(path, "file")  # a FIFO or a device is named, never opened
+    if path.stat().st_size > MAX_FEATHER_BYTES:
+        raise AvsimInputError(path, "file", f"{path.stat().st_size} bytes, more than the {MAX_FEATHER_BYTES} a feather table may have")
     try:
         df = pl.read_ipc(path)
     except Exception as exc:
@@ -288,7 +296,6 @@ def load_av2_sensor_log(path: str | os.PathLike[str], rig_name: str | None = Non
 
 def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert an AV2 motion-forecasting scenario folder into a `Scenario` (nominal box sizes)."""
-    import polars as pl
     from scipy.spatial import cKDTree
 
     from avsim.core.lights import TrafficLightStates
@@ -297,10 +304,7 @@ def load_av2_forecasting(path: str | os.PathLike[str], rig_name: str | None = No
 
     folder = Path(path)
     pq = _find_one(folder, "scenario_*.parquet")
-    try:
-        df = pl.read_parquet(pq)
-    except Exception as exc:
-        raise AvsimInputError(pq, "file", f"unreadable parquet file: {exc}") from None
+    df = read_frame(pq, TableLimits(MAX_SCENARIO_ROWS, 1 << 30), root=folder)
     cols = ("track_id", "object_type", "timestep", "position_x", "position_y", "heading", "start_timestamp", "num_timestamps", "end_timestamp")
     for c in cols:
         if c not in df.columns:

@@ -47,14 +47,16 @@ from avsim.scenario.importers.clipgt_schema import (
     DEFAULT_LINE_STYLE,
     EGOMOTION,
     MAP_TABLES,
+    MAX_CAMERA_TIMESTAMPS_BYTES,
     MPS_PER_MPH,
     OBSTACLE,
     SKIPPED_TRACK_PREFIX,
     UNREAD_TABLES,
+    camera_timestamps_path,
     loader_class,
     table_path,
 )
-from avsim.scenario.importers.clipgt_tables import Fields, read_table
+from avsim.scenario.importers.clipgt_tables import Fields, count_rows, read_table, table_present
 from avsim.scenario.importers.common import MapBuilder, TrackBuilder, build_scenario, split_selector
 
 if TYPE_CHECKING:
@@ -79,7 +81,7 @@ def clip_ids(folder: Path) -> list[str]:
     """
     suffix = f".{CALIBRATION}.parquet"
     ids = sorted(p.name[: -len(suffix)] for p in folder.glob(f"*{suffix}"))
-    ids = [c for c in ids if table_path(folder, c, EGOMOTION).is_file()]
+    ids = [c for c in ids if os.path.lexists(table_path(folder, c, EGOMOTION))]  # a FIFO or a link is named when read
     return sorted(ids, key=lambda c: c != folder.name)
 
 
@@ -295,7 +297,7 @@ def read_map(folder: Path, clip_id: str, metadata: dict[str, Any]) -> MapBuilder
     mb, skipped, speed_limits = MapBuilder(), Counter[str](), dict[str, float]()
     for table in MAP_TABLES:
         path = table_path(folder, clip_id, table)
-        if not path.is_file():
+        if not table_present(path):
             metadata["missing_tables"].append(table)
             continue
         f = Fields(read_table(path), path)
@@ -315,14 +317,46 @@ def read_map(folder: Path, clip_id: str, metadata: dict[str, Any]) -> MapBuilder
 
 # ---- the clip --------------------------------------------------------------------------------
 def _notes(folder: Path, clip_id: str) -> dict[str, Any]:
-    unread = {t: int(read_table(p).num_rows) for t in UNREAD_TABLES if (p := table_path(folder, clip_id, t)).is_file()}
+    unread = {t: count_rows(p) for t in UNREAD_TABLES if table_present(p := table_path(folder, clip_id, t))}
     return {
         "source_format": "clipgt", "clip_id": clip_id, "ego_orientation": "full",
         "world_frame": "as stored in the egomotion table (the loader does not move it)",
         "traffic_light_states": "not in the format: every light is unknown, as NVIDIA's renderer draws them",
         "missing_tables": [], "unread_tables": unread,
-        "camera_timestamps_file": table_path(folder, clip_id, "camera_front_wide_120fov").with_suffix(".json").is_file(),
+        "camera_timestamps_file": camera_timestamps_path(folder, clip_id).is_file(),
     }  # fmt: skip
+
+
+def read_frame_origin(folder: Path, clip_id: str, ego_t_ns: np.ndarray, metadata: dict[str, Any]) -> int | None:
+    """Frame 0 from the loader's frame-time file (``<clip_id>.camera_front_wide_120fov.json``), if any.
+
+    NVIDIA's loader renders at those times when the file exists; its first time is frame 0. It
+    becomes `Scenario.frame_origin_ns` when it lies within the ego poses (else it is only noted:
+    the loader extrapolates poses there, avsim's frames start at the first pose).
+
+    Args:
+        folder: the clip folder.
+        clip_id: the clip id.
+        ego_t_ns: (N,) ego times, ns, increasing.
+        metadata: the scenario metadata (``camera_timestamps_start_us`` is added).
+
+    Returns:
+        The frame origin in ns, or None.
+    """
+    from avsim.core.safe_json import read_json
+
+    path = camera_timestamps_path(folder, clip_id)
+    if not path.is_file():
+        return None
+    frames = read_json(path, "frames", max_bytes=MAX_CAMERA_TIMESTAMPS_BYTES)
+    if not isinstance(frames, list) or not frames or not isinstance(frames[0], dict):
+        raise AvsimInputError(path, "frames", "expected a non-empty list of {\"timestamp\": microseconds}")
+    first = frames[0].get("timestamp")
+    if isinstance(first, bool) or not isinstance(first, int):
+        raise AvsimInputError(path, "[0].timestamp", f"expected integer microseconds, got {first!r}")
+    metadata["camera_timestamps_start_us"] = first
+    origin_ns = first * US_TO_NS
+    return origin_ns if int(ego_t_ns[0]) <= origin_ns <= int(ego_t_ns[-1]) else None
 
 
 def load_clipgt(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
@@ -355,7 +389,7 @@ def load_clipgt(src: str | os.PathLike[str], rig_name: str | None = None) -> Sce
     if rig_name is not None:
         rig, metadata["rig"] = named_rig(rig_name), rig_name
     obstacles = table_path(folder, clip_id, OBSTACLE)
-    if obstacles.is_file():
+    if table_present(obstacles):
         agents, track_notes = read_obstacles(obstacles)
         metadata.update(track_notes)
     else:
@@ -364,10 +398,11 @@ def load_clipgt(src: str | os.PathLike[str], rig_name: str | None = None) -> Sce
         agents = AgentTracks.empty()
         metadata["missing_tables"].append(OBSTACLE)
     hd_map = read_map(folder, clip_id, metadata).build()
+    origin_ns = read_frame_origin(folder, clip_id, ego_t, metadata)
     return build_scenario(
         folder, scenario_id=clip_id, rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
-        agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata,
+        agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata, frame_origin_ns=origin_ns,
     )  # fmt: skip
 
 
-__all__ = ["clip_ids", "find_clip_id", "load_clipgt", "read_ego", "read_map", "read_obstacles"]
+__all__ = ["clip_ids", "find_clip_id", "load_clipgt", "read_ego", "read_frame_origin", "read_map", "read_obstacles"]

@@ -20,7 +20,6 @@ such a camera).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ import numpy as np
 
 from avsim.core.cameras import POLY_DEGREE, FThetaCamera, PinholeCamera
 from avsim.core.errors import AvsimInputError, AvsimValueError
+from avsim.core.names import check_name
+from avsim.core.safe_json import loads_json
 from avsim.scenario.importers.clipgt_schema import (
     CAMERA_RDF_IN_SENSOR_FLU,
     camera_name,
@@ -37,7 +38,7 @@ from avsim.scenario.importers.clipgt_schema import (
 )
 
 if TYPE_CHECKING:
-    from avsim.core.cameras import CameraModel
+    from avsim.core.cameras import Camera, CameraModel
     from avsim.core.rig import CameraRig
 
 FIT_SAMPLES = 2000  # samples of the pinhole's ray angle for the f-theta polynomial fit
@@ -143,10 +144,11 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
 
+    doc = loads_json(rig_json, path, "calibration_estimate.rig_json")  # nesting and syntax errors: one line
     try:
-        sensors = json.loads(rig_json)["rig"]["sensors"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise AvsimInputError(path, "calibration_estimate.rig_json", f"not a rig JSON with rig.sensors: {exc}") from None
+        sensors = doc["rig"]["sensors"]
+    except (KeyError, TypeError) as exc:
+        raise AvsimInputError(path, "calibration_estimate.rig_json", f"not a rig JSON with rig.sensors: {exc}"[:300]) from None
     if not isinstance(sensors, list):
         raise AvsimInputError(path, "calibration_estimate.rig_json.rig.sensors", "expected a list")
     names, cameras, rotations, translations = [], [], [], []
@@ -154,6 +156,8 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
     for k, sensor in enumerate(sensors):
         if not isinstance(sensor, dict) or not str(sensor.get("name", "")).startswith("camera:"):
             continue
+        where = f"calibration_estimate.rig_json.rig.sensors[{k}]"
+        name = check_name(camera_name(sensor["name"]), path, f"{where}.name")  # the loader's camera name becomes file names
         where = f"rig.sensors[{k}]({sensor['name']})"
         props = sensor.get("properties")
         if not isinstance(props, dict):
@@ -165,7 +169,6 @@ def rig_from_json(rig_json: str, path: str | os.PathLike[str]) -> tuple[CameraRi
         else:  # the loader warns and leaves the camera out
             notes["skipped"][sensor["name"]] = "no polynomial (the loader reads f-theta cameras only)"
             continue
-        name = camera_name(sensor["name"])
         if name in names:
             raise AvsimInputError(path, f"{where}.name", f"duplicate camera {name!r}")
         R, t = _mounting(sensor, path, where)
@@ -186,14 +189,31 @@ def _fmt(values: Any) -> str:
     return " ".join(repr(float(v)) for v in np.atleast_1d(values))
 
 
+def _minimax_backward(r_px: np.ndarray, theta_rad: np.ndarray) -> tuple[float, ...]:
+    """A backward polynomial theta(r) (degree 5, no constant term) near-minimax in pixels.
+
+    Least squares reweighted by Lawson's rule (the largest pixel error over the samples shrinks
+    ~2x against plain least squares); an angle error is weighed by dr/dtheta, its size in pixels.
+    """
+    scale = float(r_px.max())
+    A = np.stack([(r_px / scale) ** i for i in range(1, POLY_DEGREE + 1)], -1)
+    px_per_rad = np.gradient(r_px, theta_rad)
+    weights = np.full(len(r_px), 1.0 / len(r_px))
+    for _ in range(MINIMAX_STEPS):
+        w = (np.sqrt(weights) * px_per_rad)[:, None]
+        coeffs, *_ = np.linalg.lstsq(A * w, theta_rad * w[:, 0], rcond=None)
+        weights = weights * np.abs(A @ coeffs - theta_rad) * px_per_rad + 1e-300
+        weights /= weights.sum()
+    return tuple(np.concatenate([[0.0], coeffs / scale ** np.arange(1, POLY_DEGREE + 1)]))
+
+
 def ftheta_equivalent(camera: PinholeCamera) -> FThetaCamera:
     """The f-theta lens that images (nearly) the same rays as a pinhole camera.
 
     The pinhole's radial model r = fy * rho * (1 + k1 rho^2 + k2 rho^4 + k3 rho^6), rho =
     tan(theta), is sampled over the image and fitted by a backward polynomial theta(r) (degree 5,
-    no constant term; near-minimax in pixels: least squares reweighted by Lawson's rule); ``linear-c`` =
-    fx / fy carries the aspect ratio. The tangential terms
-    (p1, p2) have no f-theta counterpart and are left out.
+    no constant term; near-minimax in pixels, `_minimax_backward`); ``linear-c`` = fx / fy carries
+    the aspect ratio. The tangential terms (p1, p2) have no f-theta counterpart and are left out.
 
     Args:
         camera: the pinhole camera.
@@ -213,18 +233,48 @@ def ftheta_equivalent(camera: PinholeCamera) -> FThetaCamera:
     inside = np.flatnonzero(r[:stop] >= r_max)
     end = int(inside[0]) + 1 if inside.size else stop
     sample = np.linspace(0, end - 1, FIT_SAMPLES).round().astype(int)
-    r_s, theta_s = r[sample], np.arctan(rho[sample])
-    scale = float(r_s.max())
-    A = np.stack([(r_s / scale) ** i for i in range(1, POLY_DEGREE + 1)], -1)
-    px_per_rad = np.gradient(r_s, theta_s)  # an angle error of the fit, in pixels
-    weights = np.full(len(r_s), 1.0 / len(r_s))
-    for _ in range(MINIMAX_STEPS):  # Lawson's reweighting: least squares -> smallest largest pixel error
-        w = (np.sqrt(weights) * px_per_rad)[:, None]
-        coeffs, *_ = np.linalg.lstsq(A * w, theta_s * w[:, 0], rcond=None)
-        weights = weights * np.abs(A @ coeffs - theta_s) * px_per_rad + 1e-300
-        weights /= weights.sum()
-    poly = np.concatenate([[0.0], coeffs / scale ** np.arange(1, POLY_DEGREE + 1)])
-    return FThetaCamera(camera.width_px, camera.height_px, cx, cy, tuple(poly), True, (fx / fy, 0.0, 0.0))
+    poly = _minimax_backward(r[sample], np.arctan(rho[sample]))
+    return FThetaCamera(camera.width_px, camera.height_px, cx, cy, poly, True, (fx / fy, 0.0, 0.0))
+
+
+def backward_equivalent(camera: FThetaCamera) -> FThetaCamera:
+    """An f-theta camera with a backward polynomial: itself, or its forward lens refitted.
+
+    NVIDIA's loader before cosmos-transfer2.5 v1.5.0 (v1.4.0 is the first release with it) takes
+    every ``polynomial`` as backward (pixel distance -> angle); a forward polynomial read that way
+    lands hundreds of pixels off. avsim therefore writes every lens backward: a forward polynomial
+    r(theta) is sampled from the axis to the image's farthest corner and fitted by a backward
+    polynomial (`_minimax_backward`; the cosmos rig's 30 and 70 degree lenses: under 0.002 px).
+
+    Args:
+        camera: an f-theta camera.
+
+    Returns:
+        `camera` when its polynomial is backward, else the refitted backward lens (same size,
+        principal point and linear term).
+    """
+    if camera.is_backward_poly:
+        return camera
+    theta = np.linspace(0.0, camera.max_theta_rad, FIT_SAMPLES)
+    r = np.polyval(np.asarray(camera.poly)[::-1], theta)
+    poly = _minimax_backward(r, theta)
+    return FThetaCamera(camera.width_px, camera.height_px, camera.cx_px, camera.cy_px, poly, True, camera.linear_cde)
+
+
+def written_lens(camera: Camera) -> FThetaCamera:
+    """The f-theta lens avsim writes as a camera's ``polynomial`` (backward, for every loader release).
+
+    Args:
+        camera: an f-theta or pinhole camera.
+
+    Returns:
+        `backward_equivalent` of an f-theta camera, `ftheta_equivalent` of a pinhole.
+    """
+    if isinstance(camera, FThetaCamera):
+        return backward_equivalent(camera)
+    if isinstance(camera, PinholeCamera):
+        return ftheta_equivalent(camera)
+    raise AvsimValueError(f"camera: no f-theta lens for a {camera.model} camera")
 
 
 def _ftheta_properties(camera: FThetaCamera) -> dict[str, str]:
@@ -244,11 +294,12 @@ def camera_properties(camera: CameraModel) -> dict[str, str]:
         camera: an f-theta or pinhole camera.
 
     Returns:
-        f-theta properties; for a pinhole camera those of `ftheta_equivalent` plus its exact
+        f-theta properties of `written_lens` (always a backward polynomial); for a pinhole camera
+        those of `ftheta_equivalent` plus its exact
         ``Model: pinhole``, ``fx``, ``fy`` and ``distortion``.
     """
     if isinstance(camera, FThetaCamera):
-        return _ftheta_properties(camera)
+        return _ftheta_properties(written_lens(camera))
     props = _ftheta_properties(ftheta_equivalent(camera))
     props.update({"Model": "pinhole", "cx": repr(camera.cx_px), "cy": repr(camera.cy_px), "fx": repr(camera.fx_px),
                   "fy": repr(camera.fy_px), "distortion": _fmt(camera.distortion)})  # fmt: skip
@@ -280,4 +331,5 @@ def rig_to_json(rig: CameraRig) -> dict[str, Any]:
     return {"rig": {"sensors": sensors}}
 
 
-__all__ = ["FIT_SAMPLES", "camera_properties", "ftheta_equivalent", "rig_from_json", "rig_to_json"]
+__all__ = ["FIT_SAMPLES", "backward_equivalent", "camera_properties", "ftheta_equivalent", "rig_from_json", "rig_to_json",
+           "written_lens"]

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.agents import OBJECT_CLASSES
+from avsim.core.safe_parquet import TableLimits
 
 CALIBRATION, EGOMOTION, OBSTACLE = "calibration_estimate", "egomotion_estimate", "obstacle"
 REQUIRED_TABLES: tuple[str, ...] = (CALIBRATION, EGOMOTION)  # what the loader needs to find a clip
@@ -47,10 +48,11 @@ SKIPPED_TRACK_PREFIX = "labelstore:"  # duplicated tracks the loader leaves out
 VERSION = 1  # the `version` column (unused by the loader)
 MPS_PER_MPH = 0.44704  # lane.speed_limit is in miles per hour
 
-# Bounds checked from the parquet footer before a table is decoded.
+# Bounds of one table, checked before it is decoded (rows and decoded bytes counted from its pages).
 MAX_TABLE_BYTES = 1 << 30  # file size
-MAX_TABLE_ROWS = 20_000_000
-MAX_UNCOMPRESSED_BYTES = 4 << 30  # sum of the column chunks' uncompressed sizes
+MAX_TABLE_ROWS = 2_000_000  # 100 obstacles for 11 minutes at 30 Hz (a clip is 20 s: 60,000 rows)
+MAX_DECODED_BYTES = 512 << 20  # decoded (2,000,000 honest obstacle rows: 428 MB counted, 1.1 GB peak converting: bench/hostile_memory.py)
+TABLE_LIMITS = TableLimits(MAX_TABLE_ROWS, MAX_DECODED_BYTES, MAX_TABLE_BYTES)
 
 # Obstacle category (lower case) -> class: the loader's table, written in avsim's class names.
 LOADER_CLASSES: dict[str, str] = {
@@ -70,6 +72,25 @@ DEFAULT_LINE_COLOR, DEFAULT_LINE_STYLE = "WHITE", "SOLID_SINGLE"
 
 # Camera optical axes (OpenCV RDF) in the sensor's FLU frame: the columns are right, down, forward.
 CAMERA_RDF_IN_SENSOR_FLU = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+# The loader's optional frame-time file: when present it renders at these times (microseconds),
+# not at LOADER_FPS from the first pose. avsim writes it to keep a scenario's frame 0.
+CAMERA_TIMESTAMPS_CAMERA = "camera_front_wide_120fov"
+MAX_CAMERA_TIMESTAMPS_BYTES = 64 << 20  # ~1 M frames of {"timestamp": ...}
+
+
+def camera_timestamps_path(folder: Path, clip_id: str) -> Path:
+    """Where the loader looks for a clip's frame times: ``<clip_id>.camera_front_wide_120fov.json``.
+
+    Args:
+        folder: the clip folder.
+        clip_id: the clip id.
+
+    Returns:
+        The path (a JSON list of ``{"timestamp": microseconds}``, one per frame).
+    """
+    return folder / f"{clip_id}.{CAMERA_TIMESTAMPS_CAMERA}.json"
 
 
 def table_path(folder: Path, clip_id: str, table: str) -> Path:
@@ -160,9 +181,10 @@ def camera_name(sensor: str) -> str:
 
 
 __all__ = [
+    "CAMERA_TIMESTAMPS_CAMERA", "MAX_CAMERA_TIMESTAMPS_BYTES", "camera_timestamps_path",
     "CALIBRATION", "EGOMOTION", "OBSTACLE", "REQUIRED_TABLES", "MAP_TABLES", "UNREAD_TABLES", "TABLES",
     "LOADER_FPS", "MAX_EXTRAPOLATION_US", "MPS_PER_MPH", "SKIPPED_TRACK_PREFIX", "VERSION", "MAX_TABLE_BYTES", "MAX_TABLE_ROWS",
-    "MAX_UNCOMPRESSED_BYTES", "LOADER_CLASSES", "CLASS_CATEGORY", "DEFAULT_LINE_COLOR", "DEFAULT_LINE_STYLE",
+    "MAX_DECODED_BYTES", "TABLE_LIMITS", "LOADER_CLASSES", "CLASS_CATEGORY", "DEFAULT_LINE_COLOR", "DEFAULT_LINE_STYLE",
     "CAMERA_RDF_IN_SENSOR_FLU", "table_path", "loader_class", "rpy_deg_to_matrix", "matrix_to_rpy_deg",
     "sensor_name", "camera_name",
 ]  # fmt: skip

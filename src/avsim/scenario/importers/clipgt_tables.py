@@ -1,7 +1,7 @@
 """Reading ClipGT parquet tables safely: bounded before decoding, nested fields by dotted name.
 
-A table is checked from its parquet footer (file size, rows, uncompressed column bytes) before
-any page is decoded, then read with pyarrow (the decoder behind the pandas that NVIDIA's loader
+A table is checked before any page is decoded (`avsim.core.safe_parquet`: a regular file inside
+the clip folder; file size, rows and decoded bytes counted from its page headers), then read with pyarrow (the decoder behind the pandas that NVIDIA's loader
 uses). Fields are addressed as ``"obstacle.center.x"``; a missing or mistyped field raises
 `AvsimInputError(file, field, reason)`. Struct nulls propagate to their fields (a null float
 reads as NaN, a null list as an empty list, a null string as "").
@@ -16,58 +16,59 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
-from avsim.scenario.importers.clipgt_schema import MAX_TABLE_BYTES, MAX_TABLE_ROWS, MAX_UNCOMPRESSED_BYTES
+from avsim.core.safe_files import regular_file
+from avsim.core.safe_parquet import TableLimits, checked_path, measure, read_arrow
+from avsim.scenario.importers.clipgt_schema import TABLE_LIMITS
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def read_table(
-    path: str | os.PathLike[str],
-    *,
-    max_bytes: int = MAX_TABLE_BYTES,
-    max_rows: int = MAX_TABLE_ROWS,
-    max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
-) -> pa.Table:
-    """One parquet table, after checking its size, rows and uncompressed bytes from the footer.
+def table_present(path: Path) -> bool:
+    """Whether an optional table is there: False when nothing is at `path`, True for a regular file,
+    and one line naming what it is otherwise (a FIFO, a device, a dangling link is never skipped as absent).
+
+    Args:
+        path: the table's path.
+
+    Returns:
+        Whether to read it.
+    """
+    if not os.path.lexists(path):
+        return False
+    regular_file(path, "file")
+    return True
+
+
+def read_table(path: str | os.PathLike[str], *, limits: TableLimits = TABLE_LIMITS, columns: list[str] | None = None) -> pa.Table:
+    """One parquet table of a clip folder, checked before decoding (`avsim.core.safe_parquet.read_arrow`):
+    a regular file inside its folder, rows and decoded bytes counted from its pages within `limits`.
 
     Args:
         path: the ``.parquet`` file.
-        max_bytes: largest file size accepted.
-        max_rows: most rows accepted.
-        max_uncompressed_bytes: most bytes the column chunks may decode to.
+        limits: rows, decoded bytes and file bytes (default: `clipgt_schema.TABLE_LIMITS`).
+        columns: the top-level columns to read (None: all).
 
     Returns:
         The table (pyarrow).
 
     Raises:
-        AvsimInputError: missing, too large, or not a readable parquet file.
+        AvsimInputError: missing, not a regular file, over a limit, or not a readable parquet file.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path = Path(path)
-    if not path.is_file():
-        raise AvsimInputError(path, "file", "missing")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise AvsimInputError(path, "file", f"{size} bytes is over the limit of {max_bytes}")
-    try:
-        with pq.ParquetFile(path) as pf:
-            meta = pf.metadata
-            if meta.num_rows > max_rows:
-                raise AvsimInputError(path, "rows", f"{meta.num_rows} rows is over the limit of {max_rows}")
-            unpacked = sum(
-                meta.row_group(g).column(c).total_uncompressed_size
-                for g in range(meta.num_row_groups)
-                for c in range(meta.num_columns)
-            )
-            if unpacked > max_uncompressed_bytes:
-                raise AvsimInputError(path, "file", f"decodes to {unpacked} bytes, over the limit of {max_uncompressed_bytes}")
-            table = pf.read()
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise AvsimInputError(path, "file", f"not a readable parquet file: {str(exc).splitlines()[0]}") from None
-    return table
+    return read_arrow(path, limits, columns, root=path.parent)
+
+
+def count_rows(path: Path) -> int:
+    """A table's rows, counted from its pages without decoding it.
+
+    Args:
+        path: the ``.parquet`` file.
+
+    Returns:
+        The row count.
+    """
+    return measure(checked_path(path, path.parent), TABLE_LIMITS).rows
 
 
 class Fields:
@@ -257,4 +258,4 @@ def _first_null(arr: pa.Array) -> int:
     return int(np.flatnonzero(np.asarray(arr.is_null().to_numpy(zero_copy_only=False)))[0])
 
 
-__all__ = ["Fields", "read_table"]
+__all__ = ["Fields", "count_rows", "read_table", "table_present"]

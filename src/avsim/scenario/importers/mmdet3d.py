@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
+from avsim.core.safe_files import file_kind
 from avsim.scenario.importers import mmdet3d_boxes as boxes
 from avsim.scenario.importers.common import TrackBuilder, build_scenario, split_selector
 
@@ -179,9 +181,16 @@ def is_legacy(metainfo: dict) -> bool:
     return "info_version" not in metainfo and "categories" not in metainfo
 
 
-def _image_file(root: Path, camera: str, img_path: str) -> Path | None:
-    for cand in (root / "samples" / camera / Path(img_path).name, root / img_path):
-        if cand.is_file():
+def image_in_root(root: Path, camera: str, img_path: str) -> Path | None:
+    """The image an info's `img_path` names, inside `root` (a path that leads out of it is never read)."""
+    name = Path(img_path).name
+    candidates = [root / "samples" / camera / name] if camera and name not in ("", ".", "..") else []
+    if img_path and not Path(img_path).is_absolute() and ".." not in Path(img_path).parts:
+        candidates.append(root / img_path)
+    base = root.resolve()
+    for cand in candidates:
+        resolved = cand.resolve()
+        if (resolved == base or base in resolved.parents) and file_kind(cand) is None:
             return cand
     return None
 
@@ -196,12 +205,13 @@ def camera_frames(sample: dict, root: Path, path: Path, where: str) -> list[Came
         raise AvsimInputError(path, f"{where}.images", "expected a mapping camera -> image record")
     frames = []
     for camera, im in images.items():
+        camera = check_name(camera, path, f"{where}.images")  # a camera name: file names later
         w = f"{where}.images.{camera}"
         K = boxes.as_matrix(need(im, "cam2img", path, w), path, f"{w}.cam2img", (3, 3))
         ego_T_cam = boxes.as_matrix(need(im, "cam2ego", path, w), path, f"{w}.cam2ego")
         cam_T_lidar = boxes.as_matrix(need(im, "lidar2cam", path, w), path, f"{w}.lidar2cam")
         world_T_ego_cam = world_T_ego @ ego_T_lidar @ np.linalg.inv(cam_T_lidar) @ np.linalg.inv(ego_T_cam)
-        image = _image_file(root, str(camera), str(im.get("img_path") or ""))
+        image = image_in_root(root, str(camera), str(im.get("img_path") or ""))
         size = boxes.image_size(image) if image is not None else None
         source = "image file header"
         if size is None and boxes.record_size(im, path, w) is not None:

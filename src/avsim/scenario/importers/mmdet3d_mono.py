@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
 from avsim.scenario.importers import mmdet3d_boxes as boxes
 from avsim.scenario.importers.common import TrackBuilder, build_scenario, split_selector
-from avsim.scenario.importers.mmdet3d import CameraFrame, floats, make_rig, merge_poses, need
+from avsim.scenario.importers.mmdet3d import CameraFrame, floats, image_in_root, make_rig, merge_poses, need
 
 if TYPE_CHECKING:
     from avsim.scenario.reference import ReferenceSource
@@ -70,14 +71,13 @@ def _frames(images: list[dict], root: Path, path: Path) -> dict[str, CameraFrame
     for k, im in enumerate(images):
         where = f"images[{k}]"
         K = boxes.as_matrix(need(im, "cam_intrinsic", path, where), path, f"{where}.cam_intrinsic", (3, 3))
-        candidate = root / str(im.get("file_name") or "")
-        image = candidate if im.get("file_name") and candidate.is_file() else None
+        image = image_in_root(root, "", str(im.get("file_name") or ""))
         size, source = (boxes.image_size(image) if image else None), "image file header"
         if size is None and boxes.record_size(im, path, where) is not None:
             size, source = boxes.record_size(im, path, where), "image record width/height"
         if size is None:
             size, source = boxes.DEFAULT_IMAGE_SIZE_PX, "nuScenes default 1600x900"
-        camera = _camera_name(im, k)
+        camera = check_name(_camera_name(im, k), path, f"{where}.file_name")  # a camera name: file names later
         if camera in frames:
             raise AvsimInputError(path, where, f"two images of camera {camera} in one sample")
         frames[camera] = CameraFrame(

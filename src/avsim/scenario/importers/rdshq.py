@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import check_name
 from avsim.scenario.importers.common import (
     MapBuilder,
     TrackBuilder,
@@ -142,7 +143,7 @@ def read_intrinsics(root: Path, clip_id: str) -> tuple[dict[str, np.ndarray], di
             for key, value in read_sample(path).items():
                 if not key.startswith(kind + "."):
                     continue
-                name = key[len(kind) + 1 :].removesuffix(".npy")
+                name = check_name(key[len(kind) + 1 :].removesuffix(".npy"), path, key)  # a camera name: file names later
                 v = np.asarray(value, dtype=np.float64).reshape(-1)
                 if v.size not in sizes or not np.all(np.isfinite(v)):
                     raise AvsimInputError(path, key, f"expected a finite vector of length {sizes}, got {v.size}")

@@ -14,12 +14,13 @@ import io
 import json
 import os
 import tarfile
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.safe_files import file_kind, regular_file
 
 # A single RDS-HQ member is at most a few MB (lane JSON); this bounds memory on a hostile tar.
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
@@ -59,7 +60,9 @@ def read_tar_members(
         names, duplicate names and sizes over the caps raise `AvsimInputError`. Nothing is
         written to disk.
     """
-    path = Path(path)
+    if file_kind(path) == "missing":
+        raise AvsimInputError(path, "file", "not found")
+    path = regular_file(path, "file")  # a FIFO or a device is named, never opened
     members: dict[str, bytes] = {}
     total = 0
     try:

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import typer
 
+from avsim.models.cli import MODEL, model_options
+from avsim.models.options import ModelOptions
+
 MAX_WORKERS = 256
 MAX_MIB = 1 << 22  # 4 TiB
 
@@ -15,6 +18,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help="Se
 
 
 @app.command("sensorsim")
+@model_options(when="--generated")
 def sensorsim_command(
     scenarios: Path = typer.Argument(..., help="A scenario folder, or a folder of scenario folders (scene id: each scenario_id)."),
     port: int = typer.Option(50051, "--port", help="Port to listen on (0: a free one, printed)."),
@@ -27,12 +31,7 @@ def sensorsim_command(
     max_memory_mib: int = typer.Option(2048, "--max-memory-mib", help="Memory the requests being drawn may use together (one request: 3/4 of it; RESOURCE_EXHAUSTED above)."),
     ray_cache_mib: int = typer.Option(512, "--ray-cache-mib", help="Memory the kept ray maps may use (8 bytes a pixel of each camera and size)."),
     generated: bool = typer.Option(False, "--generated", help="Serve the Transfer model's images instead of the control images."),
-    config: str = typer.Option("transfer25_2b_multiview", "--config", help="--generated: model config."),
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="--generated: the Transfer DiT checkpoint."),
-    vae: Path = typer.Option(None, "--vae", help="--generated: the Wan2.1 VAE checkpoint."),
-    random_weights: bool = typer.Option(False, "--random-weights", help="--generated: random weights (smoke test; noise)."),
-    embeddings: Path = typer.Option(None, "--embeddings", help="--generated: precomputed prompt embeddings."),
-    zero_text: bool = typer.Option(False, "--zero-text", help="--generated: all-zero text contexts."),
+    model: ModelOptions = MODEL,  # --config, --checkpoint, --vae, --random-weights, --embeddings, --zero-text
     device: str = typer.Option(None, "--device", help="--generated: torch device."),
 ) -> None:
     """AlpaSim's SensorsimService over SCENARIOS: control images (or generated ones) for f-theta and pinhole cameras."""
@@ -48,6 +47,5 @@ def sensorsim_command(
         raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
     options = ServerOptions(host=host, port=port, workers=workers, max_request_bytes=int(max_request_mib * 1024 * 1024), max_loaded=max_loaded,
                             backend=backend, rolling_bands=rolling_bands, max_memory_mib=max_memory_mib, ray_cache_mib=ray_cache_mib)  # fmt: skip
-    generation = GenerationOptions(config=config, checkpoint=checkpoint, vae=vae, random_weights=random_weights, embeddings=embeddings,
-                                   zero_text=zero_text, device=device) if generated else None  # fmt: skip
+    generation = GenerationOptions(**model.model_kwargs(), device=device) if generated else None
     run_server(scenarios, options, generation, on_ready=lambda line: typer.echo(line, err=True))

@@ -52,9 +52,8 @@ class ChunkGenerator:
         if not self.config.dit.is_multiview and len(self.cameras) != 1:
             raise AvsimInputError("--cameras", "cameras", f"the single-view config {self.config.name} generates exactly one camera")
         self.view_indices = torch.tensor([known.index(c) for c in self.cameras])
-        self.request = GenerateRequest(control_dir=Path("."), out=Path("."), config=options.config, checkpoint=options.checkpoint,
-                                       vae=options.vae, embeddings=options.embeddings, random_weights=options.random_weights,
-                                       zero_text=options.zero_text, device=options.device, offload=options.offload)  # fmt: skip
+        self.request = GenerateRequest(control_dir=Path("."), out=Path("."), **options.model_kwargs(), device=options.device,
+                                       offload=options.offload)  # fmt: skip
         self._log = log or (lambda _m: None)
         self._progress = progress
         check_request(self.request, self._log)

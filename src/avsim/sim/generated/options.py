@@ -1,4 +1,5 @@
-"""What `avsim sim --observe generated` generates with: the model, its weights and text, the chunks.
+"""What `avsim sim --observe generated` generates with: the model, its weights and text (the
+model options, `avsim.models.options.ModelOptions`), the sampling and the chunks.
 
 Plain Python (the model configs, no torch): `avsim sim` reads the options without loading the model.
 """
@@ -7,28 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 
 from avsim.core.errors import AvsimInputError
 from avsim.models.config import TransferConfig, get_config
 from avsim.models.defaults import GENERATION
+from avsim.models.options import ModelOptions
 
 __all__ = ["GenerationOptions"]
 
 
 @dataclass(frozen=True)
-class GenerationOptions:
-    """The model of `avsim sim --observe generated`: config name, weights (checkpoint and VAE, or
-    random for a smoke test), text (precomputed embeddings or zero text; random weights need
-    none), sampling steps and guidance (None: the config's), frames per chunk (None: the
-    config's; fewer must be 1 + 4k), overlap frames (0 or 1 + 4k), device, VAE offload."""
+class GenerationOptions(ModelOptions):
+    """The model of `avsim sim --observe generated`: the model options (config name, weights:
+    checkpoint and VAE, or random for a smoke test; text: precomputed embeddings or zero text,
+    random weights need none), then sampling steps and guidance (None: the config's), frames per
+    chunk (None: the config's; fewer must be 1 + 4k), overlap frames (0 or 1 + 4k), device, VAE offload."""
 
-    config: str = GENERATION.config
-    checkpoint: Path | None = None
-    vae: Path | None = None
-    random_weights: bool = False
-    embeddings: Path | None = None
-    zero_text: bool = False
     steps: int | None = None
     guidance: float | None = None
     chunk_frames: int | None = None

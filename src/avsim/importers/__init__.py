@@ -1,1 +1,0 @@
-"""Alias of `avsim.scenario.importers`, kept so existing `avsim.importers.*` imports work."""
