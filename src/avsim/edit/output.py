@@ -15,6 +15,7 @@ from typing import Any
 
 from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.scenario import Scenario
 
 from .editfile import EditFile, VariantResult
@@ -81,7 +82,7 @@ def write_variants_output(out: str | os.PathLike[str], manifest: dict[str, Any],
 
     with output_errors(out), atomic_output_path(out, is_dir=True) as tmp:  # a full disk: `OUT: disk full`, nothing kept
         for r in results:
-            save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
+            save_scenario(r.scenario, join_names(tmp, r.name), allow_empty_map=allow_empty)
         (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 

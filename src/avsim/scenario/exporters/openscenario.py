@@ -39,6 +39,7 @@ import avsim
 from avsim.core.agents import AgentTracks
 from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names, safe_name
 from avsim.core.trajectory import NS_PER_S
 from avsim.core.transforms import quat_to_matrix
 from avsim.core.typing import NDArrayFloat
@@ -273,14 +274,14 @@ def export_openscenario(scenario: Scenario, out: str | os.PathLike[str]) -> Open
 
     out = Path(out)
     check_output(out)
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in scenario.scenario_id).strip(".") or "scenario"
+    stem = safe_name(scenario.scenario_id)
     root, tracks = xosc_document(scenario, f"{stem}.xodr")
     ET.indent(root, space="  ")
     data = ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
     with atomic_output_path(out, is_dir=True) as tmp:
         tmp.mkdir(parents=True, exist_ok=True)
-        map_report = export_opendrive(scenario, tmp / f"{stem}.xodr")
-        (tmp / f"{stem}.xosc").write_bytes(data)
+        map_report = export_opendrive(scenario, join_names(tmp, f"{stem}.xodr"))
+        join_names(tmp, f"{stem}.xosc").write_bytes(data)
         parse_xml(data, tmp / f"{stem}.xosc")
     kinds: dict[str, int] = {}
     for t in tracks:

@@ -56,6 +56,7 @@ from avsim.scenario.openscenario.roads import LaneCoord, Roads, wrap
 from avsim.scenario.openscenario.world import EntityState, Mover, Placement
 
 DEFAULT_MAX_LATERAL_ACC = 0.5  # esmini's default for LaneOffsetAction
+SAME_TIME_S = 2.5e-10  # recordings are timed in whole nanoseconds: a vertex this close to a step is that step's time
 
 
 class Context(Protocol):
@@ -407,7 +408,7 @@ class FollowTrajectory(RuntimeAction):
         since = self.ctx.previous_time
         for tau in self.times:
             at = (float(tau) - offset) / scale
-            if since + 1e-9 < at < time - 1e-9:
+            if since + SAME_TIME_S < at < time - SAME_TIME_S:
                 self.ctx.record(self.st, at, self._at_time(float(tau)))
 
     # ---- the polyline ------------------------------------------------------------------------
@@ -452,7 +453,7 @@ class FollowTrajectory(RuntimeAction):
         old = self.traj_time
         self.traj_time = (time + dt) * timing.scale if timing.absolute else self.traj_time + timing.scale * dt
         tau0, tau1 = old + timing.offset, self.traj_time + timing.offset
-        for tau in self.times[(self.times > tau0 + 1e-9) & (self.times < tau1 - 1e-9)]:
+        for tau in self.times[(self.times > tau0 + SAME_TIME_S * timing.scale) & (self.times < tau1 - SAME_TIME_S * timing.scale)]:
             self.samples.append((time + (float(tau) - tau0) / timing.scale, self._at_time(float(tau))))
         here = self._at_time(tau1)
         if dt > SMALL and tau1 <= self.times[-1] + SMALL:

@@ -3,7 +3,8 @@
 - Deterministic: the cartesian product of the single-parameter distributions (`DistributionSet`
   elements; `DistributionRange` from the lower limit by `stepWidth` up to the upper one, inclusive
   within 1e-6) and the multi-parameter value sets, the last distribution varying fastest (esmini's
-  order, `OSCParameterDistribution.cpp`). Variant names are `name-value_name-value...`.
+  order, `OSCParameterDistribution.cpp`). Variant names are `name-value_name-value...`, made safe
+  file names (`avsim.core.names.safe_name`: other characters become `_`, at most 100 characters).
 - Stochastic (esmini does not run these): `numberOfTestRuns` draws of every distribution, in file
   order, from numpy's PCG64 seeded by the bits of `randomSeed` (0 when absent): normal (with
   `variance`), log-normal (the distribution's own expected value and variance), uniform, Poisson,
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import struct
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import safe_name
 from avsim.scenario.openscenario.expressions import format_number
 from avsim.scenario.openscenario.parse import parse_file
 from avsim.scenario.openscenario.reader import XoscReader
@@ -34,7 +35,6 @@ from avsim.scenario.openscenario.sources import FolderSources
 
 MAX_VARIANTS = 1000
 MAX_DRAWS = 1000
-_NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _deterministic(r: XoscReader, e: ET.Element) -> list[Variant]:
     for combo in itertools.product(*lists):
         params = dict(kv for group in combo for kv in group)
         name = "_".join(f"{k}-{v}" for k, v in params.items())
-        out.append(Variant(_NAME_OK.sub("_", name).strip("._")[:200] or f"set-{len(out) + 1}", params))
+        out.append(Variant(safe_name(name or f"set-{len(out) + 1}"), params))
     return out
 
 
@@ -185,5 +185,5 @@ def read_distribution(sources: FolderSources) -> Distribution:
         raise AvsimInputError(f.name, "ParameterValueDistribution", "no parameter set")
     names = [v.name for v in variants]
     if len(set(names)) != len(names):
-        variants = [Variant(f"{v.name}-{k + 1}", v.parameters) for k, v in enumerate(variants)]
+        variants = [Variant(safe_name(f"{v.name}-{k + 1}"), v.parameters) for k, v in enumerate(variants)]
     return Distribution(path, tuple(variants), stochastic)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from avsim.core.errors import AvsimValueError
 from avsim.maps.opendrive.network import RoadNetwork
-from avsim.scenario.openscenario.actions import RuntimeAction, make_action
+from avsim.scenario.openscenario.actions import SAME_TIME_S, RuntimeAction, make_action
 from avsim.scenario.openscenario.conditions import RuntimeCondition, RuntimeTrigger
 from avsim.scenario.openscenario.model import (
     Act,
@@ -270,7 +270,7 @@ class StoryboardEngine:
     def _record(self, timed: list[RuntimeAction]) -> None:
         for a in timed:
             for time, p in a.samples:
-                if a.actor is not None and time < self.time - 1e-9:
+                if a.actor is not None and time < self.time - SAME_TIME_S:
                     self.samples.append(Sample(time, a.actor.name, p.x, p.y, p.z, p.h, p.p, p.r, a.actor.speed))
         for st in self.states.values():
             if st.active and st.placed:
