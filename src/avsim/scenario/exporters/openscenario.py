@@ -179,7 +179,7 @@ def _ego_track(s: Scenario) -> _Track:
     pose = s.ego.world_SE3_ego
     poses = np.concatenate([np.asarray(pose.translation), hpr(np.asarray(pose.rotation))], axis=1)
     times = (s.ego.timestamps_ns - s.start_ns) / NS_PER_S
-    return _Track(EGO_NAME, "Vehicle", "car", size, (offset, 0.0, size[2] / 2), {ROLE_PROPERTY: ROLE_EGO}, times, poses,  # type: ignore[arg-type]
+    return _Track(EGO_NAME, "Vehicle", "car", size, (offset, 0.0, size[2] / 2), {ROLE_PROPERTY: ROLE_EGO}, times, poses,
                   float(base) if isinstance(base, (int, float)) and not isinstance(base, bool) else None)  # fmt: skip
 
 

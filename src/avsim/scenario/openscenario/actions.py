@@ -480,4 +480,4 @@ def make_action(ctx: Context, action: object, actor: EntityState | None) -> Runt
     assert actor is not None
     table: dict[type, type] = {SpeedAction: Speed, LaneChangeAction: LaneChange, LaneOffsetAction: LaneOffset, TeleportAction: Teleport,
                                AssignRouteAction: AssignRoute, FollowTrajectoryAction: FollowTrajectory}  # fmt: skip
-    return table[type(action)](ctx, actor, action)  # type: ignore[no-any-return]
+    return table[type(action)](ctx, actor, action)

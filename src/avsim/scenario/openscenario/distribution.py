@@ -86,7 +86,7 @@ def _deterministic(r: XoscReader, e: ET.Element) -> list[Variant]:
     count = math.prod(len(v) for v in lists) if lists else 0
     if count > MAX_VARIANTS:
         raise r.fail(f"{count} parameter sets, more than {MAX_VARIANTS}")
-    out = []
+    out: list[Variant] = []
     for combo in itertools.product(*lists):
         params = dict(kv for group in combo for kv in group)
         name = "_".join(f"{k}-{v}" for k, v in params.items())

@@ -198,10 +198,10 @@ class StoryboardEngine:
         for st in self.states.values():
             st.begin_step()
         for entity, action in self.init_actions:
-            st = None if entity is None else self.state(entity)
-            if st is not None and st.external:
+            actor = None if entity is None else self.state(entity)
+            if actor is not None and actor.external:
                 continue
-            a = make_action(self, action, st)
+            a = make_action(self, action, actor)
             end_conflicting(self.running, a)
             self.running.append(a)
             a.start(0.0)

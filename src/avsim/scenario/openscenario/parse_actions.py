@@ -145,7 +145,8 @@ def _catalog_or_inline(r: XoscReader, holder: ET.Element, tag: str) -> tuple[ET.
 
 def _follow_trajectory(r: XoscReader, e: ET.Element, rev_minor: int) -> FollowTrajectoryAction:
     r.only(e, {"Trajectory", "CatalogReference", "TimeReference", "TrajectoryFollowingMode", "TrajectoryRef"})
-    holder = e.find("TrajectoryRef") if e.find("TrajectoryRef") is not None else e
+    ref = e.find("TrajectoryRef")
+    holder = ref if ref is not None else e
     element, assigned = _catalog_or_inline(r, holder, "Trajectory")
     if assigned is None:
         traj = trajectory(r, element, rev_minor)

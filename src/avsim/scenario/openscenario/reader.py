@@ -130,7 +130,7 @@ class XoscReader:
                     a, b = float(value), float(bound)
                     ok &= bool(ops[rule](a, b))
                 except ValueError:
-                    ok &= bool(ops[rule](value, bound))  # type: ignore[operator]
+                    ok &= bool(ops[rule](value, bound))
             if ok:
                 return
         raise self.fail(f"value {value[:80]!r} of parameter {name} violates its ConstraintGroup", "ConstraintGroup")
@@ -151,7 +151,7 @@ class XoscReader:
         if value is None:
             if default is _MISSING:
                 raise self.fail(f"missing attribute {attr}", f"@{attr}")
-            return default  # type: ignore[no-any-return]
+            return default
         try:
             return resolve(value, self.lookup)
         except ExpressionError as exc:
@@ -202,7 +202,7 @@ class XoscReader:
         try:
             return cls(text)
         except ValueError:
-            allowed = ", ".join(str(m.value) for m in cls)  # type: ignore[attr-defined]
+            allowed = ", ".join(str(m.value) for m in cls)
             raise self.fail(f"expected one of {allowed}, got {str(value)[:80]!r}", f"@{attr}") from None
 
     # ---- children ----------------------------------------------------------------------------
