@@ -64,7 +64,7 @@ def test_a_policy_returning_100000_poses_ends_its_episode_in_one_line(sample: Pa
     """It was a 74.5 GiB allocation; now the episode ends at step 0 with the reason (the documented policy_error)."""
     import json
 
-    assert main(["sim", str(sample), str(tmp_path / "o"), "--policy", "sim_policies:many_poses", "--steps", "5"]) == 0
+    assert main(["sim", str(sample), str(tmp_path / "o"), "--policy", "sim_policies:many_poses", "--steps", "5"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and "episode ended early: policy output at step 0: trajectory.poses: 100000 poses" in err
     doc = json.loads((tmp_path / "o" / "sim_metrics.json").read_text())

@@ -1,4 +1,4 @@
-"""`avsim export clipgt SCENARIO OUT`: parse options, call `avsim.scenario.exporters.clipgt`."""
+"""`avsim export clipgt|opendrive SCENARIO OUT`, `avsim export nuscenes SOURCE... OUT`: parse options, call the exporters."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; openscenario: ASAM OpenSCENARIO 1.2 with its OpenDRIVE map).",
+    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; openscenario: ASAM OpenSCENARIO 1.2 with its OpenDRIVE map; nuscenes: labelled clips as a nuScenes dataset).",
 )  # fmt: skip
 
 
@@ -88,3 +88,46 @@ def openscenario_command(
     r = export_openscenario(load_scenario(scenario), out)
     kinds = ", ".join(f"{n} {k}" for k, n in r.entities.items())
     typer.echo(f"wrote {r.xosc} and {r.xodr.name} ({kinds}; {r.vertices} trajectory vertices)", err=True)
+
+
+@app.command("nuscenes")
+def nuscenes_command(
+    paths: list[Path] = typer.Argument(..., metavar="SOURCE... OUT", help="SOURCE... OUT: label folders, or render / generate / `avsim run` outputs holding them (one scene each), then the dataroot to write (absent, empty, or an earlier export, which is replaced)."),
+    scenario: Path = typer.Option(..., "--scenario", help="The scenario the labels were made from, or a folder of scenario folders (matched by scenario id)."),
+    version: str = typer.Option("v1.0-trainval", "--version", help="The table folder's name (nuScenes' are v1.0-trainval, v1.0-mini, v1.0-test; mmdetection3d's converter takes only these)."),
+    beams: int = typer.Option(32, "--lidar-beams", min=1, max=512, help="LiDAR beams, evenly spread over the HDL-32E's -30.67 to +10.67 deg."),
+    elevations: str | None = typer.Option(None, "--lidar-elevations", help="An explicit elevation table, comma-separated degrees (overrides --lidar-beams)."),
+    azimuth: float = typer.Option(1.0 / 3.0, "--lidar-azimuth-deg", help="LiDAR azimuth resolution (deg)."),
+    max_range: float = typer.Option(70.0, "--lidar-range-m", help="LiDAR range (m)."),
+) -> None:
+    """Write labelled renders / generated clips as a nuScenes v1.0 dataset (tables, JPEGs, LiDAR sweeps, maps; docs/labels.md)."""
+    from avsim.core.errors import AvsimInputError
+    from avsim.core.label_folders import find_label_folders
+    from avsim.core.progress import progress_bar
+    from avsim.render.geometry.lidar import nuscenes_lidar
+    from avsim.render.labels.nuscenes_export import ExportOptions, export_nuscenes, planned_files
+
+    if len(paths) < 2:
+        raise typer.BadParameter("give SOURCE... OUT (at least one source and the output)", param_hint="'PATHS'")
+    *sources, out = paths
+    found = find_label_folders(sources)
+    if not found:
+        raise AvsimInputError(sources[0], "labels", "no label folder (labels/index.json) found")
+    table = None
+    if elevations is not None:
+        try:
+            table = tuple(float(v) for v in elevations.split(",") if v.strip())
+        except ValueError:
+            raise typer.BadParameter(f"expected comma-separated degrees, got {elevations!r}", param_hint="'--lidar-elevations'") from None
+    try:
+        lidar = nuscenes_lidar(beams, table, azimuth, max_range)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--lidar-*'") from None
+    options = ExportOptions(version, lidar)
+    with progress_bar("export nuscenes", unit="files") as bar:
+        task = bar.add_task("", total=planned_files(found))
+        counts = export_nuscenes(found, scenario, out, options, lambda n: bar.advance(task, n))
+    typer.echo(f"wrote {out} ({version}): {counts.scenes} scenes, {counts.samples} samples, {counts.camera_frames} camera frames, "
+               f"{counts.lidar_sweeps} LiDAR sweeps, {counts.annotations} annotations", err=True)  # fmt: skip
+    if counts.dropped_frames:
+        typer.echo(f"  {counts.dropped_frames} frames after the scenes' last keyframes left out (a nuScenes scene ends on a keyframe)", err=True)

@@ -1,5 +1,6 @@
-"""`avsim run render|labels|convert|generate|pair|encode|sim DATASET OUT` and `avsim run eval fid|fvd|detect
-DATASET OUT`: dataset-scale jobs (option parsing only; the work is in `avsim.jobs.run`). See docs/jobs.md."""
+"""`avsim run render|labels|convert|generate|pair|encode|sim DATASET OUT`, `avsim run eval fid|fvd|detect
+DATASET OUT` and `avsim run export nuscenes DATASET OUT`: dataset-scale jobs (option parsing only; the work is
+in `avsim.jobs.run`). See docs/jobs.md."""
 
 from __future__ import annotations
 
@@ -365,6 +366,34 @@ def sim(
     _run("sim", dataset, out, options, _engine(engine, address, cpus_per_task, workers, max_retries), seeds=_seeds(seeds))
 
 
+export_app = typer.Typer(help="Export a dataset of labelled clips in another tool's format (nuscenes: one nuScenes dataroot).",
+                         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("nuscenes")
+def export_nuscenes(
+    dataset: Path = typer.Argument(..., help=f"Clip folders (labels/ and their videos or images), or folders of them (`avsim run render --labels`, `avsim run generate` outputs). {DATASET_HELP}"),
+    out: Path = typer.Argument(..., help="The dataroot: OUT/<version>/, samples/, sweeps/, maps/ (joined when every item is done); items in OUT/scenes/<item>/."),
+    scenario: Path = typer.Option(..., "--scenario", help="The scenarios the labels were made from: a scenario folder or a folder of them (matched by id)."),
+    version: str = typer.Option("v1.0-trainval", "--version", help="The table folder's name."),
+    lidar_beams: int = typer.Option(None, "--lidar-beams", help="LiDAR beams (default 32)."),
+    lidar_elevations: str = typer.Option(None, "--lidar-elevations", help="An explicit elevation table, comma-separated degrees."),
+    lidar_azimuth_deg: float = typer.Option(None, "--lidar-azimuth-deg", help="LiDAR azimuth resolution (deg; default 1/3)."),
+    lidar_range_m: float = typer.Option(None, "--lidar-range-m", help="LiDAR range (m; default 70)."),
+    engine: str = ENGINE, address: str = ADDRESS, cpus_per_task: float = CPUS, workers: int = WORKERS, max_retries: int = RETRIES,
+    wait: bool = WAIT,
+) -> None:  # fmt: skip
+    """Export every clip folder of DATASET as one scene (`avsim export nuscenes` per clip), joined into one nuScenes dataroot."""
+    report = _run("nuscenes", dataset, out, {"scenario": _resolved(scenario), "version": version, "lidar_beams": lidar_beams,
+                                             "lidar_elevations": lidar_elevations, "lidar_azimuth_deg": lidar_azimuth_deg,
+                                             "lidar_range_m": lidar_range_m}, _engine(engine, address, cpus_per_task, workers, max_retries),
+                  wait=wait)  # fmt: skip
+    if report.nuscenes is not None:
+        typer.echo(f"joined {report.nuscenes['scene']} scenes into {out} ({version}): {report.nuscenes['sample']} samples, "
+                   f"{report.nuscenes['sample_data']} sample_data, {report.nuscenes['sample_annotation']} annotations")  # fmt: skip
+
+
 # ---- options every kind has ------------------------------------------------------------------------
 _WAIT: ContextVar[bool] = ContextVar("avsim_run_wait", default=False)
 
@@ -397,3 +426,4 @@ def _with_wait(callback: Callable[..., Any]) -> Callable[..., Any]:
 
 _shared_wait(app)
 _shared_wait(eval_app)
+_shared_wait(export_app)

@@ -4,7 +4,7 @@ DATASET is one of
 - a folder of scenario folders (render, labels, sim) or of `avsim edit` variants folders (render),
 - a folder of source files or folders (convert: one scene each, format detected per item),
 - a folder of clips, video files or frame folders (eval),
-- a folder of clip folders (detect: `labels/index.json` and the videos), or of folders of them
+- a folder of clip folders (detect, nuscenes: `labels/index.json` and the videos), or of folders of them
   (the output of `avsim run render --labels` or `avsim run generate`: items `<item>.<clip>`),
 - a folder of render items, the output of `avsim run render` (generate, pair),
 - a post-training layout (encode: one item per clip; no manifest),
@@ -49,6 +49,7 @@ class JobKind(StrEnum):
     ENCODE = "encode"
     SIM = "sim"
     DETECT = "detect"
+    NUSCENES = "nuscenes"
 
 
 SCENARIO_MARKERS = ("scenario.json", "manifest.json")  # a scenario folder, an `avsim edit` variants folder
@@ -123,9 +124,9 @@ def _items(paths: list[Path]) -> list[Item]:
 
 
 def clip_folder_items(dataset: Path, kind: str) -> list[Item]:
-    """detect: `dataset` itself when it is one clip folder, else each clip folder of `dataset`, and each clip
+    """detect, nuscenes: `dataset` itself when it is one clip folder, else each clip folder of `dataset`, and each clip
     folder of a subfolder that holds clip folders (named `<subfolder>.<clip>`): the shapes `avsim eval detect`
-    takes; any other subfolder is an item too, and fails with its reason."""
+    takes (and `avsim export nuscenes`); any other subfolder is an item too, and fails with its reason."""
     from avsim.evaluation.clip_folders import is_clip_folder
 
     if is_clip_folder(dataset):

@@ -57,6 +57,7 @@ from avsim.jobs.model_items import (
     render_item_inputs,
     weight_digests,
 )
+from avsim.jobs.nuscenes_items import NUSCENES_SCENES, check_nuscenes_options, nuscenes_item, nuscenes_item_options
 from avsim.jobs.options import coerce_options, render_options, sim_options
 from avsim.jobs.tasks import ItemResult, ItemTask, JobReport
 
@@ -277,6 +278,26 @@ def _merge_detect(job: JobRequest, tasks: list[ItemTask], report: JobReport, con
         return dataclasses.replace(report, detect=merge_detect(job.out, tasks, job.generated is not None))
 
 
+# ---- export nuscenes (avsim.jobs.nuscenes_items) -----------------------------------------------------
+def _plan_nuscenes(job: JobRequest, plan_items: PlanItems) -> list[ItemTask]:
+    """The clips in `OUT/scenes/<clip>/` (one-scene dataroots); `OUT` itself is the joined dataroot (`merge`)."""
+    return plan_items(job.dataset, job.out / NUSCENES_SCENES)
+
+
+def _merge_nuscenes(job: JobRequest, tasks: list[ItemTask], report: JobReport, console: Console | None) -> JobReport:
+    """When every clip is current: the clips' dataroots joined into the dataroot `OUT`."""
+    from avsim.jobs.nuscenes_items import merge_nuscenes
+
+    if report.failed:
+        return report
+    with shown(console, f"run export nuscenes: joining {len(tasks)} scenes"):  # it links every part's files
+        return dataclasses.replace(report, nuscenes=merge_nuscenes(job.out, tasks))
+
+
+_NUSCENES_OPTIONS: dict[str, type] = {"scenario": Path, "version": str, "lidar_beams": int, "lidar_elevations": str,
+                                      "lidar_azimuth_deg": float, "lidar_range_m": float}  # fmt: skip
+
+
 # ---- generate, pair, encode (avsim.jobs.model_items) -------------------------------------------------
 def _plan_pair(job: JobRequest, plan_items: PlanItems) -> list[ItemTask]:
     """The items in `OUT/clips/<item>/`; `OUT/` itself is the shared layout (`gather`)."""
@@ -351,4 +372,8 @@ KINDS: dict[JobKind, KindSpec] = {
         check=lambda options, folder: check_detect_options(options),
         manifest_options=False,  # one detector per job: the merged detect.json names it
         plan=_plan_detect, merge=_merge_detect),
+    JobKind.NUSCENES: KindSpec(
+        "export nuscenes", _NUSCENES_OPTIONS, listers.clip_folder_items, nuscenes_item,
+        check=lambda options, folder: check_nuscenes_options(options), item_options=nuscenes_item_options, plan=_plan_nuscenes,
+        merge=_merge_nuscenes),
 }  # fmt: skip

@@ -63,6 +63,7 @@ class JobReport:
     frechet: dict[str, Any] | None = None
     sim_rows: list[dict[str, Any]] | None = None
     detect: dict[str, Any] | None = None
+    nuscenes: dict[str, int] | None = None  # export nuscenes: records per table of the joined dataroot
 
     def count(self, status: ItemStatus) -> int:
         """Items that ended with `status`."""

@@ -112,3 +112,39 @@ def within_patch(hd_map: HDMap, world_SE3_ego: SE3, length_m: float, width_m: fl
     half = np.array([[1, 1], [1, -1], [-1, -1], [-1, 1]], float) * [length_m / 2.0, width_m / 2.0]
     corners = world_SE3_ego.apply(np.c_[half, np.zeros(4)])[:, :2]
     return _select_intersecting(hd_map, shapely.Polygon(corners))
+
+
+def within_box(hd_map: HDMap, box_xy: npt.ArrayLike) -> HDMap:
+    """Elements intersecting an axis-aligned box of the world's x, y.
+
+    Args:
+        hd_map: the map.
+        box_xy: (4,) x_min, y_min, x_max, y_max in metres.
+
+    Returns:
+        The map of those elements (every type).
+    """
+    x0, y0, x1, y1 = (float(v) for v in np.asarray(box_xy, np.float64).reshape(4))
+    return _select_intersecting(hd_map, shapely.box(x0, y0, x1, y1))
+
+
+def road_surface_rings(hd_map: HDMap) -> list[np.ndarray]:
+    """The map's road surface as polygon rings: drivable areas, each lane's surface between its rails
+    (the left rail, then the right one reversed), crosswalks.
+
+    Maps that carry only lanes (no drivable-area polygons) still have a surface.
+
+    Args:
+        hd_map: the map.
+
+    Returns:
+        (n, 3) rings, world frame, each at least 3 vertices.
+    """
+    rings = [np.asarray(r, np.float64) for r in hd_map.drivable_areas]
+    lanes = hd_map.lanes
+    for k in range(len(lanes)):
+        left, right = lanes.left[k], lanes.right[k]
+        if len(left) >= 2 and len(right) >= 2:
+            rings.append(np.concatenate([left, right[::-1]]))
+    rings += [np.asarray(r, np.float64) for r in hd_map.crosswalks]
+    return [r for r in rings if len(r) >= 3]

@@ -81,3 +81,33 @@ def bev_raster(hd_map: HDMap, world_SE3_ego: SE3, size_px: int = 512, resolution
         if len(boxes):
             cv2.fillPoly(image, [to_px(c[:4]) for c in boxes.corners_m()], BEV_COLORS[name], cv2.LINE_AA, 4)
     return image
+
+
+def surface_mask(hd_map: HDMap, width_px: int, height_px: int, resolution_m_per_px: float = 0.1,
+                 origin_xy: tuple[float, float] = (0.0, 0.0)) -> NDArrayByte:  # fmt: skip
+    """A north-up top view of the road surface (`queries.road_surface_rings`): 255 on it, 0 elsewhere.
+
+    The layout of nuScenes' semantic-prior map masks: pixel column = (x - x0) / resolution, row =
+    height_px - (y - y0) / resolution (world +y up the image), so (x0, y0) is the image's
+    bottom-left corner.
+
+    Args:
+        hd_map: the map.
+        width_px, height_px: the image size.
+        resolution_m_per_px: metres per pixel.
+        origin_xy: the world x, y of the bottom-left corner.
+
+    Returns:
+        (height_px, width_px) uint8.
+    """
+    from avsim.maps.queries import road_surface_rings
+
+    image = np.zeros((int(height_px), int(width_px)), np.uint8)
+    rings = road_surface_rings(hd_map)
+    if rings:
+        x0, y0 = origin_xy
+        px = [_fixed(np.stack([(r[:, 0] - x0) / resolution_m_per_px, height_px - (r[:, 1] - y0) / resolution_m_per_px], -1))
+              for r in rings]  # fmt: skip
+        for ring in px:  # one fill per ring: overlapping rings (lanes over a drivable area) stay filled
+            cv2.fillPoly(image, [ring], (255,), cv2.LINE_8, 4)
+    return image

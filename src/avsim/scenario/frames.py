@@ -1,9 +1,9 @@
-"""Moving a whole scenario into another world frame (a rigid change of coordinates).
+"""Moving a whole scenario into another world frame (a rigid change of coordinates), or onto another time axis.
 
 Everything that lives in the world frame moves: ego poses, agent boxes, every map element.
 What is relative to the ego (the camera rig) or has no geometry (light states, metadata) stays.
 Camera images are unchanged by construction: every camera's pose relative to every box and map
-vertex is the same before and after.
+vertex is the same before and after. `shift_times` moves every timestamp instead.
 """
 
 from __future__ import annotations
@@ -104,3 +104,25 @@ def first_pose_frame(scenario: Scenario) -> SE3:
 
 
 __all__ = ["first_pose_frame", "transform_elements", "transform_map", "transform_scenario"]
+
+
+def shift_times(scenario: Scenario, dt_ns: int) -> Scenario:
+    """The scenario with every timestamp moved by `dt_ns` (ego, agents, light states, frame origin).
+
+    Args:
+        scenario: the scenario.
+        dt_ns: nanoseconds added to every time.
+
+    Returns:
+        The scenario on the new time axis (geometry, rig and metadata unchanged).
+    """
+    from avsim.core.lights import TrafficLightStates
+
+    dt = np.int64(dt_ns)
+    a, lights = scenario.agents, scenario.lights
+    return scenario.replace(
+        ego=EgoTrajectory(scenario.ego.timestamps_ns + dt, scenario.ego.world_SE3_ego),
+        agents=AgentTracks(a.track_id, a.source_class, a.timestamps_ns + dt, a.center_m, a.size_m, a.orientation),
+        lights=TrafficLightStates(lights.light_id, lights.timestamps_ns + dt, lights.state),
+        frame_origin_ns=None if scenario.frame_origin_ns is None else int(scenario.frame_origin_ns + dt),
+    )  # fmt: skip

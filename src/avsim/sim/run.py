@@ -13,8 +13,9 @@
 - `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
 
 A policy that fails (raises, bad output, over budget) ends the episode early: everything above is
-still written for the steps it drove, with `status: policy_error` and the reason; so does SIGINT or
-SIGTERM in the command (`interruptible`: `status: interrupted`, `avsim.sim.interrupts`).
+still written for the steps it drove, with `status: policy_error` and the reason, and the command
+exits 1 (`SimSummary.exit_code`); so does SIGINT or SIGTERM in the command (`interruptible`:
+`status: interrupted`, `avsim.sim.interrupts`).
 """
 
 from __future__ import annotations
@@ -254,6 +255,8 @@ def _run_locked(scenario: Scenario, out: Path, options: SimOptions, on_step: Cal
             source.close()
             _close_policy(policy)
         wall = time.perf_counter() - t0
+        if result.status == "policy_error":
+            exit_code = 1  # the rollout is written (it is the evidence) and the command still fails
         doc = _write_outputs(tmp, scenario, sim, options, policy, result, wall, on_phase)
     return SimSummary(out, result.status, result.end_reason, result.steps, doc["episode"], wall, exit_code)
 

@@ -23,6 +23,12 @@ Source: a nuScenes dataroot holding one ``v1.0-*`` table folder and ``maps/expan
   nominal size at their pose, lanes -> lanes (divider-segment nodes as rails, the arcline path
   discretised at 0.5 m as centre line) when both rails exist;
 - lights: nuScenes has no traffic-light states (empty).
+
+A dataroot written by `avsim export nuscenes` has `avsim_export.json` (`AVSIM_MANIFEST`): its
+logs' export-frame offsets and its scenes' time offsets are taken off again (the scenario comes
+back in its source frame and times), its
+cameras get their avsim names back (every camera sensor is read, in the source rig's order), and a
+log past nuScenes' four locations has its map read from `maps/expansion/avsim-<log token>.json`.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ if TYPE_CHECKING:
     from avsim.core.transforms import SE3
     from avsim.scenario.types import Scenario
 MAP_MARGIN_M = 150.0  # map kept around the ego path's bounding box
+AVSIM_MANIFEST = "avsim_export.json"  # written by `avsim export nuscenes` (avsim.render.labels.nuscenes_export)
 LANE_RESOLUTION_M = 0.5
 TRAFFIC_LIGHT_SIZE_M = (0.35, 0.35, 1.0)  # nominal housing (depth, width, height); not in the map
 
@@ -134,7 +141,7 @@ def _chain_poses(nusc: Any, chain: list[dict], where: Path) -> tuple[np.ndarray,
     return t_ns, q / norm[:, None], t
 
 
-def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3, int]:
+def _ego(nusc: Any, samples: list[dict], where: Path, channels: tuple[str, ...] = CAMERA_CHANNELS) -> tuple[np.ndarray, SE3, int]:
     """The scene's ego poses: every LIDAR_TOP (else CAM_FRONT) sample_data pose, plus the poses of
     the CAM_* sample_data inside that span (each camera record has its own ego pose, at its own
     capture time). Returns (timestamps ns, world_SE3_ego, number of camera poses added)."""
@@ -147,7 +154,7 @@ def _ego(nusc: Any, samples: list[dict], where: Path) -> tuple[np.ndarray, SE3, 
     check_increasing(np.sort(t_ns, kind="stable"), where, "ego_pose.timestamp")  # the reference chain itself must not repeat a time
     lo, hi = t_ns.min(), t_ns.max()
     parts = [(t_ns, q, t)]
-    for channel in CAMERA_CHANNELS:
+    for channel in channels:
         ct, cq, cp = _chain_poses(nusc, _channel_chain(nusc, samples, channel), where)
         inside = (ct >= lo) & (ct <= hi)  # the span (and so the frame times) stays the LIDAR_TOP one
         parts.append((ct[inside], cq[inside], cp[inside]))
@@ -185,14 +192,15 @@ def _capture_offsets_ns(nusc: Any, samples: list[dict], channels: tuple[str, ...
     return np.array(out, dtype=np.int64)
 
 
-def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
+def _rig(nusc: Any, samples: list[dict], where: Path, channels: tuple[str, ...] = CAMERA_CHANNELS,
+         names_of: dict[str, str] | None = None) -> CameraRig:  # fmt: skip
     from avsim.core.cameras import PinholeCamera
     from avsim.core.errors import AvsimValueError
     from avsim.core.rig import CameraRig
     from avsim.core.transforms import SE3
 
     names, cameras, poses = [], [], []
-    for channel in CAMERA_CHANNELS:
+    for channel in channels:
         if channel not in samples[0]["data"]:
             continue
         sd = nusc.get("sample_data", samples[0]["data"][channel])
@@ -212,7 +220,8 @@ def _rig(nusc: Any, samples: list[dict], where: Path) -> CameraRig:
     if not names:
         raise AvsimInputError(where, "calibrated_sensor", "no CAM_* channel in the scene's first sample")
     offsets = _capture_offsets_ns(nusc, samples, tuple(names), where)
-    return CameraRig(tuple(names), tuple(cameras), SE3.stack(poses), capture_offset_ns=offsets)
+    named = tuple((names_of or {}).get(n, n) for n in names)
+    return CameraRig(named, tuple(cameras), SE3.stack(poses), capture_offset_ns=offsets)
 
 
 def _agents(nusc: Any, samples: list[dict], where: Path) -> AgentTracks:
@@ -270,17 +279,25 @@ def _stop_line_midline(ring: np.ndarray) -> np.ndarray | None:
     return np.array([[a[0], a[1], 0.0], [b[0], b[1], 0.0]])
 
 
-def open_map(dataroot: Path, map_name: str) -> Any:
-    from nuscenes.map_expansion.map_api import NuScenesMap
+def open_map(dataroot: Path, map_name: str, extra_location: bool = False) -> Any:
+    """`NuScenesMap` of one location; `extra_location`: a name outside the devkit's four (an avsim export's fifth
+    scenario onwards), added to `map_api.locations` while it loads."""
+    from nuscenes.map_expansion import map_api
 
     path = dataroot / "maps" / "expansion" / f"{map_name}.json"
     if not path.exists():
         raise AvsimInputError(path, "map", "map expansion JSON not found (install nuScenes-map-expansion-v1.3 into maps/expansion)")
+    added = extra_location and map_name not in map_api.locations
     try:
+        if added:
+            map_api.locations.append(map_name)
         with contextlib.redirect_stdout(io.StringIO()):
-            return NuScenesMap(dataroot=str(dataroot), map_name=map_name)
+            return map_api.NuScenesMap(dataroot=str(dataroot), map_name=map_name)
     except Exception as exc:
         raise AvsimInputError(path, "map", f"nuscenes-devkit cannot load the map: {exc}") from None
+    finally:
+        if added:
+            map_api.locations.remove(map_name)
 
 
 def read_map(nmap: Any, box: tuple[float, float, float, float]) -> MapBuilder:
@@ -337,6 +354,29 @@ def read_map(nmap: Any, box: tuple[float, float, float, float]) -> MapBuilder:
     return mb
 
 
+def _avsim_export(dataroot: Path, scene: dict, log: dict) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """This scene's and its log's records in `avsim_export.json`, when the dataroot is an avsim export."""
+    from avsim.core.safe_json import read_json
+
+    path = dataroot / AVSIM_MANIFEST
+    if not path.is_file():
+        return None
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("format") != "avsim-nuscenes-export":
+        raise AvsimInputError(path, "format", "not an avsim nuScenes export manifest")
+    scene_rec, log_rec = doc.get("scenes", {}).get(scene["token"]), doc.get("logs", {}).get(log["token"])
+    if not isinstance(scene_rec, dict) or not isinstance(log_rec, dict):
+        raise AvsimInputError(path, "scenes", f"no record of scene {scene['name']!r} or of its log")
+    offset = log_rec.get("world_offset_m")
+    if not (isinstance(offset, list) and len(offset) == 3 and all(isinstance(v, (int, float)) and np.isfinite(v) for v in offset)):
+        raise AvsimInputError(path, f"logs.{log['token']}.world_offset_m", "expected 3 finite numbers")
+    if not isinstance(scene_rec.get("channels"), dict):
+        raise AvsimInputError(path, f"scenes.{scene['token']}.channels", "expected camera -> channel")
+    if not isinstance(scene_rec.get("time_offset_us", 0), int) or isinstance(scene_rec.get("time_offset_us"), bool):
+        raise AvsimInputError(path, f"scenes.{scene['token']}.time_offset_us", "expected whole microseconds")
+    return scene_rec, log_rec
+
+
 def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> Scenario:
     """Convert one nuScenes scene (``DATAROOT`` or ``DATAROOT::scene-name``) into a `Scenario`."""
     from avsim.core.lights import TrafficLightStates
@@ -347,14 +387,20 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     nusc = open_nuscenes(dataroot, version)
     where = dataroot / version
     scene = _pick_scene(nusc, scene_name, where)
-    samples = _scene_samples(nusc, scene)
-    ego_t, world_SE3_ego, camera_poses = _ego(nusc, samples, where)
-    rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where)
-    agents = _agents(nusc, samples, where)
     log = nusc.get("log", scene["log_token"])
+    avsim = _avsim_export(dataroot, scene, log)
+    channels, names_of = CAMERA_CHANNELS, None
+    if avsim is not None:  # every camera, in the source rig's order, under its avsim name
+        names_of = {ch: cam for cam, ch in avsim[0]["channels"].items()}
+        channels = tuple(avsim[0]["channels"].values())
+    samples = _scene_samples(nusc, scene)
+    ego_t, world_SE3_ego, camera_poses = _ego(nusc, samples, where, channels)
+    rig = named_rig(rig_name) if rig_name else _rig(nusc, samples, where, channels, names_of)
+    agents = _agents(nusc, samples, where)
     xy = world_SE3_ego.translation[:, :2]
     box = (*(xy.min(axis=0) - MAP_MARGIN_M), *(xy.max(axis=0) + MAP_MARGIN_M))
-    hd_map = read_map(open_map(dataroot, log["location"]), (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
+    nmap = open_map(dataroot, log["location"], extra_location=avsim is not None)
+    hd_map = read_map(nmap, (float(box[0]), float(box[1]), float(box[2]), float(box[3]))).build()
     metadata = {
         "source_format": "nuscenes",
         "nuscenes_version": version,
@@ -374,8 +420,25 @@ def load_nuscenes(src: str | os.PathLike[str], rig_name: str | None = None) -> S
     keyframe_ns = int(samples[0]["timestamp"]) * 1000  # the LIDAR_TOP keyframe, which the ego span starts at
     inside = int(ego_t[0]) <= keyframe_ns <= int(ego_t[-1])
     metadata["frame_origin"] = "the scene's first sample (keyframe) timestamp" if inside else "the first ego pose"
-    return build_scenario(
+    scenario = build_scenario(
         where, scenario_id=scene["name"], rig=rig, ego_timestamps_ns=ego_t, world_SE3_ego=world_SE3_ego,
         agents=agents, hd_map=hd_map, lights=TrafficLightStates.empty(), metadata=metadata,
         frame_origin_ns=keyframe_ns if inside else None,
     )  # fmt: skip
+    if avsim is None:
+        return scenario
+    return _undo_export_frame(scenario, *avsim)
+
+
+def _undo_export_frame(scenario: Scenario, scene_rec: dict[str, Any], log_rec: dict[str, Any]) -> Scenario:
+    """An avsim export's scenario back in its source frame and times (the log's offset, the scene's time offset taken off)."""
+    from avsim.core.transforms import SE3
+    from avsim.scenario.frames import shift_times, transform_scenario
+
+    offset = np.asarray(log_rec["world_offset_m"], np.float64)
+    dt_us = int(scene_rec.get("time_offset_us", 0))
+    moved = shift_times(transform_scenario(scenario, SE3(np.eye(3), -offset)), -dt_us * 1000)
+    metadata = {**moved.metadata, "avsim_export": {"scenario_id": log_rec.get("scenario_id"), "world_offset_m": offset.tolist(),
+                                                   "time_offset_us": dt_us},
+                "ego_frame_note": "avsim export: the log's export-frame offset and the scene's time offset are taken off (avsim_export.json)"}  # fmt: skip
+    return moved.replace(metadata=metadata)
