@@ -1,6 +1,9 @@
 """Closed-loop latency budget: where a step's and a chunk's time goes (docs/closed_loop.md, "Latency").
 
-Rows (the sample scenario, seed 0; wall clock, this machine; every part measured in one run):
+Rows (the sample scenario, seed 0; wall clock, this machine; every part measured in one run, and
+each part measured directly: a stopwatch around the calls that make it up (`Stopwatch`, put in
+place for the run), never a difference of separately measured medians, which goes negative under
+load):
 
 1. generated world (`--observe generated`), per chunk: forecast + control render of the chunk's
    frames, VAE encode (control and conditioning), sampling, VAE decode, drift figures (RNDS
@@ -23,10 +26,11 @@ at 720p with the 2B config).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,51 @@ if str(REPO) not in sys.path:
 VIEWS7 = ("camera_front_wide_120fov", "camera_cross_right_120fov", "camera_rear_right_70fov", "camera_rear_tele_30fov",
           "camera_rear_left_70fov", "camera_cross_left_120fov", "camera_front_tele_30fov")  # fmt: skip
 PHASES = {"VAE encode control": "vae_encode_s", "VAE encode conditioning": "vae_encode_s", "sampling": "sampling_s", "VAE decode": "vae_decode_s"}
+
+
+class Stopwatch:
+    """Wall time of every call of the functions it wraps, summed until `take` (one step's or one call's share)."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent += time.perf_counter() - t0
+
+        return timed
+
+    def take(self) -> float:
+        spent, self.spent = self.spent, 0.0
+        return spent
+
+
+@contextlib.contextmanager
+def timing(owner: Any, name: str, watch: Stopwatch) -> Iterator[Stopwatch]:
+    """`owner.name` (a module's function, a class's method) wrapped by `watch` while the block runs."""
+    original = getattr(owner, name)
+    setattr(owner, name, watch.wrap(original))
+    try:
+        yield watch
+    finally:
+        setattr(owner, name, original)
+
+
+class _TimedPolicy:
+    """A policy whose calls a stopwatch times (its other attributes, `reset` included, are the policy's)."""
+
+    def __init__(self, policy: Any, watch: Stopwatch) -> None:
+        self._policy, self._call = policy, watch.wrap(policy)
+
+    def __call__(self, observation: Any) -> Any:
+        return self._call(observation)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._policy, name)
 
 
 class PhaseTimer:
@@ -75,7 +124,8 @@ def chunk_budget(config: str = "debug", views: tuple[str, ...] = VIEWS7, device:
 
     Returns:
         load_s; per chunk (the last): render_s, vae_encode_s, sampling_s, vae_decode_s, drift_s,
-        generation_s, chunk_s; per step: policy_s and other_s (means over steps that made no chunk).
+        generation_s, chunk_s; per step: policy_s (the policy call) and other_s (`sim.step`), each timed around
+        its own calls, medians over the steps that made no chunk.
     """
     from avsim.scenario.sample import make_sample_scenario
     from avsim.sim.chunks import ChunkSchedule
@@ -98,22 +148,21 @@ def chunk_budget(config: str = "debug", views: tuple[str, ...] = VIEWS7, device:
     per_chunk: list[dict[str, float]] = []
     source = GeneratedSource(generator, on_chunk=lambda c, steps, n: per_chunk.append(timer.take()) if c else None)
     sim = Simulator(make_sample_scenario(0, duration_s=n_steps / 10 + 1.0), SimConfig(steps=n_steps), source)
-    stamps: list[float] = []
-    run_episode(sim, load_policy(policy), float("inf"), on_step=lambda k: stamps.append(time.perf_counter()))
+    calls, steps_watch = Stopwatch(), Stopwatch()
+    per_step: list[tuple[float, float]] = []  # (policy call, sim.step) of each step, both timed around the calls
+    sim.step = steps_watch.wrap(sim.step)  # type: ignore[method-assign]
+    run_episode(sim, _TimedPolicy(load_policy(policy), calls), float("inf"), on_step=lambda k: per_step.append((calls.take(), steps_watch.take())))
     per_chunk.append(timer.take())
     source.close()
     last = source.chunks[-1].timing()
-    assert sim.recorder is not None
     chunk_steps = {schedule.start(c) for c in range(chunks)}
-    policy_s = sim.recorder.policy_s[: sim.k]
-    step_s = np.diff(stamps)
-    plain = [i for i in range(1, len(stamps)) if i + 1 not in chunk_steps]  # step i -> i + 1 made no chunk
+    plain = [per_step[i] for i in range(1, len(per_step)) if i + 1 not in chunk_steps]  # step i -> i + 1 made no chunk
     out = {"config": config, "views": len(views), "size": list(generator.size), "frames": schedule.frames, "sampling_steps": steps,
            "load_s": load_s, "render_s": last["render_s"], **{k: per_chunk[-1].get(k, 0.0) for k in ("vae_encode_s", "sampling_s", "vae_decode_s")},
            "drift_s": last["drift_s"], "generation_s": last["generation_s"]}  # fmt: skip
     out["chunk_s"] = out["render_s"] + out["generation_s"] + out["drift_s"]
-    out["policy_s"] = float(np.mean(policy_s))
-    out["other_s"] = float(np.mean([step_s[i - 1] - policy_s[i] for i in plain])) if plain else float("nan")
+    out["policy_s"] = float(np.median([p for p, _ in plain])) if plain else float("nan")
+    out["other_s"] = float(np.median([s for _, s in plain])) if plain else float("nan")
     return out
 
 
@@ -154,11 +203,14 @@ class _AnsweringDriver:
 
 
 def driver_budget(size: tuple[int, int], steps: int = 10) -> dict[str, Any]:
-    """Per step: PNG encoding of 7 control images, the gRPC calls, against an in-process policy."""
+    """Per step (medians over the steps after the first): the whole policy call, and inside it the PNG
+    encoding of the 7 control images and the gRPC calls, each timed around its own calls; against an
+    in-process policy."""
     import grpc
 
     from avsim.scenario.sample import make_sample_scenario
-    from avsim.sim.alpasim.driver import AlpasimDriverPolicy, _encoded
+    from avsim.sim.alpasim import driver as driver_module
+    from avsim.sim.alpasim.driver import AlpasimDriverPolicy
     from avsim.sim.alpasim.protos import egodriver_pb2_grpc
     from avsim.sim.episode import run_episode
     from avsim.sim.policies import ConstantVelocityPolicy
@@ -170,25 +222,27 @@ def driver_budget(size: tuple[int, int], steps: int = 10) -> dict[str, Any]:
     egodriver_pb2_grpc.add_EgodriverServiceServicer_to_server(_AnsweringDriver(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    calls, png, rpc = Stopwatch(), Stopwatch(), Stopwatch()
+    per_step: list[tuple[float, float, float]] = []  # (whole call, PNG, gRPC) of each step
     try:
         source = RenderedControlSource(None, size)
         sim = Simulator(scenario, SimConfig(steps=steps), source)
-        run_episode(sim, AlpasimDriverPolicy(f"alpasim://127.0.0.1:{port}", 10.0, rig=lambda: source.rig), float("inf"))
-        assert sim.recorder is not None
-        remote = float(np.median(sim.recorder.policy_s[1:steps]))  # step 0 opens the connection
-        frames = source.frames(sim.frame_state())
-        t0 = time.perf_counter()
-        for img in frames.values():
-            _encoded(img, "png")
-        encode = time.perf_counter() - t0
+        policy = AlpasimDriverPolicy(f"alpasim://127.0.0.1:{port}", 10.0, rig=lambda: source.rig)
+        with timing(driver_module, "_encoded", png), timing(AlpasimDriverPolicy, "_rpc", rpc):
+            run_episode(sim, _TimedPolicy(policy, calls), float("inf"), on_step=lambda k: per_step.append((calls.take(), png.take(), rpc.take())))
+        cameras = len(source.frames(sim.frame_state()))
         source.close()
     finally:
         server.stop(grace=None)
     sim = Simulator(scenario, SimConfig(steps=steps))
-    run_episode(sim, ConstantVelocityPolicy(), float("inf"))
-    assert sim.recorder is not None
-    local = float(np.median(sim.recorder.policy_s[1:steps]))
-    return {"cameras": len(frames), "size": list(size), "policy_call_s": remote, "png_encode_s": encode, "grpc_s": remote - encode, "in_process_policy_s": local}
+    local = Stopwatch()
+    local_steps: list[float] = []
+    run_episode(sim, _TimedPolicy(ConstantVelocityPolicy(), local), float("inf"), on_step=lambda k: local_steps.append(local.take()))
+    later = per_step[1:]  # step 0 opens the connection
+    whole, encode, grpc_s = (float(np.median([s[j] for s in later])) for j in range(3))
+    rest = float(np.median([s[0] - s[1] - s[2] for s in later]))  # the call's own time outside both (one interval, >= 0)
+    return {"cameras": cameras, "size": list(size), "policy_call_s": whole, "png_encode_s": encode, "grpc_s": grpc_s, "rest_s": rest,
+            "in_process_policy_s": float(np.median(local_steps[1:]))}  # fmt: skip
 
 
 def sensorsim_budget(size: tuple[int, int], repeats: int = 5) -> dict[str, Any]:
@@ -200,6 +254,7 @@ def sensorsim_budget(size: tuple[int, int], repeats: int = 5) -> dict[str, Any]:
     from avsim.render.raster.primitives import ray_map
     from avsim.scenario.io import save_scenario
     from avsim.scenario.sample import make_sample_scenario
+    from avsim.sim.alpasim import server as server_module
     from avsim.sim.alpasim.frames import LocalFrame, camera_spec, pose_to_proto
     from avsim.sim.alpasim.protos import sensorsim_pb2, sensorsim_pb2_grpc
     from avsim.sim.alpasim.render_requests import frame_request
@@ -225,11 +280,20 @@ def sensorsim_budget(size: tuple[int, int], repeats: int = 5) -> dict[str, Any]:
             first = frame_request(scene, reqs[0])
             rays = ray_map(first.camera)  # as the server keeps it
             local = _best(lambda: scene.render(frame_request(scene, reqs[0]), rays), repeats)
-            remote = _best(lambda: stub.render_rgb(reqs[0]), repeats)
+            draw, png = Stopwatch(), Stopwatch()  # inside the server, around its draw and its PNG encoding
+            parts = []
+            with timing(type(scene), "render", draw), timing(server_module, "encode", png):
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    stub.render_rgb(reqs[0])
+                    call = time.perf_counter() - t0
+                    parts.append((call, draw.take(), png.take()))
             seven = _best(lambda: stub.render_aggregated(sensorsim_pb2.AggregatedRenderRequest(rgb_requests=reqs)), max(repeats // 2, 1))
         finally:
             server.stop(grace=None)
-    return {"size": list(size), "in_process_s": local, "render_rgb_s": remote, "grpc_and_png_s": remote - local, "aggregated_7_s": seven}
+    best = min(parts)  # the fastest call, with its own parts
+    return {"size": list(size), "in_process_s": local, "render_rgb_s": best[0], "server_draw_s": best[1], "png_s": best[2],
+            "grpc_s": best[0] - best[1] - best[2], "aggregated_7_s": seven}  # fmt: skip
 
 
 def server_scene(root: str, scene_id: str) -> Any:
@@ -267,13 +331,15 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         d = results["driver"]
         where = f"step, alpasim:// driver, {d['cameras']} cameras at {d['size'][0]}x{d['size'][1]}"
         for key, label in (("png_encode_s", "PNG encoding"), ("grpc_s", "gRPC calls (images, egomotion, route, drive)"),
-                           ("policy_call_s", "whole policy call"), ("in_process_policy_s", "in-process policy (constant velocity)")):  # fmt: skip
+                           ("rest_s", "the rest of the call"), ("policy_call_s", "whole policy call"),
+                           ("in_process_policy_s", "in-process policy (constant velocity)")):  # fmt: skip
             lines.append(f"| {where} | {label} | {_ms(d[key])} |")
     if "sensorsim" in results:
         s = results["sensorsim"]
         where = f"avsim serve sensorsim, f-theta at {s['size'][0]}x{s['size'][1]}"
         for key, label in (("in_process_s", "one image drawn in process"), ("render_rgb_s", "render_rgb over gRPC (PNG)"),
-                           ("grpc_and_png_s", "of which gRPC + PNG"), ("aggregated_7_s", "render_aggregated, 7 cameras")):  # fmt: skip
+                           ("server_draw_s", "of which the server's draw"), ("png_s", "of which PNG encoding"),
+                           ("grpc_s", "of which gRPC and the rest"), ("aggregated_7_s", "render_aggregated, 7 cameras")):  # fmt: skip
             lines.append(f"| {where} | {label} | {_ms(s[key])} |")
     return "\n".join(lines)
 

@@ -66,7 +66,7 @@ def _segment(renderer, out: Path, start: int, stop: int, cpu: dict[bool, float],
     with ExitStack() as stack:
         enc = {on: _encoders(stack, cameras, out / str(on), start) for on in (False, True)}
         parts = {c: StreamSegment(Stream(StreamKind.CAMERA, c), start, stop, out / f"{c}.{start:06d}.mp4") for c in cameras}
-        labeller = labels_run.Labeller.of(renderer)
+        labeller = labels_run.Labeller.of(renderer, "compact")  # what a default render labels: compact tables
         labelled = {c: labels_run.labelled_frames(labeller, parts[c], labels_run.part_path(out, clip_id, parts[c])) for c in cameras}
         for f in range(start, stop):
             for i, c in enumerate(cameras):

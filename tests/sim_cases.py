@@ -16,9 +16,10 @@ from avsim.core.rig import cosmos_rig
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3
 from avsim.maps import HDMap, LaneLines, Lanes, Polygons, Polylines
+from avsim.maps.road import RoadModel
 from avsim.scenario import Scenario
+from avsim.scenario.road import road_model
 from avsim.sim.boxes import Boxes
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import Route, build_route
 from avsim.sim.scoring import Scene
 from avsim.sim.vehicle import StateIndex, VehicleParameters, initial_state
@@ -83,10 +84,10 @@ def box(track: str, xy: tuple[float, float], yaw: float = 0.0, v: float = 0.0, c
                  np.array([[size[0], size[1], 1.6]]), np.array([yaw]), np.array([[v * np.cos(yaw), v * np.sin(yaw)]]))  # fmt: skip
 
 
-def road_and_route(sc: Scenario | None = None) -> tuple[RoadGraph, Route]:
+def road_and_route(sc: Scenario | None = None) -> tuple[RoadModel, Route]:
     """The road graph and the route of an ego driving east along E0 (or along `sc`'s log)."""
     sc = sc or scenario(np.c_[np.linspace(-50, 100, 30), np.zeros(30)], np.zeros(30))
-    road = RoadGraph(sc)
+    road = road_model(sc)
     pose = sc.ego.world_SE3_ego
     yaw = np.asarray(pose.yaw_rad).reshape(-1)
     centres = pose.translation[:, :2] + 1.4 * np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
@@ -94,7 +95,7 @@ def road_and_route(sc: Scenario | None = None) -> tuple[RoadGraph, Route]:
 
 
 def scene(states: np.ndarray, boxes: list[Boxes] | Boxes | None = None, red: list[list[str]] | None = None,
-          road_route: tuple[RoadGraph, Route] | None = None) -> Scene:  # fmt: skip
+          road_route: tuple[RoadModel, Route] | None = None) -> Scene:  # fmt: skip
     """A scene of one ego sequence (T, 11) among boxes (one set per step, or the same at every step)."""
     road, route = road_route or road_and_route()
     t = len(states)

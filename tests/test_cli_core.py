@@ -97,6 +97,10 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["convert", "src", "OUT", "--from", "kitti"], "unknown format 'kitti'"),
         (["convert", "src", "OUT", "--rig", "tesla"], "unknown rig 'tesla'"),
         (["no-such-command"], "No such command"),
+        (["rendr", "x", "y"], "No such command 'rendr'. Did you mean 'render'?"),  # a lazily mounted group
+        (["valdate", "x"], "No such command 'valdate'. Did you mean 'validate'?"),
+        (["smaple", "x"], "No such command 'smaple'. Did you mean 'sample'?"),  # a core command
+        (["run", "rendr"], "No such command 'rendr'. Did you mean 'render'?"),
     ],
 )
 def test_usage_errors_exit_2_and_write_nothing(

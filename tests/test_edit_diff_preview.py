@@ -86,6 +86,23 @@ def test_preview_draws_agents_ego_and_panels(scn):
     assert not _colour_near(np.pad(right, ((0, 0), (2, 0), (0, 0))), view, (32.25, 0.9), CLASS_RGB["Car"])
 
 
+def test_before_and_after_panels_read_one_clock(scn, monkeypatch):
+    """Issue 55: beside a crop of 2-4 s of its source, one instant reads the same t in both panels
+    (the after scenario's clock), not 2.00 s on the left and 0.00 s on the right."""
+    from avsim.edit import preview
+
+    after = ops_time.crop(scn, 2.0, 4.0)
+    said: list[str] = []
+    real = preview.cv2.putText
+    monkeypatch.setattr(preview.cv2, "putText", lambda img, text, *a, **k: (said.append(text), real(img, text, *a, **k))[1])
+    frames = list(preview_frames(after, before=scn, fps=1.0, size_px=128))
+    headings = [t for t in said if t.startswith(("before ", "after ")) and "t =" in t]
+    assert len(frames) == 3 and len(headings) == 6
+    for k in range(3):
+        left, right = headings[2 * k : 2 * k + 2]
+        assert left.split("t =")[1].strip() == right.split("t =")[1].strip() == f"{float(k):.2f} s", headings
+
+
 def test_preview_is_deterministic(scn):
     a = list(preview_frames(scn, fps=1.0, size_px=128))
     b = list(preview_frames(road_scenario(), fps=1.0, size_px=128))

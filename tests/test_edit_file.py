@@ -185,3 +185,29 @@ def test_parse_keeps_lines_for_nested_values():
     edit = parse_edit_text("version: 1\nops:\n\n  - op: crop\n    start_s: 1\n", Path("x.yaml"))
     op = edit.variants[0].ops[0]
     assert op.line == 4 and op.field_lines == {"start_s": 5}
+
+
+def test_findings_are_those_of_the_final_cropped_variant(tmp_path):
+    """A finding an op introduced and a later crop removed is not reported; one the crop keeps is
+    timed on the variant's own clock, as `avsim validate` of the variant reports it (issue 55)."""
+    from avsim.edit.validate import validate_scenario
+
+    text = """
+    version: 1
+    name: "crop{start}"
+    sweep:
+      start: [3, 6]
+    ops:
+      - op: add_agent
+        track_id: parked
+        class: vehicle.car
+        waypoints: [[0, 50, 0.5], [10, 50.01, 0.5]]
+      - op: crop
+        start_s: $start
+        stop_s: 10
+    """
+    kept, cropped = apply_edit_file(road_scenario(), _write(tmp_path, text))
+    assert cropped.name == "crop6" and cropped.new_findings == [] and validate_scenario(cropped.scenario) == []
+    ((op_index, finding),) = kept.new_findings
+    assert op_index == 0 and finding.kind == "overlap" and finding.ids == ("ego", "parked")
+    assert [finding] == validate_scenario(kept.scenario) and finding.time_s == pytest.approx(1.4)  # 4.4 s before the crop

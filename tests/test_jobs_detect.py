@@ -54,7 +54,7 @@ def single(clips: Path) -> Path:
 def _tree(root: Path) -> dict[str, bytes | str]:
     """Every file under `root` by relative path: its bytes, or a link's target."""
     return {p.relative_to(root).as_posix(): (os.readlink(p) if p.is_symlink() else p.read_bytes())
-            for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}  # fmt: skip
+            for p in sorted(root.rglob("*")) if (p.is_file() or p.is_symlink()) and p.relative_to(root).as_posix() != "ray.log"}  # fmt: skip
 
 
 def _merged(out: Path) -> dict[str, bytes | str]:

@@ -52,7 +52,8 @@ def generated(rendered: Path) -> Path:
 
 
 def _files(root: Path) -> dict[str, Path]:
-    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+    # `ray.log`: what Ray itself printed while the job ran (none on the local engine)
+    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).as_posix() != "ray.log"}
 
 
 def _statuses(out: Path) -> dict[str, str]:

@@ -13,12 +13,13 @@ from labels_numpy import edge_box, edge_points, projected_boxes, truncation, uno
 from avsim.cli import main
 from avsim.core.agents import box_corners
 from avsim.core.cameras import PinholeCamera
+from avsim.core.coco_rle import rle_decode
 from avsim.core.rig import cosmos_rig
 from avsim.core.transforms import SE3, matrix_to_quat
 from avsim.render.geometry import projection as geo
 from avsim.render.geometry.scene import FrameObjects, camera_primitives
 from avsim.render.labels.boxes import FrameBoxes3D, camera_box_labels, visible_boxes
-from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE, rle_decode
+from avsim.render.labels.records import LANE_TYPE_TO_OPENLANE
 from avsim.render.raster.draw import rasterize_numba
 from avsim.render.raster.primitives import ray_map
 
@@ -339,3 +340,26 @@ def test_a_render_asked_for_another_label_layout_rewrites_the_labels(sample_dir:
     assert index["layout"] == "standard" and (folder / "boxes3d.json").is_file() and "images" not in index["files"]
     assert main([*args, "--label-files", "standard", "--images", "png"]) == 0
     assert len(list((folder / "images" / FRONT).glob("*.png"))) == 2
+
+
+def test_compact_annotation_rows_come_from_the_workers_parts_and_a_part_without_them_gets_them(tmp_path: Path) -> None:
+    """The render workers write each segment's annotation rows (a parquet part); the merge only concatenates them.
+    Parts written for the standard files (a render resumed with the compact layout) get their rows from the records."""
+    from avsim.render.geometry.scene import SceneRenderer
+    from avsim.render.run import labels as labels_run
+    from avsim.render.run.plan import FrameRange, RenderOptions, RenderPlan
+    from avsim.scenario.sample import make_sample_scenario
+
+    scenario = make_sample_scenario(seed=0, duration_s=1.0)
+    opts = RenderOptions(out=tmp_path / "whole", cameras=(FRONT, "camera_rear_tele_30fov"), frames=FrameRange(0, 4), width_px=160,
+                         height_px=90, labels=True)  # fmt: skip
+    whole = labels_run.run_labels(scenario, opts)
+    plan = RenderPlan.resolve(scenario, opts)
+    renderer = SceneRenderer(scenario, rig=plan.rig, cameras=plan.cameras, sizes=plan.sizes_px, fps=plan.fps)
+    for files, folder in (("compact", tmp_path / "compact"), ("standard", tmp_path / "resumed")):
+        parts = labels_run._label_parts(labels_run.Labeller.of(renderer, files), folder, plan.first, plan.stop, None)
+        rows = [labels_run.annotations_part(p) for _, p in parts]
+        assert all(r.is_file() for r in rows) == (files == "compact") and len(parts) == 2
+        labels_run.write_from_parts(scenario, opts, plan, folder, parts)
+        assert (folder / "annotations.parquet").read_bytes() == (whole / "annotations.parquet").read_bytes()
+        assert not (folder / ".parts").exists()

@@ -20,10 +20,12 @@ def sample(session_sample_1s_dir: Path) -> Path:
     return session_sample_1s_dir
 
 
-def _render(sample: Path, out: Path, fps: float, frames: int, label_files: str = "both") -> Path:
+def _render(sample: Path, out: Path, fps: float, frames: int, label_files: str = "both", size: tuple[int, int] | None = None,
+            images: str | None = None) -> Path:  # fmt: skip
     cfg = debug()
+    w, h = size or (cfg.width_px, cfg.height_px)
     code = main(["render", str(sample), str(out), "--labels", "--fps", f"{fps:g}", "--frames", str(frames),
-                 "--size", f"{cfg.width_px}x{cfg.height_px}", "--cameras", CAM, "--label-files", label_files])  # fmt: skip
+                 "--size", f"{w}x{h}", "--cameras", CAM, "--label-files", label_files, *(["--images", images] if images else [])])  # fmt: skip
     assert code == 0
     return out
 
@@ -94,18 +96,70 @@ def test_generate_from_a_30fps_render_labels_the_generated_frames_by_timestamp(s
     assert pl.read_parquet(out / "labels" / "lanes.parquet").equals(pl.read_parquet(src / "lanes.parquet"))
 
 
-def test_generate_refuses_labels_of_another_size_before_loading_weights(sample, tmp_path, capsys):
+def test_generate_refuses_labels_of_another_aspect_before_loading_weights(sample, tmp_path, capsys):
     cfg = debug()
     control = tmp_path / "control"
     assert main(["render", str(sample), str(control), "--labels", "--fps", "10", "--frames", str(cfg.frames_per_chunk),
-                 "--size", f"{2 * cfg.width_px}x{2 * cfg.height_px}", "--cameras", CAM]) == 0  # fmt: skip
+                 "--size", f"{2 * cfg.width_px}x{cfg.height_px}", "--cameras", CAM]) == 0  # fmt: skip
     out = tmp_path / "gen"
     code = main(["generate", str(control), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"])
     err = capsys.readouterr().err
     assert code == 1 and not out.exists() and "Traceback" not in err
     line = next(line for line in err.splitlines() if line.startswith("error"))
-    assert "index.json" in line and f"--size {cfg.width_px}x{cfg.height_px}" in line
+    assert "index.json" in line and "same aspect" in line and f"--size {cfg.width_px}x{cfg.height_px}" in line, line
     assert "load DiT" not in err  # refused before any weights load
+
+
+def _by_key(labels: Path, camera: str) -> dict[tuple[int, str], dict]:
+    doc = json.loads((labels / "coco" / f"{camera}.json").read_text())
+    return {(a["image_id"], a["track_id"]): a for a in doc["annotations"]}
+
+
+@pytest.mark.e2e
+def test_a_double_size_render_generates_with_labels_remapped_to_the_model_size(sample, tmp_path):
+    """Issue 55: a 224x128 labelled render feeds the 112x64 debug model; its labels are remapped by the
+    generator's own scaling, and the projected boxes equal those of a 112x64 labelled render within 0.5 px
+    (0.25 px apart: the resampled frames' pixel centres sit a quarter pixel from a native 112x64 render's)."""
+    import polars as pl
+    from pycocotools import mask as mask_utils
+
+    from avsim.models.labels_scaling import PIXEL_FIELDS, PIXEL_FREE_FIELDS
+
+    cfg = debug()
+    big = _render(sample, tmp_path / "control224", cfg.model_fps, cfg.frames_per_chunk, size=(2 * cfg.width_px, 2 * cfg.height_px),
+                  images="png")  # fmt: skip
+    native = _render(sample, tmp_path / "control112", cfg.model_fps, cfg.frames_per_chunk)
+    out = tmp_path / "gen"
+    assert main(["generate", str(big), str(out), "--config", "debug", "--random-weights", "--views", CAM, "--steps", "1"]) == 0
+    settings = json.loads((out / "settings.json").read_text())
+    clip, rec = settings["clip"], settings["labels"]
+    assert rec["frame_mapping"] == "selected" and rec["rescaled"][CAM] == {"from_px": [224, 128], "to_px": [112, 64], "scale": 0.5}
+    labels, source, truth = out / "labels", big / clip / "labels", native / clip / "labels"
+    index = json.loads((labels / "index.json").read_text())
+    assert (index["width_px"], index["height_px"]) == (112, 64) and index["camera_sizes_px"][CAM] == [112, 64]
+    assert index["camera_models"][CAM]["cx_px"] == pytest.approx((112.0 + 0.5) * 0.5 - 0.5)  # the camera of the resampled frames
+    got, src, ref = _by_key(labels, CAM), _by_key(source, CAM), _by_key(truth, CAM)
+    assert set(got) == set(src)  # every box of the render, remapped
+    common = sorted(set(got) & set(ref))
+    assert len(common) >= 20
+    for key in common:
+        for field in ("box2d_full_px", "corners_px", "center_px"):
+            if ref[key][field] is not None:
+                np.testing.assert_allclose(got[key][field], ref[key][field], atol=0.5, err_msg=f"{key} {field}")
+    for key, ann in got.items():
+        assert ann["bbox"] == [v * 0.5 for v in src[key]["bbox"]]  # the render's visible box, scaled exactly
+        assert ann["segmentation"]["size"] == [64, 112] and ann["visible_px"] == ann["area"] == int(mask_utils.area(ann["segmentation"]))
+        assert set(ann) <= set(PIXEL_FIELDS) | PIXEL_FREE_FIELDS
+    table = pl.read_parquet(labels / "annotations.parquet")  # the compact table says the same
+    row = table.filter(pl.col("track_id") == common[0][1], pl.col("image_id") == common[0][0]).row(0, named=True)
+    assert list(row["bbox"]) == got[common[0]]["bbox"] and row["counts"] == got[common[0]]["segmentation"]["counts"]
+    assert set(table.columns) <= set(PIXEL_FIELDS) | PIXEL_FREE_FIELDS
+    lane = json.loads(next((labels / "openlane" / CAM).glob("*.json")).read_text())
+    assert lane["camera_model"] == index["camera_models"][CAM] and lane["intrinsic"][0][2] == pytest.approx(55.75)
+    image = next((labels / "images" / CAM).glob("*.png"))
+    import cv2
+
+    assert cv2.imread(str(image)).shape == (64, 112, 3)
 
 
 def test_labels_whose_times_are_not_the_videos_are_refused(sample, tmp_path):
@@ -146,3 +200,18 @@ def test_train_pair_carries_the_labels(sample, tmp_path):
     copied = layout / "labels" / clip
     assert json.loads((copied / "index.json").read_text()) == json.loads((clip_dir / "labels" / "index.json").read_text())
     assert not (copied / ".parts").exists()
+
+
+def test_run_render_warns_before_rendering_labels_no_model_can_take():
+    """`avsim run render --labels --size WxH` says before any task when those labels could feed no model."""
+    import warnings
+
+    from avsim.core.errors import AvsimWarning
+    from avsim.jobs.model_items import warn_labels_for_generation
+
+    with pytest.warns(AvsimWarning, match="64x64: these labels cannot feed `avsim run generate`.*debug 112x64"):
+        warn_labels_for_generation({"labels": True, "size": "64x64"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for options in ({"labels": True, "size": "224x128"}, {"labels": True, "size": "1920x1080"}, {"size": "64x64"}, {"labels": True}):
+            warn_labels_for_generation(options)

@@ -208,11 +208,11 @@ def test_coverage_with_visible_pixels_equals_the_two_passes(small_renderer: Scen
 def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_path: Path) -> None:
     import json
 
+    from avsim.core.coco_rle import rle_string, rle_strings
     from avsim.core.errors import AvsimInputError
     from avsim.render.labels.boxes import visible_boxes
     from avsim.render.labels.json_text import columns_json
     from avsim.render.labels.records import _f, read_part
-    from avsim.render.labels.rle import rle_string, rle_strings
 
     rng = np.random.default_rng(3)
     for trial in range(20):

@@ -55,7 +55,8 @@ def test_debug_config_generates_all_views_from_rendered_controls(controls, tmp_p
         assert (info["width_px"], info["height_px"]) == (cfg.width_px, cfg.height_px)
         assert info["frames"] == cfg.frames_per_chunk and info["fps"] == pytest.approx(10.0)
     grid = video_info(out / "clip0.grid.mp4")
-    assert (grid["width_px"], grid["height_px"]) == (3 * cfg.width_px, 3 * cfg.height_px)
+    # front row 2, sides 2, rear 3 views (avsim.core.mosaic): as wide as 3 views, rows of 2 at 1.5x
+    assert (grid["width_px"], grid["height_px"]) == (3 * cfg.width_px, 2 * round(1.5 * cfg.height_px / 2) * 2 + cfg.height_px)
     settings = json.loads((out / "settings.json").read_text())
     assert settings["output_is_noise"] is True
     assert settings["views"] == list(MULTIVIEW_CAMERAS)
@@ -135,19 +136,19 @@ def test_finds_post_training_layout_and_refuses_ambiguity(tmp_path):
 
 
 def test_grid_frames_are_deterministic_and_labelled():
-    from avsim.models.video_io import grid_frames
+    from avsim.models.video_io import grid_frames, resize_frames
 
     g = torch.Generator().manual_seed(0)
     views = {c: torch.randint(0, 200, (2, 3, 64, 112), generator=g, dtype=torch.uint8) for c in MULTIVIEW_CAMERAS[:4]}
     a, b = grid_frames(views), grid_frames(views)
-    assert torch.equal(a, b) and a.shape == (2, 3, 128, 336)
-    # render-spec order (front_wide, front_tele, cross_right, cross_left, rear_left, rear_right,
-    # rear_tele) restricted to the views present, three per row
-    assert torch.equal(a[:, :, :64, 112:224][:, :, 20:], views["camera_cross_right_120fov"][:, :, 20:])
-    assert torch.equal(a[:, :, :64, 224:][:, :, 20:], views["camera_rear_right_70fov"][:, :, 20:])
-    assert torch.equal(a[:, :, 64:, :112][:, :, 20:], views["camera_rear_tele_30fov"][:, :, 20:])
-    assert int(a[:, :, 64:, 112:].max()) == 0  # empty cells stay black
-    assert not torch.equal(a[:, :, :20, :112], views["camera_front_wide_120fov"][:, :, :20])  # label drawn
+    assert torch.equal(a, b) and a.shape == (2, 3, 128 + 128 + 64, 224)
+    # the render mosaic's spatial layout (front row, sides, rear) of the views present, no empty cell:
+    # front_wide | cross_right | rear_tele, rear_right (rear left to right as seen from above)
+    assert torch.equal(a[:, :, 64 + 20 : 128, 112:], resize_frames(views["camera_front_wide_120fov"], 128, 224)[:, :, 84:, 112:])
+    assert torch.equal(a[:, :, 128 + 20 : 256], resize_frames(views["camera_cross_right_120fov"], 128, 224)[:, :, 20:])
+    assert torch.equal(a[:, :, 256 + 20 :, :112], views["camera_rear_tele_30fov"][:, :, 20:])
+    assert torch.equal(a[:, :, 256 + 20 :, 112:], views["camera_rear_right_70fov"][:, :, 20:])
+    assert not torch.equal(a[:, :, :20, :112], resize_frames(views["camera_front_wide_120fov"], 128, 224)[:, :, :20, :112])  # label
 
 
 def test_model_rate_sampling_and_resize(tmp_path):

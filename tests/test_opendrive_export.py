@@ -122,14 +122,15 @@ def test_sample_export_passes_asam_checker_and_round_trips(session_sample_dir: P
 @pytest.mark.subprocess
 def test_real_scene_export_passes_asam_checker(shared_data: Path, tmp_path: Path) -> None:
     """An Argoverse 2 log's map (199 lanes, its lane graph from geometry): no issue from ASAM's
-    checker; left rails (the reference lines) within 1 cm; right rails and centres where OpenDRIVE's
-    perpendicular cross-sections can hold them (docs/importers.md, "OpenDRIVE export")."""
+    checker; left rails within 1 cm; right rails within 1 cm but for the few lanes whose rails meet
+    no cross-section OpenDRIVE can hold (docs/importers.md, "OpenDRIVE export": measured 19 of 197,
+    median 0.0 mm; before slanted links became roads holding both lanes: 126, median 5 cm)."""
     scenario = convert(shared_data / AV2_LOG)
     xodr = tmp_path / "av2.xodr"
     report = export_opendrive(scenario, xodr)
     issues, not_run = _checker(xodr, tmp_path)
-    assert not [i for i in issues if i[0] == "ERROR"], issues
+    assert not issues, issues
     assert not not_run
     errors = round_trip(scenario, xodr)
     assert errors["left"].max() <= 0.01
-    assert np.median(errors["right"]) < 0.1 and report.lanes_skipped <= 2
+    assert np.median(errors["right"]) < 0.001 and (errors["right"] > 0.01).sum() <= 20 and report.lanes_skipped <= 2

@@ -46,7 +46,7 @@ def test_render_writes_both_layouts_mosaic_and_pngs(scenario_dir, tmp_path):
         pngs = sorted((clip / "png" / cam).glob("*.png"))
         assert [p.name for p in pngs] == [f"{i:06d}.png" for i in range(6)]
     mosaic = video_info(clip / "synthetic_highway.mosaic.mp4")
-    assert mosaic["frames"] == 6 and mosaic["width_px"] == 2 * 640 and mosaic["height_px"] == 360
+    assert mosaic["frames"] == 6 and mosaic["width_px"] == 640 and mosaic["height_px"] == 2 * 360  # front row, rear row
     summary = _summary(out)
     assert summary["frames"] == 6 and summary["camera_frames_rendered"] == 12 and summary["camera_frames_per_s"] > 0
     assert not list(out.rglob(".*tmp*"))  # no temporaries left behind
@@ -197,17 +197,38 @@ def test_segments_are_joined_and_an_interrupted_run_resumes_mid_clip(tmp_path, m
     assert len(pngs) == 10
 
 
-def test_mosaic_order_and_tiles():
-    from avsim.core.rig import MOSAIC_ORDER
-    from avsim.render.run.writer import mosaic_order, tile_mosaic
+def test_mosaic_is_a_spatial_layout_without_black_tiles():
+    """Front row, sides, rear, left to right as seen from above (issue 55), for every named rig;
+    each row as wide as the mosaic, no pixel outside a tile."""
+    from avsim.core.mosaic import camera_yaws_deg, spatial_rows
+    from avsim.render.run.writer import render_mosaic_layout, tile_mosaic
 
-    assert mosaic_order(COSMOS_VIEW_NAMES) == list(MOSAIC_ORDER)
-    assert mosaic_order(named_rig("nuscenes").names) == list(named_rig("nuscenes").names)
-    frames = {name: np.full((36, 64, 3), 10 * (i + 1), np.uint8) for i, name in enumerate(MOSAIC_ORDER)}
-    tiled = tile_mosaic(frames, list(MOSAIC_ORDER), 64, 36)
-    assert tiled.shape == (3 * 36, 3 * 64, 3)
-    assert tiled[30, 60, 0] == 10 and tiled[30, 124, 0] == 20 and tiled[66, 4, 0] == 40 and tiled[100, 60, 0] == 70
-    assert not tiled[100, 100].any()  # the two empty tiles of the last row stay black
+    cosmos = cosmos_rig()
+    assert spatial_rows(cosmos) == [
+        ["camera_front_wide_120fov", "camera_front_tele_30fov"],
+        ["camera_cross_left_120fov", "camera_cross_right_120fov"],
+        ["camera_rear_left_70fov", "camera_rear_tele_30fov", "camera_rear_right_70fov"]]  # fmt: skip
+    assert spatial_rows(named_rig("nuscenes")) == [["CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT"],
+                                                   ["CAM_BACK_LEFT", "CAM_BACK", "CAM_BACK_RIGHT"]]  # fmt: skip
+    assert spatial_rows(named_rig("waymo")) == [["FRONT_LEFT", "FRONT", "FRONT_RIGHT"], ["SIDE_LEFT", "SIDE_RIGHT"]]
+    assert spatial_rows(named_rig("av2"), ["ring_rear_right", "ring_front_center"]) == [["ring_front_center"], ["ring_rear_right"]]
+    for name in ("cosmos", "nuscenes", "av2", "waymo"):
+        rig = named_rig(name)
+        layout = render_mosaic_layout(rig, rig.names)
+        assert sorted(layout.cameras) == sorted(rig.names) and layout.width_px % 2 == 0 == layout.height_px % 2
+        yaw = camera_yaws_deg(rig)
+        for row in spatial_rows(rig):  # left to right: a left-looking camera never right of a right-looking one
+            sides = [yaw[c] > 0 for c in row if abs(yaw[c]) not in (0.0, 180.0)]
+            assert sides == sorted(sides, reverse=True), (name, row)
+        frames = {c: np.full((36, 64, 3), 10 * (i + 1), np.uint8) for i, c in enumerate(rig.names)}
+        tiled = tile_mosaic(frames, layout)
+        assert tiled.shape == (layout.height_px, layout.width_px, 3)
+        for t in layout.tiles:  # each tile filled by its camera (the label aside), so no pixel stays black
+            block = tiled[t.y_px : t.y_px + t.height_px, t.x_px : t.x_px + t.width_px, 0]
+            assert (block == frames[t.camera][0, 0, 0]).mean() > 0.95, (name, t)
+        assert (tiled.max(axis=2) > 0).all(), name
+    layout = render_mosaic_layout(cosmos, COSMOS_VIEW_NAMES)
+    assert (layout.width_px, layout.height_px) == (1440, 404 + 404 + 270)  # 1920 x 1440 at 640x360 tiles: fit to 1080p
 
 
 # ---- a folder of edit variants -------------------------------------------------------------------
@@ -281,3 +302,28 @@ def test_render_of_an_edit_output_with_a_missing_variant_fails_before_rendering(
     assert _render_variants(broken, tmp_path / "out") == 1
     assert "no such variant folder" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_summary_lines_never_wrap_mid_number_at_120_columns(tmp_path: Path) -> None:
+    """The render's last lines (issue 55): each number whole on a line under 120 columns; only the
+    output path's line may be longer, and rich never folds it (the terminal does, at its width)."""
+    import io
+
+    from rich.console import Console
+
+    from avsim.edit.render_report import print_summaries
+    from avsim.render.run.runner import RenderSummary
+
+    big = RenderSummary("waymo_3a9f0c1e2d4b5a6978881234abcdef01_x", [f"cam{i}" for i in range(11)], 123456, 1358016, 98765,
+                        12345.678, mosaic_frames_rendered=123456, overlay_frames_rendered=123456, render_cpu_s=123456.7,
+                        encode_cpu_s=98765.4, composite_cpu_s=12345.6)  # fmt: skip
+    out = tmp_path / ("a_long_output_folder_name_" * 6) / "render"
+    for width in (120, 60):
+        buffer = io.StringIO()
+        print_summaries(Console(file=buffer, width=width), [big, big], out, variants_mode=True)
+        lines = buffer.getvalue().splitlines()
+        assert len(lines) == 10, lines  # nothing folded: 4 lines per clip, 2 for the totals
+        assert all(len(line) <= 120 for line in lines if "->" not in line), lines
+        assert lines[0] == (f"rendered {big.clip_id}: 123456 frames x 11 cameras in 12345.7 s "
+                            "(110.0 camera-frames/s)")  # fmt: skip
+        assert lines[3] == f"  -> {out}"

@@ -123,7 +123,8 @@ def test_overlay_decoders_count_in_every_unit():
     with_decoders = fit_to_budget([seg], opts, _plan(opts), [(1920, 1080)] * len(COSMOS))
     assert len(with_decoders) > len(alone) and _paths(with_decoders) == _paths([seg])
     budget = opts.max_memory_mib
-    mosaic = writer.mosaic_size(len(COSMOS))[1:]
+    layout = writer.render_mosaic_layout(cosmos_rig(), COSMOS)
+    mosaic = (layout.width_px, layout.height_px)
     kept = memory_plan.READER_FRAME_MIB_PER_MPX * 1280 * 720 / 1e6
     decoders = len(COSMOS) * (memory_plan.DECODER_MIB[0] + memory_plan.DECODER_MIB[1] * 1920 * 1080 / 1e6 + kept)
     assert all(decoders + unit_mib(u.parts, len(COSMOS), (1280, 720), mosaic, opts.preset) <= budget for u in with_decoders)

@@ -75,12 +75,12 @@ def test_camera_videos_equal_main_and_mosaic_is_tiled_from_memory(scenario, tmp_
         video = tmp_path / CLIP / f"{CLIP}.{cam}.mp4"
         assert (_sha(video), hashlib.sha256(read_video(video).tobytes()).hexdigest()) == MAIN_SHA256[cam]
     renderer = SceneRenderer(scenario, cameras=CAMS, size=(160, 96), antialias=False)
-    order = writer.mosaic_order(CAMS)
-    columns, mw, mh = writer.mosaic_size(len(order))
+    layout = writer.render_mosaic_layout(scenario.rig, CAMS)
+    mw, mh = layout.width_px, layout.height_px
     assert len(written["mosaic"]) == 10
     for f in range(10):  # mosaic frames are tile_mosaic of the renderer's lossless frames
         tiles = {c: renderer.render_camera(f, i) for i, c in enumerate(CAMS)}
-        np.testing.assert_array_equal(written["mosaic"][f], writer.tile_mosaic(tiles, order, 640, 360, columns))
+        np.testing.assert_array_equal(written["mosaic"][f], writer.tile_mosaic(tiles, layout))
     decoded = read_video(tmp_path / CLIP / f"{CLIP}.mosaic.mp4")
     assert decoded.shape == (10, mh, mw, 3) and np.abs(decoded.astype(int) - np.stack(written["mosaic"])).mean() < 2
     # one bar over everything: 10 frames x (2 cameras + mosaic)

@@ -245,8 +245,10 @@ def test_cli_red_longer_variants_report_the_ego_running_the_red(tmp_path, capsys
     lines = capsys.readouterr().out.splitlines()
     red = [ln for ln in lines if "red_light" in ln]
     assert len(red) == 3 and all(ln.split()[:4] == ["10.90", "s", "red_light", "ego,"] for ln in red), lines
-    assert [ln.split(":")[0] for ln in lines if ln.endswith("finding(s)")] == [
-        f"avsim_sample_seed0__red_plus{k}s" for k in (2, 4, 6)]
+    heads = [i for i, ln in enumerate(lines) if "finding(s)  [" in ln]  # each scenario's name, its findings under it
+    assert [lines[i].split(":")[0] for i in heads] == [f"avsim_sample_seed0__red_plus{k}s" for k in (2, 4, 6)], lines
+    assert all("red_light" in lines[i + 1] and lines[i + 1].startswith("  ") for i in heads), lines
+    assert lines[-1] == "3 finding(s) in 3 scenarios", lines
     assert main(["validate", *map(str, variants), "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert [d["counts"] for d in docs] == [{"red_light": 1}] * 3

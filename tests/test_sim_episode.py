@@ -157,3 +157,26 @@ def test_privileged_scene_is_the_labels_record() -> None:
     np.testing.assert_array_equal(mine.object_class, labels.object_class)
     for name in ("center_ego_m", "size_lwh_m", "rotation_ego_wxyz", "yaw_ego_rad"):
         np.testing.assert_allclose(getattr(mine, name), getattr(labels, name), atol=1e-9, err_msg=name)
+
+
+def test_the_episode_headline_is_the_mean_over_the_4_s_windows_and_each_window_has_its_own_ec() -> None:
+    """NAVSIM v2 scores a frame's EC against the frame 0.5 s before; the episode is the mean over the
+    windows, the whole rollout a diagnostic beside it."""
+    sim = _road_sim(steps=60)
+    assert run_episode(sim, ConstantVelocityPolicy()).status == "completed"
+    assert sim.recorder is not None and [p.step for p in sim.recorder.plans] == list(range(60))
+    scorer = EpisodeScorer(sim, sim.recorder.plans)
+    assert sorted(scorer.ec) == list(range(5, 60))
+    windows = scorer.per_step()
+    scored = [w for w in windows if w]
+    assert len(scored) == 21  # windows from steps 0..20 fit in 60 steps
+    assert windows[0]["two_frame_extended_comfort"] is None and windows[5]["two_frame_extended_comfort"] == scorer.ec[5]
+    episode = scorer.episode(windows, scorer.rollout())
+    assert episode["aggregation"] == "window_mean" and episode["windows_scored"] == 21
+    assert episode["pdms"] == pytest.approx(np.mean([w["pdms"] for w in scored]))
+    assert episode["epdms"] == pytest.approx(np.mean([w["epdms"] for w in scored]))
+    short = _road_sim(steps=10)
+    run_episode(short, ConstantVelocityPolicy())
+    assert short.recorder is not None
+    s = EpisodeScorer(short, short.recorder.plans)
+    assert s.episode(s.per_step(), s.rollout())["aggregation"] == "rollout"

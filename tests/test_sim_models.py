@@ -114,6 +114,29 @@ def test_reference_interpolates_a_navsim_trajectory() -> None:
     assert pad_reference(ref[:2], 12).shape == (12, 3)
 
 
+def test_a_plan_that_starts_off_the_ego_brings_the_tracker_back_to_its_path() -> None:
+    """PDM-Closed's trajectories start at the path's point at the ego's progress: the tracker sees the
+    offset and closes it; a plan that starts at the ego (NAVSIM's agents) keeps the offset."""
+    from avsim.sim.vehicle import KinematicBicycle, VehicleLimits
+
+    tracker, model = LQRTracker(VEHICLE.wheel_base_m, DT_S), KinematicBicycle(VEHICLE, VehicleLimits())
+    path = np.stack([np.arange(1, 41) * 1.0, np.full(40, -1.0), np.zeros(40)], axis=1)  # 1 m to the ego's right, 10 m/s
+
+    def drive(start: np.ndarray | None) -> float:
+        st = initial_state(0.0, 0.0, 0.0, 10.0)
+        for _ in range(50):  # re-planned every step, in the current ego frame (5 s)
+            from avsim.sim.vehicle import to_ego_frame
+
+            world = path + [st[S.X], 0.0, 0.0]
+            traj = Trajectory(to_ego_frame(world, st), DT_S, None if start is None else to_ego_frame(np.r_[[[st[S.X], -1.0, 0.0]]], st)[0])
+            ref = reference_poses(traj, (st[S.X], st[S.Y], st[S.HEADING]), DT_S)
+            st = model.propagate(st[None], tracker.commands(st[None], ref[None]), DT_S)[0]
+        return float(st[S.Y])
+
+    assert abs(drive(np.zeros(3)) + 1.0) < 0.2
+    assert abs(drive(None) + 1.0) > 0.5
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -122,6 +145,7 @@ def test_reference_interpolates_a_navsim_trajectory() -> None:
         (np.zeros((4, 2)), "expected a Trajectory"),
         ("fast", "expected numbers"),
         (Trajectory(np.zeros((3, 3)), -1.0), "interval_s"),
+        (Trajectory(np.zeros((3, 3)), 0.1, np.zeros(2)), "trajectory.start: expected shape"),
     ],
 )
 def test_bad_actions_are_refused_with_a_reason(value: object, message: str) -> None:

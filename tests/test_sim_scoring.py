@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sim_cases import DT_S, box, moving_box, road_and_route, scene, states_along
 
-from avsim.sim.metrics import human_filtered
+from avsim.sim.metrics import human_filtered, window_progress
 from avsim.sim.scoring import ScorerConfig, aggregate, normalized_progress
 
 T = 41  # NAVSIM's 4 s at 10 Hz
@@ -95,11 +95,14 @@ def test_crossing_on_green_passes(road_route) -> None:  # type: ignore[no-untype
     assert scene(_into_junction(), red=[[]] * T, road_route=road_route).metrics(0, T - 1).traffic_light_compliance[0] == 1.0
 
 
-def test_light_turning_red_with_the_ego_inside_is_not_a_violation(road_route) -> None:  # type: ignore[no-untyped-def]
-    """avsim's departure: lights change during a window; a red phase that starts with the ego in
-    the zone does not count (NAVSIM holds the first frame's states)."""
+def test_a_window_that_starts_in_a_red_zone_fails(road_route) -> None:  # type: ignore[no-untyped-def]
+    """NAVSIM v2: the red zones are in the observation of every time, the first included, and
+    nothing is exempt; a light that turns red with the ego inside its zone fails too."""
     red = [[]] * 20 + [["E0b"]] * (T - 20)  # at 2 s the front is at 3.8 m, inside E0b
-    assert scene(_into_junction(), red=red, road_route=road_route).metrics(0, T - 1).traffic_light_compliance[0] == 1.0
+    assert scene(_into_junction(), red=red, road_route=road_route).metrics(0, T - 1).traffic_light_compliance[0] == 0.0
+    inside = states_along(1.0, 0.0, np.zeros(T))  # stopped inside E0b, red throughout
+    assert scene(inside, red=[["E0b"]] * T, road_route=road_route).metrics(0, T - 1).traffic_light_compliance[0] == 0.0
+    assert scene(inside, red=[[]] * T, road_route=road_route).metrics(0, T - 1).traffic_light_compliance[0] == 1.0
 
 
 # ---- progress, TTC, lane keeping, comfort -------------------------------------------------------
@@ -165,3 +168,14 @@ def test_human_penalty_filter(road_route) -> None:  # type: ignore[no-untyped-de
     on = scene(states_along(0.0, 0.0, np.full(T, 5.0)), road_route=road_route).metrics(0, T - 1)
     assert human_filtered(off, off).drivable_area_compliance[0] == 1.0
     assert human_filtered(off, on).drivable_area_compliance[0] == 0.0
+
+
+def test_progress_is_normalised_by_the_log_only_where_the_log_is_admissible(road_route) -> None:  # type: ignore[no-untyped-def]
+    """NAVSIM masks the reference's progress by its multiplicative metrics: a log that leaves the
+    road over the window does not normalise the policy's progress."""
+    policy = scene(states_along(0.0, 0.0, np.full(T, 5.0)), road_route=road_route).metrics(0, T - 1)
+    log_on = scene(states_along(0.0, 0.0, np.full(T, 10.0)), road_route=road_route).metrics(0, T - 1)
+    log_off = scene(states_along(0.0, 4.6, np.full(T, 10.0)), road_route=road_route).metrics(0, T - 1)
+    assert log_off.drivable_area_compliance[0] == 0.0 and log_off.progress_m[0] == pytest.approx(40.0)
+    assert window_progress(policy, log_on, ScorerConfig())[0] == pytest.approx(0.5)
+    assert window_progress(policy, log_off, ScorerConfig())[0] == pytest.approx(1.0)

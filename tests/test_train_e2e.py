@@ -45,8 +45,11 @@ def test_smoke_chain_encode_train_export_generate(tmp_path: Path, monkeypatch: p
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "smoke"
     _cli("train", "smoke", out)
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "NOISE" in printed.splitlines()[0]
+    # the encode step says what it does while it runs (it was silent for 47 s): loading, then each view
+    assert "encode: load VAE 0/1" in captured.err and "encode: VAE encode views (video, control) 14/14" in captured.err
     names = ["sample", "render", "real videos", "pair", "encode", "train", "export", "generate"]
     assert all(f"[{k}/8] {name} (" in printed for k, name in enumerate(names, 1))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke"]  # nothing written outside OUT

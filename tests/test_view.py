@@ -191,3 +191,26 @@ def test_no_display_and_busy_ports_fail_with_one_line(sample, capsys, monkeypatc
         assert main(["view", str(root / "s"), "--serve", "--web-port", str(port)]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--web-port: {port}: cannot serve there" in err, err
+
+
+def test_before_and_after_views_are_framed_alike_and_cameras_sit_in_mosaic_rows():
+    """Issue 55: the before/after 3-D views open at one eye (the after's first ego pose), whatever the
+    before's own first pose (here: the source of a crop); camera grids follow the render mosaic's rows."""
+    pytest.importorskip("rerun", reason="the `view` extra is not installed (docs/viewer.md)")
+    from avsim.core.rig import COSMOS_VIEW_NAMES
+    from avsim.edit.ops_time import crop
+    from avsim.scenario.sample import make_sample_scenario
+    from avsim.view.blueprint import make_blueprint
+
+    before = make_sample_scenario(seed=0, duration_s=4.0)
+    after = crop(before, 2.0, 4.0)
+    assert not np.allclose(after.ego.world_SE3_ego[0].translation, before.ego.world_SE3_ego[0].translation)
+    blueprint = make_blueprint(after, {"control": list(COSMOS_VIEW_NAMES)}, before=before)
+    top, tabs = blueprint.root_container.contents
+    views = top.contents
+    assert len(views) == 2 and repr(views[0].properties["EyeControls3D"]) == repr(views[1].properties["EyeControls3D"])
+    (grid,) = tabs.contents
+    rows = [[v.name for v in row.contents] for row in grid.contents]
+    assert rows == [["camera_front_wide_120fov", "camera_front_tele_30fov"],
+                    ["camera_cross_left_120fov", "camera_cross_right_120fov"],
+                    ["camera_rear_left_70fov", "camera_rear_tele_30fov", "camera_rear_right_70fov"]]  # fmt: skip

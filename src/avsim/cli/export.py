@@ -67,7 +67,7 @@ def opendrive_command(
 
     r = export_opendrive(load_scenario(scenario), out)
     typer.echo(f"wrote {out} ({r.roads} roads, {r.connecting_roads} of them in {r.junctions} junctions, {r.geometries} geometries, "
-               f"{r.crosswalks} crosswalks; largest node move {r.max_move_m * 100:.1f} cm)", err=True)  # fmt: skip
+               f"{r.crosswalks} crosswalks; largest gap bridged between linked lanes {r.max_move_m * 100:.1f} cm)", err=True)  # fmt: skip
     unmatched = {k: v for k, v in r.unmatched_m.items() if v > 0}
     if unmatched or r.lanes_skipped or r.dropped:
         parts = [f"{v:.0f} m of {k} along no lane rail" for k, v in unmatched.items()]

@@ -67,6 +67,7 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
     """
     core = importlib.import_module(CORE_MODULE)
     app: typer.Typer = core.app
+    core.app.lazy_commands = tuple(LAZY_COMMANDS)  # a typo of any of them gets "Did you mean ...?"
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
     wanted = [first] if first in LAZY_COMMANDS else ([] if first else list(LAZY_COMMANDS))
     for name in wanted:

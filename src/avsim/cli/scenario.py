@@ -39,12 +39,30 @@ class _AvsimTyper(typer.Typer):
     errors instead of printing them; this keeps the exit-code contract whatever the caller does.
     """
 
+    lazy_commands: tuple[str, ...] = ()  # command groups mounted only when asked for (`avsim.cli.main`)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().__call__(*args, **kwargs)
         except UsageError as exc:
+            _suggest_command(exc, self.lazy_commands)
             exc.show()  # type: ignore[attr-defined]
             raise typer.Exit(2) from exc
+
+
+def _suggest_command(exc: Any, lazy_commands: tuple[str, ...]) -> None:
+    """Add "Did you mean ...?" to an unknown top-level command: click suggests only among the groups
+    mounted, and a typo mounts none of the lazy ones (`avsim rendr` -> 'render')."""
+    import difflib
+
+    ctx = getattr(exc, "ctx", None)
+    message = str(getattr(exc, "message", ""))
+    if ctx is None or ctx.parent is not None or not message.startswith("No such command ") or "Did you mean" in message:
+        return
+    typo = message.removeprefix("No such command ").rstrip(".").strip("'\"")
+    matches = difflib.get_close_matches(typo, sorted(set(lazy_commands) | set(ctx.command.list_commands(ctx))))
+    if matches:
+        exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
 
 
 app = _AvsimTyper(

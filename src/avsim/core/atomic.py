@@ -4,6 +4,10 @@ Every output is written to a temporary name beside its final one, closed, checke
 writer's own check, e.g. an mp4's frame count) and only then renamed. A write that fails
 because the disk is full or read-only is reported by `output_errors` as one line naming the
 output folder (`OUT: disk full`).
+
+Folders and files are created with the user's umask (`umask_mode`): a temporary folder is made
+private by `tempfile.mkdtemp` and opened up to `0o777 & ~umask` before anything is written in
+it, so outputs on shared storage are readable by the group and others when the umask says so.
 """
 
 from __future__ import annotations
@@ -59,8 +63,10 @@ def atomic_output_path(
     stem, suffix = _temp_parts(final, is_dir)
     remove_stale_temporaries(final, is_dir=is_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.tmp{_owner_tag()}-", suffix=suffix, dir=final.parent))
-    if not is_dir:
-        tmp.rmdir()  # the writer creates the file itself
+    if is_dir:
+        tmp.chmod(umask_mode(0o777))  # mkdtemp makes it private; an output folder is an ordinary one
+    else:
+        tmp.rmdir()  # the writer creates the file itself (open() applies the umask)
     try:
         yield tmp
         if not (tmp.is_dir() if is_dir else tmp.is_file() and not tmp.is_symlink()):
@@ -80,6 +86,38 @@ def atomic_output_path(
         elif tmp.exists():
             tmp.unlink()
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system tells it (Linux: /proc/self/status).
+
+    Elsewhere it is set and restored at once (`os.umask` has no read-only form); threads that
+    create files in between would see 0o077 for that instant, so avsim reads it before starting any.
+
+    Returns:
+        The umask bits (e.g. 0o022).
+    """
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii", errors="replace").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def umask_mode(mode: int = 0o777) -> int:
+    """`mode` as a new file or folder gets it under the user's umask (`mode & ~umask`).
+
+    Args:
+        mode: the requested permission bits (0o777 for folders, 0o666 for files).
+
+    Returns:
+        The bits to `chmod` a folder or file to that `tempfile` created private.
+    """
+    return mode & ~current_umask()
 
 
 MAX_TEMP_STEM_CHARS = 120  # a longer name's temporary is named by its first 100 characters and a hash (255-byte names)

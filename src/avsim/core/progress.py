@@ -58,10 +58,10 @@ def progress_bar(label: str, unit: str = "", console: Console | None = None, *, 
     columns += [TextColumn(f"{{task.fields[{extra_field}]}}")] if extra_field else []
     if disable is None:
         disable = transient and not console.is_terminal
-    return _bar_class()(*columns, console=console, transient=transient, disable=disable)
+    return bar_class()(*columns, console=console, transient=transient, disable=disable)
 
 
-def _bar_class() -> type[Progress]:
+def bar_class() -> type[Progress]:
     """`rich.progress.Progress` that leaves nothing behind when its block ends with an exception.
 
     A step that fails (bad input, kill, Ctrl-C) then leaves only the command's one error line on

@@ -33,18 +33,6 @@ COSMOS_VIEW_NAMES: tuple[str, ...] = (
     "camera_front_tele_30fov",
 )
 
-# The render spec's mosaic order (row-major, three columns): front_wide, front_tele,
-# cross_right / cross_left, rear_left, rear_right / rear_tele.
-MOSAIC_ORDER: tuple[str, ...] = (
-    "camera_front_wide_120fov",
-    "camera_front_tele_30fov",
-    "camera_cross_right_120fov",
-    "camera_cross_left_120fov",
-    "camera_rear_left_70fov",
-    "camera_rear_right_70fov",
-    "camera_rear_tele_30fov",
-)
-
 # camera RDF axes expressed in ego FLU for a camera looking along ego +x
 _EGO_R_CAMERA_FORWARD = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 

@@ -75,24 +75,28 @@ def validate_command(
     acceleration limits, track gaps, conflicting lights and traffic rules (red_light, wrong_way,
     speed_limit, solid_line_crossing, stop_line, jaywalking).
 
-    Findings print one per line (time, kind, ids, reason), then one count line per scenario;
-    --strict exits 1 when there are any.
+    Each scenario prints a line with its name, finding count and folder, then its findings one
+    per line under it (time, kind, ids, reason); several scenarios end with the total. --strict
+    exits 1 when there are any.
     """
     from .output import scenario_folders
     from .validate import findings_document, validate_scenario
 
     docs, total = [], 0
-    for folder in scenario_folders(scenarios):
+    folders = scenario_folders(scenarios)
+    for folder in folders:
         scn = _load(folder)
         findings = validate_scenario(scn)
         total += len(findings)
         docs.append(findings_document(scn, findings))
-        if not as_json:
+        if not as_json:  # each scenario's name first, its findings under it
+            typer.echo(f"{scn.scenario_id}: {len(findings)} finding(s)  [{folder}]")
             for f in findings:
-                typer.echo(str(f))
-            typer.echo(f"{scn.scenario_id}: {len(findings)} finding(s)")
+                typer.echo(f"  {f}")
     if as_json:
         typer.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
+    elif len(folders) > 1:
+        typer.echo(f"{total} finding(s) in {len(folders)} scenarios")
     if strict and total:
         # an error rather than typer.Exit: `avsim.cli.main` runs typer with standalone_mode=False
         raise AvsimInputError(scenarios[0], "validation", f"{total} finding(s) with --strict")
@@ -132,7 +136,9 @@ def preview_command(
     overlay: bool = typer.Option(False, "--overlay", help="With --before: one panel, OTHER drawn as dashed ghosts under SCENARIO."),
 ) -> None:
     """Bird's-eye preview video: map, agents with ids and headings, ego, time stamp, legend."""
-    from .preview import write_preview
+    from avsim.core.progress import progress_bar
+
+    from .preview import preview_frame_count, write_preview
 
     if out.suffix.lower() != ".mp4":
         raise typer.BadParameter("OUT must end in .mp4")
@@ -142,7 +148,10 @@ def preview_command(
         raise typer.BadParameter("--overlay needs --before")
     after = _load(scenario)
     prior = _load(before) if before is not None else None
-    n = write_preview(after, out, before=prior, fps=fps, size_px=size_px, extent_m=extent_m or None, overlay=overlay)
+    with progress_bar("preview", unit="frames") as bar:
+        task = bar.add_task(out.name, total=preview_frame_count(after, fps))
+        n = write_preview(after, out, before=prior, fps=fps, size_px=size_px, extent_m=extent_m or None, overlay=overlay,
+                          progress=lambda k: bar.advance(task, k))  # fmt: skip
     typer.echo(f"wrote {out} ({n} frames)", err=True)
 
 

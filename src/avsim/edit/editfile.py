@@ -447,8 +447,10 @@ def apply_op(scenario: Scenario, op: BoundOp, path: Path, variant: str) -> Scena
 
 def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate: bool = True,
                   config: ValidationConfig | None = None, base_findings: list[Finding] | None = None) -> VariantResult:  # fmt: skip
-    """Apply a variant's ops in order; after every op, record findings that op introduced (and
-    whether it changed nothing at all: `VariantResult.unchanged_ops`).
+    """Apply a variant's ops in order; record the findings of the final variant that its input did
+    not have, each with the op that introduced it and at the final variant's times (a finding an
+    op made and a later op removed, e.g. by a crop, is not reported), and the ops that changed
+    nothing at all (`VariantResult.unchanged_ops`).
 
     `base_findings` (the input's own findings) may be passed to skip validating the input again.
     """
@@ -456,17 +458,21 @@ def apply_variant(scenario: Scenario, edit: EditFile, variant: Variant, validate
     if validate and base_findings is None:
         base_findings = validate_scenario(scenario, config)
     before = {f.key for f in (base_findings or [])} if validate else set()
+    introduced: dict[tuple[str, tuple[str, ...]], int] = {}  # finding key -> the op that first showed it
+    final: list[Finding] = []
     current = scenario
     for op in variant.ops:
         previous, current = current, apply_op(current, op, edit.path, variant.name if variant.params else "")
         if not scenario_differences(previous, current, limit=1):
             result.unchanged_ops.append((op.index, op.name))
         if validate:
-            found = validate_scenario(current, config)
-            for f in found:
+            final = validate_scenario(current, config)
+            for f in final:
                 if f.key not in before:
-                    result.new_findings.append((op.index, f))
-            before |= {f.key for f in found}
+                    introduced.setdefault(f.key, op.index)
+            before |= {f.key for f in final}
+    # only what the final variant holds, at its times: a later op (a crop) may remove a finding an earlier one made
+    result.new_findings = [(introduced[f.key], f) for f in final if f.key in introduced]
     meta = dict(current.metadata)
     # an edited scenario can be edited again: keep every step, oldest first
     meta["edit_history"] = [*scenario.metadata.get("edit_history", []), {

@@ -15,6 +15,7 @@ import numpy as np
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import quat_slerp, quat_to_yaw, wrap_angle, yaw_to_quat
 from avsim.scenario import Scenario
+from avsim.scenario.road import road_model
 
 from . import routes
 from .common import (
@@ -146,8 +147,7 @@ def add_agent_route(
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
     mask = (t_all >= start_s - 1e-9) & (t_all <= stop + 1e-9)
     length = float(speed.distance_m(np.array([stop - start_s]))[0]) + 10.0
-    route = routes.lane_route(scenario.map, np.asarray(start_xy_m, dtype=np.float64)[:2], length, heading_rad, tuple(turns),
-                              lane_successors=scenario.metadata.get("lane_successors"))
+    route = routes.lane_route(road_model(scenario), np.asarray(start_xy_m, dtype=np.float64)[:2], length, heading_rad, tuple(turns))
     xyz, yaw = routes.follow_path(route, t_all[mask], speed, start_s=start_s)
     xyz = xyz.copy()
     xyz[:, 2] += size[2] / 2  # lane centres lie on the ground

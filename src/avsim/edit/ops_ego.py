@@ -13,6 +13,7 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3, yaw_to_matrix
 from avsim.scenario import Scenario
+from avsim.scenario.road import road_model
 
 from . import routes
 from .common import check_time, check_waypoints, to_s
@@ -50,7 +51,7 @@ def replace_ego_route(
     heading = float(np.asarray(first.yaw_rad)) if heading_rad is None and start_xy_m is None else heading_rad
     t_all = to_s(scenario, scenario.ego.timestamps_ns)
     length = float(speed.distance_m(np.array([t_all[-1]]))[0]) + 10.0
-    route = routes.lane_route(scenario.map, start, length, heading, tuple(turns), lane_successors=scenario.metadata.get("lane_successors"))
+    route = routes.lane_route(road_model(scenario), start, length, heading, tuple(turns))
     xyz, yaw = routes.follow_path(route, t_all, speed)
     return scenario.replace(ego=_ego_from_path(scenario.ego.timestamps_ns, xyz, yaw))
 

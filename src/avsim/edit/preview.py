@@ -10,13 +10,13 @@ green box drawn after every agent. Labels (track ids) are placed without overlap
 room are dropped), the ego's label first and drawn last, on top. A legend shows the class,
 ego and light-state colours and, when comparing, the two styles: before = dashed outline
 without fill ("ghost"), after = filled box with a solid outline. Each panel shows the time on
-the scenario clock and a 10 m scale bar.
+one clock, the previewed (after) scenario's, and a 10 m scale bar.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -303,7 +303,7 @@ def _draw_boxes(img: NDArrayByte, scenario: Scenario, view: _View, t_ns: int, ag
 
 def draw_frame(scenario: Scenario, static: NDArrayByte, view: _View, t_ns: int, agents_at: AgentTracks,
                title: str, ghost: bool = False, underlay: tuple[Scenario, AgentTracks] | None = None,
-               legend: bool = True, compare: bool = False) -> NDArrayByte:  # fmt: skip
+               legend: bool = True, compare: bool = False, clock_origin_ns: int | None = None) -> NDArrayByte:  # fmt: skip
     """One panel at absolute time `t_ns`; `agents_at` holds the agents' rows at that time.
 
     Args:
@@ -317,6 +317,8 @@ def draw_frame(scenario: Scenario, static: NDArrayByte, view: _View, t_ns: int, 
         underlay: another scenario and its rows, drawn first as ghosts (the overlay mode).
         legend: whether to draw the legend.
         compare: whether the legend shows the before/after styles.
+        clock_origin_ns: the absolute time shown as t = 0 (None: this scenario's first ego
+            time); side-by-side panels share one, so one instant reads the same in both.
 
     Returns:
         (S, S, 3) uint8 RGB panel.
@@ -326,7 +328,8 @@ def draw_frame(scenario: Scenario, static: NDArrayByte, view: _View, t_ns: int, 
     light_rects = _draw_lights(img, scenario, view, t_ns)
     ghost_rects = _draw_boxes(img, underlay[0], view, t_ns, underlay[1], ghost=True)[1] if underlay is not None else []
     anchors, box_rects = _draw_boxes(img, scenario, view, t_ns, agents_at, ghost)
-    heading = f"{title}  t = {(t_ns - int(scenario.ego.timestamps_ns[0])) / 1e9:6.2f} s"
+    origin_ns = int(scenario.ego.timestamps_ns[0]) if clock_origin_ns is None else clock_origin_ns
+    heading = f"{title}  t = {(t_ns - origin_ns) / 1e9:6.2f} s"
     title_w, title_h = text_size_px(heading, font * 1.2)
     title_y = int(22 * font / 0.4)
     bar = int(round(10.0 / view.res))  # 10 m scale bar
@@ -358,7 +361,10 @@ def _rows_at(agents: AgentTracks, frame_ts: np.ndarray) -> Iterator[AgentTracks]
 
 def preview_frames(scenario: Scenario, before: Scenario | None = None, fps: float = 10.0, size_px: int = 640,
                    extent_m: float | None = None, overlay: bool = False) -> Iterator[NDArrayByte]:  # fmt: skip
-    """Yield preview frames (H, W, 3) uint8 RGB.
+    """Yield preview frames (H, W, 3) uint8 RGB, one per `fps` step over `scenario`'s span.
+
+    Every panel reads one clock, `scenario`'s (t = 0 at its first ego time): the before panel of an
+    edit that cropped or shifted time shows the same t as the after panel at the same instant.
 
     Args:
         scenario: the scenario ("after" when `before` is given).
@@ -387,20 +393,32 @@ def preview_frames(scenario: Scenario, before: Scenario | None = None, fps: floa
         return
     static_before = draw_static(before.map, view)
     before_rows = _rows_at(before.agents, frame_ts)
+    origin_ns = int(scenario.ego.timestamps_ns[0])
     for t in frame_ts:
-        left = draw_frame(before, static_before, view, int(t), next(before_rows), "before", ghost=True, legend=False)
-        right = draw_frame(scenario, static, view, int(t), next(after_rows), "after", compare=True)
+        left = draw_frame(before, static_before, view, int(t), next(before_rows), "before", ghost=True, legend=False,
+                          clock_origin_ns=origin_ns)  # fmt: skip
+        right = draw_frame(scenario, static, view, int(t), next(after_rows), "after", compare=True, clock_origin_ns=origin_ns)
         frame = np.concatenate([left, right], axis=1)
         frame[:, size_px - 1 : size_px + 1] = 200
         yield frame
 
 
+def preview_frame_count(scenario: Scenario, fps: float = 10.0) -> int:
+    """How many frames `preview_frames` yields for `scenario` at `fps` (a progress bar's total)."""
+    return len(scenario.ego.uniform_timestamps(fps))
+
+
 def write_preview(scenario: Scenario, out: str | os.PathLike[str], before: Scenario | None = None, fps: float = 10.0, size_px: int = 640,
-                  extent_m: float | None = None, overlay: bool = False) -> int:  # fmt: skip
-    """Write the preview mp4 atomically; returns the number of frames (see `preview_frames`)."""
+                  extent_m: float | None = None, overlay: bool = False, progress: Callable[[int], None] | None = None) -> int:  # fmt: skip
+    """Write the preview mp4 atomically; returns the number of frames (see `preview_frames`).
+
+    `progress(1)` is called after each frame is written (of `preview_frame_count`).
+    """
     size_px += size_px % 2
     panels = 2 if before is not None and not overlay else 1
     with MP4Writer(out, size_px * panels, size_px, fps=fps) as writer:
         for frame in preview_frames(scenario, before, fps, size_px, extent_m, overlay):
             writer.write(frame)
+            if progress is not None:
+                progress(1)
     return writer.frames_written

@@ -72,17 +72,14 @@ def print_summaries(console: Console, summaries: list[RenderSummary], out: Path,
         max_memory_mib: the budget asked for (a clip whose smallest unit is over it gets a note).
     """
     for summary in summaries:
-        console.print(
-            f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
-            f"({summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept) "
-            f"in {summary.seconds:.1f} s = {summary.camera_frames_per_s:.1f} camera-frames/s -> {out}"
-        )
+        _line(console, f"rendered {summary.clip_id}: {summary.frames} frames x {len(summary.cameras)} cameras "
+                       f"in {summary.seconds:.1f} s ({summary.camera_frames_per_s:.1f} camera-frames/s)")  # fmt: skip
+        _line(console, f"  {summary.camera_frames_rendered} camera-frames rendered, {summary.camera_frames_skipped} kept")
         extra = [f"{n} {kind} frames" for n, kind in ((summary.mosaic_frames_rendered, "mosaic"), (summary.overlay_frames_rendered, "overlay")) if n]
         if summary.camera_frames_rendered or extra:
-            console.print(
-                f"  {', '.join(extra) + '; ' if extra else ''}CPU s: render {summary.render_cpu_s:.1f}, "
-                f"encode {summary.encode_cpu_s:.1f}, composite {summary.composite_cpu_s:.1f}"
-            )
+            _line(console, f"  {', '.join(extra) + '; ' if extra else ''}CPU s: render {summary.render_cpu_s:.1f}, "
+                           f"encode {summary.encode_cpu_s:.1f}, composite {summary.composite_cpu_s:.1f}")  # fmt: skip
+        _line(console, f"  -> {out}")
         if 0 < max_memory_mib < summary.peak_estimate_mib:
             console.print(f"note: {summary.clip_id}: a worker is estimated to need {summary.peak_estimate_mib:.0f} MiB, over "
                           f"--max-memory-mib {max_memory_mib}: one camera with its streams is the smallest unit (a smaller "
@@ -90,7 +87,12 @@ def print_summaries(console: Console, summaries: list[RenderSummary], out: Path,
     if variants_mode:
         rendered = sum(x.camera_frames_rendered for x in summaries)
         kept = sum(x.camera_frames_skipped for x in summaries)
-        console.print(
-            f"rendered {len(summaries)} variants: {rendered} camera-frames rendered, {kept} kept "
-            f"in {sum(x.seconds for x in summaries):.1f} s -> {out} (summary: {out / 'render_summary.json'})"
-        )
+        _line(console, f"rendered {len(summaries)} variants in {sum(x.seconds for x in summaries):.1f} s: "
+                       f"{rendered} camera-frames rendered, {kept} kept")  # fmt: skip
+        _line(console, f"  -> {out} (summary: {out / 'render_summary.json'})")
+
+
+def _line(console: Console, text: str) -> None:
+    """One summary line as written: no markup, no wrapping by rich (a number is never split; each line
+    but the path's stays under 120 columns for clip names of up to 40 characters)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)

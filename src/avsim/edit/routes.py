@@ -3,9 +3,8 @@
 All positions are in the world frame (FLU, metres); times are seconds relative to the
 scenario start (the ego's first timestamp) unless a name says `_ns`.
 
-A route is a dense 3-D polyline (N, 3) built by chaining the map's lane centre lines: the
-contract has no explicit lane graph, so a lane's successors are the lanes whose centre line
-starts within `join_tol_m` of its end, which is how every importer and the sample lay them out.
+A route is a dense 3-D polyline (N, 3) built by chaining the map's lane centre lines along the
+road model's lane graph (`avsim.maps.road.RoadModel`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import numpy as np
 from avsim.core.errors import AvsimValueError
 from avsim.core.transforms import wrap_angle
 from avsim.maps import HDMap
+from avsim.maps.road import RoadModel
 
 ROUTE_STEP_M = 0.5
 TURN_THRESHOLD_RAD = np.deg2rad(30.0)
@@ -184,24 +184,6 @@ def _turn_of(points: np.ndarray) -> float:
     return float(wrap_angle(np.arctan2(d1[1], d1[0]) - np.arctan2(d0[1], d0[0])))
 
 
-def successors(centres: list[np.ndarray], k: int, join_tol_m: float = 1.0) -> list[int]:
-    """Lanes whose centre starts within `join_tol_m` of lane k's end (sorted by index)."""
-    end = centres[k][-1, :2]
-    return [
-        j
-        for j, pts in enumerate(centres)
-        if j != k and len(pts) >= 2 and np.linalg.norm(pts[0, :2] - end) <= join_tol_m
-    ]
-
-
-def _successors(hdmap: HDMap, centres, k: int, join_tol_m: float, lane_successors: dict | None) -> list[int]:
-    ids = [str(i) for i in hdmap.lanes.ids]
-    if lane_successors and ids[k] in lane_successors:
-        index = {lid: j for j, lid in enumerate(ids)}
-        return sorted(index[str(x)] for x in lane_successors[ids[k]] if str(x) in index)
-    return successors(centres, k, join_tol_m)
-
-
 def _choose(centres: list[np.ndarray], options: list[int], turn: str) -> int:
     turns = np.array([_turn_of(centres[j]) for j in options])
     if turn == "left" and (turns > TURN_THRESHOLD_RAD).any():
@@ -212,23 +194,22 @@ def _choose(centres: list[np.ndarray], options: list[int], turn: str) -> int:
 
 
 def lane_route(
-    hdmap: HDMap,
+    road: RoadModel,
     start_xy: np.ndarray,
     length_m: float,
     heading_rad: float | None = None,
     turns: tuple[str, ...] = (),
-    join_tol_m: float = 1.0,
-    lane_successors: dict | None = None,
 ) -> np.ndarray:
     """A route (N, 3) of `length_m` following lane centres from the lane nearest `start_xy`.
 
     At each junction the next entry of `turns` ("straight" | "left" | "right") picks the
-    successor; when `turns` runs out, the straightest successor is taken. Where no successor
-    exists the route continues straight along the last lane's end direction, so the route
-    always has the requested length. Points are spaced ROUTE_STEP_M apart. `lane_successors`
-    ({lane_id: [lane_id, ...]}, e.g. the sample's `metadata["lane_successors"]`) replaces the
-    geometric successor rule where it names a lane.
+    successor among the road model's (`avsim.maps.lane_graph`: the source's named successors,
+    e.g. the sample's `metadata["lane_successors"]`, else the lanes starting at a lane's end);
+    when `turns` runs out, the straightest successor is taken. Where no successor exists the
+    route continues straight along the last lane's end direction, so the route always has the
+    requested length. Points are spaced ROUTE_STEP_M apart.
     """
+    hdmap = road.map
     for turn in turns:
         if turn not in ("straight", "left", "right"):
             raise AvsimValueError(f"route.turns: unknown turn {turn!r} (straight, left, right)")
@@ -244,7 +225,7 @@ def lane_route(
     turn_iter = iter(turns)
     visited = {k}
     while total < length_m:
-        options = [j for j in _successors(hdmap, centres, k, join_tol_m, lane_successors) if j not in visited]
+        options = [j for j in road.successors[k] if j not in visited]
         if not options:
             break
         k = _choose(centres, options, next(turn_iter, "straight"))

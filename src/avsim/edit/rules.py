@@ -7,7 +7,8 @@ track and time) and vectorises over all rows at once; each finding has ids (road
 `rule_vehicle_classes` (Car, Truck); `red_light` also checks `red_light_classes` (cyclists).
 
 - `red_light`: a vehicle's front crosses a controlled lane's stop point while the lane's light is
-  red (yellow and unknown do not count). Lanes per light come from `validate.light_lanes`; the
+  red (yellow and unknown do not count). Lanes per light come from the road model
+  (`avsim.maps.light_control.light_lanes`); the
   stop point is the light's `metadata['traffic_light_stop_points_m']` entry projected onto the
   lane when there is one (Waymo / ScenarioNet: the controlled lane is the one through the
   junction), else the end of the lane's centre line. Crossing = the front's signed distance
@@ -42,7 +43,9 @@ import shapely
 
 from avsim.core.transforms import wrap_angle
 from avsim.maps import HDMap
+from avsim.maps.lane_geometry import LaneGeometry
 from avsim.maps.queries import element_geometries
+from avsim.maps.road import RoadModel
 from avsim.maps.style import lane_style
 from avsim.scenario import Scenario
 
@@ -142,55 +145,8 @@ def _tangent_yaw(lines: np.ndarray, points_xy: np.ndarray) -> np.ndarray:
     return np.where(np.hypot(d[:, 0], d[:, 1]) > 1e-9, np.arctan2(d[:, 1], d[:, 0]), np.nan)
 
 
-@dataclass(frozen=True, eq=False)
-class LaneGeometry:
-    """The map's lanes as shapely geometry: ids (K,), polygons, centre lines, rails and a tree."""
-
-    ids: np.ndarray
-    polygons: np.ndarray
-    centres: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    tree: shapely.STRtree
-
-    @classmethod
-    def of(cls, hdmap: HDMap) -> LaneGeometry:
-        """Build from a map (lanes without an area get a 1.75 m band around the centre line).
-
-        Args:
-            hdmap: the map.
-
-        Returns:
-            The lane geometry.
-        """
-        lanes = hdmap.lanes
-        centres, left, right = (element_geometries(p) for p in (lanes.centre, lanes.left, lanes.right))
-        polys = []
-        for k in range(len(lanes)):
-            ring = np.vstack([np.asarray(lanes.left[k])[:, :2], np.asarray(lanes.right[k])[::-1, :2]])
-            poly = shapely.make_valid(shapely.Polygon(ring))
-            polys.append(poly if poly.area > 1e-3 else shapely.buffer(centres[k], 1.75, cap_style="flat"))
-        polygons = np.array(polys, dtype=object)
-        return cls(np.asarray(lanes.ids).astype(str), polygons, centres, left, right, shapely.STRtree(polygons))
-
-    def members(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(point index (P,), lane index (P,)) of every point inside every lane containing it.
-
-        Args:
-            xy: (N, 2) points.
-
-        Returns:
-            The pairs, sorted by point index.
-        """
-        if not len(self.ids) or not len(xy):
-            return np.zeros(0, int), np.zeros(0, int)
-        pairs = self.tree.query(shapely.points(xy), predicate="intersects")
-        order = np.lexsort((pairs[1], pairs[0]))
-        return pairs[0][order], pairs[1][order]
-
-
 def check_traffic_rules(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig,
-                        controlled: dict[str, list[int]], road: shapely.Geometry | None) -> list[Finding]:  # fmt: skip
+                        road_model: RoadModel, road: shapely.Geometry | None) -> list[Finding]:  # fmt: skip
     """Every rule of `config.rule_checks` (see the module docstring).
 
     Args:
@@ -198,7 +154,7 @@ def check_traffic_rules(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray,
         boxes: the validation boxes on the grid.
         grid: (T,) int ns grid times.
         config: thresholds.
-        controlled: light id -> controlled lane indices (`validate.light_lanes`).
+        road_model: the scenario's road model (lanes, light control).
         road: the drivable area when it describes the ego's road, else None.
 
     Returns:
@@ -207,7 +163,7 @@ def check_traffic_rules(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray,
     if not len(boxes.ids):
         return []
     m = motion_on_grid(scenario, boxes, grid, config.sample_rate_hz)
-    lanes = LaneGeometry.of(scenario.map)
+    lanes, controlled = road_model.geometry, road_model.controlled_lanes
     veh = _vehicles(m, config.rule_vehicle_classes)
     rows = np.flatnonzero(veh)
     point, lane = lanes.members(m.xy[rows])

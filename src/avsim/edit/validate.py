@@ -4,9 +4,14 @@ Checks (each finding carries the edit-clock time, the ids involved and a short r
 - `overlap`: two boxes (agents and the ego) intersect at some time: oriented-box (separating
   axis) test in the ground plane plus a height-interval test; contact within
   `overlap_tolerance_m` of penetration is allowed. One finding per pair and contiguous run.
-- `off_road`: a vehicle's box centre is more than `offroad_tolerance_m` outside the map's
-  drivable area (only when the map has drivable areas that hold the ego for at least
-  `min_ego_coverage` of the clip; otherwise they are partial, e.g. Waymo driveways only).
+- `off_road`: a vehicle's box centre is more than `offroad_tolerance_m` outside the road model's
+  drivable area (`avsim.maps.drivable`: the map's drivable polygons, lanes, junctions, the
+  road-boundary outlines and the pockets between them), only when that area holds the ego for at
+  least `min_ego_coverage` of the clip (otherwise the map does not describe the ego's road).
+- `ego_pose`: the ego's source poses jump, step back or accelerate beyond what a car can
+  (`avsim.scenario.ego_motion`: `ego_pose_max_speed_mps`, `ego_pose_back_step_m`,
+  `ego_pose_max_accel_mps2`, judged at most at `sample_rate_hz`); one finding per stretch of
+  implausible poses, naming the source pose indices (the simulator drops them, docs/closed_loop.md).
 - `speed` / `acceleration`: beyond per-class limits (acceleration over a 0.5 s window, so
   label jitter does not count).
 - `track_gap`: a track is unobserved for longer than `gap_factor` times the scenario's
@@ -15,19 +20,21 @@ Checks (each finding carries the edit-clock time, the ids involved and a short r
   centre is on the drivable area and within `vanish_range_m` of the ego: it vanishes in view
   (e.g. a parked car whose track an edit cut short).
 - `light_conflict`: lights controlling crossing lanes are green (or yellow) at the same time.
-  The lanes a light controls are known from `metadata['traffic_light_lanes']`
-  ({light_id: [lane_id, ...]}), from a light id that is also a lane id (Waymo / ScenarioNet),
-  or from geometry: the lane whose centre line ends nearest before the light (or its stop
-  point), with the light within `light_assoc_radius_m` straight ahead and at most
-  `light_assoc_lateral_m` to the side. Two lights conflict when their lanes, each extended
+  The lanes a light controls come from the road model (`avsim.maps.light_control`:
+  `metadata['traffic_light_lanes']`, a light id that is also a lane id, or the lane that ends
+  before the light within `light_assoc_radius_m` ahead and `light_assoc_lateral_m` to the
+  side). Two lights conflict when their lanes, each extended
   `light_assoc_radius_m` straight on past its end, intersect at 45 to 135 degrees (crossing
   traffic; opposing approaches run parallel and never conflict).
 
 Traffic rules (`avsim.edit.rules`, documented there; thresholds here, `rule_checks` picks which
-run): `red_light` (a vehicle's front passes a controlled lane's stop point, from `light_lanes`,
+run): `red_light` (a vehicle's front passes a controlled lane's stop point, from the road model,
 while its light is red; yellow does not count), `wrong_way`, `speed_limit` (lane limits from
 `metadata['lane_speed_limits_mps']`), `solid_line_crossing`, `stop_line` and `jaywalking`. Their
 findings have ids (road user, map element) and a time span (`Finding.end_s`).
+
+Every check that reads the road reads one `avsim.maps.road.RoadModel` (`validate_scenario`'s
+`road`, built from the scenario when not given).
 """
 
 from __future__ import annotations
@@ -39,14 +46,18 @@ import shapely
 
 from avsim.core.transforms import wrap_angle
 from avsim.maps import HDMap
+from avsim.maps.light_control import LightAssociation, lane_end_headings
+from avsim.maps.road import RoadModel
 from avsim.scenario import Scenario
+from avsim.scenario.ego_motion import PoseIssue, PoseLimits, implausible_ego_poses
+from avsim.scenario.road import road_model
 
 from .common import start_ns
 from .findings import EGO_ID, Finding, time_runs
 from .rules import check_traffic_rules
 from .validation_inputs import AgentBoxes, ValidationConfig, boxes_on_grid
 
-__all__ = ["EGO_ID", "Finding", "ValidationConfig", "drivable_area", "findings_document", "light_lanes", "validate_scenario"]
+__all__ = ["EGO_ID", "Finding", "ValidationConfig", "drivable_area", "findings_document", "light_lanes", "scenario_road", "validate_scenario"]
 
 def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, Any]:
     """`avsim validate --json`: the scenario id, every finding and the count per kind."""
@@ -56,21 +67,38 @@ def findings_document(scenario: Scenario, findings: list[Finding]) -> dict[str, 
     return {"scenario_id": scenario.scenario_id, "findings": [f.to_dict() for f in findings], "counts": counts}
 
 
-def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None) -> list[Finding]:
-    """All findings, sorted by (time, kind, ids)."""
+def scenario_road(scenario: Scenario, config: ValidationConfig | None = None) -> RoadModel:
+    """The scenario's road model with `config`'s light-to-lane reach."""
     config = config or ValidationConfig()
+    return road_model(scenario, LightAssociation(config.light_assoc_radius_m, config.light_assoc_lateral_m))
+
+
+def validate_scenario(scenario: Scenario, config: ValidationConfig | None = None, road: RoadModel | None = None) -> list[Finding]:
+    """All findings, sorted by (time, kind, ids).
+
+    Args:
+        scenario: the scenario.
+        config: thresholds and the checks to run.
+        road: the scenario's road model (None: built from the scenario, `scenario_road`).
+
+    Returns:
+        The findings.
+    """
+    config = config or ValidationConfig()
+    road = road if road is not None else scenario_road(scenario, config)
     grid = scenario.ego.uniform_timestamps(config.sample_rate_hz)
     boxes = boxes_on_grid(scenario, grid, config)
+    area = ego_road(road, boxes, config)
     findings = []
     findings += check_overlaps(scenario, boxes, grid, config)
-    findings += check_off_road(scenario, boxes, grid, config)
+    findings += check_off_road(scenario, area, boxes, grid, config)
     findings += check_kinematics(scenario, boxes, grid, config)
+    findings += check_ego_poses(scenario, config)
     findings += check_gaps(scenario, config)
-    road = ego_road(scenario, boxes, config)
-    findings += check_track_ends(scenario, road, config)
-    findings += check_light_conflicts(scenario, config)
+    findings += check_track_ends(scenario, area, config)
+    findings += check_light_conflicts(scenario, road, config)
     if config.rule_checks:
-        findings += check_traffic_rules(scenario, boxes, grid, config, light_lanes(scenario, config), road)
+        findings += check_traffic_rules(scenario, boxes, grid, config, road, area)
     return sorted(findings, key=lambda f: (round(f.time_s, 6), f.kind, f.ids))
 
 
@@ -140,47 +168,52 @@ def check_overlaps(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, conf
 
 # ----------------------------------------------------------------------------- off road
 def drivable_area(hdmap: HDMap) -> shapely.Geometry | None:
-    """Union of the map's drivable polygons (shapely), or None when it has none."""
-    da = hdmap.drivable_areas
-    if not len(da):
-        return None
-    polys = [shapely.make_valid(shapely.Polygon(np.asarray(da[k])[:, :2])) for k in range(len(da))]
-    return shapely.union_all(polys)
+    """The drivable area the road model builds from a map (`avsim.maps.drivable`), or None when it has no road surface."""
+    area = RoadModel(hdmap).drivable
+    return None if area.is_empty else area
 
 
-def ego_road(scenario: Scenario, boxes: AgentBoxes, config: ValidationConfig) -> shapely.Geometry | None:
-    """The map's drivable area when it describes the road the ego drives on, else None.
+def ego_road(road: RoadModel, boxes: AgentBoxes, config: ValidationConfig) -> shapely.Geometry | None:
+    """The road model's drivable area when it describes the road the ego drives on, else None.
 
     Args:
-        scenario: the scenario.
+        road: the scenario's road model.
         boxes: the validation boxes.
         config: `min_ego_coverage` (and `offroad_tolerance_m` for the coverage test).
 
     Returns:
-        The union of the drivable areas (not buffered), or None when the map has none or they
-        hold the ego's centre less than `min_ego_coverage` of the time (partial maps).
+        The drivable area (not buffered, prepared), or None when it is empty or holds the ego's
+        centre less than `min_ego_coverage` of the time (a map that does not cover its road).
     """
-    area = drivable_area(scenario.map)
-    if area is None:
+    area = road.drivable
+    if area.is_empty:
         return None
     ego_rows = boxes.ids == EGO_ID
-    if ego_rows.any():
-        grown = area.buffer(config.offroad_tolerance_m)
-        if shapely.contains_xy(grown, boxes.xy[ego_rows, 0], boxes.xy[ego_rows, 1]).mean() < config.min_ego_coverage:
-            return None
+    if ego_rows.any() and _near(area, boxes.xy[ego_rows], config.offroad_tolerance_m).mean() < config.min_ego_coverage:
+        return None
     return area
 
 
-def check_off_road(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, config: ValidationConfig) -> list[Finding]:
-    area = ego_road(scenario, boxes, config)
+def _near(area: shapely.Geometry, xy: np.ndarray, tolerance_m: float) -> np.ndarray:
+    """(n,) whether points lie within `tolerance_m` of the area (inside it or near its edge)."""
+    if not len(xy):
+        return np.zeros(0, bool)
+    inside = shapely.contains_xy(area, xy[:, 0], xy[:, 1])
+    rest = np.flatnonzero(~inside)
+    if len(rest):
+        inside[rest] = shapely.dwithin(area, shapely.points(xy[rest]), tolerance_m)
+    return inside
+
+
+def check_off_road(scenario: Scenario, area: shapely.Geometry | None, boxes: AgentBoxes, grid: np.ndarray,
+                   config: ValidationConfig) -> list[Finding]:  # fmt: skip
+    """`off_road` findings: vehicle centres farther than `offroad_tolerance_m` outside `area` (`ego_road`)."""
     if area is None or not len(boxes.ids):
         return []
-    area = area.buffer(config.offroad_tolerance_m)
-    shapely.prepare(area)
     ego_rows = boxes.ids == EGO_ID
     vehicle = np.isin(boxes.cls, config.offroad_classes) | ego_rows
     rows = np.flatnonzero(vehicle)
-    inside = shapely.contains_xy(area, boxes.xy[rows, 0], boxes.xy[rows, 1])
+    inside = _near(area, boxes.xy[rows], config.offroad_tolerance_m)
     out = rows[~inside]
     findings = []
     for tid in sorted(set(boxes.ids[out].tolist())):
@@ -224,6 +257,35 @@ def check_kinematics(scenario: Scenario, boxes: AgentBoxes, grid: np.ndarray, co
                 k = int(np.argmax(acc > a_lim))
                 findings.append(Finding("acceleration", _t_s(scenario, grid, t_idx[k]), (tid,),
                                         f"acceleration up to {acc.max():.1f} m/s^2 exceeds the {c} limit {a_lim:g} m/s^2"))  # fmt: skip
+    return findings
+
+
+def check_ego_poses(scenario: Scenario, config: ValidationConfig) -> list[Finding]:
+    """`ego_pose` findings: stretches of implausible ego source poses (`avsim.scenario.ego_motion`).
+
+    Args:
+        scenario: the scenario.
+        config: `ego_pose_*` thresholds and `sample_rate_hz`.
+
+    Returns:
+        One finding per stretch of overlapping issues, naming its source pose indices.
+    """
+    limits = PoseLimits(config.sample_rate_hz, config.ego_pose_max_speed_mps, config.ego_pose_back_step_m, config.ego_pose_max_accel_mps2)
+    stretches: list[list[PoseIssue]] = []
+    for issue in implausible_ego_poses(scenario.ego, limits):
+        if stretches and issue.first <= max(i.last for i in stretches[-1]):
+            stretches[-1].append(issue)
+        else:
+            stretches.append([issue])
+    findings = []
+    t0 = start_ns(scenario)
+    for group in stretches:
+        first, last = min(i.first for i in group), max(i.last for i in group)
+        first_ns, last_ns = min(i.first_ns for i in group), max(i.last_ns for i in group)
+        worst = {i.kind: i for i in sorted(group, key=lambda i: i.value)}  # per kind, its largest
+        what = "; ".join(worst[k].reason for k in ("jump", "back_step", "acceleration") if k in worst)
+        reason = f"ego poses {first}-{last} ({(first_ns - t0) / 1e9:.2f}-{(last_ns - t0) / 1e9:.2f} s): {what}"
+        findings.append(Finding("ego_pose", (first_ns - t0) / 1e9, (EGO_ID,), reason, end_s=(last_ns - t0) / 1e9))
     return findings
 
 
@@ -283,7 +345,7 @@ def check_track_ends(scenario: Scenario, road: shapely.Geometry | None, config: 
     xy = np.asarray(agents.center_m)[rows, :2]
     ego_xy = np.asarray(scenario.ego.pose_at(ts).translation).reshape(-1, 3)[:, :2]
     near = np.linalg.norm(xy - ego_xy, axis=1) <= config.vanish_range_m
-    on_road = shapely.contains_xy(road.buffer(config.offroad_tolerance_m), xy[:, 0], xy[:, 1])
+    on_road = _near(road, xy, config.offroad_tolerance_m)
     findings = []
     for k in np.flatnonzero(near & on_road):
         t = (int(ts[k]) - start_ns(scenario)) / 1e9
@@ -293,51 +355,17 @@ def check_track_ends(scenario: Scenario, road: shapely.Geometry | None, config: 
 
 
 # ----------------------------------------------------------------------------- lights
-def _lane_end_headings(hdmap: HDMap) -> tuple[np.ndarray, np.ndarray]:
-    centre = hdmap.lanes.centre
-    ends, yaws = [], []
-    for k in range(len(centre)):
-        p = np.asarray(centre[k])
-        d = p[-1, :2] - p[-2, :2]
-        ends.append(p[-1, :2])
-        yaws.append(np.arctan2(d[1], d[0]))
-    return np.asarray(ends).reshape(-1, 2), np.asarray(yaws)
-
-
 def light_lanes(scenario: Scenario, config: ValidationConfig | None = None) -> dict[str, list[int]]:
-    """Lane indices each light controls (only lights whose lanes are known)."""
-    config = config or ValidationConfig()
-    hdmap = scenario.map
-    lane_ids = [str(i) for i in np.asarray(hdmap.lanes.ids)]
-    index = {lid: k for k, lid in enumerate(lane_ids)}
-    light_ids = sorted(set(np.asarray(scenario.lights.light_id).astype(str).tolist()))
-    explicit = scenario.metadata.get("traffic_light_lanes") or {}
-    out: dict[str, list[int]] = {}
-    positions = {str(i): np.asarray(c)[:2] for i, c in zip(np.asarray(hdmap.traffic_lights.ids), np.asarray(hdmap.traffic_lights.center_m))}
-    for lid, p in (scenario.metadata.get("traffic_light_stop_points_m") or {}).items():
-        positions.setdefault(str(lid), np.asarray(p, dtype=np.float64)[:2])
-    ends, yaws = _lane_end_headings(hdmap) if lane_ids else (np.zeros((0, 2)), np.zeros(0))
-    for light in light_ids:
-        if light in explicit:
-            out[light] = [index[x] for x in explicit[light] if str(x) in index]
-        elif light in index:
-            out[light] = [index[light]]
-        elif light in positions and len(ends):
-            # the lane that ends nearest before the light, the light straight ahead over it
-            rel = positions[light] - ends
-            along = rel[:, 0] * np.cos(yaws) + rel[:, 1] * np.sin(yaws)
-            across = -rel[:, 0] * np.sin(yaws) + rel[:, 1] * np.cos(yaws)
-            ok = (along >= -2.0) & (along <= config.light_assoc_radius_m) & (np.abs(across) <= config.light_assoc_lateral_m)
-            if ok.any():
-                out[light] = [int(np.flatnonzero(ok)[np.argmin(along[ok])])]
-    return {k: v for k, v in out.items() if v}
+    """Lane indices each light controls (the road model's `controlled_lanes`; only lights whose lanes are known)."""
+    return scenario_road(scenario, config).controlled_lanes
 
 
-def check_light_conflicts(scenario: Scenario, config: ValidationConfig) -> list[Finding]:
-    lanes = light_lanes(scenario, config)
+def check_light_conflicts(scenario: Scenario, road: RoadModel, config: ValidationConfig) -> list[Finding]:
+    """`light_conflict` findings: lights of crossing lanes showing go at the same time (see the module docstring)."""
+    lanes = road.controlled_lanes
     if len(lanes) < 2:
         return []
-    ends, yaws = _lane_end_headings(scenario.map)
+    ends, yaws = lane_end_headings(scenario.map)
     reach = config.light_assoc_radius_m
     paths = {}
     for k in {k for v in lanes.values() for k in v}:

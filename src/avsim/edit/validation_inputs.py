@@ -13,6 +13,7 @@ import numpy as np
 
 from avsim.core.errors import AvsimValueError
 from avsim.scenario import Scenario
+from avsim.scenario.ego_motion import PoseLimits
 
 from .common import ego_box
 from .findings import EGO_ID
@@ -40,6 +41,9 @@ class ValidationConfig:
     vanish_range_m: float = 50.0  # track_end: how near the ego a vanishing vehicle counts as in view
     light_assoc_radius_m: float = 40.0
     light_assoc_lateral_m: float = 1.5
+    ego_pose_max_speed_mps: float = PoseLimits.max_speed_mps  # ego_pose (avsim.scenario.ego_motion)
+    ego_pose_back_step_m: float = PoseLimits.back_step_m
+    ego_pose_max_accel_mps2: float = PoseLimits.max_accel_mps2
     # traffic rules (avsim.edit.rules)
     rule_checks: tuple[str, ...] = RULE_KINDS
     rule_vehicle_classes: tuple[str, ...] = ("Car", "Truck")

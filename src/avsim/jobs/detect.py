@@ -86,10 +86,19 @@ def detect_item(task: ItemTask, tmp: Path) -> None:
     """
     from avsim.evaluation.clip_folders import parse_cameras
     from avsim.evaluation.detect import GtVisibility, detect_clip, load_detector, write_detect_output
+    from avsim.jobs.progress import current_item
+
+    item, frames = current_item(), [0]
+
+    def frame() -> None:
+        frames[0] += 1
+        item("detect", frames[0], 0, "frames")
 
     spec = str(task.options["detector"])
     visibility = GtVisibility(str(task.options.get("gt_visibility", GtVisibility.VISIBLE)))
-    part = detect_clip(task.source, load_detector(spec), spec, cameras=parse_cameras(task.options.get("cameras")), gt_visibility=visibility)
+    item("loading the detector")
+    part = detect_clip(task.source, load_detector(spec), spec, on_frame=frame, cameras=parse_cameras(task.options.get("cameras")),
+                       gt_visibility=visibility)  # fmt: skip
     write_detect_output(tmp, [part], spec, link_videos=False)
 
 

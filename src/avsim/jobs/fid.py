@@ -118,19 +118,23 @@ def write_clip_features(clip: Path, out: Path, options: Mapping[str, Any]) -> No
             `stride`, `max_windows` (FVD), `cache` (the feature cache `avsim eval fid|fvd --cache` uses).
     """
     from avsim.evaluation.features import FeatureCache, fid_clip_features, fvd_clip_features
+    from avsim.jobs.progress import current_item
 
+    item = current_item()
     cache = FeatureCache(options.get("cache"))
+    item("loading the network")
     if options.get("metric", "fid") == "fvd":
         from avsim.evaluation.i3d import load_i3d
 
         i3d, source = load_i3d(options.get("weights"))
-        (features,) = fvd_clip_features([clip], i3d, source, 16, int(options.get("stride", 16)), options.get("max_windows"), cache=cache)
+        (features,) = fvd_clip_features([clip], i3d, source, 16, int(options.get("stride", 16)), options.get("max_windows"), cache=cache,
+                                        progress=item)  # fmt: skip
     else:
         from avsim.evaluation.inception import load_fid_inception
 
         inception, source = load_fid_inception(options.get("weights"))
         (features,) = fid_clip_features([clip], inception, source, int(options.get("batch_size", 16)), options.get("max_frames"),
-                                        cache=cache)  # fmt: skip
+                                        cache=cache, progress=item)  # fmt: skip
     with (out / FEATURES_NPY).open("wb") as stream:
         np.save(stream, np.ascontiguousarray(features, dtype=np.float64), allow_pickle=False)
 

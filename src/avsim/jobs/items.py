@@ -16,26 +16,31 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.digest import folder_digest, folder_files, input_digest
 from avsim.core.errors import AvsimError
 from avsim.jobs.kinds import KINDS
+from avsim.jobs.progress import HASHING, STARTING, ItemReporter, channel_sender, reporting
 from avsim.jobs.tasks import JOB_FORMAT, JOB_JSON, ItemResult, ItemStatus, ItemTask, one_line
 
 # test-only: a folder; a task whose `<folder>/<item>.hang` exists claims it (renames it to
 # `<item>.pid`, holding the worker's pid) and sleeps with its outputs half-written
 HANG_ENV = "AVSIM_JOBS_TEST_HANG_DIR"
+MIB = 1 << 20
 
 
-def task_digest(task: ItemTask) -> str:
+def task_digest(task: ItemTask, progress: Callable[[int, int], None] | None = None) -> str:
     """The input digest of `task`: its source's files (a folder's, or the one file) and options.
 
     A kind that names its `digest_inputs` (generate, pair, encode) digests the files those give.
 
     Args:
         task: the item task.
+        progress: `(bytes hashed, bytes in all)` as the files are read (a large item takes seconds).
 
     Returns:
         64 hex characters.
@@ -44,10 +49,10 @@ def task_digest(task: ItemTask) -> str:
     inputs = KINDS[task.kind].digest_inputs
     if inputs is not None:
         files, root, extra = inputs(task)
-        return input_digest(files, root, {**options, **extra})
+        return input_digest(files, root, {**options, **extra}, progress)
     if task.source.is_dir():
-        return folder_digest(task.source, options)
-    return input_digest([task.source], task.source.parent, options)
+        return folder_digest(task.source, options, progress)
+    return input_digest([task.source], task.source.parent, options, progress)
 
 
 def is_current(out_dir: Path, digest: str) -> bool:
@@ -116,21 +121,29 @@ def _run(task: ItemTask, digest: str) -> None:
         (tmp / JOB_JSON).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def run_item(task: ItemTask) -> ItemResult:
+def run_item(task: ItemTask, index: int = 0, channel: Any = None) -> ItemResult:
     """Run one item (the engines' task function): skip when current, else run it atomically.
+
+    While it runs, its stages go to the driver (`avsim.jobs.progress`): hashing its inputs (bytes),
+    then what its kind's runner reports through `current_item()`.
 
     Args:
         task: the item.
+        index: its task index (named in its progress reports).
+        channel: where the reports go (Ray's queue actor; None: the local pool worker's queue, or nowhere).
 
     Returns:
         Its result; never raises for a bad item (status `failed`, one-line reason).
     """
     t0 = time.perf_counter()
-    try:
-        digest = task_digest(task)
-        if is_current(task.out_dir, digest):
-            return ItemResult(task.name, ItemStatus.SKIPPED, seconds=time.perf_counter() - t0, digest=digest)
-        _run(task, digest)
-    except Exception as exc:  # one bad item must not stop the others
-        return ItemResult(task.name, ItemStatus.FAILED, one_line(exc), time.perf_counter() - t0)
+    with reporting(ItemReporter(index, channel_sender(channel))) as report:
+        try:
+            report(HASHING, 0, 0)
+            digest = task_digest(task, lambda done, total: report(HASHING, done // MIB, max(1, -(-total // MIB)), "MiB"))
+            if is_current(task.out_dir, digest):
+                return ItemResult(task.name, ItemStatus.SKIPPED, seconds=time.perf_counter() - t0, digest=digest)
+            report(STARTING, 0, 0)
+            _run(task, digest)
+        except Exception as exc:  # one bad item must not stop the others
+            return ItemResult(task.name, ItemStatus.FAILED, one_line(exc), time.perf_counter() - t0)
     return ItemResult(task.name, ItemStatus.DONE, seconds=time.perf_counter() - t0, digest=digest)

@@ -55,10 +55,12 @@ from avsim.jobs.model_items import (
     pair_item,
     pair_item_options,
     render_item_inputs,
+    warn_labels_for_generation,
     weight_digests,
 )
 from avsim.jobs.nuscenes_items import NUSCENES_SCENES, check_nuscenes_options, nuscenes_item, nuscenes_item_options
 from avsim.jobs.options import coerce_options, render_options, sim_options
+from avsim.jobs.progress import current_item
 from avsim.jobs.tasks import ItemResult, ItemTask, JobReport
 
 if TYPE_CHECKING:
@@ -203,27 +205,50 @@ def shown(console: Console | None, text: str) -> Iterator[None]:
 
 # ---- render, labels, convert ----------------------------------------------------------------------
 def _render(task: ItemTask, tmp: Path) -> None:
-    from avsim.edit.render_variants import is_variants_folder, run_render_variants
+    from avsim.edit.render_variants import is_variants_folder, read_variants, run_render_variants
+    from avsim.render.run.plan import RenderPlan
     from avsim.render.run.runner import run_render
     from avsim.scenario.io import load_scenario
 
+    item = current_item()
     opts = render_options(task.options, tmp, source=task.source)
     if is_variants_folder(task.source):
-        run_render_variants(task.source, opts)
+        count = len(read_variants(task.source))
+        frames: list[Callable[[int], None]] = []
+
+        def variant(i: int, v: Any, scenario: Any) -> None:
+            frames[:] = [item.counter(f"render {v.name} ({i + 1}/{count})", RenderPlan.resolve(scenario, opts).progress_units, "frames")]
+
+        run_render_variants(task.source, opts, progress=lambda n: frames[0](n), on_variant=variant)
     else:
-        run_render(load_scenario(task.source), opts)
+        item("loading the scenario")
+        scenario = load_scenario(task.source)
+        run_render(scenario, opts, progress=item.counter("render", RenderPlan.resolve(scenario, opts).progress_units, "frames"))
+
+
+def _check_render(options: Mapping[str, Any], folder: Path) -> None:
+    """The render options, and a warning when their labels could feed no model (`warn_labels_for_generation`)."""
+    render_options(options, folder)
+    warn_labels_for_generation(options)
 
 
 def _labels(task: ItemTask, tmp: Path) -> None:
     from avsim.render.run.labels import run_labels
+    from avsim.render.run.plan import RenderPlan
     from avsim.scenario.io import load_scenario
 
-    run_labels(load_scenario(task.source), render_options(task.options, tmp, labels_only=True, source=task.source))
+    item = current_item()
+    item("loading the scenario")
+    scenario = load_scenario(task.source)
+    opts = render_options(task.options, tmp, labels_only=True, source=task.source)
+    plan = RenderPlan.resolve(scenario, opts)
+    run_labels(scenario, opts, progress=item.counter("labels", len(plan.cameras) * (plan.stop - plan.first), "camera-frames"))
 
 
 def _convert(task: ItemTask, tmp: Path) -> None:
     from avsim.scenario.workflows import convert_to_folder
 
+    current_item()("converting")
     convert_to_folder(task.source, tmp, fmt=task.options.get("format"), rig_name=task.options.get("rig"))
 
 
@@ -314,7 +339,9 @@ def _gather_cache(out: Path, tasks: list[ItemTask], results: list[ItemResult]) -
 def _sim(task: ItemTask, tmp: Path) -> None:
     from avsim.sim.run import run_sim
 
-    run_sim(task.source, tmp, sim_options(task.options, task.source))
+    item = current_item()
+    run_sim(task.source, tmp, sim_options(task.options, task.source), on_step=lambda k, n: item("simulate", k, n, "steps"),
+            on_phase=lambda phase: item(phase))  # fmt: skip
 
 
 def _plan_sim(job: JobRequest, plan_items: PlanItems) -> list[ItemTask]:
@@ -336,7 +363,7 @@ def _merge_sim(job: JobRequest, tasks: list[ItemTask], report: JobReport, consol
 # ---- the table -------------------------------------------------------------------------------------
 KINDS: dict[JobKind, KindSpec] = {
     JobKind.RENDER: KindSpec(
-        "render", _RENDER_OPTIONS, listers.scenario_items, _render, check=lambda options, folder: render_options(options, folder)),
+        "render", _RENDER_OPTIONS, listers.scenario_items, _render, check=lambda options, folder: _check_render(options, folder)),
     JobKind.LABELS: KindSpec(
         "labels", _LABELS_OPTIONS, listers.scenario_items, _labels,
         check=lambda options, folder: render_options(options, folder, labels_only=True)),

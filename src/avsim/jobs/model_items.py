@@ -163,6 +163,31 @@ def generate_request(control_dir: Path, options: Mapping[str, Any]) -> Any:
     )  # fmt: skip
 
 
+def warn_labels_for_generation(options: Mapping[str, Any]) -> None:
+    """`avsim run render --labels --size WxH`: warn, before anything renders, when labels of that size
+    can feed no model (`avsim run generate` remaps labels only to a model size of the same aspect).
+
+    Args:
+        options: the render command's typed options.
+    """
+    import warnings
+
+    from avsim.core.errors import AvsimWarning
+    from avsim.jobs.options import parse_size
+    from avsim.models.config import CONFIGS
+    from avsim.models.labels_scaling import same_aspect
+
+    if not options.get("labels") or not options.get("size"):
+        return
+    size = parse_size(str(options["size"]), "--size")
+    models = {name: (cfg().width_px, cfg().height_px) for name, cfg in CONFIGS.items()}
+    if not any(same_aspect(size, px) for px in models.values()):
+        sizes = ", ".join(f"{name} {w}x{h}" for name, (w, h) in models.items())
+        warnings.warn(f"--labels --size {size[0]}x{size[1]}: these labels cannot feed `avsim run generate`, which remaps "
+                      f"labels only to a model size of the same aspect ({sizes}); render at such an aspect to generate "
+                      "from this render", AvsimWarning, stacklevel=2)  # fmt: skip
+
+
 def check_generate_options(options: Mapping[str, Any]) -> None:
     """Refuse conflicting weight and text options once, on the driver (`avsim generate`'s rules)."""
     from avsim.models.generate import check_request
@@ -182,9 +207,10 @@ def generate_item(task: ItemTask, tmp: Path) -> None:
         task: the item (source: the render item folder; options: `avsim run generate`'s).
         tmp: the item's temporary output folder.
     """
+    from avsim.jobs.progress import current_item
     from avsim.models.generate import run_generate_clips
 
-    run_generate_clips(generate_request(task.source, task.options), tmp)
+    run_generate_clips(generate_request(task.source, task.options), tmp, progress=current_item())
 
 
 def _path(options: Mapping[str, Any], key: str) -> Path | None:
@@ -199,6 +225,7 @@ def pair_item(task: ItemTask, tmp: Path) -> None:
         tmp: the item's temporary output folder.
     """
     from avsim.core.rig import COSMOS_VIEW_NAMES
+    from avsim.jobs.progress import current_item
     from avsim.models.video_io import view_clips
     from avsim.train.jobs import pair_clip
 
@@ -211,7 +238,9 @@ def pair_item(task: ItemTask, tmp: Path) -> None:
     clips = view_clips(task.source, COSMOS_VIEW_NAMES, kind="control")
     if not clips:
         raise AvsimInputError(task.source, "videos", f"no clip with a control video for every view {list(COSMOS_VIEW_NAMES)}")
-    for clip, paths in clips.items():
+    item = current_item()
+    for k, (clip, paths) in enumerate(clips.items()):
+        item("pair", k, len(clips), "clips")
         pair_clip(paths[COSMOS_VIEW_NAMES[0]].parent, real, tmp, str(caption), clip)
 
 
@@ -222,9 +251,10 @@ def encode_item(task: ItemTask, tmp: Path) -> None:
         task: the item (source: the layout root; options: the clip and `avsim run encode`'s).
         tmp: the item's temporary output folder.
     """
+    from avsim.jobs.progress import current_item
     from avsim.train.jobs import build_cache_encoder
 
-    encoder = build_cache_encoder(encode_settings(task.options))
+    encoder = build_cache_encoder(encode_settings(task.options), current_item())
     encoder.write_blank(tmp)
     encoder.encode_record(_record(task.source, str(task.options["clip"])), tmp)
 
@@ -285,7 +315,6 @@ def merge_layout(out: Path, tasks: list[ItemTask], results: list[ItemResult]) ->
 
     for top in (VIDEOS_DIR, CONTROLS_DIR, CAPTIONS_DIR, LABELS_DIR):
         with atomic_output_path(out / top, is_dir=True) as tmp:
-            tmp.chmod(0o755)
             for src, rel in files:
                 if rel.parts[0] == top:
                     _link(src, tmp / Path(*rel.parts[1:]))

@@ -14,6 +14,7 @@ under a spinner.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
 from avsim.core.locks import output_lock
-from avsim.core.progress import progress_bar
 from avsim.jobs.dataset import JobKind
-from avsim.jobs.engines import Engine, EngineConfig, import_ray, run_tasks
+from avsim.jobs.engines import Engine, EngineConfig, JobObserver, import_ray, run_tasks
 from avsim.jobs.kinds import KINDS, JobRequest, plan_tasks, shown
+from avsim.jobs.progress import JobDisplay
 from avsim.jobs.tasks import ItemResult, ItemStatus, ItemTask, JobReport
 
 if TYPE_CHECKING:
@@ -36,26 +37,28 @@ if TYPE_CHECKING:
 __all__ = ["JOB_REPORT_JSON", "JobReport", "execute", "print_table", "run_job", "write_job_report"]
 
 JOB_REPORT_JSON = "job_report.json"
+RAY_LOG = "ray.log"  # the ray engine's own log lines (the driver's descriptor 2 while Ray runs)
 LISTED_ITEMS = 30  # the final table lists every item up to this many, else only the failed ones
 
 
 def execute(kind: str, tasks: list[ItemTask], config: EngineConfig, console: Console | None) -> list[ItemResult]:
-    """Run `tasks` with one progress update per finished item.
+    """Run `tasks` under the job's display: every running item's stage and counts, the job's ETA
+    from work done (`avsim.jobs.progress.JobDisplay`).
 
     Args:
-        kind: the job kind (the bar's label).
+        kind: the job kind (the display's label).
         tasks: the item tasks.
         config: the engine.
-        console: where the bar goes (None: no bar).
+        console: where the display goes (None: nothing shown, no progress channel).
 
     Returns:
         The results in task order.
     """
     if console is None:
-        return run_tasks(tasks, config, lambda r: None)
-    with progress_bar(f"run {KINDS[JobKind(kind)].command}", unit="items", console=console) as bar:
-        task = bar.add_task("", total=len(tasks))
-        return run_tasks(tasks, config, lambda r: bar.update(task, advance=1, description=f"{r.name}: {r.status}"))
+        return run_tasks(tasks, config)
+    with JobDisplay(f"run {KINDS[JobKind(kind)].command}", [t.name for t in tasks], console) as display:
+        observer = JobObserver(on_result=display.finished, on_update=display.update, on_tick=display.tick, console=console)
+        return run_tasks(tasks, config, observer)
 
 
 def write_job_report(out: Path, kind: str, dataset: Path, config: EngineConfig, report: JobReport) -> Path:
@@ -125,12 +128,15 @@ def run_job(kind: str, dataset: Path, out: Path, options: Mapping[str, Any], con
         import_ray()  # a missing extra fails here, in one line, before anything is written
     job = JobRequest(JobKind(kind), dataset, out, options, real=real, generated=generated, seeds=seeds, bootstrap=bootstrap)
     spec = KINDS[job.kind]
-    with shown(console if spec.weights else None, f"run {spec.command}: listing the items, hashing the weight files"):
-        tasks = plan_tasks(job)  # a checkpoint takes seconds to hash
+    with shown(console, f"run {spec.command}: listing the items" + (", hashing the weight files" if spec.weights else "")):
+        tasks = plan_tasks(job)  # a checkpoint takes seconds to hash, thousands of items a moment to list
+    if config.engine == Engine.RAY and config.ray_log is None:
+        config = dataclasses.replace(config, ray_log=out / RAY_LOG)  # Ray's own log lines: in the job folder, not the terminal
     with output_errors(out), output_lock(out, wait=wait):  # one job per OUT at a time
         results = execute(kind, tasks, config, console)
         if spec.gather is not None:
-            results = spec.gather(out, tasks, results)
+            with shown(console, f"run {spec.command}: joining the outputs of {len(tasks)} items"):  # pair: seconds of links
+                results = spec.gather(out, tasks, results)
         report = JobReport(kind, results)
         write_job_report(out, kind, dataset, config, report)
         if console is not None:

@@ -283,7 +283,8 @@ def plan_clip(req: GenerateRequest, cfg: TransferConfig, cameras: list[str], cli
     folder = find_control_labels(req.control_dir, clip)
     pairing = None
     if folder is not None:
-        pairing = check_pairing(folder, clip, frames[first].tolist(), times[first], cfg.model_fps, (cfg.width_px, cfg.height_px))
+        pairing = check_pairing(folder, clip, frames[first].tolist(), times[first], cfg.model_fps, (cfg.width_px, cfg.height_px),
+                                cameras)
     return ClipPlan(clip, paths, frames, source_fps, cond_paths, cond_frames, pairing)
 
 
@@ -366,7 +367,6 @@ def _write_outputs(out: Path, plan: ClipPlan, cameras: list[str], videos: list[T
     """One mp4 per view, the grid mp4, the control labels (if any) and settings.json, written atomically into `out`."""
     clip = plan.clip
     with atomic_output_path(out, is_dir=True) as tmp:
-        tmp.chmod(0o755)  # mkdtemp makes it private; the output folder is an ordinary one
         report_step(progress, "write videos", 0, len(cameras) + 1)
         for i, (cam, video) in enumerate(zip(cameras, videos, strict=True)):
             write_video(join_names(tmp, f"{clip}.{cam}.mp4"), video, fps)

@@ -20,8 +20,11 @@ them as `OUT/labels/`:
 
 Each selected frame is matched to its label by time: the label's `timestamp_ns` (relative to
 the clip's first labelled frame) must equal the control video frame's presentation time to
-within `TIME_TOLERANCE_NS`. The labels are in the pixels of the render, so the render's size
-must be the model's. Everything is checked before any model is loaded (`check_pairing`, from
+within `TIME_TOLERANCE_NS`. The labels are in the pixels of the render: a render at the model's
+size is used as it is; one at another size of the same aspect (224x128 for the 112x64 model)
+is remapped to the model's pixels by the scaling the generator applies to its frames
+(`avsim.models.labels_scaling`; the pairing is then "selected", written, never linked); another
+aspect is refused. Everything is checked before any model is loaded (`check_pairing`, from
 `index.json` and the control video's packets) and the frame count again before the output is
 renamed into place (`place_labels`); a mismatch is a one-line input error. `index.json` is
 read tolerantly: keys this module does not know (a layout version) are kept.
@@ -32,8 +35,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ from avsim.core.atomic import atomic_output_path
 from avsim.core.errors import AvsimInputError
 from avsim.core.label_folders import LABELS_FOLDER
 from avsim.core.safe_json import read_json
+from avsim.models.labels_scaling import LabelScale, camera_scales, rescale_label_folder
 
 TIME_TOLERANCE_NS = 1_000_000  # 1 ms: a label and a video frame with times this close are the same frame
 
@@ -54,8 +58,9 @@ class LabelsPairing:
     folder: the control clip's `labels/` folder; video_clip: the clip id of the control video
     (`index.json["frames"][*]["video_clip"]`); source_frames: (T,) the control video frame of
     each generated frame; source_fps: the labels' rate; fps: the generated rate; width_px,
-    height_px: the labelled image size; identical: the generated clip has exactly the labelled
-    video's frames (the folder is linked, not rewritten).
+    height_px: the generated image size; identical: the generated clip has exactly the labelled
+    video's frames at its size (the folder is linked, not rewritten); scales: camera -> the remap
+    of labels made at another size of the same aspect (`avsim.models.labels_scaling`).
     """
 
     folder: Path
@@ -66,6 +71,7 @@ class LabelsPairing:
     width_px: int
     height_px: int
     identical: bool
+    scales: Mapping[str, LabelScale] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.source_frames or self.fps <= 0 or self.source_fps <= 0 or self.width_px < 1 or self.height_px < 1:
@@ -118,7 +124,7 @@ def _clip_frames(folder: Path, clip: str) -> tuple[dict[str, Any], dict[int, dic
 
 
 def check_pairing(folder: Path, clip: str, source_frames: Sequence[int], source_times_s: np.ndarray,
-                  fps: float, size: tuple[int, int]) -> LabelsPairing:  # fmt: skip
+                  fps: float, size: tuple[int, int], cameras: Sequence[str] | None = None) -> LabelsPairing:  # fmt: skip
     """Check that labels made for the control video index the generated clip, and say how.
 
     Args:
@@ -128,21 +134,20 @@ def check_pairing(folder: Path, clip: str, source_frames: Sequence[int], source_
         source_times_s: (N,) presentation times of the control video's frames (`frame_times_s`).
         fps: the generated rate (the model rate).
         size: the generated (width, height) in pixels.
+        cameras: the generated views (default: every camera of the labels).
 
     Returns:
-        The pairing (`identical` when the generated clip has every labelled frame, in order, at the labels' rate).
+        The pairing (`identical` when the generated clip has every labelled frame, in order, at the
+        labels' rate and size; `scales` for cameras labelled at another size of the same aspect).
 
     Raises:
-        AvsimInputError: the labels are of another size, miss a selected frame, or their times
+        AvsimInputError: the labels are of another aspect, miss a selected frame, or their times
             disagree with the video's.
     """
     path = folder / "index.json"
     doc, mine = _clip_frames(folder, clip)
-    labelled_size = (int(doc.get("width_px", 0)), int(doc.get("height_px", 0)))
-    if labelled_size != (int(size[0]), int(size[1])):
-        raise AvsimInputError(path, "width_px", f"labels of {labelled_size[0]}x{labelled_size[1]} images cannot index the "
-                              f"generated {size[0]}x{size[1]} frames: render with --labels --size {size[0]}x{size[1]}, "
-                              "or generate from a folder without labels/")  # fmt: skip
+    views = list(cameras) if cameras is not None else [str(c) for c in doc.get("cameras", [])]
+    scales = camera_scales(doc, views, (int(size[0]), int(size[1])), path)
     missing = [int(j) for j in source_frames if int(j) not in mine]
     if missing or 0 not in mine:
         first = missing[0] if missing else 0
@@ -155,9 +160,9 @@ def check_pairing(folder: Path, clip: str, source_frames: Sequence[int], source_
             raise AvsimInputError(path, "timestamp_ns", f"frame {j} of {clip}: the labels say t={label_ns / 1e9:.4f} s, the "
                                   f"video t={video_ns / 1e9:.4f} s: these labels are not of this video")  # fmt: skip
     source_fps = float(doc.get("fps", 0) or fps)
-    identical = round(source_fps, 6) == round(float(fps), 6) and list(source_frames) == list(range(len(mine)))
+    same_frames = round(source_fps, 6) == round(float(fps), 6) and list(source_frames) == list(range(len(mine)))
     return LabelsPairing(folder, clip, tuple(int(j) for j in source_frames), source_fps, float(fps),
-                         labelled_size[0], labelled_size[1], identical)  # fmt: skip
+                         int(size[0]), int(size[1]), same_frames and not scales, scales)  # fmt: skip
 
 
 def _link_or_copy(src: Path, link: Path, final_link: Path) -> str:
@@ -274,12 +279,16 @@ def place_labels(pairing: LabelsPairing, tmp_out: Path, final_out: Path, generat
         note = "each labels/index.json frame is frame video_frame of <video_clip>.<camera>.mp4 in this folder"
     else:
         write_selected_labels(pairing, link, cameras)
+        rescale_label_folder(link, pairing.scales)
         how = "selected"
         note = ("labels/ holds the generated frames only: index.json frame k is frame video_frame = k of "
                 "<video_clip>.<camera>.mp4 in this folder; index.json['source'] lists the control frames they came from")  # fmt: skip
-    return {
+        if pairing.scales:
+            note += "; their pixels are remapped from the render's size to the generated one (index.json['rescaled'])"
+    record = {
         "folder": LABELS_FOLDER, "placed_as": how, "control_labels": str(src), "control_clip": pairing.video_clip,
         "frame_mapping": "identical" if pairing.identical else "selected", "frames": pairing.frames, "fps": pairing.fps,
         "source_fps": pairing.source_fps, "source_frames": list(pairing.source_frames),
         "width_px": pairing.width_px, "height_px": pairing.height_px, "note": note,
     }  # fmt: skip
+    return {**record, "rescaled": {c: s.record() for c, s in pairing.scales.items()}} if pairing.scales else record

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,11 +21,9 @@ import torch
 import torch.nn.functional as F
 
 from avsim.core.errors import AvsimInputError
-from avsim.core.rig import MOSAIC_ORDER
+from avsim.core.mosaic import camera_rows, mosaic_layout
+from avsim.core.rig import cosmos_rig
 from avsim.core.video import MP4Writer, iter_video_frames
-
-# Grid order of the render spec's mosaic (row-major, 3 columns).
-GRID_ORDER: tuple[str, ...] = MOSAIC_ORDER
 
 
 def resolve_camera(name: str, cameras: Sequence[str]) -> str:
@@ -204,12 +201,26 @@ def read_model_frames(
     return read_frames(path, indices, height_px, width_px)
 
 
+def resample(images: torch.Tensor, height_px: int, width_px: int) -> torch.Tensor:
+    """The generator's resampling of control frames to the model size: bilinear, antialiased, pixel
+    centres aligned as `align_corners=False` (a point at pixel-centre coordinate u of the source is
+    at (u + 0.5) * s - 0.5 in the output, s = output / source size per axis).
+
+    Args:
+        images: (N, C, H, W) float.
+        height_px, width_px: the output size.
+
+    Returns:
+        (N, C, height_px, width_px) float32.
+    """
+    return F.interpolate(images.float(), size=(height_px, width_px), mode="bilinear", antialias=True, align_corners=False)
+
+
 def resize_frames(frames: torch.Tensor, height_px: int, width_px: int) -> torch.Tensor:
-    """(T, 3, H, W) uint8 -> (T, 3, height, width) uint8, bilinear with antialiasing."""
+    """(T, 3, H, W) uint8 -> (T, 3, height, width) uint8 by `resample`."""
     if frames.shape[-2:] == (height_px, width_px):
         return frames
-    out = F.interpolate(frames.float(), size=(height_px, width_px), mode="bilinear", antialias=True, align_corners=False)
-    return out.round().clamp(0, 255).to(torch.uint8)
+    return resample(frames, height_px, width_px).round().clamp(0, 255).to(torch.uint8)
 
 
 def to_model_range(frames: torch.Tensor) -> torch.Tensor:
@@ -230,32 +241,36 @@ def write_video(path: Path, frames: torch.Tensor, fps: float) -> None:
             writer.write(np.ascontiguousarray(f))
 
 
-def grid_frames(views: dict[str, torch.Tensor], max_width_px: int = 1920) -> torch.Tensor:
-    """Mosaic (3 columns, render-spec order) of per-view (T, 3, H, W) uint8 with camera labels."""
+def grid_frames(views: dict[str, torch.Tensor], max_size_px: tuple[int, int] = (1920, 1080)) -> torch.Tensor:
+    """Mosaic of per-view (T, 3, H, W) uint8 with camera labels, in the render mosaic's layout
+    (`avsim.core.mosaic.camera_rows` of the model rig: front row, sides, rear; every row as wide,
+    no empty cell), views at their own size in the widest row unless the grid would exceed
+    `max_size_px`.
+
+    Args:
+        views: view name -> (T, 3, H, W) uint8 (every view the same shape).
+        max_size_px: (width, height) the grid fits in.
+
+    Returns:
+        (T, 3, grid height, grid width) uint8.
+    """
     import cv2
 
-    names = [c for c in GRID_ORDER if c in views] + [c for c in views if c not in GRID_ORDER]
     t, _, h, w = next(iter(views.values())).shape
-    cols = min(3, len(names))
-    rows = math.ceil(len(names) / cols)
-    scale = min(1.0, max_width_px / (cols * w))
-    ch, cw = max(2, int(h * scale) // 2 * 2), max(2, int(w * scale) // 2 * 2)
-    grid = np.zeros((t, rows * ch, cols * cw, 3), np.uint8)
-    font_scale = max(0.3, ch / 720 * 1.2)
-    for k, name in enumerate(names):
-        cell = resize_frames(views[name], ch, cw).permute(0, 2, 3, 1).numpy()
-        r, c = divmod(k, cols)
-        block = np.ascontiguousarray(cell)
-        label = name.removeprefix("camera_")
+    layout = mosaic_layout(camera_rows(list(views), cosmos_rig()), w - w % 2, h, max_size_px=max_size_px)
+    grid = np.zeros((t, layout.height_px, layout.width_px, 3), np.uint8)
+    for tile in layout.tiles:
+        block = np.ascontiguousarray(resize_frames(views[tile.camera], tile.height_px, tile.width_px).permute(0, 2, 3, 1).numpy())
+        font_scale = max(0.3, tile.height_px / 720 * 1.2)
+        label = tile.camera.removeprefix("camera_")
         for f in block:
             cv2.putText(f, label, (4, int(14 * font_scale / 0.4)), cv2.FONT_HERSHEY_SIMPLEX, font_scale,
                         (255, 255, 255), 1, cv2.LINE_AA)
-        grid[:, r * ch : (r + 1) * ch, c * cw : (c + 1) * cw] = block
+        grid[:, tile.y_px : tile.y_px + tile.height_px, tile.x_px : tile.x_px + tile.width_px] = block
     return torch.from_numpy(grid).permute(0, 3, 1, 2)
 
 
 __all__ = [
-    "GRID_ORDER",
     "find_view_videos",
     "frame_stride",
     "frame_times_s",
@@ -263,6 +278,7 @@ __all__ = [
     "read_frames",
     "read_model_frames",
     "select_frames",
+    "resample",
     "resize_frames",
     "resolve_camera",
     "to_model_range",

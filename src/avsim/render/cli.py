@@ -28,7 +28,7 @@ SIZE_HELP = ("WxH: every camera at exactly that size (a camera of another aspect
              f"{style.DEFAULT_HEIGHT_PX} high ({style.DEFAULT_WIDTH_PX}x{style.DEFAULT_HEIGHT_PX} for a 16:9 camera).")
 WAIT_HELP = "When another avsim process is writing OUT/<clip>, wait for it (default: stop with one line)."
 RIG_HELP = f"Camera rig: the scenario's own (scenario), or a named rig on the same ego ({', '.join(rig_choices()[1:])})."
-LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json: 1/30.6 of the standard files' bytes, measured on "
+LABEL_FILES_HELP = ("Label layout: compact (parquet tables beside index.json: 1/28.7 of the standard files' bytes, measured on "
                     "the sample's 20 s x 7 cameras; `avsim labels-convert` writes the standard files from them), standard (COCO, "
                     "nuScenes-style boxes3d.json, OpenLane files) or both (docs/labels.md).")
 IMAGES_HELP = "Also write every labelled frame as an image file (jpg or png) under labels/images/<camera>/, named by the COCO files."

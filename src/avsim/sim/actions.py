@@ -25,11 +25,14 @@ class Trajectory:
 
     poses: (N, 3) x_m, y_m, heading_rad at times interval_s, 2 interval_s, ... after now (NAVSIM's
     `Trajectory`: 8 poses at 0.5 s); they are interpolated to the sim's step and tracked by the
-    LQR tracker.
+    LQR tracker. start: (3,) the plan's own pose now, where it is not the ego's (a path-following
+    planner's point on its path, as PDM-Closed's trajectories begin: the tracker then sees the
+    ego's lateral and heading error to it); None: the ego's pose (NAVSIM's `transform_trajectory`).
     """
 
     poses: NDArrayFloat
     interval_s: float = 0.1
+    start: NDArrayFloat | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,13 @@ def parse_action(value: Any, dt_s: float) -> Action:
             raise PolicyError(f"trajectory.poses: expected shape (N, 3) with N >= 1, got {poses.shape}")
         interval = _interval(value.interval_s)
         _check_poses(poses, interval, "trajectory.poses")
-        return Trajectory(poses, interval)
+        start = None
+        if value.start is not None:
+            start = _as_array(value.start, "trajectory.start")
+            if start.shape != (3,):
+                raise PolicyError(f"trajectory.start: expected shape (3,), got {start.shape}")
+            _check_poses(start[None], interval, "trajectory.start")
+        return Trajectory(poses, interval, start)
     arr = _as_array(value, "action")
     if arr.shape == (2,):
         _finite(arr, "action")
@@ -111,8 +120,8 @@ def _finite(arr: NDArrayFloat, name: str) -> None:
 
 
 def reference_poses(traj: Trajectory, world_pose: tuple[float, float, float], dt_s: float) -> NDArrayFloat:
-    """The world-frame reference (M+1, 3) the tracker follows: the current pose, then the trajectory
-    interpolated at the sim's step (x, y linear, heading unwrapped linear), as NAVSIM's
+    """The world-frame reference (M+1, 3) the tracker follows: the current pose (or the trajectory's
+    `start`), then the trajectory interpolated at the sim's step (x, y linear, heading unwrapped linear), as NAVSIM's
     `transform_trajectory` + `InterpolatedTrajectory` do.
 
     Args:
@@ -125,7 +134,7 @@ def reference_poses(traj: Trajectory, world_pose: tuple[float, float, float], dt
     """
     x0, y0, h0 = world_pose
     c, s = np.cos(h0), np.sin(h0)
-    local = np.vstack([np.zeros((1, 3)), traj.poses])
+    local = np.vstack([np.zeros((1, 3)) if traj.start is None else traj.start[None], traj.poses])
     world = np.stack([x0 + c * local[:, 0] - s * local[:, 1], y0 + s * local[:, 0] + c * local[:, 1], np.unwrap(h0 + local[:, 2])], axis=1)
     t_src = np.arange(len(local)) * traj.interval_s
     count = max(int(np.floor(t_src[-1] / dt_s + 1e-9)), 1)

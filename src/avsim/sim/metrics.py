@@ -1,16 +1,25 @@
-"""Scores of an episode: NAVSIM's metrics over the whole rollout and over every 4 s window, the
-human-filtered EPDMS, and avsim's own traffic-rule checks.
+"""Scores of an episode: NAVSIM's metrics over every 4 s window and their mean (the episode's
+headline), the whole rollout as one proposal, the human-filtered EPDMS, and avsim's own
+traffic-rule checks.
 
-- Episode: the rollout from its first to its last step scored as one NAVSIM proposal
-  (`avsim.sim.scoring`); EP is normalised by the larger of the ego's admissible progress and the
-  logged ego's progress over the same time (NAVSIM normalises by PDM-Closed's proposal: avsim's
-  reference is the log, which every scenario has).
-- Per step: the window of `WINDOW_S` (NAVSIM's 4 s) starting at each step whose window fits in the
-  rollout, scored as NAVSIM scores a proposal, with the 1.5 s before it as history (HC).
+- Windows: the window of `WINDOW_S` (NAVSIM's 4 s) starting at each step whose window fits in
+  the rollout, scored as NAVSIM v2 scores a frame (`avsim.sim.scoring`), with the 1.5 s of the
+  rollout before it as history (HC; without its last 0.1 s, as NAVSIM samples the past
+  trajectory, `history_time_us[:-1]`); EP is normalised by the larger of the window's own
+  admissible progress and the logged ego's progress over the same window masked by the logged
+  ego's multiplicative metrics there (NAVSIM normalises by PDM-Closed's proposal, masked by its
+  own: avsim's reference is the log, which every scenario has); EC compares the plan of the
+  window's first step with the plan 0.5 s before (NAVSIM's two-frame extended comfort), and a
+  window without that pair (the first 0.5 s, a policy that returns controls) has no EC (EPDMS
+  over 14 instead of 16).
+- Episode (the headline, `sim_metrics.json`'s `episode`): the mean of each score over the
+  windows, as NAVSIM reports a split by the mean over its frames; an episode shorter than one
+  window is scored as one window over what it has.
+- Rollout: the whole rollout scored as one proposal (a diagnostic: over 20 s DAC is "never left
+  the road", NC "never hit anything"); its EC is the share of plan pairs within the bounds.
 - Human filter (NAVSIM's `human_penalty_filter`, EPDMS only): a sub-score the logged ego itself
   fails (0) over the same window, driving among the logged agents, is set to 1 for the policy.
-- EC: the policy's plans (when it returns trajectories), each simulated open loop from its step
-  by NAVSIM's tracker and model, compared every 0.5 s with the plan before (their overlap).
+  NAVSIM scores the human without its history, so its HC is 1 and HC is never filtered.
 - Rules: `avsim validate`'s traffic-rule checks (red light, speed limit, wrong way, stop line) and
   its box overlaps on the rollout scenario, the ego's findings.
 """
@@ -22,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
+from avsim.maps.road import RoadModel
 from avsim.scenario import Scenario
 from avsim.sim.comfort import two_frame_extended_comfort
 from avsim.sim.recorder import Plan
@@ -58,56 +68,112 @@ def metrics_dict(m: Metrics, b: int, ep: float, agg: dict[str, NDArrayFloat], ec
     return out
 
 
+FILTERED = ("no_at_fault_collisions", "drivable_area_compliance", "driving_direction_compliance", "traffic_light_compliance",
+            "time_to_collision_within_bound", "lane_keeping")  # HC: NAVSIM's human has no history (HC 1), never filtered
+
+
 def human_filtered(agent: Metrics, human: Metrics) -> Metrics:
     """`agent` with every sub-score the human fails (0) set to 1 (NAVSIM's human penalty filter)."""
     fields = {}
     for name in Metrics.__dataclass_fields__:
         value = getattr(agent, name)
-        if name in ("no_at_fault_collisions", "drivable_area_compliance", "driving_direction_compliance", "traffic_light_compliance",
-                    "time_to_collision_within_bound", "lane_keeping", "history_comfort"):
+        if name in FILTERED:
             value = np.where(getattr(human, name) == 0, 1.0, value)
         fields[name] = value
     return Metrics(**fields)
 
 
-def simulate_plan(plan: Plan, sim: Simulator) -> NDArrayFloat:
-    """The plan driven open loop from its step (NAVSIM's `PDMSimulator`: LQR tracking, bicycle model).
+def multiplicative(m: Metrics) -> NDArrayFloat:
+    """(B,) NC * DAC * DDC * TLC."""
+    return m.no_at_fault_collisions * m.drivable_area_compliance * m.driving_direction_compliance * m.traffic_light_compliance
+
+
+def window_progress(m: Metrics, log: Metrics, config: ScorerConfig) -> NDArrayFloat:
+    """(B,) EP over a window: progress normalised by the largest admissible one among the sequences
+    and the log's, each masked by its own multiplicative metrics (NAVSIM's `_aggregate_pdm_scores`
+    with the log in PDM-Closed's place: a log that fails NC, DAC, DDC or TLC there does not count).
+
+    Args:
+        m: the sequences' metrics over the window.
+        log: the logged ego's metrics over the same window (one sequence).
+        config: the 5 m threshold.
 
     Returns:
-        (M+1, 11) states.
+        EP in [0, 1].
+    """
+    reference = float(log.progress_m[0] * multiplicative(log)[0])
+    return normalized_progress(m.progress_m, multiplicative(m), reference, config)
+
+
+def simulate_plans(plans: list[Plan], sim: Simulator) -> dict[int, NDArrayFloat]:
+    """Each plan driven open loop from its step (NAVSIM's `PDMSimulator`: LQR tracking, the bicycle
+    model with NAVSIM's limits), plans of one length in one batch.
+
+    Returns:
+        Plan step -> (M+1, 11) states.
     """
     tracker = LQRTracker(sim.vehicle.wheel_base_m, sim.dt_s, sim.config.tracker)
     model = KinematicBicycle(sim.vehicle, VehicleLimits.navsim())
-    ref = plan.reference[None]
-    profiles = velocity_curvature_profiles(ref, sim.dt_s, sim.config.tracker)
-    out = np.zeros((len(plan.reference), len(plan.state)))
-    out[0] = plan.state
-    for i in range(1, len(out)):
-        cmd = tracker.commands(out[i - 1 : i], ref, index=i - 1, profiles=profiles)
-        out[i] = model.propagate(out[i - 1 : i], cmd, sim.dt_s)[0]
+    by_length: dict[int, list[Plan]] = {}
+    for p in plans:
+        by_length.setdefault(len(p.reference), []).append(p)
+    out: dict[int, NDArrayFloat] = {}
+    for n, group in by_length.items():
+        ref = np.stack([p.reference for p in group])
+        profiles = velocity_curvature_profiles(ref, sim.dt_s, sim.config.tracker)
+        states = np.zeros((len(group), n, len(group[0].state)))
+        states[:, 0] = np.stack([p.state for p in group])
+        for i in range(1, n):
+            cmd = tracker.commands(states[:, i - 1], ref, index=i - 1, profiles=profiles)
+            states[:, i] = model.propagate(states[:, i - 1], cmd, sim.dt_s)
+        out.update({p.step: states[k] for k, p in enumerate(group)})
     return out
 
 
 def extended_comfort(plans: list[Plan], sim: Simulator) -> dict[int, float]:
     """EC of each plan against the plan `EC_INTERVAL_S` earlier (keyed by the later plan's step)."""
     stride = max(int(round(EC_INTERVAL_S / sim.dt_s)), 1)
-    by_step = {p.step: p for p in plans}
-    driven = {}
+    steps = {p.step for p in plans}
+    driven = simulate_plans(plans, sim)
     out: dict[int, float] = {}
-    for p in plans:
-        prev = by_step.get(p.step - stride)
-        if prev is None:
+    for k in sorted(steps):
+        if k - stride not in steps:
             continue
-        for q in (p, prev):
-            if q.step not in driven:
-                driven[q.step] = simulate_plan(q, sim)
-        now, before = driven[p.step], driven[prev.step]
+        now, before = driven[k], driven[k - stride]
         n = min(len(now) - stride, len(before) - stride)
         if n < 3:
             continue
         ok = two_frame_extended_comfort(now[None, :n], before[None, stride : stride + n], np.arange(n) * sim.dt_s)
-        out[p.step] = float(ok[0])
+        out[k] = float(ok[0])
     return out
+
+
+def score_window(scene: Scene, human: Scene, t0: int, t1: int, history_steps: int, ec: float | None,
+                 config: ScorerConfig) -> tuple[dict[str, Any], Metrics]:  # fmt: skip
+    """NAVSIM's scores of the window [t0, t1] of a driven sequence (see the module docstring).
+
+    Args:
+        scene: the driven sequence (one) in its world.
+        human: the logged ego (one sequence) in the logged world.
+        t0, t1: the window.
+        history_steps: how many states before t0 count as history (HC).
+        ec: the window's extended comfort (None: not scored).
+        config: NAVSIM's thresholds.
+
+    Returns:
+        (the scores as plain values, with the human-filtered EPDMS, the sub-scores the human fails,
+        the log's progress and multiplicative metrics; the raw metrics).
+    """
+    lo = max(t0 - history_steps, 0)
+    hist = scene.states[:, lo : max(t0 - 1, lo)] if history_steps else None  # NAVSIM pads without the last 0.1 s
+    m, mh = scene.metrics(t0, t1, hist), human.metrics(t0, t1, None)
+    ep = window_progress(m, mh, config)
+    ec_arr = None if ec is None else np.array([ec])
+    raw = metrics_dict(m, 0, float(ep[0]), aggregate(m, ep, config, ec_arr), ec)
+    raw["epdms_human_filtered"] = float(aggregate(human_filtered(m, mh), ep, config, ec_arr)["epdms"][0])
+    raw["human_failed"] = [name for name in FILTERED if float(getattr(mh, name)[0]) == 0.0]
+    raw["log_progress_m"], raw["log_multiplicative_metrics_prod"] = float(mh.progress_m[0]), float(multiplicative(mh)[0])
+    return raw, m
 
 
 class EpisodeScorer:
@@ -115,7 +181,7 @@ class EpisodeScorer:
 
     Args:
         sim: the simulator after the episode.
-        plans: the policy's trajectories, every `EC_INTERVAL_S` (empty: EC not scored).
+        plans: the policy's trajectories, one per step (empty: EC not scored).
         config: NAVSIM's thresholds.
     """
 
@@ -131,41 +197,60 @@ class EpisodeScorer:
                            sim.dt_s, self.config)  # fmt: skip
         self.ec = extended_comfort(plans, sim) if plans else {}
         self.has_plans = bool(plans)
+        self.window_steps = int(round(WINDOW_S / sim.dt_s))
+        self.history_steps = int(round(HISTORY_S / sim.dt_s))
 
-    def window(self, t0: int, t1: int, history_steps: int) -> tuple[dict[str, Any], Metrics]:
-        """Scores of the window [t0, t1] (policy and human-filtered EPDMS)."""
-        hist_lo = max(t0 - history_steps, 0)
-        hist = self.scene.states[:, hist_lo:t0] if history_steps else None
-        hist_h = self.human.states[:, hist_lo:t0] if history_steps else None
-        m, mh = self.scene.metrics(t0, t1, hist), self.human.metrics(t0, t1, hist_h)
-        ref = float(mh.progress_m[0])
-        ep = normalized_progress(m.progress_m, m.no_at_fault_collisions * m.drivable_area_compliance * m.driving_direction_compliance
-                                 * m.traffic_light_compliance, ref, self.config)  # fmt: skip
-        ec_values = [v for k, v in self.ec.items() if t0 < k <= t1] if history_steps else list(self.ec.values())
-        ec = (min(ec_values) if ec_values else 1.0) if self.has_plans else None
-        ec_arr = None if ec is None else np.array([ec])
-        raw = metrics_dict(m, 0, float(ep[0]), aggregate(m, ep, self.config, ec_arr), ec)
-        filtered = human_filtered(m, mh)
-        raw["epdms_human_filtered"] = float(aggregate(filtered, ep, self.config, ec_arr)["epdms"][0])
-        raw["human_failed"] = [name for name in METRIC_NAMES if name != "ego_progress" and float(getattr(mh, name)[0]) == 0.0]
-        return raw, m
+    def window(self, t0: int, t1: int, history_steps: int, ec: float | None) -> tuple[dict[str, Any], Metrics]:
+        """Scores of the window [t0, t1] (`score_window`)."""
+        return score_window(self.scene, self.human, t0, t1, history_steps, ec, self.config)
 
-    def episode(self) -> dict[str, Any]:
-        """The whole rollout as one proposal."""
-        out, m = self.window(0, max(self.n - 1, 1) if self.n > 1 else 0, 0) if self.n > 1 else ({}, None)
-        if m is not None:
-            out["first_at_fault_collision_s"] = _seconds(float(m.collision_index[0]), self.sim.dt_s)
-            out["first_ttc_infraction_s"] = _seconds(float(m.ttc_index[0]), self.sim.dt_s)
+    def rollout(self) -> dict[str, Any]:
+        """The whole rollout as one proposal (its EC the share of plan pairs within the bounds)."""
+        if self.n < 2:
+            return {}
+        ec = (float(np.mean(list(self.ec.values()))) if self.ec else 1.0) if self.has_plans else None
+        out, m = self.window(0, self.n - 1, 0, ec)
+        out["first_at_fault_collision_s"] = _seconds(float(m.collision_index[0]), self.sim.dt_s)
+        out["first_ttc_infraction_s"] = _seconds(float(m.ttc_index[0]), self.sim.dt_s)
         return out
 
     def per_step(self) -> list[dict[str, Any]]:
-        """NAVSIM's scores of the 4 s window from each step (None where the window does not fit)."""
-        h = int(round(WINDOW_S / self.sim.dt_s))
-        hist = int(round(HISTORY_S / self.sim.dt_s))
+        """NAVSIM's scores of the 4 s window from each step (empty where the window does not fit)."""
         rows: list[dict[str, Any]] = []
         for t0 in range(self.n):
-            rows.append(self.window(t0, t0 + h, hist)[0] if t0 + h <= self.n - 1 else {})
+            if t0 + self.window_steps <= self.n - 1:
+                rows.append(self.window(t0, t0 + self.window_steps, self.history_steps, self.ec.get(t0) if self.has_plans else None)[0])
+            else:
+                rows.append({})
         return rows
+
+    def episode(self, windows: list[dict[str, Any]], rollout: dict[str, Any]) -> dict[str, Any]:
+        """The headline: each score's mean over the scored windows (see the module docstring).
+
+        Args:
+            windows: `per_step()`'s rows.
+            rollout: `rollout()`.
+
+        Returns:
+            The mean of every score, `windows_scored`, `aggregation` ("window_mean", or "rollout" for an
+            episode shorter than one window, scored as one window over what it has), the rollout's first
+            at-fault collision and TTC infraction times, and per sub-score the windows the human failed.
+        """
+        scored = [w for w in windows if w]
+        base = {k: rollout.get(k) for k in ("first_at_fault_collision_s", "first_ttc_infraction_s")}
+        if not scored:
+            whole = {k: v for k, v in rollout.items() if k != "human_failed"}
+            return {**whole, **base, "aggregation": "rollout", "windows_scored": 0,
+                    "human_failed_windows": {k: int(k in rollout.get("human_failed", [])) for k in FILTERED}}  # fmt: skip
+        out: dict[str, Any] = {}
+        for key, value in scored[0].items():
+            if isinstance(value, float) or value is None:
+                vals = [w[key] for w in scored if w.get(key) is not None]
+                out[key] = float(np.mean(vals)) if vals else None
+        out.update(base)
+        out["aggregation"], out["windows_scored"] = "window_mean", len(scored)
+        out["human_failed_windows"] = {k: sum(k in w["human_failed"] for w in scored) for k in FILTERED}
+        return out
 
     def step_flags(self) -> dict[str, NDArrayFloat]:
         """Per-step facts of the rollout (T,): at-fault contact, areas, red-zone touch, progress, deviation."""
@@ -187,9 +272,9 @@ def _seconds(index: float, dt_s: float) -> float | None:
     return None if not np.isfinite(index) else round(index * dt_s, 3)
 
 
-def rule_findings(rollout: Scenario) -> list[dict[str, Any]]:
-    """The ego's findings of `avsim validate`'s rule checks and overlaps on the rollout."""
+def rule_findings(rollout: Scenario, road: RoadModel | None = None) -> list[dict[str, Any]]:
+    """The ego's findings of `avsim validate`'s rule checks and overlaps on the rollout (`road`: its road model)."""
     from avsim.edit.validate import EGO_ID, ValidationConfig, validate_scenario
 
-    found = validate_scenario(rollout, ValidationConfig(rule_checks=RULE_KINDS))
+    found = validate_scenario(rollout, ValidationConfig(rule_checks=RULE_KINDS), road)
     return [f.to_dict() for f in found if f.kind in (*RULE_KINDS, "overlap", "off_road") and EGO_ID in f.ids]

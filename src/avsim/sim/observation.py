@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from avsim.core.trajectory import EgoTrajectory
 from avsim.core.transforms import SE3, matrix_to_quat, quat_to_matrix, yaw_to_quat
 from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayInt
 from avsim.scenario import Scenario
@@ -28,8 +29,8 @@ from avsim.sim.boxes import Boxes
 from avsim.sim.vehicle import StateIndex, VehicleParameters
 
 if TYPE_CHECKING:
+    from avsim.maps.road import RoadModel
     from avsim.render.labels.boxes import FrameBoxes3D
-    from avsim.sim.roadgraph import RoadGraph
     from avsim.sim.route import Route
 
 LANE_RADIUS_M = 150.0  # lane lines within this of the ego (as the OpenLane labels)
@@ -39,16 +40,19 @@ ROUTE_STEP_M = 1.0
 
 @dataclass(frozen=True, eq=False)
 class EpisodeInfo:
-    """What stays fixed over an episode: the scenario, its road and route, the ego, the clock, the seed."""
+    """What stays fixed over an episode: the scenario, its road and route, the ego, the clock, the
+    seed, and the logged ego the episode replays (`log_ego`: the scenario's ego without its
+    implausible poses, `avsim.scenario.ego_motion.plausible_ego`; None: the scenario's)."""
 
     scenario: Scenario
-    road: RoadGraph
+    road: RoadModel
     route: Route
     vehicle: VehicleParameters
     dt_s: float
     step_times_ns: NDArrayInt
     seed: int
     rng: np.random.Generator = field(repr=False)
+    log_ego: EgoTrajectory | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,11 +11,19 @@ Every step the planner
    nearest forecast object in the path's corridor ahead (`PDMGenerator._update_leading_agents`);
 4. drives every proposal through the tracker and the ego's model (`PDMSimulator`);
 5. scores them with NAVSIM's scorer (`avsim.sim.scoring`) against the forecast and returns the
-   best one's poses (PDM-Closed's `argmax` of the score; ties keep the first).
+   best one's poses (PDM-Closed's `argmax` of the score; ties keep the first), starting from the
+   path's point at the ego's progress as PDM-Closed's do (`Trajectory.start`: the tracker corrects
+   the ego's offset from the path);
+6. brakes instead (PDM-Closed's `PDMEmergencyBrake`) when the best proposal has an at-fault
+   collision or a TTC infraction (`brake_on_ttc`; PDM-Closed checks one of the two, collision by
+   default) within `brake_time_to_collision_s` and the ego is at most `brake_max_speed_mps` fast:
+   a crossing object's first contact is with the ego's side (not at fault, so no collision
+   brake), and a side-swipe becomes at fault once the ego's front is in it (nus-0757).
 
 Simplifications: the proposal paths are recomputed every step from the route (PDM-Closed keeps
-the first step's), objects are placed on a path by the projection of their centre with their
-extent across it, and there is no emergency brake.
+the first step's), and an object is in a path's way where a corner of its box comes within the
+ego's half width plus `CORRIDOR_MARGIN_M` of the path (or its box straddles the path), from its
+nearest corner along it.
 """
 
 from __future__ import annotations
@@ -26,12 +34,14 @@ import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.sim.actions import Trajectory
-from avsim.sim.boxes import Boxes
+from avsim.sim.boxes import Boxes, footprint
 from avsim.sim.observation import EpisodeInfo, Observation
 from avsim.sim.route import Path
 from avsim.sim.scoring import Scene, ScorerConfig, aggregate, normalized_progress
 from avsim.sim.tracker import LQRTracker, velocity_curvature_profiles
 from avsim.sim.vehicle import KinematicBicycle, StateIndex, VehicleLimits, to_ego_frame
+
+CORRIDOR_MARGIN_M = 0.3  # beyond the ego's half width: an object this close to the path is in the way
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,10 @@ class PlannerConfig:
     decel_max_mps2: float = 3.0
     horizon_s: float = 4.0
     map_radius_m: float = 60.0
+    brake_time_to_collision_s: float = 2.0  # PDM-Closed's emergency brake (PDMEmergencyBrake)
+    brake_max_speed_mps: float = 5.0
+    brake_on_ttc: bool = True  # also brake on a TTC infraction (PDM-Closed's infraction="ttc"), not only a collision
+    brake_accel_mps2: tuple[float, float] = (-4.05, 2.40)
 
 
 class IDMPlannerPolicy:
@@ -79,7 +93,22 @@ class IDMPlannerPolicy:
         multi = m.no_at_fault_collisions * m.drivable_area_compliance * m.driving_direction_compliance * m.traffic_light_compliance
         score = aggregate(m, normalized_progress(m.progress_m, multi, None, self.scorer), self.scorer)["epdms"]
         best = int(np.argmax(score))
-        return Trajectory(to_ego_frame(poses[best, 1:], state), ep.dt_s)
+        infraction = min(m.collision_index[best], m.ttc_index[best]) if cfg.brake_on_ttc else m.collision_index[best]
+        if infraction * ep.dt_s <= cfg.brake_time_to_collision_s and state[StateIndex.VELOCITY_X] <= cfg.brake_max_speed_mps:
+            return self._brake(state)
+        return Trajectory(to_ego_frame(poses[best, 1:], state), ep.dt_s, to_ego_frame(poses[best, :1], state)[0])
+
+    def _brake(self, state: NDArrayFloat) -> Trajectory:
+        """PDM-Closed's emergency brake (`PDMEmergencyBrake._generate_trajectory`): straight ahead at a
+        corrective speed from a PD law on the current speed and acceleration."""
+        cfg, v, a = self.config, float(state[StateIndex.VELOCITY_X]), float(state[StateIndex.ACCELERATION_X])
+        lo, hi = cfg.brake_accel_mps2
+        if v > 0.2:
+            speed = 11 / 10 * (v + max(min(10.0 * -v, hi), lo))
+        else:
+            speed = max(min(4.0 * -v + 1.0 * -a, hi), lo)
+        t = np.arange(1, self.steps + 1) * self.episode.dt_s
+        return Trajectory(np.stack([speed * t, np.zeros_like(t), np.zeros_like(t)], axis=1), self.episode.dt_s)
 
     # ------------------------------------------------------------------ proposals
     def _paths(self, state: NDArrayFloat) -> tuple[list[Path], float]:
@@ -119,16 +148,19 @@ class IDMPlannerPolicy:
         vel = np.zeros_like(near)
         if len(forecast[0]):
             b = Boxes.concat(forecast)
-            s_o = path.project(b.center_m[:, :2])
-            xy, yaw = path.pose_at(s_o)
-            rel = b.center_m[:, :2] - xy
-            lat = -np.sin(yaw) * rel[:, 0] + np.cos(yaw) * rel[:, 1]
-            dyaw = b.yaw_rad - yaw
-            across = np.abs(np.sin(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.cos(dyaw)) * b.size_m[:, 1] / 2
-            along = np.abs(np.cos(dyaw)) * b.size_m[:, 0] / 2 + np.abs(np.sin(dyaw)) * b.size_m[:, 1] / 2
-            inside = (np.abs(lat) < half_w + across) & (s_o > 0) & (s_o < path.length_m)
-            near[:, :n] = np.where(inside, s_o - along, np.inf).reshape(len(forecast), n)
-            vel[:, :n] = (b.velocity_mps[:, 0] * np.cos(yaw) + b.velocity_mps[:, 1] * np.sin(yaw)).reshape(len(forecast), n)
+            corners = footprint(b.center_m[:, :2], b.yaw_rad, b.size_m[:, 0], b.size_m[:, 1]).reshape(-1, 2)
+            s_c, d_c = path.locate(corners)
+            xy, yaw = path.pose_at(s_c)
+            rel = corners - xy
+            lat = (-np.sin(yaw) * rel[:, 0] + np.cos(yaw) * rel[:, 1]).reshape(-1, 4)
+            s_c = s_c.reshape(-1, 4)
+            # in the corridor: a corner within it, or corners on both sides of the path (the box straddles it)
+            reach = half_w + CORRIDOR_MARGIN_M
+            inside = (np.abs(lat) < reach).any(axis=1) | ((lat.min(axis=1) < 0) & (lat.max(axis=1) > 0) & (np.abs(lat).min(axis=1) < reach + 5.0))
+            inside &= (s_c.max(axis=1) > 0) & (s_c.min(axis=1) < path.length_m)
+            near[:, :n] = np.where(inside, s_c.min(axis=1), np.inf).reshape(len(forecast), n)
+            _, yaw_c = path.pose_at(s_c.mean(axis=1))
+            vel[:, :n] = (b.velocity_mps[:, 0] * np.cos(yaw_c) + b.velocity_mps[:, 1] * np.sin(yaw_c)).reshape(len(forecast), n)
         if len(red):
             s = ep.road.samples
             entry = s.xy[s.start[red]]
@@ -164,9 +196,9 @@ class IDMPlannerPolicy:
             prog = np.stack(xs, axis=1)
             xy, yaw = path.pose_at(prog.reshape(-1))
             out.append(np.concatenate([xy, np.unwrap(yaw.reshape(prog.shape), axis=1).reshape(-1, 1)], axis=1).reshape(*prog.shape, 3))
-        poses = np.concatenate(out, axis=0)
-        poses[:, 0] = [state[StateIndex.X], state[StateIndex.Y], state[StateIndex.HEADING]]
-        poses[:, :, 2] = np.unwrap(poses[:, :, 2], axis=1)
+        poses = np.concatenate(out, axis=0)  # pose 0 is the path's point at the ego's progress, as PDM-Closed's
+        poses[:, :, 2] = state[StateIndex.HEADING] + np.unwrap(poses[:, :, 2] - state[StateIndex.HEADING], axis=1)
+        poses[:, :, 2] -= 2 * np.pi * np.round((poses[:, :1, 2] - state[StateIndex.HEADING]) / (2 * np.pi))
         return poses
 
     def _drive(self, state: NDArrayFloat, poses: NDArrayFloat) -> NDArrayFloat:

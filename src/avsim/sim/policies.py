@@ -1,7 +1,9 @@
 """Built-in policies (log replay, constant velocity) and the loader of a user's `MODULE:CALLABLE`.
 
 - `ExpertPolicy` replays the log: at every step it returns the logged ego's next 4 s of poses
-  (at the sim's step, continued at constant velocity past the log's end) in the current ego frame
+  (`EpisodeInfo.log_ego`: the source's without its implausible poses; at the sim's step,
+  continued at constant velocity past the log's end) in the current ego frame, starting from the
+  log's pose now (`Trajectory.start`)
   (NAVSIM's human agent returns the human trajectory the same way). With the perfect controller
   (`avsim sim --policy expert`'s default) the rollout is the log; with the LQR tracker it is the
   log as the tracker follows it.
@@ -44,14 +46,16 @@ class ExpertPolicy:
     def reset(self, episode: EpisodeInfo) -> None:
         steps = int(round(HORIZON_S / episode.dt_s))
         extra = episode.step_times_ns[-1] + np.round(np.arange(1, steps + 2) * (NS_PER_S * episode.dt_s)).astype(np.int64)
-        pose = episode.scenario.ego.pose_at(np.r_[episode.step_times_ns, extra])  # constant velocity past the log
+        log = episode.log_ego if episode.log_ego is not None else episode.scenario.ego
+        pose = log.pose_at(np.r_[episode.step_times_ns, extra])  # constant velocity past the log
         self._poses = np.c_[pose.translation[:, :2], np.asarray(pose.yaw_rad).reshape(-1)]
         self._steps, self._dt = steps, episode.dt_s
 
     def __call__(self, observation: Observation) -> Trajectory:
         k = observation.step
         future = self._poses[k + 1 : k + 1 + self._steps]
-        return Trajectory(to_ego_frame(future, observation.ego_state), self._dt)
+        now = to_ego_frame(self._poses[k : k + 1], observation.ego_state)[0]  # the log's pose now: a tracker closes the gap to it
+        return Trajectory(to_ego_frame(future, observation.ego_state), self._dt, now)
 
 
 class ConstantVelocityPolicy:

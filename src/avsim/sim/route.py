@@ -2,12 +2,16 @@
 
 NAVSIM scores progress along a centre line built from the scenario's route (its metric cache's
 `centerline`, `route_lane_ids`); avsim's scenarios carry no route, so it is read from the log:
-the logged ego's poses are matched onto lanes as NAVSIM's `extract_centerline_for_agent` does for
-traffic agents (start on the lane nearest in heading, then at each pose the nearest of the current
-lane and its successors; where none of them is within `MATCH_LATERAL_M` and `MATCH_HEADING_RAD` of
-the pose, a map without that link, the lane nearest in heading anywhere), the lane sequence is extended past the log by the straightest
-successors (`EXTEND_M`), and the centre line is the chained centre lines of those lanes. Where the
-map has no lane under the logged ego, the route is the logged path itself (no route lanes).
+the logged ego's path is map-matched onto the lane graph over its whole length at once
+(`avsim.maps.lane_matching`: a hidden Markov model over lane candidates, Viterbi), and the centre
+line follows the matched lanes: each lane from where the path entered it to where it left (a
+successor chain whole, the lanes it skipped between two poses included), over a lane change the
+logged path from `LANE_CHANGE_M` before to `LANE_CHANGE_M` after it, and where the path left the
+lanes (a car park, a link the map lacks) the logged path itself; vertices closer than
+`MIN_VERTEX_GAP_M` of the last kept one or behind it (where a piece starts behind the previous
+one's end) are dropped. Past the log the last lane is
+followed to its end and on by the straightest successors for `EXTEND_M`. Where the map has no
+lane under the logged ego at all, the route is the logged path (no route lanes).
 
 The on-route lane set (NAVSIM's `route_lane_ids`, nuPlan's roadblocks) adds to the route lanes
 the lanes running beside them in the same direction (corridors within `NEIGHBOUR_GAP_M`, headings
@@ -18,19 +22,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import shapely
 from scipy.spatial import cKDTree
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
-from avsim.sim.roadgraph import RoadGraph
+from avsim.maps.lane_geometry import SAMPLE_STEP_M
+from avsim.maps.lane_matching import LaneMatcher, Move
+from avsim.maps.road import RoadModel
 
 EXTEND_M = 200.0
-MATCH_LATERAL_M = 2.5
-MATCH_HEADING_RAD = np.deg2rad(60.0)
+MIN_VERTEX_GAP_M = 0.05
 NEIGHBOUR_GAP_M = 2.0
 SAME_DIRECTION_DEG = 30.0
+
+
+def _forward_only(p: NDArrayFloat) -> NDArrayFloat:
+    """The polyline without vertices within `MIN_VERTEX_GAP_M` of the last kept one or behind it
+    (along the last kept segment's direction): seams where a piece starts behind the previous
+    piece's end."""
+    if not len(p):
+        return p
+    keep = [0]
+    direction = None
+    for i in range(1, len(p)):
+        step = p[i] - p[keep[-1]]
+        gap = float(np.hypot(step[0], step[1]))
+        if gap <= MIN_VERTEX_GAP_M or (direction is not None and float(step @ direction) <= 0.0):
+            continue
+        direction = step / gap
+        keep.append(i)
+    return p[keep]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +67,7 @@ class Path:
 
     @classmethod
     def of(cls, xy: NDArrayFloat) -> Path:
-        """A path through points (n, 2) (consecutive duplicates dropped; n >= 2 distinct points).
+        """A path through points (n, 2) (vertices near or behind the last kept one dropped, `_forward_only`).
 
         Args:
             xy: (n, 2) points.
@@ -51,9 +75,7 @@ class Path:
         Returns:
             The path.
         """
-        p = np.asarray(xy, np.float64)[:, :2]
-        keep = np.r_[True, np.linalg.norm(np.diff(p, axis=0), axis=1) > 1e-6]
-        p = p[keep]
+        p = _forward_only(np.asarray(xy, np.float64)[:, :2])
         if len(p) < 2:
             p = np.vstack([p[:1], p[:1] + [1e-3, 0.0]])
         d = np.diff(p, axis=0)
@@ -125,49 +147,96 @@ class Route:
     centerline: Path
     on_route: NDArrayBool
 
+    def summary(self, road: RoadModel, xy: NDArrayFloat) -> dict[str, Any]:
+        """The route as `sim_metrics.json` reports it, with how a driven path (box centres (T, 2), the
+        log) goes along it: lane ids, centre-line length, the path's driven length and its progress
+        along the centre line (first to last pose), the largest distance from it."""
+        s_m, d_m = self.centerline.locate(xy)
+        driven = float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()) if len(xy) > 1 else 0.0
+        return {"lanes": [str(road.lane_ids[k]) for k in self.lanes.tolist()], "length_m": round(self.centerline.length_m, 3),
+                "log_driven_m": round(driven, 3), "log_progress_m": round(float(s_m[-1] - s_m[0]), 3) if len(s_m) else 0.0,
+                "log_max_offset_m": round(float(d_m.max()), 3) if len(d_m) else 0.0}  # fmt: skip
 
-def match_lanes(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> list[int]:
-    """The lane sequence of a driven path (see the module docstring).
+
+def match_route(road: RoadModel, xy: NDArrayFloat, yaw: NDArrayFloat) -> tuple[list[Segment], list[int]]:
+    """The pieces of a driven path's route and the lanes it passes (see the module docstring).
 
     Args:
-        road: the road graph.
+        road: the road model.
         xy: (T, 2) positions (box centres).
         yaw: (T,) headings.
 
     Returns:
-        Lane indices in order, without repeats (empty when the path starts on no lane).
+        (segments in driving order, the route's lanes in order without repeats).
     """
-    first, _ = road.nearest_lanes(xy[:1], yaw[:1], MATCH_LATERAL_M, MATCH_HEADING_RAD)
-    if first[0] < 0:
-        return []
-    lanes = [int(first[0])]
-    points = shapely.points(xy)
-    centres = road.centre_lines
-    for t in range(1, len(xy)):
-        current = lanes[-1]
-        candidates = [current, *road.successors[current]]
-        dist = shapely.distance(centres[candidates], points[t])
-        s_near = shapely.line_locate_point(centres[candidates], points[t])
-        tangent = _tangent(road, np.asarray(candidates), s_near)
-        turn = np.abs(np.arctan2(np.sin(tangent - yaw[t]), np.cos(tangent - yaw[t])))
-        pick = int(np.lexsort((turn, np.round(dist, 1)))[0])
-        best = candidates[pick]
-        if dist[pick] > MATCH_LATERAL_M or turn[pick] > MATCH_HEADING_RAD:
-            # off every lane the graph leads to (a missing link): match this pose afresh
-            found, _ = road.nearest_lanes(xy[t : t + 1], yaw[t : t + 1], MATCH_LATERAL_M, MATCH_HEADING_RAD)
-            best = int(found[0]) if found[0] >= 0 else current
-        if best != current and best not in lanes[-3:]:
-            lanes.append(best)
-    return lanes
+    matched = LaneMatcher(road.graph).match(xy, yaw)
+    length = road.samples.length_m
+    travel = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(xy, axis=0), axis=1))]
+    segments: list[Segment] = []
+    for t in range(len(xy)):
+        lane, s_t, move = int(matched.lane[t]), float(matched.s_m[t]), int(matched.move[t])
+        last = segments[-1] if segments else None
+        if lane < 0:  # off the lanes: the logged path
+            if last is not None and last.lane < 0:
+                last.points.append(xy[t])
+            else:
+                if last is not None:
+                    last.s1 = max(last.s1, float(matched.s_m[t - 1])) if matched.lane[t - 1] == last.lane else last.s1
+                segments.append(Segment(-1, 0.0, 0.0, [xy[max(t - 1, 0)], xy[t]]))
+            continue
+        if last is None:
+            segments.append(Segment(lane, 0.0, s_t))
+        elif move == Move.SAME and last.lane == lane:
+            last.s1 = max(last.s1, s_t)
+        elif move == Move.SUCCESSOR:
+            last.s1 = float(length[last.lane])
+            segments.extend(Segment(k, 0.0, float(length[k])) for k in matched.hops[t])
+            segments.append(Segment(lane, 0.0, s_t))
+        elif move == Move.LANE_CHANGE:  # the logged path from LANE_CHANGE_M before the change to LANE_CHANGE_M after it
+            t0 = int(np.searchsorted(travel, travel[t] - LANE_CHANGE_M, side="right")) - 1
+            t1 = min(int(np.searchsorted(travel, travel[t] + LANE_CHANGE_M)), len(xy) - 1)
+            t0 = max(t0, 0)
+            last.s1 = max(last.s0, _locate(road, last.lane, xy[t0]))
+            segments.append(Segment(-1, 0.0, 0.0, list(xy[t0 : t1 + 1])))
+            start = _locate(road, lane, xy[t1])
+            segments.append(Segment(lane, start, start))
+        else:  # a gap: from where the path left the lanes, along the logged path, onto the new lane
+            if last.lane >= 0:
+                last.s1 = max(last.s1, float(matched.s_m[t - 1]))
+                segments.append(Segment(-1, 0.0, 0.0, [xy[t - 1], xy[t]]))
+            segments.append(Segment(lane, s_t, s_t))
+    lanes = list(dict.fromkeys(seg.lane for seg in segments if seg.lane >= 0))
+    return segments, lanes
 
 
-def _tangent(road: RoadGraph, lanes: NDArrayInt, s_m: NDArrayFloat) -> NDArrayFloat:
-    """Lane heading (n,) at arc lengths along lanes."""
-    _, yaw = road.samples.pose_at(lanes, np.asarray(s_m, np.float64))
-    return yaw
+LANE_CHANGE_M = 8.0
 
 
-def extend(road: RoadGraph, lanes: list[int], length_m: float) -> list[int]:
+def _locate(road: RoadModel, lane: int, xy: NDArrayFloat) -> float:
+    """Arc length of a point's projection onto a lane's resampled centre line."""
+    return float(shapely.line_locate_point(road.centre_lines[lane], shapely.Point(xy)))
+
+
+class Segment:
+    """A piece of a route: lane `lane` from arc s0 to s1, or (lane -1) a path through `points`."""
+
+    def __init__(self, lane: int, s0: float, s1: float, points: list[NDArrayFloat] | None = None) -> None:
+        self.lane, self.s0, self.s1 = lane, s0, s1
+        self.points = points if points is not None else []
+
+    def polyline(self, road: RoadModel) -> NDArrayFloat:
+        """(n, 2) the piece's points."""
+        if self.lane < 0:  # the logged path, a vertex every SAMPLE_STEP_M of travel (slow driving jitters)
+            p = np.asarray(self.points, np.float64).reshape(-1, 2)
+            travel = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))]
+            marks = np.unique(np.searchsorted(travel, np.arange(0.0, travel[-1], SAMPLE_STEP_M)))
+            return p[np.r_[marks, len(p) - 1]]
+        s = np.r_[np.arange(self.s0, self.s1, SAMPLE_STEP_M), self.s1]
+        xy, _ = road.samples.pose_at(np.full(len(s), self.lane), s)
+        return xy
+
+
+def extend(road: RoadModel, lanes: list[int], length_m: float) -> list[int]:
     """`lanes` followed by straightest successors until they add `length_m` (or the map ends)."""
     out, added = list(lanes), 0.0
     while added < length_m:
@@ -179,30 +248,33 @@ def extend(road: RoadGraph, lanes: list[int], length_m: float) -> list[int]:
     return out
 
 
-def build_route(road: RoadGraph, xy: NDArrayFloat, yaw: NDArrayFloat) -> Route:
+def build_route(road: RoadModel, xy: NDArrayFloat, yaw: NDArrayFloat) -> Route:
     """The route of a logged ego path (box centres).
 
     Args:
-        road: the road graph.
+        road: the road model.
         xy: (T, 2) logged box centres.
         yaw: (T,) logged headings.
 
     Returns:
         The route.
     """
-    lanes = match_lanes(road, xy, yaw) if road.n_lanes else []
+    segments, lanes = match_route(road, xy, yaw) if road.n_lanes else ([], [])
     on_route = np.zeros(road.n_lanes, bool)
     if not lanes:
         return Route(np.zeros(0, np.int64), Path.of(xy), on_route)
-    lanes = extend(road, lanes, EXTEND_M)
-    s = road.samples
-    chain = np.concatenate([s.xy[s.start[k] : s.start[k + 1]] for k in lanes])
+    if segments[-1].lane >= 0:
+        segments[-1].s1 = float(road.samples.length_m[segments[-1].lane])
+        ahead = extend(road, [segments[-1].lane], EXTEND_M)[1:]
+        segments.extend(Segment(k, 0.0, float(road.samples.length_m[k])) for k in ahead)
+        lanes = list(dict.fromkeys([*lanes, *ahead]))
+    chain = np.concatenate([seg.polyline(road) for seg in segments])
     on_route[lanes] = True
     on_route |= _same_direction_neighbours(road, on_route)
     return Route(np.asarray(lanes, np.int64), Path.of(chain), on_route)
 
 
-def _same_direction_neighbours(road: RoadGraph, on_route: NDArrayBool) -> NDArrayBool:
+def _same_direction_neighbours(road: RoadModel, on_route: NDArrayBool) -> NDArrayBool:
     """Lanes beside an on-route lane, running the same way (nuPlan's roadblock siblings)."""
     out = np.zeros(road.n_lanes, bool)
     route = np.flatnonzero(on_route)
@@ -217,7 +289,7 @@ def _same_direction_neighbours(road: RoadGraph, on_route: NDArrayBool) -> NDArra
     return out
 
 
-def _mean_heading(road: RoadGraph) -> NDArrayFloat:
+def _mean_heading(road: RoadModel) -> NDArrayFloat:
     """Heading (K,) from each lane's first to its last sample."""
     s = road.samples
     first, last = s.start[:-1], np.maximum(s.start[1:] - 1, s.start[:-1])

@@ -5,9 +5,11 @@
 
 - `OUT/scenario/`: the rollout as a native scenario (`avsim render`, `labels`, `view`, `validate`,
   `eval`, `export-scene` read it; `avsim view OUT/scenario --before SCENARIO` shows it beside the log);
-- `OUT/sim_metrics.json`: how the episode ended, NAVSIM's scores of the whole rollout (PDMS, EPDMS,
-  human-filtered EPDMS and every sub-score), their mean over the per-step windows, avsim's rule
-  findings for the ego, and the settings (same inputs and seed: same bytes);
+- `OUT/sim_metrics.json`: how the episode ended, NAVSIM's scores (PDMS, EPDMS, human-filtered
+  EPDMS and every sub-score) as their mean over the 4 s windows (`episode`, the headline) and of
+  the whole rollout as one proposal (`rollout`), the route read from the log (`route`: its lanes,
+  length, the log's driven length and progress along it), avsim's rule findings for the ego, and
+  the settings (same inputs and seed: same bytes);
 - `OUT/steps.parquet`: one row per step: the ego's state and commands, the per-step facts
   (contact, areas, red zone, route progress) and the scores of the 4 s window from that step;
 - `OUT/timing.json`: the policy's and the episode's wall times (not deterministic, kept apart).
@@ -29,8 +31,6 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
 from avsim.core.errors import AvsimInputError, AvsimValueError
@@ -322,16 +322,16 @@ def settings(options: SimOptions, sim: Simulator, name: str, result: EpisodeResu
             "start_ns": int(sim.step_times_ns[0]), "duration_s": round(result.steps / cfg.rate_hz, 6)}  # fmt: skip
 
 
-def score_documents(sim: Simulator, rollout: Scenario, result: EpisodeResult, meta: dict[str, Any], step_scores: bool) -> tuple[dict[str, Any], Any]:
+def score_documents(sim: Simulator, played: Scenario, result: EpisodeResult, meta: dict[str, Any],
+                    step_scores: bool) -> tuple[dict[str, Any], Any]:  # fmt: skip
     """`sim_metrics.json`'s document and the per-step table of a finished episode."""
     assert sim.recorder is not None
     scorer = EpisodeScorer(sim, sim.recorder.plans)
-    episode = _clean(scorer.episode())
     windows = scorer.per_step() if step_scores else [{} for _ in range(sim.recorder.n_recorded)]
-    scored = [w for w in windows if w]
-    mean = {k: round(float(np.mean([w[k] for w in scored])), 6) for k in ("pdms", "epdms", "epdms_human_filtered")} if scored else {}
-    findings = rule_findings(rollout) if sim.recorder.n_recorded > 1 else []
-    doc = {"format": FORMAT, "settings": meta, "episode": episode, "per_step_window_mean": mean, "per_step_windows_scored": len(scored),
+    rollout = _clean(scorer.rollout())
+    episode = _clean(scorer.episode(windows, rollout))
+    findings = rule_findings(played, sim.road) if sim.recorder.n_recorded > 1 else []
+    doc = {"format": FORMAT, "settings": meta, "episode": episode, "rollout": rollout, "route": sim.route.summary(sim.road, sim.log_centers),
            "rules": {"findings": findings, "counts": _counts(findings)},
            "time_s": round((int(sim.step_times_ns[sim.recorder.n_recorded - 1]) - int(sim.step_times_ns[0])) / NS_PER_S, 6)}  # fmt: skip
     return doc, step_table(sim, scorer, windows)

@@ -18,9 +18,9 @@ import numpy as np
 import shapely
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
+from avsim.maps.road import RoadModel
 from avsim.sim.boxes import Boxes, footprint
 from avsim.sim.geometry import boxes_overlap
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import Route
 from avsim.sim.vehicle import StateIndex, VehicleParameters
 
@@ -43,7 +43,7 @@ class EgoGeometry:
     rear_axle_in_intersection: NDArrayBool
 
 
-def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadGraph, route: Route) -> EgoGeometry:
+def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadModel, route: Route) -> EgoGeometry:
     """Boxes and areas of ego states (see the module docstring).
 
     Args:
@@ -62,7 +62,7 @@ def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadGra
     speed = np.hypot(states[..., StateIndex.VELOCITY_X], states[..., StateIndex.VELOCITY_Y])
     b, t = yaw.shape
     pts = corners.reshape(-1, 2)
-    lanes_of_corner = _lanes_holding(road, pts).reshape(b, t, 4, -1)  # (B, T, 4, K)
+    lanes_of_corner = road.geometry.holding(pts).reshape(b, t, 4, -1)  # (B, T, 4, K)
     per_lane = lanes_of_corner.sum(axis=2)  # corners per lane
     multiple = ((per_lane > 0).sum(axis=-1) > 1) & np.all(per_lane != 4, axis=-1)
     if road.drivable.is_empty:
@@ -70,7 +70,7 @@ def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadGra
     else:
         inside = shapely.contains_xy(road.drivable, pts[:, 0], pts[:, 1]).reshape(b, t, 4)
         non_drivable = inside.sum(axis=-1) < 4
-    centre_lanes = _lanes_holding(road, center.reshape(-1, 2)).reshape(b, t, -1)
+    centre_lanes = road.geometry.holding(center.reshape(-1, 2)).reshape(b, t, -1)
     if route.on_route.any():
         oncoming = ~(centre_lanes & route.on_route[None, None, :]).any(axis=-1)
     else:
@@ -78,21 +78,6 @@ def ego_geometry(states: NDArrayFloat, vehicle: VehicleParameters, road: RoadGra
     in_x = road.in_intersection(center.reshape(-1, 2)).reshape(b, t)
     rear_in_x = road.in_intersection(rear.reshape(-1, 2)).reshape(b, t)
     return EgoGeometry(corners, center, yaw, speed, rear.copy(), multiple, non_drivable, oncoming, in_x, rear_in_x)
-
-
-def _lanes_holding(road: RoadGraph, pts: NDArrayFloat) -> NDArrayBool:
-    """(P, K) whether each lane polygon contains each point (shapely `contains_xy`: boundary excluded),
-    tested only where the point lies in the lane's bounding box."""
-    out = np.zeros((len(pts), road.n_lanes), bool)
-    if not road.n_lanes or not len(pts):
-        return out
-    bounds = road.lane_bounds
-    for k in range(road.n_lanes):
-        x0, y0, x1, y1 = bounds[k]
-        cand = np.flatnonzero((pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1))
-        if len(cand):
-            out[cand, k] = shapely.contains_xy(road.lane_polygons[k], pts[cand, 0], pts[cand, 1])
-    return out
 
 
 @dataclass(frozen=True, eq=False)

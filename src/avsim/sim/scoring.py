@@ -8,7 +8,8 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - NC, no at-fault collision (`_calculate_no_at_fault_collision`): each contact from t0 on (NAVSIM v2
   scores against the traffic policy's tracks, which clears the list of objects touching at the
   start) is classified (`get_collision_type`): ego stopped (speed
-  <= 0.05 m/s) -> not at fault; object stopped (<= 0.05 m/s, or a static object) -> at fault;
+  <= 0.05 m/s) -> not at fault; object stopped (<= 0.05 m/s as first seen in the window, NAVSIM's
+  `unique_objects`, or a static object) -> at fault;
   object behind the ego (angle > 150 degrees from its heading) -> not at fault; the ego's front
   edge touches it -> at fault; else lateral, at fault when the ego is in several lanes or off the
   drivable area. At fault: 0 for agents (Car, Truck, Pedestrian, Cyclist), 0.5 for static objects
@@ -17,7 +18,8 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - DDC (`_calculate_driving_direction_compliance`): the centre's travel while in no on-route lane and
   outside intersections, summed over 1 s windows; max < 2 m -> 1, < 6 m -> 0.5, else 0.
 - TLC (`_calculate_traffic_light_compliance`): 0 when the ego box touches a red on-route controlled
-  lane (NAVSIM: the lane connector behind a red light).
+  lane (NAVSIM: the lane connector behind a red light) at any time of the window, the first
+  included, with the lights of each time (NAVSIM v2's metric cache holds them per time).
 - EP (`_calculate_progress`): progress of the box centre along the route's centre line, >= 0;
   normalised in `aggregate` by the largest progress of an admissible candidate (multiplicative
   metrics > 0), 1 when that is below 5 m.
@@ -29,11 +31,10 @@ sequence as NAVSIM scores a proposal of t1 - t0 steps:
 - LK (`_calculate_lane_keeping`): 0 when the centre stays more than 0.5 m from the centre line for
   2 s in a row (times in an intersection are skipped).
 - HC / C (`_calculate_history_comfort`, `pdm_comfort_metrics`): the comfort bounds over the window,
-  HC with the states before it (history) prepended, C (NAVSIM v1) without.
+  HC with the states before it (history) prepended (1 without a history, as NAVSIM), C (NAVSIM v1)
+  without.
 
-Departures (docs/closed_loop.md): the ego box is the scenario's ego, not nuPlan's Pacifica; the
-lights change during a window (NAVSIM holds the first frame's states), so a red zone the ego
-already touched when its light turned red is not a violation until the ego has left it.
+Departures (docs/closed_loop.md): the ego box is the scenario's ego, not nuPlan's Pacifica.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ import numpy as np
 import shapely
 
 from avsim.core.typing import NDArrayBool, NDArrayFloat, NDArrayInt
+from avsim.maps.road import RoadModel
 from avsim.sim.boxes import Boxes
 from avsim.sim.comfort import ego_is_comfortable
 from avsim.sim.geometry import segment_hits_box
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import Route
 from avsim.sim.scene_geometry import Contacts, EgoGeometry, FlatWorld, ego_geometry, is_agent_ahead, is_agent_behind
 from avsim.sim.vehicle import VehicleParameters
@@ -108,7 +109,7 @@ class Scene:
         vehicle: the ego; dt_s: the time step; config: NAVSIM's thresholds.
     """
 
-    def __init__(self, states: NDArrayFloat, boxes: list[Boxes], red_lanes: list[NDArrayInt], road: RoadGraph, route: Route,
+    def __init__(self, states: NDArrayFloat, boxes: list[Boxes], red_lanes: list[NDArrayInt], road: RoadModel, route: Route,
                  vehicle: VehicleParameters, dt_s: float, config: ScorerConfig | None = None) -> None:  # fmt: skip
         self.states, self.road, self.route, self.vehicle, self.dt_s = states, road, route, vehicle, float(dt_s)
         self.config = config or ScorerConfig()
@@ -124,14 +125,16 @@ class Scene:
         self.red_touch = self._red_touch(red_lanes)
 
     # ------------------------------------------------------------------ precomputation
-    def _classify(self, c: Contacts) -> tuple[NDArrayBool, NDArrayFloat]:
-        """(at fault, score if at fault) of each contact (NAVSIM's `get_collision_type` and its use)."""
+    def _classify(self, c: Contacts, speed_mps: NDArrayFloat | None = None) -> tuple[NDArrayBool, NDArrayFloat]:
+        """(at fault, score if at fault) of each contact (NAVSIM's `get_collision_type` and its use);
+        `speed_mps` (per contact): the object's speed that decides whether it is stopped (None: at the contact)."""
         g, box, cfg = self.geo, self.world.boxes, self.config
         if not len(c.b):
             return np.zeros(0, bool), np.zeros(0)
         is_agent = np.isin(box.object_class[c.obj], AGENT_CLASSES)
         ego_stopped = g.speed[c.b, c.t] <= cfg.collision_stopped_speed_mps
-        track_stopped = ~is_agent | (box.speed_mps[c.obj] <= cfg.collision_stopped_speed_mps)
+        speed = box.speed_mps[c.obj] if speed_mps is None else speed_mps
+        track_stopped = ~is_agent | (speed <= cfg.collision_stopped_speed_mps)
         behind = is_agent_behind(g.rear_axle[c.b, c.t], g.yaw[c.b, c.t], box.center_m[c.obj, :2])
         corners = g.corners[c.b, c.t]
         front = segment_hits_box(corners[:, 0], corners[:, 3], box.center_m[c.obj, :2], box.yaw_rad[c.obj], box.size_m[c.obj, 0],
@@ -144,7 +147,7 @@ class Scene:
         return fault, np.where(is_agent, 0.0, 0.5)
 
     def _red_touch(self, red_lanes: list[NDArrayInt]) -> NDArrayBool:
-        """(B, T) the ego box touches a red on-route controlled lane it was outside of when that light turned red (or at the window start, see `_tlc`)."""
+        """(B, T, Z) whether the ego box touches each red-light zone (an on-route lane whose entry a light gates)."""
         b, t = self.geo.yaw.shape
         zones = np.flatnonzero(self.route.on_route & (self.road.light_of_lane != "")) if self.road.n_lanes else np.zeros(0, np.int64)
         self.zone_lanes = zones
@@ -176,30 +179,42 @@ class Scene:
         window = self.states[:, t0 : t1 + 1]
         time_s = np.arange(t1 - t0 + 1) * self.dt_s
         comfort = ego_is_comfortable(window, time_s, self.vehicle.rear_axle_to_center_m).all(axis=-1).astype(float)
-        if history is not None and len(history[0]):
+        if history is not None and history.shape[1]:
             padded = np.concatenate([history, window], axis=1)
             hc = ego_is_comfortable(padded, np.arange(padded.shape[1]) * self.dt_s, self.vehicle.rear_axle_to_center_m).all(axis=-1)
-        else:
-            hc = comfort.astype(bool)
+        else:  # NAVSIM: no past trajectory, every proposal history-comfortable
+            hc = np.ones(len(window), bool)
         return Metrics(
             nc, np.where(self.geo.non_drivable[:, t0 : t1 + 1].any(axis=1), 0.0, 1.0), self._ddc(t0, t1), self._tlc(t0, t1),
             np.clip(self.progress_s[:, t1] - self.progress_s[:, t0], 0.0, None), ttc, self._lk(t0, t1), hc.astype(float), comfort,
             collision_index, ttc_index,
         ) if b else _empty_metrics()  # fmt: skip
 
+    def _first_speed(self, t0: int, t1: int, obj: NDArrayInt) -> NDArrayFloat:
+        """Speed (per row of `obj`) of that row's track at its first time in [t0, t1] (NAVSIM's
+        `unique_objects`: a track is the object as first seen in the window's observation)."""
+        box, w = self.world.boxes, self.world
+        rows = np.arange(w.start[t0], w.start[min(t1, w.n_times - 1) + 1])
+        tracks, first = np.unique(box.track_id[rows], return_index=True)
+        speed = dict(zip(tracks.tolist(), box.speed_mps[rows[first]].tolist()))
+        return np.array([speed.get(t, s) for t, s in zip(box.track_id[obj].tolist(), box.speed_mps[obj].tolist())], np.float64)
+
     def _nc(self, t0: int, t1: int) -> tuple[NDArrayFloat, NDArrayFloat]:
-        c, (fault, value) = self.collisions, self.at_fault
+        c = self.collisions
+        sel = np.flatnonzero((c.t >= t0) & (c.t <= t1))
+        window = Contacts(c.b[sel], c.t[sel], c.obj[sel])
+        fault, value = self._classify(window, self._first_speed(t0, t1, window.obj))
         track = self.world.boxes.track_id
         b_n = self.geo.yaw.shape[0]
         score, when = np.ones(b_n), np.full(b_n, np.inf)
         ignored: list[set[str]] = [set() for _ in range(b_n)]
-        for i in np.flatnonzero((c.t >= t0) & (c.t <= t1)).tolist():
-            b, token = int(c.b[i]), str(track[c.obj[i]])
+        for i in range(len(window.b)):
+            b, token = int(window.b[i]), str(track[window.obj[i]])
             if token in ignored[b]:
                 continue
             if fault[i]:
                 score[b] = min(score[b], value[i])
-                when[b] = min(when[b], c.t[i] - t0)
+                when[b] = min(when[b], window.t[i] - t0)
             else:
                 ignored[b].add(token)
         return score, when
@@ -249,18 +264,10 @@ class Scene:
                         np.where(worst < cfg.driving_direction_violation_threshold_m, 0.5, 0.0))  # fmt: skip
 
     def _tlc(self, t0: int, t1: int) -> NDArrayFloat:
-        b_n = self.geo.yaw.shape[0]
-        out = np.ones(b_n)
-        for j in range(len(self.zone_lanes)):
-            start = t0
-            for t in range(t0, t1 + 1):
-                if not self.red[t, j]:
-                    continue
-                if t == t0 or not self.red[t - 1, j]:
-                    start = t  # this red phase began here (or before the window)
-                bad = self.touch[:, t, j] & ~self.touch[:, start, j]
-                out[bad] = 0.0
-        return out
+        """0 where the ego box touches a zone while it is red at any time of [t0, t1], the first included
+        (NAVSIM v2's metric cache has the lights of every time; a window that starts in a red zone fails)."""
+        hit = (self.touch[:, t0 : t1 + 1] & self.red[None, t0 : t1 + 1]).any(axis=(1, 2))
+        return np.where(hit, 0.0, 1.0)
 
     def _lk(self, t0: int, t1: int) -> NDArrayFloat:
         cfg, g = self.config, self.geo

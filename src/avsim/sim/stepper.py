@@ -23,14 +23,15 @@ from enum import Enum
 import numpy as np
 
 from avsim.core.errors import AvsimValueError
-from avsim.core.trajectory import NS_PER_S
+from avsim.core.trajectory import NS_PER_S, EgoTrajectory
 from avsim.core.typing import NDArrayFloat, NDArrayInt
 from avsim.scenario import Scenario
+from avsim.scenario.ego_motion import plausible_ego
+from avsim.scenario.road import road_model
 from avsim.sim.actions import Action, Control, Trajectory, reference_poses
 from avsim.sim.boxes import Boxes, LogTable
 from avsim.sim.observation import EpisodeInfo, FrameState, NoCameras, Observation, ObservationSource
 from avsim.sim.recorder import Plan, Recorder
-from avsim.sim.roadgraph import RoadGraph
 from avsim.sim.route import build_route
 from avsim.sim.storyboard import StoryboardTraffic
 from avsim.sim.tracker import LQRConfig, LQRTracker
@@ -38,7 +39,6 @@ from avsim.sim.traffic import IDMConfig, IDMTraffic
 from avsim.sim.vehicle import KinematicBicycle, StateIndex, VehicleLimits, VehicleParameters, initial_state
 
 EGO_TRACK_ID = "ego"
-PLAN_INTERVAL_S = 0.5  # plans kept for the extended comfort (NAVSIM compares frames 0.5 s apart)
 
 
 class Controller(str, Enum):
@@ -142,13 +142,17 @@ class Simulator:
         self.vehicle = VehicleParameters.from_metadata(scenario.metadata)
         self.model = KinematicBicycle(self.vehicle, self.config.limits)
         self.tracker = LQRTracker(self.vehicle.wheel_base_m, self.dt_s, self.config.tracker)
-        self.road = RoadGraph(scenario)
+        self.road = road_model(scenario)
+        # the parts the scorer, the planner and the traffic read, built now: not inside a policy's timed call
+        _ = self.road.drivable, self.road.intersection, self.road.light_of_lane, self.road.conflicts
         self.log = LogTable(scenario.agents, self.step_times_ns)
         self.lights = LightSchedule(scenario, self.step_times_ns)
-        self.log_states = logged_ego_states(scenario, self.step_times_ns, self.vehicle)
+        self.log_ego = plausible_ego(scenario.ego)  # the log without implausible source poses (avsim.scenario.ego_motion)
+        self.log_states = logged_ego_states(self.log_ego, self.step_times_ns, self.vehicle)
         centers = self.log_states[:, :2] + self.vehicle.rear_axle_to_center_m * np.stack(
             [np.cos(self.log_states[:, 2]), np.sin(self.log_states[:, 2])], axis=1)  # fmt: skip
-        self.route = build_route(self.road, centers[self.step_times_ns <= end], self.log_states[self.step_times_ns <= end, 2])
+        self.log_centers = centers[self.step_times_ns <= end]  # the logged box centres within the log, the route's source
+        self.route = build_route(self.road, self.log_centers, self.log_states[self.step_times_ns <= end, 2])
         self.ego_z_m = scenario.ego.pose_at(np.clip(self.step_times_ns, start, end)).translation[:, 2]
         self.n_steps = n_steps
         self.reference: NDArrayFloat | None = None  # the last trajectory's world reference (FrameState.plan_world)
@@ -168,7 +172,7 @@ class Simulator:
         seed = self.config.seed if seed is None else int(seed)
         rng = np.random.default_rng(seed)
         self.episode = EpisodeInfo(self.scenario, self.road, self.route, self.vehicle, self.dt_s, self.step_times_ns, seed,
-                                   np.random.default_rng([seed, 1]))  # fmt: skip
+                                   np.random.default_rng([seed, 1]), self.log_ego)  # fmt: skip
         self.k = 0
         self.state = self.log_states[0].copy()
         self.reference = None
@@ -218,7 +222,7 @@ class Simulator:
         ref = reference_poses(action, (st[StateIndex.X], st[StateIndex.Y], st[StateIndex.HEADING]), self.dt_s)
         ref = pad_reference(ref, self.config.tracker.tracking_horizon + 2)
         self.reference = ref
-        if self.recorder is not None and self.k % max(int(round(PLAN_INTERVAL_S / self.dt_s)), 1) == 0:
+        if self.recorder is not None:  # every step's plan: NAVSIM's two-frame comfort compares each frame with 0.5 s before
             self.recorder.record_plan(Plan(self.k, st.copy(), ref))
         if self.config.controller is Controller.PERFECT:
             new = perfect_tracking(st, ref, self.dt_s, self.vehicle.wheel_base_m)
@@ -299,19 +303,19 @@ def pad_reference(ref: NDArrayFloat, min_poses: int) -> NDArrayFloat:
     return np.vstack([ref, extra])
 
 
-def logged_ego_states(scenario: Scenario, step_times_ns: NDArrayInt, vehicle: VehicleParameters) -> NDArrayFloat:
+def logged_ego_states(ego: EgoTrajectory, step_times_ns: NDArrayInt, vehicle: VehicleParameters) -> NDArrayFloat:
     """The logged ego as state rows (T, 11) at the step times: rear-axle pose, speed, acceleration,
     yaw rate and the steering angle they imply (finite differences on the step grid).
 
     Args:
-        scenario: the scenario.
+        ego: the logged ego (the simulator's: `plausible_ego` of the scenario's).
         step_times_ns: (T,) times.
         vehicle: the ego (wheel base).
 
     Returns:
         (T, 11) states (constant-velocity extrapolation past the log).
     """
-    pose = scenario.ego.pose_at(step_times_ns)
+    pose = ego.pose_at(step_times_ns)
     xy, yaw = pose.translation[:, :2], np.unwrap(np.asarray(pose.yaw_rad).reshape(-1))
     t = (step_times_ns - step_times_ns[0]) / NS_PER_S
     if len(t) < 2:

@@ -37,9 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from avsim.core.typing import NDArrayFloat, NDArrayInt
+from avsim.maps.lane_geometry import SAMPLE_STEP_M
+from avsim.maps.lane_graph import CORRIDOR_HALF_WIDTH_M
+from avsim.maps.road import RoadModel
 from avsim.sim.boxes import Boxes, LogTable
 from avsim.sim.geometry import boxes_overlap
-from avsim.sim.roadgraph import CORRIDOR_HALF_WIDTH_M, SAMPLE_STEP_M, RoadGraph
 
 ROUTE_SLOTS = 4  # current lane and up to three ahead
 SNAP_LATERAL_M = 1.75
@@ -85,7 +87,7 @@ def _no_rows() -> Rows:
     return np.zeros(0, np.int64), z, z, z, np.zeros(0, np.int64)
 
 
-def place_boxes(road: RoadGraph, boxes: Boxes, owner: NDArrayInt) -> tuple[Rows, NDArrayInt]:
+def place_boxes(road: RoadModel, boxes: Boxes, owner: NDArrayInt) -> tuple[Rows, NDArrayInt]:
     """Intervals of the lanes whose corridor each box reaches (by the lane samples it covers).
 
     Args:
@@ -138,7 +140,7 @@ class IDMTraffic:
         rng: draws the per-agent parameter factors (`config.spread`).
     """
 
-    def __init__(self, road: RoadGraph, log: LogTable, config: IDMConfig, dt_s: float, rng: np.random.Generator) -> None:
+    def __init__(self, road: RoadModel, log: LogTable, config: IDMConfig, dt_s: float, rng: np.random.Generator) -> None:
         self.road, self.log, self.config, self.dt_s = road, log, config, float(dt_s)
         self._init_agents(rng)
 
@@ -419,7 +421,7 @@ def _may_enter(light: str, lights: dict[str, str]) -> bool:
     return not light or lights.get(light, "unknown") in ("green", "unknown")
 
 
-def _conflict_rows(road: RoadGraph, lane: NDArrayInt, a: NDArrayFloat, b: NDArrayFloat, v: NDArrayFloat,
+def _conflict_rows(road: RoadModel, lane: NDArrayInt, a: NDArrayFloat, b: NDArrayFloat, v: NDArrayFloat,
                    owner: NDArrayInt) -> Rows:  # fmt: skip
     """Intervals on conflicting lanes of the rows that reach into a conflict zone."""
     c = road.conflicts

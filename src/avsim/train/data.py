@@ -259,7 +259,6 @@ def carry_labels(controls: str | os.PathLike[str], out_root: str | os.PathLike[s
     dst = Path(out_root) / LABELS_DIR / name
     dst.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(dst, is_dir=True) as tmp:
-        tmp.chmod(0o755)  # mkdtemp makes it private; the layout's folders are ordinary ones
         shutil.copytree(src, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".parts"))
     return dst
 

@@ -161,9 +161,8 @@ def _encode(out: Path, progress: Log) -> str:
     from avsim.train.encode import CLIPS_STEP
     from avsim.train.jobs import EncodeSettings, encode_cache
 
-    def encoded(step: str, done: int, total: int) -> None:
-        if step == CLIPS_STEP and done:
-            progress(f"encoded {done}/{total} clips")
+    def encoded(step: str, done: int, total: int) -> None:  # every unit: loading the encoders, each view (seconds each)
+        progress(f"encoded {done}/{total} clips" if step == CLIPS_STEP else f"encode: {step} {done}/{total}")
 
     settings = EncodeSettings(model="debug", random_vae=True, zero_text=True, device="cpu", store_dtype="float32")
     count = encode_cache(out / "layout", out / "cache", settings, encoded)

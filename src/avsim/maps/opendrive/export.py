@@ -2,7 +2,9 @@
 
 Every lane becomes one single-lane road (lane -1, type driving) whose reference line is the lane's
 left rail (`fit.fit_lane`: paramPoly3 pieces within `fit.FIT_TOLERANCE_M`) and whose width reaches
-its right rail; lanes that split or merge meet in junctions (`export_plan.plan_roads`); lane lines
+its right rail (the right rail, lifted by a laneOffset, where the left rail's cross-sections fold:
+`export_sections.outer_is_right`); a slanted link is a road holding both lanes and lanes that split
+or merge meet in junctions (`export_plan.plan_roads`); lane lines
 and road boundaries along the rails become road marks (`export_marks`); crosswalks become
 crosswalk objects with a local outline. The lane graph is the scenario's `lane_successors`, else
 the lanes whose rails start within `GEOMETRIC_LINK_M` of a lane's end. Roads are named after the
@@ -21,6 +23,7 @@ import numpy as np
 from avsim.maps import HDMap
 from avsim.maps.opendrive.export_marks import SHORT_DASH_LINE_M, MarkMatcher, rail_samples
 from avsim.maps.opendrive.export_plan import Plan, plan_roads
+from avsim.maps.opendrive.export_sections import outer_is_right
 from avsim.maps.opendrive.fit import EndState, FittedLane, end_states, fit_lane, project
 from avsim.maps.opendrive.geometry import ReferenceLine
 from avsim.maps.opendrive.model import Cubic, RoadMark
@@ -40,7 +43,7 @@ class ExportReport:
     junctions: int = 0
     geometries: int = 0
     crosswalks: int = 0
-    max_move_m: float = 0.0
+    max_move_m: float = 0.0  # the largest gap between linked lanes bridged inside a road (nothing is moved)
     lanes_skipped: int = 0
     unmatched_m: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
@@ -94,7 +97,10 @@ def _road_xml(root: ET.Element, rid: int, plan: Plan, k: int, fit: FittedLane, m
         ET.SubElement(geo, "paramPoly3", {**{key: _num(v) for key, v in zip(keys, g.params[:8])}, "pRange": "normalized"})
     _cubic_rows(ET.SubElement(road, "elevationProfile"), "elevation", fit.elevation, "s")
     _cubic_rows(ET.SubElement(road, "lateralProfile"), "superelevation", fit.superelevation, "s")
-    section = ET.SubElement(ET.SubElement(road, "lanes"), "laneSection", {"s": "0.0"})
+    lanes = ET.SubElement(road, "lanes")
+    if fit.on_right:  # the reference line is the right rail: lane 0 (the left rail) lifted by the width
+        _cubic_rows(lanes, "laneOffset", fit.width, "s")
+    section = ET.SubElement(lanes, "laneSection", {"s": "0.0"})
     centre = ET.SubElement(ET.SubElement(section, "center"), "lane", {"id": "0", "type": "none", "level": "false"})
     _marks(centre, marks[0])
     lane = ET.SubElement(ET.SubElement(section, "right"), "lane", {"id": "-1", "type": "driving", "level": "false"})
@@ -140,9 +146,10 @@ def _fit_all(plan: Plan) -> list[FittedLane]:
     ends: dict[int, tuple[EndState, EndState]] = {}
     for k in _fit_order(plan):
         p = plan.pieces[k]
+        on_right = not p.transition and outer_is_right(p.left, p.right)  # a transition's fold is the lanes' kink where they meet
         start = ends[p.predecessor][1] if p.predecessor in ends else None
         end = ends[p.successor][0] if p.successor in ends else None
-        fits[k] = fit_lane(p.left, p.right, start=start, end=end)
+        fits[k] = fit_lane(p.left, p.right, start=start, end=end, on_right=on_right)
         ends[k] = end_states(fits[k])
     return [fits[k] for k in range(len(plan.pieces))]
 

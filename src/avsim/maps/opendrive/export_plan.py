@@ -5,14 +5,17 @@ A *node* is where lanes meet: the end of a lane and the starts of its successors
 transitively). A node with one lane in and one out is a plain road link. Any other node is part
 of a junction; lanes whose both ends are junction nodes (the turning lanes of an intersection)
 are *interior*: they and the nodes they join form one junction. Every other lane that ends (starts)
-at a junction node gives up its last (first) `CUT_M` metres (at most 40 % of its length). Each
-path through a junction -- a cut end, any interior lanes, a cut start -- is one connecting road
-(paths share geometry; OpenDRIVE junctions overlap their connecting roads so).
+at a junction node gives up its last (first) `CUT_M` metres (at most 40 % of its length), cut at a
+perpendicular cross-section (`export_sections`). Each path through a junction -- a cut end, any
+interior lanes, a cut start -- is one connecting road (paths share geometry; OpenDRIVE junctions
+overlap their connecting roads so).
 
-Where consecutive pieces of a path, or two linked lanes, do not meet exactly (a lane graph built
-from geometry, or rails that disagree at a node), the later piece is bent to meet the earlier one:
-its rails are moved by the gap at its start, the move falling linearly to zero over
-`BLEND_M` metres (at most half the piece). The plan records the largest move.
+Lanes joined by plain links form *chains*, cut into roads at perpendicular cross-sections so that
+linked roads meet exactly: where a link is slanted (the lanes' rails meet at points more than
+`SLANT_M` apart along the lane), the stretch between those points is one road holding both lanes
+(``a>b``); a chain end with no link is lengthened to the rail that reaches farther. Where
+consecutive lanes do not meet (a lane graph built from geometry), nothing is moved: the rails are
+joined as they are and the gap is bridged inside one road. The plan records the largest gap.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from avsim.core.typing import NDArrayFloat
+from avsim.maps.opendrive.export_sections import arc, between, extend, stations
 
 CUT_M = 3.0
-BLEND_M = 5.0
+SLANT_M = 0.01
+MIN_TRANSITION_M = 0.5
 MAX_PATHS = 20_000
 
 
@@ -41,11 +46,13 @@ class Piece:
     successor: int | None = None
     pred_junction: str | None = None
     succ_junction: str | None = None
+    transition: bool = False  # the stretch where two plainly linked lanes meet on a slant
 
 
 @dataclass
 class Plan:
-    """The pieces, the junctions (id -> connections (incoming piece, connecting piece)), and facts."""
+    """The pieces, the junctions (id -> connections (incoming piece, connecting piece)), and facts
+    (`max_move_m`: the largest gap between linked lanes bridged inside a road)."""
 
     pieces: list[Piece] = field(default_factory=list)
     junctions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -68,31 +75,6 @@ class _Ports:
 
     def union(self, a: tuple[str, int], b: tuple[str, int]) -> None:
         self.parent[self.find(a)] = self.find(b)
-
-
-def _arc(p: NDArrayFloat) -> NDArrayFloat:
-    return np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(p[:, :2], axis=0), axis=1))]
-
-
-def cut(p: NDArrayFloat, a: float, b: float) -> NDArrayFloat:
-    """The polyline between fractions a < b of its length."""
-    s = _arc(p)
-    lo, hi = a * s[-1], b * s[-1]
-    keep = (s > lo + 1e-9) & (s < hi - 1e-9)
-    ends = np.stack([np.interp([lo, hi], s, p[:, i]) for i in range(3)], 1)
-    return np.concatenate([ends[:1], p[keep], ends[1:]])
-
-
-def blend_start(p: NDArrayFloat, target: NDArrayFloat) -> tuple[NDArrayFloat, float]:
-    """`p` bent so that it starts at `target` (see the module docstring); the move's size."""
-    move = target - p[0]
-    size = float(np.linalg.norm(move))
-    if size == 0.0:
-        return p, 0.0
-    s = _arc(p)
-    span = min(BLEND_M, s[-1] / 2) if s[-1] > 0 else 1.0
-    w = np.clip(1.0 - s / max(span, 1e-9), 0.0, 1.0)
-    return p + w[:, None] * move[None, :], size
 
 
 def _join(a: NDArrayFloat, b: NDArrayFloat) -> NDArrayFloat:
@@ -143,16 +125,20 @@ def _junction_ids(g: _Graph, interior: list[bool]) -> dict[tuple[str, int], str]
     return {node: names[ports.find(("n", k))] for node, k in index.items()}
 
 
-def _split(k: int, left: NDArrayFloat, right: NDArrayFloat, cut_start: bool, cut_end: bool) -> dict[str, tuple[NDArrayFloat, NDArrayFloat]]:
-    length = float(_arc(left)[-1])
-    frac = min(CUT_M, 0.4 * length) / length if length > 0 else 0.0
-    a = frac if cut_start else 0.0
-    b = 1.0 - frac if cut_end else 1.0
-    out = {"rest": (cut(left, a, b), cut(right, a, b))}
+def _split(left: NDArrayFloat, right: NDArrayFloat, cut_start: bool, cut_end: bool) -> dict[str, tuple[NDArrayFloat, NDArrayFloat]]:
+    """A lane's rest and the stretches it gives up to junctions, cut at perpendicular cross-sections
+    `CUT_M` (at most 40 %) from its ends."""
+    length = float(arc(left)[-1])
+    step = min(CUT_M, 0.4 * length)
+    a = step if cut_start else None
+    b = length - step if cut_end else None
+    if a is None and b is None:
+        return {"rest": (left, right)}
+    out = {"rest": between(left, right, a, b)}
     if cut_start:
-        out["start"] = (cut(left, 0.0, a), cut(right, 0.0, a))
+        out["start"] = between(left, right, None, a)
     if cut_end:
-        out["end"] = (cut(left, b, 1.0), cut(right, b, 1.0))
+        out["end"] = between(left, right, b, None)
     return out
 
 
@@ -178,11 +164,120 @@ def _path_piece(names: list[str], parts: list[dict[str, tuple[NDArrayFloat, NDAr
     left, right = segs[0]
     moved = 0.0
     for seg_left, seg_right in segs[1:]:
-        bl, m1 = blend_start(seg_left, left[-1])
-        br, m2 = blend_start(seg_right, right[-1])
-        left, right, moved = _join(left, bl), _join(right, br), max(moved, m1, m2)
+        moved = max(moved, float(np.linalg.norm(seg_left[0] - left[-1])), float(np.linalg.norm(seg_right[0] - right[-1])))
+        left, right = _join(left, seg_left), _join(right, seg_right)
     label = ">".join([f"{names[path[0]]}#end", *(names[k] for k in path[1:-1]), f"{names[path[-1]]}#start"])
     return Piece(label, left, right), moved
+
+
+def _chains(order: list[int], nxt: dict[int, int]) -> list[tuple[list[int], bool]]:
+    """Maximal runs of lanes joined by plain links (heads first, then loops: closed=True)."""
+    heads = [k for k in order if k not in set(nxt.values())]
+    seen: set[int] = set()
+    out: list[tuple[list[int], bool]] = []
+    for k in heads + order:
+        if k in seen:
+            continue
+        chain = [k]
+        seen.add(k)
+        while nxt.get(chain[-1]) is not None and nxt[chain[-1]] not in seen:
+            chain.append(nxt[chain[-1]])
+            seen.add(chain[-1])
+        out.append((chain, nxt.get(chain[-1]) == chain[0]))
+    return out
+
+
+def _intervals(left: NDArrayFloat, rails: list[tuple[NDArrayFloat, NDArrayFloat]]) -> list[tuple[float, float, int, int]]:
+    """The slanted nodes of a chain as station intervals (lo, hi, first node, last node), padded to
+    `MIN_TRANSITION_M` and merged where they overlap or leave less than that between them."""
+    length = float(arc(left)[-1])
+    out: list[tuple[float, float, int, int]] = []
+    for i in range(len(rails) - 1):
+        (la, ra), (lb, rb) = rails[i], rails[i + 1]
+        s = stations(left, np.stack([la[-1], lb[0], ra[-1], rb[0]]))
+        lo, hi = float(s.min()), float(s.max())
+        if hi - lo < SLANT_M:
+            continue
+        pad = max(MIN_TRANSITION_M - (hi - lo), 0.0) / 2
+        lo, hi = max(lo - pad, 0.0), min(hi + pad, length)
+        lo = 0.0 if lo < MIN_TRANSITION_M else lo
+        hi = length if length - hi < MIN_TRANSITION_M else hi
+        if out and lo - out[-1][1] < MIN_TRANSITION_M:
+            out[-1] = (out[-1][0], max(hi, out[-1][1]), out[-1][2], i)
+        else:
+            out.append((lo, hi, i, i))
+    return out
+
+
+def _chain_pieces(names: list[str], rails: list[tuple[NDArrayFloat, NDArrayFloat]], free_start: bool, free_end: bool) -> list[tuple[str, NDArrayFloat, NDArrayFloat]]:
+    """A chain of plainly linked lanes as consecutive pieces cut at perpendicular cross-sections:
+    where a link is slanted (the rails of the two lanes meet more than `SLANT_M` apart along the
+    lane), the stretch between the two rails' meeting points is one piece holding both lanes
+    (named ``a>b``), so that neither lane's rails fall outside its roads and linked roads meet
+    exactly; a free chain end is lengthened to the rail that reaches farther (`extend`)."""
+    left = rails[0][0]
+    right = rails[0][1]
+    for la, ra in rails[1:]:
+        left, right = _join(left, la), _join(right, ra)
+    left = extend(left, right, free_start, free_end)
+    spans = _intervals(left, rails)
+    if not spans and len(left) == sum(len(r[0]) for r in rails) - len(rails) + 1:
+        return [(n, la, ra) for n, (la, ra) in zip(names, rails)]
+    s_nodes = [float(x) for x in stations(left, np.stack([la[-1] for la, _ in rails[:-1]]))] if len(rails) > 1 else []
+    cuts: list[tuple[float, list[int]]] = []  # (start station, lanes) of each piece
+    lane, s_at = 0, 0.0
+    for lo, hi, i, j in spans:
+        for node in range(lane, i):
+            cuts.append((s_at, [node]))
+            s_at = s_nodes[node]
+        if lo > s_at:
+            cuts.append((s_at, [i]))
+        cuts.append((lo if lo > s_at else s_at, list(range(i, j + 2))))
+        lane, s_at = j + 1, hi
+    for node in range(lane, len(rails) - 1):
+        cuts.append((s_at, [node]))
+        s_at = s_nodes[node]
+    cuts.append((s_at, [len(rails) - 1]))
+    bounds = [c[0] for c in cuts] + [float(arc(left)[-1])]
+    out = []
+    for (a, lanes), b in zip(cuts, bounds[1:]):
+        if b - a > 1e-6:
+            out.append((">".join(names[k] for k in lanes), *between(left, right, a, b)))
+    return out
+
+
+def _plain_roads(plan: Plan, names: list[str], g: _Graph, jid: dict[tuple[str, int], str], parts: list[dict[str, tuple[NDArrayFloat, NDArrayFloat]]],
+                 nxt: dict[int, int], interior: list[bool]) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
+    """The roads outside junctions, chain by chain (`_chain_pieces`), appended to the plan in lane
+    order; returns the plan index of each chain head's first road and each chain tail's last road."""
+    n = len(names)
+    records: list[tuple[tuple[int, int], Piece]] = []  # (order key, piece); links as record indices
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for chain, closed in _chains([k for k in range(n) if not interior[k]], nxt):
+        head, tail = chain[0], chain[-1]
+        got = _chain_pieces([names[k] for k in chain], [parts[k]["rest"] for k in chain], not g.pred[head], not g.succ[tail])
+        index = {name: k for k, name in zip(chain, (names[k] for k in chain))}
+        base = len(records)
+        for j, (name, left, right) in enumerate(got):
+            piece = Piece(name, left, right, transition=">" in name)
+            if j:
+                piece.predecessor = base + j - 1
+                records[-1][1].successor = base + j
+            records.append(((index[name.split(">")[0]], int(">" in name)), piece))
+        first[head], last[tail] = base, len(records) - 1
+        records[base][1].pred_junction = jid[g.start[head]] if "start" in parts[head] else None
+        records[-1][1].succ_junction = jid[g.end[tail]] if "end" in parts[tail] else None
+        if closed:
+            records[-1][1].successor, records[base][1].predecessor = base, len(records) - 1
+    order = sorted(range(len(records)), key=lambda r: records[r][0])
+    new_id = {r: j for j, r in enumerate(order)}
+    for r in order:
+        piece = records[r][1]
+        piece.predecessor = None if piece.predecessor is None else new_id[piece.predecessor]
+        piece.successor = None if piece.successor is None else new_id[piece.successor]
+        plan.pieces.append(piece)
+    return {k: new_id[r] for k, r in first.items()}, {k: new_id[r] for k, r in last.items()}
 
 
 def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]], succ: list[list[int]]) -> Plan:
@@ -199,42 +294,25 @@ def plan_roads(names: list[str], lanes: list[tuple[NDArrayFloat, NDArrayFloat]],
     n = len(names)
     g = _graph(n, succ)
     plan = Plan()
-    lanes = [(left.copy(), right.copy()) for left, right in lanes]
-    for a in range(n):  # plain links: the successor starts where its predecessor ends
-        if len(succ[a]) == 1 and g.end[a] not in g.complex_nodes:
-            b = succ[a][0]
-            (la, ra), (lb, rb) = lanes[a], lanes[b]
-            lb, m1 = blend_start(lb, la[-1])
-            rb, m2 = blend_start(rb, ra[-1])
-            lanes[b] = (lb, rb)
-            plan.max_move_m = max(plan.max_move_m, m1, m2)
     interior = [g.start[k] in g.complex_nodes and g.end[k] in g.complex_nodes and bool(succ[k]) and bool(g.pred[k]) for k in range(n)]
     jid = _junction_ids(g, interior)
     parts: list[dict[str, tuple[NDArrayFloat, NDArrayFloat]]] = [{} for _ in range(n)]
-    rest: dict[int, int] = {}
     for k in range(n):
-        if interior[k]:
-            continue
-        cut_start = bool(g.pred[k]) and g.start[k] in g.complex_nodes
-        cut_end = bool(succ[k]) and g.end[k] in g.complex_nodes
-        parts[k] = _split(k, *lanes[k], cut_start, cut_end)
-        rest[k] = len(plan.pieces)
-        piece = Piece(names[k], *parts[k]["rest"])
-        piece.pred_junction = jid[g.start[k]] if cut_start else None
-        piece.succ_junction = jid[g.end[k]] if cut_end else None
-        plan.pieces.append(piece)
+        if not interior[k]:
+            parts[k] = _split(*lanes[k], bool(g.pred[k]) and g.start[k] in g.complex_nodes, bool(succ[k]) and g.end[k] in g.complex_nodes)
+    nxt = {a: succ[a][0] for a in range(n) if not interior[a] and len(succ[a]) == 1 and g.end[a] not in g.complex_nodes}
+    for a, b in nxt.items():
+        gaps = [np.linalg.norm(parts[a]["rest"][side][-1] - parts[b]["rest"][side][0]) for side in (0, 1)]
+        plan.max_move_m = max(plan.max_move_m, *(float(x) for x in gaps))
+    first, last = _plain_roads(plan, names, g, jid, parts, nxt, interior)
     for a in range(n):
-        if interior[a] or a not in rest:
+        if "end" not in parts[a]:
             continue
-        if len(succ[a]) == 1 and g.end[a] not in g.complex_nodes and succ[a][0] in rest:
-            plan.pieces[rest[a]].successor = rest[succ[a][0]]
-            plan.pieces[rest[succ[a][0]]].predecessor = rest[a]
-        elif "end" in parts[a]:
-            for path in _paths(g, interior, a):
-                piece, moved = _path_piece(names, parts, lanes, path)
-                piece.junction = jid[g.end[a]]
-                piece.predecessor, piece.successor = rest[a], rest[path[-1]]
-                plan.max_move_m = max(plan.max_move_m, moved)
-                plan.junctions.setdefault(piece.junction, []).append((rest[a], len(plan.pieces)))
-                plan.pieces.append(piece)
+        for path in _paths(g, interior, a):
+            piece, moved = _path_piece(names, parts, lanes, path)
+            piece.junction = jid[g.end[a]]
+            piece.predecessor, piece.successor = last[a], first[path[-1]]
+            plan.max_move_m = max(plan.max_move_m, moved)
+            plan.junctions.setdefault(piece.junction, []).append((last[a], len(plan.pieces)))
+            plan.pieces.append(piece)
     return plan

@@ -26,6 +26,8 @@ from avsim.maps.opendrive.model import Cubic, GeometryKind, PlanGeometry
 
 FIT_TOLERANCE_M = 0.002
 WIDTH_STEP_M = 2.0
+ON_ROAD_M = 1e-4  # a point's foot is on the road when it is this close along the road to its projection
+ACROSS_MAX_RAD = 0.5
 MAX_SPAN = 40  # a piece spans at most this many rail vertices
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
 
@@ -39,6 +41,7 @@ class FittedLane:
     width: Cubic
     elevation: Cubic
     superelevation: Cubic
+    on_right: bool = False  # the reference line is the right rail; a laneOffset (= width) lifts the lane onto it
 
 
 def dedupe(points: NDArrayFloat, min_step_m: float = 1e-3) -> NDArrayFloat:
@@ -227,12 +230,15 @@ def _pin(cubic: Cubic, length: float, start: float | None, end: float | None) ->
 
 
 def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left: NDArrayFloat,
-                   right: NDArrayFloat) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:  # fmt: skip
-    """(s, width, roll) of the right rail's points that project inside the road (a skewed lane end
-    projects past it), held constant to s = 0 and s = length."""
+                   right: NDArrayFloat, side: float = -1.0) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:  # fmt: skip
+    """(s, width, roll) of the other rail's points (on the `side` of the reference line: -1 right,
+    +1 left) whose perpendicular foot is on the road (a skewed lane end projects past it: its foot is
+    clamped to an end), held constant to s = 0 and s = length."""
     pts = _densify(right, WIDTH_STEP_M)
     s_r, t_r = project(ref, length, pts)
-    inside = (s_r > 1e-6) & (s_r < length - 1e-6)
+    x, y, h = ref.xy_hdg(s_r)
+    along = (pts[:, 0] - x) * np.cos(h) + (pts[:, 1] - y) * np.sin(h)
+    inside = np.abs(along) < ON_ROAD_M
     if not inside.any():
         inside = np.ones(len(s_r), bool)
     s_r, t_r, pts = s_r[inside], t_r[inside], pts[inside]
@@ -241,9 +247,9 @@ def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left
     else:
         z0 = np.full(len(s_r), rail[0, 2])
     dz = z0 - pts[:, 2]
-    lateral = np.maximum(-t_r, 0.0)
+    lateral = np.maximum(side * t_r, 0.0)
     width = np.hypot(lateral, dz)
-    roll = np.arctan2(dz, np.maximum(lateral, 1e-6))
+    roll = np.arctan2(-side * dz, np.maximum(lateral, 1e-6))
     s_w, w, r = _unique(s_r, width, roll)
     s_w, w, r = np.r_[0.0, s_w, length], np.r_[w[0], w, w[-1]], np.r_[r[0], r, r[-1]]
     keep = np.r_[True, np.diff(s_w) > 1e-6]
@@ -252,8 +258,19 @@ def _width_samples(ref: ReferenceLine, length: float, rail: NDArrayFloat, s_left
     return s_w[keep], w[keep], r[keep]
 
 
+def _across(rail: NDArrayFloat, other: NDArrayFloat, i: int) -> float | None:
+    """The heading at the end i (0 or -1) of `rail` whose normal runs to `other`'s end (the lane's
+    end cross-section), if within `ACROSS_MAX_RAD` of the rail's own end segment (else None: a
+    slanted end keeps the rail's tangent)."""
+    d = other[i, :2] - rail[i, :2]
+    h = float(np.arctan2(d[1], d[0]) - np.pi / 2)
+    seg = rail[1, :2] - rail[0, :2] if i == 0 else rail[-1, :2] - rail[-2, :2]
+    own = float(np.arctan2(seg[1], seg[0]))
+    return h if abs(np.angle(np.exp(1j * (h - own)))) <= ACROSS_MAX_RAD else None
+
+
 def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_TOLERANCE_M, start: EndState | None = None,
-             end: EndState | None = None) -> FittedLane:  # fmt: skip
+             end: EndState | None = None, on_right: bool = False) -> FittedLane:  # fmt: skip
     """A one-lane road for a lane with these rails (see the module docstring).
 
     Args:
@@ -262,25 +279,31 @@ def fit_lane(left: NDArrayFloat, right: NDArrayFloat, tolerance_m: float = FIT_T
         tolerance_m: the reference line's fit tolerance.
         start: heading and width the road must start with (continuing its predecessor), or None.
         end: heading and width it must end with (meeting its successor), or None.
+        on_right: the reference line follows the right rail (the outer rail of a tight left turn,
+            whose cross-sections the left rail's normals cannot hold) and the width reaches the left.
 
     Returns:
         The fitted road.
     """
+    headings = (start.heading if start else None, end.heading if end else None)
+    if on_right:  # its ends across the lane's end cross-sections (right rail end to left rail end)
+        headings = (headings[0] if start else _across(right, left, 0), headings[1] if end else _across(right, left, -1))
+        left, right = right, left
     rail = dedupe(left)
     if len(rail) < 2:
         rail = np.stack([left[0], left[0] + [1e-3, 0.0, 0.0]])
-    geoms, s_knots = fit_reference(rail, tolerance_m, start.heading if start else None, end.heading if end else None)
+    geoms, s_knots = fit_reference(rail, tolerance_m, *headings)
     length = geoms[-1].s + geoms[-1].length
     ref = ReferenceLine(geoms)
     s_left, _ = project(ref, length, rail)
-    s_w, w, r = _width_samples(ref, float(length), rail, s_left, dedupe(right))
+    s_w, w, r = _width_samples(ref, float(length), rail, s_left, dedupe(right), 1.0 if on_right else -1.0)
     s_e, z = _unique(s_left, rail[:, 2])
     flat = np.abs(z).max() < 1e-9
     level = np.abs(np.r_[r, start.roll if start else 0.0, end.roll if end else 0.0]).max() < 1e-6
     width_cubic = _pin(_pchip_cubic(s_w, w), float(length), start.width if start else None, end.width if end else None)
     roll_cubic = _pin(_pchip_cubic(s_w, r), float(length), start.roll if start else None, end.roll if end else None)
     return FittedLane(geoms, float(length), compact(width_cubic),
-                      Cubic.empty() if flat else compact(_pchip_cubic(s_e, z)), Cubic.empty() if level else compact(roll_cubic))  # fmt: skip
+                      Cubic.empty() if flat else compact(_pchip_cubic(s_e, z)), Cubic.empty() if level else compact(roll_cubic), on_right)  # fmt: skip
 
 
 def same_record(s1: float, c1: NDArrayFloat, s2: float, c2: NDArrayFloat, tolerance: float = 1e-6) -> bool:

@@ -22,7 +22,7 @@ float as text. A compact folder stores
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,15 @@ BOX_ARRAYS = {"center_ego_m": 3, "size_lwh_m": 3, "rotation_ego_wxyz": 4, "veloc
               "rotation_world_wxyz": 4, "velocity_world_mps": 3}  # fmt: skip
 
 
+# zstd level of the tables. On the sample's 4 s x 7 cameras at 1280x720: level 19 took 1.48 s of CPU for annotations.parquet
+# (about 1.8 ms per camera-frame on a loaded machine, 8 points of the labels' CPU overhead) and 0.27 s for boxes3d.parquet; level 9 takes 0.07 s
+# and 0.015 s for 6.3 % and 5.4 % more bytes (docs/labels.md, "Compact layout" and "Cost").
+COMPRESSION_LEVEL = 9
+
+
 def _write(df: pl.DataFrame, path: Path) -> None:
     with atomic_output_path(path) as tmp:
-        df.write_parquet(tmp, compression="zstd", compression_level=19, statistics=False)
+        df.write_parquet(tmp, compression="zstd", compression_level=COMPRESSION_LEVEL, statistics=False)
 
 
 def _f64(rows: list[Any] | np.ndarray, n: int) -> pl.Series:
@@ -70,39 +76,72 @@ def _f64(rows: list[Any] | np.ndarray, n: int) -> pl.Series:
     return pl.Series(a, dtype=pl.Array(pl.Float64, n))
 
 
-def write_annotations(path: Path, cameras: tuple[str, ...], chunks: Callable[[str], Iterable[list[dict[str, Any]]]]) -> None:
-    """`annotations.parquet` from every camera's records (their COCO annotation texts), camera by camera.
+ANNOTATION_COLUMNS = ("camera", "image_id", "track_id", "source_class", "category_id", "bbox", "area", "counts", "visible_px",
+                      "unoccluded_px", *ANNOTATION_ARRAYS, *ANNOTATION_SCALARS)  # fmt: skip
+
+
+def annotations_frame(camera: str, records: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """The `annotations.parquet` rows of one camera's records (their COCO annotation texts), in record order.
+
+    The names are plain strings here (a worker's part); `write_annotations` makes them categorical
+    once the parts are concatenated.
 
     Args:
-        path: the file.
-        cameras: the cameras, in rig order.
-        chunks: each camera's records (with "annotations" texts) a segment at a time.
+        camera: the camera.
+        records: its camera-frame records, "annotations" as texts (`records.encoded_records`).
+
+    Returns:
+        The rows, one per annotation.
     """
-    cols: dict[str, list[Any]] = {k: [] for k in ("camera", "image_id", "track_id", "source_class", "category_id", "bbox", "area", "counts",
-                                                   "visible_px", "unoccluded_px", *ANNOTATION_ARRAYS, *ANNOTATION_SCALARS)}  # fmt: skip
-    for cam in cameras:
-        for chunk in chunks(cam):
-            for r in chunk:
-                for text in r["annotations"]:
-                    a = json.loads("{" + text)
-                    cols["camera"].append(cam)
-                    cols["image_id"].append(int(r["frame_index"]))
-                    cols["counts"].append(a["segmentation"]["counts"])
-                    for k in ("track_id", "source_class", "category_id", "bbox", "area", "visible_px", "unoccluded_px", *ANNOTATION_SCALARS):
-                        cols[k].append(a[k])
-                    for k, n in ANNOTATION_ARRAYS.items():
-                        cols[k].append(np.asarray(a[k], np.float64).reshape(-1) if a[k] is not None else np.full(n, np.nan))
-    df = pl.DataFrame({
-        "camera": pl.Series(cols["camera"], dtype=pl.Categorical), "image_id": pl.Series(cols["image_id"], dtype=pl.Int32),
-        "track_id": pl.Series(cols["track_id"], dtype=pl.String), "source_class": pl.Series(cols["source_class"], dtype=pl.Categorical),
+    cols: dict[str, list[Any]] = {k: [] for k in ANNOTATION_COLUMNS}
+    for r in records:
+        for text in r["annotations"]:
+            a = json.loads("{" + text)
+            cols["camera"].append(camera)
+            cols["image_id"].append(int(r["frame_index"]))
+            cols["counts"].append(a["segmentation"]["counts"])
+            for k in ("track_id", "source_class", "category_id", "bbox", "area", "visible_px", "unoccluded_px", *ANNOTATION_SCALARS):
+                cols[k].append(a[k])
+            for k, n in ANNOTATION_ARRAYS.items():
+                cols[k].append(np.asarray(a[k], np.float64).reshape(-1) if a[k] is not None else np.full(n, np.nan))
+    return pl.DataFrame({
+        "camera": pl.Series(cols["camera"], dtype=pl.String), "image_id": pl.Series(cols["image_id"], dtype=pl.Int32),
+        "track_id": pl.Series(cols["track_id"], dtype=pl.String), "source_class": pl.Series(cols["source_class"], dtype=pl.String),
         "category_id": pl.Series(cols["category_id"], dtype=pl.Int8),
         "bbox": pl.Series(np.asarray(cols["bbox"], np.int32).reshape(-1, 4), dtype=pl.Array(pl.Int32, 4)),
         "area": pl.Series(cols["area"], dtype=pl.Int32), "counts": pl.Series(cols["counts"], dtype=pl.String),
         "visible_px": pl.Series(cols["visible_px"], dtype=pl.Int32), "unoccluded_px": pl.Series(cols["unoccluded_px"], dtype=pl.Int32),
         **{k: _f64(cols[k], n) for k, n in ANNOTATION_ARRAYS.items()},
-        **{k: pl.Series(np.asarray([np.nan if v is None else v for v in cols[k]], np.float64)) for k in ANNOTATION_SCALARS},
+        **{k: pl.Series(np.asarray([np.nan if v is None else v for v in cols[k]], np.float64), dtype=pl.Float64) for k in ANNOTATION_SCALARS},
     })  # fmt: skip
-    _write(df, path)
+
+
+def write_annotations_part(path: Path, camera: str, records: Iterable[dict[str, Any]]) -> None:
+    """One render segment's `annotations.parquet` rows as a part file (written by the worker that rendered it).
+
+    A scratch file for the merge: fast compression (lz4), atomic.
+
+    Args:
+        path: the part file.
+        camera: the segment's camera.
+        records: its records in frame order, "annotations" as texts.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output_path(path) as tmp:
+        annotations_frame(camera, records).write_parquet(tmp, compression="lz4", statistics=False)
+
+
+def write_annotations(path: Path, parts: Iterable[Path]) -> None:
+    """`annotations.parquet`: the segments' part files (`write_annotations_part`) concatenated, in the order given
+    (camera by camera in rig order, each camera's segments in frame order).
+
+    Args:
+        path: the file.
+        parts: the part files.
+    """
+    frames = [pl.read_parquet(p) for p in parts]
+    df = pl.concat(frames, how="vertical") if frames else annotations_frame("", [])
+    _write(df.with_columns(pl.col("camera").cast(pl.Categorical), pl.col("source_class").cast(pl.Categorical)), path)
 
 
 def boxes_rows(frame: int, boxes: FrameBoxes3D, cameras_of: dict[str, list[str]], attributes: list[str]) -> dict[str, Any]:
@@ -297,6 +336,7 @@ def camera_pose(folder: Path, camera: str, frame_index: int) -> NDArrayFloat:
 
 
 __all__ = [
-    "ANNOTATIONS", "BOXES3D", "CAMERA_POSES", "COMPACT_FILES", "LANES", "boxes_rows", "camera_model", "camera_pose", "camera_poses",
-    "is_compact", "read_index", "read_lane_lines", "write_annotations", "write_boxes3d", "write_camera_poses", "write_lanes",
+    "ANNOTATIONS", "BOXES3D", "CAMERA_POSES", "COMPACT_FILES", "LANES", "annotations_frame", "boxes_rows", "camera_model", "camera_pose",
+    "camera_poses", "is_compact", "read_index", "read_lane_lines", "write_annotations", "write_annotations_part", "write_boxes3d",
+    "write_camera_poses", "write_lanes",
 ]  # fmt: skip

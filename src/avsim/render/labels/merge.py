@@ -11,8 +11,10 @@
 Each COCO file and `boxes3d.json` is written as it goes into its temporary file (renamed when
 complete), so the writer's memory does not grow with the clip's length beyond the heads. The
 bytes are those of one `json.dumps` of the whole documents. A compact folder (`ClipLabels.files`)
-gets the parquet tables of `labels.compact` instead (or as well): their rows are gathered for the
-whole clip (columns of a few numbers per box and annotation).
+gets the parquet tables of `labels.compact` instead (or as well): the annotation rows were written by
+the render workers as parquet parts while they rendered (`compact.write_annotations_part`) and are
+only concatenated here; the boxes', lanes' and camera poses' rows are gathered for the whole clip
+(columns of a few numbers per box).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ class ClipLabels:
     image_names: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
-def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, clip: ClipLabels) -> list[Path]:
+def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], chunks: ChunkSource, clip: ClipLabels,
+                 annotation_parts: Callable[[str], list[Path]]) -> list[Path]:  # fmt: skip
     """Write a clip's label files (docs/labels.md): the standard files, the compact tables, or both.
 
     Args:
@@ -87,6 +90,8 @@ def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], 
             "track_ids", "ego_SE3_camera").
         chunks: each camera's records with their annotation texts, a segment at a time in frame order.
         clip: cameras, rate, videos, camera models, rig and layout.
+        annotation_parts: each camera's compact annotation rows, as the workers wrote them a segment at a
+            time (`compact.write_annotations_part`), in frame order (read for the compact tables only).
 
     Returns:
         The files written.
@@ -109,7 +114,7 @@ def write_labels(scenario: Scenario, folder: Path, heads: list[dict[str, Any]], 
             written += [folder / "coco" / f"{cam}.json"] + ([folder / "openlane" / cam] if standard else [])
     samples = _write_boxes3d(scenario, folder, frames, stamps, seen, clip, standard, compact)
     if compact:
-        compact_io.write_annotations(folder / compact_io.ANNOTATIONS, cameras, chunks)
+        compact_io.write_annotations(folder / compact_io.ANNOTATIONS, [p for cam in cameras for p in annotation_parts(cam)])
         xy = np.array([np.asarray(s["world_SE3_ego"])[:2, 3] for s in samples]).reshape(-1, 2)
         compact_io.write_lanes(folder / compact_io.LANES, scenario, xy)
         compact_io.write_camera_poses(folder / compact_io.CAMERA_POSES, heads)

@@ -28,10 +28,11 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path
 from avsim.core.cameras import Camera
+from avsim.core.coco_rle import rle_strings
 from avsim.core.errors import AvsimInputError
 from avsim.core.names import join_names
 from avsim.core.transforms import SE3
-from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
+from avsim.core.typing import NDArrayByte, NDArrayFloat, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.maps.style import LANE_TYPE_TO_OPENLANE  # noqa: F401 - read from here by the tests (the one table)
 from avsim.render.labels.boxes import (
     CameraBoxLabels,
@@ -49,7 +50,6 @@ from avsim.render.labels.lanes import (
     near_to_far,
     openlane_intrinsic,
 )
-from avsim.render.labels.rle import rle_string, rle_strings
 from avsim.render.raster.draw import object_coverage_visible_px
 from avsim.render.raster.primitives import Primitives
 from avsim.scenario import Scenario
@@ -87,55 +87,6 @@ def sample_token(timestamp_ns: int) -> str:
         The token.
     """
     return str(int(timestamp_ns))
-
-
-# ---- RLE -----------------------------------------------------------------------------------------
-def rle_encode(mask: NDArrayBool, box: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
-    """COCO compressed RLE of a binary mask (column-major runs, pycocotools' string encoding).
-
-    Args:
-        mask: (H, W) bool, or with `box` the crop of an (H, W) mask that is False outside it.
-        box: None, or (x0, y0, H, W): where the crop sits and the image size.
-
-    Returns:
-        {"size": [H, W], "counts": str}.
-    """
-    x0, y0, h, w = box if box is not None else (0, 0, *mask.shape)
-    return {"size": [int(h), int(w)], "counts": rle_string(np.asarray(mask, bool), x0, y0, h, w)}
-
-
-def rle_decode(rle: dict[str, Any]) -> NDArrayInt:
-    """Inverse of `rle_encode`.
-
-    Args:
-        rle: {"size": [H, W], "counts": str}.
-
-    Returns:
-        (H, W) bool mask.
-    """
-    h, w = rle["size"]
-    s, p = rle["counts"], 0
-    runs: list[int] = []
-    while p < len(s):
-        x, k, more = 0, 0, True
-        while more:
-            c = ord(s[p]) - 48
-            x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(runs) > 2:
-            x += runs[-2]
-        runs.append(x)
-    flat = np.zeros(h * w, bool)
-    pos = 0
-    for i, n in enumerate(runs):
-        if i % 2:
-            flat[pos : pos + n] = True
-        pos += n
-    return flat.reshape((w, h)).T
 
 
 # ---- records -----------------------------------------------------------------------------------
@@ -334,7 +285,7 @@ class ImageAnnotations:
 
 
 def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
-    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`labels_rle.rle_strings`)."""
+    """The COCO annotations of every visible box (see `camera_frame_record`); the masks in one compiled RLE pass (`avsim.core.coco_rle.rle_strings`)."""
     seen = np.flatnonzero(lab.visible_px > 0)
     k = lab.box[seen]
     vis_box = lab.box2d_visible_px[seen]

@@ -2,7 +2,8 @@
 
 With `--labels` each render segment rasterises its frames with the per-pixel object id
 (numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
-camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json`;
+camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json` (and, for
+the compact tables, its annotation rows as `<camera>.<start>.annotations.parquet` beside it);
 once every segment is done the clip's label files are written from the parts, one part in
 memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes
 the same records and parts without encoding any video.
@@ -24,6 +25,7 @@ from avsim.core.locks import output_lock
 from avsim.core.names import join_names
 from avsim.core.typing import NDArrayByte, NDArrayInt32
 from avsim.render.geometry.scene import SceneRenderer
+from avsim.render.labels import compact as compact_io
 from avsim.render.labels import merge as labels_merge
 from avsim.render.labels import records as labels_io
 from avsim.render.labels.boxes import FrameBoxesCache
@@ -69,6 +71,18 @@ def _part_in(folder: Path, camera: str, start: int) -> Path:
     return join_names(folder, ".parts", f"{camera}.{start:06d}.json")
 
 
+def annotations_part(part: Path) -> Path:
+    """The compact annotation rows of a part (`<camera>.<start:06d>.annotations.parquet` beside it).
+
+    Args:
+        part: the part file (`part_path`).
+
+    Returns:
+        The parquet part the segment's worker writes when the layout has the compact tables.
+    """
+    return part.with_name(part.name.removesuffix(".json") + ".annotations.parquet")
+
+
 def labels_done(opts: RenderOptions, clip_id: str) -> bool:
     """Whether `OUT/<clip>/labels` holds the labels `opts` asks for: merged, in this layout version, with the
     asked-for files (`label_files`, images or not). A folder of another layout or version is rewritten.
@@ -105,14 +119,16 @@ def image_name(camera: str, frame_index: int, image_format: str) -> str:
     return f"images/{camera}/{int(frame_index):06d}.{image_format}"
 
 
-def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> None:
+def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compact: bool = False) -> None:
     """One camera segment's labels: its OpenLane files and images (final per camera-frame files, written straight
-    to `labels/openlane/<camera>/` and `labels/images/<camera>/`) and the rest of its records as the part file.
+    to `labels/openlane/<camera>/` and `labels/images/<camera>/`), its compact annotation rows (a parquet part the
+    merge concatenates) and the rest of its records as the part file (written last: it marks the segment done).
 
     Args:
         part: the part file (`<label folder>/.parts/...`).
         camera: the camera.
         records: its camera-frame records in frame order ("openlane" and "image" are taken out of them).
+        compact: also write the segment's `annotations.parquet` rows (`annotations_part`).
     """
     folder = part.parent.parent
     lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
@@ -121,6 +137,9 @@ def write_segment(part: Path, camera: str, records: list[dict[str, Any]]) -> Non
         labels_io.write_json_files(join_names(folder, "openlane", camera), lanes)
     if images:
         labels_io.write_json_files(join_names(folder, "images", camera), images)
+    records = labels_io.encoded_records(records)
+    if compact:
+        compact_io.write_annotations_part(annotations_part(part), camera, records)
     labels_io.write_part(part, records)
 
 
@@ -156,6 +175,7 @@ class Labeller:
     renderer: SceneRenderer
     boxes: FrameBoxesCache
     openlane: bool = True  # compute the OpenLane documents (the standard files); a compact folder stores the lanes once
+    compact: bool = False  # write each segment's compact annotation rows beside its part (the compact tables asked for)
     image_format: str | None = None  # also keep each frame as a jpg / png file beside the labels
 
     @classmethod
@@ -170,7 +190,7 @@ class Labeller:
         Returns:
             The labeller.
         """
-        return cls(renderer, FrameBoxesCache(renderer.scenario), files != "compact", image_format)
+        return cls(renderer, FrameBoxesCache(renderer.scenario), files != "compact", files != "standard", image_format)
 
 
 def frame_record(
@@ -229,7 +249,7 @@ def labelled_frames(labeller: Labeller, segment: StreamSegment, part: Path) -> I
         img, rec = frame_record(labeller, f, i, buffers)
         records.append(rec)
         yield img
-    write_segment(part, segment.stream.camera, records)
+    write_segment(part, segment.stream.camera, records, labeller.compact)
 
 
 def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[int, tuple[str, int]]:
@@ -293,8 +313,16 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, 
     names = {(h["camera"], h["frame_index"]): image_name(h["camera"], h["frame_index"], opts.label_images)
              for h in heads} if opts.label_images else {}  # fmt: skip
     clip = labels_merge.ClipLabels(plan.cameras, plan.fps, video, dict(zip(rig.names, rig.cameras)), opts.rig, opts.label_files, names)
-    written = labels_merge.write_labels(scenario, folder, heads, chunks, clip)
+    def annotations(camera: str) -> list[Path]:  # a part without its rows (written for --label-files standard, resumed as compact) gets them now
+        out = [annotations_part(p) for cam, p in parts if cam == camera]
+        for rows, (_, p) in zip(out, [(c, p) for c, p in parts if c == camera]):
+            if not rows.is_file():
+                compact_io.write_annotations_part(rows, camera, labels_io.read_part(p))
+        return out
+
+    written = labels_merge.write_labels(scenario, folder, heads, chunks, clip, annotations)
     for _, p in parts:
+        annotations_part(p).unlink(missing_ok=True)
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
     return written
@@ -342,5 +370,5 @@ def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
                     progress(1)
         for c in cameras:
             parts.append((c, _part_in(folder, c, start)))
-            write_segment(parts[-1][1], c, records[c])
+            write_segment(parts[-1][1], c, records[c], labeller.compact)
     return parts

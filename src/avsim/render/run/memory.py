@@ -163,7 +163,8 @@ def render_estimate(opts: RenderOptions, plan: RenderPlan, real_sizes_px: Sequen
         segment -> MiB.
     """
     n_cameras = len(plan.cameras)
-    _, mosaic_w, mosaic_h = writer.mosaic_size(n_cameras)
+    mosaic = writer.render_mosaic_layout(plan.rig, plan.cameras)
+    mosaic_w, mosaic_h = mosaic.width_px, mosaic.height_px
     camera_px = plan.largest_px  # conservative: every camera costed at the largest frame
     kept_mib = READER_FRAME_MIB_PER_MPX * camera_px[0] * camera_px[1] / 1e6
     decoders = sum(DECODER_MIB[0] + DECODER_MIB[1] * w * h / 1e6 + kept_mib for w, h in real_sizes_px)

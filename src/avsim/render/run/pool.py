@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from avsim.core.memory import release_free_heap
+from avsim.core.mosaic import MosaicLayout
 from avsim.core.typing import NDArrayBool, NDArrayByte
 from avsim.core.video import MP4Writer
 from avsim.render.geometry.scene import SceneRenderer
@@ -173,17 +174,16 @@ class SegmentWorker:
         clock = _Clock()
         cameras = seg.cameras(plan.cameras)
         renderer.prepare_rays(cameras)  # before this segment's encoders open (peak memory)
-        order = writer.mosaic_order(plan.cameras)
-        columns, mosaic_w, mosaic_h = writer.mosaic_size(len(order))
+        mosaic = writer.render_mosaic_layout(plan.rig, plan.cameras)
         with ExitStack() as stack:
             encoders: list[tuple[MP4Writer, StreamSegment]] = []
             for p in seg.parts:
-                size = (mosaic_w, mosaic_h) if p.stream.kind is StreamKind.MOSAIC else plan.size_of(p.stream.camera)
+                size = (mosaic.width_px, mosaic.height_px) if p.stream.kind is StreamKind.MOSAIC else plan.size_of(p.stream.camera)
                 encoders.append((stack.enter_context(MP4Writer(p.part, *size, plan.fps, preset=str(opts.preset))), p))
             streams = {cam: self._frames(seg, cam, clock) for cam in cameras}
             for f in range(seg.start, seg.stop):
                 frames = {cam: next(it) for cam, it in streams.items()}
-                self._write_frame(f, frames, encoders, clock, (order, columns))
+                self._write_frame(f, frames, encoders, clock, mosaic)
                 if on_units is not None:
                     on_units(len(seg.parts))
             for it in streams.values():
@@ -197,7 +197,7 @@ class SegmentWorker:
 
     def _write_frame(self, f: int, frames: dict[str, tuple[NDArrayByte, NDArrayBool | None]],
                      encoders: list[tuple[MP4Writer, StreamSegment]], clock: _Clock,
-                     mosaic: tuple[list[str], int]) -> None:  # fmt: skip
+                     mosaic: MosaicLayout) -> None:  # fmt: skip
         """Feed frame `f` of every needed camera to the encoders of the segment's parts."""
         for enc, part in encoders:
             kind, cam = part.stream.kind, part.stream.camera
@@ -207,9 +207,7 @@ class SegmentWorker:
                     writer.write_png(part.png_dir / f"{f:06d}.png", frames[cam][0])
                 clock.lap("encode")
             elif kind is StreamKind.MOSAIC:
-                order, columns = mosaic
-                tw, th = writer.MOSAIC_TILE_PX
-                tiled = writer.tile_mosaic({c: frames[c][0] for c in order}, order, tw, th, columns)
+                tiled = writer.tile_mosaic({c: frames[c][0] for c in mosaic.cameras}, mosaic)
                 clock.lap("composite")
                 enc.write(tiled)
                 clock.lap("encode")

@@ -144,12 +144,13 @@ def plan_streams(plan: RenderPlan, opts: RenderOptions, scenario_hex: str, reals
                "preset": opts.preset.value, "png": opts.png, "outputs": [_rel(opts, p) for p in job.outputs]}  # fmt: skip
         out.append(replace(job, digest=resume.job_digest(scenario_hex, opt)))
     chunks = {j.clip_id: (j.start, j.stop) for j in out}
+    mosaic = writer.render_mosaic_layout(plan.rig, plan.cameras)
     for cid, (a, b) in chunks.items():
         streams = [s for s in plan.streams if s.kind is StreamKind.MOSAIC]
         streams += [s for s in plan.streams if s.kind is StreamKind.OVERLAY] if reals else []
         for stream in streams:
             if stream.kind is StreamKind.MOSAIC:
-                opt = {**common, "stream": "mosaic", "cameras": list(plan.cameras), "frames": [a, b], "tile": list(writer.MOSAIC_TILE_PX)}
+                opt = {**common, "stream": "mosaic", "cameras": list(plan.cameras), "frames": [a, b], "tiles": [[t.camera, t.x_px, t.y_px, t.width_px, t.height_px] for t in mosaic.tiles]}
             else:
                 opt = {**common, "stream": "overlay", "camera": stream.camera, "frames": [a, b], "real": real_hex[stream.camera],
                        "offset_s": opts.overlay_offset_s, "real_fps": opts.overlay_fps}  # fmt: skip

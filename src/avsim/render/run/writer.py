@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import av
@@ -32,8 +33,9 @@ import numpy as np
 
 from avsim.core.atomic import atomic_output_path, remove_stale_temporaries
 from avsim.core.errors import AvsimValueError
+from avsim.core.mosaic import MosaicLayout, mosaic_layout, spatial_rows
 from avsim.core.names import join_names
-from avsim.core.rig import COSMOS_VIEW_NAMES, MOSAIC_ORDER
+from avsim.core.rig import COSMOS_VIEW_NAMES, CameraRig
 from avsim.core.typing import NDArrayByte
 from avsim.core.video import check_written_mp4
 from avsim.render.run.plan import Layout, Stream, StreamKind
@@ -292,57 +294,38 @@ def write_png(path: Path, frame_rgb: NDArrayByte) -> None:
 
 
 # ---- mosaic ---------------------------------------------------------------------------------
-def mosaic_order(cameras: tuple[str, ...]) -> list[str]:
-    """The mosaic's tile order.
+MOSAIC_TILE_PX = (640, 360)  # (width, height) of a tile in the mosaic's widest row ...
+MOSAIC_MAX_PX = (1920, 1080)  # ... smaller when the mosaic would not fit in 1080p
+
+
+def render_mosaic_layout(rig: CameraRig, cameras: Sequence[str]) -> MosaicLayout:
+    """The mosaic of `cameras`: front row, sides, rear (`avsim.core.mosaic`), tiles of the widest
+    row `MOSAIC_TILE_PX` (smaller when the mosaic would exceed `MOSAIC_MAX_PX`), every row as wide,
+    no empty tile.
 
     Args:
-        cameras: camera names of the rig.
+        rig: the rig rendered through (its extrinsics place the cameras).
+        cameras: the cameras drawn.
 
     Returns:
-        The spec's order for the model rig, else the rig's own order.
+        The layout (its size is the mosaic video's).
     """
-    if set(cameras) == set(MOSAIC_ORDER):
-        return list(MOSAIC_ORDER)
-    return list(cameras)
+    return mosaic_layout(spatial_rows(rig, cameras), *MOSAIC_TILE_PX, max_size_px=MOSAIC_MAX_PX)
 
 
-def tile_mosaic(frames: dict[str, NDArrayByte], order: list[str], tile_w: int, tile_h: int, columns: int = 3) -> NDArrayByte:
+def tile_mosaic(frames: dict[str, NDArrayByte], layout: MosaicLayout) -> NDArrayByte:
     """Tile labelled, resized camera frames into one image.
 
     Args:
-        frames: camera name -> (H, W, 3) uint8 RGB.
-        order: tile order (row-major).
-        tile_w: tile width.
-        tile_h: tile height.
-        columns: tiles per row.
+        frames: camera name -> (H, W, 3) uint8 RGB (every camera of the layout).
+        layout: where each camera goes (`render_mosaic_layout`).
 
     Returns:
-        (rows * tile_h, columns * tile_w, 3) uint8 RGB; empty tiles stay black.
+        (layout.height_px, layout.width_px, 3) uint8 RGB, every pixel part of a tile.
     """
-    rows = -(-len(order) // columns)
-    out = np.zeros((rows * tile_h, columns * tile_w, 3), np.uint8)
-    for i, name in enumerate(order):
-        r, c = divmod(i, columns)
-        tile = cv2.resize(frames[name], (tile_w, tile_h), interpolation=cv2.INTER_AREA)
-        cv2.putText(tile, name, (8, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA)
-        out[r * tile_h : (r + 1) * tile_h, c * tile_w : (c + 1) * tile_w] = tile
+    out = np.zeros((layout.height_px, layout.width_px, 3), np.uint8)
+    for t in layout.tiles:
+        tile = cv2.resize(frames[t.camera], (t.width_px, t.height_px), interpolation=cv2.INTER_AREA)
+        cv2.putText(tile, t.camera, (8, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA)
+        out[t.y_px : t.y_px + t.height_px, t.x_px : t.x_px + t.width_px] = tile
     return out
-
-
-MOSAIC_TILE_PX = (640, 360)  # (width, height) of one mosaic tile
-
-
-def mosaic_size(n_cameras: int, tile_w: int = MOSAIC_TILE_PX[0], tile_h: int = MOSAIC_TILE_PX[1]) -> tuple[int, int, int]:
-    """Layout of a mosaic of `n_cameras` tiles.
-
-    Args:
-        n_cameras: number of tiles.
-        tile_w: tile width.
-        tile_h: tile height.
-
-    Returns:
-        (columns, width_px, height_px): 3 columns (fewer for 1-2 cameras), as many rows as needed.
-    """
-    columns = 3 if n_cameras > 2 else n_cameras
-    rows = -(-n_cameras // columns)
-    return columns, columns * tile_w, rows * tile_h

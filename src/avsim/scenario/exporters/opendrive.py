@@ -31,7 +31,7 @@ def export_opendrive(scenario: Scenario, out: str | os.PathLike[str]) -> ExportR
         out: the .xodr file to write (replaced when it exists).
 
     Returns:
-        What was written (roads, junctions, geometries, crosswalks, the largest node move, what was dropped).
+        What was written (roads, junctions, geometries, crosswalks, the largest gap bridged between linked lanes, what was dropped).
     """
     if not len(scenario.map.lanes):
         raise AvsimInputError(scenario.scenario_id, "map.lanes", "the scenario's map has no lanes to export (OpenDRIVE describes roads by their lanes)")

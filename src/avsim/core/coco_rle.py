@@ -1,7 +1,10 @@
-"""COCO compressed RLE of instance masks, straight from the renderer's id buffer (pycocotools' string encoding).
+"""COCO compressed RLE of instance masks (pycocotools' string encoding of column-major runs).
 
-`rle_string` encodes one mask crop; `rle_strings` all masks of an image in one compiled pass
-over the id buffer (each object's visible box only). Split out of `avsim.render.labels.boxes`.
+`rle_encode` / `rle_decode` convert a mask and its `{"size", "counts"}` record; `rle_string`
+encodes one mask crop; `rle_strings` all masks of an image in one compiled pass over the
+renderer's id buffer (each object's visible box only). A file format, so in the core layer: the
+labels writer (`avsim.render.labels`) and the remapping of labels to the generated size
+(`avsim.models.labels_scaling`) share it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy.typing as npt
 from avsim.core.jit import njit
 from avsim.core.typing import NDArrayBool, NDArrayInt, NDArrayInt32
 
-__all__ = ["rle_string", "rle_strings"]
+__all__ = ["rle_decode", "rle_encode", "rle_string", "rle_strings"]
 
 
 @njit
@@ -111,3 +114,51 @@ def rle_strings(ids: NDArrayInt32, objs: NDArrayInt, boxes_px: NDArrayInt) -> li
     _rle_of_ids(np.ascontiguousarray(ids, np.int32), objs_a, boxes_a, out, ends)
     text = out[: int(ends[-1])].tobytes().decode("ascii")
     return [text[a:b] for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist())]
+
+
+def rle_encode(mask: NDArrayBool, box: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
+    """COCO compressed RLE of a binary mask (column-major runs, pycocotools' string encoding).
+
+    Args:
+        mask: (H, W) bool, or with `box` the crop of an (H, W) mask that is False outside it.
+        box: None, or (x0, y0, H, W): where the crop sits and the image size.
+
+    Returns:
+        {"size": [H, W], "counts": str}.
+    """
+    x0, y0, h, w = box if box is not None else (0, 0, *mask.shape)
+    return {"size": [int(h), int(w)], "counts": rle_string(np.asarray(mask, bool), x0, y0, h, w)}
+
+
+def rle_decode(rle: dict[str, Any]) -> NDArrayInt:
+    """Inverse of `rle_encode`.
+
+    Args:
+        rle: {"size": [H, W], "counts": str}.
+
+    Returns:
+        (H, W) bool mask.
+    """
+    h, w = rle["size"]
+    s, p = rle["counts"], 0
+    runs: list[int] = []
+    while p < len(s):
+        x, k, more = 0, 0, True
+        while more:
+            c = ord(s[p]) - 48
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and (c & 0x10):
+                x |= -1 << (5 * k)
+        if len(runs) > 2:
+            x += runs[-2]
+        runs.append(x)
+    flat = np.zeros(h * w, bool)
+    pos = 0
+    for i, n in enumerate(runs):
+        if i % 2:
+            flat[pos : pos + n] = True
+        pos += n
+    return flat.reshape((w, h)).T
