@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hostile_cases_maps import MAP_CASES, MAP_LIMITS
+from hostile_cases_openscenario import OPENSCENARIO_CASES, OPENSCENARIO_LIMITS
 from hostile_cases_surfaces import SURFACE_CASES, SURFACE_LIMITS
 
 
@@ -384,6 +385,7 @@ CONVERT_CASES = [
     Case("convert unknown source", "avsim convert x OUT --from nope", lambda w: ["convert", str(_write(w, "x", "x")), str(w.root / "o"), "--from", "nope"], 2, "nope"),
     Case("convert missing input", "avsim convert missing.pkl OUT --from scenarionet", lambda w: ["convert", str(w.root / "missing.pkl"), str(w.root / "o"), "--from", "scenarionet"], 1, "missing.pkl"),
     *(Case(*c) for c in MAP_CASES),
+    *(Case(*c) for c in OPENSCENARIO_CASES),
 ]
 
 
@@ -560,7 +562,7 @@ def render_table() -> str:
         "| pinhole distortion (scenarios, sensor-server requests) | used inside its valid range (up to the radial map's first turning point); a camera whose image reaches past it is refused | `avsim.core.distortion.OpenCVDistortion.check_covers` |",
         "| `avsim serve sensorsim` requests | 8192 px a side, 10,000 objects, 64 images a call, 4 MiB a request (`--max-request-mib`); each costed before work and refused `RESOURCE_EXHAUSTED` above 3/4 of `--max-memory-mib` (2048; 8192x8192 needs 1,160 MiB), the bound named; `--workers` (4) drawn at once, large requests (over 1/4 of the budget) in all but one slot, 2 a worker waiting; ray maps kept within `--ray-cache-mib` (512); a cancelled request stops at its next ray-map block | `avsim.sim.alpasim.render_requests.MAX_SIDE_PX`, `MAX_OBJECTS`, `server.MAX_AGGREGATED`, `scheduling.RenderScheduler`, `RayMapCache` |",
         "| `alpasim://` driver answers | 100,000 poses; followed up to 30 s ahead (a pose 10^14 us ahead allocates nothing more) | `avsim.sim.alpasim.driver.MAX_TRAJECTORY_POSES`, `MAX_PLAN_AHEAD_S` |",
-        *MAP_LIMITS,
+        *MAP_LIMITS, *OPENSCENARIO_LIMITS,  # the scenario authors' formats
         *SURFACE_LIMITS,
         "",
         f"{len(CASES)} cases.",

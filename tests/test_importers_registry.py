@@ -31,7 +31,7 @@ EXPECTED_FORMAT = {"scenarionet": "scenarionet", "waymo": "waymo", "av2": "av2",
 
 
 def test_formats_registry():
-    assert set(FORMATS) == {"scenarionet", "nuscenes", "av2", "waymo", "rdshq", "mmdet3d", "waymo-frame", "clipgt", "opendrive", "lanelet2"}
+    assert set(FORMATS) == {"scenarionet", "nuscenes", "av2", "waymo", "rdshq", "mmdet3d", "waymo-frame", "clipgt", "opendrive", "lanelet2", "openscenario"}
     assert all(info.source and info.default_rig for info in FORMATS.values())
 
 

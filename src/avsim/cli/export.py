@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; nuscenes: labelled clips as a nuScenes dataset).",
+    help="Write a scenario in another tool's format (clipgt: NVIDIA's world-scenario parquet clips; opendrive: ASAM OpenDRIVE 1.7; openscenario: ASAM OpenSCENARIO 1.2 with its OpenDRIVE map; nuscenes: labelled clips as a nuScenes dataset).",
 )  # fmt: skip
 
 
@@ -74,6 +74,20 @@ def opendrive_command(
         parts += [f"{r.lanes_skipped} lanes shorter than 0.5 m"] if r.lanes_skipped else []
         parts += [f"{n} {k}" for k, n in r.dropped.items()]
         typer.echo("  not written: " + ", ".join(parts), err=True)
+
+
+@app.command("openscenario")
+def openscenario_command(
+    scenario: Path = typer.Argument(..., help="Scenario folder (holding scenario.json)."),
+    out: Path = typer.Argument(..., help="Folder to write <id>.xosc and <id>.xodr into (absent, empty, or an earlier export, which is replaced)."),
+) -> None:
+    """Write SCENARIO as ASAM OpenSCENARIO 1.2: each track a FollowTrajectoryAction of its recorded poses, the map as OpenDRIVE (ASAM's checkers accept both; avsim convert reads them back)."""
+    from avsim.scenario.exporters.openscenario import export_openscenario
+    from avsim.scenario.io import load_scenario
+
+    r = export_openscenario(load_scenario(scenario), out)
+    kinds = ", ".join(f"{n} {k}" for k, n in r.entities.items())
+    typer.echo(f"wrote {r.xosc} and {r.xodr.name} ({kinds}; {r.vertices} trajectory vertices)", err=True)
 
 
 @app.command("nuscenes")

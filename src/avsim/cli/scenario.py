@@ -217,8 +217,13 @@ def convert(
     duration: float | None = typer.Option(None, "--duration", help="Map formats: scenario length in seconds (default: until the ego stops at the goal)."),
     origin: str | None = typer.Option(None, "--origin", help="lanelet2: the projection origin LAT,LON[,ELE] (default: the map's map_projector_info.yaml, else its first node)."),
     drive: str = typer.Option("idm", "--drive", help="Map formats: idm = the simulator's IDM planner drives the route in closed loop among reactive IDM traffic (avsim sim --policy idm --agents idm); route = the ego follows the route's speed profile and the cars their lanes, open loop."),
+    ego: str | None = typer.Option(None, "--ego", help="openscenario: the entity that is the ego (default: the one named Ego, hero or ego_vehicle, else the first vehicle)."),
+    param: list[str] = typer.Option([], "--param", help="openscenario: set a global parameter, NAME=VALUE (repeatable)."),
+    rate: float | None = typer.Option(None, "--rate", help="openscenario: storyboard steps per second (default 20)."),
+    root: Path | None = typer.Option(None, "--root", help="openscenario: the folder the scenario's file references may reach into (default: the scenario's folder)."),
+    map_file: Path | None = typer.Option(None, "--map", help="openscenario: an OpenDRIVE file replacing the scenario's RoadNetwork/LogicFile."),
 ) -> None:
-    """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ, ...) or a map (OpenDRIVE, Lanelet2) to OUT."""
+    """Convert one real-dataset scene (ScenarioNet, nuScenes, Argoverse 2, Waymo, RDS-HQ, ...), a map (OpenDRIVE, Lanelet2) or an OpenSCENARIO scenario to OUT."""
     from avsim.core.rig import NAMED_RIGS
     from avsim.scenario.importers import registry
     from avsim.scenario.workflows import convert_to_folder
@@ -234,12 +239,75 @@ def convert(
             raise typer.BadParameter(f"must be a finite number > 0, got {value}", param_hint=f"'{name}'")
     if drive not in ("idm", "route"):
         raise typer.BadParameter(f"expected idm or route, got {drive!r}", param_hint="'--drive'")
+    is_xosc = (from_format or "").lower() == "openscenario" or (from_format is None and _source_path(src).suffix.lower() == ".xosc")
+    if is_xosc:
+        if any(v is not None for v in (start, goal, trajectory, speed, origin)) or traffic:
+            raise typer.BadParameter("route, trajectory, speed, traffic and origin options apply to map formats, not to OpenSCENARIO", param_hint="'--from'")
+        _convert_openscenario(src, out, rig, _scenario_options(ego, param, rate, duration, root, map_file))
+        return
+    if any(v is not None for v in (ego, rate, root, map_file)) or param:
+        raise typer.BadParameter("--ego, --param, --rate, --root and --map apply to OpenSCENARIO files (.xosc)", param_hint="'--from'")
     options = _map_options(start, goal, trajectory, traffic, seed, speed, duration, origin)
     with _progress() as progress:
         progress.add_task(f"reading {src} ({from_format or 'auto-detected format'})", total=None)
         then = _idm_drive(progress, seed) if drive == "idm" else None
         scenario = convert_to_folder(src, out, fmt=from_format, rig_name=rig, on_built=_writing(progress, out), map_options=options, then=then)
     _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
+
+
+def _scenario_options(ego: str | None, params: list[str], rate: float | None, duration: float | None, root: Path | None,
+                      map_file: Path | None) -> Any:  # fmt: skip
+    """OpenScenarioOptions from the command line."""
+    from avsim.scenario.importers.openscenario import OpenScenarioOptions
+    from avsim.scenario.openscenario.load import DEFAULT_MAX_DURATION_S, DEFAULT_RATE_HZ, MAX_RATE_HZ, RunOptions
+
+    values: dict[str, str] = {}
+    for item in params:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--param'")
+        values[name.strip().lstrip("$")] = value
+    if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE_HZ):
+        raise typer.BadParameter(f"expected a rate in (0, {MAX_RATE_HZ:g}] Hz, got {rate}", param_hint="'--rate'")
+    run = RunOptions(ego, values, rate or DEFAULT_RATE_HZ, duration or DEFAULT_MAX_DURATION_S)
+    return OpenScenarioOptions(run, root, map_file)
+
+
+def _convert_openscenario(src: str, out: Path, rig: str | None, options: Any) -> None:
+    """`avsim convert` of an .xosc file: one scenario, or a folder of variants for a parameter distribution."""
+    from dataclasses import replace
+
+    from avsim.scenario.importers.openscenario import is_distribution
+    from avsim.scenario.workflows import convert_to_folder
+
+    path = _source_path(src)
+    with _progress() as progress:
+        task = progress.add_task(f"running {path.name}'s storyboard", total=None)
+        options = replace(options, on_step=lambda k, n: progress.update(task, completed=k, total=n))
+        if path.is_file() and is_distribution(path, options):
+            written = _write_distribution(path, out, rig, options, progress)
+            _stderr().print(f"wrote {out} ({written} variants)")
+            return
+        scenario = convert_to_folder(src, out, fmt="openscenario", rig_name=rig, on_built=_writing(progress, out), scenario_options=options)
+    _stderr().print(f"wrote {out} ({scenario.scenario_id}, {scenario.duration_s:.1f} s)")
+
+
+def _write_distribution(path: Path, out: Path, rig: str | None, options: Any, progress: Progress) -> int:
+    """Every parameter set of a distribution as a variant folder beside an `avsim edit` manifest."""
+    import hashlib
+
+    from avsim.edit.editfile import VariantResult
+    from avsim.edit.output import check_edit_output, variants_manifest, write_variants_output
+    from avsim.scenario.importers.openscenario import load_distribution
+
+    check_edit_output(out)
+    variants = progress.add_task("variants", total=None)
+    made = load_distribution(path, rig, options, on_variant=lambda k, n, name: progress.update(variants, completed=k, total=n, description=name))
+    results = [VariantResult(v.name, dict(v.parameters), s) for v, s in made]
+    source_id = made[0][1].scenario_id.split("__")[0]
+    manifest = variants_manifest(source_id, path.name, hashlib.sha256(path.read_bytes()).hexdigest(), results)
+    write_variants_output(out, manifest, results)
+    return len(results)
 
 
 # ---- info ------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from avsim.core.safe_files import file_kind
 from avsim.scenario import Scenario
 from avsim.scenario.compare import scenario_differences
 
-from . import ops_agents, ops_ego, ops_lights, ops_map, ops_time
+from . import ops_agents, ops_ego, ops_lights, ops_map, ops_openscenario, ops_time
 from .editfile_parse import (
     At,
     Checker,
@@ -208,6 +208,10 @@ OPS: dict[str, OpSpec] = {
     "ego_shift": OpSpec({"offset_m": (num, True), "start_s": (nonneg, False), "duration_s": (nonneg, False)},
                         lambda s, a: ops_ego.shift_ego_lateral(s, a["offset_m"], a.get("start_s", 0.0), a.get("duration_s", 0.0)),
                         "shift the ego sideways (lane change)"),
+    # scenarios converted from OpenSCENARIO
+    "openscenario_parameters": OpSpec({"values": (ops_openscenario.parameter_values, True)},
+                                      lambda s, a: ops_openscenario.set_parameters(s, a["values"]),
+                                      "run the scenario's OpenSCENARIO storyboard again with other parameter values"),
 }  # fmt: skip
 
 

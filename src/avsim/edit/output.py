@@ -15,6 +15,7 @@ from typing import Any
 
 from avsim.core.atomic import atomic_output_path, output_errors
 from avsim.core.errors import AvsimInputError
+from avsim.core.names import join_names
 from avsim.scenario import Scenario
 
 from .editfile import EditFile, VariantResult
@@ -42,12 +43,18 @@ def check_edit_output(out: Path) -> None:
 
 def manifest_document(source: Scenario, edit: EditFile, results: Sequence[VariantResult]) -> dict[str, Any]:
     """The manifest written beside the variant folders (deterministic: no paths, no clock)."""
+    return variants_manifest(source.scenario_id, edit.path.name, edit.sha256, results)
+
+
+def variants_manifest(source_id: str, file_name: str, file_sha256: str, results: Sequence[VariantResult]) -> dict[str, Any]:
+    """The manifest of variants of `source_id` made by the file `file_name` (an edit file, or an
+    OpenSCENARIO parameter distribution)."""
     return {
         "format": MANIFEST_FORMAT,
         "version": 1,
-        "source_scenario_id": source.scenario_id,
-        "edit_file": edit.path.name,
-        "edit_file_sha256": edit.sha256,
+        "source_scenario_id": source_id,
+        "edit_file": file_name,
+        "edit_file_sha256": file_sha256,
         "variants": [
             {
                 "name": r.name,
@@ -65,14 +72,18 @@ def write_edit_output(
     out: str | os.PathLike[str], source: Scenario, edit: EditFile, results: Sequence[VariantResult]
 ) -> None:
     """Write `OUT/<variant>/` for every result and `OUT/manifest.json`, as one atomic folder."""
+    write_variants_output(out, manifest_document(source, edit, results), results, allow_empty=source.map.is_empty())
+
+
+def write_variants_output(out: str | os.PathLike[str], manifest: dict[str, Any], results: Sequence[VariantResult],
+                          allow_empty: bool = False) -> None:  # fmt: skip
+    """Write `OUT/<variant>/` for every result and `OUT/manifest.json` (`manifest`), as one atomic folder."""
     from avsim.scenario.io import save_scenario
 
-    doc = manifest_document(source, edit, results)
-    allow_empty = source.map.is_empty()
     with output_errors(out), atomic_output_path(out, is_dir=True) as tmp:  # a full disk: `OUT: disk full`, nothing kept
         for r in results:
-            save_scenario(r.scenario, tmp / r.name, allow_empty_map=allow_empty)
-        (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+            save_scenario(r.scenario, join_names(tmp, r.name), allow_empty_map=allow_empty)
+        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 
 def scenario_folders(paths: list[Path]) -> list[Path]:

@@ -19,6 +19,7 @@ from avsim.scenario.types import Scenario
 
 if TYPE_CHECKING:
     from avsim.scenario.bare_map import MapOptions
+    from avsim.scenario.importers.openscenario import OpenScenarioOptions
 
 OnBuilt = Callable[[Scenario], "ProgressFn | None"]
 """Called with the new scenario before it is saved; returns the save's progress callback (or None)."""
@@ -82,6 +83,7 @@ def convert_to_folder(
     on_built: OnBuilt | None = None,
     map_options: MapOptions | None = None,
     then: Callable[[Scenario], Scenario] | None = None,
+    scenario_options: OpenScenarioOptions | None = None,
 ) -> Scenario:
     """Convert one real-dataset scene and save it to `out` (`avsim convert`).
 
@@ -94,6 +96,7 @@ def convert_to_folder(
         map_options: the ego and traffic of a map-only format (OpenDRIVE, Lanelet2).
         then: applied to the imported scenario before it is saved (the CLI drives a bare map's ego
             with the simulator's IDM planner through it).
+        scenario_options: an OpenSCENARIO file's ego, parameters, rate and duration.
 
     Returns:
         The scenario written.
@@ -107,7 +110,7 @@ def convert_to_folder(
     kind = file_kind(source)
     if kind not in (None, "missing", "a folder"):  # a FIFO or device would be read forever
         raise AvsimInputError(source, "source", f"is {kind}, not a file or folder of a dataset")
-    scenario = registry.convert(src, fmt, rig_name, map_options)
+    scenario = registry.convert(src, fmt, rig_name, map_options, scenario_options)
     if then is not None:
         scenario = then(scenario)
     return _save(scenario, out, split_selector(src)[0], on_built)

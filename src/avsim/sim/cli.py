@@ -31,7 +31,7 @@ def sim_command(
     scenario: Path = typer.Argument(..., help="Scenario folder (sample, converted or edited)."),
     out: Path = typer.Argument(..., help="Output folder: scenario/ (the rollout), sim_metrics.json, steps.parquet, timing.json."),
     policy: str = typer.Option("idm", "--policy", help="expert (log replay), constant-velocity, idm (PDM-Closed-style planner), MODULE:CALLABLE or alpasim://HOST:PORT (an AlpaSim egodriver)."),
-    agents: str = typer.Option("log", "--agents", help="log (replay the log) or idm (IDM agents that react, nuPlan's)."),
+    agents: str = typer.Option("log", "--agents", help="log (replay the log), idm (IDM agents that react, nuPlan's) or storyboard (a scenario converted from OpenSCENARIO: its storyboard drives everyone but the ego)."),
     cameras: str = typer.Option(None, "--cameras", help="Render these cameras every step for the policy (comma-separated, or 'all'); default none."),
     size: str = typer.Option("1280x720", "--size", help="Camera image size WxH."),
     backend: str = typer.Option("numba", "--backend", help="Renderer backend: numba or torch."),
@@ -60,8 +60,8 @@ def sim_command(
     from avsim.sim.run import Observe, SimOptions
     from avsim.sim.stepper import AgentMode
 
-    if agents not in ("log", "idm"):
-        raise typer.BadParameter(f"--agents: expected log or idm, got {agents!r}")
+    if agents not in ("log", "idm", "storyboard"):
+        raise typer.BadParameter(f"--agents: expected log, idm or storyboard, got {agents!r}")
     if backend not in ("numba", "torch"):
         raise typer.BadParameter(f"--backend: expected numba or torch, got {backend!r}")
     if steps is not None and duration is not None:

@@ -33,6 +33,7 @@ from avsim.sim.boxes import Boxes, LogTable
 from avsim.sim.observation import EpisodeInfo, FrameState, NoCameras, Observation, ObservationSource
 from avsim.sim.recorder import Plan, Recorder
 from avsim.sim.route import build_route
+from avsim.sim.storyboard import StoryboardTraffic
 from avsim.sim.tracker import LQRConfig, LQRTracker
 from avsim.sim.traffic import IDMConfig, IDMTraffic
 from avsim.sim.vehicle import KinematicBicycle, StateIndex, VehicleLimits, VehicleParameters, initial_state
@@ -49,10 +50,12 @@ class Controller(str, Enum):
 
 
 class AgentMode(str, Enum):
-    """How the other road users move: replayed from the log, or IDM agents that react."""
+    """How the other road users move: replayed from the log, IDM agents that react, or the
+    scenario's OpenSCENARIO storyboard around the ego (`avsim.sim.storyboard`)."""
 
     LOG = "log"
     IDM = "idm"
+    STORYBOARD = "storyboard"
 
 
 MAX_SIM_STEPS = 36_000  # one hour at 10 Hz: the per-step tables (lights, log boxes, states, scores) grow with it
@@ -174,8 +177,10 @@ class Simulator:
         self.state = self.log_states[0].copy()
         self.reference = None
         if self.config.agents is AgentMode.IDM:
-            self.traffic: IDMTraffic | LogTraffic = IDMTraffic(self.road, self.log, self.config.idm, self.dt_s, rng)
+            self.traffic: IDMTraffic | LogTraffic | StoryboardTraffic = IDMTraffic(self.road, self.log, self.config.idm, self.dt_s, rng)
             self.traffic.spawn(0, self.ego_box())
+        elif self.config.agents is AgentMode.STORYBOARD:
+            self.traffic = StoryboardTraffic(self.scenario, self.dt_s, self.vehicle.rear_axle_to_center_m)
         else:
             self.traffic = LogTraffic(self.log)
         self.source.reset(self.episode)

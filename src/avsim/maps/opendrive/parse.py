@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from avsim.core.errors import AvsimInputError
-from avsim.core.safe_xml import read_xml
+from avsim.core.safe_xml import MAX_XML_BYTES, parse_xml, read_xml
 from avsim.maps.opendrive.model import (
     Connection,
     ContactPoint,
@@ -348,8 +348,27 @@ def read_opendrive(path: str | os.PathLike[str]) -> OpenDriveFile:
     Returns:
         The file's header, roads and junctions.
     """
-    r = Reader(path)
-    root = read_xml(path, "xodr")
+    return opendrive_from_root(read_xml(path, "xodr"), path)
+
+
+def parse_opendrive(data: bytes, source: str | os.PathLike[str]) -> OpenDriveFile:
+    """Parse an OpenDRIVE document held in memory (an OpenSCENARIO scenario's embedded road network).
+
+    Args:
+        data: the document's bytes.
+        source: the name errors give for it.
+
+    Returns:
+        The file's header, roads and junctions.
+    """
+    if len(data) > MAX_XML_BYTES:
+        raise AvsimInputError(source, "xodr", f"{len(data)} bytes is over the {MAX_XML_BYTES}-byte limit for XML files")
+    return opendrive_from_root(parse_xml(data, source), source)
+
+
+def opendrive_from_root(root: ET.Element, source: str | os.PathLike[str]) -> OpenDriveFile:
+    """The parsed network of an `<OpenDRIVE>` element tree (`read_opendrive`, `parse_opendrive`)."""
+    r = Reader(source)
     if root.tag != "OpenDRIVE":
         raise r.fail("root", f"expected an <OpenDRIVE> document, got <{root.tag[:40]}>")
     roads: dict[str, Road] = {}

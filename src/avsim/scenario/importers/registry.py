@@ -19,6 +19,7 @@ from avsim.scenario.importers.common import split_selector
 
 if TYPE_CHECKING:
     from avsim.scenario.bare_map import MapOptions
+    from avsim.scenario.importers.openscenario import OpenScenarioOptions
     from avsim.scenario.types import Scenario
 
 
@@ -96,6 +97,12 @@ def _load_lanelet2(src: Path, rig_name: str | None, options: MapOptions | None =
     return load_lanelet2(src, rig_name, options.route, options.ego_trajectory(), options.origin)
 
 
+def _load_openscenario(src: Path, rig_name: str | None, options: OpenScenarioOptions | None = None) -> Scenario:
+    from avsim.scenario.importers.openscenario import load_openscenario
+
+    return load_openscenario(src, rig_name, options)
+
+
 MAP_FORMATS = ("opendrive", "lanelet2")
 """Formats that hold a map only: the ego (a route or a trajectory file) and traffic come from `MapOptions`."""
 
@@ -143,6 +150,11 @@ FORMATS: dict[str, ImporterInfo] = {
         _load_lanelet2, "a Lanelet2 map (.osm, projected with --origin or the map's map_projector_info.yaml): a map; the ego drives a lane route or a trajectory file",
         "named default: cosmos",
     ),
+    "openscenario": ImporterInfo(
+        _load_openscenario, "an ASAM OpenSCENARIO 1.0-1.3 scenario (.xosc) with its OpenDRIVE road network: the storyboard runs, the ego is an entity "
+        "(--ego); a ParameterValueDistribution .xosc converts to a folder of variants",
+        "named default: cosmos",
+    ),
 }  # fmt: skip
 
 
@@ -171,6 +183,8 @@ def detect_format(src: str | os.PathLike[str]) -> str:
             return "opendrive"
         if path.suffix.lower() == ".osm":
             return "lanelet2"
+        if path.suffix.lower() == ".xosc":
+            return "openscenario"
         if _is_mmdet3d_file(path):
             return "mmdet3d"
         if path.suffix == ".pkl":
@@ -184,7 +198,7 @@ def detect_format(src: str | os.PathLike[str]) -> str:
 
             if masked_crc32c(head[:8]) == int.from_bytes(head[8:12], "little"):
                 return "waymo-frame" if _is_waymo_frame_file(path) else "waymo"
-        raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl, a Waymo TFRecord, an OpenDRIVE .xodr or a Lanelet2 .osm)")
+        raise AvsimInputError(path, "source", "unrecognised file (expected a ScenarioNet .pkl, a Waymo TFRecord, an OpenDRIVE .xodr, a Lanelet2 .osm or an OpenSCENARIO .xosc)")
     if any(path.glob("*.calibration_estimate.parquet")):
         return "clipgt"
     if (path / "city_SE3_egovehicle.feather").exists() or any(path.glob("scenario_*.parquet")):
@@ -199,13 +213,14 @@ def detect_format(src: str | os.PathLike[str]) -> str:
 
 
 def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: str | None = None,
-            map_options: MapOptions | None = None) -> Scenario:  # fmt: skip
+            map_options: MapOptions | None = None, scenario_options: OpenScenarioOptions | None = None) -> Scenario:  # fmt: skip
     """Import `src_path` (format `fmt`, or auto-detected when None) as an `avsim.scenario.Scenario`.
 
     `rig_name` (``cosmos``, ``nuscenes``, ``av2``, ``waymo``) replaces the source's rig with a
     named default rig; formats without calibration always use one (ScenarioNet, Waymo). `map_options`
     (the ego's route or trajectory file, traffic, seed; Lanelet2's origin) apply to the map-only
-    formats (`MAP_FORMATS`) and are an error for the others.
+    formats (`MAP_FORMATS`) and are an error for the others; `scenario_options` (ego, parameters,
+    rate, duration, root, road network) to OpenSCENARIO files only.
     """
     fmt = detect_format(src_path) if fmt is None else fmt.lower()
     if fmt not in FORMATS:
@@ -218,6 +233,13 @@ def convert(src_path: str | os.PathLike[str], fmt: str | None = None, rig_name: 
     loader = FORMATS[fmt].load
     if map_options is not None and fmt not in MAP_FORMATS:
         raise AvsimInputError(src_path, "format", f"route, trajectory, traffic and origin options apply to {' and '.join(MAP_FORMATS)} maps, not to {fmt}")
+    if scenario_options is not None and fmt != "openscenario":
+        raise AvsimInputError(src_path, "format", f"ego, parameter, rate, root and map options apply to OpenSCENARIO files, not to {fmt}")
+    if fmt == "openscenario":
+        path, _ = split_selector(src_path)
+        if not path.exists():
+            raise AvsimInputError(path, "source", "not found")
+        return loader(path, rig_name, scenario_options)
     if fmt in MAP_FORMATS:
         path, _ = split_selector(src_path)
         if not path.exists():
