@@ -273,11 +273,12 @@ class IDMTraffic:
         if len(cand) > 1:  # two newcomers must not overlap each other either: the earlier in track order wins
             pair = boxes_overlap(xy[cand, None], yaw[cand, None], length[cand, None], width[cand, None], xy[None, cand],
                                  yaw[None, cand], length[None, cand], width[None, cand])  # fmt: skip
-            keep: list[int] = []
-            for j in range(len(cand)):
-                if not any(pair[j, k] for k in keep):
-                    keep.append(j)
-            cand = cand[keep]
+            if np.tril(pair, -1).any():  # an earlier newcomer in the way (usually none is)
+                keep: list[int] = []
+                for j in range(len(cand)):
+                    if not any(pair[j, k] for k in keep):
+                        keep.append(j)
+                cand = cand[keep]
         self.state[wait[cand]] = 1
         self._boxes = None
 
@@ -311,7 +312,8 @@ class IDMTraffic:
             self._lights_seen, self._lights_version = states, self._lights_version + 1
         version = self._lights_version
         retry = ~self.stop_at_end[on] | (self.blocked_at[on] != version)  # a stop is re-planned when a light changes
-        short = (togo < need) & ~self.map_end[on] & retry
+        # a full route cannot grow (and a full route is never a planned stop: `_extend` would only clear it again)
+        short = (togo < need) & ~self.map_end[on] & retry & (route[:, -1] < 0)
         for i, want in zip(on[short].tolist(), need[short].tolist()):
             self._extend(i, lights, want)
             if self.stop_at_end[i]:
