@@ -448,7 +448,10 @@ def _conflict_rows(road: RoadModel, lane: NDArrayInt, a: NDArrayFloat, b: NDArra
     c = road.conflicts
     if not c.valid.shape[1] or not len(lane):
         return _no_rows()
-    hit = c.valid[lane] & (a[:, None] <= c.s1[lane]) & (b[:, None] >= c.s0[lane])
+    sel = np.flatnonzero(c.valid.any(axis=1)[lane])  # the rows on lanes with a conflict at all (in order)
+    ls = lane[sel]
+    hit = c.valid[ls] & (a[sel, None] <= c.s1[ls]) & (b[sel, None] >= c.s0[ls])
     r, k = np.nonzero(hit)
+    r = sel[r]
     ln = lane[r]
     return c.other[ln, k], c.t0[ln, k], c.t1[ln, k], v[r] * c.cos[ln, k], owner[r]
