@@ -37,7 +37,6 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-
 PLANNER_STEPS = 50  # the IDM planner's row: its first 5 s (a whole episode takes about 13 s of CPU a round)
 
 
