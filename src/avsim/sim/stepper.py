@@ -94,6 +94,8 @@ class LightSchedule:
     def __init__(self, scenario: Scenario, step_times_ns: NDArrayInt) -> None:
         lights = scenario.lights
         self.ids = lights.light_ids.astype(str)
+        self._id_list: list[str] = self.ids.tolist()
+        self._last: tuple[int, dict[str, str]] = (-1, {})  # the last step asked for (each is asked for twice)
         self.states = np.full((len(step_times_ns), len(self.ids)), "unknown", dtype="<U7")
         for j, lid in enumerate(self.ids.tolist()):
             rows = lights.light_id == lid
@@ -102,8 +104,10 @@ class LightSchedule:
             self.states[:, j] = np.where(k >= 0, st[np.maximum(k, 0)], "unknown")
 
     def at(self, step: int) -> dict[str, str]:
-        """Light id -> state at `step`."""
-        return dict(zip(self.ids.tolist(), self.states[step].tolist()))
+        """Light id -> state at `step` (a new dict: the caller may keep or change it)."""
+        if self._last[0] != step:
+            self._last = (step, dict(zip(self._id_list, self.states[step].tolist())))
+        return dict(self._last[1])
 
 
 class LogTraffic:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -86,15 +87,26 @@ def fit_velocity(xy_disp: NDArrayFloat, headings: NDArrayFloat, dt_s: float, jer
 
 
 @lru_cache(maxsize=1)
-def _threadpools() -> ThreadpoolController:
-    """The process's thread pools (found once: finding them costs about a millisecond)."""
-    return ThreadpoolController()
+def _blas_libraries() -> tuple[Any, ...]:
+    """The process's BLAS libraries' thread controls (found once: finding them costs about a millisecond)."""
+    return tuple(ThreadpoolController().select(user_api="blas").lib_controllers)
 
 
 def _solve(lhs: NDArrayFloat, rhs: NDArrayFloat) -> NDArrayFloat:
-    """`numpy.linalg.solve` of a batch (B, n, n) x = (B, n) on one BLAS thread."""
-    with _threadpools().limit(limits=1, user_api="blas"):
+    """`numpy.linalg.solve` of a batch (B, n, n) x = (B, n) on one BLAS thread (each library set to one
+    thread and back directly: threadpoolctl's `limit` context costs about 10 us a call, as much as a
+    40 x 40 solve)."""
+    libs = _blas_libraries()
+    before = [lib.num_threads for lib in libs]
+    for lib, n in zip(libs, before):
+        if n != 1:
+            lib.set_num_threads(1)
+    try:
         return np.linalg.solve(lhs, rhs[..., None])[..., 0]
+    finally:
+        for lib, n in zip(libs, before):
+            if n != 1:
+                lib.set_num_threads(n)
 
 
 @lru_cache(maxsize=16)

@@ -119,8 +119,8 @@ def place_boxes(road: RoadModel, boxes: Boxes, owner: NDArrayInt) -> tuple[Rows,
     key = obj * road.n_lanes + s.lane[idx]
     order = np.lexsort((s.s_m[idx], key))
     key, idx, obj = key[order], idx[order], obj[order]
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    last = np.r_[first[1:], len(key)] - 1
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    last = np.append(first[1:], len(key)) - 1
     lane = s.lane[idx[first]]
     half = SAMPLE_STEP_M / 2
     yaw_lane = s.yaw[idx[first]]
@@ -179,6 +179,8 @@ class IDMTraffic:
         self._lights_seen: tuple[str, ...] = ()
         self._lights_version = 0
         self._boxes: Boxes | None = None  # `_agent_boxes` of the current state
+        self._active: tuple[NDArrayInt, Boxes] = (np.zeros(0, np.int64), Boxes.empty())  # the active set and its fixed fields
+        self._red: tuple[int, NDArrayInt] = (-1, np.zeros(0, np.int64))  # the red lit lanes under a lights version
         last_row = {tid: i for i, tid in enumerate(rows.track_id.tolist())}
         self.exit_step = np.array([self.log.step[last_row[t]] for t in self.track_id.tolist()], np.int64)
         self.replay = self.log.subset(~np.isin(rows.track_id, self.track_id)) if n else self.log
@@ -216,7 +218,9 @@ class IDMTraffic:
         if not len(on):
             return Boxes.empty()
         xy, yaw = self.road.samples.pose_at(self.route[on, 0], self.s[on])
-        b = self.box.select(on)
+        if not np.array_equal(self._active[0], on):  # the ids, classes and sizes change only when agents join or leave
+            self._active = (on, self.box.select(on))
+        b = self._active[1]
         center = np.concatenate([xy, b.center_m[:, 2:]], axis=1)
         vel = self.v[on, None] * np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
         return Boxes(b.track_id, b.source_class, b.object_class, center, b.size_m, yaw, vel)
@@ -269,11 +273,12 @@ class IDMTraffic:
         if len(cand) > 1:  # two newcomers must not overlap each other either: the earlier in track order wins
             pair = boxes_overlap(xy[cand, None], yaw[cand, None], length[cand, None], width[cand, None], xy[None, cand],
                                  yaw[None, cand], length[None, cand], width[None, cand])  # fmt: skip
-            keep: list[int] = []
-            for j in range(len(cand)):
-                if not any(pair[j, k] for k in keep):
-                    keep.append(j)
-            cand = cand[keep]
+            if np.tril(pair, -1).any():  # an earlier newcomer in the way (usually none is)
+                keep: list[int] = []
+                for j in range(len(cand)):
+                    if not any(pair[j, k] for k in keep):
+                        keep.append(j)
+                cand = cand[keep]
         self.state[wait[cand]] = 1
         self._boxes = None
 
@@ -297,14 +302,18 @@ class IDMTraffic:
         lengths = self.road.samples.length_m
         route = self.route[on]
         togo = np.where(route >= 0, lengths[np.maximum(route, 0)], 0.0).sum(axis=1) - self.s[on]
-        v0 = np.where(self.v0[on] > 0, self.v0[on], self._target_velocity(on))  # an agent's first step: its route's
+        v0 = self.v0[on]
+        first = v0 <= 0
+        if first.any():  # an agent's first step: its route's
+            v0[first] = self._target_velocity(on[first])
         need = self.config.minimum_path_length_m + v0 * self.headway[on]
         states = tuple(lights.values())
         if states != self._lights_seen:
             self._lights_seen, self._lights_version = states, self._lights_version + 1
         version = self._lights_version
         retry = ~self.stop_at_end[on] | (self.blocked_at[on] != version)  # a stop is re-planned when a light changes
-        short = (togo < need) & ~self.map_end[on] & retry
+        # a full route cannot grow (and a full route is never a planned stop: `_extend` would only clear it again)
+        short = (togo < need) & ~self.map_end[on] & retry & (route[:, -1] < 0)
         for i, want in zip(on[short].tolist(), need[short].tolist()):
             self._extend(i, lights, want)
             if self.stop_at_end[i]:
@@ -343,12 +352,19 @@ class IDMTraffic:
         parts.append(_conflict_rows(road, *own))
         parts.append(self._replay_placed(step))
         parts.append(place_boxes(road, ego, np.array([OWNER_EGO], np.int64))[0])
-        red = self._lit_lanes[np.array([lights.get(lid) == "red" for lid in self._lit_ids], bool)] if self._lit_ids else self._lit_lanes
+        red = self._red_lanes(lights)
         parts.append((red, np.zeros(len(red)), np.full(len(red), STOP_LINE_DEPTH_M), np.zeros(len(red)), np.full(len(red), OWNER_STOP)))
         lane, a_all, b_all, v_all, owner = (np.concatenate(c) for c in zip(*parts))
         order = np.argsort(lane, kind="stable")
         start = np.searchsorted(lane[order], np.arange(road.n_lanes + 1))
         return Occupancy(lane[order], a_all[order], b_all[order], v_all[order], owner[order].astype(np.int64), start)
+
+    def _red_lanes(self, lights: dict[str, str]) -> NDArrayInt:
+        """The lit lanes whose light is red (found again only when the lights change: `_plan_routes` counts the versions)."""
+        if self._red[0] != self._lights_version:
+            red = self._lit_lanes[np.array([lights.get(lid) == "red" for lid in self._lit_ids], bool)] if self._lit_ids else self._lit_lanes
+            self._red = (self._lights_version, red)
+        return self._red[1]
 
     def _leads(self, on: NDArrayInt, route: NDArrayInt, seg: NDArrayFloat, occ: Occupancy) -> tuple[NDArrayFloat, NDArrayFloat, NDArrayFloat]:
         """Gap to, velocity of and rear length of each agent's leading object (free road: path end).
@@ -361,22 +377,27 @@ class IDMTraffic:
         Returns:
             (gap (n,), lead velocity (n,), rear length (n,)) for the IDM step.
         """
-        offset = np.concatenate([np.zeros((len(on), 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1) - self.s[on, None]
+        n, n_slots = route.shape
+        offset = np.concatenate([np.zeros((n, 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1) - self.s[on, None]
         lane_q = np.maximum(route, 0)
-        count = np.where(route >= 0, occ.start[lane_q + 1] - occ.start[lane_q], 0)
-        width = max(int(count.max()), 1)
-        col = np.arange(width)
-        rows = occ.start[lane_q][..., None] + col
-        valid = col < count[..., None]
-        rows = np.where(valid, rows, 0)
-        near = offset[..., None] + occ.a[rows]
-        far = offset[..., None] + occ.b[rows]
-        valid &= (far > 0) & (occ.owner[rows] != on[:, None, None])
-        front = (self.length[on] / 2 + self.v[on] * self.headway[on])[:, None, None]
-        gap = np.where(valid, np.maximum(near - front, 0.0), np.inf).reshape(len(on), -1)
-        best = np.argmin(gap, axis=1)
-        lead_gap = gap[np.arange(len(on)), best]
-        lead_v = occ.v[rows.reshape(len(on), -1)[np.arange(len(on)), best]]
+        count = np.where(route >= 0, occ.start[lane_q + 1] - occ.start[lane_q], 0).ravel()
+        # one entry per (agent, route slot, object on that slot's lane), agent-major: only the objects there
+        pair = np.repeat(np.arange(n * n_slots), count)
+        rows = occ.start[lane_q].ravel()[pair] + np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count)
+        agent = pair // n_slots
+        off = offset.ravel()[pair]
+        valid = np.flatnonzero((off + occ.b[rows] > 0) & (occ.owner[rows] != on[agent]))
+        front = self.length[on] / 2 + self.v[on] * self.headway[on]
+        lead_gap, lead_row = np.full(n, np.inf), np.zeros(n, np.int64)
+        if len(valid):  # per agent, the first nearest (the order a row-major argmin over slots and objects keeps)
+            ag = agent[valid]
+            gap = np.maximum(off[valid] + occ.a[rows[valid]] - front[ag], 0.0)
+            starts = np.flatnonzero(np.concatenate(([True], ag[1:] != ag[:-1])))
+            group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(ag))))
+            hit = np.flatnonzero(gap == np.minimum.reduceat(gap, starts)[group])
+            first = hit[np.concatenate(([True], group[hit][1:] != group[hit][:-1]))]
+            lead_gap[ag[first]], lead_row[ag[first]] = gap[first], rows[valid[first]]
+        lead_v = occ.v[lead_row]
         found = np.isfinite(lead_gap)
         togo = seg.sum(axis=1) - self.s[on]
         end_gap = np.where(self.stop_at_end[on], togo, FREE_ROAD_M)
@@ -427,7 +448,10 @@ def _conflict_rows(road: RoadModel, lane: NDArrayInt, a: NDArrayFloat, b: NDArra
     c = road.conflicts
     if not c.valid.shape[1] or not len(lane):
         return _no_rows()
-    hit = c.valid[lane] & (a[:, None] <= c.s1[lane]) & (b[:, None] >= c.s0[lane])
+    sel = np.flatnonzero(c.valid.any(axis=1)[lane])  # the rows on lanes with a conflict at all (in order)
+    ls = lane[sel]
+    hit = c.valid[ls] & (a[sel, None] <= c.s1[ls]) & (b[sel, None] >= c.s0[ls])
     r, k = np.nonzero(hit)
+    r = sel[r]
     ln = lane[r]
     return c.other[ln, k], c.t0[ln, k], c.t1[ln, k], v[r] * c.cos[ln, k], owner[r]
