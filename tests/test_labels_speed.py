@@ -232,3 +232,26 @@ def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_
     old.write_text("[]")  # another version's part
     with pytest.raises(AvsimInputError):
         read_part(old)
+
+
+def test_annotation_rows_from_the_values_equal_the_rows_read_from_the_texts(small_renderer: SceneRenderer) -> None:
+    # a worker builds its compact annotation rows from the records' arrays; a part file's texts (a resumed render) give the same rows
+    import io
+
+    from avsim.render.labels import compact
+    from avsim.render.labels.records import encoded_records
+    from avsim.render.run import labels as labels_run
+
+    labeller = labels_run.Labeller.of(small_renderer, "compact")
+    records = [labels_run.frame_record(labeller, f, 1)[1] for f in range(0, 30, 3)]
+    first = records[0]["annotations"]  # the floats' edge cases: NaN (written null), -0.0 and a value halfway at the last decimal
+    floats = list(first.floats)
+    floats[4] = np.r_[np.nan, -0.00001, 2.00005, floats[4][3:]][: len(floats[4])]
+    records[0] = {**records[0], "annotations": type(first)(first.head, first.counts, tuple(floats), first.values)}
+    tables = []
+    for recs in (records, encoded_records(records)):
+        buf = io.BytesIO()
+        compact.annotations_frame("cam", recs).write_parquet(buf, compression="lz4", statistics=False)
+        tables.append(buf.getvalue())
+    assert sum(len(r["annotations"].head) for r in records) > 10 and len(floats[4]) >= 3
+    assert tables[0] == tables[1]

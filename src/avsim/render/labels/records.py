@@ -264,6 +264,25 @@ ANNOTATION_DECIMALS = (4, 4, 6, 3, 4, 3, 3, 4, 4)  # of each float column, as wr
 
 
 @dataclass(frozen=True)
+class AnnotationValues:
+    """The values of one image's M COCO annotations that `ImageAnnotations.head` and `.counts` spell as text
+    (what the compact `annotations.parquet` rows hold, `compact.annotations_frame`).
+
+    track_id, source_class: M names; category_id: (M,) COCO category; bbox: (M, 4) int64 x, y, width, height
+    (COCO pixel edges); rle: M COCO RLE strings (the `counts` of the segmentation); visible_px (the `area`),
+    unoccluded_px: (M,) int64 pixel counts.
+    """
+
+    track_id: tuple[str, ...]
+    source_class: tuple[str, ...]
+    category_id: NDArrayInt
+    bbox: NDArrayInt
+    rle: tuple[str, ...]
+    visible_px: NDArrayInt
+    unoccluded_px: NDArrayInt
+
+
+@dataclass(frozen=True)
 class ImageAnnotations:
     """The COCO annotations of one image (M visible boxes) before their float columns are JSON text.
 
@@ -271,17 +290,21 @@ class ImageAnnotations:
 
     head: M texts `"category_id":..,"bbox":[..],"area":..,"iscrowd":0,"segmentation":{..},"track_id":..,
     "class":..,"source_class":..`; counts: M texts `"visible_px":..,"unoccluded_px":..`; floats: the
-    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written).
+    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written);
+    values: what head and counts spell (None where the annotations were read back from a table).
     """
 
     head: tuple[str, ...]
     counts: tuple[str, ...]
     floats: tuple[NDArrayFloat, ...]
+    values: AnnotationValues | None = None
 
     def __post_init__(self) -> None:
         m = len(self.head)
         if len(self.counts) != m or len(self.floats) != len(ANNOTATION_FLOATS) or any(len(f) != m for f in self.floats):
             raise ValueError(f"ImageAnnotations: {m} heads, {len(self.counts)} counts, float rows {[len(f) for f in self.floats]}")
+        if self.values is not None and len(self.values.rle) != m:
+            raise ValueError(f"ImageAnnotations: {m} heads, {len(self.values.rle)} values")
 
 
 def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
@@ -303,7 +326,10 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
               lab.corners_px, lab.box2d_full_px, lab.visible_fraction, lab.truncation)  # fmt: skip
     counts = tuple(f'"visible_px":{v},"unoccluded_px":{u}' for v, u in zip(vis_n, unocc_n))
-    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats))
+    values = AnnotationValues(tuple(str(t) for t in boxes.track_id[k].tolist()), tuple(str(t) for t in boxes.source_class[k].tolist()),
+                              np.asarray(cat, np.int64).reshape(-1), np.c_[vis_box[:, :2], vis_box[:, 2:] - vis_box[:, :2] + 1].astype(np.int64),
+                              tuple(masks), np.asarray(vis_n, np.int64), np.asarray(unocc_n, np.int64))  # fmt: skip
+    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats), values)
 
 
 def annotation_texts(images: list[ImageAnnotations]) -> list[list[str]]:

@@ -137,8 +137,7 @@ def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compac
         labels_io.write_json_files(join_names(folder, "openlane", camera), lanes)
     if images:
         labels_io.write_json_files(join_names(folder, "images", camera), images)
-    records = labels_io.encoded_records(records)
-    if compact:
+    if compact:  # from the annotations' values (no JSON text read back)
         compact_io.write_annotations_part(annotations_part(part), camera, records)
     labels_io.write_part(part, records)
 
