@@ -248,10 +248,13 @@ def test_annotation_rows_from_the_values_equal_the_rows_read_from_the_texts(smal
     floats = list(first.floats)
     floats[4] = np.r_[np.nan, -0.00001, 2.00005, floats[4][3:]][: len(floats[4])]
     records[0] = {**records[0], "annotations": type(first)(first.head, first.counts, tuple(floats), first.values)}
-    tables = []
-    for recs in (records, encoded_records(records)):
-        buf = io.BytesIO()
-        compact.annotations_frame("cam", recs).write_parquet(buf, compression="lz4", statistics=False)
-        tables.append(buf.getvalue())
+    v = first.values
+    none = type(first)((), (), tuple(f[:0] for f in first.floats), type(v)((), (), v.category_id[:0], v.bbox[:0], (), v.visible_px[:0], v.unoccluded_px[:0]))
+    for case in (records, [{**records[1], "annotations": none}]):  # an image without annotations
+        tables = []
+        for recs in (case, encoded_records(case)):
+            buf = io.BytesIO()
+            compact.annotations_frame("cam", recs).write_parquet(buf, compression="lz4", statistics=False)
+            tables.append(buf.getvalue())
+        assert tables[0] == tables[1]
     assert sum(len(r["annotations"].head) for r in records) > 10 and len(floats[4]) >= 3
-    assert tables[0] == tables[1]

@@ -147,7 +147,7 @@ def _columns_of_values(records: list[dict[str, Any]]) -> dict[str, Any]:
     cols["area"] = cols["visible_px"]  # the COCO area is the mask's pixel count
     for c, (key, nd) in enumerate(zip(ANNOTATION_FLOATS, ANNOTATION_DECIMALS)):
         r = np.round(np.concatenate([np.asarray(im.floats[c], np.float64) for im in images]), nd)
-        cols[key] = np.where(np.isfinite(r), r, np.nan).reshape(len(r), -1)
+        cols[key] = np.where(np.isfinite(r), r, np.nan).reshape(len(r), int(np.prod(r.shape[1:], dtype=np.int64)))
     return cols
 
 

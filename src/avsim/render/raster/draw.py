@@ -42,8 +42,10 @@ from avsim.render.raster.kernels import (
 )
 from avsim.render.raster.primitives import (
     PIXEL_CENTRE_OFFSET,
+    CapsuleArrays,
     DrawPlan,
     IdBuffers,
+    PlanarArrays,
     Primitives,
 )
 from avsim.render.raster.strips import STRIP_ROWS, draw_strips, draw_strips_ids
@@ -220,19 +222,23 @@ def _tracked(
     return ((cap_obj >= 0) | (cap_order > first)), ((pl_obj >= 0) | (pl_order > first))
 
 
-def _per_object(prims: Primitives, n_objects: int) -> tuple[Primitives, NDArrayInt, NDArrayInt]:
-    """Each object's capsules and planars, grouped by object id (the coverage kernels' input).
+def _per_object(prims: Primitives, n_objects: int) -> tuple[CapsuleArrays, NDArrayInt, PlanarArrays, NDArrayInt]:
+    """Each object's capsules and planars, grouped by object id (the coverage kernels' input): the kernels'
+    arrays of the image's primitives (their plane parameters those the rasterisation used), taken in that sequence.
 
     Returns:
-        The grouped primitives, (N + 1,) capsule bounds per object, (N + 1,) planar bounds.
+        The grouped capsule arrays, (N + 1,) capsule bounds per object, the grouped planar arrays, (N + 1,) planar bounds.
     """
     cap_obj, pl_obj = prims.capsules.object_ids(), prims.planars.object_ids()
     cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
     cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
-    grouped = Primitives(prims.width_px, prims.height_px, prims.capsules.take(cs), prims.planars.take(ps))
+    caps = CapsuleArrays(*(a[cs] for a in prims.capsules.arrays()))
+    pls = prims.planars.arrays()
+    pls = pls._replace(plane=pls.plane[ps], is_tri=pls.is_tri[ps], rgb=pls.rgb[ps], bbox=pls.bbox[ps], zscale=pls.zscale[ps],
+                       zbias=pls.zbias[ps], row_start=pls.row_start[ps] if pls.use_spans else pls.row_start)  # fmt: skip
     cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
     pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
-    return grouped, cb, pb
+    return caps, cb, pls, pb
 
 
 def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
@@ -299,11 +305,11 @@ def object_coverage_visible_px(
         visible_in_boxes(ids, won, todo, vis, vis_box)
         out[todo] = vis[todo]
     if len(todo):
-        grouped, cb, pb = _per_object(prims, n_objects)
+        caps, cb, pls, pb = _per_object(prims, n_objects)
         mask = np.zeros((h, w), np.uint8) if scratch is None else scratch
         check_shape(mask, (h, w), "scratch", dtype=np.uint8)
         consts = (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
-        object_coverage_visible(mask, ids, rays, grouped.capsules.arrays(), cb, grouped.planars.arrays(), pb, consts,
+        object_coverage_visible(mask, ids, rays, caps, cb, pls, pb, consts,
                                 (out, vis, vis_box), todo, clip, id_stats is not None)  # fmt: skip
     return out, vis, vis_box
 
