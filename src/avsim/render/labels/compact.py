@@ -225,9 +225,17 @@ def write_boxes3d(path: Path, blocks: Iterable[dict[str, Any]]) -> None:
         "attribute_name": pl.Series(flat["attribute_name"], dtype=pl.Categorical),
         **{k: _f64(np.concatenate(cols[k]) if cols[k] else np.zeros((0, n)), n) for k, n in BOX_ARRAYS.items()},
         "yaw_ego_rad": pl.Series(np.concatenate(cols["yaw_ego_rad"]) if cols["yaw_ego_rad"] else np.zeros(0), dtype=pl.Float64),
-        "cameras": pl.Series(flat["cameras"], dtype=pl.List(pl.Categorical)),
+        "cameras": _lists_of_names(flat["cameras"]),
     })  # fmt: skip
     _write(df, path)
+
+
+def _lists_of_names(lists: list[list[str]]) -> pl.Series:
+    """`pl.Series(lists, dtype=pl.List(pl.Categorical))`, each distinct list built once and gathered (a clip's boxes
+    share a few camera sets; polars builds nested lists from Python objects one by one)."""
+    first: dict[tuple[str, ...], int] = {}
+    rows = np.fromiter((first.setdefault(tuple(names), len(first)) for names in lists), np.int64, len(lists))
+    return pl.Series([list(k) for k in first], dtype=pl.List(pl.Categorical)).gather(rows)
 
 
 def write_lanes(path: Path, scenario: Scenario, ego_xy_m: np.ndarray) -> None:
