@@ -111,6 +111,26 @@ def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path:
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == one and len(one) == 18  # 14 standard, 4 compact
 
 
+@pytest.mark.e2e
+def test_parts_without_coco_texts_give_the_same_coco_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a compact render's parts keep no COCO texts; merged with COCO files asked for (a render resumed with other
+    # --label-files) the texts are made from the segment's compact rows: the bytes of parts that kept them
+    from avsim.render.labels import records as labels_io
+    from avsim.render.run import labels as labels_run
+
+    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    common = ["--size", "160x90", "--frames", "2:9", "--cameras", CAMERAS, "--label-files", "both", "--images", "png"]
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "texts"), *common]) == 0
+    monkeypatch.setattr(labels_run.Labeller, "coco_texts", property(lambda self: False))
+    read = labels_io.read_part
+    seen: list[bool] = []
+    monkeypatch.setattr(labels_io, "read_part", lambda p: (r := read(p), seen.append(r[0]["annotations"] is None))[0])
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "rows"), *common]) == 0
+    want = _label_hashes(tmp_path / "texts" / "avsim_sample_seed0" / "labels")
+    assert _label_hashes(tmp_path / "rows" / "avsim_sample_seed0" / "labels") == want and len(want) > 18
+    assert seen and all(seen)  # every part was read without its texts
+
+
 def _stopped(*args: object) -> None:
     raise KeyboardInterrupt
 

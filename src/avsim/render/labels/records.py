@@ -393,21 +393,25 @@ def json_strings(values: np.ndarray) -> list[str]:
     return [texts[t] if t in texts else texts.setdefault(t, json.dumps(t)) for t in map(str, np.asarray(values).tolist())]
 
 
-def write_part(path: Path, records: list[dict[str, Any]]) -> None:
+def write_part(path: Path, records: list[dict[str, Any]], texts: bool = True) -> None:
     """Write one segment's records (atomic), as text the merge concatenates (no JSON round trip of the annotations).
 
     Line 1: {"format": PART_FORMAT, "records": [record without "annotations" and "openlane", plus
     "n_annotations"]}; then every record's annotation texts, one a line (compact JSON: no newline).
+    Without `texts` (only the compact tables asked for: the rows are in the segment's annotations part)
+    line 1 also holds "texts": false and no text follows (`read_part` gives None annotations).
 
     Args:
         path: the part file.
         records: camera-frame records (`camera_frame_record`).
+        texts: write the annotations' COCO texts.
     """
-    records = encoded_records(records)
-    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": len(r["annotations"])}
+    records = encoded_records(records) if texts else records
+    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": _count(r["annotations"])}
              for r in records]  # fmt: skip
-    lines = [json.dumps({"format": PART_FORMAT, "records": heads}, separators=(",", ":"))]
-    lines += [a for r in records for a in r["annotations"]]
+    doc: dict[str, Any] = {"format": PART_FORMAT, "records": heads, **({} if texts else {"texts": False})}
+    lines = [json.dumps(doc, separators=(",", ":"))]
+    lines += [a for r in records for a in r["annotations"]] if texts else []
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
         Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -420,18 +424,24 @@ def read_part(path: Path) -> list[dict[str, Any]]:
         path: the part file.
 
     Returns:
-        The camera-frame records (without "openlane").
+        The camera-frame records (without "openlane"; "annotations" None in a part written without texts).
 
     Raises:
         AvsimInputError: the file is not a part of this format (another avsim version's).
     """
     lines = path.read_text(encoding="utf-8").split("\n")
+    doc = _part_doc(path, lines[0])
+    texts = doc.get("texts", True) is not False
     out, at = [], 1
-    for r in _part_heads(path, lines[0]):
+    for r in doc["records"]:
         n = r.pop("n_annotations")
-        out.append({**r, "annotations": lines[at : at + n]})
-        at += n
+        out.append({**r, "annotations": lines[at : at + n] if texts else None})
+        at += n if texts else 0
     return out
+
+
+def _count(annotations: ImageAnnotations | list[str]) -> int:
+    return len(annotations.head) if isinstance(annotations, ImageAnnotations) else len(annotations)
 
 
 def read_part_heads(path: Path) -> list[dict[str, Any]]:
@@ -451,10 +461,14 @@ def read_part_heads(path: Path) -> list[dict[str, Any]]:
 
 
 def _part_heads(path: Path, first_line: str) -> list[dict[str, Any]]:
+    return list(_part_doc(path, first_line)["records"])
+
+
+def _part_doc(path: Path, first_line: str) -> dict[str, Any]:
     head = json.loads(first_line) if first_line.startswith("{") else {}
     if head.get("format") != PART_FORMAT:
         raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
-    return head["records"]
+    return dict(head)
 
 
 def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:
