@@ -3,7 +3,8 @@
 With `--labels` each render segment rasterises its frames with the per-pixel object id
 (numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
 camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json` (and, for
-the compact tables, its annotation rows as `<camera>.<start>.annotations.parquet` beside it);
+the compact tables, its annotation rows as `<camera>.<start>.annotations.parquet` beside it, built
+from the records' arrays; the part then holds the COCO annotation texts only where COCO files are asked for);
 once every segment is done the clip's label files are written from the parts, one part in
 memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes
 the same records and parts without encoding any video.
