@@ -91,8 +91,8 @@ def _draw_sequence(prims: Primitives, pl_floor: NDArrayFloat32, cap_floor: NDArr
         seqs[kind].append(idx[np.argsort(floors[kind][idx], kind="stable")])
         calls.append((kind, 0, len(idx), int(tracked is None)))
         sizes[kind] = len(idx)
-    for kind, start, stop in runs if tracked is not None else []:
-        idx = np.arange(start, stop, dtype=np.int64)[tracked[kind][start:stop]]
+    in_order = [] if tracked is None else [(kind, np.arange(start, stop, dtype=np.int64)[tracked[kind][start:stop]]) for kind, start, stop in runs]
+    for kind, idx in in_order:
         seqs[kind].append(idx)
         calls.append((kind, sizes[kind], sizes[kind] + len(idx), 1))
         sizes[kind] += len(idx)
