@@ -13,6 +13,12 @@ time of each is summed; the labels' merge into the clip's label files
 
     python bench/labels.py                   # sample, 20 s, 7 cameras, 1280x720 (about 6 min on 2 cores)
     python bench/labels.py --clip-s 4
+    python bench/labels.py --clip-s 4 --whole-process 2
+
+`--whole-process N` also times the whole `avsim render` command, with and without `--labels`, on the
+same scenario (the sample cut to `--clip-s`): each pair is started together (the first to start
+alternates), and each process's CPU seconds (user + system, from `os.wait4`) are summed over the N
+pairs; both renders of a pair meet the same phase of a shared machine.
 """
 
 from __future__ import annotations
@@ -107,9 +113,38 @@ def run(clip_s: float) -> dict:
     return {"camera_frames": n * len(cameras), "off": cpu[False], "on": cpu[True], "merge_s": merge}
 
 
+def whole_process(clip_s: float, pairs: int) -> dict[str, float]:
+    """CPU seconds of `avsim render` without and with `--labels` (the default compact tables), `pairs` pairs
+    started together, on the sample cut to `clip_s` (one warm-up render with labels first: the compiled kernels' cache)."""
+    import os
+    import shutil
+    import subprocess
+
+    avsim = shutil.which("avsim", path=str(Path(sys.executable).parent)) or "avsim"
+    cpu = {"off": 0.0, "on": 0.0}
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Path(tmp) / "s"
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        subprocess.run([avsim, "sample", str(scenario), "--duration-s", f"{clip_s:g}"], check=True, **quiet)
+        subprocess.run([avsim, "render", str(scenario), str(Path(tmp) / "warm"), "--frames", "2", "--labels"], check=True, **quiet)
+        for k in range(pairs):
+            runs = {on: [avsim, "render", str(scenario), str(Path(tmp) / f"{on}{k}"), *(["--labels"] if on == "on" else [])]
+                    for on in (("off", "on") if k % 2 == 0 else ("on", "off"))}  # fmt: skip
+            procs = {on: subprocess.Popen(cmd, **quiet) for on, cmd in runs.items()}
+            for on, proc in procs.items():
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                if proc.returncode != 0:
+                    raise SystemExit(f"avsim render ({on}) exited {proc.returncode}")
+                cpu[on] += usage.ru_utime + usage.ru_stime
+            print(f"  pair {k + 1}: off {cpu['off']:.1f} s, on {cpu['on']:.1f} s (summed)", file=sys.stderr)
+    return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clip-s", type=float, default=20.0)
+    parser.add_argument("--whole-process", type=int, default=0, metavar="N", help="also time N whole `avsim render` pairs")
     args = parser.parse_args()
     r = run(args.clip_s)
     off, on, cf = r["off"], r["on"], r["camera_frames"]
@@ -118,6 +153,12 @@ def main() -> None:
     print("| camera-frames | CPU ms per camera-frame, off (render, encode) | on (render, labels, encode, parts) | merge | labels overhead |")
     print("|---|---|---|---|---|")
     print(f"| {cf} | {1e3 * off / cf:.2f} | {1e3 * on / cf:.2f} | {1e3 * r['merge_s'] / cf:.2f} | {100.0 * ((on + r['merge_s']) / off - 1.0):+.1f} % |")
+    if args.whole_process > 0:
+        w = whole_process(args.clip_s, args.whole_process)
+        print(f"\nwhole `avsim render` processes, {args.whole_process} pair(s) started together, CPU seconds summed (os.wait4)\n")
+        print("| pairs | CPU s without --labels | with --labels | labels overhead |")
+        print("|---|---|---|---|")
+        print(f"| {args.whole_process} | {w['off']:.2f} | {w['on']:.2f} | {100.0 * (w['on'] / w['off'] - 1.0):+.1f} % |")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,26 @@ def test_labels_in_parts_and_blocks_of_two_frames_keep_the_label_bytes(tmp_path:
     assert _label_hashes(tmp_path / "lab" / "avsim_sample_seed0" / "labels") == one and len(one) == 18  # 14 standard, 4 compact
 
 
+@pytest.mark.e2e
+def test_parts_without_coco_texts_give_the_same_coco_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a compact render's parts keep no COCO texts; merged with COCO files asked for (a render resumed with other
+    # --label-files) the texts are made from the segment's compact rows: the bytes of parts that kept them
+    from avsim.render.labels import records as labels_io
+    from avsim.render.run import labels as labels_run
+
+    assert main(["sample", str(tmp_path / "s"), "--duration-s", "1"]) == 0
+    common = ["--size", "160x90", "--frames", "2:9", "--cameras", CAMERAS, "--label-files", "both", "--images", "png"]
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "texts"), *common]) == 0
+    monkeypatch.setattr(labels_run.Labeller, "coco_texts", property(lambda self: False))
+    read = labels_io.read_part
+    seen: list[bool] = []
+    monkeypatch.setattr(labels_io, "read_part", lambda p: (r := read(p), seen.append(r[0]["annotations"] is None))[0])
+    assert main(["labels", str(tmp_path / "s"), str(tmp_path / "rows"), *common]) == 0
+    want = _label_hashes(tmp_path / "texts" / "avsim_sample_seed0" / "labels")
+    assert _label_hashes(tmp_path / "rows" / "avsim_sample_seed0" / "labels") == want and len(want) > 18
+    assert seen and all(seen)  # every part was read without its texts
+
+
 def _stopped(*args: object) -> None:
     raise KeyboardInterrupt
 
@@ -232,3 +252,29 @@ def test_one_pass_rle_and_columns_equal_the_per_mask_and_json_dumps_writers(tmp_
     old.write_text("[]")  # another version's part
     with pytest.raises(AvsimInputError):
         read_part(old)
+
+
+def test_annotation_rows_from_the_values_equal_the_rows_read_from_the_texts(small_renderer: SceneRenderer) -> None:
+    # a worker builds its compact annotation rows from the records' arrays; a part file's texts (a resumed render) give the same rows
+    import io
+
+    from avsim.render.labels import compact
+    from avsim.render.labels.records import encoded_records
+    from avsim.render.run import labels as labels_run
+
+    labeller = labels_run.Labeller.of(small_renderer, "compact")
+    records = [labels_run.frame_record(labeller, f, 1)[1] for f in range(0, 30, 3)]
+    first = records[0]["annotations"]  # the floats' edge cases: NaN (written null), -0.0 and a value halfway at the last decimal
+    floats = list(first.floats)
+    floats[4] = np.r_[np.nan, -0.00001, 2.00005, floats[4][3:]][: len(floats[4])]
+    records[0] = {**records[0], "annotations": type(first)(first.head, first.counts, tuple(floats), first.values)}
+    v = first.values
+    none = type(first)((), (), tuple(f[:0] for f in first.floats), type(v)((), (), v.category_id[:0], v.bbox[:0], (), v.visible_px[:0], v.unoccluded_px[:0]))
+    for case in (records, [{**records[1], "annotations": none}]):  # an image without annotations
+        tables = []
+        for recs in (case, encoded_records(case)):
+            buf = io.BytesIO()
+            compact.annotations_frame("cam", recs).write_parquet(buf, compression="lz4", statistics=False)
+            tables.append(buf.getvalue())
+        assert tables[0] == tables[1]
+    assert sum(len(r["annotations"].head) for r in records) > 10 and len(floats[4]) >= 3

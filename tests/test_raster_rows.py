@@ -118,7 +118,8 @@ def renderer():
 
 @pytest.mark.parametrize("antialias", [False, True])
 def test_strips_of_any_height_give_the_whole_frame_pass(renderer, monkeypatch, antialias):
-    # renders without ids are drawn in strips (`raster_strips.draw_strips`); with ids in one pass over the frame
+    # every render is drawn in strips (`raster_strips.draw_strips`, with ids `draw_strips_ids`); a strip of the whole
+    # image is the one pass over the frame
     from avsim.render.raster import draw as raster
 
     cases = [(renderer.camera_primitives(f, i), renderer.rays(i)) for f in (0, 17, 41) for i in range(len(renderer.rig))]
@@ -128,3 +129,31 @@ def test_strips_of_any_height_give_the_whole_frame_pass(renderer, monkeypatch, a
     for strip_rows in (1, 2, 7, 32, 180, 181, 500):
         monkeypatch.setattr(raster, "STRIP_ROWS", strip_rows)
         assert [raster.rasterize_numba(p, rays, antialias=antialias).tobytes() for p, rays in cases] == whole, strip_rows
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_strips_with_ids_give_the_same_ids_and_labels_at_any_height(renderer, monkeypatch, antialias):
+    # the labelled render draws its ids and their statistics in strips: the pixels are the render's, the ids and the
+    # statistics' won boxes and counts those of one strip over the whole image, and so is the coverage read from them
+    from avsim.render.raster import draw as raster
+
+    cases = [(renderer.camera_primitives(f, i), renderer.rays(i), len(renderer.box_track_ids(f)))
+             for f in (0, 17, 41) for i in range(len(renderer.rig))]  # fmt: skip
+
+    def labelled() -> list[tuple[bytes, ...]]:
+        out = []
+        for p, rays, n in cases:
+            ids, stats = np.empty((181, 320), np.int32), raster.new_id_stats(n)
+            img = raster.rasterize_numba(p, rays, ids_out=ids, antialias=antialias, id_stats_out=stats)
+            cover = raster.object_coverage_visible_px(p, rays, n, ids, stats)
+            out.append((img.tobytes(), ids.tobytes(), stats[:, [0, 1, 2, 3, 8]].tobytes(), *(a.tobytes() for a in cover)))
+        return out
+
+    monkeypatch.setattr(raster, "STRIP_ROWS", 181)
+    whole = labelled()
+    plain = [raster.rasterize_numba(p, rays, antialias=antialias).tobytes() for p, rays, _ in cases]
+    assert [w[0] for w in whole] == plain
+    assert sum(int(np.frombuffer(w[1], np.int32).max()) >= 0 for w in whole) >= 3  # boxes drawn
+    for strip_rows in (1, 7, 32):
+        monkeypatch.setattr(raster, "STRIP_ROWS", strip_rows)
+        assert labelled() == whole, strip_rows

@@ -38,18 +38,33 @@ def _draw(prims: Primitives, rays: np.ndarray, antialias: bool) -> bytes:
     return img.tobytes() + ids.tobytes()
 
 
-def _rank_order(prims, pl_floor, cap_floor, in_rank_order):
+def _calls(pairs: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kind, sequence) kernel calls as `raster._draw_sequence` returns them (every call with ids)."""
+    seqs, calls, sizes = {0: [], 1: []}, [], [0, 0]
+    for kind, seq in pairs:
+        seqs[kind].append(seq)
+        calls.append((kind, sizes[kind], sizes[kind] + len(seq), 1))
+        sizes[kind] += len(seq)
+    cap_seq, pl_seq = (np.concatenate([*seqs[k], np.zeros(0, np.int64)]).astype(np.int64) for k in (0, 1))
+    return cap_seq, pl_seq, np.array(calls, np.int64).reshape(-1, 4)
+
+
+def _rank_pairs(prims):
     return [(kind, np.arange(a, b, dtype=np.int64)) for kind, a, b in raster._runs(prims)]
 
 
-def _reversed(prims, pl_floor, cap_floor, in_rank_order):
-    return [(kind, seq[::-1].copy()) for kind, seq in _rank_order(prims, pl_floor, cap_floor, in_rank_order)[::-1]]
+def _rank_order(prims, pl_floor, cap_floor, tracked):
+    return _calls(_rank_pairs(prims))
 
 
-def _shuffled(prims, pl_floor, cap_floor, in_rank_order):
+def _reversed(prims, pl_floor, cap_floor, tracked):
+    return _calls([(kind, seq[::-1].copy()) for kind, seq in _rank_pairs(prims)[::-1]])
+
+
+def _shuffled(prims, pl_floor, cap_floor, tracked):
     rng = np.random.default_rng(len(pl_floor) + 7 * len(cap_floor))
     calls = [(0, rng.permutation(len(cap_floor))), (1, rng.permutation(len(pl_floor)))]
-    return [(kind, seq.astype(np.int64)) for kind, seq in calls[:: int(rng.choice([-1, 1]))] if len(seq)]
+    return _calls([(kind, seq.astype(np.int64)) for kind, seq in calls[:: int(rng.choice([-1, 1]))] if len(seq)])
 
 
 @pytest.mark.parametrize("antialias", [False, True])

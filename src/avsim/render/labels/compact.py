@@ -52,6 +52,8 @@ from avsim.render.labels.records import (
     ANNOTATION_FLOATS,
     LANE_RADIUS_M,
     NUSCENES_NAME,
+    ImageAnnotations,
+    encoded_records,
 )
 from avsim.scenario import Scenario
 
@@ -77,43 +79,76 @@ def _f64(rows: list[Any] | np.ndarray, n: int) -> pl.Series:
 
 
 ANNOTATION_COLUMNS = ("camera", "image_id", "track_id", "source_class", "category_id", "bbox", "area", "counts", "visible_px",
-                      "unoccluded_px", *ANNOTATION_ARRAYS, *ANNOTATION_SCALARS)  # fmt: skip
+                      "unoccluded_px", *ANNOTATION_ARRAYS, *ANNOTATION_SCALARS)  # fmt: skip (the table's columns, in order)
 
 
 def annotations_frame(camera: str, records: Iterable[dict[str, Any]]) -> pl.DataFrame:
-    """The `annotations.parquet` rows of one camera's records (their COCO annotation texts), in record order.
+    """The `annotations.parquet` rows of one camera's records, in record order.
 
-    The names are plain strings here (a worker's part); `write_annotations` makes them categorical
-    once the parts are concatenated.
+    From the annotations' values and float arrays when every record holds them (`records.ImageAnnotations` with
+    `values`: a worker's segment), else from their COCO annotation texts (a part file's); the same rows. The
+    names are plain strings here (a worker's part); `write_annotations` makes them categorical once the parts
+    are concatenated.
 
     Args:
         camera: the camera.
-        records: its camera-frame records, "annotations" as texts (`records.encoded_records`).
+        records: its camera-frame records, "annotations" an `ImageAnnotations` or its texts (`records.encoded_records`).
 
     Returns:
         The rows, one per annotation.
     """
-    cols: dict[str, list[Any]] = {k: [] for k in ANNOTATION_COLUMNS}
-    for r in records:
-        for text in r["annotations"]:
-            a = json.loads("{" + text)
-            cols["camera"].append(camera)
-            cols["image_id"].append(int(r["frame_index"]))
-            cols["counts"].append(a["segmentation"]["counts"])
-            for k in ("track_id", "source_class", "category_id", "bbox", "area", "visible_px", "unoccluded_px", *ANNOTATION_SCALARS):
-                cols[k].append(a[k])
-            for k, n in ANNOTATION_ARRAYS.items():
-                cols[k].append(np.asarray(a[k], np.float64).reshape(-1) if a[k] is not None else np.full(n, np.nan))
+    records = list(records)
+    if records and all(isinstance(r["annotations"], ImageAnnotations) and r["annotations"].values is not None for r in records):
+        cols = _columns_of_values(records)
+    else:
+        cols = _columns_of_texts(encoded_records(records))
+    n = len(cols["counts"])
     return pl.DataFrame({
-        "camera": pl.Series(cols["camera"], dtype=pl.String), "image_id": pl.Series(cols["image_id"], dtype=pl.Int32),
+        "camera": pl.Series([camera] * n, dtype=pl.String), "image_id": pl.Series(cols["image_id"], dtype=pl.Int32),
         "track_id": pl.Series(cols["track_id"], dtype=pl.String), "source_class": pl.Series(cols["source_class"], dtype=pl.String),
         "category_id": pl.Series(cols["category_id"], dtype=pl.Int8),
         "bbox": pl.Series(np.asarray(cols["bbox"], np.int32).reshape(-1, 4), dtype=pl.Array(pl.Int32, 4)),
         "area": pl.Series(cols["area"], dtype=pl.Int32), "counts": pl.Series(cols["counts"], dtype=pl.String),
         "visible_px": pl.Series(cols["visible_px"], dtype=pl.Int32), "unoccluded_px": pl.Series(cols["unoccluded_px"], dtype=pl.Int32),
         **{k: _f64(cols[k], n) for k, n in ANNOTATION_ARRAYS.items()},
-        **{k: pl.Series(np.asarray([np.nan if v is None else v for v in cols[k]], np.float64), dtype=pl.Float64) for k in ANNOTATION_SCALARS},
+        **{k: pl.Series(np.asarray(cols[k], np.float64).reshape(-1), dtype=pl.Float64) for k in ANNOTATION_SCALARS},
     })  # fmt: skip
+
+
+def _columns_of_texts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """`annotations_frame`'s columns parsed from the records' COCO annotation texts (null floats: NaN)."""
+    cols: dict[str, list[Any]] = {k: [] for k in ANNOTATION_COLUMNS}
+    for r in records:
+        for text in r["annotations"]:
+            a = json.loads("{" + text)
+            cols["image_id"].append(int(r["frame_index"]))
+            cols["counts"].append(a["segmentation"]["counts"])
+            for k in ("track_id", "source_class", "category_id", "bbox", "area", "visible_px", "unoccluded_px"):
+                cols[k].append(a[k])
+            for k in ANNOTATION_SCALARS:
+                cols[k].append(np.nan if a[k] is None else a[k])
+            for k, n in ANNOTATION_ARRAYS.items():
+                cols[k].append(np.asarray(a[k], np.float64).reshape(-1) if a[k] is not None else np.full(n, np.nan))
+    return cols
+
+
+def _columns_of_values(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """`annotations_frame`'s columns from the records' `ImageAnnotations` values: the floats rounded as their COCO
+    text writes them (`records.ANNOTATION_DECIMALS`, non-finite: NaN), so the numbers the text reads back as."""
+    images: list[ImageAnnotations] = [r["annotations"] for r in records]
+    values = [im.values for im in images if im.values is not None]
+    cat = lambda key: [x for v in values for x in getattr(v, key)]  # noqa: E731
+    cols: dict[str, Any] = {
+        "image_id": np.repeat([int(r["frame_index"]) for r in records], [len(im.head) for im in images]),
+        "counts": cat("rle"), "track_id": cat("track_id"), "source_class": cat("source_class"),
+        "category_id": np.concatenate([v.category_id for v in values]), "bbox": np.concatenate([v.bbox.reshape(-1, 4) for v in values]),
+        "visible_px": np.concatenate([v.visible_px for v in values]), "unoccluded_px": np.concatenate([v.unoccluded_px for v in values]),
+    }  # fmt: skip
+    cols["area"] = cols["visible_px"]  # the COCO area is the mask's pixel count
+    for c, (key, nd) in enumerate(zip(ANNOTATION_FLOATS, ANNOTATION_DECIMALS)):
+        r = np.round(np.concatenate([np.asarray(im.floats[c], np.float64) for im in images]), nd)
+        cols[key] = np.where(np.isfinite(r), r, np.nan).reshape(len(r), int(np.prod(r.shape[1:], dtype=np.int64)))
+    return cols
 
 
 def write_annotations_part(path: Path, camera: str, records: Iterable[dict[str, Any]]) -> None:
@@ -124,7 +159,7 @@ def write_annotations_part(path: Path, camera: str, records: Iterable[dict[str, 
     Args:
         path: the part file.
         camera: the segment's camera.
-        records: its records in frame order, "annotations" as texts.
+        records: its records in frame order (`annotations_frame`).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
@@ -190,9 +225,17 @@ def write_boxes3d(path: Path, blocks: Iterable[dict[str, Any]]) -> None:
         "attribute_name": pl.Series(flat["attribute_name"], dtype=pl.Categorical),
         **{k: _f64(np.concatenate(cols[k]) if cols[k] else np.zeros((0, n)), n) for k, n in BOX_ARRAYS.items()},
         "yaw_ego_rad": pl.Series(np.concatenate(cols["yaw_ego_rad"]) if cols["yaw_ego_rad"] else np.zeros(0), dtype=pl.Float64),
-        "cameras": pl.Series(flat["cameras"], dtype=pl.List(pl.Categorical)),
+        "cameras": _lists_of_names(flat["cameras"]),
     })  # fmt: skip
     _write(df, path)
+
+
+def _lists_of_names(lists: list[list[str]]) -> pl.Series:
+    """`pl.Series(lists, dtype=pl.List(pl.Categorical))`, each distinct list built once and gathered (a clip's boxes
+    share a few camera sets; polars builds nested lists from Python objects one by one)."""
+    first: dict[tuple[str, ...], int] = {}
+    rows = np.fromiter((first.setdefault(tuple(names), len(first)) for names in lists), np.int64, len(lists))
+    return pl.Series([list(k) for k in first], dtype=pl.List(pl.Categorical)).gather(rows)
 
 
 def write_lanes(path: Path, scenario: Scenario, ego_xy_m: np.ndarray) -> None:

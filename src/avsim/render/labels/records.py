@@ -264,6 +264,25 @@ ANNOTATION_DECIMALS = (4, 4, 6, 3, 4, 3, 3, 4, 4)  # of each float column, as wr
 
 
 @dataclass(frozen=True)
+class AnnotationValues:
+    """The values of one image's M COCO annotations that `ImageAnnotations.head` and `.counts` spell as text
+    (what the compact `annotations.parquet` rows hold, `compact.annotations_frame`).
+
+    track_id, source_class: M names; category_id: (M,) COCO category; bbox: (M, 4) int64 x, y, width, height
+    (COCO pixel edges); rle: M COCO RLE strings (the `counts` of the segmentation); visible_px (the `area`),
+    unoccluded_px: (M,) int64 pixel counts.
+    """
+
+    track_id: tuple[str, ...]
+    source_class: tuple[str, ...]
+    category_id: NDArrayInt
+    bbox: NDArrayInt
+    rle: tuple[str, ...]
+    visible_px: NDArrayInt
+    unoccluded_px: NDArrayInt
+
+
+@dataclass(frozen=True)
 class ImageAnnotations:
     """The COCO annotations of one image (M visible boxes) before their float columns are JSON text.
 
@@ -271,17 +290,21 @@ class ImageAnnotations:
 
     head: M texts `"category_id":..,"bbox":[..],"area":..,"iscrowd":0,"segmentation":{..},"track_id":..,
     "class":..,"source_class":..`; counts: M texts `"visible_px":..,"unoccluded_px":..`; floats: the
-    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written).
+    columns ANNOTATION_FLOATS, each (M, ...) float64 (rounded to ANNOTATION_DECIMALS when written);
+    values: what head and counts spell (None where the annotations were read back from a table).
     """
 
     head: tuple[str, ...]
     counts: tuple[str, ...]
     floats: tuple[NDArrayFloat, ...]
+    values: AnnotationValues | None = None
 
     def __post_init__(self) -> None:
         m = len(self.head)
         if len(self.counts) != m or len(self.floats) != len(ANNOTATION_FLOATS) or any(len(f) != m for f in self.floats):
             raise ValueError(f"ImageAnnotations: {m} heads, {len(self.counts)} counts, float rows {[len(f) for f in self.floats]}")
+        if self.values is not None and len(self.values.rle) != m:
+            raise ValueError(f"ImageAnnotations: {m} heads, {len(self.values.rle)} values")
 
 
 def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, objs: NDArrayInt) -> ImageAnnotations:
@@ -303,7 +326,10 @@ def _annotations(boxes: FrameBoxes3D, lab: CameraBoxLabels, ids: NDArrayInt32, o
     floats = (lab.center_camera_m, boxes.size_lwh_m[lab.box], lab.rotation_camera_wxyz, lab.center_px, lab.center_depth_m,
               lab.corners_px, lab.box2d_full_px, lab.visible_fraction, lab.truncation)  # fmt: skip
     counts = tuple(f'"visible_px":{v},"unoccluded_px":{u}' for v, u in zip(vis_n, unocc_n))
-    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats))
+    values = AnnotationValues(tuple(str(t) for t in boxes.track_id[k].tolist()), tuple(str(t) for t in boxes.source_class[k].tolist()),
+                              np.asarray(cat, np.int64).reshape(-1), np.c_[vis_box[:, :2], vis_box[:, 2:] - vis_box[:, :2] + 1].astype(np.int64),
+                              tuple(masks), np.asarray(vis_n, np.int64), np.asarray(unocc_n, np.int64))  # fmt: skip
+    return ImageAnnotations(tuple(head), counts, tuple(np.asarray(f, np.float64)[seen] for f in floats), values)
 
 
 def annotation_texts(images: list[ImageAnnotations]) -> list[list[str]]:
@@ -367,21 +393,25 @@ def json_strings(values: np.ndarray) -> list[str]:
     return [texts[t] if t in texts else texts.setdefault(t, json.dumps(t)) for t in map(str, np.asarray(values).tolist())]
 
 
-def write_part(path: Path, records: list[dict[str, Any]]) -> None:
+def write_part(path: Path, records: list[dict[str, Any]], texts: bool = True) -> None:
     """Write one segment's records (atomic), as text the merge concatenates (no JSON round trip of the annotations).
 
     Line 1: {"format": PART_FORMAT, "records": [record without "annotations" and "openlane", plus
     "n_annotations"]}; then every record's annotation texts, one a line (compact JSON: no newline).
+    Without `texts` (only the compact tables asked for: the rows are in the segment's annotations part)
+    line 1 also holds "texts": false and no text follows (`read_part` gives None annotations).
 
     Args:
         path: the part file.
         records: camera-frame records (`camera_frame_record`).
+        texts: write the annotations' COCO texts.
     """
-    records = encoded_records(records)
-    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": len(r["annotations"])}
+    records = encoded_records(records) if texts else records
+    heads = [{**{k: v for k, v in r.items() if k not in ("annotations", "openlane")}, "n_annotations": _count(r["annotations"])}
              for r in records]  # fmt: skip
-    lines = [json.dumps({"format": PART_FORMAT, "records": heads}, separators=(",", ":"))]
-    lines += [a for r in records for a in r["annotations"]]
+    doc: dict[str, Any] = {"format": PART_FORMAT, "records": heads, **({} if texts else {"texts": False})}
+    lines = [json.dumps(doc, separators=(",", ":"))]
+    lines += [a for r in records for a in r["annotations"]] if texts else []
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(path) as tmp:
         Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -394,18 +424,24 @@ def read_part(path: Path) -> list[dict[str, Any]]:
         path: the part file.
 
     Returns:
-        The camera-frame records (without "openlane").
+        The camera-frame records (without "openlane"; "annotations" None in a part written without texts).
 
     Raises:
         AvsimInputError: the file is not a part of this format (another avsim version's).
     """
     lines = path.read_text(encoding="utf-8").split("\n")
+    doc = _part_doc(path, lines[0])
+    texts = doc.get("texts", True) is not False
     out, at = [], 1
-    for r in _part_heads(path, lines[0]):
+    for r in doc["records"]:
         n = r.pop("n_annotations")
-        out.append({**r, "annotations": lines[at : at + n]})
-        at += n
+        out.append({**r, "annotations": lines[at : at + n] if texts else None})
+        at += n if texts else 0
     return out
+
+
+def _count(annotations: ImageAnnotations | list[str]) -> int:
+    return len(annotations.head) if isinstance(annotations, ImageAnnotations) else len(annotations)
 
 
 def read_part_heads(path: Path) -> list[dict[str, Any]]:
@@ -425,10 +461,14 @@ def read_part_heads(path: Path) -> list[dict[str, Any]]:
 
 
 def _part_heads(path: Path, first_line: str) -> list[dict[str, Any]]:
+    return list(_part_doc(path, first_line)["records"])
+
+
+def _part_doc(path: Path, first_line: str) -> dict[str, Any]:
     head = json.loads(first_line) if first_line.startswith("{") else {}
     if head.get("format") != PART_FORMAT:
         raise AvsimInputError(path, "format", f"not a label part of format {PART_FORMAT} (rerun with --overwrite)")
-    return head["records"]
+    return dict(head)
 
 
 def openlane_path(folder: Path, camera: str, frame_index: int) -> Path:

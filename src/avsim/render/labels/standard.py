@@ -115,16 +115,29 @@ def _image_annotations(rows: pl.DataFrame, size: tuple[int, int]) -> ImageAnnota
     return ImageAnnotations(tuple(head), counts_text, floats)
 
 
+def texts_by_frame(rows: pl.DataFrame, size: tuple[int, int]) -> dict[int, list[str]]:
+    """The COCO annotation texts of one camera's `annotations.parquet` rows (in frame order), per frame.
+
+    Args:
+        rows: the camera's rows.
+        size: its image (width, height) in pixels.
+
+    Returns:
+        Frame index -> its annotation texts (frames without rows left out).
+    """
+    if not len(rows):
+        return {}
+    starts = np.flatnonzero(np.r_[True, np.diff(rows["image_id"].to_numpy()) != 0])
+    bounds = np.r_[starts, len(rows)]
+    images = [_image_annotations(rows.slice(int(a), int(b - a)), size) for a, b in zip(bounds[:-1], bounds[1:])]
+    return {int(rows["image_id"][int(a)]): t for a, t in zip(starts, annotation_texts(images))}
+
+
 def _annotation_chunks(folder: Path, index: dict[str, Any], camera: str, size: tuple[int, int]) -> Iterator[list[dict[str, Any]]]:
     """The camera's records with their COCO annotation texts, in frame order (one chunk)."""
     df = read_table(folder, ANNOTATIONS, index).filter(pl.col("camera").cast(pl.String) == camera)
-    if not len(df):
-        return
-    starts = np.flatnonzero(np.r_[True, np.diff(df["image_id"].to_numpy()) != 0])
-    bounds = np.r_[starts, len(df)]
-    images = [_image_annotations(df.slice(int(a), int(b - a)), size) for a, b in zip(bounds[:-1], bounds[1:])]
-    texts = annotation_texts(images)
-    yield [{"frame_index": int(df["image_id"][int(a)]), "annotations": t} for a, t in zip(starts, texts)]
+    if len(df):
+        yield [{"frame_index": f, "annotations": t} for f, t in texts_by_frame(df, size).items()]
 
 
 def _image_names(folder: Path, index: dict[str, Any], camera: str) -> dict[int, str]:

@@ -32,24 +32,23 @@ from avsim.core.errors import AvsimValueError
 from avsim.core.shapes import check_shape
 from avsim.core.typing import NDArrayBool, NDArrayByte, NDArrayFloat32, NDArrayInt, NDArrayInt32
 from avsim.render import style
-from avsim.render.raster.aa import antialias_numba, sample_offsets_px
+from avsim.render.raster.aa import sample_offsets_px
 from avsim.render.raster.kernels import (
     PARAM_EPS,
     capsule_key_floor,
-    draw_capsules,
-    draw_planars,
     object_coverage_visible,
     planar_key_floor,
     visible_in_boxes,
 )
 from avsim.render.raster.primitives import (
     PIXEL_CENTRE_OFFSET,
+    CapsuleArrays,
     DrawPlan,
-    FrameBuffers,
     IdBuffers,
+    PlanarArrays,
     Primitives,
 )
-from avsim.render.raster.strips import STRIP_ROWS, draw_strips
+from avsim.render.raster.strips import STRIP_ROWS, draw_strips, draw_strips_ids
 from avsim.render.raster.torch_backend import rasterize_torch
 
 __all__ = ["ID_STATS_COLUMNS", "new_id_stats", "object_coverage_px", "object_coverage_visible_px", "rasterize",
@@ -65,18 +64,41 @@ ID_STATS_COLUMNS = ("x0", "y0", "x1", "y1", "lost_x0", "lost_y0", "lost_x1", "lo
 
 
 def _draw_sequence(prims: Primitives, pl_floor: NDArrayFloat32, cap_floor: NDArrayFloat32,
-                   in_rank_order: bool) -> list[tuple[int, NDArrayInt]]:  # fmt: skip
-    """The kernel calls of one image: (kind 0 = capsules / 1 = planars, the primitives in the sequence drawn).
+                   tracked: tuple[NDArrayBool, NDArrayBool] | None) -> tuple[NDArrayInt, NDArrayInt, NDArrayInt]:  # fmt: skip
+    """The kernel calls of one image: the capsules' and planars' sequences and the calls drawing them.
 
     The z-test keeps the smallest (key, draw rank) whatever the sequence, so the planars are drawn
     nearest first and then the capsules likewise (every fragment behind a nearer one is rejected
-    before its ray is cast), unless `in_rank_order`: the id statistics see the claims in draw order.
+    before its ray is cast). With `tracked` (the primitives the id statistics see, `_tracked`: every
+    one from the first object's on in draw order) the untracked ones are drawn so, without ids (they
+    would only write -1 over the reset ids), and then the tracked ones in draw order, with ids:
+    the statistics see the claims in draw order.
+
+    Returns:
+        The capsule sequence, the planar sequence and (C, 4) int64 calls (kind 0 = capsules /
+        1 = planars, start, stop, with ids) into them.
     """
     runs = _runs(prims)  # also checks the ranks
-    if in_rank_order:
-        return [(kind, np.arange(start, stop, dtype=np.int64)) for kind, start, stop in runs]
-    calls = [(1, np.argsort(pl_floor, kind="stable")), (0, np.argsort(cap_floor, kind="stable"))]
-    return [(kind, seq.astype(np.int64)) for kind, seq in calls if len(seq)]
+    if tracked is None:
+        lead = (np.ones(prims.n_capsules, np.bool_), np.ones(prims.n_planars, np.bool_))
+    else:
+        lead = (~tracked[0], ~tracked[1])
+    floors = (cap_floor, pl_floor)
+    seqs: list[list[NDArrayInt]] = [[], []]
+    calls, sizes = [], [0, 0]
+    for kind in (1, 0):  # the leading ones nearest first
+        idx = np.flatnonzero(lead[kind])
+        seqs[kind].append(idx[np.argsort(floors[kind][idx], kind="stable")])
+        calls.append((kind, 0, len(idx), int(tracked is None)))
+        sizes[kind] = len(idx)
+    in_order = [] if tracked is None else [(kind, np.arange(start, stop, dtype=np.int64)[tracked[kind][start:stop]]) for kind, start, stop in runs]
+    for kind, idx in in_order:
+        seqs[kind].append(idx)
+        calls.append((kind, sizes[kind], sizes[kind] + len(idx), 1))
+        sizes[kind] += len(idx)
+    cap_seq, pl_seq = (np.concatenate([*s, np.zeros(0, np.int64)]).astype(np.int64) for s in seqs)
+    kept = [c for c in calls if c[2] > c[1]]
+    return cap_seq, pl_seq, np.array(kept, np.int64).reshape(-1, 4)
 
 
 def _runs(prims: Primitives) -> list[tuple[int, int, int]]:
@@ -133,50 +155,21 @@ def rasterize_numba(
     ranks = prims.capsules.order, prims.planars.order
     floors = capsule_key_floor(prims.capsules), planar_key_floor(prims.planars, style.NEAR_M)
     draws = tuple(DrawPlan(floors[k], ranks[k], np.zeros(0, np.int64), codes[k]) for k in (0, 1))
-    if ids_out is None and h * w > 0:
-        seq = dict(_draw_sequence(prims, floors[1], floors[0], in_rank_order=False))
-        cap_draw, pl_draw = (draws[k]._replace(seq=seq.get(k, np.zeros(0, np.int64))) for k in (0, 1))
-        draw_strips(img, rays, STRIP_ROWS, antialias, prims.capsules.arrays(), cap_draw, prims.planars.arrays(), pl_draw,
-                    np.concatenate(ranks), sample_offsets_px(), (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
+    if h * w == 0:
         return img
-    ids = ids_out if ids_out is not None else np.zeros((1, 1), np.int32)
-    ids[...] = -1
-    _draw_whole_frame(prims, rays, img, ids, ids_out is not None, antialias, id_stats_out, (draws[0], draws[1]))
+    if ids_out is None:
+        cap_seq, pl_seq, _ = _draw_sequence(prims, floors[1], floors[0], None)  # the planars' calls, then the capsules'
+        draw_strips(img, rays, STRIP_ROWS, antialias, prims.capsules.arrays(), draws[0]._replace(seq=cap_seq),
+                    prims.planars.arrays(), draws[1]._replace(seq=pl_seq), np.concatenate(ranks), sample_offsets_px(),
+                    (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
+        return img
+    cap_obj, pl_obj, stats, cap_track, pl_track = _id_args(prims, id_stats_out)
+    cap_seq, pl_seq, calls = _draw_sequence(prims, floors[1], floors[0], None if id_stats_out is None else (cap_track, pl_track))
+    idbs = IdBuffers(ids_out, cap_obj, True, stats, cap_track), IdBuffers(ids_out, pl_obj, True, stats, pl_track)
+    draw_strips_ids(img, rays, STRIP_ROWS, antialias, prims.capsules.arrays(), draws[0]._replace(seq=cap_seq),
+                    prims.planars.arrays(), draws[1]._replace(seq=pl_seq), calls, idbs, np.concatenate(ranks),
+                    sample_offsets_px(), (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS))  # fmt: skip
     return img
-
-
-def _draw_whole_frame(prims: Primitives, rays: NDArrayFloat32, img: NDArrayByte, ids: NDArrayInt32, with_ids: bool,
-                      antialias: bool, id_stats_out: NDArrayInt | None, draws: tuple[DrawPlan, DrawPlan]) -> None:  # fmt: skip
-    """`rasterize_numba` in one pass over the whole image: the path that draws ids (and their statistics,
-    which see the claims in draw order).
-
-    Args:
-        prims: the image's primitives.
-        rays: (H, W, 2) float32 ray map.
-        img: (H, W, 3) uint8 image, every pixel written.
-        ids: (H, W) int32 ids (reset to -1), or a dummy where not `with_ids`.
-        with_ids: draw ids.
-        antialias: as `rasterize_numba`.
-        id_stats_out: as `rasterize_numba`.
-        draws: the (capsule, planar) draw plans (key floors, ranks, winner codes; the sequences are `_draw_sequence`'s).
-    """
-    h, w = prims.height_px, prims.width_px
-    caps, pls = prims.capsules.arrays(), prims.planars.arrays()
-    img[...] = 0
-    zbuf = np.full((h, w), np.inf, np.float32)
-    zrank = np.empty((h, w), np.int32)  # the winner's draw rank, read only where zbuf holds a key
-    cap_obj, pl_obj, stats, cap_track, pl_track = _id_args(prims, with_ids, id_stats_out)
-    win = np.full((h, w), -1, np.int32) if antialias else np.zeros((1, 1), np.int32)
-    buf, rows = FrameBuffers(img, zbuf, zrank, win, antialias), (0, h - 1, 0)
-    id_bufs = IdBuffers(ids, cap_obj, with_ids, stats, cap_track), IdBuffers(ids, pl_obj, with_ids, stats, pl_track)
-    for kind, seq in _draw_sequence(prims, draws[1].key_floor, draws[0].key_floor, in_rank_order=len(stats) > 0):
-        draw = draws[kind]._replace(seq=seq)
-        if kind == 0:
-            draw_capsules(buf, caps, draw, id_bufs[0], PIXEL_CENTRE_OFFSET, rows)
-        else:
-            draw_planars(buf, rays, pls, draw, id_bufs[1], (style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS), rows)
-    if antialias:
-        antialias_numba(img, win, rays, np.concatenate([draws[0].rank, draws[1].rank]), caps, pls)
 
 
 def new_id_stats(n_objects: int) -> NDArrayInt:
@@ -191,13 +184,11 @@ def new_id_stats(n_objects: int) -> NDArrayInt:
     return np.zeros((int(n_objects), len(ID_STATS_COLUMNS)), np.int64)
 
 
-def _id_args(
-    prims: Primitives, with_ids: bool, id_stats_out: NDArrayInt | None
-) -> tuple[NDArrayInt32, NDArrayInt32, NDArrayInt, NDArrayBool, NDArrayBool]:
+def _id_args(prims: Primitives, id_stats_out: NDArrayInt | None) -> tuple[NDArrayInt32, NDArrayInt32, NDArrayInt, NDArrayBool, NDArrayBool]:
     """The kernels' id arguments: object ids per capsule / planar, the id statistics and which primitives they track."""
-    cap_obj = prims.capsules.object_ids() if with_ids else np.zeros(0, np.int32)
-    pl_obj = prims.planars.object_ids() if with_ids else np.zeros(0, np.int32)
-    if not with_ids or id_stats_out is None:  # the kernels only write ids (if any)
+    cap_obj = np.ascontiguousarray(prims.capsules.object_ids(), np.int32)
+    pl_obj = np.ascontiguousarray(prims.planars.object_ids(), np.int32)
+    if id_stats_out is None:  # the kernels only write ids
         no_track = (np.zeros(prims.n_capsules, np.bool_), np.zeros(prims.n_planars, np.bool_))
         return cap_obj, pl_obj, np.zeros((0, len(ID_STATS_COLUMNS)), np.int64), *no_track
     stats = _reset_id_stats(id_stats_out, cap_obj, pl_obj, prims.width_px, prims.height_px)
@@ -231,19 +222,23 @@ def _tracked(
     return ((cap_obj >= 0) | (cap_order > first)), ((pl_obj >= 0) | (pl_order > first))
 
 
-def _per_object(prims: Primitives, n_objects: int) -> tuple[Primitives, NDArrayInt, NDArrayInt]:
-    """Each object's capsules and planars, grouped by object id (the coverage kernels' input).
+def _per_object(prims: Primitives, n_objects: int) -> tuple[CapsuleArrays, NDArrayInt, PlanarArrays, NDArrayInt]:
+    """Each object's capsules and planars, grouped by object id (the coverage kernels' input): the kernels'
+    arrays of the image's primitives (their plane parameters those the rasterisation used), taken in that sequence.
 
     Returns:
-        The grouped primitives, (N + 1,) capsule bounds per object, (N + 1,) planar bounds.
+        The grouped capsule arrays, (N + 1,) capsule bounds per object, the grouped planar arrays, (N + 1,) planar bounds.
     """
     cap_obj, pl_obj = prims.capsules.object_ids(), prims.planars.object_ids()
     cs, ps = (np.flatnonzero((o >= 0) & (o < n_objects)) for o in (cap_obj, pl_obj))
     cs, ps = cs[np.argsort(cap_obj[cs], kind="stable")], ps[np.argsort(pl_obj[ps], kind="stable")]
-    grouped = Primitives(prims.width_px, prims.height_px, prims.capsules.take(cs), prims.planars.take(ps))
+    caps = CapsuleArrays(*(a[cs] for a in prims.capsules.arrays()))
+    pls = prims.planars.arrays()
+    pls = pls._replace(plane=pls.plane[ps], is_tri=pls.is_tri[ps], rgb=pls.rgb[ps], bbox=pls.bbox[ps], zscale=pls.zscale[ps],
+                       zbias=pls.zbias[ps], row_start=pls.row_start[ps] if pls.use_spans else pls.row_start)  # fmt: skip
     cb = np.searchsorted(cap_obj[cs], np.arange(n_objects + 1)).astype(np.int64)
     pb = np.searchsorted(pl_obj[ps], np.arange(n_objects + 1)).astype(np.int64)
-    return grouped, cb, pb
+    return caps, cb, pls, pb
 
 
 def object_coverage_px(prims: Primitives, rays: NDArrayFloat32, n_objects: int) -> NDArrayInt:
@@ -310,11 +305,11 @@ def object_coverage_visible_px(
         visible_in_boxes(ids, won, todo, vis, vis_box)
         out[todo] = vis[todo]
     if len(todo):
-        grouped, cb, pb = _per_object(prims, n_objects)
+        caps, cb, pls, pb = _per_object(prims, n_objects)
         mask = np.zeros((h, w), np.uint8) if scratch is None else scratch
         check_shape(mask, (h, w), "scratch", dtype=np.uint8)
         consts = (PIXEL_CENTRE_OFFSET, style.NEAR_M, style.MAX_DEPTH_M, PARAM_EPS)
-        object_coverage_visible(mask, ids, rays, grouped.capsules.arrays(), cb, grouped.planars.arrays(), pb, consts,
+        object_coverage_visible(mask, ids, rays, caps, cb, pls, pb, consts,
                                 (out, vis, vis_box), todo, clip, id_stats is not None)  # fmt: skip
     return out, vis, vis_box
 

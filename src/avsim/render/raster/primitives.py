@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -195,7 +196,12 @@ class Planars:
         return np.ascontiguousarray(np.where(np.isfinite(out), out, 0.0))
 
     def arrays(self) -> PlanarArrays:
-        """The kernels' view of the planars (plane parameters computed)."""
+        """The kernels' view of the planars (plane parameters computed once per planar set: a labelled render's
+        rasterisation and its coverage pass read the same)."""
+        return self._kernel_arrays
+
+    @cached_property
+    def _kernel_arrays(self) -> PlanarArrays:
         spans = self.has_spans
         row_start = self.row_start if spans else np.zeros(0, np.int64)
         return PlanarArrays(self.plane_params(), self.is_tri, self.rgb, self.bbox, self.zscale, self.zbias, spans, row_start,

@@ -3,7 +3,8 @@
 With `--labels` each render segment rasterises its frames with the per-pixel object id
 (numba kernels, whatever `--backend` says; the colours are byte-identical), computes its
 camera-frame records and keeps them as `OUT/<clip>/labels/.parts/<camera>.<start>.json` (and, for
-the compact tables, its annotation rows as `<camera>.<start>.annotations.parquet` beside it);
+the compact tables, its annotation rows as `<camera>.<start>.annotations.parquet` beside it, built
+from the records' arrays; the part then holds the COCO annotation texts only where COCO files are asked for);
 once every segment is done the clip's label files are written from the parts, one part in
 memory at a time (`labels_merge.write_labels`), and the parts dropped. `avsim labels` computes
 the same records and parts without encoding any video.
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 
 from avsim.core import label_folders
 from avsim.core.atomic import atomic_output_path, output_errors, removed_if_empty_on_error
@@ -28,6 +30,7 @@ from avsim.render.geometry.scene import SceneRenderer
 from avsim.render.labels import compact as compact_io
 from avsim.render.labels import merge as labels_merge
 from avsim.render.labels import records as labels_io
+from avsim.render.labels import standard as labels_standard
 from avsim.render.labels.boxes import FrameBoxesCache
 from avsim.render.run import units, writer
 from avsim.render.run.plan import RenderOptions, RenderPlan
@@ -119,7 +122,7 @@ def image_name(camera: str, frame_index: int, image_format: str) -> str:
     return f"images/{camera}/{int(frame_index):06d}.{image_format}"
 
 
-def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compact: bool = False) -> None:
+def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compact: bool = False, texts: bool = True) -> None:
     """One camera segment's labels: its OpenLane files and images (final per camera-frame files, written straight
     to `labels/openlane/<camera>/` and `labels/images/<camera>/`), its compact annotation rows (a parquet part the
     merge concatenates) and the rest of its records as the part file (written last: it marks the segment done).
@@ -129,6 +132,8 @@ def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compac
         camera: the camera.
         records: its camera-frame records in frame order ("openlane" and "image" are taken out of them).
         compact: also write the segment's `annotations.parquet` rows (`annotations_part`).
+        texts: keep the annotations' COCO texts in the part (for COCO files); False needs `compact` (the merge
+            then makes any texts it needs from the rows).
     """
     folder = part.parent.parent
     lanes = {labels_io.openlane_path(folder, camera, r["frame_index"]).name: r.pop("openlane") for r in records}
@@ -137,10 +142,9 @@ def write_segment(part: Path, camera: str, records: list[dict[str, Any]], compac
         labels_io.write_json_files(join_names(folder, "openlane", camera), lanes)
     if images:
         labels_io.write_json_files(join_names(folder, "images", camera), images)
-    records = labels_io.encoded_records(records)
-    if compact:
+    if compact:  # from the annotations' values (no JSON text read back)
         compact_io.write_annotations_part(annotations_part(part), camera, records)
-    labels_io.write_part(part, records)
+    labels_io.write_part(part, records, texts or not compact)
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,11 @@ class Labeller:
     openlane: bool = True  # compute the OpenLane documents (the standard files); a compact folder stores the lanes once
     compact: bool = False  # write each segment's compact annotation rows beside its part (the compact tables asked for)
     image_format: str | None = None  # also keep each frame as a jpg / png file beside the labels
+
+    @property
+    def coco_texts(self) -> bool:
+        """Whether the parts keep the COCO annotation texts: COCO files asked for (the standard files, or images, which the COCO files name)."""
+        return self.openlane or self.image_format is not None or not self.compact
 
     @classmethod
     def of(cls, renderer: SceneRenderer, files: str = "standard", image_format: str | None = None) -> Labeller:
@@ -249,7 +258,7 @@ def labelled_frames(labeller: Labeller, segment: StreamSegment, part: Path) -> I
         img, rec = frame_record(labeller, f, i, buffers)
         records.append(rec)
         yield img
-    write_segment(part, segment.stream.camera, records, labeller.compact)
+    write_segment(part, segment.stream.camera, records, labeller.compact, labeller.coco_texts)
 
 
 def video_map(clip_id: str, first: int, stop: int, chunk_frames: int) -> dict[int, tuple[str, int]]:
@@ -306,10 +315,12 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, 
     video = video_map(plan.clip_id, plan.first, plan.stop, opts.chunk_frames)
     heads = [h for _, p in parts for h in labels_io.read_part_heads(p)]
 
-    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
-        return (labels_io.read_part(p) for cam, p in parts if cam == camera)
-
     rig = plan.rig.subset(list(plan.cameras)).resize_each(plan.sizes_px)
+    sizes = {name: (cam.width_px, cam.height_px) for name, cam in zip(rig.names, rig.cameras)}
+
+    def chunks(camera: str) -> Iterator[list[dict[str, Any]]]:
+        return (_with_texts(labels_io.read_part(p), annotations_part(p), sizes[camera]) for cam, p in parts if cam == camera)
+
     names = {(h["camera"], h["frame_index"]): image_name(h["camera"], h["frame_index"], opts.label_images)
              for h in heads} if opts.label_images else {}  # fmt: skip
     clip = labels_merge.ClipLabels(plan.cameras, plan.fps, video, dict(zip(rig.names, rig.cameras)), opts.rig, opts.label_files, names)
@@ -326,6 +337,15 @@ def write_from_parts(scenario: Scenario, opts: RenderOptions, plan: RenderPlan, 
         p.unlink(missing_ok=True)
     (folder / ".parts").rmdir() if (folder / ".parts").is_dir() and not any((folder / ".parts").iterdir()) else None
     return written
+
+
+def _with_texts(records: list[dict[str, Any]], rows: Path, size: tuple[int, int]) -> list[dict[str, Any]]:
+    """A part's records with their COCO annotation texts: made from the segment's compact rows where the part
+    was written without them (only the compact tables asked for, resumed with COCO files)."""
+    if all(r["annotations"] is not None for r in records):
+        return records
+    texts = labels_standard.texts_by_frame(pl.read_parquet(rows), size)
+    return [{**r, "annotations": texts.get(r["frame_index"], [])} for r in records]
 
 
 def run_labels(scenario: Scenario, opts: RenderOptions, progress: Callable[[int], None] | None = None) -> Path:
@@ -370,5 +390,5 @@ def _label_parts(labeller: Labeller, folder: Path, first: int, stop: int,
                     progress(1)
         for c in cameras:
             parts.append((c, _part_in(folder, c, start)))
-            write_segment(parts[-1][1], c, records[c], labeller.compact)
+            write_segment(parts[-1][1], c, records[c], labeller.compact, labeller.coco_texts)
     return parts
