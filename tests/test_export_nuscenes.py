@@ -73,8 +73,8 @@ def test_boxes_sit_on_the_rendered_objects(nusc, sample_export: dict[str, Path])
     from nuscenes.utils.geometry_utils import view_points
 
     from avsim.core.cameras import camera_from_dict
-    from avsim.render.labels.nuscenes_images import Rectifier
     from avsim.core.coco_rle import rle_decode
+    from avsim.render.labels.nuscenes_images import Rectifier
     from avsim.scenario.exporters.nuscenes_tables import content_token
 
     manifest = json.loads((sample_export["out"] / "avsim_export.json").read_text())
