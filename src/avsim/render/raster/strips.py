@@ -46,6 +46,17 @@ def _copy_rows(img: NDArrayByte, sub: NDArrayByte, y0: int, y1: int, oy: int) ->
     img.reshape(-1)[y0 * row : y1 * row] = sub.reshape(-1)[(y0 - oy) * row : (y1 - oy) * row]
 
 @njit
+def _strip_buffers(h: int, w: int, strip_rows: int, antialias: bool, n_ranks: int) -> tuple[FrameBuffers, IdBuffers]:
+    # one strip's buffers (its rows and, with AA, a halo row each side) and the "no ids" buffers of a call drawing none
+    halo = 1 if antialias else 0
+    n_rows = min(strip_rows + 2 * halo, h)
+    sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
+    zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
+    no_ids = IdBuffers(np.zeros((1, 1), np.int32), np.zeros(0, np.int32), False, np.zeros((0, 9), np.int64), np.zeros(n_ranks, np.bool_))
+    return FrameBuffers(sub, zbuf, zrank, win, antialias), no_ids
+
+
+@njit
 def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antialias: bool, caps: CapsuleArrays,
                 cap_draw: DrawPlan, pls: PlanarArrays, pl_draw: DrawPlan, order: NDArrayInt, offs: NDArrayFloat,
                 consts: tuple[float, float, float, float]) -> None:  # fmt: skip
@@ -54,12 +65,8 @@ def draw_strips(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, antiali
     h, w = img.shape[0], img.shape[1]
     c, near, far, eps = consts
     halo = 1 if antialias else 0
-    n_rows = min(strip_rows + 2 * halo, h)
-    sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
-    zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
-    no_ids = IdBuffers(np.zeros((1, 1), np.int32), np.zeros(0, np.int32), False, np.zeros((0, 9), np.int64),
-                       np.zeros(max(len(cap_draw.rank), len(pl_draw.rank)), np.bool_))  # fmt: skip
-    buf = FrameBuffers(sub, zbuf, zrank, win, antialias)
+    buf, no_ids = _strip_buffers(h, w, strip_rows, antialias, max(len(cap_draw.rank), len(pl_draw.rank)))
+    sub, zbuf, win = buf.img, buf.zbuf, buf.win
     for y0 in range(0, h, strip_rows):
         y1 = min(y0 + strip_rows, h)
         lo, hi = max(y0 - halo, 0), min(y1 - 1 + halo, h - 1)  # image rows drawn: the strip and its halo
@@ -83,12 +90,8 @@ def draw_strips_ids(img: NDArrayByte, rays: NDArrayFloat32, strip_rows: int, ant
     h, w = img.shape[0], img.shape[1]
     c, near, far, eps = consts
     halo = 1 if antialias else 0
-    n_rows = min(strip_rows + 2 * halo, h)
-    sub, zbuf = np.empty((n_rows, w, 3), np.uint8), np.empty((n_rows, w), np.float32)
-    zrank, win = np.empty((n_rows, w), np.int32), np.empty((n_rows if antialias else 1, w), np.int32)
-    no_ids = IdBuffers(np.zeros((1, 1), np.int32), np.zeros(0, np.int32), False, np.zeros((0, 9), np.int64),
-                       np.zeros(max(len(cap_draw.rank), len(pl_draw.rank)), np.bool_))  # fmt: skip
-    buf = FrameBuffers(sub, zbuf, zrank, win, antialias)
+    buf, no_ids = _strip_buffers(h, w, strip_rows, antialias, max(len(cap_draw.rank), len(pl_draw.rank)))
+    sub, zbuf, win = buf.img, buf.zbuf, buf.win
     ids = idbs[0].ids.reshape(-1)
     for y0 in range(0, h, strip_rows):
         y1 = min(y0 + strip_rows, h)
