@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from avsim.core.transforms import wrap_angle
 from avsim.maps.opendrive.model import Direction
 from avsim.maps.opendrive.network import LaneKey, Pose, RoadNetwork
 
@@ -27,8 +28,8 @@ ROAD_SEARCH_M = 1000.0  # distances along roads are searched this far (esmini: m
 
 
 def wrap(angle: float) -> float:
-    """An angle in [-pi, pi)."""
-    return (angle + math.pi) % (2 * math.pi) - math.pi
+    """An angle in [-pi, pi), as a float (`avsim.core.transforms.wrap_angle`)."""
+    return float(wrap_angle(angle))
 
 
 @dataclass(frozen=True)
